@@ -1,0 +1,57 @@
+// The interface every backend package implements. Implementations live in the backend packages.
+import type { DeviceProperties, DeviceType } from './device.js';
+import type { SdpaParams } from './params.js';
+import type { Availability } from './storage.js';
+import type { Tensor } from './tensor.js';
+
+/** Why a backend declines a call: the rule's name and a message that says what to change. */
+export interface Reason {
+  readonly rule: string;
+  readonly message: string;
+}
+
+/** What rules may read besides the params. */
+export interface RuleContext {
+  /** Properties of the device the query lives on (null if the runtime cannot say). */
+  readonly device: DeviceProperties | null;
+}
+
+/** One check, as PyTorch's check_* functions: null when it passes. */
+export interface Rule {
+  readonly name: string;
+  check(params: SdpaParams, ctx: RuleContext): string | null;
+}
+
+export interface ForwardOutputs {
+  /** Dense: [B, Hq, Sq, Dv]; varlen: [totalQ, Hq, Dv]. Same dtype and device as the query. */
+  readonly out: Tensor;
+  /** float32, dense: [B, Hq, Sq]; varlen: [Hq, totalQ]. Natural log; -inf for fully masked rows. */
+  readonly logsumexp: Tensor;
+}
+
+export interface Gradients {
+  readonly dq: Tensor;
+  readonly dk: Tensor;
+  readonly dv: Tensor;
+  /** Gradient of the additive mask, reduced to the mask's own shape; only with an additive mask. */
+  readonly dbias?: Tensor;
+}
+
+export interface Backend {
+  /** Stable name used in `backends`, explain and doctor: 'cpu-math', 'flash-cuda', ... */
+  readonly name: string;
+  readonly deviceType: DeviceType;
+  /** Higher runs first among the backends of a device. */
+  readonly defaultPriority: number;
+  readonly description: string;
+  /** Loads native code lazily; never throws. A failure is remembered and reported as the reason. */
+  availability(): Availability;
+  /** Ordered rules; the backend supports a call when every rule passes. */
+  readonly rules: readonly Rule[];
+  forward(params: SdpaParams): ForwardOutputs;
+  /** Off the event loop where the backend can; core falls back to forward() otherwise. */
+  forwardAsync?(params: SdpaParams): Promise<ForwardOutputs>;
+  backward?(params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients;
+  /** Extra facts for `attn doctor` (how the addon was built, arch list, SIMD, ...). */
+  buildInfo?(): Record<string, string | number | boolean | readonly string[]>;
+}

@@ -1,0 +1,32 @@
+// Element types. Half types live in Uint16Array (Node 20 has no Float16Array); bool in Uint8Array.
+
+export type FloatDType = 'float64' | 'float32' | 'float16' | 'bfloat16';
+export type DType = FloatDType | 'bool' | 'int32';
+
+export const FLOAT_DTYPES: readonly FloatDType[] = ['float64', 'float32', 'float16', 'bfloat16'];
+export const DTYPES: readonly DType[] = [...FLOAT_DTYPES, 'bool', 'int32'];
+
+/** Bytes per element. */
+export const DTYPE_BYTES: Readonly<Record<DType, number>> = {
+  float64: 8,
+  float32: 4,
+  float16: 2,
+  bfloat16: 2,
+  bool: 1,
+  int32: 4,
+};
+
+/** The typed array that holds each dtype on the host. */
+export interface HostArrayOf {
+  float64: Float64Array;
+  float32: Float32Array;
+  float16: Uint16Array;
+  bfloat16: Uint16Array;
+  bool: Uint8Array;
+  int32: Int32Array;
+}
+export type HostArray = HostArrayOf[DType];
+
+export function isFloatDType(d: DType): d is FloatDType {
+  return (FLOAT_DTYPES as readonly string[]).includes(d);
+}

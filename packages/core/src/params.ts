@@ -1,0 +1,111 @@
+// What the user passes (SdpaOptions) and what backends receive after normalization (SdpaParams).
+import type { Device } from './device.js';
+import type { FloatDType } from './dtype.js';
+import type { Tensor } from './tensor.js';
+
+/**
+ * Where the causal diagonal (and the window and ALiBi distances) is anchored when Sq != Sk.
+ * 'upperLeft' (PyTorch's is_causal): query i sees keys 0..i.
+ * 'lowerRight' (FlashAttention's): query i sees keys 0..i + (Sk - Sq).
+ */
+export type Alignment = 'upperLeft' | 'lowerRight';
+
+export interface SdpaOptions {
+  /** Boolean (true = attend) or additive float mask, broadcastable to [B, Hq, Sq, Sk]. */
+  attnMask?: Tensor | null;
+  /** In [0, 1). */
+  dropoutP?: number;
+  isCausal?: boolean;
+  /** Anchors causal, window and ALiBi; default 'upperLeft' (as PyTorch). */
+  alignment?: Alignment;
+  /** Default 1 / sqrt(D). */
+  scale?: number;
+  /** Allows Hk < Hq with Hq % Hk == 0 (grouped-query attention). */
+  enableGqa?: boolean;
+  /** Sliding window [left, right] in keys around the (aligned) diagonal; -1 = unbounded on that side. */
+  window?: readonly [number, number] | null;
+  /** float32, [Hq] or [B, Hq]: adds -slope * |i + offset - j| to the scores. */
+  alibiSlopes?: Tensor | null;
+  /** > 0: scores become softcap * tanh(scores / softcap) before masks and ALiBi. */
+  softcap?: number;
+  /** Philox key; default: a fresh random seed per call (returned in the result). */
+  dropoutSeed?: bigint | number;
+  /** Philox counter word 3; default 0. */
+  dropoutOffset?: number;
+  /** Restrict (and order) the candidate backends for this call. */
+  backends?: readonly string[];
+  /** Will sdpaBackward be called on the result? Backends without backward decline. */
+  requiresGrad?: boolean;
+  /** Backward accumulates in a fixed order (bitwise reproducible). */
+  deterministic?: boolean;
+}
+
+export interface VarlenOptions extends Omit<SdpaOptions, 'attnMask'> {
+  /** int32 [B + 1], offsets of each sequence in the packed query. */
+  cuSeqlensQ: Tensor;
+  cuSeqlensK: Tensor;
+  maxSeqlenQ: number;
+  maxSeqlenK: number;
+}
+
+export interface DropoutParams {
+  readonly p: number;
+  readonly seed: bigint;
+  readonly offset: number;
+  /** Drop an element when its Philox word is below this (uint32); see philox.ts. */
+  readonly threshold: number;
+  /** 1 / (1 - p), applied to kept elements. */
+  readonly keepScale: number;
+}
+
+export interface MaskParams {
+  readonly kind: 'bool' | 'additive';
+  /** The user's tensor, as given: rank <= 4, broadcastable to [B, Hq, Sq, Sk]. */
+  readonly tensor: Tensor;
+  /** Strides of the mask expanded to [B, Hq, Sq, Sk]: 0 on broadcast dims. */
+  readonly expandedStrides: readonly [number, number, number, number];
+}
+
+export interface VarlenParams {
+  readonly cuSeqlensQ: Tensor;
+  readonly cuSeqlensK: Tensor;
+  readonly maxSeqlenQ: number;
+  readonly maxSeqlenK: number;
+  /** Host copies of the offsets (validated: start at 0, non-decreasing, end at total). */
+  readonly seqlensQ: Int32Array;
+  readonly seqlensK: Int32Array;
+}
+
+/**
+ * Normalized parameters of one call. Dense: query [B, Hq, Sq, D], key [B, Hk, Sk, D],
+ * value [B, Hk, Sk, Dv]. Varlen: query [totalQ, Hq, D], key [totalK, Hk, D], value [totalK, Hk, Dv],
+ * and batch/seqQ/seqK are the count and the max lengths.
+ */
+export interface SdpaParams {
+  readonly query: Tensor;
+  readonly key: Tensor;
+  readonly value: Tensor;
+  readonly device: Device;
+  readonly dtype: FloatDType;
+  readonly batch: number;
+  readonly headsQ: number;
+  readonly headsKV: number;
+  readonly seqQ: number;
+  readonly seqK: number;
+  readonly headDim: number;
+  readonly headDimV: number;
+  readonly scale: number;
+  readonly causal: boolean;
+  readonly alignment: Alignment;
+  /** Unbounded sides are null. */
+  readonly window: { readonly left: number | null; readonly right: number | null } | null;
+  readonly mask: MaskParams | null;
+  readonly alibiSlopes: Tensor | null;
+  /** 0 = off. */
+  readonly softcap: number;
+  readonly dropout: DropoutParams | null;
+  readonly enableGqa: boolean;
+  readonly varlen: VarlenParams | null;
+  readonly requiresGrad: boolean;
+  readonly deterministic: boolean;
+}
