@@ -1,0 +1,3 @@
+import { attnVitestConfig } from '../../vitest.shared';
+
+export default attnVitestConfig('@attn/cli');
