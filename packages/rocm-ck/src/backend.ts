@@ -1,0 +1,81 @@
+// 'ck-flash' and 'ck-efficient': CK tile's fmha_fwd/fmha_bwd behind two rule sets. Allocation and
+// marshalling here; the native shim only copies traits/args into CK's structs and calls the API.
+import { DeviceError, empty, zeros, type Backend, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { currentStream, type FaLibraryDeps } from '@attn/rocm';
+import { forwardArgs, forwardTraits } from './marshal/args.js';
+import { backwardArgs, backwardTraits, dqAccSplits } from './marshal/backward.js';
+import { ckAvailability, loadCk, type CkAddon } from './native.js';
+import { efficientRules, flashRules } from './rules.js';
+
+export type CkKind = 'flash' | 'efficient';
+
+function requireAddon(): CkAddon {
+  const a = ckAvailability();
+  const load = loadCk();
+  if (!a.ok || !load.ok) throw new DeviceError('ATTN_DEVICE_UNAVAILABLE', `CK is unavailable: ${a.ok ? 'the addon did not load' : a.reason}`);
+  return load.addon;
+}
+
+function noInstance(what: string, result: number, p: SdpaParams): never {
+  throw new DeviceError(
+    'ATTN_CK_NO_INSTANCE',
+    `CK ${what} found no compiled kernel instance for this call (returned ${result}): ${p.dtype}, head dim ${p.headDim}/${p.headDimV}. Rebuild @attn/rocm-ck with more instances or use AOTriton.`,
+  );
+}
+
+function forward(p: SdpaParams): ForwardOutputs {
+  const addon = requireAddon();
+  const device = p.device;
+  const totalQ = p.varlen ? p.query.shape[0]! : 0;
+  const out = empty(p.varlen ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+  const lse = empty(p.varlen ? [p.headsQ, totalQ] : [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
+  const r = addon.forward(forwardTraits(p), forwardArgs(p, { out, lse }), currentStream(device.index));
+  if (r < 0) noInstance('fmha_fwd', r, p);
+  return { out, logsumexp: lse };
+}
+
+function backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients {
+  const addon = requireAddon();
+  const device = p.device;
+  const f32 = { dtype: 'float32' as const, device };
+  const dq = zeros(p.query.shape, { dtype: p.dtype, device }); // CK accumulates dq
+  const dk = empty(p.key.shape, { dtype: p.dtype, device });
+  const dv = empty(p.value.shape, { dtype: p.dtype, device });
+  const dbias = p.mask ? empty(p.mask.tensor.shape, { dtype: p.dtype, device }) : null;
+  const d = empty(saved.logsumexp.shape, f32);
+  const splits = dqAccSplits(p);
+  const accShape = p.varlen ? [splits, p.headsQ, p.query.shape[0]!, p.headDim] : [splits, p.batch, p.headsQ, p.seqQ, p.headDim];
+  const dqAcc = zeros(accShape, f32);
+  try {
+    const args = backwardArgs(p, { out: saved.out, lse: saved.logsumexp, gradOut, d, dq, dk, dv, dbias, dqAcc });
+    const r = addon.backward(backwardTraits(p), args, currentStream(device.index));
+    if (r < 0) noInstance('fmha_bwd', r, p);
+  } finally {
+    d.dispose();
+    dqAcc.dispose();
+  }
+  return dbias ? { dq, dk, dv, dbias } : { dq, dk, dv };
+}
+
+export function makeCkBackend(kind: CkKind, fa?: () => FaLibraryDeps): Backend {
+  return {
+    name: `ck-${kind}`,
+    deviceType: 'rocm',
+    defaultPriority: kind === 'flash' ? 190 : 140,
+    description:
+      kind === 'flash'
+        ? "Composable Kernel's tile fmha (PyTorch's CK flash path): fp16/bf16, GQA, causal/window, ALiBi, varlen, backward"
+        : "Composable Kernel's tile fmha with an additive bias (PyTorch's CK memory-efficient path): fp16/bf16, no GQA",
+    availability: ckAvailability,
+    rules: kind === 'flash' ? flashRules(fa) : efficientRules(fa),
+    forward,
+    backward,
+    buildInfo: (): Record<string, string> => {
+      const load = loadCk();
+      return load.ok ? { library: 'CK', ...load.addon.info() } : { library: 'CK', unavailable: load.reason };
+    },
+  };
+}
+
+export const ckFlash: Backend = makeCkBackend('flash');
+export const ckEfficient: Backend = makeCkBackend('efficient');
