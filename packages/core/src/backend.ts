@@ -14,6 +14,8 @@ export interface Reason {
 export interface RuleContext {
   /** Properties of the device the query lives on (null if the runtime cannot say). */
   readonly device: DeviceProperties | null;
+  /** When device is null: why the runtime could not say (shown in rule messages). */
+  readonly deviceUnknownReason?: string;
 }
 
 /** One check, as PyTorch's check_* functions: null when it passes. */

@@ -1,0 +1,56 @@
+// What a backend returns is checked before the user sees it: a wrong shape or dtype is a backend
+// bug, reported with the backend's name instead of surfacing later as wrong numbers.
+import type { ForwardOutputs, Gradients } from './backend.js';
+import { deviceToString, sameDevice } from './device-parse.js';
+import { AttnError } from './errors.js';
+import type { SdpaParams } from './params.js';
+import { Tensor } from './tensor.js';
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((s, i) => s === b[i]);
+}
+
+function expectTensor(backend: string, what: string, t: unknown, shape: readonly number[], dtype: string, p: SdpaParams): void {
+  const fail = (got: string): never => {
+    throw new AttnError(
+      'ATTN_BACKEND_OUTPUT',
+      `Backend '${backend}' returned a bad ${what}: expected ${dtype} [${shape.join(', ')}] on ${deviceToString(p.device)}, got ${got}. ` +
+        'This is a bug in that backend; choose another with the backends option meanwhile.',
+    );
+  };
+  if (!(t instanceof Tensor)) return fail(t === undefined ? 'nothing' : typeof t);
+  if (t.disposed) return fail('a disposed tensor');
+  if (!sameShape(t.shape, shape) || t.dtype !== dtype || !sameDevice(t.device, p.device)) {
+    fail(`${t.dtype} [${t.shape.join(', ')}] on ${deviceToString(t.device)}`);
+  }
+}
+
+/** out [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv]) in the query dtype; logsumexp float32 [B, Hq, Sq] (varlen [Hq, totalQ]). */
+export function checkForwardOutputs(backend: string, p: SdpaParams, o: ForwardOutputs): void {
+  if (typeof o !== 'object' || o === null) {
+    throw new AttnError('ATTN_BACKEND_OUTPUT', `Backend '${backend}' forward returned ${String(o)} instead of { out, logsumexp }.`);
+  }
+  if (p.varlen) {
+    const totalQ = p.query.shape[0]!;
+    expectTensor(backend, 'out', o.out, [totalQ, p.headsQ, p.headDimV], p.dtype, p);
+    expectTensor(backend, 'logsumexp', o.logsumexp, [p.headsQ, totalQ], 'float32', p);
+  } else {
+    expectTensor(backend, 'out', o.out, [p.batch, p.headsQ, p.seqQ, p.headDimV], p.dtype, p);
+    expectTensor(backend, 'logsumexp', o.logsumexp, [p.batch, p.headsQ, p.seqQ], 'float32', p);
+  }
+}
+
+/** dq, dk, dv shaped like q, k, v in their dtype; dbias like the additive mask, required with one and only then. */
+export function checkGradients(backend: string, p: SdpaParams, g: Gradients): void {
+  if (typeof g !== 'object' || g === null) {
+    throw new AttnError('ATTN_BACKEND_OUTPUT', `Backend '${backend}' backward returned ${String(g)} instead of { dq, dk, dv }.`);
+  }
+  expectTensor(backend, 'dq', g.dq, p.query.shape, p.dtype, p);
+  expectTensor(backend, 'dk', g.dk, p.key.shape, p.dtype, p);
+  expectTensor(backend, 'dv', g.dv, p.value.shape, p.dtype, p);
+  if (p.mask?.kind === 'additive') {
+    expectTensor(backend, 'dbias', g.dbias, p.mask.tensor.shape, p.mask.tensor.dtype, p);
+  } else if (g.dbias !== undefined) {
+    throw new AttnError('ATTN_BACKEND_OUTPUT', `Backend '${backend}' returned dbias although the call has no additive mask.`);
+  }
+}

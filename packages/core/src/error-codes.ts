@@ -1,0 +1,30 @@
+// The stable codes of AttnInputError raised by sdpa's input validation (normalizeParams and the
+// varlen form). Users may match on them; tests cover each one.
+export const VALIDATION_CODES = [
+  'ATTN_TYPE', // an argument is not a Tensor / options not an object
+  'ATTN_OPTION', // unknown option key or an option of the wrong type
+  'ATTN_DISPOSED', // a tensor was disposed (raised as DisposedError)
+  'ATTN_DTYPE', // query is not a floating dtype
+  'ATTN_DTYPE_MISMATCH', // query, key and value dtypes differ
+  'ATTN_DEVICE_MISMATCH', // tensors on different devices
+  'ATTN_RANK', // dense inputs must be [B, H, S, D]; varlen [total, H, D]
+  'ATTN_BATCH', // batch sizes differ
+  'ATTN_HEADS', // key/value head counts differ, or do not divide the query heads
+  'ATTN_GQA', // Hk != Hq without enableGqa
+  'ATTN_HEAD_DIM', // query/key head dims differ, or zero
+  'ATTN_SEQ_LEN', // key and value sequence lengths differ
+  'ATTN_MASK_DTYPE', // mask not bool, float32 or the query dtype
+  'ATTN_MASK_SHAPE', // mask rank > 4 or not broadcastable to [B, Hq, Sq, Sk]
+  'ATTN_DROPOUT', // dropoutP outside [0, 1), bad seed or offset
+  'ATTN_SCALE', // scale zero, NaN or infinite
+  'ATTN_WINDOW', // window not [left, right] integers >= -1
+  'ATTN_SOFTCAP', // softcap negative or not finite
+  'ATTN_ALIBI', // slopes not float32 [Hq] or [B, Hq]
+  'ATTN_VARLEN', // cuSeqlens / maxSeqlen inconsistent
+  'ATTN_SIZE', // sizes beyond what indices or the dropout counter can address
+  'ATTN_UNKNOWN_BACKEND', // `backends` names an unregistered backend
+  'ATTN_GRAD_OUT', // sdpaBackward: gradOut does not match the forward output
+  'ATTN_NO_BACKWARD', // sdpaBackward: the backend that ran forward has no backward
+] as const;
+
+export type ValidationCode = (typeof VALIDATION_CODES)[number];

@@ -1,0 +1,25 @@
+// @attn/core: tensors, input checks, backend registry and selection, sdpa().
+export * from './backend.js';
+export * from './device.js';
+export { CPU, DEVICE_TYPES, deviceToString, isDeviceType, parseDevice, sameDevice } from './device-parse.js';
+export { requireDeviceRuntime } from './device-registry.js';
+export * from './dtype.js';
+export * from './error-codes.js';
+export * from './errors.js';
+export * from './factory.js';
+export * from './half.js';
+export { allocHostArray, elementDecoder, elementEncoder, isDType, isHostArray, isHostArrayOf } from './host-array.js';
+export { broadcastsTo, contiguousStrides, forEachRow, isContiguousLayout, MAX_DIM } from './layout.js';
+export * from './params.js';
+export * from './philox.js';
+export * from './registry.js';
+export * from './report.js';
+export * from './rules.js';
+export { describeCall, failingRules, type Restriction, resolveRestriction, selectBackend, type Selection } from './select.js';
+export { explain, type ForwardResult, sdpa, sdpaBackward, sdpaForward, sdpaForwardAsync } from './sdpa.js';
+export { currentKernelScope, sdpaKernel } from './scope.js';
+export { randomSeed } from './seed.js';
+export * from './storage.js';
+export { fromHostArray, isDeviceStorage, Tensor, type TensorInit } from './tensor.js';
+export { normalizeParams } from './validate.js';
+export { explainVarlen, normalizeVarlenParams, sdpaVarlen, sdpaVarlenAsync } from './varlen.js';

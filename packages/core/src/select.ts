@@ -1,0 +1,121 @@
+// Backend selection: candidates for the query's device in priority order (or the restriction's
+// order), each asked availability() and then every rule; the first with no reason runs. Unlike
+// PyTorch, every failing rule of every candidate is reported, not only the first.
+import type { Backend, Reason, RuleContext } from './backend.js';
+import { deviceToString } from './device-parse.js';
+import { ruleContext } from './device-context.js';
+import type { SdpaParams } from './params.js';
+import { listBackends } from './registry.js';
+import { type CandidateReport, NoBackendError, type SelectionReport } from './report.js';
+import { currentKernelScope } from './scope.js';
+
+/** Where a restriction came from, and its names (null = none). */
+export interface Restriction {
+  readonly names: readonly string[] | null;
+  readonly source: 'call' | 'scope' | null;
+}
+
+/** The per-call list wins; else the innermost sdpaKernel scope; else none. */
+export function resolveRestriction(callBackends: readonly string[] | null): Restriction {
+  if (callBackends) return { names: callBackends, source: 'call' };
+  const scope = currentKernelScope();
+  return scope ? { names: scope, source: 'scope' } : { names: null, source: null };
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Every failing rule. A rule that throws is a failing rule too (its error is the reason), never a pass. */
+export function failingRules(backend: Backend, params: SdpaParams, ctx: RuleContext): Reason[] {
+  const reasons: Reason[] = [];
+  for (const r of backend.rules) {
+    let message: string | null;
+    try {
+      message = r.check(params, ctx);
+    } catch (e) {
+      message = `the check itself failed (${errorText(e)}); this is a bug in the rule`;
+    }
+    if (message !== null) reasons.push({ rule: r.name, message });
+  }
+  return reasons;
+}
+
+function availabilityOf(backend: Backend): { available: boolean; reason?: string } {
+  try {
+    const a = backend.availability();
+    return a.ok ? { available: true } : { available: false, reason: a.reason };
+  } catch (e) {
+    return { available: false, reason: `availability() threw: ${errorText(e)}` };
+  }
+}
+
+/** A one-line description of the call for reports. */
+export function describeCall(p: SdpaParams): string {
+  const shape = (s: readonly number[]): string => `[${s.join(', ')}]`;
+  const parts = [`${p.dtype} q${shape(p.query.shape)} k${shape(p.key.shape)} v${shape(p.value.shape)}`];
+  if (p.varlen) parts.push(`varlen (${p.batch} sequences, max ${p.seqQ}/${p.seqK})`);
+  if (p.mask) parts.push(`${p.mask.kind} mask ${shape(p.mask.tensor.shape)} ${p.mask.tensor.dtype}`);
+  if (p.causal) parts.push(`causal (${p.alignment})`);
+  if (p.window) parts.push(`window [${p.window.left ?? -1}, ${p.window.right ?? -1}]`);
+  if (p.alibiSlopes) parts.push('alibi');
+  if (p.softcap) parts.push(`softcap ${p.softcap}`);
+  if (p.dropout) parts.push(`dropout ${p.dropout.p}`);
+  if (p.enableGqa) parts.push('gqa');
+  if (p.requiresGrad) parts.push('requiresGrad');
+  if (p.deterministic) parts.push('deterministic');
+  return parts.join(', ');
+}
+
+export interface Selection {
+  readonly backend: Backend | null;
+  readonly report: SelectionReport;
+}
+
+/**
+ * Runs selection. With exhaustive = false it stops at the first backend that can run (the call
+ * path); explain passes true so that the report covers every candidate.
+ */
+export function selectBackend(params: SdpaParams, restriction: Restriction, exhaustive: boolean): Selection {
+  const all = listBackends(params.device.type);
+  const candidates = restriction.names
+    ? restriction.names.flatMap((n) => all.filter((e) => e.name === n))
+    : all;
+  const excluded = restriction.names ? all.filter((e) => !restriction.names!.includes(e.name)).map((e) => e.name) : [];
+  const ctx = ruleContext(params.device);
+  const reports: CandidateReport[] = [];
+  let chosen: Backend | null = null;
+  for (const entry of candidates) {
+    if (chosen && !exhaustive) break;
+    const avail = availabilityOf(entry.backend);
+    const reasons = failingRules(entry.backend, params, ctx);
+    const selected = !chosen && avail.available && reasons.length === 0;
+    if (selected) chosen = entry.backend;
+    reports.push({
+      backend: entry.name,
+      priority: entry.priority,
+      available: avail.available,
+      ...(avail.available ? {} : { unavailableReason: avail.reason ?? 'no reason given' }),
+      reasons,
+      selected,
+    });
+  }
+  const report: SelectionReport = {
+    device: deviceToString(params.device),
+    restrictedTo: restriction.names,
+    restrictionSource: restriction.source,
+    selected: chosen?.name ?? null,
+    candidates: reports,
+    excluded,
+    call: describeCall(params),
+  };
+  return { backend: chosen, report };
+}
+
+/** The backend that runs the call, or NoBackendError with the full report. */
+export function requireBackend(params: SdpaParams, restriction: Restriction): Backend {
+  // When nothing is chosen the loop never stopped early, so the report already covers every candidate.
+  const { backend, report } = selectBackend(params, restriction, false);
+  if (backend) return backend;
+  throw new NoBackendError(report);
+}
