@@ -30,6 +30,10 @@ execute_process(
   OUTPUT_VARIABLE ATTN_NODE_ADDON_API_DIR
   OUTPUT_STRIP_TRAILING_WHITESPACE)
 
+# The arch list as one comma-separated word ("80,90a"): a ';' inside a compile definition would split
+# it into two definitions.
+string(REPLACE ";" "," ATTN_CUDA_ARCHS_CSV "${ATTN_CUDA_ARCHS}")
+
 function(attn_cuda_addon target)
   cmake_parse_arguments(ARG "" "" "SOURCES" ${ARGN})
   add_library(${target} SHARED ${ARG_SOURCES} ${CMAKE_JS_SRC})
@@ -37,7 +41,7 @@ function(attn_cuda_addon target)
     CUDA_SEPARABLE_COMPILATION OFF CUDA_RUNTIME_LIBRARY Static)
   target_include_directories(${target} PRIVATE ${CMAKE_JS_INC} ${ATTN_NODE_ADDON_API_DIR} ${ATTN_CUDA_INCLUDE_DIR})
   target_compile_definitions(${target} PRIVATE NAPI_VERSION=8 NODE_ADDON_API_CPP_EXCEPTIONS
-    NODE_ADDON_API_DISABLE_DEPRECATED ATTN_CUDA_ARCHS_STRING="${ATTN_CUDA_ARCHS}")
+    NODE_ADDON_API_DISABLE_DEPRECATED ATTN_CUDA_ARCHS_STRING="${ATTN_CUDA_ARCHS_CSV}")
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo -Xptxas=-warn-spills>
     $<$<COMPILE_LANGUAGE:CXX>:-fexceptions -Wall>)

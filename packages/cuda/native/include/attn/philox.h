@@ -3,6 +3,10 @@
 #pragma once
 #include <cstdint>
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>  // __host__, __device__, __forceinline__, __umulhi (nvcc includes its own)
+#endif
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define ATTN_HD __host__ __device__ __forceinline__
 #else
@@ -27,7 +31,9 @@ ATTN_HD uint32_t mulhi32(uint32_t a, uint32_t b) {
 ATTN_HD Philox4 philox4x32_10(Philox4 ctr, uint32_t k0, uint32_t k1) {
   constexpr uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
   constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+#if defined(__CUDACC__) || defined(__HIPCC__)  // host compilers warn on an unknown pragma
 #pragma unroll
+#endif
   for (int round = 0; round < 10; ++round) {
     const uint32_t lo0 = kM0 * ctr.x, hi0 = mulhi32(kM0, ctr.x);
     const uint32_t lo1 = kM1 * ctr.z, hi1 = mulhi32(kM1, ctr.z);

@@ -1,0 +1,89 @@
+// Reading JS arguments. The TS layer validates first; these re-check cheaply so that a wrong call
+// from anywhere else is a typed error (ATTN_BAD_ARGUMENT), never undefined behaviour.
+#pragma once
+#include <napi.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "errors.h"
+
+namespace attn {
+
+inline std::string arg_label(std::size_t i, const char* name) {
+  return "argument " + std::to_string(i) + " (" + name + ")";
+}
+
+inline double arg_number(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsNumber()) {
+    throw InvalidArgument(arg_label(i, name) + " must be a number", "ATTN_BAD_ARGUMENT");
+  }
+  return info[i].As<Napi::Number>().DoubleValue();
+}
+
+// A non-negative integer up to 2^53 - 1 (what a JS number holds exactly).
+inline std::size_t arg_size(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  const double v = arg_number(info, i, name);
+  if (!(v >= 0) || v > 9007199254740991.0 || std::floor(v) != v) {
+    throw InvalidArgument(arg_label(i, name) + " must be a non-negative safe integer", "ATTN_BAD_ARGUMENT");
+  }
+  return static_cast<std::size_t>(v);
+}
+
+inline int arg_int(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  const double v = arg_number(info, i, name);
+  if (!(v >= -2147483648.0 && v <= 2147483647.0) || std::floor(v) != v) {
+    throw InvalidArgument(arg_label(i, name) + " must be a 32-bit integer", "ATTN_BAD_ARGUMENT");
+  }
+  return static_cast<int>(v);
+}
+
+inline std::uint32_t arg_u32(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  const double v = arg_number(info, i, name);
+  if (!(v >= 0 && v <= 4294967295.0) || std::floor(v) != v) {
+    throw InvalidArgument(arg_label(i, name) + " must be an integer in 0..2^32-1", "ATTN_BAD_ARGUMENT");
+  }
+  return static_cast<std::uint32_t>(v);
+}
+
+inline bool arg_bool(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsBoolean()) {
+    throw InvalidArgument(arg_label(i, name) + " must be a boolean", "ATTN_BAD_ARGUMENT");
+  }
+  return info[i].As<Napi::Boolean>().Value();
+}
+
+inline std::uint64_t arg_u64(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  if (info.Length() <= i || !info[i].IsBigInt()) {
+    throw InvalidArgument(arg_label(i, name) + " must be a bigint", "ATTN_BAD_ARGUMENT");
+  }
+  bool lossless = false;
+  const std::uint64_t v = info[i].As<Napi::BigInt>().Uint64Value(&lossless);
+  if (!lossless) throw InvalidArgument(arg_label(i, name) + " must fit in 64 unsigned bits", "ATTN_BAD_ARGUMENT");
+  return v;
+}
+
+inline void* arg_pointer(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(arg_u64(info, i, name)));
+}
+
+template <typename TypedArray>
+inline TypedArray arg_typed_array(const Napi::CallbackInfo& info, std::size_t i, const char* name,
+                                  napi_typedarray_type type, const char* type_name) {
+  if (info.Length() <= i || !info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != type) {
+    throw InvalidArgument(arg_label(i, name) + " must be a " + type_name, "ATTN_BAD_ARGUMENT");
+  }
+  return info[i].As<TypedArray>();
+}
+
+inline Napi::Uint8Array arg_bytes(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
+  return arg_typed_array<Napi::Uint8Array>(info, i, name, napi_uint8_array, "Uint8Array");
+}
+
+inline Napi::BigInt to_bigint(Napi::Env env, const void* ptr) {
+  return Napi::BigInt::New(env, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ptr)));
+}
+
+}  // namespace attn
