@@ -1,0 +1,18 @@
+// 'cpu-math': the float64 reference backend, the oracle every other backend is tested against.
+import type { Backend } from '@attn/core';
+import { backwardMath } from './backward.js';
+import { forwardMath } from './forward.js';
+import { cpuMathRules } from './rules.js';
+
+export const cpuMathBackend: Backend = {
+  name: 'cpu-math',
+  deviceType: 'cpu',
+  // Lowest on the CPU: a faster CPU kernel (cpu-flash) goes first; cpu-math takes what it declines.
+  defaultPriority: 0,
+  description: 'Reference attention in TypeScript: float64 accumulation, every feature and dtype, forward and backward.',
+  availability: () => ({ ok: true }),
+  rules: cpuMathRules,
+  forward: forwardMath,
+  backward: backwardMath,
+  buildInfo: () => ({ language: 'TypeScript', accumulation: 'float64', native: false }),
+};

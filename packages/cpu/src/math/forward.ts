@@ -1,0 +1,67 @@
+// cpu-math forward: exact softmax attention in float64, one query row at a time (never an Sq x Sk
+// buffer), reading q/k/v through their strides and rounding the output to its dtype once.
+import { empty } from '@attn/core';
+import type { ForwardOutputs, SdpaParams } from '@attn/core';
+import { gather, scatterRow } from './host-io.js';
+import { addWeightedRows, expRow, rowMax } from './kernels.js';
+import { problemOf } from './problem.js';
+import { ScoreRow } from './scores.js';
+
+export function forwardMath(params: SdpaParams): ForwardOutputs {
+  const pb = problemOf(params);
+  const { seqs, group, maxSeqK, dropout: drop } = pb;
+  const { headsKV, headDim: D, headDimV: Dv, dtype } = params;
+  const out = empty(pb.outShape, { dtype });
+  const logsumexp = empty(pb.lseShape, { dtype: 'float32' });
+  const outRows = pb.rowsQ(out);
+  const outData = out.hostData();
+  const lseData = logsumexp.hostData();
+  const qData = params.query.hostData();
+  const kData = params.key.hostData();
+  const vData = params.value.hostData();
+
+  const scores = new ScoreRow(params, maxSeqK);
+  const kTile = new Float64Array(maxSeqK * D);
+  const vTile = new Float64Array(maxSeqK * Dv);
+  const qRow = new Float64Array(D);
+  const s = new Float64Array(maxSeqK);
+  const acc = new Float64Array(Dv);
+
+  for (let b = 0; b < seqs.count; b++) {
+    const sq = seqs.seqQ(b);
+    const sk = seqs.seqK(b);
+    for (let hk = 0; hk < headsKV; hk++) {
+      // One kv head serves `group` query heads (GQA): gather its keys and values once.
+      gather(kData, dtype, pb.k.base(b, hk), sk, pb.k.rowStride, D, pb.k.colStride, kTile);
+      gather(vData, dtype, pb.v.base(b, hk), sk, pb.v.rowStride, Dv, pb.v.colStride, vTile);
+      for (let h = hk * group; h < (hk + 1) * group; h++) {
+        const qBase = pb.q.base(b, h);
+        const oBase = outRows.base(b, h);
+        for (let i = 0; i < sq; i++) {
+          scores.visible(i, sq, sk);
+          const { lo, hi } = scores;
+          let lse = -Infinity;
+          acc.fill(0);
+          if (lo < hi) {
+            gather(qData, dtype, qBase + i * pb.q.rowStride, 1, 0, D, pb.q.colStride, qRow);
+            scores.compute(qRow, kTile, D, b, h, i, sq, sk, s);
+            const max = rowMax(s, lo, hi);
+            // max = -Infinity: every visible key is masked; the row stays 0 with lse -inf (never NaN).
+            if (max !== -Infinity) {
+              const sum = expRow(s, lo, hi, max);
+              lse = max + Math.log(sum);
+              // Dropout scales the kept probabilities; lse stays that of the undropped softmax.
+              const keep = drop ? drop.keepRow(b, h, i, hi) : null;
+              const inv = (drop ? drop.keepScale : 1) / sum;
+              for (let j = lo; j < hi; j++) s[j] = keep && keep[j] === 0 ? 0 : s[j]! * inv;
+              addWeightedRows(acc, s, vTile, Dv, lo, hi);
+            }
+          }
+          scatterRow(acc, 0, Dv, outData, dtype, oBase + i * outRows.rowStride, outRows.colStride);
+          lseData[pb.lseIndex(b, h, i)] = lse;
+        }
+      }
+    }
+  }
+  return { out, logsumexp };
+}

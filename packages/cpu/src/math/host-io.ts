@@ -1,0 +1,73 @@
+// Moving numbers between a CPU tensor's typed array (any dtype, any strides) and float64 work rows.
+// Kernels gather one row at a time into a contiguous Float64Array so that their inner loops never
+// see a dtype or a stride; outputs are rounded to their dtype exactly once, on the way out.
+import { bfloat16BitsToFloat32, float16DecodeTable, float32ToBfloat16Bits, float32ToFloat16Bits } from '@attn/core';
+import type { DType, HostArray } from '@attn/core';
+
+let bfloat16Table: Float64Array | null = null;
+let float16Table: Float64Array | null = null;
+
+/** float64 value of every 16-bit pattern: decoding a half is one load. */
+function decodeTable(dtype: 'float16' | 'bfloat16'): Float64Array {
+  if (dtype === 'float16') {
+    float16Table ??= Float64Array.from(float16DecodeTable());
+    return float16Table;
+  }
+  if (!bfloat16Table) {
+    const table = new Float64Array(65536);
+    for (let bits = 0; bits < 65536; bits++) table[bits] = bfloat16BitsToFloat32(bits);
+    bfloat16Table = table;
+  }
+  return bfloat16Table;
+}
+
+/**
+ * dst[r * cols + c] = value at src[base + r * rowStride + c * colStride], as float64.
+ * bool reads as 0 / 1.
+ */
+export function gather(
+  src: HostArray,
+  dtype: DType,
+  base: number,
+  rows: number,
+  rowStride: number,
+  cols: number,
+  colStride: number,
+  dst: Float64Array,
+): void {
+  if (dtype === 'float16' || dtype === 'bfloat16') {
+    const table = decodeTable(dtype);
+    for (let r = 0; r < rows; r++) {
+      const from = base + r * rowStride;
+      const to = r * cols;
+      for (let c = 0; c < cols; c++) dst[to + c] = table[src[from + c * colStride]!]!;
+    }
+    return;
+  }
+  for (let r = 0; r < rows; r++) {
+    const from = base + r * rowStride;
+    const to = r * cols;
+    for (let c = 0; c < cols; c++) dst[to + c] = src[from + c * colStride]!;
+  }
+}
+
+/** dst[base + c * colStride] = src[srcBase + c], rounded once (nearest even) to dtype. */
+export function scatterRow(
+  src: Float64Array,
+  srcBase: number,
+  cols: number,
+  dst: HostArray,
+  dtype: DType,
+  base: number,
+  colStride: number,
+): void {
+  if (dtype === 'bool' || dtype === 'int32') throw new TypeError(`scatterRow: ${dtype} is not a float dtype`);
+  // Float32Array and Float64Array stores round to nearest even themselves; halves go through core's
+  // encoders, which round straight from the double (no float32 double rounding).
+  const encode = dtype === 'float16' ? float32ToFloat16Bits : dtype === 'bfloat16' ? float32ToBfloat16Bits : null;
+  if (encode) {
+    for (let c = 0; c < cols; c++) dst[base + c * colStride] = encode(src[srcBase + c]!);
+  } else {
+    for (let c = 0; c < cols; c++) dst[base + c * colStride] = src[srcBase + c]!;
+  }
+}

@@ -1,0 +1,83 @@
+// DESIGN.md's accuracy rule (FlashAttention's): against the float64 reference, a backend's max error
+// is at most 2x the max error of the naive implementation in the same precision, plus a small slack.
+// NaN never passes; where the reference is infinite (logsumexp -inf of a fully masked row) the
+// backend must give exactly that value.
+import type { FloatDType } from '@attn/core';
+
+/** Absolute slack of the rule, per unit of max(1, max |reference|): about one ulp of the dtype at 1. */
+export const SLACK: Readonly<Record<FloatDType, number>> = {
+  float64: 1e-12,
+  float32: 1e-6,
+  float16: 1e-3,
+  bfloat16: 8e-3,
+};
+
+/**
+ * How far the naive implementation may be from the reference before the harness itself is suspect
+ * (in float64 the two must agree, which checks cpu-math's semantics against an independent
+ * implementation; in low precision only gross disagreement is caught).
+ */
+export const NAIVE_SANITY: Readonly<Record<FloatDType, number>> = {
+  float64: 1e-10,
+  float32: 1e-3,
+  float16: 5e-2,
+  bfloat16: 3e-1,
+};
+
+export interface Verdict {
+  readonly ok: boolean;
+  /** One line: what was compared, the errors and the bound, and the worst element. */
+  readonly message: string;
+}
+
+function maxFiniteAbs(a: Float64Array): number {
+  let m = 0;
+  for (const x of a) if (Number.isFinite(x)) m = Math.max(m, Math.abs(x));
+  return m;
+}
+
+/** Largest |a - ref| over the elements where ref is finite, with where it occurs. NaN counts as Infinity. */
+function maxError(a: Float64Array, ref: Float64Array): { err: number; at: number; mismatchedInfinity: number } {
+  let err = 0;
+  let at = -1;
+  let mismatchedInfinity = -1;
+  for (let n = 0; n < ref.length; n++) {
+    const r = ref[n]!;
+    const x = a[n]!;
+    if (!Number.isFinite(r)) {
+      if (x !== r && mismatchedInfinity < 0) mismatchedInfinity = n;
+      continue;
+    }
+    const e = Number.isNaN(x) ? Infinity : Math.abs(x - r);
+    if (e > err || at < 0) {
+      err = e;
+      at = n;
+    }
+  }
+  return { err, at, mismatchedInfinity };
+}
+
+/** Applies the rule to one output (out, logsumexp, dq, ...). */
+export function judge(what: string, dtype: FloatDType, got: Float64Array, ref: Float64Array, naive: Float64Array): Verdict {
+  if (got.length !== ref.length || naive.length !== ref.length) {
+    return { ok: false, message: `${what}: ${got.length} elements from the backend, ${ref.length} in the reference, ${naive.length} from the naive implementation` };
+  }
+  const magnitude = Math.max(1, maxFiniteAbs(ref));
+  const b = maxError(got, ref);
+  const n = maxError(naive, ref);
+  const bound = 2 * n.err + SLACK[dtype] * magnitude;
+  const show = (i: number) => (i < 0 ? '-' : `[${i}] got ${got[i]} ref ${ref[i]} naive ${naive[i]}`);
+  const problems: string[] = [];
+  const nanAt = got.findIndex((x) => Number.isNaN(x));
+  if (nanAt >= 0) problems.push(`NaN at ${show(nanAt)}`);
+  if (b.mismatchedInfinity >= 0) problems.push(`the reference is infinite at ${show(b.mismatchedInfinity)}`);
+  if (!(b.err <= bound)) problems.push(`error ${b.err.toExponential(3)} > bound ${bound.toExponential(3)} = 2 x naive ${n.err.toExponential(3)} + slack; worst ${show(b.at)}`);
+  if (n.mismatchedInfinity >= 0 || n.err > NAIVE_SANITY[dtype] * magnitude) {
+    problems.push(
+      `the naive implementation is ${n.err.toExponential(3)} from cpu-math (allowed ${(NAIVE_SANITY[dtype] * magnitude).toExponential(3)}): ` +
+        `one of the two is wrong; worst ${show(n.mismatchedInfinity >= 0 ? n.mismatchedInfinity : n.at)}`,
+    );
+  }
+  const summary = `${what}: error ${b.err.toExponential(3)}, naive ${n.err.toExponential(3)}, bound ${bound.toExponential(3)}`;
+  return problems.length === 0 ? { ok: true, message: summary } : { ok: false, message: `${what}: ${problems.join('; ')}` };
+}

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { buildCases } from './cases.js';
+import type { CaseSpec } from './cases.js';
+
+describe('the case list', () => {
+  const all = buildCases();
+  const has = (what: string, pred: (c: CaseSpec) => boolean) => expect(all.some(pred), what).toBe(true);
+
+  it('covers the odd shapes', () => {
+    for (const s of [1, 17, 1000]) has(`S = ${s}`, (c) => c.seqQ === s || c.seqK === s);
+    for (const d of [8, 72, 256]) has(`D = ${d}`, (c) => c.headDim === d);
+    has('Hq != Hk', (c) => c.headsQ !== c.headsKV);
+    has('MQA', (c) => c.headsKV === 1 && c.headsQ > 1);
+    has('Sq < Sk', (c) => c.seqQ < c.seqK);
+    has('Sq > Sk', (c) => c.seqQ > c.seqK);
+    has('batch > 1', (c) => c.batch > 1);
+    has('strided inputs', (c) => c.layout === 'bshd');
+    has('Dv != D', (c) => c.headDimV !== c.headDim);
+  });
+
+  it('covers every feature of SdpaParams, in every dtype', () => {
+    const features: [string, (c: CaseSpec) => boolean][] = [
+      ['bool mask', (c) => c.mask?.kind === 'bool'],
+      ['additive mask', (c) => c.mask?.kind === 'additive'],
+      ['broadcast mask', (c) => (c.mask?.shape.length ?? 4) < 4 || (c.mask?.shape.includes(1) ?? false)],
+      ['fully masked rows', (c) => c.mask?.fullyMaskedRows === true],
+      ['causal upper-left', (c) => c.causal === true && (c.alignment ?? 'upperLeft') === 'upperLeft'],
+      ['causal lower-right', (c) => c.causal === true && c.alignment === 'lowerRight'],
+      ['window', (c) => c.window !== undefined],
+      ['alibi [Hq]', (c) => c.alibi === 'perHead'],
+      ['alibi [B, Hq]', (c) => c.alibi === 'perBatchHead'],
+      ['softcap', (c) => (c.softcap ?? 0) > 0],
+      ['dropout', (c) => (c.dropoutP ?? 0) > 0],
+      ['scale', (c) => c.scale !== undefined],
+      ['varlen', (c) => c.varlen !== undefined],
+      ['deterministic', (c) => c.deterministic === true],
+    ];
+    for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) {
+      for (const [name, pred] of features) has(`${name} in ${dtype}`, (c) => c.dtype === dtype && pred(c));
+    }
+  });
+
+  it('has unique names', () => {
+    expect(new Set(all.map((c) => c.name)).size).toBe(all.length);
+  });
+
+  it('maxSeq and quick shrink it', () => {
+    expect(buildCases({ maxSeq: 100 }).every((c) => c.seqQ <= 100 && c.seqK <= 100)).toBe(true);
+    const quick = buildCases({ quick: true });
+    expect(quick.length).toBeLessThan(all.length);
+    expect(quick.filter((c) => c.seqQ === 1000).length).toBeGreaterThan(0);
+  });
+});

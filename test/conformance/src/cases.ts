@@ -1,0 +1,156 @@
+// The case list: odd shapes and every feature of SdpaParams, each in every dtype. Which of them a
+// backend runs is not decided here: its own rules decide (see support.ts), so this list names every
+// feature core accepts and never what a particular backend claims.
+import { FLOAT_DTYPES } from '@attn/core';
+import type { Alignment, FloatDType } from '@attn/core';
+
+export interface MaskSpec {
+  readonly kind: 'bool' | 'additive';
+  /** Broadcastable to [B, Hq, Sq, Sk]. */
+  readonly shape: readonly number[];
+  /** Mask every key of a few rows (they must come out 0 with logsumexp -inf). */
+  readonly fullyMaskedRows?: boolean;
+}
+
+export interface CaseSpec {
+  readonly name: string;
+  readonly dtype: FloatDType;
+  readonly batch: number;
+  readonly headsQ: number;
+  readonly headsKV: number;
+  readonly seqQ: number;
+  readonly seqK: number;
+  readonly headDim: number;
+  readonly headDimV: number;
+  /** 'bshd': q, k, v are transposed views of [B, S, H, D] storage (strided, last dim contiguous). */
+  readonly layout: 'bhsd' | 'bshd';
+  readonly enableGqa?: boolean;
+  readonly scale?: number;
+  readonly mask?: MaskSpec;
+  readonly causal?: boolean;
+  readonly alignment?: Alignment;
+  /** [left, right], -1 = unbounded (as SdpaOptions). */
+  readonly window?: readonly [number, number];
+  readonly alibi?: 'perHead' | 'perBatchHead';
+  readonly softcap?: number;
+  readonly dropoutP?: number;
+  /** Ask for a bitwise reproducible backward. */
+  readonly deterministic?: boolean;
+  /** Packed varlen: the length of each sequence (batch = their count; seqQ/seqK = the maxima). */
+  readonly varlen?: { readonly seqlensQ: readonly number[]; readonly seqlensK: readonly number[] };
+}
+
+export interface CaseOptions {
+  /** Leave out cases with a sequence longer than this (default 1000). */
+  readonly maxSeq?: number;
+  /** Run the large shapes (S = 1000, D = 256) in one dtype only, and S = 1000 with fewer heads. */
+  readonly quick?: boolean;
+}
+
+type Shape = Omit<CaseSpec, 'name' | 'dtype' | 'layout'> & { readonly layout?: CaseSpec['layout'] };
+
+const base: Shape = { batch: 2, headsQ: 2, headsKV: 2, seqQ: 17, seqK: 23, headDim: 8, headDimV: 8 };
+const square: Shape = { ...base, seqQ: 17, seqK: 17 };
+
+/** Shapes without features: the odd sizes kernels get wrong (tails, one row, wide heads, strides). */
+const SHAPES: Record<string, Shape> = {
+  's1': { ...base, batch: 1, seqQ: 1, seqK: 1 },
+  'sq1-sk17': { ...base, seqQ: 1, seqK: 17 },
+  'sq17-sk1': { ...base, seqQ: 17, seqK: 1 },
+  's17-d72-h3': { ...base, headsQ: 3, headsKV: 3, seqQ: 17, seqK: 17, headDim: 72, headDimV: 72 },
+  'sq17-sk33': { ...base, seqQ: 17, seqK: 33 },
+  'sq33-sk17-b3': { ...base, batch: 3, seqQ: 33, seqK: 17 },
+  'd8-dv24': { ...base, headDimV: 24 },
+  'd72-dv8': { ...base, headDim: 72, headDimV: 8 },
+  'gqa-4-2': { ...base, headsQ: 4, headsKV: 2, enableGqa: true },
+  'mqa-4-1': { ...base, headsQ: 4, headsKV: 1, enableGqa: true },
+  'strided-bshd': { ...base, headsQ: 3, headsKV: 3, layout: 'bshd' },
+  'strided-bshd-d72-gqa': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, headDim: 72, headDimV: 72, layout: 'bshd' },
+};
+
+const d256: Shape = { ...base, batch: 1, seqQ: 17, seqK: 33, headDim: 256, headDimV: 256 };
+const s1000: Shape = { ...base, batch: 1, seqQ: 1000, seqK: 1000, headDim: 64, headDimV: 64 };
+const s1000Causal: Shape = { ...s1000, headsQ: 2, headsKV: 2, causal: true, layout: 'bshd' };
+
+/** Large shapes, each with its quick form: one dtype only, and S = 1000 non-causal with one head. */
+const LARGE_SHAPES: Record<string, { readonly full: Shape; readonly quick: Shape }> = {
+  'd256': { full: d256, quick: d256 },
+  's1000-d64': { full: { ...s1000, headsQ: 2, headsKV: 1, enableGqa: true }, quick: { ...s1000, headsQ: 1, headsKV: 1 } },
+  's1000-d64-causal-bshd': { full: s1000Causal, quick: s1000Causal },
+};
+
+const varlenQ = [5, 17, 1];
+const varlenK = [7, 17, 3];
+const packed: Shape = {
+  ...base,
+  batch: varlenQ.length,
+  seqQ: Math.max(...varlenQ),
+  seqK: Math.max(...varlenK),
+  varlen: { seqlensQ: varlenQ, seqlensK: varlenK },
+};
+
+/** One feature (or a combination) each, on small shapes with Sq != Sk where it matters. */
+const FEATURES: Record<string, Shape> = {
+  'scale': { ...base, scale: 0.3 },
+  'bool-mask-2d': { ...base, mask: { kind: 'bool', shape: [17, 23] } },
+  'bool-mask-key-padding': { ...base, mask: { kind: 'bool', shape: [2, 1, 1, 23] } },
+  'bool-mask-full-fully-masked-rows': { ...base, mask: { kind: 'bool', shape: [2, 2, 17, 23], fullyMaskedRows: true } },
+  'additive-mask-full': { ...base, mask: { kind: 'additive', shape: [2, 2, 17, 23] } },
+  'additive-mask-heads-keys': { ...base, mask: { kind: 'additive', shape: [1, 2, 1, 23] } },
+  'additive-mask-fully-masked-rows': { ...base, mask: { kind: 'additive', shape: [17, 23], fullyMaskedRows: true } },
+  'causal-square': { ...square, causal: true },
+  'causal-upper-left-sq<sk': { ...base, causal: true, alignment: 'upperLeft' },
+  'causal-upper-left-sq>sk': { ...base, seqQ: 23, seqK: 17, causal: true, alignment: 'upperLeft' },
+  'causal-lower-right-sq<sk': { ...base, causal: true, alignment: 'lowerRight' },
+  'causal-lower-right-sq>sk': { ...base, seqQ: 23, seqK: 17, causal: true, alignment: 'lowerRight' },
+  'window-4-2': { ...base, window: [4, 2] },
+  'window-3-0-lower-right': { ...base, window: [3, 0], alignment: 'lowerRight' },
+  'window-unbounded-left': { ...base, window: [-1, 2] },
+  'window-unbounded-right': { ...base, window: [5, -1], alignment: 'lowerRight' },
+  'window-causal': { ...base, window: [6, 6], causal: true },
+  'alibi-heads': { ...base, alibi: 'perHead' },
+  'alibi-batch-heads-causal-lower-right': { ...base, alibi: 'perBatchHead', causal: true, alignment: 'lowerRight' },
+  'softcap': { ...base, softcap: 2.5, scale: 0.9 },
+  'softcap-causal-alibi': { ...square, softcap: 4, causal: true, alibi: 'perHead' },
+  'dropout': { ...base, dropoutP: 0.3 },
+  'dropout-causal-gqa': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, dropoutP: 0.3, causal: true },
+  'dropout-additive-mask': { ...base, dropoutP: 0.3, mask: { kind: 'additive', shape: [2, 1, 17, 23] } },
+  'deterministic-gqa': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, deterministic: true },
+  'varlen': { ...packed },
+  'varlen-causal-lower-right-gqa': { ...packed, headsQ: 4, headsKV: 2, enableGqa: true, causal: true, alignment: 'lowerRight' },
+  'varlen-window-dropout': { ...packed, window: [4, 1], dropoutP: 0.3 },
+  'varlen-alibi-softcap': { ...packed, alibi: 'perBatchHead', softcap: 3 },
+  'combo-gqa-mask-softcap-causal-strided': {
+    ...square,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    mask: { kind: 'additive', shape: [1, 4, 17, 17] },
+    softcap: 3,
+    causal: true,
+    layout: 'bshd',
+  },
+};
+
+function longestSeq(s: Shape): number {
+  return Math.max(s.seqQ, s.seqK);
+}
+
+/** Every case, named `<shape or feature>/<dtype>`. */
+export function buildCases(options: CaseOptions = {}): CaseSpec[] {
+  const maxSeq = options.maxSeq ?? 1000;
+  const cases: CaseSpec[] = [];
+  const add = (name: string, shape: Shape, dtypes: readonly FloatDType[]) => {
+    if (longestSeq(shape) > maxSeq) return;
+    for (const dtype of dtypes) cases.push({ layout: 'bhsd', ...shape, name: `${name}/${dtype}`, dtype });
+  };
+  add('plain', base, FLOAT_DTYPES);
+  for (const [name, shape] of Object.entries(SHAPES)) add(name, shape, FLOAT_DTYPES);
+  for (const [name, shape] of Object.entries(FEATURES)) add(name, shape, FLOAT_DTYPES);
+  // Quick mode keeps each large shape, in one dtype, rotating so that together they cover several.
+  const rotation: FloatDType[] = ['float32', 'float16', 'bfloat16'];
+  Object.entries(LARGE_SHAPES).forEach(([name, { full, quick }], i) =>
+    options.quick ? add(name, quick, [rotation[i % rotation.length]!]) : add(name, full, FLOAT_DTYPES),
+  );
+  return cases;
+}

@@ -1,0 +1,76 @@
+// describeConformance: the vitest suite a backend package's test file calls. One test per case, then
+// one that fails when too few cases ran (a backend that supports nothing must not pass vacuously).
+import { getBackend, parseDevice, randomSeed } from '@attn/core';
+import type { DeviceLike } from '@attn/core';
+import { describe, expect, it } from 'vitest';
+import { buildCases } from './cases.js';
+import type { CaseOptions } from './cases.js';
+import { REFERENCE, runCase } from './run-case.js';
+import type { Outcome } from './run-case.js';
+
+export interface ConformanceOptions extends CaseOptions {
+  /** The device the backend's inputs live on; default the backend's device type, index 0. */
+  readonly device?: DeviceLike;
+  /** At least this many cases must run (default 12). */
+  readonly minCases?: number;
+  /** Base seed; default ATTN_CONFORMANCE_SEED, else a fresh random one per run (printed on failure). */
+  readonly seed?: bigint | number;
+}
+
+const SEED_ENV = 'ATTN_CONFORMANCE_SEED';
+
+function baseSeed(option: bigint | number | undefined): bigint {
+  if (option !== undefined) return BigInt(option);
+  const env = process.env[SEED_ENV];
+  return env ? BigInt(env) : randomSeed();
+}
+
+/** Seed of case `index`: distinct per case, reproducible from the base seed. */
+function caseSeed(base: bigint, index: number): bigint {
+  return (base + BigInt(index + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
+}
+
+export function describeConformance(backendName: string, options: ConformanceOptions = {}): void {
+  const cases = buildCases(options);
+  const seed = baseSeed(options.seed);
+  const rerun = `base seed ${seed} (rerun with ${SEED_ENV}=${seed})`;
+  const minCases = options.minCases ?? 12;
+  const tally = { forward: 0, backward: 0, declined: new Map<string, number>() };
+
+  describe(`conformance of '${backendName}' against ${REFERENCE}`, () => {
+    const backend = () => {
+      const b = getBackend(backendName);
+      if (!b) throw new Error(`'${backendName}' is not registered: import its package in the test file`);
+      if (!getBackend(REFERENCE)) throw new Error(`the reference '${REFERENCE}' is not registered: import '@attn/cpu' in the test file`);
+      return b;
+    };
+
+    cases.forEach((spec, index) => {
+      it(spec.name, () => {
+        const device = parseDevice(options.device ?? backend().deviceType);
+        let outcome: Outcome;
+        try {
+          outcome = runCase(backendName, spec, caseSeed(seed, index), device);
+        } catch (e) {
+          throw new Error(`${spec.name} failed to run, ${rerun}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        }
+        if (outcome.ran === 'declined') {
+          for (const r of outcome.reasons) tally.declined.set(r, (tally.declined.get(r) ?? 0) + 1);
+          return;
+        }
+        tally.forward++;
+        if (outcome.ran === 'forward+backward') tally.backward++;
+        const failed = outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
+        expect(failed, `${spec.name} (${outcome.ran}), ${rerun}:\n  ${failed.join('\n  ')}`).toEqual([]);
+      });
+    });
+
+    it(`ran at least ${minCases} of ${cases.length} cases`, () => {
+      const declined = [...tally.declined].map(([r, n]) => `  ${n} x ${r}`).join('\n');
+      expect(
+        tally.forward,
+        `'${backendName}' ran ${tally.forward} cases (${tally.backward} with backward); declines:\n${declined}`,
+      ).toBeGreaterThanOrEqual(minCases);
+    });
+  });
+}

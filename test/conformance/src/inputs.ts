@@ -1,0 +1,156 @@
+// Random inputs of one case, three ways: for the backend under test (the case's dtype, on its
+// device, in its layout), for the reference (float64 on the CPU, contiguous, the same rounded
+// values), and as plain logical arrays for the naive low-precision implementation.
+import { randn, tensor } from '@attn/core';
+import type { Device, FloatDType, Tensor } from '@attn/core';
+import type { CaseSpec } from './cases.js';
+
+/** What a call takes besides q, k, v; absent fields are absent from the call too. */
+export interface CallTensors {
+  readonly q: Tensor;
+  readonly k: Tensor;
+  readonly v: Tensor;
+  readonly gradOut: Tensor;
+  readonly mask: Tensor | null;
+  readonly slopes: Tensor | null;
+  readonly cuSeqlensQ: Tensor | null;
+  readonly cuSeqlensK: Tensor | null;
+}
+
+/** Logical row-major values (already rounded to the case's dtype). */
+export interface CaseValues {
+  readonly q: Float64Array;
+  readonly k: Float64Array;
+  readonly v: Float64Array;
+  readonly gradOut: Float64Array;
+  /** Mask values in the mask's own shape: 0 / 1 for bool, the additive values otherwise. */
+  readonly mask: Float64Array | null;
+  readonly slopes: Float64Array | null;
+}
+
+export interface CaseInputs {
+  readonly test: CallTensors;
+  readonly ref: CallTensors;
+  readonly values: CaseValues;
+  readonly dropoutSeed: bigint;
+  readonly dropoutOffset: number;
+}
+
+/** Dense [B, H, S, D] or packed [total, H, D]. */
+export function qkvShapes(spec: CaseSpec): { q: number[]; k: number[]; v: number[]; out: number[] } {
+  const { batch: B, headsQ: Hq, headsKV: Hk, seqQ, seqK, headDim: D, headDimV: Dv, varlen } = spec;
+  if (varlen) {
+    const tq = sum(varlen.seqlensQ);
+    const tk = sum(varlen.seqlensK);
+    return { q: [tq, Hq, D], k: [tk, Hk, D], v: [tk, Hk, Dv], out: [tq, Hq, Dv] };
+  }
+  return { q: [B, Hq, seqQ, D], k: [B, Hk, seqK, D], v: [B, Hk, seqK, Dv], out: [B, Hq, seqQ, Dv] };
+}
+
+function sum(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+/** A small deterministic stream of seeds for the tensors of one case. */
+function seedStream(seed: bigint): () => bigint {
+  let s = seed;
+  return () => {
+    s = (s * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+    return s;
+  };
+}
+
+function normals(shape: readonly number[], seed: bigint): Float64Array {
+  return randn(shape, { dtype: 'float64', seed }).toFloat64Array();
+}
+
+/** The values rounded to dtype, as float64. */
+function roundTo(values: Float64Array, dtype: FloatDType): Float64Array {
+  return tensor(values, [values.length], { dtype }).toFloat64Array();
+}
+
+/** q/k/v-like tensor in the case's layout: 'bshd' is a transposed view of [B, S, H, D] storage. */
+function placed(values: Float64Array, shape: readonly number[], dtype: FloatDType, device: Device, layout: CaseSpec['layout']): Tensor {
+  if (layout === 'bhsd' || shape.length !== 4) return tensor(values, shape, { dtype, device });
+  const [B, H, S, D] = shape as [number, number, number, number];
+  const physical = new Float64Array(values.length);
+  for (let b = 0; b < B; b++)
+    for (let h = 0; h < H; h++)
+      for (let s = 0; s < S; s++)
+        for (let d = 0; d < D; d++) physical[((b * S + s) * H + h) * D + d] = values[((b * H + h) * S + s) * D + d]!;
+  return tensor(physical, [B, S, H, D], { dtype, device }).transpose(1, 2);
+}
+
+function maskValues(spec: CaseSpec, next: () => bigint): Float64Array | null {
+  const m = spec.mask;
+  if (!m) return null;
+  const z = normals(m.shape, next());
+  const sk = m.shape[m.shape.length - 1]!;
+  const rows = z.length / sk;
+  const out = new Float64Array(z.length);
+  for (let n = 0; n < z.length; n++) {
+    // bool: about 80% attend; additive: N(0, 1) with about 10% -inf.
+    if (m.kind === 'bool') out[n] = z[n]! > -0.85 ? 1 : 0;
+    else out[n] = z[n]! < -1.3 ? -Infinity : z[n]!;
+  }
+  if (m.fullyMaskedRows) {
+    // Every 5th row of the mask sees no key at all.
+    for (let r = 1; r < rows; r += 5) out.fill(m.kind === 'bool' ? 0 : -Infinity, r * sk, (r + 1) * sk);
+  }
+  return out;
+}
+
+function slopeValues(spec: CaseSpec): Float64Array | null {
+  if (!spec.alibi) return null;
+  const perBatch = spec.alibi === 'perBatchHead';
+  const B = perBatch ? spec.batch : 1;
+  const out = new Float64Array(B * spec.headsQ);
+  // The usual geometric ALiBi slopes, varied per batch entry so that [B, Hq] is not [Hq] repeated.
+  for (let b = 0; b < B; b++)
+    for (let h = 0; h < spec.headsQ; h++) out[b * spec.headsQ + h] = Math.fround(2 ** ((-8 * (h + 1)) / spec.headsQ) * (1 + 0.25 * b));
+  return out;
+}
+
+function cumulative(lengths: readonly number[]): Int32Array {
+  const cu = new Int32Array(lengths.length + 1);
+  lengths.forEach((n, i) => (cu[i + 1] = cu[i]! + n));
+  return cu;
+}
+
+export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseInputs {
+  const next = seedStream(seed);
+  const shapes = qkvShapes(spec);
+  const { dtype, layout } = spec;
+  const q = roundTo(normals(shapes.q, next()), dtype);
+  const k = roundTo(normals(shapes.k, next()), dtype);
+  const v = roundTo(normals(shapes.v, next()), dtype);
+  const gradOut = roundTo(normals(shapes.out, next()), dtype);
+  const rawMask = maskValues(spec, next);
+  const mask = rawMask && spec.mask?.kind === 'additive' ? roundTo(rawMask, dtype) : rawMask;
+  const slopes = slopeValues(spec);
+  const maskDtype = spec.mask?.kind === 'bool' ? 'bool' : dtype;
+  const cuQ = spec.varlen ? cumulative(spec.varlen.seqlensQ) : null;
+  const cuK = spec.varlen ? cumulative(spec.varlen.seqlensK) : null;
+
+  const on = (where: Device, asDtype: FloatDType, lay: CaseSpec['layout']): CallTensors => ({
+    q: placed(q, shapes.q, asDtype, where, lay),
+    k: placed(k, shapes.k, asDtype, where, lay),
+    v: placed(v, shapes.v, asDtype, where, lay),
+    gradOut: tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
+    mask: mask && spec.mask ? tensor(mask, spec.mask.shape, { dtype: maskDtype === 'bool' ? 'bool' : asDtype, device: where }) : null,
+    slopes: slopes ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], { dtype: 'float32', device: where }) : null,
+    cuSeqlensQ: cuQ ? tensor(cuQ, [cuQ.length], { dtype: 'int32', device: where }) : null,
+    cuSeqlensK: cuK ? tensor(cuK, [cuK.length], { dtype: 'int32', device: where }) : null,
+  });
+  const cpu: Device = { type: 'cpu', index: 0 };
+  const dropoutSeed = next();
+  return {
+    test: on(device, dtype, layout),
+    ref: on(cpu, 'float64', 'bhsd'),
+    values: { q, k, v, gradOut, mask, slopes },
+    dropoutSeed,
+    // Below 2^20: any uint32 works, and small ones are easy to type when reproducing.
+    dropoutOffset: Number(next() >> 44n),
+  };
+}
+

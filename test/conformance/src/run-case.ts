@@ -1,0 +1,109 @@
+// One case: ask the backend's rules whether it runs it; if so, run it (forward, and backward when
+// the backend has one and its rules accept requiresGrad), run cpu-math in float64 on the same
+// rounded inputs and the naive implementation in the case's dtype, and apply the accuracy rule to
+// every output. If not, check that the decline is a proper one: reasons in explain, and
+// NoBackendError (not a crash) from the call itself.
+import { DTYPE_BYTES, getBackend, NoBackendError, sdpaBackward } from '@attn/core';
+import type { Device, FloatDType, ForwardResult, Gradients, Tensor } from '@attn/core';
+import { judge } from './accuracy.js';
+import type { Verdict } from './accuracy.js';
+import { callOptions, explainCall, forwardCall } from './call.js';
+import type { CaseSpec } from './cases.js';
+import { makeInputs } from './inputs.js';
+import type { CaseInputs } from './inputs.js';
+import { naiveAttention } from './naive.js';
+import { poisonAllocator } from './poison.js';
+
+export const REFERENCE = 'cpu-math';
+
+export type Outcome =
+  | { readonly ran: 'forward' | 'forward+backward'; readonly verdicts: readonly Verdict[] }
+  | { readonly ran: 'declined'; readonly reasons: readonly string[] };
+
+/** Why the backend declines this call (empty when it runs it), from core's explain. */
+function declineReasons(spec: CaseSpec, backend: string, inputs: CaseInputs, requiresGrad: boolean): string[] {
+  const t = inputs.test;
+  const report = explainCall(spec, t, callOptions(spec, t, inputs, backend, requiresGrad));
+  const c = report.candidates.find((x) => x.backend === backend);
+  if (!c) throw new Error(`'${backend}' is not a candidate on ${report.device}: is its package imported and its deviceType right?`);
+  if (!c.available) return [`unavailable: ${c.unavailableReason ?? '(no reason given)'}`];
+  for (const r of c.reasons) {
+    if (!r.rule || !r.message) throw new Error(`'${backend}' declined with an empty reason: ${JSON.stringify(r)}`);
+  }
+  return c.reasons.map((r) => `${r.rule}: ${r.message}`);
+}
+
+function assertProperDecline(spec: CaseSpec, backend: string, inputs: CaseInputs, reasons: readonly string[]): void {
+  if (reasons.length === 0) throw new Error(`'${backend}' declined without a reason`);
+  try {
+    forwardCall(spec, inputs.test, callOptions(spec, inputs.test, inputs, backend, false));
+  } catch (e) {
+    if (e instanceof NoBackendError || (e as { code?: string }).code === 'ATTN_NO_BACKEND') return;
+    throw new Error(`'${backend}' declines this case (${reasons.join('; ')}) but calling it threw something else than NoBackendError`, { cause: e });
+  }
+  throw new Error(`explain says '${backend}' declines this case (${reasons.join('; ')}), yet the call ran`);
+}
+
+/** Bytes the backend's version of a reference output takes (the reference's are float64). */
+function bytesAs(t: Tensor, dtype: FloatDType): number {
+  return t.numel * DTYPE_BYTES[dtype];
+}
+
+function host(t: Tensor): Float64Array {
+  return t.toFloat64Array();
+}
+
+function disposeAll(...ts: (Tensor | undefined | null)[]): void {
+  for (const t of ts) t?.dispose();
+}
+
+export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: Device): Outcome {
+  const impl = getBackend(backend);
+  if (!impl) throw new Error(`backend '${backend}' is not registered: import its package before describeConformance()`);
+  const inputs = makeInputs(spec, seed, device);
+  const t = inputs.test;
+  try {
+    let backward = typeof impl.backward === 'function';
+    let reasons = declineReasons(spec, backend, inputs, backward);
+    if (reasons.length > 0 && backward && declineReasons(spec, backend, inputs, false).length === 0) {
+      // Declined with requiresGrad only: the forward alone is supported, so it runs alone.
+      backward = false;
+      reasons = [];
+    }
+    if (reasons.length > 0) {
+      assertProperDecline(spec, backend, inputs, reasons);
+      return { ran: 'declined', reasons };
+    }
+
+    const ref = inputs.ref;
+    const refFwd = forwardCall(spec, ref, callOptions(spec, ref, inputs, REFERENCE, backward));
+    poisonAllocator(device, [bytesAs(refFwd.out, spec.dtype), bytesAs(refFwd.logsumexp, 'float32')]);
+    const fwd: ForwardResult = forwardCall(spec, t, callOptions(spec, t, inputs, backend, backward));
+    if (fwd.backend !== backend) throw new Error(`asked for '${backend}', core ran '${fwd.backend}'`);
+    const dropout = spec.dropoutP ? { seed: inputs.dropoutSeed, offset: inputs.dropoutOffset } : null;
+    const naive = naiveAttention(spec, inputs.values, dropout, backward);
+    const verdicts = [
+      judge('out', spec.dtype, host(fwd.out), host(refFwd.out), naive.out),
+      judge('logsumexp', spec.dtype, host(fwd.logsumexp), host(refFwd.logsumexp), naive.lse),
+    ];
+    if (backward) {
+      const refGrads = sdpaBackward(ref.gradOut, refFwd);
+      poisonAllocator(device, [refGrads.dq, refGrads.dk, refGrads.dv, refGrads.dbias].flatMap((g) => (g ? [bytesAs(g, spec.dtype)] : [])));
+      const grads: Gradients = sdpaBackward(t.gradOut, fwd);
+      verdicts.push(
+        judge('dq', spec.dtype, host(grads.dq), host(refGrads.dq), naive.dq),
+        judge('dk', spec.dtype, host(grads.dk), host(refGrads.dk), naive.dk),
+        judge('dv', spec.dtype, host(grads.dv), host(refGrads.dv), naive.dv),
+      );
+      if (naive.dbias) {
+        if (!grads.dbias || !refGrads.dbias) throw new Error('an additive mask was given but no dbias came back');
+        verdicts.push(judge('dbias', spec.dtype, host(grads.dbias), host(refGrads.dbias), naive.dbias));
+      }
+      disposeAll(grads.dq, grads.dk, grads.dv, grads.dbias);
+    }
+    disposeAll(fwd.out, fwd.logsumexp);
+    return { ran: backward ? 'forward+backward' : 'forward', verdicts };
+  } finally {
+    disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK);
+  }
+}
