@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Times PyTorch's scaled_dot_product_attention backends for `attn bench --compare torch`.
+
+Reads one JSON request on stdin, writes one JSON answer on stdout, progress on stderr. Never raises:
+a missing torch, device or backend becomes a reason in the answer.
+
+Request:  {"device": "cuda"|"cpu", "deviceIndex": 0, "threads": 2, "dtype": "bfloat16",
+           "warmup": 2, "repeat": 10, "budgetMs": 3000, "modes": ["fwd", "bwd", "fwdbwd"],
+           "backends": ["flash", "efficient", "cudnn", "math"],
+           "cases": [{"id": 0, "batch": 2, "headsQ": 8, "headsKV": 8, "seqQ": 512, "seqK": 512,
+                      "headDim": 64, "headDimV": 64, "causal": true, "alignment": "upperLeft",
+                      "dropoutP": 0.0}]}
+Answer:   {"available": true, "torch": "2.x", "device": "...", "threads": 2, "timer": "...",
+           "results": [{"case": 0, "mode": "fwd", "backend": "flash", "ok": true,
+                        "medianMs": 1.0, "p20Ms": 0.9, "p80Ms": 1.1, "samples": 10}
+                       | {"case": 0, "mode": "fwd", "backend": "flash", "ok": false, "reason": "..."}]}
+          or {"available": false, "reason": "..."}
+
+Timing: warm-up calls, then timed calls rotating among several input sets (so that caches do not
+flatter), median of the samples. CUDA: torch.cuda.Event pairs around each call (as triton's
+do_bench); CPU: time.perf_counter with torch.set_num_threads(threads).
+"""
+import json
+import math
+import sys
+import time
+import warnings
+
+BACKEND_NAMES = {
+    "flash": "FLASH_ATTENTION",
+    "efficient": "EFFICIENT_ATTENTION",
+    "cudnn": "CUDNN_ATTENTION",
+    "math": "MATH",
+}
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def first_line(text, limit=300):
+    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return line[:limit]
+
+
+def median_and_quantiles(samples):
+    s = sorted(samples)
+
+    def q(p):
+        pos = (len(s) - 1) * p
+        lo, hi = math.floor(pos), math.ceil(pos)
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+    return {"medianMs": q(0.5), "p20Ms": q(0.2), "p80Ms": q(0.8), "samples": len(s)}
+
+
+class Timer:
+    def __init__(self, torch, device):
+        self.torch = torch
+        self.cuda = device.type == "cuda"
+        self.description = "torch.cuda.Event" if self.cuda else "time.perf_counter"
+
+    def sync(self):
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def time(self, fn):
+        if self.cuda:
+            start = self.torch.cuda.Event(enable_timing=True)
+            end = self.torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end)
+        t0 = time.perf_counter()
+        fn()
+        return (time.perf_counter() - t0) * 1000.0
+
+
+def rotation_sets(set_bytes, cache_bytes, memory_bytes, most=8):
+    wanted = math.ceil(2 * cache_bytes / max(1, set_bytes))
+    affordable = int(memory_bytes * 0.25 // max(1, set_bytes))
+    return max(1, min(most, max(2, wanted), affordable))
+
+
+def make_sets(torch, case, dtype, device, count, requires_grad):
+    sets = []
+    for i in range(count):
+        g = torch.Generator(device="cpu").manual_seed(1000 * case["id"] + i)
+
+        def rnd(*shape):
+            t = torch.randn(*shape, generator=g, dtype=torch.float32).to(device=device, dtype=dtype)
+            return t.requires_grad_(requires_grad)
+
+        b, hq, hk, sq, sk = case["batch"], case["headsQ"], case["headsKV"], case["seqQ"], case["seqK"]
+        q = rnd(b, hq, sq, case["headDim"])
+        k = rnd(b, hk, sk, case["headDim"])
+        v = rnd(b, hk, sk, case["headDimV"])
+        grad = torch.randn(b, hq, sq, case["headDimV"], generator=g).to(device=device, dtype=dtype)
+        sets.append((q, k, v, grad))
+    return sets
+
+
+def sdpa_call(torch, case):
+    F = torch.nn.functional
+    kwargs = {"dropout_p": float(case.get("dropoutP", 0.0))}
+    if case["headsQ"] != case["headsKV"]:
+        kwargs["enable_gqa"] = True
+    lower_right = case.get("alignment") == "lowerRight" and case["seqQ"] != case["seqK"]
+    if case["causal"] and lower_right:
+        from torch.nn.attention.bias import causal_lower_right
+
+        kwargs["attn_mask"] = causal_lower_right(case["seqQ"], case["seqK"])
+    elif case["causal"]:
+        kwargs["is_causal"] = True
+    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+
+def make_op(torch, call, mode, sets):
+    """op(i) runs `mode` once on input set i % len(sets)."""
+    if mode == "fwd":
+
+        def op(i):
+            q, k, v, _ = sets[i % len(sets)]
+            with torch.no_grad():
+                call(q, k, v)
+
+        return op
+    if mode == "fwdbwd":
+
+        def op(i):
+            q, k, v, grad = sets[i % len(sets)]
+            out = call(q, k, v)
+            torch.autograd.grad(out, (q, k, v), grad)
+
+        return op
+    if mode == "bwd":
+        saved = [call(q, k, v) for (q, k, v, _) in sets]
+
+        def op(i):
+            q, k, v, grad = sets[i % len(sets)]
+            torch.autograd.grad(saved[i % len(sets)], (q, k, v), grad, retain_graph=True)
+
+        return op
+    raise ValueError("unknown mode %r" % mode)
+
+
+def bench_one(torch, timer, case, mode, sets, req):
+    op = make_op(torch, sdpa_call(torch, case), mode, sets)
+    n = 0
+    for _ in range(max(0, int(req.get("warmup", 2)))):
+        timer.time(lambda: op(n))
+        n += 1
+    samples, spent = [], 0.0
+    budget = float(req.get("budgetMs", 3000))
+    while len(samples) < max(1, int(req.get("repeat", 10))):
+        ms = timer.time(lambda: op(n))
+        n += 1
+        samples.append(ms)
+        spent += ms
+        if spent > budget and len(samples) >= 3:
+            break
+    return median_and_quantiles(samples)
+
+
+def run(req):
+    try:
+        import torch
+    except Exception as e:  # ImportError, or a broken install
+        return {"available": False, "reason": "torch is not importable: %s" % first_line(e)}
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except Exception as e:
+        return {"available": False, "reason": "torch %s has no torch.nn.attention.sdpa_kernel (need >= 2.3): %s" % (torch.__version__, first_line(e))}
+
+    want = req.get("device", "cpu")
+    if want == "cuda":
+        if not torch.cuda.is_available():
+            return {"available": False, "torch": torch.__version__, "reason": "torch.cuda.is_available() is False (torch %s)" % torch.__version__}
+        index = int(req.get("deviceIndex", 0))
+        device = torch.device("cuda", index)
+        props = torch.cuda.get_device_properties(index)
+        name = props.name
+        cache = getattr(props, "L2_cache_size", 50 * 2**20)
+        memory = props.total_memory
+    else:
+        device = torch.device("cpu")
+        threads = int(req.get("threads", 0))
+        if threads > 0:
+            torch.set_num_threads(threads)
+        name = "cpu"
+        cache = 32 * 2**20
+        memory = 8 * 2**30
+
+    dtype = getattr(torch, req.get("dtype", "float32"))
+    timer = Timer(torch, device)
+    results = []
+    cases = req.get("cases", [])
+    modes = req.get("modes", ["fwd"])
+    backends = req.get("backends", ["math"])
+    total = len(cases) * len(modes) * len(backends)
+    done = 0
+    for case in cases:
+        for mode in modes:
+            grad = mode != "fwd"
+            elem = torch.tensor([], dtype=dtype).element_size()
+            set_bytes = elem * case["batch"] * (
+                case["headsQ"] * case["seqQ"] * (case["headDim"] + 2 * case["headDimV"])
+                + case["headsKV"] * case["seqK"] * (case["headDim"] + case["headDimV"])
+            )
+            try:
+                sets = make_sets(torch, case, dtype, device, rotation_sets(set_bytes, cache, memory), grad)
+            except Exception as e:
+                for b in backends:
+                    results.append({"case": case["id"], "mode": mode, "backend": b, "ok": False, "reason": "inputs: %s" % first_line(e)})
+                done += len(backends)
+                continue
+            for b in backends:
+                done += 1
+                entry = {"case": case["id"], "mode": mode, "backend": b}
+                attr = BACKEND_NAMES.get(b)
+                if attr is None or not hasattr(SDPBackend, attr):
+                    entry.update(ok=False, reason="torch %s has no SDPBackend.%s" % (torch.__version__, attr or b))
+                    results.append(entry)
+                    continue
+                try:
+                    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([getattr(SDPBackend, attr)]):
+                        warnings.simplefilter("always")
+                        try:
+                            entry.update(ok=True, **bench_one(torch, timer, case, mode, sets, req))
+                        except RuntimeError as e:
+                            # "No available kernel" comes with one warning per reason; other errors
+                            # (out of memory, ...) speak for themselves.
+                            hints = [first_line(w.message) for w in caught if "deprecat" not in str(w.message).lower()]
+                            no_kernel = "No available kernel" in str(e)
+                            why = "; ".join(hints) if no_kernel and hints else first_line(e)
+                            entry.update(ok=False, reason=why)
+                except Exception as e:  # OOM, TypeError on an older torch, anything else
+                    entry.update(ok=False, reason="%s: %s" % (type(e).__name__, first_line(e)))
+                finally:
+                    if device.type == "cuda":
+                        torch.cuda.empty_cache()
+                results.append(entry)
+                state = "%.3f ms" % entry["medianMs"] if entry.get("ok") else "unsupported: %s" % entry.get("reason", "")
+                log("[torch %d/%d] %s %s case %d: %s" % (done, total, b, mode, case["id"], state))
+            del sets
+    return {
+        "available": True,
+        "torch": torch.__version__,
+        "device": name,
+        "threads": torch.get_num_threads(),
+        "timer": timer.description,
+        "results": results,
+    }
+
+
+def main():
+    try:
+        req = json.load(sys.stdin)
+    except Exception as e:
+        json.dump({"available": False, "reason": "bad request on stdin: %s" % first_line(e)}, sys.stdout)
+        return 0
+    try:
+        answer = run(req)
+    except Exception as e:  # never crash: the caller prints the reason
+        answer = {"available": False, "reason": "%s: %s" % (type(e).__name__, first_line(e))}
+    json.dump(answer, sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+// The --json file of a bench: what ran where, how it was timed, every row, and the ratios to torch.
+import { writeFile } from 'node:fs/promises';
+import { OutputFileError } from '../errors.js';
+import type { TorchAnswer } from '../compare/torch.js';
+import { allRatios, type RatioEntry } from './ratios.js';
+import type { BenchRow } from './row.js';
+
+export interface BenchReport {
+  readonly version: 1;
+  readonly createdAt: string;
+  readonly device: string;
+  readonly node: string;
+  readonly clock: string;
+  readonly flopConvention: string;
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly torch: { readonly available: boolean; readonly version?: string; readonly reason?: string; readonly timer?: string; readonly threads?: number } | null;
+  readonly rows: readonly BenchRow[];
+  readonly ratios: readonly RatioEntry[];
+}
+
+export const FLOP_CONVENTION =
+  'fwd = 4*B*Hq*Sq*Sk*(D+Dv)/2; causal with Sq == Sk: half; Sq != Sk or a window: exact visible fraction; bwd = 2.5x fwd; fwdbwd = 3.5x fwd';
+
+export function buildReport(args: {
+  device: string;
+  clock: string;
+  settings: Record<string, unknown>;
+  rows: readonly BenchRow[];
+  torch: TorchAnswer | null;
+}): BenchReport {
+  const t = args.torch;
+  return {
+    version: 1,
+    createdAt: new Date().toISOString(),
+    device: args.device,
+    node: process.version,
+    clock: args.clock,
+    flopConvention: FLOP_CONVENTION,
+    settings: args.settings,
+    torch: t === null ? null : t.available ? { available: true, version: t.torch, timer: t.timer, threads: t.threads } : { available: false, reason: t.reason },
+    rows: args.rows,
+    ratios: allRatios(args.rows),
+  };
+}
+
+export async function writeReport(path: string, report: BenchReport): Promise<void> {
+  try {
+    await writeFile(path, `${JSON.stringify(report, null, 2)}\n`);
+  } catch (err) {
+    throw new OutputFileError(path, err);
+  }
+}

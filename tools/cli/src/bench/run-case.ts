@@ -1,0 +1,96 @@
+// Times every (mode, backend) of one problem on shared, rotated input sets.
+import { explain, type Backend } from '@attn/core';
+import type { Mode } from '../flops.js';
+import type { ProblemSpec } from '../problem.js';
+import { sdpaOptions, type ProblemInputs } from '../runtime/inputs.js';
+import { makeOperation, problemForMode } from '../runtime/operation.js';
+import { allocateSets, disposeSets } from '../runtime/rotation.js';
+import type { Target } from '../runtime/target.js';
+import { measure } from '../timing/measure.js';
+import { rowBase, timedRow, type BenchRow } from './row.js';
+
+export interface CaseSettings {
+  readonly warmup: number;
+  readonly repeat: number;
+  readonly budgetMs: number;
+  /** Calls per timed sample; the per-call time is the sample / callsPerSample (--overhead). */
+  readonly callsPerSample: number;
+}
+
+function message(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Why `backend` declines, from the selection report; null when it would run. */
+function declineReason(p: ProblemSpec, set: ProblemInputs, backend: string): string | null {
+  const report = explain(set.query, set.key, set.value, sdpaOptions(p, set, [backend]));
+  if (report.selected === backend) return null;
+  const c = report.candidates.find((x) => x.backend === backend);
+  if (!c) return `${backend} is not a candidate on ${report.device}`;
+  const reasons = [c.unavailableReason, ...c.reasons.map((r) => `${r.rule}: ${r.message}`)].filter(Boolean);
+  return reasons.join('; ') || 'declined without a reason';
+}
+
+function timeOne(p: ProblemSpec, mode: Mode, backend: string, sets: ProblemInputs[], target: Target, s: CaseSettings): BenchRow {
+  const problem = problemForMode(p, mode);
+  const base = rowBase(problem, mode, backend);
+  const why = declineReason(problem, sets[0]!, backend);
+  if (why !== null) return { ...base, status: 'unsupported', reason: why };
+  try {
+    const op = makeOperation(problem, mode, sets, [backend]);
+    try {
+      const k = Math.max(1, s.callsPerSample);
+      const m = measure(
+        (i) => {
+          const cleanups = Array.from({ length: k }, () => op.call(i));
+          return () => cleanups.forEach((c) => c());
+        },
+        target.clock,
+        { warmup: s.warmup, repeat: s.repeat, budgetMs: s.budgetMs, minSamples: 3, sets: sets.length },
+      );
+      const per = (x: number) => x / k;
+      return timedRow(base, { medianMs: per(m.medianMs), p20Ms: per(m.p20Ms), p80Ms: per(m.p80Ms), count: m.count }, sets.length);
+    } finally {
+      op.dispose();
+    }
+  } catch (err) {
+    return { ...base, status: 'failed', reason: message(err) };
+  }
+}
+
+/** `onRow` is called as each row finishes (progress). */
+export function benchCase(
+  p: ProblemSpec,
+  modes: readonly Mode[],
+  backends: readonly Backend[],
+  target: Target,
+  s: CaseSettings,
+  onRow: (row: BenchRow) => void,
+): BenchRow[] {
+  const rows: BenchRow[] = [];
+  let sets: ProblemInputs[];
+  try {
+    sets = allocateSets(p, target);
+  } catch (err) {
+    for (const mode of modes) {
+      for (const b of backends) {
+        const row: BenchRow = { ...rowBase(problemForMode(p, mode), mode, b.name), status: 'failed', reason: `inputs: ${message(err)}` };
+        rows.push(row);
+        onRow(row);
+      }
+    }
+    return rows;
+  }
+  try {
+    for (const mode of modes) {
+      for (const b of backends) {
+        const row = timeOne(p, mode, b.name, sets, target, s);
+        rows.push(row);
+        onRow(row);
+      }
+    }
+  } finally {
+    disposeSets(sets);
+  }
+  return rows;
+}

@@ -1,0 +1,67 @@
+// `attn bench`: a grid of problems on every available backend (and PyTorch's), as a table, JSON and a chart.
+import { Command } from 'commander';
+import { addBenchOptions, type BenchFlags } from '../bench/options.js';
+import { benchPlan } from '../bench/plan.js';
+import { makeProgress } from '../bench/progress.js';
+import { buildReport, writeReport } from '../bench/report.js';
+import { runBench } from '../bench/run-bench.js';
+import { renderSkipped, renderTable } from '../bench/table.js';
+import { println } from '../io.js';
+import { defaultDType } from '../options/problem-options.js';
+import { plotFormat, writePlot } from '../plot/render.js';
+import { benchBackends } from '../runtime/backends.js';
+import { runtimeModuleFor } from '../runtime/packages.js';
+import { resolveTarget, splitDevice } from '../runtime/target.js';
+import { cpuThreads, withCpuThreads } from '../runtime/threads.js';
+import { resolveDevice, type ContextProvider } from './context.js';
+
+export function benchCommand(getContext: ContextProvider): Command {
+  const cmd = new Command('bench').description('time a grid of problems on every available backend; table, --json, --plot, --compare torch');
+  addBenchOptions(cmd);
+  return cmd.action((flags: BenchFlags) => withCpuThreads(flags.threads, () => bench(flags, getContext)));
+}
+
+async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<void> {
+  const { io, packages, setExitCode } = await getContext();
+  const threads = cpuThreads(flags.threads);
+  if (flags.plot) plotFormat(flags.plot); // a bad extension fails before the run, not after
+  const device = resolveDevice(flags.device);
+  const { type } = splitDevice(device);
+  const dtype = flags.dtype ?? defaultDType(device);
+  const target = resolveTarget(device, runtimeModuleFor(packages, device)); // first: says why a GPU is unusable
+  const backends = benchBackends(type, flags.backends ?? null, packages);
+  const plan = benchPlan(flags, device, dtype, type);
+  const settings = { warmup: flags.warmup, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: plan.kind === 'overhead' ? 20 : 1 };
+  println(
+    io.stdout,
+    `attn bench on ${target.name}: ${plan.gridName} grid, ${plan.problems.length} case(s) x ${flags.mode.join(',')} x ${backends.map((b) => b.name).join(', ')}; ${dtype}; ` +
+      `warm-up ${settings.warmup}, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` samples of ${settings.callsPerSample} calls` : ''}; ${target.clock.description}` +
+      (type === 'cpu' ? `; ${threads} CPU threads` : ''),
+  );
+  const torch = flags.compare === 'torch' ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: io.stderr } : null;
+  const outcome = await runBench(plan, flags.mode, backends, target, settings, makeProgress(io.stderr, flags.quiet), torch);
+
+  println(io.stdout, renderTable(outcome.rows, { bandwidth: plan.kind === 'decode' }));
+  const skipped = renderSkipped(outcome.rows);
+  if (skipped.length) println(io.stdout, ['Not run:', ...skipped.map((s) => `  ${s}`)].join('\n'));
+  if (outcome.torch) {
+    const t = outcome.torch;
+    println(io.stdout, t.available ? `torch ${t.torch} on ${t.device} (${t.threads} threads, ${t.timer})` : `torch not compared: ${t.reason}`);
+  }
+  for (const s of outcome.torchSkipped) println(io.stdout, `torch: ${s}`);
+
+  if (flags.json) {
+    const report = buildReport({ device: target.name, clock: target.clock.description, settings: { ...flags, threads, plan: plan.gridName }, rows: outcome.rows, torch: outcome.torch });
+    await writeReport(flags.json, report);
+    println(io.stdout, `wrote ${flags.json}`);
+  }
+  const ran = outcome.rows.some((r) => r.source === 'attn' && r.status === 'ok');
+  if (flags.plot && ran) {
+    await writePlot(flags.plot, outcome.rows, `attn bench: ${flags.mode.join(', ')} on ${target.name}`, `${plan.gridName} grid, ${dtype}, median of up to ${settings.repeat}`);
+    println(io.stdout, `wrote ${flags.plot}`);
+  }
+  if (!ran) {
+    println(io.stderr, 'No backend ran any case: see the reasons above.');
+    setExitCode(1);
+  }
+}

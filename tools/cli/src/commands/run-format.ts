@@ -1,0 +1,45 @@
+// How `attn run` prints its result for a person.
+import { formatReport } from '@attn/core';
+import { visibleFraction } from '../flops.js';
+import { formatError, formatRate, formatTime } from '../format.js';
+import { describeFeatures, describeShape } from '../problem.js';
+import type { CheckResult } from '../runtime/check.js';
+import type { RunResult } from '../runtime/run-problem.js';
+
+function flopNote(r: RunResult): string {
+  const frac = visibleFraction(r.problem);
+  const parts = ['4*B*Hq*Sq*Sk*D'];
+  if (frac !== 1) parts.push(frac === 0.5 ? 'x 1/2 (causal)' : `x ${frac.toFixed(4)} (visible fraction)`);
+  if (r.mode !== 'fwd') parts.push(r.mode === 'bwd' ? 'x 2.5 (backward)' : 'x 3.5 (forward + backward)');
+  return parts.join(' ');
+}
+
+function checkLines(c: CheckResult): string[] {
+  if (c.status === 'skipped') return [`error     skipped: ${c.reason}`];
+  return Object.entries(c.errors).map(
+    ([name, e], i) => `${i === 0 ? 'error    ' : '         '} ${name.padEnd(3)} max abs ${formatError(e.maxAbs)}, mean abs ${formatError(e.meanAbs)}, max rel ${formatError(e.maxRel)}${i === 0 ? `  vs ${c.reference}` : ''}`,
+  );
+}
+
+export function formatRun(r: RunResult): string {
+  const p = r.problem;
+  const lines = [
+    `attn run: ${describeShape(p)}, ${p.dtype}, ${describeFeatures(p)}, ${r.mode} on ${r.device}`,
+    '',
+    formatReport(r.selection),
+    '',
+  ];
+  if (r.backend === null || r.timing === null) {
+    lines.push('No backend ran: every candidate declined (reasons above).');
+    return lines.join('\n');
+  }
+  const t = r.timing;
+  lines.push(
+    `backend   ${r.backend}`,
+    `time      ${formatTime(t.medianMs)} median of ${t.count} (p20 ${formatTime(t.p20Ms)}, p80 ${formatTime(t.p80Ms)}; ${t.sets} input set${t.sets > 1 ? 's' : ''} rotated; ${t.clock})`,
+    `work      ${(r.flops / 1e9).toPrecision(4)} GFLOP = ${flopNote(r)}`,
+    `rate      ${formatRate(r.flopsPerSecond ?? Number.NaN)}`,
+    ...checkLines(r.check),
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,99 @@
+// Random inputs for one problem, made on the problem's device, and the SdpaOptions that go with them.
+import { DTYPE_BYTES, empty, fromHostArray, parseDevice, tensor, type SdpaOptions, type Tensor } from '@attn/core';
+import type { ProblemSpec } from '../problem.js';
+import { randomTensor } from './random.js';
+
+export interface ProblemInputs {
+  readonly query: Tensor;
+  readonly key: Tensor;
+  readonly value: Tensor;
+  readonly attnMask: Tensor | null;
+  readonly alibiSlopes: Tensor | null;
+}
+
+/** mulberry32: a small seeded generator for mask patterns. */
+function uniform(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** ALiBi's geometric slopes 2^(-8 (h + 1) / H), float32 [H]. */
+export function alibiSlopeValues(heads: number): Float32Array {
+  const out = new Float32Array(heads);
+  for (let h = 0; h < heads; h++) out[h] = 2 ** ((-8 * (h + 1)) / heads);
+  return out;
+}
+
+function makeMask(p: ProblemSpec, seed: number): Tensor | null {
+  if (p.mask === null) return null;
+  // [B, 1, Sq, Sk]: one mask per batch entry, broadcast over heads.
+  const shape = [p.batch, 1, p.seqQ, p.seqK];
+  if (p.mask === 'additive') return randomTensor(shape, p.dtype, p.device, seed);
+  const next = uniform(seed);
+  const n = p.batch * p.seqQ * p.seqK;
+  const bits = new Uint8Array(n);
+  for (let i = 0; i < n; i++) bits[i] = next() < 0.9 ? 1 : 0; // keep 90% of the keys
+  return fromHostArray(bits, 'bool', shape, parseDevice(p.device));
+}
+
+/** Input set number `set` of a problem: distinct sets let timing rotate inputs. */
+export function makeInputs(p: ProblemSpec, set = 0): ProblemInputs {
+  const base = (p.seed * 1009 + set * 16) >>> 0;
+  return {
+    query: randomTensor([p.batch, p.headsQ, p.seqQ, p.headDim], p.dtype, p.device, base + 1),
+    key: randomTensor([p.batch, p.headsKV, p.seqK, p.headDim], p.dtype, p.device, base + 2),
+    value: randomTensor([p.batch, p.headsKV, p.seqK, p.headDimV], p.dtype, p.device, base + 3),
+    attnMask: makeMask(p, base + 4),
+    alibiSlopes: p.alibi ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device }) : null,
+  };
+}
+
+export function disposeInputs(inputs: ProblemInputs): void {
+  for (const t of [inputs.query, inputs.key, inputs.value, inputs.attnMask, inputs.alibiSlopes]) t?.dispose();
+}
+
+/** Bytes of one input set (what rotation must spread across the cache). */
+export function inputBytes(inputs: ProblemInputs): number {
+  let bytes = 0;
+  for (const t of [inputs.query, inputs.key, inputs.value, inputs.attnMask]) {
+    if (t) bytes += t.numel * DTYPE_BYTES[t.dtype];
+  }
+  return bytes;
+}
+
+export function sdpaOptions(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): SdpaOptions {
+  const opts: SdpaOptions = {
+    isCausal: p.causal,
+    alignment: p.alignment,
+    enableGqa: p.enableGqa,
+    requiresGrad: p.requiresGrad,
+    attnMask: inputs.attnMask,
+    alibiSlopes: inputs.alibiSlopes,
+    window: p.window,
+    dropoutP: p.dropoutP,
+    dropoutSeed: p.seed,
+  };
+  return {
+    ...opts,
+    ...(p.softcap > 0 ? { softcap: p.softcap } : {}),
+    ...(backends ? { backends } : {}),
+  };
+}
+
+/** Uninitialized inputs of the right shapes and dtypes: enough for explain, nothing to compute with. */
+export function emptyInputs(p: ProblemSpec): ProblemInputs {
+  const opts = { dtype: p.dtype, device: p.device };
+  return {
+    query: empty([p.batch, p.headsQ, p.seqQ, p.headDim], opts),
+    key: empty([p.batch, p.headsKV, p.seqK, p.headDim], opts),
+    value: empty([p.batch, p.headsKV, p.seqK, p.headDimV], opts),
+    attnMask: p.mask ? empty([p.batch, 1, p.seqQ, p.seqK], { dtype: p.mask === 'bool' ? 'bool' : p.dtype, device: p.device }) : null,
+    alibiSlopes: p.alibi ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device }) : null,
+  };
+}

@@ -1,0 +1,75 @@
+// One timed operation (forward, backward, or both) on a problem's input sets, for one backend.
+import { sdpaBackward, sdpaForward, type ForwardResult, type Gradients, type Tensor } from '@attn/core';
+import type { Mode } from '../flops.js';
+import type { ProblemSpec } from '../problem.js';
+import { sdpaOptions, type ProblemInputs } from './inputs.js';
+import { randomTensor } from './random.js';
+
+export interface Operation {
+  /** Runs once on input set `set`; the returned cleanup disposes the outputs (outside the timing). */
+  call(set: number): () => void;
+  /** Frees what the operation keeps (saved forwards, gradients of the output). */
+  dispose(): void;
+}
+
+function disposeForward(r: ForwardResult): void {
+  r.out.dispose();
+  r.logsumexp.dispose();
+}
+
+function disposeGradients(g: Gradients): void {
+  g.dq.dispose();
+  g.dk.dispose();
+  g.dv.dispose();
+  g.dbias?.dispose();
+}
+
+/** The random gradient of the output for set `set` ([B, Hq, Sq, Dv]). */
+export function gradOutFor(p: ProblemSpec, set: number): Tensor {
+  return randomTensor([p.batch, p.headsQ, p.seqQ, p.headDimV], p.dtype, p.device, (p.seed * 1009 + set * 16 + 5) >>> 0);
+}
+
+/** Backward modes need requiresGrad in the options so that selection picks a backend with a backward. */
+export function problemForMode(p: ProblemSpec, mode: Mode): ProblemSpec {
+  return mode === 'fwd' ? p : { ...p, requiresGrad: true };
+}
+
+export function makeOperation(p: ProblemSpec, mode: Mode, sets: readonly ProblemInputs[], backends: readonly string[] | null): Operation {
+  const problem = problemForMode(p, mode);
+  const opts = sets.map((s) => sdpaOptions(problem, s, backends));
+  const forward = (i: number) => sdpaForward(sets[i]!.query, sets[i]!.key, sets[i]!.value, opts[i]);
+  if (mode === 'fwd') {
+    return {
+      call(i) {
+        const r = forward(i);
+        return () => disposeForward(r);
+      },
+      dispose() {},
+    };
+  }
+  const grads = sets.map((_, i) => gradOutFor(problem, i));
+  if (mode === 'fwdbwd') {
+    return {
+      call(i) {
+        const r = forward(i);
+        const g = sdpaBackward(grads[i]!, r);
+        return () => {
+          disposeGradients(g);
+          disposeForward(r);
+        };
+      },
+      dispose: () => grads.forEach((g) => g.dispose()),
+    };
+  }
+  const saved = sets.map((_, i) => forward(i));
+  return {
+    call(i) {
+      const g = sdpaBackward(grads[i]!, saved[i]!);
+      return () => disposeGradients(g);
+    },
+    dispose() {
+      grads.forEach((g) => g.dispose());
+      saved.forEach(disposeForward);
+    },
+  };
+}
