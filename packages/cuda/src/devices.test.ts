@@ -2,9 +2,7 @@
 import { AttnInputError } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { announceSkip, gpu } from '../test/gpu.js';
-import { buildInfo } from './build-info.js';
-import { deviceCount, deviceProperties, driverVersion, runtimeVersion } from './devices.js';
-import { cudaRuntime } from './runtime.js';
+import { buildInfo, cudaRuntime, deviceCount, deviceProperties, driverVersion, runtimeVersion } from './index.js';
 
 announceSkip('device properties');
 

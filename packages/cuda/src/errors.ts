@@ -3,7 +3,10 @@
 import { AttnInputError, DeviceError, OutOfMemoryError } from '@attn/core';
 import type { MemoryStats } from './memory-stats.js';
 
-/** A CUDA runtime call failed; `gpuError` is the runtime's name for it (e.g. 'cudaErrorIllegalAddress'). */
+/**
+ * A CUDA runtime call failed (or a HIP one, in @attn/rocm's build: one class for both runtimes);
+ * `gpuError` is the runtime's name for it (e.g. 'cudaErrorIllegalAddress', 'hipErrorIllegalAddress').
+ */
 export class CudaError extends DeviceError {
   readonly gpuError: string;
   readonly gpuErrorNumber: number;

@@ -6,7 +6,7 @@ import { DeviceError, getDeviceRuntime, tensor } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { gpu } from '../test/gpu.js';
 import * as cuda from './index.js';
-import { ADDON_RELATIVE_PATH, PACKAGE_ROOT } from './native.js';
+import { cuda as instance, PACKAGE_ROOT } from './cuda-runtime.js';
 
 describe('import', () => {
   it("registers the 'cuda' device runtime with core", () => {
@@ -33,7 +33,7 @@ describe('availability', () => {
       expect(cuda.deviceCount()).toBeGreaterThan(0);
       return;
     }
-    const addonBuilt = existsSync(join(PACKAGE_ROOT, ADDON_RELATIVE_PATH));
+    const addonBuilt = existsSync(instance.native.addonPath);
     const skipped = join(PACKAGE_ROOT, 'build', 'SKIPPED');
     if (!addonBuilt && existsSync(skipped)) {
       expect(a.reason).toBe(`unavailable: native addon not built: ${readFileSync(skipped, 'utf8').trim()}`);

@@ -1,13 +1,23 @@
 // @attn/cuda: the CUDA device runtime. Importing it registers device 'cuda' with @attn/core, so
 // tensor(..., { device: 'cuda' }), t.to('cuda') and toFloat32Array() work. The native addon loads
 // on first use; when it or a device is missing, availability() says why and nothing throws here.
+// The runtime itself is built by ./runtime-factory.ts, which @attn/rocm shares.
 import { registerDeviceRuntime } from '@attn/core';
-import { cudaRuntime } from './runtime.js';
+import { cuda } from './cuda-runtime.js';
+import type { GpuDeviceProperties } from './devices.js';
+import type { GpuEvent } from './event.js';
+import type { GpuStorage } from './storage.js';
+import type { GpuStream } from './stream.js';
 
-registerDeviceRuntime(cudaRuntime);
+registerDeviceRuntime(cuda.runtime);
 
-export {
-  cudaRuntime,
+/** The DeviceRuntime registered for 'cuda'. */
+export const cudaRuntime = cuda.runtime;
+
+/** Whether the addon loaded and a device is present; otherwise `reason` starts with 'unavailable: '. */
+export const availability = cuda.availability;
+
+export const {
   allocate,
   copyDeviceToDevice,
   copyDeviceToHost,
@@ -15,15 +25,38 @@ export {
   copyHostToDevice,
   fill,
   synchronize,
-} from './runtime.js';
-export { deviceCount, deviceProperties, driverVersion, runtimeVersion, type CudaDeviceProperties } from './devices.js';
-export { CudaStorage, isCudaStorage } from './storage.js';
-export { memoryStats, resetPeakMemoryStats, emptyCache, recordStream } from './memory.js';
-export type { MemoryStats } from './memory-stats.js';
-export { Stream, currentStream, setCurrentStream, withStream, type StreamOptions } from './stream.js';
-export { Event, type EventOptions } from './event.js';
-export { CudaError, CudaOutOfMemoryError } from './errors.js';
-export { buildInfo, type BuildInfo } from './build-info.js';
+  deviceCount,
+  deviceProperties,
+  driverVersion,
+  runtimeVersion,
+  memoryStats,
+  resetPeakMemoryStats,
+  emptyCache,
+  recordStream,
+  currentStream,
+  setCurrentStream,
+  withStream,
+  buildInfo,
+} = cuda;
 
-/** Whether the addon loaded and a device is present; otherwise `reason` starts with 'unavailable: '. */
-export const availability = cudaRuntime.availability;
+/** A stream of the CUDA runtime: `new Stream({ device })`, `Stream.current(i)`. */
+export const Stream = cuda.Stream;
+export type Stream = GpuStream;
+/** An event of the CUDA runtime: `new Event({ device, timing })`. */
+export const Event = cuda.Event;
+export type Event = GpuEvent;
+
+/** Storage of a 'cuda' tensor (one class for both runtimes; its device.type tells them apart). */
+export { GpuStorage as CudaStorage } from './storage.js';
+export type CudaDeviceProperties = GpuDeviceProperties<'cuda'>;
+
+/** True for storage made by this runtime (a 'cuda' tensor's), live or disposed. */
+export function isCudaStorage(s: unknown): s is GpuStorage {
+  return cuda.isStorage(s);
+}
+
+export type { BuildInfo } from './build-info.js';
+export type { EventOptions } from './event.js';
+export type { MemoryStats } from './memory-stats.js';
+export type { StreamOptions } from './stream.js';
+export { CudaError, CudaOutOfMemoryError } from './errors.js';

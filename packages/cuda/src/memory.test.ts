@@ -3,10 +3,17 @@
 import { empty, OutOfMemoryError, tensor } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { announceSkip, gpu } from '../test/gpu.js';
-import { CudaOutOfMemoryError } from './errors.js';
-import { emptyCache, memoryStats, recordStream, resetPeakMemoryStats } from './memory.js';
-import { allocate, copyDeviceToDevice } from './runtime.js';
-import { Stream, withStream } from './stream.js';
+import {
+  allocate,
+  copyDeviceToDevice,
+  CudaOutOfMemoryError,
+  emptyCache,
+  memoryStats,
+  recordStream,
+  resetPeakMemoryStats,
+  Stream,
+  withStream,
+} from './index.js';
 
 announceSkip('caching allocator');
 

@@ -4,13 +4,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BINDING_FUNCTIONS, type NativeBinding, type NativeProbe } from './binding.js';
-import { ADDON_RELATIVE_PATH, evaluateNative, formatCudaVersion, loadAddon, probeAvailability } from './native.js';
+import { addonPath, evaluateNative, loadAddon, probeAvailability, type AddonLocation } from './native.js';
+import { formatCudaVersion, formatHipVersion, gpuPlatform, hipProbeHint } from './platform.js';
+
+const CUDA = gpuPlatform('cuda');
+const ROCM = gpuPlatform('rocm');
 
 const dirs: string[] = [];
 function packageDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'attn-cuda-'));
   dirs.push(d);
   return d;
+}
+function at(root: string): AddonLocation {
+  return { packageRoot: root, addonName: 'attn_cuda', buildHint: 'run `pnpm --filter @attn/cuda build:native` where nvcc is installed' };
 }
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -31,7 +38,7 @@ describe('loadAddon', () => {
     const root = packageDir();
     mkdirSync(join(root, 'build'));
     writeFileSync(join(root, 'build', 'SKIPPED'), 'nvcc (the CUDA compiler) was not found; install the CUDA toolkit or set CUDACXX\n');
-    const load = loadAddon(root);
+    const load = loadAddon(at(root));
     expect(load).toMatchObject({ ok: false });
     expect(!load.ok && load.reason).toBe(
       'unavailable: native addon not built: nvcc (the CUDA compiler) was not found; install the CUDA toolkit or set CUDACXX',
@@ -40,19 +47,19 @@ describe('loadAddon', () => {
 
   it('says how to build when there is neither an addon nor a skip record', () => {
     const root = packageDir();
-    const load = loadAddon(root);
+    const load = loadAddon(at(root));
     expect(load.ok).toBe(false);
     const reason = load.ok ? '' : load.reason;
     expect(reason).toMatch(/^unavailable: native addon not built \(/);
-    expect(reason).toContain(join(root, ADDON_RELATIVE_PATH));
+    expect(reason).toContain(join(root, 'build', 'Release', 'attn_cuda.node'));
     expect(reason).toContain('build:native');
   });
 
   it('reports a file that is not a loadable addon', () => {
     const root = packageDir();
     mkdirSync(join(root, 'build', 'Release'), { recursive: true });
-    writeFileSync(join(root, ADDON_RELATIVE_PATH), 'not an ELF file');
-    const load = loadAddon(root, createRequire(import.meta.url));
+    writeFileSync(addonPath(at(root)), 'not an ELF file');
+    const load = loadAddon(at(root), createRequire(import.meta.url));
     expect(load.ok).toBe(false);
     expect(load.ok ? '' : load.reason).toMatch(/^unavailable: native addon failed to load \(.*attn_cuda\.node\): /);
   });
@@ -60,9 +67,9 @@ describe('loadAddon', () => {
   it('refuses an addon from another version that lacks functions', () => {
     const root = packageDir();
     mkdirSync(join(root, 'build', 'Release'), { recursive: true });
-    writeFileSync(join(root, ADDON_RELATIVE_PATH), '');
+    writeFileSync(addonPath(at(root)), '');
     const stale = { probe() {}, allocate() {} };
-    const load = loadAddon(root, (() => stale) as unknown as NodeJS.Require);
+    const load = loadAddon(at(root), (() => stale) as unknown as NodeJS.Require);
     expect(load.ok).toBe(false);
     const reason = load.ok ? '' : load.reason;
     expect(reason).toMatch(/^unavailable: native addon .* is from another version \(missing deviceProperties, /);
@@ -73,6 +80,7 @@ describe('loadAddon', () => {
 describe('probeAvailability', () => {
   it('names a missing driver', () => {
     const a = probeAvailability(
+      CUDA,
       { count: 0, platform: 'CUDA', errorName: 'cudaErrorInsufficientDriver', error: 'CUDA driver version is insufficient for CUDA runtime version' },
       0,
       13000,
@@ -86,6 +94,7 @@ describe('probeAvailability', () => {
 
   it('names an old driver and the runtime it would need', () => {
     const a = probeAvailability(
+      CUDA,
       { count: 0, platform: 'CUDA', errorName: 'cudaErrorInsufficientDriver', error: 'insufficient' },
       12040,
       13000,
@@ -97,38 +106,47 @@ describe('probeAvailability', () => {
   });
 
   it('reports cudaErrorNoDevice and a zero count', () => {
-    expect(probeAvailability({ count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'no CUDA-capable device is detected' }, 13000, 13000)).toEqual({
+    expect(probeAvailability(CUDA, { count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'no CUDA-capable device is detected' }, 13000, 13000)).toEqual({
       ok: false,
       reason: 'unavailable: no CUDA device (cudaErrorNoDevice: no CUDA-capable device is detected)',
     });
-    expect(probeAvailability({ count: 0, platform: 'CUDA' }, 13000, 13000)).toEqual({
+    expect(probeAvailability(CUDA, { count: 0, platform: 'CUDA' }, 13000, 13000)).toEqual({
       ok: false,
       reason: 'unavailable: no CUDA device (the driver reports 0 devices)',
     });
   });
 
+  it('says ROCm for the HIP build, names the error once when HIP repeats it, and adds the /dev/kfd hint', () => {
+    const a = probeAvailability(ROCM, { count: 0, platform: 'HIP', errorName: 'hipErrorNoDevice', error: 'hipErrorNoDevice' }, 50221153, 50221153);
+    expect(a).toEqual({ ok: false, reason: `unavailable: no ROCm device (hipErrorNoDevice${hipProbeHint('hipErrorNoDevice')})` });
+    expect(probeAvailability(ROCM, { count: 0, platform: 'HIP' }, 50221153, 50221153)).toEqual({
+      ok: false,
+      reason: 'unavailable: no ROCm device (the driver reports 0 devices)',
+    });
+  });
+
   it('is available with at least one device', () => {
-    expect(probeAvailability({ count: 2, platform: 'CUDA' }, 13000, 13000)).toEqual({ ok: true });
+    expect(probeAvailability(CUDA, { count: 2, platform: 'CUDA' }, 13000, 13000)).toEqual({ ok: true });
   });
 });
 
 describe('evaluateNative', () => {
   it('passes a load failure through as the reason', () => {
-    const state = evaluateNative({ ok: false, reason: 'unavailable: native addon not built: why', path: '/x' });
+    const state = evaluateNative(CUDA, { ok: false, reason: 'unavailable: native addon not built: why', path: '/x' });
     expect(state.availability).toEqual({ ok: false, reason: 'unavailable: native addon not built: why' });
   });
 
   it('asks the loaded addon for devices', () => {
-    const none = evaluateNative({ ok: true, path: '/x', addon: fakeAddon({ count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'none' }) });
+    const none = evaluateNative(CUDA, { ok: true, path: '/x', addon: fakeAddon({ count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'none' }) });
     expect(none.availability).toEqual({ ok: false, reason: 'unavailable: no CUDA device (cudaErrorNoDevice: none)' });
-    const one = evaluateNative({ ok: true, path: '/x', addon: fakeAddon({ count: 1, platform: 'CUDA' }) });
+    const one = evaluateNative(CUDA, { ok: true, path: '/x', addon: fakeAddon({ count: 1, platform: 'CUDA' }) });
     expect(one.availability).toEqual({ ok: true });
     expect(one.deviceCount).toBe(1);
     expect(none.deviceCount).toBe(0);
   });
 
   it('turns a throwing probe into a reason instead of an exception', () => {
-    const state = evaluateNative({
+    const state = evaluateNative(CUDA, {
       ok: true,
       path: '/x',
       addon: fakeAddon(() => {
@@ -139,10 +157,23 @@ describe('evaluateNative', () => {
   });
 });
 
-describe('formatCudaVersion', () => {
+describe('version encodings', () => {
   it('decodes CUDA version numbers', () => {
     expect(formatCudaVersion(13000)).toBe('13.0');
     expect(formatCudaVersion(12040)).toBe('12.4');
     expect(formatCudaVersion(11080)).toBe('11.8');
+  });
+  it('decodes HIP version numbers (HIP_VERSION: 10^7 major + 10^5 minor + patch)', () => {
+    expect(formatHipVersion(50221153)).toBe('5.2.21153');
+    expect(formatHipVersion(60241134)).toBe('6.2.41134');
+    expect(ROCM.formatVersion(60000000)).toBe('6.0.0');
+  });
+});
+
+describe('hipProbeHint', () => {
+  it('tells a missing amdgpu driver from GPUs this process may not open', () => {
+    expect(hipProbeHint('hipErrorNoDevice', () => false)).toBe('; /dev/kfd is missing: the amdgpu kernel driver is not loaded here');
+    expect(hipProbeHint('hipErrorNoDevice', () => true)).toMatch(/^; \/dev\/kfd exists: check .*video and render groups.*HIP_VISIBLE_DEVICES/);
+    expect(hipProbeHint('hipErrorInvalidDevice', () => false)).toBe('');
   });
 });

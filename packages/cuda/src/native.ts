@@ -1,16 +1,22 @@
-// Loads the addon lazily, once, and turns every way it can be missing into the reason that
-// availability(), explain and `attn doctor` show. Nothing here throws at import time.
+// Loads a runtime addon lazily, once, and turns every way it can be missing into the reason that
+// availability(), explain and `attn doctor` show. Nothing here throws at import time. One instance
+// per runtime (createNativeAccess): @attn/cuda's addon and @attn/rocm's are loaded and probed apart.
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { type Availability, DeviceError } from '@attn/core';
 import { BINDING_FUNCTIONS, type NativeBinding, type NativeProbe } from './binding.js';
+import type { GpuPlatform } from './platform.js';
 
-/** The package folder: this file sits in src/ (sources) or dist/ (build), one level below it. */
-export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const ADDON_RELATIVE_PATH = 'build/Release/attn_cuda.node';
-const BUILD_HINT = 'run `pnpm --filter @attn/cuda build:native` where the CUDA toolkit (nvcc) is installed';
+/** Where a runtime's addon lives and what to tell the user when it is not built. */
+export interface AddonLocation {
+  /** The package folder (holding package.json and build/). */
+  readonly packageRoot: string;
+  /** The addon's file name without `.node`; it is looked for in build/Release/. */
+  readonly addonName: string;
+  /** What to do to get the addon, e.g. "run `pnpm --filter @attn/cuda build:native` where nvcc is installed". */
+  readonly buildHint: string;
+}
 
 export type AddonLoad =
   | { readonly ok: true; readonly addon: NativeBinding; readonly path: string }
@@ -20,16 +26,23 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Loads the addon under `root`; never throws. `requireFn` is injectable for tests. */
-export function loadAddon(root: string = PACKAGE_ROOT, requireFn: NodeJS.Require = createRequire(import.meta.url)): AddonLoad {
-  const path = join(root, ADDON_RELATIVE_PATH);
+/** build/Release/<addonName>.node under the package root. */
+export function addonPath(location: AddonLocation): string {
+  return join(location.packageRoot, 'build', 'Release', `${location.addonName}.node`);
+}
+
+/** Loads the addon; never throws. `requireFn` is injectable for tests. */
+export function loadAddon(location: AddonLocation, requireFn: NodeJS.Require = createRequire(import.meta.url)): AddonLoad {
+  const path = addonPath(location);
+  const hint = location.buildHint;
   if (!existsSync(path)) {
-    const skipped = join(root, 'build', 'SKIPPED');
+    // native-build.mjs records why it skipped (no nvcc, no hipcc, no cmake); that is the precise reason.
+    const skipped = join(location.packageRoot, 'build', 'SKIPPED');
     if (existsSync(skipped)) {
       const why = readFileSync(skipped, 'utf8').trim() || 'no reason recorded';
       return { ok: false, path, reason: `unavailable: native addon not built: ${why}` };
     }
-    return { ok: false, path, reason: `unavailable: native addon not built (${path} is missing); ${BUILD_HINT}` };
+    return { ok: false, path, reason: `unavailable: native addon not built (${path} is missing); ${hint}` };
   }
   let addon: Partial<NativeBinding>;
   try {
@@ -42,30 +55,21 @@ export function loadAddon(root: string = PACKAGE_ROOT, requireFn: NodeJS.Require
     return {
       ok: false,
       path,
-      reason: `unavailable: native addon ${path} is from another version (missing ${missing.join(', ')}); ${BUILD_HINT}`,
+      reason: `unavailable: native addon ${path} is from another version (missing ${missing.join(', ')}); ${hint}`,
     };
   }
   return { ok: true, path, addon: addon as NativeBinding };
 }
 
-/** 13000 -> '13.0', 12040 -> '12.4' (CUDA's version encoding: 1000 * major + 10 * minor). */
-export function formatCudaVersion(v: number): string {
-  return `${Math.floor(v / 1000)}.${Math.floor((v % 1000) / 10)}`;
-}
-
 /** Why a loaded addon sees no device, from its probe and the driver's version (0 = no driver). */
-export function probeAvailability(probe: NativeProbe, driverVersion: number, runtimeVersion: number): Availability {
+export function probeAvailability(platform: GpuPlatform, probe: NativeProbe, driverVersion: number, runtimeVersion: number): Availability {
+  const noDevice = `unavailable: no ${platform.name} device`;
   if (probe.errorName !== undefined) {
-    let hint = '';
-    if (probe.errorName === 'cudaErrorInsufficientDriver') {
-      hint =
-        driverVersion === 0
-          ? '; no NVIDIA driver is installed'
-          : `; the driver supports CUDA ${formatCudaVersion(driverVersion)} but this addon's runtime is CUDA ${formatCudaVersion(runtimeVersion)}: update the driver`;
-    }
-    return { ok: false, reason: `unavailable: no CUDA device (${probe.errorName}: ${probe.error ?? 'no message'}${hint})` };
+    // HIP's message is often the error's name again; say it once.
+    const detail = probe.error && probe.error !== probe.errorName ? `${probe.errorName}: ${probe.error}` : probe.errorName;
+    return { ok: false, reason: `${noDevice} (${detail}${platform.probeHint(probe.errorName, driverVersion, runtimeVersion)})` };
   }
-  if (probe.count <= 0) return { ok: false, reason: 'unavailable: no CUDA device (the driver reports 0 devices)' };
+  if (probe.count <= 0) return { ok: false, reason: `${noDevice} (the driver reports 0 devices)` };
   return { ok: true };
 }
 
@@ -77,45 +81,56 @@ export interface NativeState {
   readonly deviceCount: number;
 }
 
-export function evaluateNative(load: AddonLoad): NativeState {
+export function evaluateNative(platform: GpuPlatform, load: AddonLoad): NativeState {
   if (!load.ok) return { load, availability: { ok: false, reason: load.reason }, deviceCount: 0 };
   try {
     const { addon } = load;
     const probe = addon.probe();
     if (probe.errorName === undefined && probe.count > 0) return { load, availability: { ok: true }, deviceCount: probe.count };
-    return { load, availability: probeAvailability(probe, addon.driverVersion(), addon.runtimeVersion()), deviceCount: 0 };
+    return { load, availability: probeAvailability(platform, probe, addon.driverVersion(), addon.runtimeVersion()), deviceCount: 0 };
   } catch (e) {
-    return { load, availability: { ok: false, reason: `unavailable: probing CUDA devices failed: ${message(e)}` }, deviceCount: 0 };
+    return { load, availability: { ok: false, reason: `unavailable: probing ${platform.name} devices failed: ${message(e)}` }, deviceCount: 0 };
   }
 }
 
-let state: NativeState | undefined;
-
-/** Loads and probes once per process. */
-export function nativeState(): NativeState {
-  state ??= evaluateNative(loadAddon());
-  return state;
+/** One runtime's addon, loaded and probed on first use. */
+export interface NativeAccess {
+  readonly platform: GpuPlatform;
+  /** Where the addon is looked for. */
+  readonly addonPath: string;
+  /** Loads and probes once per process. */
+  state(): NativeState;
+  /**
+   * The addon, for calls that need a device. Throws DeviceError ATTN_DEVICE_UNAVAILABLE with the
+   * reason when the addon is missing or there is no device.
+   */
+  require(): NativeBinding;
+  /** The addon when it loaded, device or not (build info and versions need no device). */
+  loaded(): NativeBinding | null;
+  /** Tests only: run the TS layer over a simulated addon (undefined: load the real one again). */
+  setStateForTesting(s: NativeState | undefined): void;
 }
 
-/** Tests only: run the TS layer over a simulated addon (undefined: load the real one again). */
-export function setNativeStateForTesting(s: NativeState | undefined): void {
-  state = s;
-}
-
-/**
- * The addon, for calls that need a device. Throws DeviceError ATTN_DEVICE_UNAVAILABLE with the
- * reason when the addon is missing or there is no device.
- */
-export function requireAddon(): NativeBinding {
-  const s = nativeState();
-  if (!s.availability.ok) {
-    throw new DeviceError('ATTN_DEVICE_UNAVAILABLE', `@attn/cuda cannot run this: ${s.availability.reason}`);
-  }
-  return (s.load as { addon: NativeBinding }).addon;
-}
-
-/** The addon when it loaded, device or not (build info and versions need no device). */
-export function loadedAddon(): NativeBinding | null {
-  const { load } = nativeState();
-  return load.ok ? load.addon : null;
+export function createNativeAccess(platform: GpuPlatform, location: AddonLocation): NativeAccess {
+  let state: NativeState | undefined;
+  const current = (): NativeState => (state ??= evaluateNative(platform, loadAddon(location)));
+  return {
+    platform,
+    addonPath: addonPath(location),
+    state: current,
+    require() {
+      const s = current();
+      if (!s.availability.ok) {
+        throw new DeviceError('ATTN_DEVICE_UNAVAILABLE', `${platform.packageName} cannot run this: ${s.availability.reason}`);
+      }
+      return (s.load as { addon: NativeBinding }).addon;
+    },
+    loaded() {
+      const { load } = current();
+      return load.ok ? load.addon : null;
+    },
+    setStateForTesting(s) {
+      state = s;
+    },
+  };
 }

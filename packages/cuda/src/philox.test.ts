@@ -4,12 +4,12 @@ import { dropoutKeep, dropoutThreshold, philox4x32_10, philox4x32Into, seedKey }
 import { describe, expect, it } from 'vitest';
 import { announceSkip, gpu } from '../test/gpu.js';
 import { makeRng } from '../test/random.js';
-import { nativeState } from './native.js';
+import { cuda } from './cuda-runtime.js';
 import { dropoutWordsOnDevice, philoxOnDevice, philoxOnHostNative } from './testing.js';
 
-const addonLoaded = nativeState().load.ok;
+const addonLoaded = cuda.native.state().load.ok;
 if (!addonLoaded) {
-  const s = nativeState().load;
+  const s = cuda.native.state().load;
   console.log(`[@attn/cuda] host Philox suite skipped: ${s.ok ? '' : s.reason}`);
 }
 announceSkip('device Philox');

@@ -9,12 +9,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { type FakeAddon, makeFakeAddon } from '../test/fake-addon.js';
 import { checkRoundTrip, checkViews, DTYPES } from '../test/tensor-cases.js';
 import * as cuda from './index.js';
-import { setNativeStateForTesting } from './native.js';
+import { cuda as cudaRuntime } from './cuda-runtime.js';
 
 let fake: FakeAddon;
 beforeAll(() => {
   fake = makeFakeAddon(2);
-  setNativeStateForTesting({ load: { ok: true, addon: fake, path: '(simulated)' }, availability: { ok: true }, deviceCount: 2 });
+  cudaRuntime.native.setStateForTesting({ load: { ok: true, addon: fake, path: '(simulated)' }, availability: { ok: true }, deviceCount: 2 });
 });
 
 describe('tensors on a simulated device', () => {

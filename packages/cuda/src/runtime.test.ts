@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { announceSkip, gpu } from '../test/gpu.js';
 import { checkRoundTrip, checkViews, DTYPES } from '../test/tensor-cases.js';
 import { callNative } from './errors.js';
-import { nativeState } from './native.js';
+import { cuda } from './cuda-runtime.js';
 import {
   allocate,
   copyDeviceToDevice,
@@ -15,7 +15,7 @@ import {
   cudaRuntime,
   fill,
   synchronize,
-} from './runtime.js';
+} from './index.js';
 
 announceSkip('runtime round trips');
 
@@ -89,7 +89,7 @@ describe.skipIf(!gpu)('copies and fills', () => {
     expect(code(() => copyDeviceToDevice(s, 0, s, 4, 8))).toBe('ATTN_OVERLAP');
     expect(code(() => copyHostToDevice({ kind: 'device', device: { type: 'cuda', index: 0 }, pointer: 1n, bytes: 8, disposed: false, dispose() {} }, 0, new Uint8Array(1)))).toBe('ATTN_DEVICE');
     // Below the TS checks: the addon refuses what the allocator did not hand out.
-    const load = nativeState().load;
+    const load = cuda.native.state().load;
     if (!load.ok) throw new Error('unreachable: gpu implies a loaded addon');
     const addon = load.addon;
     expect(code(() => callNative(() => addon.copyHostToDevice(0, s.pointer + 8n, new Uint8Array(9))))).toBe('ATTN_OUT_OF_BOUNDS');

@@ -5,9 +5,7 @@ import { runInNewContext } from 'node:vm';
 import { DisposedError, tensor } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { announceSkip, gpu } from '../test/gpu.js';
-import { memoryStats } from './memory.js';
-import { allocate, copyDeviceToHost, fill } from './runtime.js';
-import { CudaStorage } from './storage.js';
+import { allocate, copyDeviceToHost, CudaStorage, fill, memoryStats } from './index.js';
 
 announceSkip('device storage');
 

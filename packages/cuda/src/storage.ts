@@ -1,12 +1,16 @@
-// Device memory behind a tensor: one block of the caching allocator. dispose() frees it (stream-
-// ordered, so work already queued on it finishes first); a FinalizationRegistry frees it if the
-// owner never does; after dispose the pointer is gone and every use throws DisposedError.
+// Device memory behind a tensor: one block of a runtime's caching allocator. dispose() frees it
+// (stream-ordered, so work already queued on it finishes first); a FinalizationRegistry frees it if
+// the owner never does; after dispose the pointer is gone and every use throws DisposedError.
+// One class for both runtimes: device.type says whose block it is, and the block keeps the addon
+// that allocated it, so it is freed by that addon even if another runtime is registered meanwhile.
 import { type Device, type DeviceStorage, DisposedError } from '@attn/core';
 import type { NativeBinding } from './binding.js';
 import { callNative } from './errors.js';
+import { gpuPlatform, type GpuType } from './platform.js';
 
 interface HeldBlock {
   readonly addon: NativeBinding;
+  readonly type: GpuType;
   readonly device: number;
   readonly pointer: bigint;
   readonly bytes: number;
@@ -23,13 +27,13 @@ const finalizer = new FinalizationRegistry<HeldBlock>((held) => {
     freeBlock(held);
   } catch (e) {
     process.emitWarning(
-      `@attn/cuda: freeing an undisposed ${held.bytes}-byte buffer on cuda:${held.device} failed: ${e instanceof Error ? e.message : String(e)}`,
+      `${gpuPlatform(held.type).packageName}: freeing an undisposed ${held.bytes}-byte buffer on ${held.type}:${held.device} failed: ${e instanceof Error ? e.message : String(e)}`,
       { code: 'ATTN_FINALIZER_FREE_FAILED' },
     );
   }
 });
 
-export class CudaStorage implements DeviceStorage {
+export class GpuStorage implements DeviceStorage {
   readonly kind = 'device' as const;
   readonly device: Device;
   readonly bytes: number;
@@ -38,16 +42,16 @@ export class CudaStorage implements DeviceStorage {
   readonly #addon: NativeBinding;
 
   /** Takes ownership of a block the addon allocated (pointer 0n for 0 bytes). */
-  constructor(addon: NativeBinding, index: number, pointer: bigint, bytes: number) {
+  constructor(addon: NativeBinding, type: GpuType, index: number, pointer: bigint, bytes: number) {
     this.#addon = addon;
-    this.device = Object.freeze({ type: 'cuda' as const, index });
+    this.device = Object.freeze({ type, index });
     this.#pointer = pointer;
     this.bytes = bytes;
-    if (pointer !== 0n) finalizer.register(this, { addon, device: index, pointer, bytes }, this);
+    if (pointer !== 0n) finalizer.register(this, { addon, type, device: index, pointer, bytes }, this);
   }
 
   get pointer(): bigint {
-    if (this.#disposed) throw new DisposedError(`cuda:${this.device.index} storage (${this.bytes} bytes)`);
+    if (this.#disposed) throw new DisposedError(`${this.device.type}:${this.device.index} storage (${this.bytes} bytes)`);
     return this.#pointer;
   }
 
@@ -63,19 +67,15 @@ export class CudaStorage implements DeviceStorage {
     this.#pointer = 0n;
     if (pointer === 0n) return;
     finalizer.unregister(this);
-    freeBlock({ addon: this.#addon, device: this.device.index, pointer, bytes: this.bytes });
+    freeBlock({ addon: this.#addon, type: this.device.type as GpuType, device: this.device.index, pointer, bytes: this.bytes });
   }
 
   toString(): string {
-    return `CudaStorage(cuda:${this.device.index}, ${this.bytes} bytes${this.#disposed ? ', disposed' : ''})`;
+    return `GpuStorage(${this.device.type}:${this.device.index}, ${this.bytes} bytes${this.#disposed ? ', disposed' : ''})`;
   }
 
   /** True only for objects this class constructed (a prototype copy has no private state). */
-  static is(s: unknown): s is CudaStorage {
+  static is(s: unknown): s is GpuStorage {
     return typeof s === 'object' && s !== null && #pointer in s;
   }
-}
-
-export function isCudaStorage(s: unknown): s is CudaStorage {
-  return CudaStorage.is(s);
 }

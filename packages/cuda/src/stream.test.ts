@@ -3,11 +3,19 @@
 import { AttnInputError, DisposedError } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { announceSkip, gpu } from '../test/gpu.js';
+import { cuda } from './cuda-runtime.js';
 import { callNative } from './errors.js';
-import { Event } from './event.js';
-import { nativeState } from './native.js';
-import { allocate, copyDeviceToDevice, copyDeviceToHost, fill } from './runtime.js';
-import { currentStream, setCurrentStream, Stream, withStream } from './stream.js';
+import {
+  allocate,
+  copyDeviceToDevice,
+  copyDeviceToHost,
+  currentStream,
+  Event,
+  fill,
+  setCurrentStream,
+  Stream,
+  withStream,
+} from './index.js';
 
 announceSkip('streams and events');
 
@@ -56,7 +64,7 @@ describe.skipIf(!gpu)('streams', () => {
     const wrapped = Stream.current();
     expect(wrapped.owned).toBe(false);
     expect(() => wrapped.dispose()).toThrow(AttnInputError);
-    const load = nativeState().load;
+    const load = cuda.native.state().load;
     if (!load.ok) throw new Error('unreachable');
     const defaultStream = callNative(() => load.addon.defaultStream(0));
     expect(codeOf(() => callNative(() => load.addon.streamDestroy(defaultStream)))).toBe('ATTN_BAD_HANDLE');

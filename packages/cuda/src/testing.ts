@@ -1,10 +1,9 @@
 // @attn/cuda/testing: attn's dropout Philox evaluated on the GPU by the addon's test kernels, for
 // bit-equality tests against core's TypeScript Philox (and for kernel packages' own dropout tests).
 import { AttnInputError, DeviceError } from '@attn/core';
-import { deviceCount } from './devices.js';
+import { cuda } from './cuda-runtime.js';
 import { callNative } from './errors.js';
-import { nativeState, requireAddon } from './native.js';
-import { checkDeviceIndex, checkUint32 } from './validate.js';
+import { checkUint32 } from './validate.js';
 
 /** Largest output of the test kernels (native/src/philox_fill.h). */
 export const MAX_PHILOX_FILL_ELEMENTS = 1 << 26;
@@ -14,8 +13,8 @@ export const MAX_PHILOX_FILL_ELEMENTS = 1 << 26;
  * k0, k1). Returns 4 output words per item.
  */
 export function philoxOnDevice(inputs: Uint32Array, device = 0): Uint32Array {
-  const addon = requireAddon();
-  checkDeviceIndex(device, deviceCount());
+  const addon = cuda.native.require();
+  cuda.checkIndex(device);
   checkPhiloxInputs('philoxOnDevice', inputs);
   return callNative(() => addon.philoxRaw(device, inputs));
 }
@@ -25,7 +24,7 @@ export function philoxOnDevice(inputs: Uint32Array, device = 0): Uint32Array {
  * addon but no device. Throws DeviceError when the addon is not built.
  */
 export function philoxOnHostNative(inputs: Uint32Array): Uint32Array {
-  const { load } = nativeState();
+  const { load } = cuda.native.state();
   if (!load.ok) throw new DeviceError('ATTN_DEVICE_UNAVAILABLE', `@attn/cuda cannot run this: ${load.reason}`);
   checkPhiloxInputs('philoxOnHostNative', inputs);
   return callNative(() => load.addon.philoxRawHost(inputs));
@@ -57,8 +56,8 @@ export interface DropoutWordsOptions {
  * its dropout and whether it is kept, computed by the device code in attn/philox.h.
  */
 export function dropoutWordsOnDevice(o: DropoutWordsOptions): { words: Uint32Array; keep: Uint8Array } {
-  const addon = requireAddon();
-  const device = checkDeviceIndex(o.device ?? 0, deviceCount());
+  const addon = cuda.native.require();
+  const device = cuda.checkIndex(o.device ?? 0);
   if (typeof o.seed !== 'bigint' || o.seed < 0n || o.seed >= 1n << 64n) {
     throw new AttnInputError('ATTN_BAD_ARGUMENT', `seed must be a bigint in [0, 2^64), got ${String(o.seed)}.`);
   }

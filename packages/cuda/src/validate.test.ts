@@ -14,13 +14,13 @@ function codeOf(fn: () => unknown): string {
 
 describe('checkDeviceIndex', () => {
   it('accepts indices below the count', () => {
-    expect(checkDeviceIndex(0, 1)).toBe(0);
-    expect(checkDeviceIndex(3, 4)).toBe(3);
+    expect(checkDeviceIndex(0, 1, 'CUDA')).toBe(0);
+    expect(checkDeviceIndex(3, 4, 'CUDA')).toBe(3);
   });
   it('rejects negatives, fractions, non-numbers and indices past the count', () => {
-    for (const bad of [-1, 0.5, NaN, '0', null]) expect(codeOf(() => checkDeviceIndex(bad, 2))).toBe('ATTN_DEVICE');
-    expect(() => checkDeviceIndex(2, 2)).toThrow(/CUDA device 2 does not exist: 2 device\(s\) present \(use 0\.\.1\)/);
-    expect(() => checkDeviceIndex(0, 0)).toThrow(/0 device\(s\) present\.$/);
+    for (const bad of [-1, 0.5, NaN, '0', null]) expect(codeOf(() => checkDeviceIndex(bad, 2, 'CUDA'))).toBe('ATTN_DEVICE');
+    expect(() => checkDeviceIndex(2, 2, 'ROCm')).toThrow(/ROCm device 2 does not exist: 2 device\(s\) present \(use 0\.\.1\)/);
+    expect(() => checkDeviceIndex(0, 0, 'CUDA')).toThrow(/0 device\(s\) present\.$/);
   });
 });
 

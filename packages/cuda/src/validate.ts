@@ -2,14 +2,15 @@
 // what to change; the addon re-checks the same things cheaply as a second line.
 import { AttnInputError } from '@attn/core';
 
-export function checkDeviceIndex(index: unknown, count: number): number {
+/** `platformName` ('CUDA', 'ROCm') says whose devices are counted. */
+export function checkDeviceIndex(index: unknown, count: number, platformName: string): number {
   if (typeof index !== 'number' || !Number.isInteger(index) || index < 0) {
-    throw new AttnInputError('ATTN_DEVICE', `A CUDA device index must be a non-negative integer, got ${String(index)}.`);
+    throw new AttnInputError('ATTN_DEVICE', `A ${platformName} device index must be a non-negative integer, got ${String(index)}.`);
   }
   if (index >= count) {
     throw new AttnInputError(
       'ATTN_DEVICE',
-      `CUDA device ${index} does not exist: ${count} device(s) present${count > 0 ? ` (use 0..${count - 1})` : ''}.`,
+      `${platformName} device ${index} does not exist: ${count} device(s) present${count > 0 ? ` (use 0..${count - 1})` : ''}.`,
     );
   }
   return index;

@@ -5,6 +5,7 @@ import {
   fromStorage,
   registerDeviceRuntime,
   tensor,
+  unregisterDeviceRuntime,
   type DeviceRuntime,
   normalizeParams,
   normalizeVarlenParams,
@@ -120,6 +121,9 @@ export function installFakeRocmRuntime(arch = 'gfx942', count = 1): { setArch(a:
     fill: (dst, off, n, v) => bytesOf(dst).fill(v, off, off + n),
     synchronize: () => undefined,
   };
+  // Importing @attn/rocm registered the real 'rocm' runtime; this double replaces it on purpose, so
+  // remove it first instead of getting core's ATTN_RUNTIME_REPLACED warning about a duplicate copy.
+  unregisterDeviceRuntime('rocm');
   registerDeviceRuntime(runtime);
   return { setArch: (a) => (current = a) };
 }
