@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs on the GPU host (no Node.js, no registry) after ../shared/gpu/pack.sh packed .gpu/.
+# Each step has its own time limit and log; one failing step does not hide the others.
+# Usage: bash tools/gpu/run-suite.sh STEP... (steps below); logs go to $OUT/logs.tar.gz and a summary
+# to stdout.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/attn-out}; LOGS=$(mktemp -d); mkdir -p "$OUT"
+export NODE_OPTIONS="${NODE_OPTIONS:-}" PYTHONUNBUFFERED=1
+node_cmd() { bash .gpu/run.sh node "$@"; }
+vitest() { node_cmd node_modules/vitest/vitest.mjs run --root "$@"; }
+declare -A STATUS
+
+step() {  # step NAME TIMEOUT_S CMD...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  STATUS[$name]="rc=$rc $((SECONDS - t0))s"
+  echo "== $name: rc=$rc in $((SECONDS - t0))s"; tail -n 25 "$LOGS/$name.log"
+}
+
+bash .gpu/run.sh true  # unpack once
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv > "$LOGS/gpu.txt" 2>&1
+for s in "$@"; do
+  case "$s" in
+    golden)     step golden 300 python3 packages/cpu/scripts/make_golden.py "$OUT/golden.json" ;;
+    cuda)       step cuda 300 vitest packages/cuda ;;
+    flash)      step flash 480 vitest packages/flash-cuda ;;
+    flash-check) step flash-check 480 node_cmd packages/flash-cuda/scripts/gpu-check.mjs ;;
+    memeff)     step memeff 480 vitest packages/cutlass-memeff ;;
+    memeff-check) step memeff-check 480 node_cmd packages/cutlass-memeff/scripts/gpu-check.mjs ;;
+    cpu)        step cpu 300 vitest packages/cpu ;;
+    *)          step "$s" 480 bash -c "$s" ;;
+  esac
+done
+echo "== summary"; for k in "${!STATUS[@]}"; do echo "$k ${STATUS[$k]}"; done
+tar -czf "$OUT/logs.tar.gz" -C "$LOGS" .
