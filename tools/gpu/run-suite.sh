@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU host (no Node.js, no registry) after ../shared/gpu/pack.sh packed .gpu/.
 # Each step has its own time limit and log; one failing step does not hide the others.
-# Usage: bash tools/gpu/run-suite.sh STEP... (steps below); logs go to $OUT/logs.tar.gz and a summary
+# Usage: bash tools/gpu/run-suite.sh STEP... (named steps below, or NAME:COMMAND); logs go to $OUT/logs.tar.gz and a summary
 # to stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -9,12 +9,13 @@ OUT=${OUT:-/tmp/attn-out}; LOGS=$(mktemp -d); mkdir -p "$OUT"
 export NODE_OPTIONS="${NODE_OPTIONS:-}" PYTHONUNBUFFERED=1
 node_cmd() { bash .gpu/run.sh node "$@"; }
 vitest() { node_cmd node_modules/vitest/vitest.mjs run --root "$@"; }
+export -f node_cmd vitest
 declare -A STATUS
 
 step() {  # step NAME TIMEOUT_S CMD...
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+  timeout --kill-after=10 "$limit" bash -c "$*" >"$LOGS/$name.log" 2>&1
   local rc=$?
   STATUS[$name]="rc=$rc $((SECONDS - t0))s"
   echo "== $name: rc=$rc in $((SECONDS - t0))s"; tail -n 25 "$LOGS/$name.log"
@@ -31,7 +32,8 @@ for s in "$@"; do
     memeff)     step memeff 480 vitest packages/cutlass-memeff ;;
     memeff-check) step memeff-check 480 node_cmd packages/cutlass-memeff/scripts/gpu-check.mjs ;;
     cpu)        step cpu 300 vitest packages/cpu ;;
-    *)          step "$s" 480 bash -c "$s" ;;
+    *:*)        step "${s%%:*}" 480 "${s#*:}" ;;  # NAME:COMMAND
+    *)          echo "unknown step $s (use NAME:COMMAND)"; exit 2 ;;
   esac
 done
 echo "== summary"; for k in "${!STATUS[@]}"; do echo "$k ${STATUS[$k]}"; done
