@@ -1,0 +1,28 @@
+// The argument layout between src/native.ts and the addon: two typed arrays, indexed by these enums.
+// src/abi.ts lists the same names in the same order (a test compares the two files).
+#pragma once
+
+namespace attn::flash::abi {
+
+// BigUint64Array: device addresses (0 = absent), the stream, the dropout seed.
+enum Ptr : int {
+  kQ, kK, kV, kOut, kLse, kAlibi, kCuSeqlensQ, kCuSeqlensK, kOaccum, kLseAccum, kStream, kSeed,
+  kPtrCount
+};
+
+// Float64Array: sizes, strides (elements), flags (0/1) and scalars.
+enum Num : int {
+  kIsBf16, kBatch, kHeadsQ, kHeadsK, kSeqQ, kSeqK, kHeadDim, kTotalQ,
+  kQBatchStride, kQHeadStride, kQRowStride,
+  kKBatchStride, kKHeadStride, kKRowStride,
+  kVBatchStride, kVHeadStride, kVRowStride,
+  kOBatchStride, kOHeadStride, kORowStride,
+  kLseBatchStride, kLseHeadStride,
+  kScale, kCausal, kLowerRight, kWindowLeft, kWindowRight, kAlibiBatchStride, kSoftcap,
+  kDropout, kDropoutThreshold, kDropoutKeepScale, kDropoutOffset,
+  kDevice, kSmCount, kSmemOptin, kCcMajor, kCcMinor,
+  kNumSplits, kAligned16, kKernel,
+  kNumCount
+};
+
+}  // namespace attn::flash::abi

@@ -1,0 +1,105 @@
+// N-API surface of flash_cuda.node: plan(nums), forward(ptrs, nums), buildInfo(). Every C++ exception
+// (bad argument, CUDA error naming the kernel) becomes a JS Error; nothing aborts the process.
+#include <napi.h>
+
+#include <exception>
+#include <string>
+
+#include "abi.h"
+#include "attn/cuda_check.h"
+#include "dispatch.h"
+
+namespace {
+
+using attn::flash::abi::kNumCount;
+using attn::flash::abi::kPtrCount;
+
+const double* nums_arg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsTypedArray() ||
+      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+    throw Napi::TypeError::New(info.Env(), "flash-cuda: expected a Float64Array of arguments");
+  auto a = info[i].As<Napi::Float64Array>();
+  if (a.ElementLength() != static_cast<size_t>(kNumCount))
+    throw Napi::TypeError::New(info.Env(), "flash-cuda: argument array has " + std::to_string(a.ElementLength()) +
+                                               " numbers, expected " + std::to_string(kNumCount) + " (abi mismatch)");
+  return a.Data();
+}
+
+const uint64_t* ptrs_arg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || !info[i].IsTypedArray() ||
+      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_biguint64_array)
+    throw Napi::TypeError::New(info.Env(), "flash-cuda: expected a BigUint64Array of addresses");
+  auto a = info[i].As<Napi::TypedArrayOf<uint64_t>>();
+  if (a.ElementLength() != static_cast<size_t>(kPtrCount))
+    throw Napi::TypeError::New(info.Env(), "flash-cuda: address array has " + std::to_string(a.ElementLength()) +
+                                               " entries, expected " + std::to_string(kPtrCount) + " (abi mismatch)");
+  return a.Data();
+}
+
+Napi::Error to_js(Napi::Env env, const std::exception& e, const char* code) {
+  Napi::Error err = Napi::Error::New(env, e.what());
+  err.Set("code", Napi::String::New(env, code));
+  return err;
+}
+
+Napi::Value Plan(const Napi::CallbackInfo& info) {
+  const double* nums = nums_arg(info, 0);
+  try {
+    const attn::flash::Plan p = attn::flash::plan(nums);
+    Napi::Object o = Napi::Object::New(info.Env());
+    o.Set("numSplits", p.num_splits);
+    o.Set("oaccumStride", p.oaccum_stride);
+    o.Set("packGqa", p.pack_gqa);
+    o.Set("mBlocks", p.m_blocks);
+    o.Set("kernel", attn::flash::kernel_names()[p.config]);
+    return o;
+  } catch (const std::invalid_argument& e) {
+    throw to_js(info.Env(), e, "ATTN_FLASH_ARGUMENT");
+  } catch (const std::exception& e) {
+    throw to_js(info.Env(), e, "ATTN_FLASH_UNSUPPORTED");
+  }
+}
+
+Napi::Value Forward(const Napi::CallbackInfo& info) {
+  const uint64_t* ptrs = ptrs_arg(info, 0);
+  const double* nums = nums_arg(info, 1);
+  try {
+    attn::flash::forward(ptrs, nums);
+  } catch (const attn::CudaError& e) {
+    throw to_js(info.Env(), e, "ATTN_CUDA_ERROR");
+  } catch (const std::invalid_argument& e) {
+    throw to_js(info.Env(), e, "ATTN_FLASH_ARGUMENT");
+  } catch (const std::exception& e) {
+    throw to_js(info.Env(), e, "ATTN_FLASH_UNSUPPORTED");
+  }
+  return info.Env().Undefined();
+}
+
+Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("cudaArchs", ATTN_CUDA_ARCHS_STRING);
+  o.Set("cudaRuntime", CUDART_VERSION);
+  const auto names = attn::flash::kernel_descriptions();
+  Napi::Array kernels = Napi::Array::New(env, names.size());
+  for (size_t i = 0; i < names.size(); ++i) kernels.Set(static_cast<uint32_t>(i), names[i]);
+  o.Set("kernels", kernels);
+  const auto plain = attn::flash::kernel_names();
+  Napi::Array kernel_names = Napi::Array::New(env, plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) kernel_names.Set(static_cast<uint32_t>(i), plain[i]);
+  o.Set("kernelNames", kernel_names);
+  o.Set("ptrCount", static_cast<int>(kPtrCount));
+  o.Set("numCount", static_cast<int>(kNumCount));
+  return o;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("plan", Napi::Function::New(env, Plan, "plan"));
+  exports.Set("forward", Napi::Function::New(env, Forward, "forward"));
+  exports.Set("buildInfo", Napi::Function::New(env, BuildInfo, "buildInfo"));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(flash_cuda, Init)

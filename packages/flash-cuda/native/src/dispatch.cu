@@ -1,0 +1,280 @@
+// Configuration choice (head-dim bucket, tile shape by shared memory and query length), FlashAttention's
+// num_splits heuristic for split-KV, argument re-checks, and the launches.
+#include "dispatch.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "abi.h"
+#include "attn/cuda_check.h"
+#include "combine.h"
+#include "fwd_params.h"
+#include "kernel_traits.h"
+
+namespace attn::flash {
+
+template <typename Tr>
+void run_fwd(const FwdParams& p, cudaStream_t stream, int device);
+
+namespace {
+
+struct FwdConfig {
+  bool bf16;
+  int head_dim, block_m, block_n, warps;
+  bool q_in_regs;
+  int smem_bytes;
+  void (*run)(const FwdParams&, cudaStream_t, int);
+  const char* name;
+  bool auto_select;  // false: only when asked for by index (kKernel)
+};
+
+#define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, NAME, AUTO) \
+  {IS_BF16 != 0, D, M, N, W, QR, FwdTraits<D, M, N, W, QR, ELEM>::kSmemBytes, &run_fwd<FwdTraits<D, M, N, W, QR, ELEM>>, NAME, AUTO},
+const FwdConfig kConfigs[] = {
+#include "instantiations/fwd_configs.inc"
+};
+#undef ATTN_FWD_CONFIG
+constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
+
+constexpr int kBuckets[] = {32, 64, 96, 128, 160, 192, 224, 256};
+constexpr int kMaxSplits = 128;
+
+int head_dim_bucket(int d) {
+  for (int b : kBuckets)
+    if (d <= b) return b;
+  return -1;
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) throw std::invalid_argument(std::string("flash-cuda: ") + what);
+}
+
+int as_int(const double* nums, int i, const char* what, double lo, double hi) {
+  const double x = nums[i];
+  if (!(x >= lo && x <= hi) || x != std::floor(x))
+    throw std::invalid_argument(std::string("flash-cuda: ") + what + " must be an integer in [" +
+                                std::to_string(static_cast<long long>(lo)) + ", " +
+                                std::to_string(static_cast<long long>(hi)) + "], got " + std::to_string(x));
+  return static_cast<int>(x);
+}
+int64_t as_i64(const double* nums, int i, const char* what) {
+  const double x = nums[i];
+  if (!(std::fabs(x) <= 9007199254740992.0) || x != std::floor(x))
+    throw std::invalid_argument(std::string("flash-cuda: ") + what + " must be an integer");
+  return static_cast<int64_t>(x);
+}
+
+// CTAs of one configuration resident per SM: registers (up to 255 per thread) and shared memory.
+int ctas_per_sm(const FwdConfig& c, int smem_optin) {
+  const int by_regs = std::max(1, 65536 / (c.warps * 32 * 256));
+  const int by_smem = std::max(1, smem_optin / c.smem_bytes);
+  return std::min(by_regs, by_smem);
+}
+
+// FlashAttention's num_splits_heuristic: the fewest splits reaching 85% of the best wave efficiency;
+// no split when the grid already fills 80% of the GPU.
+int num_splits_heuristic(int64_t ctas, int sm_slots, int n_blocks, int max_splits) {
+  if (ctas >= 0.8 * sm_slots) return 1;
+  max_splits = std::min({max_splits, sm_slots, n_blocks});
+  if (max_splits <= 1) return 1;
+  float eff[kMaxSplits + 1] = {};
+  float best = 0.f;
+  auto eligible = [&](int s) {
+    return s == 1 || (n_blocks + s - 1) / s != (n_blocks + s - 2) / (s - 1);
+  };
+  for (int s = 1; s <= max_splits; ++s) {
+    if (!eligible(s)) continue;
+    const float waves = float(ctas * s) / sm_slots;
+    eff[s] = waves / std::ceil(waves);
+    best = std::max(best, eff[s]);
+  }
+  for (int s = 1; s <= max_splits; ++s)
+    if (eligible(s) && eff[s] >= 0.85f * best) return s;
+  return 1;
+}
+
+struct Shape {
+  bool bf16;
+  int batch, heads_q, heads_k, group, seq_q, seq_k, head_dim;
+  int sm_count, smem_optin;
+  bool varlen;
+};
+
+Shape read_shape(const double* nums, bool varlen) {
+  using namespace abi;
+  Shape s{};
+  s.bf16 = as_int(nums, kIsBf16, "dtype flag", 0, 1) == 1;
+  s.batch = as_int(nums, kBatch, "batch", 1, 65535);
+  s.heads_q = as_int(nums, kHeadsQ, "query heads", 1, 65535);
+  s.heads_k = as_int(nums, kHeadsK, "key/value heads", 1, 65535);
+  require(s.heads_q % s.heads_k == 0, "query heads must be a multiple of key/value heads");
+  s.group = s.heads_q / s.heads_k;
+  s.seq_q = as_int(nums, kSeqQ, "query length", varlen ? 0 : 1, 2147483647.0);
+  s.seq_k = as_int(nums, kSeqK, "key length", varlen ? 0 : 1, 2147483647.0);
+  s.head_dim = as_int(nums, kHeadDim, "head dim", 1, 256);
+  s.sm_count = as_int(nums, kSmCount, "SM count", 1, 1 << 20);
+  s.smem_optin = as_int(nums, kSmemOptin, "opt-in shared memory", 1, 1 << 30);
+  s.varlen = varlen;
+  return s;
+}
+
+Plan make_plan(const Shape& s, int requested_splits, int forced) {
+  const int bucket = head_dim_bucket(s.head_dim);
+  const bool pack = s.group > 1 && s.seq_q <= 64;
+  const int64_t rows = int64_t(s.seq_q) * (pack ? s.group : 1);
+  int large = -1, small = -1;
+  for (int i = 0; i < kNumConfigs; ++i) {
+    const FwdConfig& c = kConfigs[i];
+    if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin) continue;
+    if (c.block_m >= 128 && large < 0) large = i;
+    if (c.block_m < 128 && small < 0) small = i;
+  }
+  int cfg = (rows <= 64 && small >= 0) ? small : (large >= 0 ? large : small);
+  if (forced >= 0) {
+    if (forced >= kNumConfigs) throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
+    const FwdConfig& c = kConfigs[forced];
+    if (c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin)
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name + " does not fit this call (dtype, head dim " +
+                                  std::to_string(s.head_dim) + " or shared memory)");
+    cfg = forced;
+  }
+  if (cfg < 0)
+    throw std::runtime_error("flash-cuda: no compiled kernel for head dim " + std::to_string(s.head_dim) +
+                             " fits in " + std::to_string(s.smem_optin) + " bytes of shared memory per block");
+  const FwdConfig& c = kConfigs[cfg];
+  Plan pl{};
+  pl.config = cfg;
+  pl.pack_gqa = pack;
+  pl.oaccum_stride = c.head_dim;
+  const int64_t m_blocks = (std::max<int64_t>(rows, 1) + c.block_m - 1) / c.block_m;
+  if (m_blocks > 2147483647 / kMaxSplits) throw std::invalid_argument("flash-cuda: too many query rows");
+  pl.m_blocks = static_cast<int>(m_blocks);
+  const int heads_eff = pack ? s.heads_k : s.heads_q;
+  const int n_blocks = std::max(1, static_cast<int>((int64_t(s.seq_k) + c.block_n - 1) / c.block_n));
+  if (requested_splits > 0) {
+    pl.num_splits = std::min(requested_splits, kMaxSplits);
+  } else {
+    pl.num_splits = num_splits_heuristic(int64_t(s.batch) * heads_eff * m_blocks,
+                                         s.sm_count * ctas_per_sm(c, s.smem_optin), n_blocks, kMaxSplits);
+  }
+  return pl;
+}
+
+}  // namespace
+
+Plan plan(const double* nums) {
+  using namespace abi;
+  const bool varlen = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0) >= 0;
+  // kNumSplits > 0 forces a split count (tests); 0 lets the heuristic choose.
+  return make_plan(read_shape(nums, varlen), as_int(nums, kNumSplits, "split count", 0, kMaxSplits),
+                   as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1));
+}
+
+void forward(const uint64_t* ptrs, const double* nums) {
+  using namespace abi;
+  const int64_t total_q = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0);
+  const bool varlen = total_q >= 0;
+  const Shape s = read_shape(nums, varlen);
+  const int splits = as_int(nums, kNumSplits, "split count", 1, kMaxSplits);
+  const Plan pl = make_plan(s, splits, as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1));
+  const FwdConfig& c = kConfigs[pl.config];
+
+  require(ptrs[kQ] && ptrs[kK] && ptrs[kV] && ptrs[kOut] && ptrs[kLse], "q, k, v, out and lse need device addresses");
+  require(!varlen || (ptrs[kCuSeqlensQ] && ptrs[kCuSeqlensK]), "varlen needs cuSeqlensQ and cuSeqlensK");
+  require(splits == 1 || (ptrs[kOaccum] && ptrs[kLseAccum]), "split-KV needs partial buffers");
+
+  FwdParams p{};
+  p.q = reinterpret_cast<const void*>(ptrs[kQ]);
+  p.k = reinterpret_cast<const void*>(ptrs[kK]);
+  p.v = reinterpret_cast<const void*>(ptrs[kV]);
+  p.o = reinterpret_cast<void*>(ptrs[kOut]);
+  p.lse = reinterpret_cast<float*>(ptrs[kLse]);
+  p.q_batch_stride = as_i64(nums, kQBatchStride, "q batch stride");
+  p.q_head_stride = as_i64(nums, kQHeadStride, "q head stride");
+  p.q_row_stride = as_i64(nums, kQRowStride, "q row stride");
+  p.k_batch_stride = as_i64(nums, kKBatchStride, "k batch stride");
+  p.k_head_stride = as_i64(nums, kKHeadStride, "k head stride");
+  p.k_row_stride = as_i64(nums, kKRowStride, "k row stride");
+  p.v_batch_stride = as_i64(nums, kVBatchStride, "v batch stride");
+  p.v_head_stride = as_i64(nums, kVHeadStride, "v head stride");
+  p.v_row_stride = as_i64(nums, kVRowStride, "v row stride");
+  p.o_batch_stride = as_i64(nums, kOBatchStride, "out batch stride");
+  p.o_head_stride = as_i64(nums, kOHeadStride, "out head stride");
+  p.o_row_stride = as_i64(nums, kORowStride, "out row stride");
+  p.lse_batch_stride = as_i64(nums, kLseBatchStride, "lse batch stride");
+  p.lse_head_stride = as_i64(nums, kLseHeadStride, "lse head stride");
+  p.batch = s.batch;
+  p.heads_q = s.heads_q;
+  p.heads_k = s.heads_k;
+  p.group = s.group;
+  p.seqlen_q = s.seq_q;
+  p.seqlen_k = s.seq_k;
+  p.head_dim = s.head_dim;
+  p.total_q = varlen ? total_q : 0;
+  p.cu_seqlens_q = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensQ]) : nullptr;
+  p.cu_seqlens_k = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensK]) : nullptr;
+
+  constexpr float kLog2e = 1.4426950408889634f;
+  const double scale = nums[kScale], softcap = nums[kSoftcap];
+  require(std::isfinite(scale), "scale must be finite");
+  require(std::isfinite(softcap) && softcap >= 0, "softcap must be >= 0");
+  if (softcap > 0) {
+    p.softcap_in = static_cast<float>(scale / softcap);
+    p.softcap_out = static_cast<float>(softcap * kLog2e);
+    p.score_mul = 0.f;
+  } else {
+    p.score_mul = static_cast<float>(scale * kLog2e);
+  }
+  p.causal = as_int(nums, kCausal, "causal flag", 0, 1) == 1;
+  p.lower_right = as_int(nums, kLowerRight, "alignment flag", 0, 1) == 1;
+  p.window_left = as_int(nums, kWindowLeft, "window left", -1, 2147483647.0);
+  p.window_right = as_int(nums, kWindowRight, "window right", -1, 2147483647.0);
+  if (p.causal) p.window_right = 0;  // causal is the window (.., 0]
+  p.alibi = reinterpret_cast<const float*>(ptrs[kAlibi]);
+  p.alibi_batch_stride = as_i64(nums, kAlibiBatchStride, "alibi batch stride");
+  p.alibi_mul = kLog2e;
+
+  p.dropout = as_int(nums, kDropout, "dropout flag", 0, 1) == 1;
+  p.dropout_threshold = static_cast<uint32_t>(as_i64(nums, kDropoutThreshold, "dropout threshold"));
+  p.dropout_keep_scale = static_cast<float>(nums[kDropoutKeepScale]);
+  p.dropout_seed = ptrs[kSeed];
+  p.dropout_offset = static_cast<uint32_t>(as_i64(nums, kDropoutOffset, "dropout offset"));
+  require(!p.dropout || nums[kDropoutThreshold] <= 4294967295.0, "dropout threshold must fit in uint32");
+
+  p.pack_gqa = pl.pack_gqa;
+  p.aligned16 = as_int(nums, kAligned16, "aligned flag", 0, 1) == 1;
+  p.m_blocks = pl.m_blocks;
+  p.num_splits = splits;
+  p.oaccum = reinterpret_cast<float*>(ptrs[kOaccum]);
+  p.lse_accum = reinterpret_cast<float*>(ptrs[kLseAccum]);
+  p.oaccum_stride = pl.oaccum_stride;
+  p.accum_rows = varlen ? int64_t(s.heads_q) * total_q : int64_t(s.batch) * s.heads_q * s.seq_q;
+
+  const int device = as_int(nums, kDevice, "device index", 0, 1023);
+  ATTN_CUDA_CHECK(cudaSetDevice(device));
+  auto stream = reinterpret_cast<cudaStream_t>(ptrs[kStream]);
+  c.run(p, stream, device);
+  if (splits > 1) run_combine(p, s.bf16, stream);
+}
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (const FwdConfig& c : kConfigs) names.push_back(c.name);
+  return names;
+}
+
+std::vector<std::string> kernel_descriptions() {
+  std::vector<std::string> out;
+  for (const FwdConfig& c : kConfigs)
+    out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
+                  std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
+                  (c.q_in_regs ? ", Q in registers" : "") + (c.auto_select ? "" : ", forced only") + ")");
+  return out;
+}
+
+}  // namespace attn::flash

@@ -1,0 +1,29 @@
+// Host side of a forward call: checks the arguments again (TS validated them first), picks the tile
+// configuration and the split count, fills FwdParams and launches.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn::flash {
+
+struct Plan {
+  int num_splits;      // 1: no split-KV
+  int oaccum_stride;   // floats per row of the split-KV partials (the head-dim bucket)
+  int config;          // index into the generated table
+  bool pack_gqa;
+  int m_blocks;
+};
+
+// nums: the abi::Num array. Throws std::invalid_argument on bad values, std::runtime_error when no
+// compiled configuration fits the device.
+Plan plan(const double* nums);
+// ptrs, nums: the abi arrays; nums[kNumSplits] is the split count to run (plan(nums).num_splits; partials in
+// ptrs[kOaccum]); nums[kKernel] >= 0 forces a configuration by index (benches), -1 lets the plan choose.
+void forward(const uint64_t* ptrs, const double* nums);
+// Names of the compiled forward configurations ("bf16_d128_large"), in table order (= kKernel index),
+// and the same with their shapes ("bf16_d128_large (128x32, 4 warps, 48 KB smem)").
+std::vector<std::string> kernel_names();
+std::vector<std::string> kernel_descriptions();
+
+}  // namespace attn::flash

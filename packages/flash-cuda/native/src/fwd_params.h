@@ -1,0 +1,55 @@
+// Everything one forward launch needs, filled by dispatch.cu from the values TS passes (abi.h).
+// Strides are in elements; every offset is computed in int64 so B*H*S*D may exceed 2^31.
+#pragma once
+#include <cstdint>
+
+namespace attn::flash {
+
+struct FwdParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;
+  // Dense: [B, H, S, D] strides (batch, head, row). Varlen: batch stride unused, rows start at cu_seqlens[b].
+  int64_t q_batch_stride, q_head_stride, q_row_stride;
+  int64_t k_batch_stride, k_head_stride, k_row_stride;
+  int64_t v_batch_stride, v_head_stride, v_row_stride;
+  int64_t o_batch_stride, o_head_stride, o_row_stride;
+  // lse element of (b, h, i): dense b*lse_batch_stride + h*lse_head_stride + i;
+  // varlen h*lse_head_stride + cu_seqlens_q[b] + i.
+  int64_t lse_batch_stride, lse_head_stride;
+
+  int batch, heads_q, heads_k, group;  // group = heads_q / heads_k
+  int seqlen_q, seqlen_k;              // varlen: the max lengths
+  int head_dim;                        // real D (== Dv); the kernel's bucket may be larger
+  const int* cu_seqlens_q;             // int32 [batch + 1] on the device, or null (dense)
+  const int* cu_seqlens_k;
+
+  // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in).
+  float score_mul;
+  float softcap_in, softcap_out;  // softcap_out == 0: off
+  bool causal, lower_right;
+  int window_left, window_right;  // -1: unbounded on that side
+  const float* alibi;             // float32 slopes, or null
+  int64_t alibi_batch_stride;     // 0 for [Hq], Hq for [B, Hq]
+  float alibi_mul;                // log2(e): slopes act in natural-log units
+
+  bool dropout;
+  uint32_t dropout_threshold;
+  float dropout_keep_scale;
+  uint64_t dropout_seed;
+  uint32_t dropout_offset;
+
+  bool pack_gqa;     // rows of a CTA = (query i, group member g): K/V tiles read once per group
+  bool aligned16;    // every base pointer 16-byte aligned, every stride and D a multiple of 8
+  int m_blocks;      // CTAs along the (packed) query rows
+  int num_splits;    // > 1: split-KV; partial results to oaccum / lse_accum, merged by the combine kernel
+  float* oaccum;     // [num_splits][rows][oaccum_stride], rows indexed like lse
+  float* lse_accum;  // [num_splits][rows]
+  int64_t accum_rows;
+  int oaccum_stride;
+  int64_t total_q;   // varlen: packed query length (lse is [Hq, total_q])
+};
+
+}  // namespace attn::flash

@@ -1,0 +1,33 @@
+// The argument layout shared with the addon (native/src/abi.h): names in the same order. abi.test.ts
+// reads the header and fails when the two lists drift apart.
+
+export const PTR_NAMES = [
+  'q', 'k', 'v', 'out', 'lse', 'alibi', 'cuSeqlensQ', 'cuSeqlensK', 'oaccum', 'lseAccum', 'stream', 'seed',
+] as const;
+
+export const NUM_NAMES = [
+  'isBf16', 'batch', 'headsQ', 'headsK', 'seqQ', 'seqK', 'headDim', 'totalQ',
+  'qBatchStride', 'qHeadStride', 'qRowStride',
+  'kBatchStride', 'kHeadStride', 'kRowStride',
+  'vBatchStride', 'vHeadStride', 'vRowStride',
+  'oBatchStride', 'oHeadStride', 'oRowStride',
+  'lseBatchStride', 'lseHeadStride',
+  'scale', 'causal', 'lowerRight', 'windowLeft', 'windowRight', 'alibiBatchStride', 'softcap',
+  'dropout', 'dropoutThreshold', 'dropoutKeepScale', 'dropoutOffset',
+  'device', 'smCount', 'smemOptin', 'ccMajor', 'ccMinor',
+  'numSplits', 'aligned16', 'kernel',
+] as const;
+
+export type PtrName = (typeof PTR_NAMES)[number];
+export type NumName = (typeof NUM_NAMES)[number];
+
+const index = <T extends string>(names: readonly T[]): Readonly<Record<T, number>> =>
+  Object.freeze(Object.fromEntries(names.map((n, i) => [n, i])) as Record<T, number>);
+
+export const PTR = index(PTR_NAMES);
+export const NUM = index(NUM_NAMES);
+
+/** Fresh argument arrays, zeroed. */
+export function argArrays(): { ptrs: BigUint64Array; nums: Float64Array } {
+  return { ptrs: new BigUint64Array(PTR_NAMES.length), nums: new Float64Array(NUM_NAMES.length) };
+}

@@ -1,0 +1,90 @@
+// The addon's host side, which needs no GPU: configuration choice, the split-KV heuristic and the
+// re-checks of its arguments (errors, never a crash). Skipped, with the reason, where it is not built.
+import { type DeviceProperties, empty, normalizeParams, registerDeviceRuntime, type SdpaOptions } from '@attn/core';
+import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { argArrays, NUM, PTR } from './abi.js';
+import { packArgs } from './forward.js';
+import { addon } from './native.js';
+
+const a = addon();
+if (!a) console.log('[@attn/flash-cuda] addon host tests skipped: the native addon is not built here');
+
+const H100 = { smCount: 132, smemOptin: 232448, major: 9, minor: 0 };
+const RTX4090 = { smCount: 128, smemOptin: 101376, major: 8, minor: 9 };
+
+let restore: () => void;
+beforeEach(() => {
+  restore = isolateRegistry({ keepDeviceRuntimes: false });
+  registerDeviceRuntime(makeFakeDeviceRuntime({ devices: [{ arch: 'sm_90', major: 9 } satisfies Partial<DeviceProperties>] }));
+});
+afterEach(() => restore());
+
+function nums(shape: [number, number, number, number, number, number], opts: SdpaOptions = {}, facts = H100, dtype: 'bfloat16' | 'float16' = 'bfloat16') {
+  const [b, hq, hk, sq, sk, d] = shape;
+  const o = { dtype, device: 'cuda' as const };
+  // Broadcast views: the plan reads shapes and strides only, so no memory of the full size is needed.
+  const t = (h: number, s: number) => empty([1, h, 1, d], o).expand([b, h, s, d]);
+  const p = normalizeParams(t(hq, sq), t(hk, sk), t(hk, sk), opts);
+  return packArgs(p, facts);
+}
+
+describe.skipIf(!a)('flash_cuda.node host side', () => {
+  it('lists its kernels and the abi sizes it was built with', () => {
+    const info = a!.buildInfo();
+    const { ptrs, nums: n } = argArrays();
+    expect(info.ptrCount).toBe(ptrs.length);
+    expect(info.numCount).toBe(n.length);
+    expect(info.kernelNames).toContain('bf16_d128_large');
+    expect(info.kernelNames).toContain('fp16_d256_small');
+    expect(info.kernels.length).toBe(info.kernelNames.length);
+  });
+
+  it('runs long prefill on the large tile without splits', () => {
+    const plan = a!.plan(nums([4, 16, 16, 4096, 4096, 128], { isCausal: true }).nums);
+    expect(plan.kernel).toBe('bf16_d128_large');
+    expect(plan.numSplits).toBe(1);
+    expect(plan.mBlocks).toBe(32);
+  });
+
+  it('runs decode on the small tile with packed GQA and split-KV', () => {
+    const plan = a!.plan(nums([8, 32, 8, 1, 8192, 128], { enableGqa: true }).nums);
+    expect(plan.kernel).toBe('bf16_d128_small');
+    expect(plan.packGqa).toBe(true);
+    expect(plan.numSplits).toBeGreaterThan(1);
+    expect(plan.numSplits).toBeLessThanOrEqual(128);
+  });
+
+  it('picks the head-dim bucket and the tile that fits a ~100 KB shared-memory GPU', () => {
+    expect(a!.plan(nums([1, 8, 8, 512, 512, 72], {}, H100, 'float16').nums).kernel).toBe('fp16_d96_large');
+    expect(a!.plan(nums([1, 8, 8, 512, 512, 256]).nums).kernel).toBe('bf16_d256_large');
+    expect(a!.plan(nums([1, 8, 8, 512, 512, 256], {}, RTX4090).nums).kernel).toBe('bf16_d256_small');
+  });
+
+  it('forces a kernel by index and refuses one that does not fit', () => {
+    const names = a!.buildInfo().kernelNames;
+    const n = nums([1, 8, 8, 512, 512, 128]).nums;
+    n[NUM.kernel] = names.indexOf('bf16_d128_small');
+    expect(a!.plan(n).kernel).toBe('bf16_d128_small');
+    n[NUM.kernel] = names.indexOf('fp16_d128_small');
+    expect(() => a!.plan(n)).toThrow(/does not fit/);
+  });
+
+  it('re-checks its arguments and throws instead of crashing', () => {
+    const bad = (edit: (n: Float64Array) => void) => {
+      const { nums: n } = nums([1, 4, 2, 16, 16, 64], { enableGqa: true });
+      edit(n);
+      return () => a!.plan(n);
+    };
+    expect(bad((n) => (n[NUM.headDim] = 300))).toThrow(/head dim/);
+    expect(bad((n) => (n[NUM.headsK] = 3))).toThrow(/multiple of key\/value heads/);
+    expect(bad((n) => (n[NUM.batch] = 1.5))).toThrow(/batch/);
+    expect(bad((n) => (n[NUM.seqQ] = 0))).toThrow(/query length/);
+    const { ptrs, nums: n } = nums([1, 4, 4, 16, 16, 64]);
+    n[NUM.numSplits] = 1;
+    ptrs[PTR.q] = 0n; // forward checks the addresses before touching the device
+    expect(() => a!.forward(ptrs, n)).toThrow(/device addresses/);
+    expect(() => a!.forward(new BigUint64Array(3), n)).toThrow(/abi mismatch/);
+    expect(() => a!.plan(new Float64Array(2))).toThrow(/abi mismatch/);
+  });
+});

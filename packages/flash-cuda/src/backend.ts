@@ -1,0 +1,26 @@
+// The 'flash-cuda' Backend: FlashAttention-2-class forward kernels for fp16/bf16 on sm80+.
+import type { Backend } from '@attn/core';
+import { flashForward } from './forward.js';
+import { addon, availability } from './native.js';
+import { FLASH_RULES } from './rules.js';
+
+/** Above 'cutlass-memeff' (80), as PyTorch tries flash before efficient attention. */
+export const FLASH_PRIORITY = 100;
+
+export const flashCudaBackend: Backend = Object.freeze({
+  name: 'flash-cuda',
+  deviceType: 'cuda',
+  defaultPriority: FLASH_PRIORITY,
+  description:
+    'FlashAttention-2-style forward for NVIDIA sm80+ (mma.sync, ldmatrix, cp.async): fp16/bf16, D <= 256, causal ' +
+    '(both alignments), sliding window, GQA/MQA, ALiBi, softcap, dropout, varlen, split-KV decode; no mask, no backward yet.',
+  availability,
+  rules: FLASH_RULES,
+  forward: (params) => flashForward(params),
+  buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
+    const a = addon();
+    if (!a) return { built: false };
+    const info = a.buildInfo();
+    return { built: true, cudaArchs: info.cudaArchs, cudaRuntime: info.cudaRuntime, kernels: info.kernels, kernelNames: info.kernelNames };
+  },
+} satisfies Backend);

@@ -1,0 +1,190 @@
+// One forward call: outputs allocated through @attn/cuda on the device, arguments packed into the abi
+// arrays, the split count planned by the addon (split-KV partials in a scratch buffer), one launch
+// (two with split-KV) on @attn/cuda's current stream.
+import { AttnInputError, DeviceError, empty, type ForwardOutputs, type SdpaParams, type Tensor } from '@attn/core';
+import { currentStream, deviceProperties } from '@attn/cuda';
+import { argArrays, NUM, PTR } from './abi.js';
+import { addon, availability, type FlashAddon } from './native.js';
+
+const U64 = (1n << 64n) - 1n;
+
+function requireAddon(): FlashAddon {
+  const a = addon();
+  const av = availability();
+  if (!a || !av.ok) throw new DeviceError('ATTN_UNAVAILABLE', `flash-cuda is ${av.ok ? 'unavailable' : av.reason}`);
+  return a;
+}
+
+interface DeviceFacts {
+  readonly smCount: number;
+  readonly smemOptin: number;
+  readonly major: number;
+  readonly minor: number;
+}
+const deviceFacts = new Map<number, DeviceFacts>();
+function factsOf(index: number): DeviceFacts {
+  let f = deviceFacts.get(index);
+  if (!f) {
+    const p = deviceProperties(index);
+    f = { smCount: p.multiProcessorCount, smemOptin: p.sharedMemoryPerBlockOptin, major: p.major, minor: p.minor };
+    deviceFacts.set(index, f);
+  }
+  return f;
+}
+
+/** Turns an addon error into core's error classes (the message names the kernel or the argument). */
+function rethrow(e: unknown): never {
+  const code = (e as { code?: unknown })?.code;
+  const msg = e instanceof Error ? e.message : String(e);
+  if (code === 'ATTN_FLASH_ARGUMENT') throw new AttnInputError('ATTN_FLASH_ARGUMENT', msg);
+  throw new DeviceError(typeof code === 'string' ? code : 'ATTN_CUDA_ERROR', msg, { cause: e });
+}
+
+function strides3(t: Tensor, varlen: boolean): [number, number, number] {
+  // [batch, head, row]; varlen tensors are [total, H, D]: rows start at cuSeqlens[b].
+  return varlen ? [0, t.strides[1]!, t.strides[0]!] : [t.strides[0]!, t.strides[1]!, t.strides[2]!];
+}
+
+/** Packs the call into the abi arrays (no pointers to outputs yet). Exported for tests. */
+export function packArgs(p: SdpaParams, facts: DeviceFacts): { ptrs: BigUint64Array; nums: Float64Array } {
+  const { ptrs, nums } = argArrays();
+  const varlen = p.varlen !== null;
+  nums[NUM.isBf16] = p.dtype === 'bfloat16' ? 1 : 0;
+  nums[NUM.batch] = p.batch;
+  nums[NUM.headsQ] = p.headsQ;
+  nums[NUM.headsK] = p.headsKV;
+  nums[NUM.seqQ] = p.seqQ;
+  nums[NUM.seqK] = p.seqK;
+  nums[NUM.headDim] = p.headDim;
+  nums[NUM.totalQ] = varlen ? p.query.shape[0]! : -1;
+  [nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]] = strides3(p.query, varlen);
+  [nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride]] = strides3(p.key, varlen);
+  [nums[NUM.vBatchStride], nums[NUM.vHeadStride], nums[NUM.vRowStride]] = strides3(p.value, varlen);
+  nums[NUM.scale] = p.scale;
+  nums[NUM.causal] = p.causal ? 1 : 0;
+  nums[NUM.lowerRight] = p.alignment === 'lowerRight' ? 1 : 0;
+  nums[NUM.windowLeft] = p.window?.left ?? -1;
+  nums[NUM.windowRight] = p.window?.right ?? -1;
+  nums[NUM.softcap] = p.softcap;
+  if (p.alibiSlopes) {
+    ptrs[PTR.alibi] = p.alibiSlopes.dataPointer();
+    nums[NUM.alibiBatchStride] = p.alibiSlopes.rank === 2 ? p.alibiSlopes.strides[0]! : 0;
+  }
+  if (p.dropout) {
+    nums[NUM.dropout] = 1;
+    nums[NUM.dropoutThreshold] = p.dropout.threshold;
+    nums[NUM.dropoutKeepScale] = p.dropout.keepScale;
+    nums[NUM.dropoutOffset] = p.dropout.offset;
+    ptrs[PTR.seed] = BigInt.asUintN(64, p.dropout.seed) & U64;
+  }
+  if (varlen) {
+    ptrs[PTR.cuSeqlensQ] = p.varlen!.cuSeqlensQ.dataPointer();
+    ptrs[PTR.cuSeqlensK] = p.varlen!.cuSeqlensK.dataPointer();
+  }
+  nums[NUM.device] = p.device.index;
+  nums[NUM.smCount] = facts.smCount;
+  nums[NUM.smemOptin] = facts.smemOptin;
+  nums[NUM.ccMajor] = facts.major;
+  nums[NUM.ccMinor] = facts.minor;
+  nums[NUM.numSplits] = 0; // 0: the addon's heuristic decides
+  nums[NUM.kernel] = -1; // -1: the addon picks the tile configuration
+  return { ptrs, nums };
+}
+
+/** 16-byte loads and stores are possible: base addresses 16-byte aligned, strides and D multiples of 8. */
+function aligned16(p: SdpaParams, tensors: readonly Tensor[], nums: Float64Array): boolean {
+  if (p.headDim % 8 !== 0) return false;
+  for (const t of tensors) if (t.dataPointer() % 16n !== 0n) return false;
+  const strideNames = ['qBatchStride', 'qHeadStride', 'qRowStride', 'kBatchStride', 'kHeadStride', 'kRowStride',
+    'vBatchStride', 'vHeadStride', 'vRowStride', 'oBatchStride', 'oHeadStride', 'oRowStride'] as const;
+  return strideNames.every((n) => nums[NUM[n]]! % 8 === 0);
+}
+
+/** Overrides for benches and tests: a fixed split count, a kernel configuration by name. */
+export interface FlashOverrides {
+  readonly numSplits?: number;
+  /** A name from buildInfo().kernels, e.g. 'bf16_d128_alt'. */
+  readonly kernel?: string;
+}
+
+function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides): void {
+  if (opts.numSplits !== undefined) nums[NUM.numSplits] = opts.numSplits;
+  if (opts.kernel !== undefined) {
+    const index = a.buildInfo().kernelNames.indexOf(opts.kernel);
+    if (index < 0) throw new AttnInputError('ATTN_FLASH_ARGUMENT', `flash-cuda has no kernel named '${opts.kernel}'.`);
+    nums[NUM.kernel] = index;
+  }
+}
+
+export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardOutputs {
+  const a = requireAddon();
+  const device = p.device;
+  const facts = factsOf(device.index);
+  const { ptrs, nums } = packArgs(p, facts);
+  applyOverrides(a, nums, opts);
+  let plan;
+  try {
+    plan = a.plan(nums);
+  } catch (e) {
+    rethrow(e);
+  }
+
+  const varlen = p.varlen !== null;
+  const totalQ = varlen ? p.query.shape[0]! : 0;
+  const out = varlen
+    ? empty([totalQ, p.headsQ, p.headDimV], { dtype: p.dtype, device })
+    : empty([p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+  const lse = varlen
+    ? empty([p.headsQ, totalQ], { dtype: 'float32', device })
+    : empty([p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
+  const scratch: Tensor[] = [];
+  try {
+    [nums[NUM.oBatchStride], nums[NUM.oHeadStride], nums[NUM.oRowStride]] = strides3(out, varlen);
+    nums[NUM.lseBatchStride] = varlen ? 0 : p.headsQ * p.seqQ;
+    nums[NUM.lseHeadStride] = varlen ? totalQ : p.seqQ;
+    nums[NUM.aligned16] = aligned16(p, [p.query, p.key, p.value, out], nums) ? 1 : 0;
+    nums[NUM.numSplits] = plan.numSplits;
+    ptrs[PTR.q] = p.query.dataPointer();
+    ptrs[PTR.k] = p.key.dataPointer();
+    ptrs[PTR.v] = p.value.dataPointer();
+    ptrs[PTR.out] = out.dataPointer();
+    ptrs[PTR.lse] = lse.dataPointer();
+    if (plan.numSplits > 1) {
+      const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
+      const oaccum = empty([plan.numSplits * rows * plan.oaccumStride], { dtype: 'float32', device });
+      scratch.push(oaccum);
+      const lseAccum = empty([plan.numSplits * rows], { dtype: 'float32', device });
+      scratch.push(lseAccum);
+      ptrs[PTR.oaccum] = oaccum.dataPointer();
+      ptrs[PTR.lseAccum] = lseAccum.dataPointer();
+    }
+    ptrs[PTR.stream] = currentStream(device.index);
+    try {
+      a.forward(ptrs, nums);
+    } catch (e) {
+      rethrow(e);
+    }
+  } catch (e) {
+    out.dispose();
+    lse.dispose();
+    throw e;
+  } finally {
+    // Stream-ordered frees in @attn/cuda's caching allocator: the memory is reused only by work
+    // queued after the kernels on the same stream.
+    for (const t of scratch) t.dispose();
+  }
+  return { out, logsumexp: lse };
+}
+
+/** What the addon would run for these params (kernel configuration, splits): diagnostics and benches. */
+export function planFor(p: SdpaParams, opts: FlashOverrides = {}): { kernel: string; numSplits: number; packGqa: boolean } {
+  const a = requireAddon();
+  const { nums } = packArgs(p, factsOf(p.device.index));
+  applyOverrides(a, nums, opts);
+  try {
+    const plan = a.plan(nums);
+    return { kernel: plan.kernel, numSplits: plan.numSplits, packGqa: plan.packGqa };
+  } catch (e) {
+    rethrow(e);
+  }
+}

@@ -1,0 +1,11 @@
+// @attn/flash-cuda: importing it registers the 'flash-cuda' backend (and, through @attn/cuda, device
+// 'cuda'). The addon loads on first use; without it or a GPU, availability() says why.
+import '@attn/cuda';
+import { registerBackend } from '@attn/core';
+import { flashCudaBackend } from './backend.js';
+
+registerBackend(flashCudaBackend);
+
+export { FLASH_PRIORITY, flashCudaBackend } from './backend.js';
+export { FLASH_RULES, alibiHeadContiguous, denseRank4OrVarlen, varlenOffsetsOnDevice } from './rules.js';
+export { flashForward, planFor } from './forward.js';

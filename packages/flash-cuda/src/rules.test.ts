@@ -1,0 +1,137 @@
+// Which calls 'flash-cuda' takes and which it declines, and with which rule, on fake CUDA devices
+// (no GPU needed); and how a call is packed for the addon.
+import {
+  type DeviceProperties,
+  normalizeParams,
+  normalizeVarlenParams,
+  randn,
+  registerDeviceRuntime,
+  type SdpaOptions,
+  type SdpaParams,
+  tensor,
+} from '@attn/core';
+import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { NUM, PTR } from './abi.js';
+import { packArgs } from './forward.js';
+import { FLASH_RULES } from './rules.js';
+
+const H100: Partial<DeviceProperties> = { name: 'fake H100', arch: 'sm_90', major: 9, minor: 0, sharedMemoryPerBlockOptin: 232448 };
+const T4: Partial<DeviceProperties> = { name: 'fake T4', arch: 'sm_75', major: 7, minor: 5, sharedMemoryPerBlockOptin: 65536 };
+
+let restore: () => void;
+beforeEach(() => {
+  restore = isolateRegistry({ keepDeviceRuntimes: false });
+  registerDeviceRuntime(makeFakeDeviceRuntime({ devices: [H100, T4] }));
+});
+afterEach(() => restore());
+
+const DEV = { sm90: 'cuda:0', sm75: 'cuda:1' } as const;
+
+function qkv(shape: { b?: number; hq?: number; hk?: number; sq?: number; sk?: number; d?: number; dtype?: 'float16' | 'bfloat16' | 'float32'; device?: string } = {}) {
+  const { b = 2, hq = 4, hk = hq, sq = 16, sk = 24, d = 64, dtype = 'bfloat16', device = DEV.sm90 } = shape;
+  const o = { dtype, device: device as 'cuda:0' };
+  return [randn([b, hq, sq, d], { ...o, seed: 1 }), randn([b, hk, sk, d], { ...o, seed: 2 }), randn([b, hk, sk, d], { ...o, seed: 3 })] as const;
+}
+
+function failing(p: SdpaParams, device: Partial<DeviceProperties> = H100): string[] {
+  const ctx = { device: { ...(makeFakeDeviceRuntime({ devices: [device] }).properties(0)) } };
+  return FLASH_RULES.filter((r) => r.check(p, ctx) !== null).map((r) => r.name);
+}
+
+function params(opts: SdpaOptions = {}, shape: Parameters<typeof qkv>[0] = {}): SdpaParams {
+  const [q, k, v] = qkv(shape);
+  return normalizeParams(q, k, v, opts);
+}
+
+describe('flash-cuda rules', () => {
+  it('take a plain bf16 and fp16 call on sm90', () => {
+    expect(failing(params())).toEqual([]);
+    expect(failing(params({}, { dtype: 'float16' }))).toEqual([]);
+  });
+
+  it('take every feature the kernel implements', () => {
+    const slopes = tensor([0.5, 0.25, 0.125, 0.0625], [4], { dtype: 'float32', device: DEV.sm90 });
+    const p = params({ isCausal: true, alignment: 'lowerRight', window: [8, 0], alibiSlopes: slopes, softcap: 30, dropoutP: 0.1 });
+    expect(failing(p)).toEqual([]);
+    expect(failing(params({ enableGqa: true }, { hq: 8, hk: 2 }))).toEqual([]);
+    expect(failing(params({ enableGqa: true }, { hq: 8, hk: 1 }))).toEqual([]);
+    expect(failing(params({ isCausal: true }, { sq: 5, sk: 40 }))).toEqual([]); // non-square causal, upper-left
+    expect(failing(params({}, { d: 100 }))).toEqual([]); // D % 8 != 0: padded in the kernel
+  });
+
+  it('decline fp32, old GPUs, masks, D > 256, D != Dv and backward, each with its rule', () => {
+    expect(failing(params({}, { dtype: 'float32' }))).toEqual(['dtypeIn(float16, bfloat16)']);
+    expect(failing(params({}, { device: DEV.sm75 }), T4)).toEqual(['smRange(80, 121)']);
+    const mask = tensor(new Array(16 * 24).fill(1), [16, 24], { dtype: 'bool', device: DEV.sm90 });
+    expect(failing(params({ attnMask: mask }))).toEqual(['noAttnMask']);
+    expect(failing(params({}, { d: 320 }))).toEqual(['headDimAtMost(256)']);
+    expect(failing(params({ requiresGrad: true }))).toEqual(['noBackward']);
+    const [q, k] = qkv();
+    const v = randn([2, 4, 24, 32], { dtype: 'bfloat16', device: DEV.sm90 });
+    expect(failing(normalizeParams(q, k, v))).toEqual(['headDimsEqual']);
+  });
+
+  it('decline CPU tensors and a non-contiguous last dim', () => {
+    const [q, k, v] = qkv({ device: 'cpu' });
+    expect(failing(normalizeParams(q, k, v))).toContain('tensorsOn(cuda)');
+    const [q2, k2, v2] = qkv({ d: 16, sq: 16 });
+    const qt = q2.transpose(2, 3); // [B, H, D=16, S=16] read as S=16, D=16 with last stride 16
+    expect(failing(normalizeParams(qt, k2, v2))).toContain('lastDimContiguous(qkv, ignoreSingletonDim)');
+  });
+
+  it('take packed varlen inputs with offsets on the device', () => {
+    const o = { dtype: 'bfloat16' as const, device: DEV.sm90 };
+    const q = randn([10, 4, 64], o);
+    const k = randn([14, 4, 64], o);
+    const v = randn([14, 4, 64], o);
+    const cu = (xs: number[]) => tensor(xs, [xs.length], { dtype: 'int32', device: DEV.sm90 });
+    const p = normalizeVarlenParams(q, k, v, { cuSeqlensQ: cu([0, 3, 10]), cuSeqlensK: cu([0, 5, 14]), maxSeqlenQ: 7, maxSeqlenK: 9 });
+    expect(failing(p)).toEqual([]);
+  });
+});
+
+describe('packArgs', () => {
+  const facts = { smCount: 132, smemOptin: 232448, major: 9, minor: 0 };
+
+  it('passes strides as given (a [B, S, H, D] view), scale, alignment, window and dropout', () => {
+    const o = { dtype: 'float16' as const, device: DEV.sm90 };
+    const q = randn([2, 16, 4, 64], o).transpose(1, 2);
+    const k = randn([2, 24, 4, 64], o).transpose(1, 2);
+    const v = randn([2, 24, 4, 64], o).transpose(1, 2);
+    const p = normalizeParams(q, k, v, { window: [5, 3], alignment: 'lowerRight', dropoutP: 0.25, dropoutSeed: 7n, dropoutOffset: 9 });
+    const { ptrs, nums } = packArgs(p, facts);
+    expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([16 * 4 * 64, 64, 4 * 64]);
+    expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride]]).toEqual([24 * 4 * 64, 64, 4 * 64]);
+    expect(nums[NUM.isBf16]).toBe(0);
+    expect(nums[NUM.scale]).toBeCloseTo(1 / 8, 12);
+    expect([nums[NUM.windowLeft], nums[NUM.windowRight], nums[NUM.lowerRight], nums[NUM.causal]]).toEqual([5, 3, 1, 0]);
+    expect(nums[NUM.dropout]).toBe(1);
+    expect(nums[NUM.dropoutThreshold]).toBe(2 ** 30);
+    expect(nums[NUM.dropoutKeepScale]).toBeCloseTo(4 / 3, 12);
+    expect(nums[NUM.dropoutOffset]).toBe(9);
+    expect(ptrs[PTR.seed]).toBe(7n);
+    expect(nums[NUM.totalQ]).toBe(-1);
+    expect([nums[NUM.smCount], nums[NUM.smemOptin]]).toEqual([132, 232448]);
+  });
+
+  it('marks unbounded window sides -1 and varlen rows by their token stride', () => {
+    const o = { dtype: 'bfloat16' as const, device: DEV.sm90 };
+    const cu = (xs: number[]) => tensor(xs, [xs.length], { dtype: 'int32', device: DEV.sm90 });
+    const p = normalizeVarlenParams(randn([10, 4, 32], o), randn([14, 2, 32], o), randn([14, 2, 32], o), {
+      cuSeqlensQ: cu([0, 3, 10]),
+      cuSeqlensK: cu([0, 5, 14]),
+      maxSeqlenQ: 7,
+      maxSeqlenK: 9,
+      enableGqa: true,
+      isCausal: true,
+    });
+    const { ptrs, nums } = packArgs(p, facts);
+    expect([nums[NUM.windowLeft], nums[NUM.windowRight], nums[NUM.causal]]).toEqual([-1, -1, 1]);
+    expect(nums[NUM.totalQ]).toBe(10);
+    expect([nums[NUM.batch], nums[NUM.seqQ], nums[NUM.seqK], nums[NUM.headsQ], nums[NUM.headsK]]).toEqual([2, 7, 9, 4, 2]);
+    expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([0, 32, 4 * 32]);
+    expect(ptrs[PTR.cuSeqlensQ]).toBe(p.varlen!.cuSeqlensQ.dataPointer());
+    expect(nums[NUM.dropout]).toBe(0);
+  });
+});

@@ -1,0 +1,57 @@
+// What 'flash-cuda' supports, as PyTorch's can_use_flash_attention (sdp-selection.md §4.1) adapted to
+// this kernel: no mask (causal, window, ALiBi, softcap instead), fp16/bf16 on sm80..sm121, D == Dv <= 256
+// (any D: non-multiples of 8 are zero-padded in the kernel's loads), GQA/MQA, varlen, both causal
+// alignments (so no noCausalNonSquare), dropout, forward only until the backward kernel lands.
+import {
+  batchAndHeads,
+  denseRank4,
+  dtypeIn,
+  headDimAtMost,
+  headDimsEqual,
+  lastDimContiguous,
+  maxBatchAndHeads,
+  noAttnMask,
+  noBackward,
+  nonzeroSeqLens,
+  rule,
+  smRange,
+  tensorsOn,
+  type Rule,
+} from '@attn/core';
+
+/** Dense [B, H, S, D], or packed varlen [total, H, D] (core validated the varlen layout). */
+export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) => (p.varlen ? null : denseRank4.check(p, ctx)));
+
+/** The kernel reads slopes[b * stride0 + h]: the head dim of alibiSlopes must have stride 1. */
+export const alibiHeadContiguous: Rule = rule('alibiHeadContiguous', (p) => {
+  const s = p.alibiSlopes;
+  if (!s || s.strides[s.rank - 1] === 1 || s.shape[s.rank - 1] === 1) return null;
+  return `Requires alibiSlopes to be contiguous along heads (stride ${s.strides[s.rank - 1]}); call .contiguous() on it.`;
+});
+
+/** Varlen offsets are read on the device: they must live on the query's GPU, contiguous. */
+export const varlenOffsetsOnDevice: Rule = rule('varlenOffsetsOnDevice', (p) => {
+  if (!p.varlen) return null;
+  const bad = [p.varlen.cuSeqlensQ, p.varlen.cuSeqlensK].some(
+    (t) => t.device.type !== p.device.type || t.device.index !== p.device.index || !t.isContiguous(),
+  );
+  if (!bad) return null;
+  return `Requires cuSeqlensQ and cuSeqlensK as contiguous int32 tensors on ${p.device.type}:${p.device.index}; move them with .to() and .contiguous().`;
+});
+
+export const FLASH_RULES: readonly Rule[] = Object.freeze([
+  tensorsOn('cuda'),
+  denseRank4OrVarlen,
+  noAttnMask,
+  headDimsEqual,
+  headDimAtMost(256),
+  smRange(80, 121),
+  dtypeIn(['float16', 'bfloat16']),
+  batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
+  nonzeroSeqLens,
+  lastDimContiguous({ ignoreSingletonDim: true }),
+  maxBatchAndHeads(65535),
+  alibiHeadContiguous,
+  varlenOffsetsOnDevice,
+  noBackward,
+]);
