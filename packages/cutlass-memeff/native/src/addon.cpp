@@ -1,0 +1,223 @@
+// N-API surface of cutlass_memeff.node: argument objects from src/launch.ts become FwdParams /
+// BwdParams; every C++ exception becomes a JS Error (code ATTN_MEMEFF_ARGS or ATTN_CUDA_ERROR).
+#include <napi.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "attn/cuda_check.h"
+#include "dispatch.h"
+
+namespace {
+
+using memeff::BwdParams;
+using memeff::FwdParams;
+
+Napi::Value get(const Napi::Object& o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) throw std::invalid_argument(std::string("memeff-cuda: missing argument '") + key + "'");
+  return v;
+}
+int64_t get_int(const Napi::Object& o, const char* key) {
+  Napi::Value v = get(o, key);
+  if (!v.IsNumber()) throw std::invalid_argument(std::string("memeff-cuda: '") + key + "' must be a number");
+  return v.As<Napi::Number>().Int64Value();
+}
+double get_num(const Napi::Object& o, const char* key) {
+  Napi::Value v = get(o, key);
+  if (!v.IsNumber()) throw std::invalid_argument(std::string("memeff-cuda: '") + key + "' must be a number");
+  return v.As<Napi::Number>().DoubleValue();
+}
+uint64_t get_u64(const Napi::Object& o, const char* key) {
+  Napi::Value v = get(o, key);
+  if (!v.IsBigInt()) throw std::invalid_argument(std::string("memeff-cuda: '") + key + "' must be a bigint");
+  bool lossless = true;
+  const uint64_t x = v.As<Napi::BigInt>().Uint64Value(&lossless);
+  if (!lossless) throw std::invalid_argument(std::string("memeff-cuda: '") + key + "' does not fit 64 bits");
+  return x;
+}
+template <int N>
+void get_strides(const Napi::Object& o, const char* key, int64_t (&out)[N]) {
+  Napi::Value v = get(o, key);
+  if (!v.IsArray() || v.As<Napi::Array>().Length() != N) {
+    throw std::invalid_argument(std::string("memeff-cuda: '") + key + "' must be an array of " + std::to_string(N));
+  }
+  Napi::Array a = v.As<Napi::Array>();
+  for (int i = 0; i < N; ++i) out[i] = a.Get(static_cast<uint32_t>(i)).As<Napi::Number>().Int64Value();
+}
+Napi::Object get_obj(const Napi::Object& o, const char* key) {
+  Napi::Value v = get(o, key);
+  if (!v.IsObject()) throw std::invalid_argument(std::string("memeff-cuda: '") + key + "' must be an object");
+  return v.As<Napi::Object>();
+}
+// {ptr: bigint, strides: [b, h, s]}
+template <typename Ptr>
+void get_tensor(const Napi::Object& o, const char* key, Ptr& ptr, int64_t (&strides)[3]) {
+  Napi::Object t = get_obj(o, key);
+  ptr = reinterpret_cast<Ptr>(static_cast<uintptr_t>(get_u64(t, "ptr")));
+  get_strides(t, "strides", strides);
+}
+
+void parse_fwd(const Napi::Object& a, FwdParams& p) {
+  get_tensor(a, "q", p.q, p.q_stride);
+  get_tensor(a, "k", p.k, p.k_stride);
+  get_tensor(a, "v", p.v, p.v_stride);
+  get_tensor(a, "out", p.o, p.o_stride);
+  p.lse = reinterpret_cast<float*>(static_cast<uintptr_t>(get_u64(a, "lse")));
+  p.batch = static_cast<int32_t>(get_int(a, "batch"));
+  p.heads_q = static_cast<int32_t>(get_int(a, "headsQ"));
+  p.heads_kv = static_cast<int32_t>(get_int(a, "headsKV"));
+  p.group = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;
+  p.seq_q = static_cast<int32_t>(get_int(a, "seqQ"));
+  p.seq_k = static_cast<int32_t>(get_int(a, "seqK"));
+  p.head_dim = static_cast<int32_t>(get_int(a, "headDim"));
+  p.head_dim_v = static_cast<int32_t>(get_int(a, "headDimV"));
+  p.scale = static_cast<float>(get_num(a, "scale"));
+  const int64_t causal = get_int(a, "causal");  // 0 none, 1 upper-left, 2 lower-right
+  if (causal < 0 || causal > 2) throw std::invalid_argument("memeff-cuda: 'causal' must be 0, 1 or 2");
+  p.causal = causal != 0;
+  p.causal_offset = causal == 2 ? static_cast<int64_t>(p.seq_k) - p.seq_q : 0;
+  Napi::Value mask = a.Get("mask");
+  if (mask.IsObject()) {
+    Napi::Object m = mask.As<Napi::Object>();
+    const int64_t kind = get_int(m, "kind");
+    if (kind != 1 && kind != 2) throw std::invalid_argument("memeff-cuda: mask 'kind' must be 1 (additive) or 2 (bool)");
+    p.mask_kind = static_cast<memeff::MaskKind>(kind);
+    p.mask_dtype = static_cast<int32_t>(get_int(m, "dtype"));
+    p.mask = reinterpret_cast<const void*>(static_cast<uintptr_t>(get_u64(m, "ptr")));
+    get_strides(m, "strides", p.mask_stride);
+  }
+  Napi::Value drop = a.Get("dropout");
+  if (drop.IsObject()) {
+    Napi::Object d = drop.As<Napi::Object>();
+    p.dropout = true;
+    const int64_t thr = get_int(d, "threshold");
+    if (thr < 0 || thr > 0xffffffffLL) throw std::invalid_argument("memeff-cuda: dropout threshold must be a uint32");
+    p.dropout_threshold = static_cast<uint32_t>(thr);
+    p.dropout_seed = get_u64(d, "seed");
+    p.dropout_offset = static_cast<uint32_t>(get_int(d, "offset"));
+    p.dropout_keep_scale = static_cast<float>(get_num(d, "keepScale"));
+  }
+}
+
+cudaStream_t get_stream(const Napi::Object& a) {
+  return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(get_u64(a, "stream")));
+}
+
+template <typename Fn>
+Napi::Value guarded(const Napi::CallbackInfo& info, Fn&& fn) {
+  Napi::Env env = info.Env();
+  try {
+    if (info.Length() < 1 || !info[0].IsObject()) throw std::invalid_argument("memeff-cuda: expected one argument object");
+    return fn(env, info[0].As<Napi::Object>());
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    Napi::Error err = Napi::Error::New(env, e.what());
+    err.Set("code", Napi::String::New(env, "ATTN_MEMEFF_ARGS"));
+    throw err;
+  } catch (const std::exception& e) {
+    Napi::Error err = Napi::Error::New(env, e.what());
+    err.Set("code", Napi::String::New(env, "ATTN_CUDA_ERROR"));
+    throw err;
+  }
+}
+
+memeff::PathRequest get_path(const Napi::Object& a) {
+  Napi::Value v = a.Get("path");
+  if (!v.IsString()) return memeff::PathRequest::kAuto;
+  const std::string s = v.As<Napi::String>().Utf8Value();
+  if (s == "simt") return memeff::PathRequest::kSimt;
+  if (s == "mma") return memeff::PathRequest::kMma;
+  if (s == "auto") return memeff::PathRequest::kAuto;
+  throw std::invalid_argument("memeff-cuda: 'path' must be auto, simt or mma");
+}
+
+Napi::Value Forward(const Napi::CallbackInfo& info) {
+  return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
+    FwdParams p;
+    parse_fwd(a, p);
+    const std::string kernel = memeff::run_forward(p, static_cast<int>(get_int(a, "dtype")), static_cast<int>(get_int(a, "device")),
+                                                   get_stream(a), get_path(a));
+    return Napi::String::New(env, kernel);
+  });
+}
+
+void parse_bwd(const Napi::Object& a, BwdParams& p) {
+  parse_fwd(a, p);
+  get_tensor(a, "dout", p.dout, p.do_stride);
+  get_tensor(a, "dq", p.dq, p.dq_stride);
+  get_tensor(a, "dk", p.dk, p.dk_stride);
+  get_tensor(a, "dv", p.dv, p.dv_stride);
+  Napi::Value db = a.Get("dbias");
+  if (db.IsObject()) {
+    Napi::Object d = db.As<Napi::Object>();
+    p.dbias = reinterpret_cast<void*>(static_cast<uintptr_t>(get_u64(d, "ptr")));
+    get_strides(d, "strides", p.dbias_stride);
+    int64_t sizes[4];
+    get_strides(d, "sizes", sizes);
+    for (int i = 0; i < 4; ++i) p.dbias_size[i] = static_cast<int32_t>(sizes[i]);
+  }
+  p.deterministic = get(a, "deterministic").ToBoolean().Value();
+}
+
+Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
+  return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
+    BwdParams p;
+    parse_bwd(a, p);
+    const memeff::BwdPlan plan =
+        memeff::plan_backward(p, static_cast<int>(get_int(a, "dtype")), static_cast<int>(get_int(a, "device")), get_path(a));
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("workspaceBytes", Napi::Number::New(env, static_cast<double>(plan.workspace_bytes)));
+    out.Set("querySplits", Napi::Number::New(env, plan.query_splits));
+    out.Set("tensorCores", Napi::Boolean::New(env, plan.mma));
+    out.Set("dbiasReduced", Napi::Boolean::New(env, plan.dbias_reduced));
+    return out;
+  });
+}
+
+Napi::Value Backward(const Napi::CallbackInfo& info) {
+  return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
+    BwdParams p;
+    parse_bwd(a, p);
+    Napi::Object ws = get_obj(a, "workspace");
+    void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(get_u64(ws, "ptr")));
+    const size_t bytes = static_cast<size_t>(get_int(ws, "bytes"));
+    const auto ran = memeff::run_backward(p, static_cast<int>(get_int(a, "dtype")), static_cast<int>(get_int(a, "device")),
+                                          get_path(a), ptr, bytes, get_stream(a));
+    Napi::Array names = Napi::Array::New(env, ran.size());
+    for (size_t i = 0; i < ran.size(); ++i) names.Set(static_cast<uint32_t>(i), Napi::String::New(env, ran[i]));
+    return names;
+  });
+}
+
+Napi::Value DeviceSupport(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  try {
+    if (info.Length() < 1 || !info[0].IsNumber()) throw std::invalid_argument("memeff-cuda: expected a device index");
+    return Napi::String::New(env, memeff::device_support(info[0].As<Napi::Number>().Int32Value()));
+  } catch (const std::exception& e) {
+    throw Napi::Error::New(env, e.what());
+  }
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("forward", Napi::Function::New(env, Forward, "forward"));
+  exports.Set("backwardPlan", Napi::Function::New(env, BackwardPlan, "backwardPlan"));
+  exports.Set("backward", Napi::Function::New(env, Backward, "backward"));
+  exports.Set("deviceSupport", Napi::Function::New(env, DeviceSupport, "deviceSupport"));
+  Napi::Array names = Napi::Array::New(env);
+  const auto all = memeff::kernel_names();
+  for (size_t i = 0; i < all.size(); ++i) names.Set(static_cast<uint32_t>(i), Napi::String::New(env, all[i]));
+  exports.Set("kernels", names);
+  exports.Set("archs", Napi::String::New(env, ATTN_CUDA_ARCHS_STRING));
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  exports.Set("cudaRuntimeVersion", Napi::Number::New(env, runtime));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(cutlass_memeff, Init)

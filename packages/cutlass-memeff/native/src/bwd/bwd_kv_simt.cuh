@@ -1,0 +1,128 @@
+// Backward, key-split parallelism (the main kernel of the SIMT path): one block per (key block,
+// b, kv head, head-dim tile, query split). It walks the query blocks (of every query head of its GQA
+// group, in a fixed order), accumulating dK and dV in registers; dQ goes to an fp32 workspace with
+// atomics (unless deterministic: bwd_q_simt then computes it), and an unbroadcast dbias is written
+// directly. With query splits, dK/dV partials go to a workspace that bwd_post reduces in order.
+#pragma once
+#include "bwd/bwd_tile.cuh"
+
+namespace memeff {
+
+template <typename T, typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdParams p, int n_z) {
+  constexpr int CT = Tr::kTile / 8;
+  __shared__ BwdTileSmem sm;
+  const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
+  const int j0 = blockIdx.x * 32;
+  const int bhk = blockIdx.y + p.bh_base, b = bhk / p.heads_kv, hk = bhk % p.heads_kv;
+  const int z = blockIdx.z % n_z, split = blockIdx.z / n_z;
+  const int c0 = z * Tr::kTile;
+  const bool dbias_direct = p.dbias != nullptr && z == 0;
+  const bool dq_atomic = !p.deterministic && z == 0;
+
+  float dk[2][CT] = {}, dv[2][CT] = {};
+  const int q_first = query_begin_for_key(p, j0) / 32;
+  const int q_blocks = (p.seq_q + 31) / 32;
+  for (int hh = 0; hh < p.group; ++hh) {
+    const int h = hk * p.group + hh;
+    const BwdHeadView<T> hv = bwd_head_view<T>(p, b, h);
+    for (int qb = q_first + split; qb < q_blocks; qb += p.query_splits) {
+      const int i0 = qb * 32;
+      bwd_tile(p, hv, sm, i0, j0);
+#pragma unroll
+      for (int q = 0; q < Tr::kChunksPerTile; ++q) {
+        const int cc0 = c0 + 32 * q;
+        if (cc0 < p.head_dim_v) {  // dV += Pd^T dO
+          __syncthreads();
+          load_chunk(sm.a, hv.dout, p.do_stride[2], i0, p.seq_q, cc0, p.head_dim_v);
+          __syncthreads();
+#pragma unroll 8
+          for (int ii = 0; ii < 32; ++ii) {
+            const float w0 = sm.pd[ii][ty], w1 = sm.pd[ii][ty + 16];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const float x = sm.a[ii][tx + 8 * c];
+              dv[0][q * 4 + c] = fmaf(w0, x, dv[0][q * 4 + c]);
+              dv[1][q * 4 + c] = fmaf(w1, x, dv[1][q * 4 + c]);
+            }
+          }
+        }
+        if (cc0 < p.head_dim) {  // dK += dS^T Q
+          __syncthreads();
+          load_chunk(sm.a, hv.q, p.q_stride[2], i0, p.seq_q, cc0, p.head_dim);
+          __syncthreads();
+#pragma unroll 8
+          for (int ii = 0; ii < 32; ++ii) {
+            const float w0 = sm.ds[ii][ty], w1 = sm.ds[ii][ty + 16];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const float x = sm.a[ii][tx + 8 * c];
+              dk[0][q * 4 + c] = fmaf(w0, x, dk[0][q * 4 + c]);
+              dk[1][q * 4 + c] = fmaf(w1, x, dk[1][q * 4 + c]);
+            }
+          }
+        }
+      }
+      if (dq_atomic) {  // dQ += scale * dS K, all of D, into the fp32 workspace
+        float* dq_rows = p.dq_accum + (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q * p.head_dim;
+        for (int d0 = 0; d0 < p.head_dim; d0 += 32) {
+          __syncthreads();
+          load_chunk(sm.b, hv.k, p.k_stride[2], j0, p.seq_k, d0, p.head_dim);
+          __syncthreads();
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const int i = i0 + ty + 16 * r;
+            float acc[4] = {};
+#pragma unroll 8
+            for (int jj = 0; jj < 32; ++jj) {
+              const float w = sm.ds[ty + 16 * r][jj];
+#pragma unroll
+              for (int c = 0; c < 4; ++c) acc[c] = fmaf(w, sm.b[jj][tx + 8 * c], acc[c]);
+            }
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+              const int d = d0 + tx + 8 * c;
+              if (i < p.seq_q && d < p.head_dim) atomicAdd(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc[c] * p.scale);
+            }
+          }
+        }
+      }
+      if (dbias_direct) {  // each (b, h, i, j) is visited once: dbias = dS
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) {
+            const int i = i0 + ty + 16 * r, j = j0 + tx + 8 * c;
+            if (i < p.seq_q && j < p.seq_k) {
+              const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
+              store_any_float(p.dbias, p.mask_dtype, idx, sm.ds[ty + 16 * r][tx + 8 * c]);
+            }
+          }
+      }
+    }
+  }
+
+  // Rows of this block's keys: ty and ty + 16; columns c0 + 32q + tx + 8c.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int j = j0 + ty + 16 * r;
+    if (j >= p.seq_k) continue;
+#pragma unroll
+    for (int q = 0; q < Tr::kChunksPerTile; ++q)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int d = c0 + 32 * q + tx + 8 * c;
+        const float gk = dk[r][q * 4 + c] * p.scale, gv = dv[r][q * 4 + c];
+        if (p.query_splits == 1) {
+          if (d < p.head_dim) static_cast<T*>(p.dk)[b * p.dk_stride[0] + hk * p.dk_stride[1] + j * p.dk_stride[2] + d] = from_float<T>(gk);
+          if (d < p.head_dim_v) static_cast<T*>(p.dv)[b * p.dv_stride[0] + hk * p.dv_stride[1] + j * p.dv_stride[2] + d] = from_float<T>(gv);
+        } else {
+          const int64_t row = ((static_cast<int64_t>(split) * p.batch + b) * p.heads_kv + hk) * p.seq_k + j;
+          if (d < p.head_dim) p.dk_accum[row * p.head_dim + d] = gk;
+          if (d < p.head_dim_v) p.dv_accum[row * p.head_dim_v + d] = gv;
+        }
+      }
+  }
+}
+
+}  // namespace memeff

@@ -1,0 +1,243 @@
+// Backward of the tensor-core path (fp16/bf16, sm80+): key-split, one block per (64 keys, b, kv head,
+// query split). Each step takes 32 queries of one query head of the GQA group: S^T = K Q^T and
+// dP^T = V dO^T with mma.sync, P^T from the saved logsumexp, dropout replayed, dS^T; then
+// dV += Pd^T dO and dK += dS^T Q from registers, and dQ = dS K from dS^T staged in shared memory,
+// added to the fp32 workspace with atomics (the deterministic mode computes dQ in bwd_q_simt).
+// Q, dO, logsumexp and D are double-buffered: step s + 1 loads while step s computes.
+#pragma once
+#include <cmath>
+
+#include "bwd/mma_bwd_traits.h"
+#include "common/dtype_traits.cuh"
+#include "common/mma_sm80.cuh"
+#include "common/params.h"
+#include "common/score_mods.cuh"
+#include "common/smem_tile.cuh"
+#include "fwd/mma_traits.h"
+
+namespace memeff {
+
+template <typename T, typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_kernel(const BwdParams p) {
+#ifdef ATTN_MEMEFF_SM80
+  constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles;
+  constexpr int DS = Tr::kDsStride;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  T* k_s = reinterpret_cast<T*>(smem_raw);
+  T* v_s = k_s + Tr::kSmemK;
+  T* q_s = v_s + Tr::kSmemK;         // [2][M][HD]
+  T* do_s = q_s + 2 * Tr::kSmemQ;    // [2][M][HD]
+  T* dst_s = do_s + 2 * Tr::kSmemQ;  // dS^T [N][DS]
+  float* lse_s = reinterpret_cast<float*>(dst_s + Tr::kSmemDs);  // [2][M], log2 units
+  float* dsum_s = lse_s + 2 * M;                                  // [2][M]
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const int j0 = blockIdx.x * N;
+  const int bhk = blockIdx.y + p.bh_base, b = bhk / p.heads_kv, hk = bhk % p.heads_kv;
+  const int split = blockIdx.z;
+  const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
+  const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
+  load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
+  load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
+
+  // Steps: (query head of the group, query block of this split), heads outer.
+  const int q_first = query_begin_for_key(p, j0) / M;
+  const int q_blocks = (p.seq_q + M - 1) / M;
+  const int per_head = q_first + split < q_blocks ? (q_blocks - q_first - split + p.query_splits - 1) / p.query_splits : 0;
+  const int steps = per_head * p.group;
+  auto step_head = [&](int s) { return hk * p.group + s / per_head; };
+  auto step_row0 = [&](int s) { return (q_first + split + (s % per_head) * p.query_splits) * M; };
+  auto load_step = [&](int s, int buf) {
+    const int h = step_head(s), i0 = step_row0(s);
+    const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
+    const T* dout = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
+    load_tile_async<T, M, HD, Tr::kThreads>(q_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
+    load_tile_async<T, M, HD, Tr::kThreads>(do_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
+    if (threadIdx.x < M) {
+      const int i = i0 + threadIdx.x;
+      const int64_t row = (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q + i;
+      lse_s[buf * M + threadIdx.x] = i < p.seq_q ? p.lse[row] * kLog2e : -INFINITY;
+      dsum_s[buf * M + threadIdx.x] = i < p.seq_q ? p.dsum[row] : 0.f;
+    }
+  };
+  if (steps > 0) load_step(0, 0);
+  cp_async_commit();
+
+  const int qk_steps = (p.head_dim + 15) / 16, v_steps = (p.head_dim_v + 15) / 16;
+  float acc_dk[DT][4], acc_dv[DT][4];
+#pragma unroll
+  for (int n = 0; n < DT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_dk[n][e] = acc_dv[n][e] = 0.f;
+
+  for (int s = 0; s < steps; ++s) {
+    const int buf = s & 1;
+    cp_async_wait_all();
+    __syncthreads();  // this step's tiles landed; every warp is done with the previous step
+    if (s + 1 < steps) load_step(s + 1, buf ^ 1);
+    cp_async_commit();
+    const T* qb_s = q_s + buf * Tr::kSmemQ;
+    const T* dob_s = do_s + buf * Tr::kSmemQ;
+    const int h = step_head(s), i0 = step_row0(s);
+
+    // S^T = K Q^T and dP^T = V dO^T: this warp's 16 keys x M queries.
+    float acc_st[QT][4], acc_dpt[QT][4];
+#pragma unroll
+    for (int n = 0; n < QT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_st[n][e] = acc_dpt[n][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ++ks) {
+      if (ks >= qk_steps) break;
+      uint32_t a[4];
+      ldmatrix_x4(a, k_s + swizzle<HD>(warp * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
+#pragma unroll
+      for (int np = 0; np < QT / 2; ++np) {
+        uint32_t bq[4];
+        ldmatrix_x4(bq, qb_s + swizzle<HD>(np * 16 + (lane % 8) + (lane / 16) * 8, ks * 16 + ((lane / 8) % 2) * 8));
+        mma_16816<T>(acc_st[2 * np], a, bq[0], bq[1]);
+        mma_16816<T>(acc_st[2 * np + 1], a, bq[2], bq[3]);
+      }
+    }
+#pragma unroll
+    for (int ks = 0; ks < HD / 16; ++ks) {
+      if (ks >= v_steps) break;
+      uint32_t a[4];
+      ldmatrix_x4(a, v_s + swizzle<HD>(warp * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
+#pragma unroll
+      for (int np = 0; np < QT / 2; ++np) {
+        uint32_t bd[4];
+        ldmatrix_x4(bd, dob_s + swizzle<HD>(np * 16 + (lane % 8) + (lane / 16) * 8, ks * 16 + ((lane / 8) % 2) * 8));
+        mma_16816<T>(acc_dpt[2 * np], a, bd[0], bd[1]);
+        mma_16816<T>(acc_dpt[2 * np + 1], a, bd[2], bd[3]);
+      }
+    }
+
+    // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D); acc_st becomes Pd^T, acc_dpt dS^T.
+    const MaskView mask = mask_view(p, b, h);
+    const bool plain = tile_unmasked(p, i0, j0, N);
+#pragma unroll
+    for (int n = 0; n < QT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int il = n * 8 + 2 * t + (e % 2), i = i0 + il;
+        const int j = j0 + warp * 16 + g + 8 * (e / 2);
+        const float lse2 = lse_s[buf * M + il];
+        float pr = 0.f;
+        if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
+          const float logit2 = plain ? acc_st[n][e] * (p.scale * kLog2e) : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
+          pr = exp2f(logit2 - lse2);
+        }
+        float keep = 1.f;
+        if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
+        acc_dpt[n][e] = pr * (acc_dpt[n][e] * keep - dsum_s[buf * M + il]);
+        acc_st[n][e] = pr * keep;
+      }
+    if (p.dbias != nullptr) {  // unbroadcast dbias: every (b, h, i, j) is visited once
+#pragma unroll
+      for (int n = 0; n < QT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = i0 + n * 8 + 2 * t + (e % 2), j = j0 + warp * 16 + g + 8 * (e / 2);
+          if (i < p.seq_q && j < p.seq_k) {
+            const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
+            store_any_float(p.dbias, p.mask_dtype, idx, acc_dpt[n][e]);
+          }
+        }
+    }
+
+    // A operands over the queries (k = 16 per step), and dS^T to shared memory for dQ.
+    uint32_t pa[QT / 2][4], da[QT / 2][4];
+#pragma unroll
+    for (int kk = 0; kk < QT / 2; ++kk) {
+      pa[kk][0] = pack2<T>(acc_st[2 * kk][0], acc_st[2 * kk][1]);
+      pa[kk][1] = pack2<T>(acc_st[2 * kk][2], acc_st[2 * kk][3]);
+      pa[kk][2] = pack2<T>(acc_st[2 * kk + 1][0], acc_st[2 * kk + 1][1]);
+      pa[kk][3] = pack2<T>(acc_st[2 * kk + 1][2], acc_st[2 * kk + 1][3]);
+      da[kk][0] = pack2<T>(acc_dpt[2 * kk][0], acc_dpt[2 * kk][1]);
+      da[kk][1] = pack2<T>(acc_dpt[2 * kk][2], acc_dpt[2 * kk][3]);
+      da[kk][2] = pack2<T>(acc_dpt[2 * kk + 1][0], acc_dpt[2 * kk + 1][1]);
+      da[kk][3] = pack2<T>(acc_dpt[2 * kk + 1][2], acc_dpt[2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int n = 0; n < QT; ++n) {
+      *reinterpret_cast<uint32_t*>(dst_s + (warp * 16 + g) * DS + n * 8 + 2 * t) = n % 2 == 0 ? da[n / 2][0] : da[n / 2][2];
+      *reinterpret_cast<uint32_t*>(dst_s + (warp * 16 + g + 8) * DS + n * 8 + 2 * t) = n % 2 == 0 ? da[n / 2][1] : da[n / 2][3];
+    }
+
+    // dV += Pd^T dO, dK += dS^T Q (B operands transposed out of the row-major tiles).
+#pragma unroll
+    for (int kk = 0; kk < QT / 2; ++kk) {
+#pragma unroll
+      for (int dp = 0; dp < DT / 2; ++dp) {
+        if (dp >= v_steps) break;
+        uint32_t bv[4];
+        ldmatrix_x4_trans(bv, dob_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        mma_16816<T>(acc_dv[2 * dp], pa[kk], bv[0], bv[1]);
+        mma_16816<T>(acc_dv[2 * dp + 1], pa[kk], bv[2], bv[3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < DT / 2; ++dp) {
+        if (dp >= qk_steps) break;
+        uint32_t bq[4];
+        ldmatrix_x4_trans(bq, qb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        mma_16816<T>(acc_dk[2 * dp], da[kk], bq[0], bq[1]);
+        mma_16816<T>(acc_dk[2 * dp + 1], da[kk], bq[2], bq[3]);
+      }
+    }
+
+    if (!p.deterministic) {
+      __syncthreads();  // dS^T complete
+      // dQ = dS K: warp (w % 2) takes 16 queries, (w / 2) half of the head dim; fp32 atomics.
+      const int qh = warp % 2, c0 = (warp / 2) * (HD / 2);
+      float acc_dq[HD / 16][4];
+#pragma unroll
+      for (int n = 0; n < HD / 16; ++n) acc_dq[n][0] = acc_dq[n][1] = acc_dq[n][2] = acc_dq[n][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < N / 16; ++kk) {
+        uint32_t a[4];
+        ldmatrix_x4_trans(a, dst_s + (kk * 16 + (lane % 8) + (lane / 16) * 8) * DS + qh * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+        for (int dp = 0; dp < HD / 32; ++dp) {
+          if (c0 + dp * 16 >= p.head_dim) break;
+          uint32_t bk[4];
+          ldmatrix_x4_trans(bk, k_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
+          mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
+          mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
+        }
+      }
+      float* dq_rows = p.dq_accum + (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q * p.head_dim;
+#pragma unroll
+      for (int n = 0; n < HD / 16; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = i0 + qh * 16 + g + 8 * (e / 2), d = c0 + n * 8 + 2 * t + (e % 2);
+          if (i < p.seq_q && d < p.head_dim) atomicAdd(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][e] * p.scale);
+        }
+    }
+  }
+  cp_async_wait_all();
+
+  // dK (scaled) and dV: rows g / g + 8 of this warp's keys, columns 2t, 2t + 1 of each n8 tile.
+#pragma unroll
+  for (int n = 0; n < DT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int j = j0 + warp * 16 + g + 8 * (e / 2), d = n * 8 + 2 * t + (e % 2);
+      if (j >= p.seq_k) continue;
+      const float gk = acc_dk[n][e] * p.scale, gv = acc_dv[n][e];
+      if (p.query_splits == 1) {
+        if (d < p.head_dim) static_cast<T*>(p.dk)[b * p.dk_stride[0] + hk * p.dk_stride[1] + j * p.dk_stride[2] + d] = from_float<T>(gk);
+        if (d < p.head_dim_v) static_cast<T*>(p.dv)[b * p.dv_stride[0] + hk * p.dv_stride[1] + j * p.dv_stride[2] + d] = from_float<T>(gv);
+      } else {
+        const int64_t row = ((static_cast<int64_t>(split) * p.batch + b) * p.heads_kv + hk) * p.seq_k + j;
+        if (d < p.head_dim) p.dk_accum[row * p.head_dim + d] = gk;
+        if (d < p.head_dim_v) p.dv_accum[row * p.head_dim_v + d] = gv;
+      }
+    }
+#else
+  __trap();  // built without sm80 code: the dispatcher never launches this kernel here
+#endif
+}
+
+}  // namespace memeff

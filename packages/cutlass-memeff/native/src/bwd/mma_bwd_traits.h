@@ -1,0 +1,48 @@
+// Tile shapes of the tensor-core backward (fp16/bf16, sm80+, head dims multiples of 8 up to the
+// bucket). One block owns kBlockN keys of one kv head; each step takes kBlockM queries.
+#pragma once
+
+namespace memeff {
+
+template <int kHeadDim_>
+struct MmaBwdTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kNWarps = 4;
+  static constexpr int kThreads = kNWarps * 32;
+  static constexpr int kBlockN = 16 * kNWarps;  // keys: each warp owns 16 (rows of S^T, dK, dV)
+  static constexpr int kBlockM = 32;            // queries per step
+  static constexpr int kChunks = kHeadDim / 8;
+  static constexpr int kQTiles = kBlockM / 8;   // n8 tiles of S^T per warp
+  static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles of dK / dV per warp
+  // dQ = dS K: warps split 2 (query halves of 16) x 2 (head-dim halves).
+  static constexpr int kDqTiles = kHeadDim / 16;
+  static constexpr int kDsStride = kBlockM + 8;  // dS^T row stride (elements): conflict-free ldmatrix
+  // K, V (kBlockN rows), Q and dO double-buffered (kBlockM rows), dS^T, then lse and D (floats).
+  static constexpr int kSmemK = kBlockN * kHeadDim;
+  static constexpr int kSmemQ = kBlockM * kHeadDim;
+  static constexpr int kSmemDs = kBlockN * kDsStride;
+  static constexpr int kSmemBytes = (2 * kSmemK + 4 * kSmemQ + kSmemDs) * 2 + 2 * 2 * kBlockM * 4;
+  static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 2 : 1;
+  static_assert(kChunks >= 8, "the XOR swizzle needs at least 8 chunks per row");
+};
+
+// The deterministic dQ pass of the tensor-core path: one block per 64 queries (16 per warp) walks the
+// key blocks in order; K and V double-buffered.
+template <int kHeadDim_>
+struct MmaDqTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kNWarps = 4;
+  static constexpr int kThreads = kNWarps * 32;
+  static constexpr int kBlockM = 16 * kNWarps;
+  static constexpr int kBlockN = 64;
+  static constexpr int kNTiles = kBlockN / 8;
+  static constexpr int kDTiles = kHeadDim / 8;
+  static constexpr int kSmemTile = 64 * kHeadDim;  // Q, dO, K[2], V[2]
+  static constexpr int kSmemBytes = 6 * kSmemTile * 2;
+  static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 2 : 1;
+};
+
+constexpr int kMmaBwdBuckets[] = {64, 128};
+constexpr int kMmaBwdMaxHeadDim = 128;
+
+}  // namespace memeff

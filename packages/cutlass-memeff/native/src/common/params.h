@@ -1,0 +1,75 @@
+// Plain-data parameters of one attention call as the kernels see them. Filled by addon.cpp from the
+// arguments TS passes (already validated there) and re-checked cheaply by dispatch.cu.
+#pragma once
+#include <cstdint>
+
+namespace memeff {
+
+enum class MaskKind : int32_t { kNone = 0, kAdditive = 1, kBool = 2 };
+// Element types as in attn/tensor_ref.h's DType (kFloat64 = 0, kFloat32 = 1, kFloat16 = 2, kBFloat16 = 3, kBool = 4).
+enum ElemType : int32_t { kF64 = 0, kF32 = 1, kF16 = 2, kBF16 = 3, kBoolean = 4 };
+
+struct FwdParams {
+  // q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv], o [B, Hq, Sq, Dv]; strides in elements for
+  // the batch, head and sequence dims (the last dim is contiguous).
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  int64_t q_stride[3] = {0, 0, 0};
+  int64_t k_stride[3] = {0, 0, 0};
+  int64_t v_stride[3] = {0, 0, 0};
+  int64_t o_stride[3] = {0, 0, 0};
+  float* lse = nullptr;  // [B, Hq, Sq], contiguous
+
+  int32_t batch = 0, heads_q = 0, heads_kv = 0, group = 1;  // group = Hq / Hk
+  int32_t seq_q = 0, seq_k = 0, head_dim = 0, head_dim_v = 0;
+  float scale = 1.f;
+  // Launchers split grids of more than 65535 (b, h) pairs; kernels add this to blockIdx.y (.z).
+  int32_t bh_base = 0;
+
+  // Bias or boolean mask, expanded to [B, Hq, Sq, Sk] by strides (0 on broadcast dims).
+  MaskKind mask_kind = MaskKind::kNone;
+  int32_t mask_dtype = kF32;
+  const void* mask = nullptr;
+  int64_t mask_stride[4] = {0, 0, 0, 0};
+
+  // Causal: key j is visible from query i iff j <= i + causal_offset (0 upper-left, Sk - Sq lower-right).
+  bool causal = false;
+  int64_t causal_offset = 0;
+
+  // Dropout with core's Philox mapping (attn/philox.h).
+  bool dropout = false;
+  uint32_t dropout_threshold = 0;
+  uint64_t dropout_seed = 0;
+  uint32_t dropout_offset = 0;
+  float dropout_keep_scale = 1.f;
+};
+
+struct BwdParams : FwdParams {
+  const void* dout = nullptr;  // [B, Hq, Sq, Dv]
+  int64_t do_stride[3] = {0, 0, 0};
+  void* dq = nullptr;  // [B, Hq, Sq, D]
+  void* dk = nullptr;  // [B, Hk, Sk, D]
+  void* dv = nullptr;  // [B, Hk, Sk, Dv]
+  int64_t dq_stride[3] = {0, 0, 0};
+  int64_t dk_stride[3] = {0, 0, 0};
+  int64_t dv_stride[3] = {0, 0, 0};
+
+  // Gradient of an additive mask in the mask's own shape and dtype; strides expanded to
+  // [B, Hq, Sq, Sk] with 0 on the dims the gradient is summed over.
+  void* dbias = nullptr;
+  int64_t dbias_stride[4] = {0, 0, 0, 0};
+  // Sizes of dbias along [B, Hq, Sq, Sk] (1 on summed dims).
+  int32_t dbias_size[4] = {1, 1, 1, 1};
+
+  // fp32 workspaces (carved by dispatch.cu out of one buffer that TS allocates).
+  float* dsum = nullptr;      // [B, Hq, Sq]: rowsum(dO * O)
+  float* dq_accum = nullptr;  // [B, Hq, Sq, D] when dq is accumulated with atomics
+  float* dk_accum = nullptr;  // [splits, B, Hk, Sk, D] when the query range is split
+  float* dv_accum = nullptr;  // [splits, B, Hk, Sk, Dv]
+  int32_t query_splits = 1;
+  bool deterministic = false;
+};
+
+}  // namespace memeff

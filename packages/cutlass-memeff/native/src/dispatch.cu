@@ -1,0 +1,266 @@
+#include "dispatch.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "attn/cuda_check.h"
+#include "bwd/mma_bwd_traits.h"
+#include "fwd/mma_traits.h"
+#include "fwd/simt_traits.h"
+#include "launch/launchers.h"
+
+namespace memeff {
+namespace {
+
+const KernelEntry kKernels[] = {
+#include "generated/kernel_table.inc"
+};
+
+const KernelEntry& find_kernel(Family f, int dtype, int bucket) {
+  for (const KernelEntry& e : kKernels) {
+    if (e.family == f && e.dtype == dtype && e.bucket == bucket) return e;
+  }
+  throw std::invalid_argument("memeff-cuda: no kernel instantiated for family " + std::to_string(static_cast<int>(f)) +
+                              ", dtype " + std::to_string(dtype) + ", bucket " + std::to_string(bucket));
+}
+
+struct DeviceInfo {
+  int major = 0, minor = 0, sm_count = 0;
+};
+
+DeviceInfo device_info(int device) {
+  static std::mutex mu;
+  static std::unordered_map<int, DeviceInfo> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(device);
+  if (it != cache.end()) return it->second;
+  DeviceInfo info;
+  ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, device));
+  ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&info.minor, cudaDevAttrComputeCapabilityMinor, device));
+  ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, device));
+  cache.emplace(device, info);
+  return info;
+}
+
+// The virtual arch a kernel was compiled from on this device (0: no image for it).
+int kernel_ptx_version(const KernelEntry& e, int device) {
+  static std::mutex mu;
+  static std::unordered_map<int64_t, int> cache;
+  const int64_t key = (static_cast<int64_t>(device) << 32) | static_cast<int64_t>(&e - kKernels);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  cudaFuncAttributes attr{};
+  const cudaError_t err = cudaFuncGetAttributes(&attr, e.probe());
+  int v = 0;
+  if (err == cudaSuccess) {
+    v = attr.ptxVersion;
+  } else if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice) {
+    (void)cudaGetLastError();  // not sticky: clear it
+  } else {
+    ATTN_CUDA_CHECK(err);
+  }
+  cache.emplace(key, v);
+  return v;
+}
+
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    ATTN_CUDA_CHECK(cudaGetDevice(&prev_));
+    if (prev_ != device) ATTN_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~DeviceGuard() { cudaSetDevice(prev_); }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("memeff-cuda: " + what);
+}
+
+// The checks TS made first, again, cheaply: a bad call throws instead of faulting.
+void check_common(const FwdParams& p, int dtype) {
+  require(dtype == kF32 || dtype == kF16 || dtype == kBF16, "dtype must be float32, float16 or bfloat16");
+  require(p.q && p.k && p.v && p.o && p.lse, "null tensor pointer");
+  require(p.batch > 0 && p.heads_q > 0 && p.heads_kv > 0 && p.seq_q > 0 && p.seq_k > 0 && p.head_dim > 0 && p.head_dim_v > 0,
+          "every size must be positive");
+  require(p.heads_q % p.heads_kv == 0 && p.group == p.heads_q / p.heads_kv, "heads_q must be a multiple of heads_kv");
+  require(p.mask_kind == MaskKind::kNone || p.mask != nullptr, "mask pointer is null");
+  require(p.mask_kind != MaskKind::kBool || p.mask_dtype == kBoolean, "a boolean mask must have dtype bool");
+  require(p.mask_kind != MaskKind::kAdditive || (p.mask_dtype >= kF64 && p.mask_dtype <= kBF16), "an additive mask must be a float dtype");
+  require(!p.dropout || p.dropout_keep_scale >= 1.f, "dropout keep scale must be 1 / (1 - p)");
+  require(static_cast<int64_t>(p.seq_q) <= 65535LL * 32, "seq_q too large for the grid");
+}
+
+bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+bool strides_mult8(const int64_t (&s)[3]) { return s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0; }
+
+int mma_bwd_bucket(const FwdParams& p) { return std::max(p.head_dim, p.head_dim_v) <= 64 ? 64 : 128; }
+
+// Why a tensor-core kernel cannot take this call (empty: it can). `extra` are further operands it
+// reads with cp.async (the forward's output, the backward's dO).
+std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_dim, Family family,
+                        const void* extra_ptr, const int64_t (&extra_stride)[3]) {
+  if (dtype != kF16 && dtype != kBF16) return "fp32 runs on the FMA path";
+  const DeviceInfo d = device_info(device);
+  if (d.major < 8) return "tensor-core path needs sm80+";
+  if (p.head_dim % 8 || p.head_dim_v % 8) return "head dims not multiples of 8";
+  if (std::max(p.head_dim, p.head_dim_v) > max_head_dim) return "head dim above " + std::to_string(max_head_dim);
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(extra_ptr)) return "pointers not 16-byte aligned";
+  if (!strides_mult8(p.q_stride) || !strides_mult8(p.k_stride) || !strides_mult8(p.v_stride) || !strides_mult8(extra_stride)) {
+    return "strides not multiples of 8 elements";
+  }
+  const int bucket = family == Family::kFwdMma ? mma_bucket(std::max(p.head_dim, p.head_dim_v)) : mma_bwd_bucket(p);
+  const KernelEntry& e = find_kernel(family, dtype, bucket);
+  if (kernel_ptx_version(e, device) < 80) return "addon built without sm80+ code for this device";
+  return "";
+}
+
+const KernelEntry& require_runnable(const KernelEntry& e, int device) {
+  if (kernel_ptx_version(e, device) == 0) {
+    const DeviceInfo d = device_info(device);
+    throw std::runtime_error(std::string("memeff-cuda: kernel ") + e.name + " has no code for sm_" + std::to_string(d.major) +
+                             std::to_string(d.minor) + " (built for " ATTN_CUDA_ARCHS_STRING "); rebuild with ATTN_CUDA_ARCHS including it");
+  }
+  return e;
+}
+
+template <typename Fn>
+auto named(const char* kernel, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const attn::CudaError& e) {
+    throw std::runtime_error(std::string(e.what()) + " [" + kernel + "]");
+  }
+}
+
+}  // namespace
+
+std::string run_forward(const FwdParams& p, int dtype, int device, cudaStream_t stream, PathRequest path) {
+  check_common(p, dtype);
+  DeviceGuard guard(device);
+  const std::string refusal = path == PathRequest::kSimt
+                                  ? "simt path requested"
+                                  : mma_refusal(p, dtype, device, kMmaMaxHeadDim, Family::kFwdMma, p.o, p.o_stride);
+  if (path == PathRequest::kMma && !refusal.empty()) {
+    throw std::invalid_argument("memeff-cuda: the tensor-core path was requested but cannot run this call: " + refusal);
+  }
+  const int dmax = std::max(p.head_dim, p.head_dim_v);
+  const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
+                                         : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
+  named(e.name, [&] { e.fwd(p, stream); });
+  return e.name;
+}
+
+BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest path) {
+  BwdPlan plan;
+  const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
+  const std::string refusal = path == PathRequest::kSimt
+                                  ? "simt path requested"
+                                  : mma_refusal(p, dtype, device, kMmaBwdMaxHeadDim, Family::kBwdMma, p.dout, p.do_stride);
+  if (path == PathRequest::kMma && !refusal.empty()) {
+    throw std::invalid_argument("memeff-cuda: the tensor-core backward was requested but cannot run this call: " + refusal);
+  }
+  plan.mma = refusal.empty();
+  plan.dbias_reduced = p.dbias != nullptr &&
+                       ((p.dbias_size[0] == 1 && p.batch > 1) || (p.dbias_size[1] == 1 && p.heads_q > 1) ||
+                        (p.dbias_size[2] == 1 && p.seq_q > 1) || (p.dbias_size[3] == 1 && p.seq_k > 1));
+  // Query splits: when key blocks x kv heads (x head-dim tiles) leave SMs idle, split each block's
+  // query range and sum the dK/dV partials afterwards (bounded workspace: at most 256 MiB of partials).
+  const int dmax = std::max(p.head_dim, p.head_dim_v);
+  const int64_t key_block = plan.mma ? 64 : 32;
+  const int64_t query_block = 32;  // both kernels step over 32 queries
+  const int64_t n_z = plan.mma ? 1 : (dmax + simt_bucket(dmax) - 1) / simt_bucket(dmax);
+  const int64_t blocks = ((p.seq_k + key_block - 1) / key_block) * static_cast<int64_t>(p.batch) * p.heads_kv * n_z;
+  const int64_t target = (plan.mma ? 2LL : 4LL) * device_info(device).sm_count;
+  const int64_t q_blocks = (p.seq_q + query_block - 1) / query_block;
+  const int64_t kv_elems = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k * (p.head_dim + p.head_dim_v);
+  int64_t splits = blocks >= target ? 1 : (target + blocks - 1) / blocks;
+  splits = std::min<int64_t>({splits, q_blocks, 16, std::max<int64_t>(1, (256LL << 20) / (4 * kv_elems))});
+  plan.query_splits = static_cast<int>(std::max<int64_t>(1, splits));
+
+  size_t off = 0;
+  auto carve = [&](size_t floats) {
+    const size_t at = off;
+    off += (floats * 4 + 255) / 256 * 256;
+    return at;
+  };
+  plan.off_dsum = carve(rows_q);
+  plan.off_dq = p.deterministic ? 0 : carve(rows_q * p.head_dim);
+  if (plan.query_splits > 1) {
+    const int64_t kv_rows = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k;
+    plan.off_dk = carve(plan.query_splits * kv_rows * p.head_dim);
+    plan.off_dv = carve(plan.query_splits * kv_rows * p.head_dim_v);
+  }
+  plan.workspace_bytes = off;
+  return plan;
+}
+
+std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRequest path, void* workspace,
+                                      size_t workspace_bytes, cudaStream_t stream) {
+  check_common(p, dtype);
+  require(p.dout && p.dq && p.dk && p.dv, "null gradient pointer");
+  require(p.dbias == nullptr || p.mask_kind == MaskKind::kAdditive, "dbias needs an additive mask");
+  DeviceGuard guard(device);
+  const BwdPlan plan = plan_backward(p, dtype, device, path);
+  require(workspace != nullptr && workspace_bytes >= plan.workspace_bytes,
+          "workspace of " + std::to_string(workspace_bytes) + " bytes is smaller than the plan's " + std::to_string(plan.workspace_bytes));
+  char* ws = static_cast<char*>(workspace);
+  p.query_splits = plan.query_splits;
+  p.dsum = reinterpret_cast<float*>(ws + plan.off_dsum);
+  p.dq_accum = p.deterministic ? nullptr : reinterpret_cast<float*>(ws + plan.off_dq);
+  p.dk_accum = plan.query_splits > 1 ? reinterpret_cast<float*>(ws + plan.off_dk) : nullptr;
+  p.dv_accum = plan.query_splits > 1 ? reinterpret_cast<float*>(ws + plan.off_dv) : nullptr;
+
+  const int dmax = std::max(p.head_dim, p.head_dim_v);
+  const KernelEntry& aux = require_runnable(find_kernel(Family::kBwdAux, dtype, 0), device);
+  const KernelEntry& main = plan.mma ? find_kernel(Family::kBwdMma, dtype, mma_bwd_bucket(p))
+                                     : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
+  std::vector<std::string> ran;
+  const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
+  if (p.dq_accum) ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows_q * p.head_dim * 4, stream));
+
+  // dbias: the main kernel writes an unbroadcast one where tiles are visited; zero it first so the
+  // tiles causal skips read 0. A broadcast one has its own kernel, which writes every element.
+  BwdParams main_p = p;
+  if (plan.dbias_reduced) main_p.dbias = nullptr;
+  if (main_p.dbias) {
+    const int esize = p.mask_dtype == kF64 ? 8 : p.mask_dtype == kF32 ? 4 : 2;
+    ATTN_CUDA_CHECK(cudaMemsetAsync(main_p.dbias, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * esize, stream));
+  }
+  named(aux.name, [&] { aux.aux(p, BwdStage::kDsum, stream); });
+  named(main.name, [&] { main.bwd(main_p, stream); });
+  ran.push_back(main.name);
+  if (!p.deterministic) named(aux.name, [&] { aux.aux(p, BwdStage::kDqConvert, stream); });
+  if (plan.query_splits > 1) named(aux.name, [&] { aux.aux(p, BwdStage::kKvReduce, stream); });
+  if (plan.dbias_reduced) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });
+  ran.push_back(aux.name);
+  return ran;
+}
+
+std::vector<std::string> kernel_names() {
+  std::vector<std::string> names;
+  for (const KernelEntry& e : kKernels) names.emplace_back(e.name);
+  return names;
+}
+
+std::string device_support(int device) {
+  const DeviceInfo d = device_info(device);
+  if (d.major < 5) return "memeff-cuda needs sm50 or newer; this device is sm_" + std::to_string(d.major) + std::to_string(d.minor);
+  DeviceGuard guard(device);
+  const KernelEntry& e = find_kernel(Family::kFwdSimt, kF32, 64);
+  if (kernel_ptx_version(e, device) == 0) {
+    return "the addon was built for " ATTN_CUDA_ARCHS_STRING " and has no code for sm_" + std::to_string(d.major) +
+           std::to_string(d.minor) + "; rebuild with ATTN_CUDA_ARCHS including " + std::to_string(d.major) + std::to_string(d.minor);
+  }
+  return "";
+}
+
+}  // namespace memeff

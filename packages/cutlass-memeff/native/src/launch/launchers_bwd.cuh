@@ -1,0 +1,101 @@
+// Backward launch templates: the main SIMT kernels per head-dim bucket, and the auxiliary passes
+// (dsum, dq conversion, split reduction, broadcast dbias) per dtype.
+#pragma once
+#include "attn/cuda_check.h"
+#include "bwd/bwd_dbias.cuh"
+#include "bwd/bwd_dq_mma.cuh"
+#include "bwd/bwd_kv_simt.cuh"
+#include "bwd/bwd_mma.cuh"
+#include "bwd/bwd_pre_post.cuh"
+#include "bwd/bwd_q_simt.cuh"
+#include "launch/launchers.h"
+
+namespace memeff {
+
+template <typename T, int kBucket>
+void run_bwd_simt(const BwdParams& p, cudaStream_t stream) {
+  using Tr = SimtBwdTraits<kBucket>;
+  const int dmax = p.head_dim > p.head_dim_v ? p.head_dim : p.head_dim_v;
+  const int n_z = static_cast<int>(ceil_div(dmax, kBucket));
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, n_z * p.query_splits);
+    bwd_kv_simt_kernel<T, Tr><<<grid, Tr::kThreads, 0, stream>>>(q, n_z);
+    ATTN_LAUNCH_CHECK("memeff bwd_kv_simt_kernel");
+  });
+  if (p.deterministic) {
+    for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const BwdParams& q, unsigned n) {
+      const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n, ceil_div(p.head_dim, kBucket));
+      bwd_q_simt_kernel<T, Tr><<<grid, Tr::kThreads, 0, stream>>>(q);
+      ATTN_LAUNCH_CHECK("memeff bwd_q_simt_kernel");
+    });
+  }
+}
+template <typename T, int kBucket> const void* probe_bwd_simt() {
+  return reinterpret_cast<const void*>(&bwd_kv_simt_kernel<T, SimtBwdTraits<kBucket>>);
+}
+
+template <typename T, int kBucket>
+void run_bwd_mma(const BwdParams& p, cudaStream_t stream) {
+  using Tr = MmaBwdTraits<kBucket>;
+  auto kernel = &bwd_mma_kernel<T, Tr>;
+  if (Tr::kSmemBytes > 48 * 1024) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  }
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, p.query_splits);
+    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(q);
+    ATTN_LAUNCH_CHECK("memeff bwd_mma_kernel");
+  });
+  if (p.deterministic) {  // dQ in a fixed order: one block per query block walks the keys
+    using Td = MmaDqTraits<kBucket>;
+    auto dq_kernel = &bwd_dq_mma_kernel<T, Td>;
+    if (Td::kSmemBytes > 48 * 1024) {
+      ATTN_CUDA_CHECK(cudaFuncSetAttribute(dq_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Td::kSmemBytes));
+    }
+    for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const BwdParams& q, unsigned n) {
+      const dim3 grid(ceil_div(p.seq_q, Td::kBlockM), n);
+      dq_kernel<<<grid, Td::kThreads, Td::kSmemBytes, stream>>>(q);
+      ATTN_LAUNCH_CHECK("memeff bwd_dq_mma_kernel");
+    });
+  }
+}
+template <typename T, int kBucket> const void* probe_bwd_mma() {
+  return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>>);
+}
+
+template <typename T>
+void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
+  const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
+  const unsigned kGridStride = 4096;  // blocks of the grid-stride element loops
+  switch (stage) {
+    case BwdStage::kDsum:
+      bwd_dsum_kernel<T><<<ceil_div(rows_q, 4), 128, 0, stream>>>(p);
+      ATTN_LAUNCH_CHECK("memeff bwd_dsum_kernel");
+      break;
+    case BwdStage::kDqConvert: {
+      const unsigned blocks = ceil_div(rows_q * p.head_dim, 256);
+      bwd_dq_convert_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      ATTN_LAUNCH_CHECK("memeff bwd_dq_convert_kernel");
+      break;
+    }
+    case BwdStage::kKvReduce: {
+      const int64_t total = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k * (p.head_dim + p.head_dim_v);
+      const unsigned blocks = ceil_div(total, 256);
+      bwd_kv_reduce_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      ATTN_LAUNCH_CHECK("memeff bwd_kv_reduce_kernel");
+      break;
+    }
+    case BwdStage::kDbias:
+      for_each_bh_chunk(p, static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1], [&](const BwdParams& q, unsigned n) {
+        const dim3 grid(ceil_div(p.dbias_size[3], 32), ceil_div(p.dbias_size[2], 32), n);
+        bwd_dbias_simt_kernel<T><<<grid, 128, 0, stream>>>(q);
+        ATTN_LAUNCH_CHECK("memeff bwd_dbias_simt_kernel");
+      });
+      break;
+  }
+}
+template <typename T> const void* probe_bwd_aux() {
+  return reinterpret_cast<const void*>(&bwd_dsum_kernel<T>);
+}
+
+}  // namespace memeff

@@ -1,0 +1,129 @@
+// GPU checks beyond the conformance suite: both kernel paths (forward and backward) against cpu-math, the paths chosen,
+// bitwise-reproducible deterministic backward, query splits, broadcast dbias, fully masked rows.
+// Skipped with the reason printed where no CUDA device (or no built addon) is present.
+import '@attn/cpu';
+import { normalizeParams, randn, sdpaBackward, sdpaForward, tensor, type FloatDType, type SdpaOptions, type Tensor } from '@attn/core';
+import { describe, expect, it } from 'vitest';
+import { gpuEnv } from './gpu-env.js';
+import { runBackward, runForward, type KernelPath } from './index.js';
+
+const env = gpuEnv();
+if (!env.ok) console.log(`memeff-cuda GPU tests skipped: ${env.reason}`);
+
+const TOL: Record<FloatDType, number> = { float64: 0, float32: 2e-5, float16: 4e-3, bfloat16: 3e-2 };
+const GRAD_TOL: Record<FloatDType, number> = { float64: 0, float32: 1e-4, float16: 1.5e-2, bfloat16: 8e-2 };
+
+/** max |a - b| / max(1, max |b|); NaN, or non-finite where b is finite, counts as Infinity. */
+function relErr(a: Float64Array, b: Float64Array): number {
+  let e = 0, m = 1;
+  for (let i = 0; i < b.length; i++) {
+    if (Number.isNaN(a[i]!) || Number.isFinite(a[i]!) !== Number.isFinite(b[i]!)) return Infinity;
+    if (!Number.isFinite(b[i]!)) {
+      if (a[i] !== b[i]) return Infinity;
+      continue;
+    }
+    e = Math.max(e, Math.abs(a[i]! - b[i]!));
+    m = Math.max(m, Math.abs(b[i]!));
+  }
+  return e / m;
+}
+
+interface Case {
+  dtype: FloatDType;
+  shape: [number, number, number, number, number, number, number]; // B, Hq, Hk, Sq, Sk, D, Dv
+  opts?: SdpaOptions;
+  mask?: { shape: number[]; kind: 'bool' | 'additive' };
+  path?: KernelPath;
+}
+
+let seed = 1;
+function inputs(c: Case) {
+  const [B, Hq, Hk, Sq, Sk, D, Dv] = c.shape;
+  const cpu = (shape: number[], dtype: FloatDType = c.dtype) => randn(shape, { dtype, seed: seed++ });
+  const q = cpu([B, Hq, Sq, D]), k = cpu([B, Hk, Sk, D]), v = cpu([B, Hk, Sk, Dv]), dout = cpu([B, Hq, Sq, Dv]);
+  let mask: Tensor | null = null;
+  if (c.mask?.kind === 'additive') mask = cpu(c.mask.shape);
+  if (c.mask?.kind === 'bool') {
+    const r = cpu(c.mask.shape, 'float32').toFloat32Array();
+    mask = tensor(Array.from(r, (x, i) => (Math.floor(i / c.mask!.shape.at(-1)!) % 4 === 1 ? 0 : x > -0.8 ? 1 : 0)), c.mask.shape, { dtype: 'bool' });
+  }
+  return { q, k, v, dout, mask };
+}
+
+function check(c: Case, backward = true) {
+  const { q, k, v, dout, mask } = inputs(c);
+  const opts: SdpaOptions = { enableGqa: c.shape[1] !== c.shape[2], requiresGrad: true, ...c.opts };
+  const p = normalizeParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), { ...opts, attnMask: mask?.to('cuda') ?? null });
+  const f64 = (t: Tensor) => t.toDType('float64');
+  const ref = sdpaForward(f64(q), f64(k), f64(v), {
+    ...opts,
+    attnMask: mask ? (mask.dtype === 'bool' ? mask : f64(mask)) : null,
+    backends: ['cpu-math'],
+  });
+  const fwd = runForward(p, c.path ?? 'auto');
+  expect(relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()), `out (${fwd.kernel})`).toBeLessThanOrEqual(TOL[c.dtype]);
+  expect(relErr(fwd.outputs.logsumexp.toFloat64Array(), ref.logsumexp.toFloat64Array()), 'lse').toBeLessThanOrEqual(1e-4);
+  if (!backward) return { fwd, bwd: null };
+  const bwd = runBackward(p, fwd.outputs, dout.to('cuda'), c.path === 'simt' ? 'simt' : 'auto');
+  const g = sdpaBackward(f64(dout), ref);
+  for (const n of ['dq', 'dk', 'dv', 'dbias'] as const) {
+    if (!g[n]) continue;
+    expect(relErr(bwd.gradients[n]!.toFloat64Array(), g[n]!.toFloat64Array()), `${n} (${bwd.kernels.join('+')})`).toBeLessThanOrEqual(GRAD_TOL[c.dtype]);
+  }
+  return { fwd, bwd };
+}
+
+describe.skipIf(!env.ok)('memeff-cuda on the GPU', () => {
+  it('takes the tensor-core path for fp16/bf16 with head dims multiple of 8, FMA otherwise', () => {
+    const bf = check({ dtype: 'bfloat16', shape: [2, 2, 2, 70, 90, 64, 64] });
+    expect(bf.fwd.kernel).toBe('fwd_mma_bf16_d64');
+    expect(bf.bwd!.kernels[0]).toBe('bwd_mma_bf16_d64');
+    expect(check({ dtype: 'float16', shape: [1, 2, 2, 40, 50, 256, 256] }).bwd!.kernels[0]).toBe('bwd_simt_fp16_d128');
+    expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 72, 40] }, false).fwd.kernel).toBe('fwd_mma_fp16_d128');
+    expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 36, 36] }, false).fwd.kernel).toBe('fwd_simt_fp16_d64');
+    expect(check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 64, 64] }, false).fwd.kernel).toBe('fwd_simt_fp32_d64');
+  });
+
+  for (const dtype of ['float16', 'bfloat16'] as const) {
+    for (const path of ['simt', 'mma'] as const) {
+      it(`${dtype} ${path}: causal both alignments, bias, dropout, GQA agree with cpu-math`, () => {
+        check({ dtype, path, shape: [2, 4, 2, 65, 130, 64, 64], opts: { isCausal: true } });
+        check({ dtype, path, shape: [1, 2, 2, 130, 65, 128, 128], opts: { isCausal: true, alignment: 'lowerRight' } });
+        check({ dtype, path, shape: [2, 2, 2, 50, 70, 64, 64], mask: { kind: 'additive', shape: [2, 1, 50, 70] } });
+        check({ dtype, path, shape: [1, 2, 2, 50, 70, 256, 256], opts: { dropoutP: 0.25, dropoutSeed: 99n } });
+      });
+    }
+  }
+
+  it('float32 with odd head dims, Dv != D, bool mask with fully masked rows', () => {
+    check({ dtype: 'float32', shape: [2, 3, 3, 33, 47, 7, 13], mask: { kind: 'bool', shape: [2, 1, 33, 47] } });
+    check({ dtype: 'float32', shape: [1, 2, 2, 20, 30, 160, 300] });
+  });
+
+  it('sums a broadcast dbias over batch, heads and queries', () => {
+    for (const shape of [[1, 1, 1, 70], [2, 1, 1, 70], [3, 50, 1], []]) {
+      check({ dtype: 'float32', shape: [2, 3, 3, 50, 70, 32, 32], mask: { kind: 'additive', shape } });
+    }
+  });
+
+  it('splits long query ranges over blocks and sums the partials', () => {
+    const { bwd } = check({ dtype: 'float32', shape: [1, 1, 1, 2048, 40, 64, 64] });
+    expect(bwd!.plan!.querySplits).toBeGreaterThan(1);
+  });
+
+  it('deterministic backward is bitwise reproducible', () => {
+    const c: Case = { dtype: 'bfloat16', shape: [2, 4, 2, 100, 130, 64, 64], opts: { deterministic: true }, mask: { kind: 'additive', shape: [1, 4, 100, 130] } };
+    const { q, k, v, dout, mask } = inputs(c);
+    const p = normalizeParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), { enableGqa: true, deterministic: true, attnMask: mask!.to('cuda') });
+    const fwd = runForward(p);
+    const d = dout.to('cuda');
+    const a = runBackward(p, fwd.outputs, d).gradients, b = runBackward(p, fwd.outputs, d).gradients;
+    for (const n of ['dq', 'dk', 'dv', 'dbias'] as const) expect(Array.from(a[n]!.toFloat32Array())).toEqual(Array.from(b[n]!.toFloat32Array()));
+  });
+
+  it('refuses a forced tensor-core path it cannot run, naming why', () => {
+    const { q, k, v } = inputs({ dtype: 'float32', shape: [1, 1, 1, 8, 8, 8, 8] });
+    const p = normalizeParams(q.to('cuda'), k.to('cuda'), v.to('cuda'));
+    expect(() => runForward(p, 'mma')).toThrow(/tensor-core path was requested .*fp32 runs on the FMA path/);
+  });
+});

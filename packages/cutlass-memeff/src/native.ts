@@ -1,0 +1,128 @@
+// Loads build/Release/cutlass_memeff.node lazily, once; a failure is remembered and becomes the
+// reason availability() gives. Nothing here throws at import time.
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** A device tensor as the addon takes it: the address of its first element and the b, h, s strides in elements. */
+export interface TensorArg {
+  readonly ptr: bigint;
+  readonly strides: readonly [number, number, number];
+}
+
+export interface MaskArg {
+  /** 1 additive, 2 boolean (true = attend). */
+  readonly kind: 1 | 2;
+  /** ElemType code of the mask's dtype (see DTYPE_CODE in launch-args.ts). */
+  readonly dtype: number;
+  readonly ptr: bigint;
+  /** Strides expanded to [B, Hq, Sq, Sk], 0 on broadcast dims. */
+  readonly strides: readonly [number, number, number, number];
+}
+
+export interface DropoutArg {
+  readonly threshold: number;
+  readonly seed: bigint;
+  readonly offset: number;
+  readonly keepScale: number;
+}
+
+/** 'simt' forces the FMA path, 'mma' the tensor-core path (an error where it cannot run). */
+export type KernelPath = 'auto' | 'simt' | 'mma';
+
+export interface ForwardArgs {
+  readonly dtype: number;
+  readonly device: number;
+  readonly stream: bigint;
+  readonly path: KernelPath;
+  readonly batch: number;
+  readonly headsQ: number;
+  readonly headsKV: number;
+  readonly seqQ: number;
+  readonly seqK: number;
+  readonly headDim: number;
+  readonly headDimV: number;
+  readonly scale: number;
+  /** 0 none, 1 upper-left, 2 lower-right. */
+  readonly causal: 0 | 1 | 2;
+  readonly q: TensorArg;
+  readonly k: TensorArg;
+  readonly v: TensorArg;
+  readonly out: TensorArg;
+  readonly lse: bigint;
+  readonly mask: MaskArg | null;
+  readonly dropout: DropoutArg | null;
+}
+
+export interface DbiasArg {
+  readonly ptr: bigint;
+  /** dbias's own (contiguous) strides expanded to [B, Hq, Sq, Sk], 0 on the dims it sums over. */
+  readonly strides: readonly [number, number, number, number];
+  /** Its sizes along [B, Hq, Sq, Sk] (1 where it sums). */
+  readonly sizes: readonly [number, number, number, number];
+}
+
+export interface BackwardArgs extends ForwardArgs {
+  readonly dout: TensorArg;
+  readonly dq: TensorArg;
+  readonly dk: TensorArg;
+  readonly dv: TensorArg;
+  readonly dbias: DbiasArg | null;
+  readonly deterministic: boolean;
+  readonly workspace: { readonly ptr: bigint; readonly bytes: number } | null;
+}
+
+export interface BackwardPlan {
+  readonly workspaceBytes: number;
+  /** The main kernel: tensor cores (fp16/bf16, sm80+, head dims multiples of 8 up to 128) or FMA. */
+  readonly tensorCores: boolean;
+  readonly querySplits: number;
+  readonly dbiasReduced: boolean;
+}
+
+export interface MemeffAddon {
+  /** Launches the forward on `stream`; returns the kernel instance that ran. */
+  forward(args: ForwardArgs): string;
+  backwardPlan(args: BackwardArgs): BackwardPlan;
+  /** Launches the backward passes; returns the kernel instances that ran. */
+  backward(args: BackwardArgs): string[];
+  /** '' when the addon has code for this device, else why not. */
+  deviceSupport(device: number): string;
+  readonly kernels: readonly string[];
+  readonly archs: string;
+  readonly cudaRuntimeVersion: number;
+}
+
+const ADDON_FUNCTIONS = ['forward', 'backwardPlan', 'backward', 'deviceSupport'] as const;
+export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const ADDON_PATH = join(PACKAGE_ROOT, 'build', 'Release', 'cutlass_memeff.node');
+const BUILD_HINT = 'run `pnpm --filter @attn/cutlass-memeff build:native` where nvcc is installed';
+
+export type AddonLoad = { readonly ok: true; readonly addon: MemeffAddon } | { readonly ok: false; readonly reason: string };
+
+/** Loads the addon at `path`; never throws. `requireFn` is injectable for tests. */
+export function loadAddon(path: string = ADDON_PATH, requireFn: NodeJS.Require = createRequire(import.meta.url)): AddonLoad {
+  if (!existsSync(path)) {
+    const skipped = join(dirname(dirname(path)), 'SKIPPED');
+    if (existsSync(skipped)) return { ok: false, reason: `native addon not built: ${readFileSync(skipped, 'utf8').trim()}` };
+    return { ok: false, reason: `native addon not built (${path} is missing); ${BUILD_HINT}` };
+  }
+  let mod: Partial<MemeffAddon>;
+  try {
+    mod = requireFn(path) as Partial<MemeffAddon>;
+  } catch (e) {
+    return { ok: false, reason: `native addon failed to load (${path}): ${e instanceof Error ? e.message : String(e)}` };
+  }
+  const missing = ADDON_FUNCTIONS.filter((f) => typeof mod[f] !== 'function');
+  if (missing.length > 0) return { ok: false, reason: `native addon ${path} is from another version (missing ${missing.join(', ')}); ${BUILD_HINT}` };
+  return { ok: true, addon: mod as MemeffAddon };
+}
+
+let cached: AddonLoad | undefined;
+
+/** The addon, loaded on first call; the outcome (either way) is cached. */
+export function addonState(): AddonLoad {
+  cached ??= loadAddon();
+  return cached;
+}

@@ -1,0 +1,63 @@
+// What 'memeff-cuda' accepts: PyTorch's can_use_mem_efficient_attention (sdp-selection.md §4.2) as
+// this kernel supports it. It declines less than PyTorch: no head-dim alignment rule (head dims that
+// are not multiples of 8, or misaligned storage, run on the FMA path instead of the tensor-core one),
+// bf16 on every arch (converted in registers), GQA, and causal in both alignments.
+import {
+  batchAndHeads,
+  denseRank4,
+  dtypeIn,
+  lastDimContiguous,
+  noAlibi,
+  noSoftcap,
+  noVarlen,
+  noWindow,
+  nonzeroSeqLens,
+  rule,
+  smRange,
+  tensorsOn,
+  type Rule,
+} from '@attn/core';
+import { addonState } from './native.js';
+
+/** The kernels index rows with int32 and put 32 query rows per grid row (65535 of them). */
+export const MAX_SEQ_Q = 65535 * 32;
+
+/** D > 0 and Dv > 0: the kernels have no empty-head-dim path (cpu-math takes those calls). */
+export const nonzeroHeadDims: Rule = rule('nonzeroHeadDims', (p) => {
+  if (p.headDim > 0 && p.headDimV > 0) return null;
+  return `Does not support an empty head dim (got query ${p.headDim}, value ${p.headDimV}); cpu-math handles it.`;
+});
+
+export const seqWithinGrid: Rule = rule(`seqQAtMost(${MAX_SEQ_Q})`, (p) => {
+  if (p.seqQ <= MAX_SEQ_Q && p.seqK < 2 ** 31) return null;
+  return `Supports at most ${MAX_SEQ_Q} queries per sequence (got ${p.seqQ}); split the queries into chunks.`;
+});
+
+/** The addon has machine code (or PTX) for the query's GPU: ATTN_CUDA_ARCHS at build time covered it. */
+export const builtForDevice: Rule = rule('builtForDevice', (p) => {
+  const load = addonState();
+  if (!load.ok) return null; // availability() reports it
+  try {
+    const why = load.addon.deviceSupport(p.device.index);
+    return why === '' ? null : why;
+  } catch (e) {
+    return `Cannot tell whether the addon has code for cuda:${p.device.index}: ${e instanceof Error ? e.message : String(e)}`;
+  }
+});
+
+export const memeffRules: readonly Rule[] = Object.freeze([
+  tensorsOn('cuda'),
+  smRange(50, 121),
+  builtForDevice,
+  denseRank4,
+  noVarlen,
+  dtypeIn(['float32', 'float16', 'bfloat16']),
+  nonzeroSeqLens,
+  nonzeroHeadDims,
+  seqWithinGrid,
+  lastDimContiguous({ mask: true }),
+  batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
+  noWindow,
+  noAlibi,
+  noSoftcap,
+]);

@@ -1,0 +1,91 @@
+// One forward or backward call: outputs and workspace allocated through the registered 'cuda'
+// runtime (@attn/cuda's caching allocator), kernels launched on @attn/cuda's current stream.
+import { AttnError, DeviceError, empty, zeros, type DType, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { currentStream } from '@attn/cuda';
+import { backwardArgs, forwardArgs } from './launch-args.js';
+import { addonState, type BackwardPlan, type KernelPath, type MemeffAddon } from './native.js';
+
+export function requireAddon(): MemeffAddon {
+  const load = addonState();
+  if (!load.ok) throw new DeviceError('ATTN_UNAVAILABLE', `memeff-cuda is unavailable: ${load.reason}`);
+  return load.addon;
+}
+
+/** Native errors (a CUDA error names the kernel; bad arguments say which) as attn errors. */
+function callNative<T>(what: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (e instanceof AttnError) throw e;
+    const err = e as { message?: string; code?: string };
+    const msg = `memeff-cuda ${what}: ${err.message ?? String(e)}`;
+    throw err.code === 'ATTN_MEMEFF_ARGS' ? new AttnError('ATTN_BACKEND_ARGS', msg, { cause: e }) : new DeviceError('ATTN_CUDA_ERROR', msg, { cause: e });
+  }
+}
+
+export interface ForwardRun {
+  readonly outputs: ForwardOutputs;
+  /** The kernel instance that ran ('' when there was nothing to compute). */
+  readonly kernel: string;
+}
+
+export function runForward(p: SdpaParams, path: KernelPath = 'auto'): ForwardRun {
+  const addon = requireAddon();
+  const device = p.device;
+  const out = empty([p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+  const logsumexp = empty([p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
+  if (logsumexp.numel === 0) return { outputs: { out, logsumexp }, kernel: '' };
+  try {
+    const kernel = callNative('forward', () => addon.forward(forwardArgs(p, out, logsumexp, currentStream(device.index), path)));
+    return { outputs: { out, logsumexp }, kernel };
+  } catch (e) {
+    out.dispose();
+    logsumexp.dispose();
+    throw e;
+  }
+}
+
+export interface BackwardRun {
+  readonly gradients: Gradients;
+  readonly kernels: readonly string[];
+  readonly plan: BackwardPlan | null;
+}
+
+export function runBackward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor, path: KernelPath = 'auto'): BackwardRun {
+  const addon = requireAddon();
+  const device = p.device;
+  const additive = p.mask?.kind === 'additive' ? p.mask.tensor : null;
+  const alloc = (shape: readonly number[], dtype: DType = p.dtype): Tensor => empty(shape, { dtype, device });
+  if (p.batch === 0 || p.headsQ === 0) {
+    const z = (shape: readonly number[], dtype: DType = p.dtype): Tensor => zeros(shape, { dtype, device });
+    const g: Gradients = { dq: z(p.query.shape), dk: z(p.key.shape), dv: z(p.value.shape) };
+    return { gradients: additive ? { ...g, dbias: z(additive.shape, additive.dtype) } : g, kernels: [], plan: null };
+  }
+  // The kernels read dO with any strides but a contiguous last dim.
+  const dout = gradOut.strides[3] === 1 ? gradOut : gradOut.contiguous();
+  const t = {
+    out: saved.out,
+    lse: saved.logsumexp,
+    gradOut: dout,
+    dq: alloc(p.query.shape),
+    dk: alloc(p.key.shape),
+    dv: alloc(p.value.shape),
+    dbias: additive ? alloc(additive.shape, additive.dtype) : null,
+  };
+  let ws: Tensor | null = null;
+  try {
+    const stream = currentStream(device.index);
+    const plan = callNative('backward plan', () => addon.backwardPlan(backwardArgs(p, t, stream, null, path)));
+    ws = alloc([Math.ceil(plan.workspaceBytes / 4)], 'float32');
+    const workspace = { ptr: ws.dataPointer(), bytes: ws.numel * 4 };
+    const kernels = callNative('backward', () => addon.backward(backwardArgs(p, t, stream, workspace, path)));
+    const g: Gradients = { dq: t.dq, dk: t.dk, dv: t.dv };
+    return { gradients: t.dbias ? { ...g, dbias: t.dbias } : g, kernels, plan };
+  } catch (e) {
+    for (const out of [t.dq, t.dk, t.dv, t.dbias]) out?.dispose();
+    throw e;
+  } finally {
+    ws?.dispose(); // stream-ordered: reused only by later work on this stream
+    if (dout !== gradOut) dout.dispose();
+  }
+}
