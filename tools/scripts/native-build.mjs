@@ -8,7 +8,7 @@
 // Environment: ATTN_CUDA_ARCHS (e.g. "90a;80"; default in each CMakeLists.txt), ATTN_NATIVE_DEBUG=1
 // for a debug build with line info, ATTN_BUILD_JOBS (default: the CPU count).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -56,6 +56,14 @@ if (toolchain === 'nvcc') {
 if (!which('cmake')) skip('cmake was not found; install cmake >= 3.24');
 
 const debug = process.env.ATTN_NATIVE_DEBUG === '1';
+
+// cmake-js keeps a configured build directory and would silently keep its old arch list or build
+// type; start afresh whenever what we configure with differs from last time.
+const config = JSON.stringify({ defines, debug, archs: process.env.ATTN_CUDA_ARCHS ?? 'default', rocmArchs: process.env.ATTN_ROCM_ARCHS ?? 'default' });
+const marker = join(pkgDir, 'build', 'attn-config.json');
+if (existsSync(join(pkgDir, 'build')) && (!existsSync(marker) || readFileSync(marker, 'utf8') !== config)) {
+  rmSync(join(pkgDir, 'build'), { recursive: true, force: true });
+}
 const jobs = process.env.ATTN_BUILD_JOBS ?? String(availableParallelism());
 const cmakeJs = createRequire(join(pkgDir, 'package.json')).resolve('cmake-js/bin/cmake-js');
 const cmd = [cmakeJs, 'compile', ...(debug ? ['--debug'] : []), ...defines];
@@ -68,3 +76,4 @@ if (r.status !== 0) {
   console.error(`${pkgName}: native build failed (exit ${r.status}); see the compiler output above`);
   process.exit(r.status ?? 1);
 }
+writeFileSync(marker, config);

@@ -11,6 +11,8 @@ endif()
 # CMAKE_CUDA_ARCHITECTURES must be set before enable_language(CUDA).
 set(CMAKE_CUDA_ARCHITECTURES ${ATTN_CUDA_ARCHS})
 enable_language(CUDA)
+# C++ sources of an addon include attn/cuda_check.h, which needs cuda_runtime.h.
+find_package(CUDAToolkit REQUIRED)
 set(CMAKE_CUDA_STANDARD 17)
 set(CMAKE_CUDA_STANDARD_REQUIRED ON)
 set(CMAKE_CXX_STANDARD 17)
@@ -39,7 +41,8 @@ function(attn_cuda_addon target)
   add_library(${target} SHARED ${ARG_SOURCES} ${CMAKE_JS_SRC})
   set_target_properties(${target} PROPERTIES PREFIX "" SUFFIX ".node"
     CUDA_SEPARABLE_COMPILATION OFF CUDA_RUNTIME_LIBRARY Static)
-  target_include_directories(${target} PRIVATE ${CMAKE_JS_INC} ${ATTN_NODE_ADDON_API_DIR} ${ATTN_CUDA_INCLUDE_DIR})
+  target_include_directories(${target} PRIVATE ${CMAKE_JS_INC} ${ATTN_NODE_ADDON_API_DIR} ${ATTN_CUDA_INCLUDE_DIR}
+    ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_definitions(${target} PRIVATE NAPI_VERSION=8 NODE_ADDON_API_CPP_EXCEPTIONS
     NODE_ADDON_API_DISABLE_DEPRECATED ATTN_CUDA_ARCHS_STRING="${ATTN_CUDA_ARCHS_CSV}")
   target_compile_options(${target} PRIVATE

@@ -36,7 +36,9 @@ function inputs(b: number, hq: number, hk: number, sq: number, sk: number, d: nu
 /** flash-cuda vs cpu-math on the same (rounded) inputs: max |d out| and max |d lse|. */
 function againstCpu(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOptions) {
   const gpu = sdpaForward(q, k, v, { ...opts, backends: ['flash-cuda'] });
-  const cpu = sdpaForward(q.to('cpu'), k.to('cpu'), v.to('cpu'), { ...opts, backends: ['cpu-math'] });
+  // The reference gets every tensor option on the CPU too (the same values).
+  const cpuOpts = { ...opts, alibiSlopes: opts.alibiSlopes?.to('cpu') ?? null, backends: ['cpu-math'] };
+  const cpu = sdpaForward(q.to('cpu'), k.to('cpu'), v.to('cpu'), cpuOpts);
   return {
     out: maxDiff(gpu.out.toFloat64Array(), cpu.out.toFloat64Array()),
     lse: maxDiff(gpu.logsumexp.toFloat64Array(), cpu.logsumexp.toFloat64Array()),
