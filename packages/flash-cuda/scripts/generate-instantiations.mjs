@@ -5,12 +5,20 @@
 //   node scripts/generate-instantiations.mjs           # (re)write the files
 //   node scripts/generate-instantiations.mjs --check   # exit 1 if the files are stale (run by the tests)
 //
-// Per head-dim bucket two shapes (FlashAttention-2's choices for sm80/sm90):
+// Per head-dim bucket two shapes with every feature (FlashAttention-2's choices for sm80/sm90):
 //   'large': kBlockM 128; 4 warps x 32 rows up to D=128, 8 warps x 16 rows above (smem <= 128 KB).
 //   'small': kBlockM 64, 4 warps x 16 rows (smem <= 96 KB): short queries and decode (split-KV), and
 //            GPUs whose opt-in shared memory per block is ~100 KB (sm86, sm89) where 'large' does not fit.
-//   'alt':   an alternative shape, never chosen automatically; benches and the GPU check force it by
+// and, for the head dims the standard grid uses, a lean kernel (no ALiBi, softcap, dropout or left window
+// bound compiled in; causal, right window, varlen, GQA and split-KV stay) with the registers that frees
+// spent on FA2's larger key tiles:
+//   'lean':  chosen instead of 'large' for calls without those features;
+//   'lean_small': likewise instead of 'small' (decode: FA2's split-KV tile for D=128 is 64 x 128, twice the
+//            bytes in flight per CTA of the 64 x 64 'small' tile, in 218 registers without Q in registers).
+//   'alt':   a lean alternative shape, never chosen automatically; benches and the GPU check force it by
 //            name (flashForward(params, { kernel })) to compare tile shapes in one GPU run.
+// Lean D=64 keeps Q in registers (238 registers, no spills; one ldmatrix in four fewer per key tile);
+// FA2's 128x128 for D=64 spills ~200 bytes here (S 128 + O 64 accumulators per thread), so it is not built.
 // qRegs: keep the Q fragments in registers for the whole key loop (where registers allow).
 // dtypes: optional, the dtypes to instantiate (default both).
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,9 +43,15 @@ export const CONFIGS = [
   [224, 'small', 64, 32, 4, false],
   [256, 'large', 128, 64, 8, false],
   [256, 'small', 64, 32, 4, false],
-  [64, 'alt', 128, 64, 8, true, ['bf16']],
-  [128, 'alt', 128, 64, 8, true, ['bf16']],
+  [64, 'lean', 128, 64, 4, true],
+  [128, 'lean', 128, 64, 4, false],
+  [256, 'lean', 128, 64, 8, false],
+  [128, 'lean_small', 64, 128, 4, false],
+  [64, 'alt', 128, 64, 4, false, ['bf16']],
+  [128, 'alt', 128, 32, 4, false, ['bf16']],
 ];
+/** Variants compiled without the extra features (FwdTraits kExtras = false). */
+export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt']);
 export const DTYPES = [
   ['fp16', '__half'],
   ['bf16', '__nv_bfloat16'],
@@ -53,20 +67,21 @@ export function generatedFiles() {
   for (const [dname, ctype] of DTYPES) {
     for (const [d, variant, m, n, w, qRegs, dtypes] of CONFIGS) {
       if (dtypes && !dtypes.includes(dname)) continue;
-      const traits = `attn::flash::FwdTraits<${d}, ${m}, ${n}, ${w}, ${qRegs}, ${ctype}>`;
+      const extras = !LEAN_VARIANTS.has(variant);
+      const traits = `attn::flash::FwdTraits<${d}, ${m}, ${n}, ${w}, ${qRegs}, ${ctype}, ${extras}>`;
       files.set(
         `fwd_${dname}_d${d}_${variant}.cu`,
         `${banner}#include "../flash_fwd_launch.h"\n\n` +
           `template void attn::flash::run_fwd<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);\n`,
       );
       list.push(
-        `ATTN_FWD_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${qRegs}, ${ctype}, "${dname}_d${d}_${variant}", ${variant !== 'alt'})`,
+        `ATTN_FWD_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${qRegs}, ${ctype}, ${extras}, "${dname}_d${d}_${variant}", ${variant !== 'alt'})`,
       );
     }
   }
   files.set(
     'fwd_configs.inc',
-    `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, name, auto_select)\n` +
+    `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, extras, name, auto_select)\n` +
       `// Within one (dtype, head_dim), the 'large' shape comes first.\n${list.join('\n')}\n`,
   );
   return files;
@@ -76,7 +91,8 @@ function main() {
   const check = process.argv.includes('--check');
   const files = generatedFiles();
   mkdirSync(outDir, { recursive: true });
-  const present = readdirSync(outDir).filter((f) => f.endsWith('.cu') || f.endsWith('.inc'));
+  // Only the forward files are this script's: other generators (backward) share the folder.
+  const present = readdirSync(outDir).filter((f) => f.startsWith('fwd_') && (f.endsWith('.cu') || f.endsWith('.inc')));
   const stale = [];
   for (const [name, text] of files) {
     let old = null;

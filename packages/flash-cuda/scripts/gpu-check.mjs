@@ -390,6 +390,18 @@ function bench(quick) {
     const gbs = (2 * B * Hk * Sk * D * 2) / (t.gpuMs * 1e-3) / 1e9;
     rows.push({ kind: 'decode', us: t.gpuMs * 1e3, wallUs: t.wallMs * 1e3, gbs, kernel: plan.kernel, splits: plan.numSplits });
     log(`  decode B=8 Hq=32 Hk=8 Sq=1 Sk=8192 D=128: ${(t.gpuMs * 1e3).toFixed(1)} us GPU, ${(t.wallMs * 1e3).toFixed(1)} us wall, ${gbs.toFixed(0)} GB/s K+V  [${plan.kernel}, splits ${plan.numSplits}, packGqa ${plan.packGqa}]`);
+    // Split counts beside the heuristic's choice (decode is bandwidth bound: bytes in flight per SM).
+    const params = core.normalizeParams(q, k, v, { enableGqa: true });
+    for (const numSplits of [2, 4, 8, 16, 32]) {
+      if (numSplits === plan.numSplits) continue;
+      const ts = timeCall(() => {
+        const r = flashForward(params, { numSplits });
+        r.out.dispose();
+        r.logsumexp.dispose();
+      });
+      rows.push({ kind: 'decode-splits', splits: numSplits, us: ts.gpuMs * 1e3 });
+      log(`      splits ${numSplits}: ${(ts.gpuMs * 1e3).toFixed(1)} us GPU`);
+    }
   }
   {
     const o = { dtype: 'bfloat16', device: 'cuda' };

@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NUM_NAMES, PTR_NAMES } from './abi.js';
+import { BWD_NUM_NAMES, BWD_PTR_NAMES } from './bwd-abi.js';
+import { BWD_SMEM_BYTES } from './rules-backward.js';
 import { PACKAGE_ROOT } from './native.js';
 
 /** Enum members of `enum <name> : int { kA, kB, ..., kCount }` in abi.h, as 'a', 'b', ... */
@@ -24,6 +26,30 @@ describe('abi', () => {
   });
   it('lists the same number slots as native/src/abi.h', () => {
     expect(enumNames(header, 'Num')).toEqual([...NUM_NAMES]);
+  });
+});
+
+describe('backward abi', () => {
+  const header = readFileSync(join(PACKAGE_ROOT, 'native', 'src', 'bwd_abi.h'), 'utf8');
+  it('lists the same pointer slots as native/src/bwd_abi.h', () => {
+    expect(enumNames(header, 'BwdPtr')).toEqual([...BWD_PTR_NAMES]);
+  });
+  it('lists the same number slots as native/src/bwd_abi.h', () => {
+    expect(enumNames(header, 'BwdNum')).toEqual([...BWD_NUM_NAMES]);
+  });
+});
+
+describe('generated backward instantiations', () => {
+  const script = join(PACKAGE_ROOT, 'scripts', 'generate-bwd-instantiations.mjs');
+  it('are up to date with scripts/generate-bwd-instantiations.mjs', () => {
+    const r = spawnSync(process.execPath, [script, '--check'], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+  it("state the shared memory that the backwardSharedMemory rule assumes", () => {
+    const r = spawnSync(process.execPath, [script, '--smem-json'], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(BWD_SMEM_BYTES);
   });
 });
 

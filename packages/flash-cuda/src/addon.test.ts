@@ -4,6 +4,7 @@ import { type DeviceProperties, empty, normalizeParams, registerDeviceRuntime, t
 import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { argArrays, NUM, PTR } from './abi.js';
+import { BWD_NUM, bwdArgArrays } from './bwd-abi.js';
 import { packArgs } from './forward.js';
 import { addon } from './native.js';
 
@@ -70,6 +71,28 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
     expect(() => a!.plan(n)).toThrow(/does not fit/);
   });
 
+  // An addon built before the lean kernels existed plans 'large' for everything: skip there.
+  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d128_lean'))('plans the lean kernel only for calls without its missing features', () => {
+    const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
+    expect(a!.plan(plain.nums, plain.ptrs).kernel).toBe('bf16_d128_lean');
+    expect(a!.plan(plain.nums).kernel).toBe('bf16_d128_large'); // no address array: ALiBi counts as present
+    const alibi = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
+    alibi.ptrs[PTR.alibi] = 256n;
+    expect(a!.plan(alibi.nums, alibi.ptrs).kernel).toBe('bf16_d128_large');
+    for (const opts of [{ softcap: 30 }, { dropoutP: 0.1 }, { window: [64, 0] }, { scale: -0.5 }] as SdpaOptions[]) {
+      const n = nums([4, 16, 16, 4096, 4096, 128], opts);
+      expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
+    }
+    // Short queries and decode: the lean small tile (D=128), the full one with ALiBi.
+    const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
+    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_lean_small');
+    dec.ptrs[PTR.alibi] = 256n;
+    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_small');
+    // A lean kernel forced onto a call that needs the missing features is refused.
+    alibi.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean');
+    expect(() => a!.plan(alibi.nums, alibi.ptrs)).toThrow(/lean/);
+  });
+
   it('re-checks its arguments and throws instead of crashing', () => {
     const bad = (edit: (n: Float64Array) => void) => {
       const { nums: n } = nums([1, 4, 2, 16, 16, 64], { enableGqa: true });
@@ -86,5 +109,38 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
     expect(() => a!.forward(ptrs, n)).toThrow(/device addresses/);
     expect(() => a!.forward(new BigUint64Array(3), n)).toThrow(/abi mismatch/);
     expect(() => a!.plan(new Float64Array(2))).toThrow(/abi mismatch/);
+  });
+});
+
+describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
+  const bnums = (deterministic = false) => {
+    const { bnums: b } = bwdArgArrays();
+    b[BWD_NUM.deterministic] = deterministic ? 1 : 0;
+    return b;
+  };
+
+  it('lists its backward kernels', () => {
+    expect(a!.backwardKernels!().some((k) => k.startsWith('bf16_d128 '))).toBe(true);
+  });
+
+  it('picks the head-dim bucket, and two Q/dO stages where shared memory allows', () => {
+    const h100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }).nums, bnums());
+    expect(h100.kernel).toBe('bf16_d128');
+    expect(h100.stages).toBe(2);
+    expect(h100.dqAccumStride).toBe(128);
+    const ada = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 128], { requiresGrad: true }, RTX4090).nums, bnums());
+    expect(ada.stages).toBe(1);
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe('fp16_d256');
+  });
+
+  it('refuses what does not fit and re-checks its arguments (throws, never aborts)', () => {
+    expect(() => a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, RTX4090).nums, bnums())).toThrow(/needs \d+ bytes of shared memory/);
+    const { ptrs, nums: n } = nums([1, 4, 4, 16, 16, 64]);
+    const { bptrs } = bwdArgArrays();
+    expect(() => a!.backward!(ptrs, n, bptrs, bnums())).toThrow(/device addresses/);
+    expect(() => a!.backward!(ptrs, n, bptrs, new Float64Array(3))).toThrow(/abi mismatch/);
+    const b = bnums();
+    b[BWD_NUM.deterministic] = 2;
+    expect(() => a!.backwardPlan!(n, b)).toThrow(/deterministic flag/);
   });
 });

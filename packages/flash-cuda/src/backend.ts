@@ -1,5 +1,6 @@
-// The 'flash-cuda' Backend: FlashAttention-2-class forward kernels for fp16/bf16 on sm80+.
+// The 'flash-cuda' Backend: FlashAttention-2-class forward and backward kernels for fp16/bf16 on sm80+.
 import type { Backend } from '@attn/core';
+import { flashBackward } from './backward.js';
 import { flashForward } from './forward.js';
 import { addon, availability } from './native.js';
 import { FLASH_RULES } from './rules.js';
@@ -12,15 +13,24 @@ export const flashCudaBackend: Backend = Object.freeze({
   deviceType: 'cuda',
   defaultPriority: FLASH_PRIORITY,
   description:
-    'FlashAttention-2-style forward for NVIDIA sm80+ (mma.sync, ldmatrix, cp.async): fp16/bf16, D <= 256, causal ' +
-    '(both alignments), sliding window, GQA/MQA, ALiBi, softcap, dropout, varlen, split-KV decode; no mask, no backward yet.',
+    'FlashAttention-2-style forward and backward for NVIDIA sm80+ (mma.sync, ldmatrix, cp.async): fp16/bf16, D <= 256, ' +
+    'causal (both alignments), sliding window, GQA/MQA, ALiBi, softcap, dropout, varlen, split-KV decode, deterministic ' +
+    'backward; no mask.',
   availability,
   rules: FLASH_RULES,
   forward: (params) => flashForward(params),
+  backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
     const a = addon();
     if (!a) return { built: false };
     const info = a.buildInfo();
-    return { built: true, cudaArchs: info.cudaArchs, cudaRuntime: info.cudaRuntime, kernels: info.kernels, kernelNames: info.kernelNames };
+    return {
+      built: true,
+      cudaArchs: info.cudaArchs,
+      cudaRuntime: info.cudaRuntime,
+      kernels: info.kernels,
+      kernelNames: info.kernelNames,
+      backwardKernels: a.backwardKernels?.() ?? [],
+    };
   },
 } satisfies Backend);

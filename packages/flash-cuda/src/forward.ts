@@ -4,11 +4,11 @@
 import { AttnInputError, DeviceError, empty, type ForwardOutputs, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream, deviceProperties } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
-import { addon, availability, type FlashAddon } from './native.js';
+import { addon, availability, type FlashAddon, type FlashPlan } from './native.js';
 
 const U64 = (1n << 64n) - 1n;
 
-function requireAddon(): FlashAddon {
+export function requireAddon(): FlashAddon {
   const a = addon();
   const av = availability();
   if (!a || !av.ok) throw new DeviceError('ATTN_UNAVAILABLE', `flash-cuda is ${av.ok ? 'unavailable' : av.reason}`);
@@ -22,7 +22,7 @@ interface DeviceFacts {
   readonly minor: number;
 }
 const deviceFacts = new Map<number, DeviceFacts>();
-function factsOf(index: number): DeviceFacts {
+export function factsOf(index: number): DeviceFacts {
   let f = deviceFacts.get(index);
   if (!f) {
     const p = deviceProperties(index);
@@ -33,21 +33,35 @@ function factsOf(index: number): DeviceFacts {
 }
 
 /** Turns an addon error into core's error classes (the message names the kernel or the argument). */
-function rethrow(e: unknown): never {
+export function rethrow(e: unknown): never {
   const code = (e as { code?: unknown })?.code;
   const msg = e instanceof Error ? e.message : String(e);
   if (code === 'ATTN_FLASH_ARGUMENT') throw new AttnInputError('ATTN_FLASH_ARGUMENT', msg);
   throw new DeviceError(typeof code === 'string' ? code : 'ATTN_CUDA_ERROR', msg, { cause: e });
 }
 
-function strides3(t: Tensor, varlen: boolean): [number, number, number] {
+export function strides3(t: Tensor, varlen: boolean): [number, number, number] {
   // [batch, head, row]; varlen tensors are [total, H, D]: rows start at cuSeqlens[b].
   return varlen ? [0, t.strides[1]!, t.strides[0]!] : [t.strides[0]!, t.strides[1]!, t.strides[2]!];
 }
 
-/** Packs the call into the abi arrays (no pointers to outputs yet). Exported for tests. */
-export function packArgs(p: SdpaParams, facts: DeviceFacts): { ptrs: BigUint64Array; nums: Float64Array } {
-  const { ptrs, nums } = argArrays();
+/**
+ * Packs the call into the abi arrays (no pointers to outputs yet). Exported for tests. `into`: arrays to
+ * reuse (zeroed here) instead of fresh ones.
+ */
+export function packArgs(
+  p: SdpaParams,
+  facts: DeviceFacts,
+  into?: { ptrs: BigUint64Array; nums: Float64Array },
+): { ptrs: BigUint64Array; nums: Float64Array } {
+  let ptrs: BigUint64Array, nums: Float64Array;
+  if (into) {
+    ({ ptrs, nums } = into);
+    ptrs.fill(0n);
+    nums.fill(0);
+  } else {
+    ({ ptrs, nums } = argArrays());
+  }
   const varlen = p.varlen !== null;
   nums[NUM.isBf16] = p.dtype === 'bfloat16' ? 1 : 0;
   nums[NUM.batch] = p.batch;
@@ -92,7 +106,7 @@ export function packArgs(p: SdpaParams, facts: DeviceFacts): { ptrs: BigUint64Ar
 }
 
 /** 16-byte loads and stores are possible: base addresses 16-byte aligned, strides and D multiples of 8. */
-function aligned16(p: SdpaParams, tensors: readonly Tensor[], nums: Float64Array): boolean {
+export function aligned16(p: SdpaParams, tensors: readonly Tensor[], nums: Float64Array): boolean {
   if (p.headDim % 8 !== 0) return false;
   for (const t of tensors) if (t.dataPointer() % 16n !== 0n) return false;
   const strideNames = ['qBatchStride', 'qHeadStride', 'qRowStride', 'kBatchStride', 'kHeadStride', 'kRowStride',
@@ -107,27 +121,55 @@ export interface FlashOverrides {
   readonly kernel?: string;
 }
 
+let kernelNames: readonly string[] | undefined;
+
 function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides): void {
   if (opts.numSplits !== undefined) nums[NUM.numSplits] = opts.numSplits;
   if (opts.kernel !== undefined) {
-    const index = a.buildInfo().kernelNames.indexOf(opts.kernel);
+    kernelNames ??= a.buildInfo().kernelNames; // fixed for the life of the loaded addon
+    const index = kernelNames.indexOf(opts.kernel);
     if (index < 0) throw new AttnInputError('ATTN_FLASH_ARGUMENT', `flash-cuda has no kernel named '${opts.kernel}'.`);
     nums[NUM.kernel] = index;
   }
 }
 
+// The plan is a pure function of these slots and of whether ALiBi slopes are given (native/src/dispatch.cu:
+// make_plan and lean_ok). Consecutive calls of one shape (training steps, benches, decode loops) reuse the
+// last plan: comparing the slots costs ~0.05 us, the addon call ~1.5-3 us (string keys for a Map: ~1.7 us).
+const PLAN_SLOTS = [
+  NUM.isBf16, NUM.batch, NUM.headsQ, NUM.headsK, NUM.seqQ, NUM.seqK, NUM.headDim, NUM.totalQ, NUM.smCount,
+  NUM.smemOptin, NUM.numSplits, NUM.kernel, NUM.softcap, NUM.dropout, NUM.windowLeft, NUM.scale,
+] as const;
+const lastKey = new Float64Array(PLAN_SLOTS.length + 1).fill(Number.NaN); // NaN never compares equal
+let lastPlan: FlashPlan | null = null;
+
+function cachedPlan(a: FlashAddon, ptrs: BigUint64Array, nums: Float64Array): FlashPlan {
+  const alibi = ptrs[PTR.alibi] !== 0n ? 1 : 0;
+  let same = lastPlan !== null && lastKey[PLAN_SLOTS.length] === alibi;
+  for (let i = 0; same && i < PLAN_SLOTS.length; i++) same = lastKey[i] === nums[PLAN_SLOTS[i]!];
+  if (same) return lastPlan!;
+  let plan: FlashPlan;
+  try {
+    plan = a.plan(nums, ptrs); // throws on bad arguments: only successful plans are remembered
+  } catch (e) {
+    rethrow(e);
+  }
+  for (let i = 0; i < PLAN_SLOTS.length; i++) lastKey[i] = nums[PLAN_SLOTS[i]!]!;
+  lastKey[PLAN_SLOTS.length] = alibi;
+  lastPlan = plan;
+  return plan;
+}
+
+// flashForward's argument arrays, reused: the addon reads them synchronously and keeps nothing.
+const callArgs = argArrays();
+
 export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardOutputs {
   const a = requireAddon();
   const device = p.device;
   const facts = factsOf(device.index);
-  const { ptrs, nums } = packArgs(p, facts);
+  const { ptrs, nums } = packArgs(p, facts, callArgs);
   applyOverrides(a, nums, opts);
-  let plan;
-  try {
-    plan = a.plan(nums);
-  } catch (e) {
-    rethrow(e);
-  }
+  const plan = cachedPlan(a, ptrs, nums);
 
   const varlen = p.varlen !== null;
   const totalQ = varlen ? p.query.shape[0]! : 0;
@@ -179,10 +221,10 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
 /** What the addon would run for these params (kernel configuration, splits): diagnostics and benches. */
 export function planFor(p: SdpaParams, opts: FlashOverrides = {}): { kernel: string; numSplits: number; packGqa: boolean } {
   const a = requireAddon();
-  const { nums } = packArgs(p, factsOf(p.device.index));
+  const { ptrs, nums } = packArgs(p, factsOf(p.device.index));
   applyOverrides(a, nums, opts);
   try {
-    const plan = a.plan(nums);
+    const plan = a.plan(nums, ptrs);
     return { kernel: plan.kernel, numSplits: plan.numSplits, packGqa: plan.packGqa };
   } catch (e) {
     rethrow(e);

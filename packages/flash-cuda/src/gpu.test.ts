@@ -119,11 +119,23 @@ describe.skipIf(!av.ok)('flash-cuda on a GPU', () => {
     const decode = planFor(normalizeParams(q, k, v, { enableGqa: true }));
     expect(decode.packGqa).toBe(true);
     expect(decode.numSplits).toBeGreaterThan(1);
-    expect(decode.kernel).toMatch(/_small/);
+    expect(decode.kernel).toMatch(/_small$/);
     const [q2, k2, v2] = inputs(4, 16, 16, 4096, 4096, 128);
     const prefill = planFor(normalizeParams(q2, k2, v2, { isCausal: true }));
-    expect(prefill.kernel).toMatch(/_large/);
+    expect(prefill.kernel).toMatch(/_(large|lean)$/); // lean: no ALiBi, softcap, dropout or left window
     expect(prefill.numSplits).toBe(1);
+  });
+
+  it('the lean kernel agrees with the full one', () => {
+    const [q, k, v] = inputs(2, 4, 4, 300, 700, 128);
+    for (const opts of [{ isCausal: true, alignment: 'lowerRight' }, {}] as SdpaOptions[]) {
+      const p = normalizeParams(q, k, v, opts);
+      expect(planFor(p).kernel).toBe('bf16_d128_lean');
+      const lean = flashForward(p);
+      const full = flashForward(p, { kernel: 'bf16_d128_large' });
+      expect(maxDiff(lean.out.toFloat64Array(), full.out.toFloat64Array())).toBeLessThan(1e-2);
+      expect(maxDiff(lean.logsumexp.toFloat64Array(), full.logsumexp.toFloat64Array())).toBeLessThan(1e-4);
+    }
   });
 
   it('the addon re-checks its arguments and throws (never aborts)', () => {

@@ -15,9 +15,24 @@ export interface FlashPlan {
   readonly kernel: string;
 }
 
+export interface FlashBackwardPlan {
+  readonly kernel: string;
+  readonly dqAccumStride: number;
+  /** Shared-memory stages of Q/dO in the dK/dV kernel: 2 (prefetch) where they fit. */
+  readonly stages: number;
+  readonly nBlocks: number;
+  readonly mBlocks: number;
+}
+
 export interface FlashAddon {
-  plan(nums: Float64Array): FlashPlan;
+  /** ptrs: the address array (ALiBi slopes given or not decides whether a lean kernel may run); without it, no lean kernel is planned. */
+  plan(nums: Float64Array, ptrs?: BigUint64Array): FlashPlan;
   forward(ptrs: BigUint64Array, nums: Float64Array): void;
+  /** Absent in an addon built before the backward existed (backward.ts then says to rebuild). */
+  backwardPlan?(nums: Float64Array, bnums: Float64Array): FlashBackwardPlan;
+  backward?(ptrs: BigUint64Array, nums: Float64Array, bptrs: BigUint64Array, bnums: Float64Array): void;
+  /** 'bf16_d128 (dK/dV 32x128, 8 warps, 88 KB; dQ 64x64, 4 warps, 64 KB)', in table order. */
+  backwardKernels?(): string[];
   buildInfo(): {
     cudaArchs: string;
     cudaRuntime: number;

@@ -15,6 +15,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NUM, PTR } from './abi.js';
 import { packArgs } from './forward.js';
 import { FLASH_RULES } from './rules.js';
+import { backwardSharedMemory } from './rules-backward.js';
 
 const H100: Partial<DeviceProperties> = { name: 'fake H100', arch: 'sm_90', major: 9, minor: 0, sharedMemoryPerBlockOptin: 232448 };
 const T4: Partial<DeviceProperties> = { name: 'fake T4', arch: 'sm_75', major: 7, minor: 5, sharedMemoryPerBlockOptin: 65536 };
@@ -60,16 +61,32 @@ describe('flash-cuda rules', () => {
     expect(failing(params({}, { d: 100 }))).toEqual([]); // D % 8 != 0: padded in the kernel
   });
 
-  it('decline fp32, old GPUs, masks, D > 256, D != Dv and backward, each with its rule', () => {
+  it('decline fp32, old GPUs, masks, D > 256 and D != Dv, each with its rule', () => {
     expect(failing(params({}, { dtype: 'float32' }))).toEqual(['dtypeIn(float16, bfloat16)']);
     expect(failing(params({}, { device: DEV.sm75 }), T4)).toEqual(['smRange(80, 121)']);
     const mask = tensor(new Array(16 * 24).fill(1), [16, 24], { dtype: 'bool', device: DEV.sm90 });
     expect(failing(params({ attnMask: mask }))).toEqual(['noAttnMask']);
     expect(failing(params({}, { d: 320 }))).toEqual(['headDimAtMost(256)']);
-    expect(failing(params({ requiresGrad: true }))).toEqual(['noBackward']);
     const [q, k] = qkv();
     const v = randn([2, 4, 24, 32], { dtype: 'bfloat16', device: DEV.sm90 });
     expect(failing(normalizeParams(q, k, v))).toEqual(['headDimsEqual']);
+  });
+
+  it('take backward, deterministic or not, with every feature', () => {
+    const slopes = tensor([0.5, 0.25, 0.125, 0.0625], [4], { dtype: 'float32', device: DEV.sm90 });
+    const opts = { requiresGrad: true, isCausal: true, alignment: 'lowerRight', window: [8, 0], alibiSlopes: slopes, softcap: 30, dropoutP: 0.1 } as const;
+    expect(failing(params(opts))).toEqual([]);
+    expect(failing(params({ ...opts, deterministic: true }))).toEqual([]);
+    expect(failing(params({ requiresGrad: true, enableGqa: true }, { hq: 8, hk: 1, d: 256 }))).toEqual([]);
+  });
+
+  it('decline backward where its tiles do not fit the shared memory (D > 192 on ~100 KB GPUs)', () => {
+    const RTX4090: Partial<DeviceProperties> = { ...H100, name: 'fake RTX 4090', arch: 'sm_89', major: 8, minor: 9, sharedMemoryPerBlockOptin: 101376 };
+    expect(failing(params({ requiresGrad: true }, { d: 192 }), RTX4090)).toEqual([]);
+    expect(failing(params({ requiresGrad: true }, { d: 256 }), RTX4090)).toEqual(['backwardSharedMemory']);
+    expect(failing(params({}, { d: 256 }), RTX4090)).toEqual([]); // forward alone fits
+    const why = backwardSharedMemory.check(params({ requiresGrad: true }, { d: 200 }), { device: makeFakeDeviceRuntime({ devices: [RTX4090] }).properties(0) });
+    expect(why).toMatch(/needs 102912 bytes .* allows 101376/);
   });
 
   it('decline CPU tensors and a non-contiguous last dim', () => {

@@ -1,7 +1,8 @@
 // What 'flash-cuda' supports, as PyTorch's can_use_flash_attention (sdp-selection.md §4.1) adapted to
 // this kernel: no mask (causal, window, ALiBi, softcap instead), fp16/bf16 on sm80..sm121, D == Dv <= 256
 // (any D: non-multiples of 8 are zero-padded in the kernel's loads), GQA/MQA, varlen, both causal
-// alignments (so no noCausalNonSquare), dropout, forward only until the backward kernel lands.
+// alignments (so no noCausalNonSquare), dropout; backward (and its deterministic mode) wherever the
+// backward tiles fit the GPU's shared memory (backwardSharedMemory, rules-backward.ts).
 import {
   batchAndHeads,
   denseRank4,
@@ -11,13 +12,13 @@ import {
   lastDimContiguous,
   maxBatchAndHeads,
   noAttnMask,
-  noBackward,
   nonzeroSeqLens,
   rule,
   smRange,
   tensorsOn,
   type Rule,
 } from '@attn/core';
+import { backwardSharedMemory } from './rules-backward.js';
 
 /** Dense [B, H, S, D], or packed varlen [total, H, D] (core validated the varlen layout). */
 export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) => (p.varlen ? null : denseRank4.check(p, ctx)));
@@ -53,5 +54,5 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   maxBatchAndHeads(65535),
   alibiHeadContiguous,
   varlenOffsetsOnDevice,
-  noBackward,
+  backwardSharedMemory,
 ]);

@@ -1,11 +1,13 @@
-// N-API surface of flash_cuda.node: plan(nums), forward(ptrs, nums), buildInfo(). Every C++ exception
-// (bad argument, CUDA error naming the kernel) becomes a JS Error; nothing aborts the process.
+// N-API surface of flash_cuda.node: plan(nums), forward(ptrs, nums), buildInfo() (the backward's
+// functions are registered by addon_bwd.cpp). Every C++ exception (bad argument, CUDA error naming the
+// kernel) becomes a JS Error; nothing aborts the process.
 #include <napi.h>
 
 #include <exception>
 #include <string>
 
 #include "abi.h"
+#include "addon_bwd.h"
 #include "attn/cuda_check.h"
 #include "dispatch.h"
 
@@ -44,14 +46,16 @@ Napi::Error to_js(Napi::Env env, const std::exception& e, const char* code) {
 
 Napi::Value Plan(const Napi::CallbackInfo& info) {
   const double* nums = nums_arg(info, 0);
+  // Optional: the address array (whether ALiBi slopes are given decides if a lean kernel may run).
+  const uint64_t* ptrs = info.Length() > 1 && !info[1].IsUndefined() ? ptrs_arg(info, 1) : nullptr;
   try {
-    const attn::flash::Plan p = attn::flash::plan(nums);
+    const attn::flash::Plan p = attn::flash::plan(nums, ptrs);
     Napi::Object o = Napi::Object::New(info.Env());
     o.Set("numSplits", p.num_splits);
     o.Set("oaccumStride", p.oaccum_stride);
     o.Set("packGqa", p.pack_gqa);
     o.Set("mBlocks", p.m_blocks);
-    o.Set("kernel", attn::flash::kernel_names()[p.config]);
+    o.Set("kernel", attn::flash::kernel_name(p.config));
     return o;
   } catch (const std::invalid_argument& e) {
     throw to_js(info.Env(), e, "ATTN_FLASH_ARGUMENT");
@@ -97,6 +101,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("plan", Napi::Function::New(env, Plan, "plan"));
   exports.Set("forward", Napi::Function::New(env, Forward, "forward"));
   exports.Set("buildInfo", Napi::Function::New(env, BuildInfo, "buildInfo"));
+  attn::flash::register_backward(env, exports);  // backwardPlan, backward (addon_bwd.cpp)
   return exports;
 }
 

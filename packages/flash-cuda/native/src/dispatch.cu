@@ -27,14 +27,16 @@ struct FwdConfig {
   bool bf16;
   int head_dim, block_m, block_n, warps;
   bool q_in_regs;
+  bool extras;  // false: lean kernel, only for calls without ALiBi, softcap, dropout or a left window bound
   int smem_bytes;
   void (*run)(const FwdParams&, cudaStream_t, int);
   const char* name;
   bool auto_select;  // false: only when asked for by index (kKernel)
 };
 
-#define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, NAME, AUTO) \
-  {IS_BF16 != 0, D, M, N, W, QR, FwdTraits<D, M, N, W, QR, ELEM>::kSmemBytes, &run_fwd<FwdTraits<D, M, N, W, QR, ELEM>>, NAME, AUTO},
+#define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
+  {IS_BF16 != 0, D, M, N, W, QR, EXTRAS, FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes, \
+   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
 };
@@ -123,17 +125,32 @@ Shape read_shape(const double* nums, bool varlen) {
   return s;
 }
 
-Plan make_plan(const Shape& s, int requested_splits, int forced) {
+// The lean kernels (FwdTraits kExtras = false) leave out ALiBi, softcap, dropout and the left window bound,
+// and fold the scale into exp2, which needs scale > 0 (the max of raw scores is then the max of scaled ones).
+// alibi: whether the call has ALiBi slopes (a pointer, not in nums); unknown counts as yes.
+bool lean_ok(const double* nums, bool alibi) {
+  using namespace abi;
+  return !alibi && nums[kSoftcap] == 0 && nums[kScale] > 0 && nums[kDropout] == 0 && nums[kWindowLeft] < 0;
+}
+
+Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   const int bucket = head_dim_bucket(s.head_dim);
   const bool pack = s.group > 1 && s.seq_q <= 64;
   const int64_t rows = int64_t(s.seq_q) * (pack ? s.group : 1);
-  int large = -1, small = -1;
+  int large = -1, small = -1, lean_large = -1, lean_small = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
     if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin) continue;
+    if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
+      if (lean && c.block_m >= 128 && lean_large < 0) lean_large = i;
+      if (lean && c.block_m < 128 && lean_small < 0) lean_small = i;
+      continue;
+    }
     if (c.block_m >= 128 && large < 0) large = i;
     if (c.block_m < 128 && small < 0) small = i;
   }
+  if (lean_large >= 0) large = lean_large;
+  if (lean_small >= 0) small = lean_small;
   int cfg = (rows <= 64 && small >= 0) ? small : (large >= 0 ? large : small);
   if (forced >= 0) {
     if (forced >= kNumConfigs) throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
@@ -141,6 +158,9 @@ Plan make_plan(const Shape& s, int requested_splits, int forced) {
     if (c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name + " does not fit this call (dtype, head dim " +
                                   std::to_string(s.head_dim) + " or shared memory)");
+    if (!c.extras && !lean)
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
+                                  " is lean: it has no ALiBi, softcap, dropout or left window bound and needs scale > 0");
     cfg = forced;
   }
   if (cfg < 0)
@@ -167,26 +187,23 @@ Plan make_plan(const Shape& s, int requested_splits, int forced) {
 
 }  // namespace
 
-Plan plan(const double* nums) {
+Plan plan(const double* nums, const uint64_t* ptrs) {
   using namespace abi;
   const bool varlen = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0) >= 0;
   // kNumSplits > 0 forces a split count (tests); 0 lets the heuristic choose.
   return make_plan(read_shape(nums, varlen), as_int(nums, kNumSplits, "split count", 0, kMaxSplits),
-                   as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1));
+                   as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1),
+                   lean_ok(nums, ptrs == nullptr || ptrs[kAlibi] != 0));
 }
 
-void forward(const uint64_t* ptrs, const double* nums) {
+FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
   using namespace abi;
   const int64_t total_q = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0);
   const bool varlen = total_q >= 0;
   const Shape s = read_shape(nums, varlen);
-  const int splits = as_int(nums, kNumSplits, "split count", 1, kMaxSplits);
-  const Plan pl = make_plan(s, splits, as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1));
-  const FwdConfig& c = kConfigs[pl.config];
 
   require(ptrs[kQ] && ptrs[kK] && ptrs[kV] && ptrs[kOut] && ptrs[kLse], "q, k, v, out and lse need device addresses");
   require(!varlen || (ptrs[kCuSeqlensQ] && ptrs[kCuSeqlensK]), "varlen needs cuSeqlensQ and cuSeqlensK");
-  require(splits == 1 || (ptrs[kOaccum] && ptrs[kLseAccum]), "split-KV needs partial buffers");
 
   FwdParams p{};
   p.q = reinterpret_cast<const void*>(ptrs[kQ]);
@@ -245,9 +262,23 @@ void forward(const uint64_t* ptrs, const double* nums) {
   p.dropout_seed = ptrs[kSeed];
   p.dropout_offset = static_cast<uint32_t>(as_i64(nums, kDropoutOffset, "dropout offset"));
   require(!p.dropout || nums[kDropoutThreshold] <= 4294967295.0, "dropout threshold must fit in uint32");
-
-  p.pack_gqa = pl.pack_gqa;
   p.aligned16 = as_int(nums, kAligned16, "aligned flag", 0, 1) == 1;
+  return p;
+}
+
+void forward(const uint64_t* ptrs, const double* nums) {
+  using namespace abi;
+  const int64_t total_q = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0);
+  const bool varlen = total_q >= 0;
+  const Shape s = read_shape(nums, varlen);
+  const int splits = as_int(nums, kNumSplits, "split count", 1, kMaxSplits);
+  const Plan pl =
+      make_plan(s, splits, as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1), lean_ok(nums, ptrs[kAlibi] != 0));
+  const FwdConfig& c = kConfigs[pl.config];
+  require(splits == 1 || (ptrs[kOaccum] && ptrs[kLseAccum]), "split-KV needs partial buffers");
+
+  FwdParams p = params_from_abi(ptrs, nums);
+  p.pack_gqa = pl.pack_gqa;
   p.m_blocks = pl.m_blocks;
   p.num_splits = splits;
   p.oaccum = reinterpret_cast<float*>(ptrs[kOaccum]);
@@ -262,6 +293,8 @@ void forward(const uint64_t* ptrs, const double* nums) {
   if (splits > 1) run_combine(p, s.bf16, stream);
 }
 
+const char* kernel_name(int config) { return config >= 0 && config < kNumConfigs ? kConfigs[config].name : ""; }
+
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
   for (const FwdConfig& c : kConfigs) names.push_back(c.name);
@@ -273,7 +306,8 @@ std::vector<std::string> kernel_descriptions() {
   for (const FwdConfig& c : kConfigs)
     out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
-                  (c.q_in_regs ? ", Q in registers" : "") + (c.auto_select ? "" : ", forced only") + ")");
+                  (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
+                  (c.auto_select ? "" : ", forced only") + ")");
   return out;
 }
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "fwd_params.h"
+
 namespace attn::flash {
 
 struct Plan {
@@ -15,15 +17,22 @@ struct Plan {
   int m_blocks;
 };
 
-// nums: the abi::Num array. Throws std::invalid_argument on bad values, std::runtime_error when no
-// compiled configuration fits the device.
-Plan plan(const double* nums);
+// nums: the abi::Num array; ptrs: the abi::Ptr array, or null (then ALiBi counts as present, so no lean
+// kernel is planned). Throws std::invalid_argument on bad values, std::runtime_error when no compiled
+// configuration fits the device.
+Plan plan(const double* nums, const uint64_t* ptrs);
 // ptrs, nums: the abi arrays; nums[kNumSplits] is the split count to run (plan(nums).num_splits; partials in
 // ptrs[kOaccum]); nums[kKernel] >= 0 forces a configuration by index (benches), -1 lets the plan choose.
 void forward(const uint64_t* ptrs, const double* nums);
+// The FwdParams of a call from the abi arrays (pointers, shapes, strides, score features), re-checked;
+// the plan's fields (splits, GQA packing, blocks, partials) are left for the caller. The backward fills
+// its forward part with this too, so both passes compute the same scores.
+FwdParams params_from_abi(const uint64_t* ptrs, const double* nums);
 // Names of the compiled forward configurations ("bf16_d128_large"), in table order (= kKernel index),
 // and the same with their shapes ("bf16_d128_large (128x32, 4 warps, 48 KB smem)").
 std::vector<std::string> kernel_names();
+// One configuration's name, without building the list (the per-call path).
+const char* kernel_name(int config);
 std::vector<std::string> kernel_descriptions();
 
 }  // namespace attn::flash

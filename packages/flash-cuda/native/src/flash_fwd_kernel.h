@@ -8,9 +8,12 @@
 //   wait V_n; barrier; issue K_{n-1}       | online softmax, dropout, O += P.V_n (P from registers)
 // Epilogue: O / l through shared memory with 16-byte stores, logsumexp (natural log) as float32; with
 // split-KV, O / l and lse as float32 partials for the combine kernel.
+// Tr::kExtras = false compiles the lean kernel: no ALiBi / softcap / dropout / left window code, scores
+// kept raw and the scale folded into the softmax's exp2 (FFMA + MUFU.EX2 per score).
 #pragma once
 #include <cstdint>
 
+#include "fwd_gemm.h"
 #include "fwd_params.h"
 #include "kernel_traits.h"
 #include "ptx.h"
@@ -25,10 +28,10 @@ __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? 
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_constant__ FwdParams p) {
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
+  using Op = MmaOp<E>;  // packs O to E in the epilogue
   using IO = TileIO<Tr>;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kMT = Tr::kMTiles, kW = Tr::kNWarps;
-  constexpr int kNT = Tr::kNTiles, kDT = Tr::kDTiles, kKS = Tr::kKSteps, kPS = Tr::kPSteps;
+  constexpr int kNT = Tr::kNTiles, kDT = Tr::kDTiles, kKS = Tr::kKSteps;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   E* sQ = reinterpret_cast<E*>(smem_raw);
@@ -89,7 +92,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   rc.seq_k = seq_k;
   const int h0 = p.pack_gqa ? hk * group : hy;  // first query head of the CTA
   rc.bh0 = int64_t(b) * p.heads_q + h0;
-  rc.slopes = p.alibi != nullptr ? p.alibi + b * p.alibi_batch_stride + h0 : nullptr;
+  rc.slopes = Tr::kExtras && p.alibi != nullptr ? p.alibi + b * p.alibi_batch_stride + h0 : nullptr;
   // Warps whose rows all lie past the end (short queries, decode) skip the math, not the loads.
   const bool warp_active = row0 + warp * 16 < rows_total;
 
@@ -103,18 +106,15 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
       p.head_dim, p.aligned16, q_bh, tid);
   cp_async_commit();
   const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
-  auto k_row = [k_bh, k_rs, seq_k](int n) {
-    return [k_bh, k_rs, seq_k, j0 = n * kN](int row) -> const E* {
-      return j0 + row < seq_k ? k_bh + (j0 + row) * k_rs : nullptr;
-    };
+  // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled.
+  auto load_k = [&](int n) {
+    IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
   };
-  auto v_row = [v_bh, v_rs, seq_k](int n) {
-    return [v_bh, v_rs, seq_k, j0 = n * kN](int row) -> const E* {
-      return j0 + row < seq_k ? v_bh + (j0 + row) * v_rs : nullptr;
-    };
+  auto load_v = [&](int n) {
+    IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
   };
   if (n_end > n_begin) {
-    IO::template load<kN>(sK, k_row(n_end - 1), p.head_dim, p.aligned16, k_bh, tid);
+    load_k(n_end - 1);
     cp_async_commit();
   }
 
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     const int j0 = n * kN;
     cp_async_wait<0>();
     __syncthreads();  // K_n landed; every warp is done reading V_{n+1}
-    IO::template load<kN>(sV, v_row(n), p.head_dim, p.aligned16, v_bh, tid);
+    load_v(n);
     cp_async_commit();
 
     float s[kMT][kNT][4];
@@ -167,70 +167,28 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
         for (int e = 0; e < 4; ++e) s[mi][nt][e] = 0.f;
 
     if (warp_active) {
-      const LdsmAddr<Tr, kM> lqi = lq.fresh();
-      const LdsmAddr<Tr, kN> lki = lk.fresh();
-#pragma unroll
-      for (int ks = 0; ks < kKS; ++ks) {
-        uint32_t a[kMT][4];
-#pragma unroll
-        for (int mi = 0; mi < kMT; ++mi) {
-          if constexpr (Tr::kQInRegs) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) a[mi][e] = q_frag[mi][ks][e];
-          } else {
-            ldmatrix_x4(a[mi], lqi.at(warp * 16 + mi * 16 * kW, ks * 2));
-          }
-        }
-#pragma unroll
-        for (int np = 0; np < kNT / 2; ++np) {
-          uint32_t bk[4];
-          ldmatrix_x4(bk, lki.at(np * 16, ks * 2));
-#pragma unroll
-          for (int mi = 0; mi < kMT; ++mi) {
-            Op::run(s[mi][2 * np], a[mi], bk[0], bk[1]);
-            Op::run(s[mi][2 * np + 1], a[mi], bk[2], bk[3]);
-          }
-        }
-      }
-      scale_scores<kMT, kNT, kW>(s, p, rc, j0, t);
+      gemm_qk<Tr>(s, q_frag, lq.fresh(), lk.fresh(), warp * 16);
+      // Lean kernel: s stays raw (the scale is folded into the softmax's exp2); masks still give -inf.
+      if constexpr (Tr::kExtras) scale_scores<kMT, kNT, kW>(s, p, rc, j0, t);
       const bool boundary = j0 + kN > seq_k ||
                             (p.window_right >= 0 && int64_t(j0) + kN - 1 > int64_t(i_lo) + off + p.window_right) ||
-                            (p.window_left >= 0 && int64_t(j0) < int64_t(i_hi) + off - p.window_left);
-      if (boundary) mask_scores<kMT, kNT, kW>(s, p, rc, j0, t);
+                            (Tr::kExtras && p.window_left >= 0 && int64_t(j0) < int64_t(i_hi) + off - p.window_left);
+      if (boundary) mask_scores<Tr::kExtras, kMT, kNT, kW>(s, p, rc, j0, t);
     }
 
     cp_async_wait<0>();
     __syncthreads();  // V_n landed; every warp is done reading K_n
     if (n > n_begin) {
-      IO::template load<kN>(sK, k_row(n - 1), p.head_dim, p.aligned16, k_bh, tid);
+      load_k(n - 1);
       cp_async_commit();
     }
 
     if (warp_active) {
-      softmax_update(s, acc_o, row_max, row_sum);
-      if (p.dropout) apply_dropout<kMT, kNT, kW>(s, p, rc, j0, t);
-      const LdsmAddr<Tr, kN> lvi = lv.fresh();
-#pragma unroll
-      for (int ps = 0; ps < kPS; ++ps) {
-        uint32_t a[kMT][4];
-#pragma unroll
-        for (int mi = 0; mi < kMT; ++mi) {  // P stays in registers: the S accumulators become the A operand
-          a[mi][0] = Op::pack(s[mi][2 * ps][0], s[mi][2 * ps][1]);
-          a[mi][1] = Op::pack(s[mi][2 * ps][2], s[mi][2 * ps][3]);
-          a[mi][2] = Op::pack(s[mi][2 * ps + 1][0], s[mi][2 * ps + 1][1]);
-          a[mi][3] = Op::pack(s[mi][2 * ps + 1][2], s[mi][2 * ps + 1][3]);
-        }
-#pragma unroll
-        for (int dp = 0; dp < kDT / 2; ++dp) {
-          uint32_t bv[4];
-          ldmatrix_x4_trans(bv, lvi.at(ps * 16, dp * 2));
-#pragma unroll
-          for (int mi = 0; mi < kMT; ++mi) {
-            Op::run(acc_o[mi][2 * dp], a[mi], bv[0], bv[1]);
-            Op::run(acc_o[mi][2 * dp + 1], a[mi], bv[2], bv[3]);
-          }
-        }
+      softmax_update<!Tr::kExtras>(s, acc_o, row_max, row_sum, p.score_mul);
+      if constexpr (Tr::kExtras) {
+        if (p.dropout) apply_dropout<kMT, kNT, kW>(s, p, rc, j0, t);
       }
+      gemm_pv<Tr>(acc_o, s, lv.fresh());
     }
   }
 
@@ -244,7 +202,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
       const float l = quad_sum(row_sum[mi][r]);
       const bool empty = l == 0.f;  // no visible key: out 0, lse -inf (NaN inputs stay NaN)
       lse[mi][r] = empty ? -INFINITY : row_max[mi][r] * kLn2 + logf(l);
-      const float o_scale = empty ? 0.f : (p.dropout ? p.dropout_keep_scale : 1.f) / l;
+      const float o_scale = empty ? 0.f : (Tr::kExtras && p.dropout ? p.dropout_keep_scale : 1.f) / l;
 #pragma unroll
       for (int dt = 0; dt < kDT; ++dt) {
         acc_o[mi][dt][2 * r] *= o_scale;

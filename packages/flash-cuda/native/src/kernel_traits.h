@@ -12,7 +12,8 @@
 
 namespace attn::flash {
 
-template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, bool kQInRegs_, typename Element_>
+template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, bool kQInRegs_, typename Element_,
+          bool kExtras_ = true>
 struct FwdTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;   // the head-dim bucket; real D <= kHeadDim, padded with zeros
@@ -21,6 +22,10 @@ struct FwdTraits {
   static constexpr int kNWarps = kNWarps_;
   static constexpr int kNThreads = kNWarps * 32;
   static constexpr bool kQInRegs = kQInRegs_;  // Q fragments held in registers for the whole key loop
+  // false: the lean kernel of the common call (no ALiBi, softcap, dropout or left window bound; causal,
+  // right window, varlen, GQA and split-KV stay runtime). Dropping those paths at compile time frees the
+  // registers that FA2's larger tiles need, and lets the softmax fold the scale into one FFMA per score.
+  static constexpr bool kExtras = kExtras_;
 
   static constexpr int kMTiles = kBlockM / (16 * kNWarps);  // 16-row MMA tiles per warp
   static constexpr int kNTiles = kBlockN / 8;               // n8 tiles of S per warp row tile

@@ -82,7 +82,8 @@ __device__ __forceinline__ void scale_scores(float (&s)[kMT][kNT][4], const FwdP
 
 // -inf outside [jmin, jmax] of each row; called only for tiles that touch a boundary.
 // Visible keys of a row: [diag - left, diag + right] (bounded sides only) within [0, seq_k).
-template <int kMT, int kNT, int kW>
+// kLeft = false (lean kernel): the left bound is never set, so it is not computed.
+template <bool kLeft, int kMT, int kNT, int kW>
 __device__ __forceinline__ void mask_scores(float (&s)[kMT][kNT][4], const FwdParams& p, const RowCtx& rc, int j0,
                                             int t) {
 #pragma unroll
@@ -92,7 +93,7 @@ __device__ __forceinline__ void mask_scores(float (&s)[kMT][kNT][4], const FwdPa
       const int64_t diag = int64_t(rc.i_of(rc.row(mi, r, kW))) + rc.off;
       int64_t hi = rc.seq_k - 1, lo = 0;
       if (p.window_right >= 0 && diag + p.window_right < hi) hi = diag + p.window_right;
-      if (p.window_left >= 0 && diag - p.window_left > lo) lo = diag - p.window_left;
+      if (kLeft && p.window_left >= 0 && diag - p.window_left > lo) lo = diag - p.window_left;
       // relative to j0 + 2t, so the comparisons below stay in int32
       const int64_t base = j0 + 2 * t;
       const int rel_lo = static_cast<int>(lo - base < -1 ? -1 : (lo - base > 1 << 30 ? 1 << 30 : lo - base));
@@ -117,18 +118,23 @@ __device__ __forceinline__ float quad_sum(float x) {
 }
 
 // Online softmax step: new running max, rescale of the running sum and of O, scores -> probabilities.
-// row_sum keeps this thread's partial sum (the quad is reduced once, in the epilogue).
-template <int kMT, int kNT, int kDT>
+// row_sum keeps this thread's partial sum (the quad is reduced once, in the epilogue); row_max is kept
+// in log2 units. kFoldScale (lean kernel): s holds raw Q.K^T scores and score_mul (> 0, so the max of
+// raw scores is the max of scaled ones) is folded into the exponent: p = exp2(s * score_mul - m), one
+// FFMA and one MUFU.EX2 per score, no separate scaling pass. Otherwise s is already in log2 units.
+template <bool kFoldScale, int kMT, int kNT, int kDT>
 __device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&acc_o)[kMT][kDT][4],
-                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2]) {
+                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2],
+                                               float score_mul) {
 #pragma unroll
   for (int mi = 0; mi < kMT; ++mi)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float mx = row_max[mi][r];
+      float mx = kFoldScale ? -INFINITY : row_max[mi][r];
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(s[mi][nt][2 * r], s[mi][nt][2 * r + 1]));
       mx = quad_max(mx);
+      if constexpr (kFoldScale) mx = fmaxf(row_max[mi][r], mx * score_mul);  // -inf stays -inf
       const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with no visible key so far: all p = 0
       const float corr = fast_exp2(row_max[mi][r] - m_use);
       row_max[mi][r] = mx;
@@ -137,7 +143,8 @@ __device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-          const float pv = fast_exp2(s[mi][nt][2 * r + c] - m_use);
+          const float x = s[mi][nt][2 * r + c];
+          const float pv = fast_exp2(kFoldScale ? fmaf(x, score_mul, -m_use) : x - m_use);
           s[mi][nt][2 * r + c] = pv;
           sum += pv;
         }

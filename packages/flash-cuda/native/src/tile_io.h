@@ -53,6 +53,52 @@ struct TileIO {
     }
   }
 
+  // The key loop's K and V tiles: rows tile_row0 + r * row_stride, the first rows_valid of them real (the
+  // rest zero-filled). Register pressure decides the shape of this code: the kernel holds O and S in
+  // registers while it issues K_{n-1}, and the generic path above lets the compiler precompute one 64-bit
+  // source and one shared address per copy across the loop (~60 registers for a 128-row tile).
+  //  - strided geometry (each thread owns one 16-byte column chunk, rows r0, r0 + kRowStep, ... with
+  //    kRowStep a multiple of the 8-row swizzle period): the shared destinations differ by compile-time
+  //    constants (immediate offsets) and the sources by one 64-bit step: a handful of registers;
+  //  - the element-wise path (misaligned tensors) lives in a separate, non-inlined function so that its
+  //    temporaries never count against the aligned loop.
+  template <int kRows>
+  __device__ __forceinline__ static void load_rows(E* smem, const E* tile_row0, int64_t row_stride, int rows_valid,
+                                                   int d, bool aligned16, const E* zero_src, int tid) {
+    constexpr bool kStrided = Tr::kNThreads % Tr::kChunksPerRow == 0 && (Tr::kNThreads / Tr::kChunksPerRow) % 8 == 0;
+    if constexpr (kStrided) {
+      if (aligned16) {
+        constexpr int kRowStep = Tr::kNThreads / Tr::kChunksPerRow;
+        const int chunk = tid % Tr::kChunksPerRow, r0 = tid / Tr::kChunksPerRow;
+        const bool col_ok = chunk * 8 < d;
+        const uint32_t dst = smem_addr(smem + swizzle_offset<Tr>(r0, chunk, kRows));
+        const E* src = tile_row0 + r0 * row_stride + chunk * 8;
+        const int64_t step = kRowStep * row_stride;
+#pragma unroll
+        for (int it = 0; it < kRows / kRowStep; ++it) {
+          const bool ok = col_ok && r0 + it * kRowStep < rows_valid;
+          cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, ok ? src : zero_src, ok ? 16 : 0);
+          src += step;
+        }
+      } else {
+        load_rows_elementwise<kRows>(smem, tile_row0, row_stride, rows_valid, d, tid);
+      }
+    } else {  // other geometries (D = 96, 160, 192, 224, ...) keep the inline generic path: fewer spills there
+      load<kRows>(
+          smem, [=](int row) -> const E* { return row < rows_valid ? tile_row0 + row * row_stride : nullptr; }, d,
+          aligned16, zero_src, tid);
+    }
+  }
+
+  // Out of line on purpose (see load_rows).
+  template <int kRows>
+  __device__ __noinline__ static void load_rows_elementwise(E* smem, const E* tile_row0, int64_t row_stride,
+                                                            int rows_valid, int d, int tid) {
+    load<kRows>(
+        smem, [=](int row) -> const E* { return row < rows_valid ? tile_row0 + row * row_stride : nullptr; }, d,
+        false, tile_row0, tid);
+  }
+
   // Stores kRows rows of a swizzled tile; row_ptr(row) == nullptr skips the row. Columns >= d are not written.
   template <int kRows, typename RowPtr>
   __device__ __forceinline__ static void store(const E* smem, RowPtr row_ptr, int d, bool aligned16, int tid) {

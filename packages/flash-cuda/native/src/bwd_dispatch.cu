@@ -1,0 +1,169 @@
+// Backward configuration choice (head-dim bucket, shared memory), argument re-checks and the launch.
+#include "bwd_dispatch.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "abi.h"
+#include "attn/cuda_check.h"
+#include "bwd_abi.h"
+#include "bwd_params.h"
+#include "bwd_traits.h"
+#include "dispatch.h"
+
+namespace attn::flash {
+
+template <typename Tr, typename DqTr>
+void run_bwd(const BwdParams& p, cudaStream_t stream, int device);
+
+namespace {
+
+struct BwdConfig {
+  bool bf16;
+  int head_dim;
+  int block_m, block_n, warps, smem, smem2;    // dK/dV kernel (smem: one stage of Q/dO, smem2: two)
+  int dq_block_m, dq_block_n, dq_warps, dq_smem;  // deterministic dQ kernel
+  void (*run)(const BwdParams&, cudaStream_t, int);
+  const char* name;
+};
+
+#define ATTN_BWD_CONFIG(IS_BF16, D, M, W, DQN, DQW, ELEM, NAME)                                              \
+  {IS_BF16 != 0, D, M, BwdTraits<D, M, W, ELEM>::kBlockN, W, BwdTraits<D, M, W, ELEM>::smem_bytes(1),         \
+   BwdTraits<D, M, W, ELEM>::smem_bytes(2),                                                                   \
+   DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
+   &run_bwd<BwdTraits<D, M, W, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
+const BwdConfig kBwdConfigs[] = {
+#include "bwd_instantiations/bwd_configs.inc"
+};
+#undef ATTN_BWD_CONFIG
+constexpr int kNumBwdConfigs = sizeof(kBwdConfigs) / sizeof(kBwdConfigs[0]);
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("flash-cuda backward: " + what);
+}
+
+int64_t as_i64(const double* bnums, int i, const char* what) {
+  const double x = bnums[i];
+  if (!(std::fabs(x) <= 9007199254740992.0) || x != std::floor(x))
+    throw std::invalid_argument(std::string("flash-cuda backward: ") + what + " must be an integer");
+  return static_cast<int64_t>(x);
+}
+
+bool as_flag(const double* bnums, int i, const char* what) {
+  const double x = bnums[i];
+  require(x == 0 || x == 1, std::string(what) + " must be 0 or 1");
+  return x == 1;
+}
+
+// The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory.
+int choose(bool bf16, int head_dim, int smem_optin, bool deterministic) {
+  int best = -1;
+  for (int i = 0; i < kNumBwdConfigs; ++i) {
+    const BwdConfig& c = kBwdConfigs[i];
+    if (c.bf16 != bf16 || c.head_dim < head_dim) continue;
+    if (best < 0 || c.head_dim < kBwdConfigs[best].head_dim) best = i;
+  }
+  if (best < 0) throw std::runtime_error("flash-cuda: no backward kernel for head dim " + std::to_string(head_dim));
+  const BwdConfig& c = kBwdConfigs[best];
+  const int need = deterministic ? std::max(c.smem, c.dq_smem) : c.smem;
+  if (need > smem_optin)
+    throw std::runtime_error(std::string("flash-cuda: the backward kernel ") + c.name + " needs " + std::to_string(need) +
+                             " bytes of shared memory per block; this GPU allows " + std::to_string(smem_optin));
+  return best;
+}
+
+BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool deterministic) {
+  BwdPlan pl{};
+  pl.config = choose(bf16, f.head_dim, smem_optin, deterministic);
+  const BwdConfig& c = kBwdConfigs[pl.config];
+  pl.dq_accum_stride = c.head_dim;
+  pl.stages = c.smem2 <= smem_optin ? 2 : 1;
+  pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
+  pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);
+  require(pl.n_blocks * 2 <= 2147483647 && pl.m_blocks >= 0, "sequence too long");
+  return pl;
+}
+
+}  // namespace
+
+BwdPlan backward_plan(const double* nums, const double* bnums) {
+  using namespace abi;
+  auto in = [&](int i, double lo, double hi, const char* what) {
+    const double x = nums[i];
+    require(x >= lo && x <= hi && x == std::floor(x), std::string(what) + " out of range");
+    return static_cast<int>(x);
+  };
+  FwdParams f{};
+  f.head_dim = in(kHeadDim, 1, 256, "head dim");
+  f.seqlen_q = in(kSeqQ, 0, 2147483647.0, "query length");
+  f.seqlen_k = in(kSeqK, 0, 2147483647.0, "key length");
+  return plan_for(f, in(kIsBf16, 0, 1, "dtype flag") == 1, in(kSmemOptin, 1, 1 << 30, "opt-in shared memory"),
+                  as_flag(bnums, kDeterministic, "deterministic flag"));
+}
+
+void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, const double* bnums) {
+  using namespace abi;
+  BwdParams p{};
+  p.f = params_from_abi(ptrs, nums);  // re-checks shapes, strides, features; out and lse are the saved ones
+  p.deterministic = as_flag(bnums, kDeterministic, "deterministic flag");
+  p.f.aligned16 = p.f.aligned16 && as_flag(bnums, kGradAligned16, "gradient alignment flag");
+  const bool bf16 = nums[kIsBf16] == 1;
+  const BwdPlan pl = plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic);
+
+  require(bptrs[kDout] && bptrs[kDq] && bptrs[kDk] && bptrs[kDv] && bptrs[kDsum],
+          "dout, dq, dk, dv and dsum need device addresses");
+  require(p.deterministic || bptrs[kDqAccum], "the default mode needs the dQ workspace (dqAccum)");
+  p.dout = reinterpret_cast<const void*>(bptrs[kDout]);
+  p.dq = reinterpret_cast<void*>(bptrs[kDq]);
+  p.dk = reinterpret_cast<void*>(bptrs[kDk]);
+  p.dv = reinterpret_cast<void*>(bptrs[kDv]);
+  p.dsum = reinterpret_cast<float*>(bptrs[kDsum]);
+  p.dq_accum = p.deterministic ? nullptr : reinterpret_cast<float*>(bptrs[kDqAccum]);
+  p.do_batch_stride = as_i64(bnums, kDoBatchStride, "dout batch stride");
+  p.do_head_stride = as_i64(bnums, kDoHeadStride, "dout head stride");
+  p.do_row_stride = as_i64(bnums, kDoRowStride, "dout row stride");
+  p.dq_batch_stride = as_i64(bnums, kDqBatchStride, "dq batch stride");
+  p.dq_head_stride = as_i64(bnums, kDqHeadStride, "dq head stride");
+  p.dq_row_stride = as_i64(bnums, kDqRowStride, "dq row stride");
+  p.dk_batch_stride = as_i64(bnums, kDkBatchStride, "dk batch stride");
+  p.dk_head_stride = as_i64(bnums, kDkHeadStride, "dk head stride");
+  p.dk_row_stride = as_i64(bnums, kDkRowStride, "dk row stride");
+  p.dv_batch_stride = as_i64(bnums, kDvBatchStride, "dv batch stride");
+  p.dv_head_stride = as_i64(bnums, kDvHeadStride, "dv head stride");
+  p.dv_row_stride = as_i64(bnums, kDvRowStride, "dv row stride");
+  p.scale = static_cast<float>(nums[kScale]);
+  p.dq_accum_stride = pl.dq_accum_stride;
+  p.dq_accum_rows = p.f.cu_seqlens_q != nullptr ? int64_t(p.f.heads_q) * p.f.total_q
+                                                : int64_t(p.f.batch) * p.f.heads_q * p.f.seqlen_q;
+  p.stages = pl.stages;
+  p.n_blocks = pl.n_blocks;
+  p.m_blocks = pl.m_blocks;
+
+  const int device = static_cast<int>(nums[kDevice]);
+  ATTN_CUDA_CHECK(cudaSetDevice(device));
+  kBwdConfigs[pl.config].run(p, reinterpret_cast<cudaStream_t>(ptrs[kStream]), device);
+}
+
+std::vector<std::string> backward_kernel_names() {
+  std::vector<std::string> names;
+  for (const BwdConfig& c : kBwdConfigs) names.push_back(c.name);
+  return names;
+}
+
+std::vector<std::string> backward_kernel_descriptions() {
+  std::vector<std::string> out;
+  for (const BwdConfig& c : kBwdConfigs)
+    out.push_back(std::string(c.name) + " (dK/dV " + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
+                  std::to_string(c.warps) + " warps, " + std::to_string(c.smem / 1024) + " KB, " +
+                  std::to_string(c.smem2 / 1024) + " KB with prefetch; dQ " +
+                  std::to_string(c.dq_block_m) + "x" + std::to_string(c.dq_block_n) + ", " + std::to_string(c.dq_warps) +
+                  " warps, " + std::to_string(c.dq_smem / 1024) + " KB)");
+  return out;
+}
+
+}  // namespace attn::flash

@@ -1,0 +1,74 @@
+// One score element of the backward: recompute the forward's probability from the saved logsumexp and
+// turn (P, dP) into (P with dropout, dS). Works on any accumulator layout: the caller passes the
+// element's query row i and key j (the dK/dV kernel holds S^T, the dQ kernel S).
+//
+// With x the final score in log2 units (scale or softcap, then ALiBi, as the forward):
+//   P = exp2(x - lse * log2 e); Z = keep_scale or 0 (dropout replayed from the Philox state), else 1
+//   dP <- Z * dP; dS = P * (dP - Dsum) * (1 - tanh^2 with softcap, else 1); P <- P * Z (for dV)
+// dS is the gradient of scale * q.k; the caller multiplies dQ and dK by the scale once at the end.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "attn/philox.h"
+#include "fwd_params.h"
+#include "row_state.h"
+
+namespace attn::flash {
+
+// What does not change within a CTA and query head.
+struct BwdRowCtx {
+  int off;          // alignment offset: seq_k - seq_q for lower-right, else 0
+  int seq_k;
+  float slope2;     // ALiBi slope of the head in log2 units, 0 without ALiBi
+  uint32_t bh;      // b * Hq + h: the Philox counter word of the head
+};
+
+// lse2: the row's logsumexp in log2 units, +inf for a row without a visible key or past the end
+// (P = 0 then, never NaN). dsum: the row's rowsum(dO * O). keep: the element's dropout bit (true
+// without dropout), computed by dropout_mask before the GEMMs so that Philox's registers are not live
+// next to the S and dP accumulators.
+__device__ __forceinline__ void grad_element(float& s, float& dp, int i, int j, float lse2, float dsum, bool keep,
+                                             const FwdParams& f, const BwdRowCtx& c) {
+  float x, dtanh = 1.f;
+  if (f.softcap_out != 0.f) {
+    const float th = fast_tanh(s * f.softcap_in);
+    x = f.softcap_out * th;
+    dtanh = 1.f - th * th;
+  } else {
+    x = s * f.score_mul;
+  }
+  const int64_t diag = int64_t(i) + c.off;
+  if (c.slope2 != 0.f) x -= c.slope2 * fabsf(static_cast<float>(diag - j));
+  const bool visible = j < c.seq_k && (f.window_right < 0 || j <= diag + f.window_right) &&
+                       (f.window_left < 0 || j >= diag - f.window_left);
+  const float pr = visible ? fast_exp2(x - lse2) : 0.f;
+  const float z = f.dropout ? (keep ? f.dropout_keep_scale : 0.f) : 1.f;
+  s = pr * z;
+  dp = pr * (dp * z - dsum) * dtanh;
+}
+
+// Dropout bits of up to 32 elements, bit k for element k of the caller's (tile, e) order; ij(k, i, j)
+// gives an element's query row and key. All ones without dropout.
+template <int kElems, typename IJ>
+__device__ __forceinline__ uint32_t dropout_mask(const FwdParams& f, const BwdRowCtx& c, IJ ij) {
+  static_assert(kElems <= 32, "one 32-bit mask");
+  if (!f.dropout) return 0xffffffffu;
+  uint32_t m = 0;
+#pragma unroll 1
+  for (int k = 0; k < kElems; ++k) {
+    int i, j;
+    ij(k, i, j);
+    if (dropout_keep(f.dropout_seed, f.dropout_offset, c.bh, static_cast<uint32_t>(i), static_cast<uint32_t>(j),
+                     f.dropout_threshold))
+      m |= 1u << k;
+  }
+  return m;
+}
+
+// The saved logsumexp of a row in log2 units, +inf where the row saw no key (lse = -inf).
+__device__ __forceinline__ float lse_log2(float lse) {
+  return lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f;
+}
+
+}  // namespace attn::flash

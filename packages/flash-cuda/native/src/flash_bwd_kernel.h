@@ -1,0 +1,368 @@
+// The dK/dV kernel of the backward (FlashAttention-2's flash_bwd_dq_dk_dv_loop_seqk_parallel, written
+// with the forward's inline PTX, swizzle and tile I/O). One CTA: kBlockN keys of one (batch, KV head),
+// and, above D = 128, one of two halves of the dK/dV columns. It walks every query head of the KV
+// head's group (GQA/MQA: dK and dV are summed over the group in registers, no workspace) and every
+// query block that sees one of its keys (causal / window bands skip the rest):
+//   prefetch Q, dO of the next (head, block) pair     (cp.async into the other stage when two fit in
+//                                                       shared memory, p.stages == 2; else behind the dQ part)
+//   S^T = K Q_m^T, dP^T = V dO_m^T                     (warps own 16 keys; mma.sync m16n8k16)
+//   P, dS elementwise (bwd_scores.h)                   (recompute from lse, dropout replay, softcap)
+//   dV += (P Z)^T dO_m, dK += dS^T Q_m                 (P^T, dS^T from registers; ldmatrix.trans)
+//   default mode: dS^T -> smem; dQ_m += dS K           (fp32 atomics into the dQ workspace)
+// Epilogue: dK * scale and dV straight from registers into the output dtype.
+#pragma once
+#include <cstdint>
+
+#include "bwd_params.h"
+#include "bwd_scores.h"
+#include "bwd_traits.h"
+#include "ptx.h"
+#include "tile_io.h"
+
+namespace attn::flash {
+
+// This CTA's sequence extents (varlen: from cu_seqlens).
+struct BwdSeq {
+  int seq_q, seq_k;
+  int64_t q_start, k_start;
+  bool varlen;
+  __device__ __forceinline__ BwdSeq(const FwdParams& f, int b) {
+    varlen = f.cu_seqlens_q != nullptr;
+    seq_q = f.seqlen_q;
+    seq_k = f.seqlen_k;
+    q_start = k_start = 0;
+    if (varlen) {
+      q_start = f.cu_seqlens_q[b];
+      seq_q = f.cu_seqlens_q[b + 1] - f.cu_seqlens_q[b];
+      k_start = f.cu_seqlens_k[b];
+      seq_k = f.cu_seqlens_k[b + 1] - f.cu_seqlens_k[b];
+    }
+  }
+  // Element offset of row i of (b, h) in a tensor with these strides.
+  __device__ __forceinline__ int64_t q_row(int b, int h, int i, int64_t bs, int64_t hs, int64_t rs) const {
+    return (varlen ? (q_start + i) * rs : b * bs + i * rs) + h * hs;
+  }
+  __device__ __forceinline__ int64_t k_row(int b, int h, int j, int64_t bs, int64_t hs, int64_t rs) const {
+    return (varlen ? (k_start + j) * rs : b * bs + j * rs) + h * hs;
+  }
+  // Index of row i of head h in lse-shaped buffers (lse, Dsum, the dQ workspace).
+  __device__ __forceinline__ int64_t lse_index(const FwdParams& f, int b, int h, int i) const {
+    return varlen ? h * f.lse_head_stride + q_start + i : b * f.lse_batch_stride + h * f.lse_head_stride + i;
+  }
+};
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void red_add_v2(float* dst, float x, float y) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(x), "f"(y) : "memory");
+}
+#endif
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __grid_constant__ BwdParams p) {
+  using E = typename Tr::Element;
+  using Op = MmaOp<E>;
+  using IO = TileIO<Tr>;
+  using Ds = typename Tr::DsRows;
+  constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN;
+  constexpr int kQT = Tr::kQTiles, kKS = Tr::kKSteps, kMS = Tr::kMSteps, kDkvT = Tr::kDkvTiles;
+  const FwdParams& f = p.f;
+
+  // Shared memory: K, V, dS^T, lse and Dsum (two slots each), then p.stages stages of (Q, dO).
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  E* sK = reinterpret_cast<E*>(smem_raw);
+  E* sV = sK + Tr::kSmemKVElems;
+  E* sdS = sV + Tr::kSmemKVElems;
+  float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDsElems);  // [2][kM]
+  float* sDsum = sLse + 2 * kM;                                    // [2][kM]
+  E* sQ0 = reinterpret_cast<E*>(sDsum + 2 * kM);                   // stage s: Q at sQ0 + s * kStageElems, dO after it
+  constexpr int kStageElems = 2 * Tr::kSmemQElems;
+  constexpr uint32_t kStageBytes = kStageElems * 2;
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int col_split = blockIdx.x % Tr::kColSplits;
+  const int n_block = blockIdx.x / Tr::kColSplits;
+  const int hk = blockIdx.y, b = blockIdx.z;
+  const BwdSeq sq(f, b);
+  const int j0 = n_block * kN;
+  if (j0 >= sq.seq_k) return;
+  const int off = f.lower_right ? sq.seq_k - sq.seq_q : 0;
+  const int col0 = col_split * Tr::kDkvCols;  // first dK/dV column of this CTA
+
+  // Query rows that see a key of [j0, j0 + kN): j <= i + off + right and j >= i + off - left.
+  int64_t i_begin = 0, i_end = sq.seq_q;
+  if (f.window_right >= 0) i_begin = max(int64_t(0), int64_t(j0) - off - f.window_right);
+  if (f.window_left >= 0) i_end = min(i_end, int64_t(j0) + kN - 1 - off + f.window_left + 1);
+  const int m_begin = static_cast<int>(i_begin / kM);
+  const int m_end = i_end > i_begin ? static_cast<int>((i_end + kM - 1) / kM) : m_begin;
+
+  // ---- K and V tiles of this CTA's keys, for the whole loop
+  const E* k_base = static_cast<const E*>(f.k);
+  const E* v_base = static_cast<const E*>(f.v);
+  IO::template load<kN>(
+      sK, [&](int row) -> const E* {
+        const int j = j0 + row;
+        return j < sq.seq_k ? k_base + sq.k_row(b, hk, j, f.k_batch_stride, f.k_head_stride, f.k_row_stride) : nullptr;
+      },
+      f.head_dim, f.aligned16, k_base, tid);
+  IO::template load<kN>(
+      sV, [&](int row) -> const E* {
+        const int j = j0 + row;
+        return j < sq.seq_k ? v_base + sq.k_row(b, hk, j, f.v_batch_stride, f.v_head_stride, f.v_row_stride) : nullptr;
+      },
+      f.head_dim, f.aligned16, v_base, tid);
+  cp_async_commit();
+
+  // Per-lane ldmatrix coordinates: A operands (rows = keys) from K, V; B from Q, dO (rows = queries,
+  // plain for the K/V-rows GEMMs, .trans for the D-columns GEMMs); dS^T as the A operand of dQ (.trans).
+  const LdsmAddr<Tr, kN> lk_a(smem_addr(sK), lane & 15, lane >> 4);
+  const LdsmAddr<Tr, kN> lv_a(smem_addr(sV), lane & 15, lane >> 4);
+  // Q and dO addressing for stage 0; stage s adds s * kStageBytes to base.
+  const LdsmAddr<Tr, kM> lq_b(smem_addr(sQ0), (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  const LdsmAddr<Tr, kM> ldo_b(smem_addr(sQ0 + Tr::kSmemQElems), (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  const LdsmAddr<Tr, kM> lq_t(smem_addr(sQ0), (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  const LdsmAddr<Tr, kM> ldo_t(smem_addr(sQ0 + Tr::kSmemQElems), (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  auto staged = [](LdsmAddr<Tr, kM> a, uint32_t bytes) {
+    a = a.fresh();
+    a.base += bytes;
+    return a;
+  };
+  const LdsmAddr<Tr, kN> lk_t(smem_addr(sK), (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  const LdsmAddr<Ds, kN> lds_t(smem_addr(sdS), (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+
+  float acc_dk[kDkvT][4], acc_dv[kDkvT][4];
+#pragma unroll
+  for (int dt = 0; dt < kDkvT; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_dk[dt][e] = acc_dv[dt][e] = 0.f;
+
+  const E* q_base = static_cast<const E*>(f.q);
+  const E* do_base = static_cast<const E*>(p.dout);
+  const int group = f.group;
+
+  // The (query head, query block) pairs of this CTA, in order: k -> h = hk * group + k / nm, m = m_begin + k % nm.
+  const int nm = m_end - m_begin;
+  const int pairs = group * nm;
+  const int stages = p.stages;
+  // Issues the cp.async copies of pair k's Q and dO into stage `stage`, and reads its lse and Dsum into
+  // registers (stored to shared memory one iteration later, so their latency hides behind the math too).
+  float lse_next = INFINITY, dsum_next = 0.f;
+  auto prefetch = [&](int k, int stage) {
+    const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
+    E* q_dst = sQ0 + stage * kStageElems;
+    IO::template load<kM>(
+        q_dst, [&](int row) -> const E* {
+          const int i = i0 + row;
+          return i < sq.seq_q ? q_base + sq.q_row(b, h, i, f.q_batch_stride, f.q_head_stride, f.q_row_stride) : nullptr;
+        },
+        f.head_dim, f.aligned16, q_base, tid);
+    IO::template load<kM>(
+        q_dst + Tr::kSmemQElems, [&](int row) -> const E* {
+          const int i = i0 + row;
+          return i < sq.seq_q ? do_base + sq.q_row(b, h, i, p.do_batch_stride, p.do_head_stride, p.do_row_stride) : nullptr;
+        },
+        f.head_dim, f.aligned16, do_base, tid);
+    cp_async_commit();
+    if (tid < kM) {
+      const int i = i0 + tid;
+      const bool in = i < sq.seq_q;
+      const int64_t li = in ? sq.lse_index(f, b, h, i) : 0;
+      lse_next = in ? lse_log2(f.lse[li]) : INFINITY;
+      dsum_next = in ? p.dsum[li] : 0.f;
+    }
+  };
+  if (pairs > 0) prefetch(0, 0);
+
+#pragma unroll 1
+  for (int k = 0; k < pairs; ++k) {
+    const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
+    const int stage = stages == 2 ? (k & 1) : 0;
+    const int slot = k & 1;
+    // lse/Dsum slot k & 1 was last read by pair k - 2, finished before the previous iteration's first barrier.
+    if (tid < kM) {
+      sLse[slot * kM + tid] = lse_next;
+      sDsum[slot * kM + tid] = dsum_next;
+    }
+    cp_async_wait<0>();
+    __syncthreads();  // pair k's Q, dO, lse, Dsum are visible; every warp is done with pair k - 1's stage
+    if (stages == 2 && k + 1 < pairs) prefetch(k + 1, (k + 1) & 1);  // overlaps this pair's math
+
+    BwdRowCtx rc;
+    rc.off = off;
+    rc.seq_k = sq.seq_k;
+    rc.slope2 = f.alibi != nullptr ? __ldg(f.alibi + b * f.alibi_batch_stride + h) * f.alibi_mul : 0.f;
+    rc.bh = static_cast<uint32_t>(int64_t(b) * f.heads_q + h);
+    const float* lse_s = sLse + slot * kM;
+    const float* dsum_s = sDsum + slot * kM;
+    const uint32_t stage_bytes = stage * kStageBytes;
+
+    // Dropout bits of this thread's elements (element k = nt * 4 + e: key row g + 8 (e / 2), query column
+    // nt * 8 + 2t + e % 2), before the accumulators are live.
+    const uint32_t keep = dropout_mask<kQT * 4>(f, rc, [&](int x, int& i, int& j) {
+      i = i0 + (x >> 2) * 8 + 2 * t + (x & 1);
+      j = j0 + warp * 16 + g + 8 * ((x >> 1) & 1);
+    });
+
+    // ---- S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys
+    float st[kQT][4], dpt[kQT][4];
+#pragma unroll
+    for (int nt = 0; nt < kQT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.f;
+    {
+      const LdsmAddr<Tr, kN> lka = lk_a.fresh(), lva = lv_a.fresh();
+      const LdsmAddr<Tr, kM> lqb = staged(lq_b, stage_bytes), ldob = staged(ldo_b, stage_bytes);
+#pragma unroll
+      for (int ks = 0; ks < kKS; ++ks) {
+        uint32_t ak[4], av[4];
+        ldmatrix_x4(ak, lka.at(warp * 16, ks * 2));
+        ldmatrix_x4(av, lva.at(warp * 16, ks * 2));
+#pragma unroll
+        for (int np = 0; np < kQT / 2; ++np) {
+          uint32_t bq[4], bo[4];
+          ldmatrix_x4(bq, lqb.at(np * 16, ks * 2));
+          ldmatrix_x4(bo, ldob.at(np * 16, ks * 2));
+          Op::run(st[2 * np], ak, bq[0], bq[1]);
+          Op::run(st[2 * np + 1], ak, bq[2], bq[3]);
+          Op::run(dpt[2 * np], av, bo[0], bo[1]);
+          Op::run(dpt[2 * np + 1], av, bo[2], bo[3]);
+        }
+      }
+    }
+
+    // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
+#pragma unroll
+    for (int nt = 0; nt < kQT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int jl = warp * 16 + g + 8 * (e >> 1);
+        const int il = nt * 8 + 2 * t + (e & 1);
+        grad_element(st[nt][e], dpt[nt][e], i0 + il, j0 + jl, lse_s[il], dsum_s[il], (keep >> (nt * 4 + e)) & 1u, f, rc);
+      }
+
+    // ---- dV += (P Z)^T dO, then dK += dS^T Q, over this CTA's columns (two loops: P^T is dead
+    // before dS^T's fragments are built, which keeps D = 256 within 255 registers)
+    {
+      const LdsmAddr<Tr, kM> ldot = staged(ldo_t, stage_bytes);
+#pragma unroll
+      for (int ms = 0; ms < kMS; ++ms) {
+        uint32_t a[4];
+        a[0] = Op::pack(st[2 * ms][0], st[2 * ms][1]);
+        a[1] = Op::pack(st[2 * ms][2], st[2 * ms][3]);
+        a[2] = Op::pack(st[2 * ms + 1][0], st[2 * ms + 1][1]);
+        a[3] = Op::pack(st[2 * ms + 1][2], st[2 * ms + 1][3]);
+#pragma unroll
+        for (int dp = 0; dp < kDkvT / 2; ++dp) {
+          uint32_t bo[4];
+          ldmatrix_x4_trans(bo, ldot.at(ms * 16, col0 / 8 + dp * 2));
+          Op::run(acc_dv[2 * dp], a, bo[0], bo[1]);
+          Op::run(acc_dv[2 * dp + 1], a, bo[2], bo[3]);
+        }
+      }
+    }
+    {
+      const LdsmAddr<Tr, kM> lqt = staged(lq_t, stage_bytes);
+#pragma unroll
+      for (int ms = 0; ms < kMS; ++ms) {
+        uint32_t a[4];
+        a[0] = Op::pack(dpt[2 * ms][0], dpt[2 * ms][1]);
+        a[1] = Op::pack(dpt[2 * ms][2], dpt[2 * ms][3]);
+        a[2] = Op::pack(dpt[2 * ms + 1][0], dpt[2 * ms + 1][1]);
+        a[3] = Op::pack(dpt[2 * ms + 1][2], dpt[2 * ms + 1][3]);
+#pragma unroll
+        for (int dp = 0; dp < kDkvT / 2; ++dp) {
+          uint32_t bq[4];
+          ldmatrix_x4_trans(bq, lqt.at(ms * 16, col0 / 8 + dp * 2));
+          Op::run(acc_dk[2 * dp], a, bq[0], bq[1]);
+          Op::run(acc_dk[2 * dp + 1], a, bq[2], bq[3]);
+        }
+      }
+    }
+
+    if (p.deterministic) {  // dQ comes from its own kernel
+      if (stages == 1 && k + 1 < pairs) {
+        __syncthreads();  // every warp is done reading this stage
+        prefetch(k + 1, 0);
+      }
+      continue;
+    }
+
+    // ---- dS^T to shared memory (rows = keys), then dQ_m += dS K with fp32 atomics
+#pragma unroll
+    for (int nt = 0; nt < kQT; ++nt)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = warp * 16 + g + 8 * r;
+        *reinterpret_cast<uint32_t*>(sdS + swizzle_offset<Ds>(row, nt, kN) + 2 * t) =
+            Op::pack(dpt[nt][2 * r], dpt[nt][2 * r + 1]);
+      }
+    __syncthreads();  // dS^T complete; Q and dO of this stage are no longer read
+    if (stages == 1 && k + 1 < pairs) prefetch(k + 1, 0);  // overlaps the dQ part
+    {
+      constexpr int kDqT = Tr::kDqPassTiles;
+      const int rw = warp % Tr::kDqRowWarps, cg = warp / Tr::kDqRowWarps;
+      const LdsmAddr<Ds, kN> ldst = lds_t.fresh();
+      const LdsmAddr<Tr, kN> lkt = lk_t.fresh();
+#pragma unroll
+      for (int pass = 0; pass < Tr::kDqTiles / kDqT; ++pass) {
+        const int dcol0 = col0 + cg * Tr::kDqCols + pass * kDqT * 8;
+        float acc_dq[kDqT][4];
+#pragma unroll
+        for (int dt = 0; dt < kDqT; ++dt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc_dq[dt][e] = 0.f;
+#pragma unroll
+        for (int ks = 0; ks < kN / 16; ++ks) {
+          uint32_t a[4];
+          ldmatrix_x4_trans(a, ldst.at(ks * 16, rw * 2));
+#pragma unroll
+          for (int dp = 0; dp < kDqT / 2; ++dp) {
+            uint32_t bk[4];
+            ldmatrix_x4_trans(bk, lkt.at(ks * 16, dcol0 / 8 + dp * 2));
+            Op::run(acc_dq[2 * dp], a, bk[0], bk[1]);
+            Op::run(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          const int i = i0 + rw * 16 + g + 8 * r;
+          if (i >= sq.seq_q) continue;
+          float* dst = p.dq_accum + sq.lse_index(f, b, h, i) * p.dq_accum_stride + dcol0 + 2 * t;
+#pragma unroll
+          for (int dt = 0; dt < kDqT; ++dt) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+            // sm90: one 8-byte vector reduction per pair, no return value (dst is 8-byte aligned: even
+            // column, even row stride); halves the atomic instructions into L2.
+            red_add_v2(dst + dt * 8, acc_dq[dt][2 * r], acc_dq[dt][2 * r + 1]);
+#else
+            atomicAdd(dst + dt * 8, acc_dq[dt][2 * r]);
+            atomicAdd(dst + dt * 8 + 1, acc_dq[dt][2 * r + 1]);
+#endif
+          }
+        }
+      }
+    }
+  }
+
+  // ---- epilogue: dK = scale * sum dS^T Q, dV = sum (P Z)^T dO, in the output dtype
+  cp_async_wait<0>();  // a CTA with no query block still has its K/V copies in flight
+  E* dk_base = static_cast<E*>(p.dk);
+  E* dv_base = static_cast<E*>(p.dv);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int j = j0 + warp * 16 + g + 8 * r;
+    if (j >= sq.seq_k) continue;
+    E* dk_row = dk_base + sq.k_row(b, hk, j, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride);
+    E* dv_row = dv_base + sq.k_row(b, hk, j, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride);
+#pragma unroll
+    for (int dt = 0; dt < kDkvT; ++dt)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int col = col0 + dt * 8 + 2 * t + c;
+        if (col >= f.head_dim) continue;
+        dk_row[col] = Op::from_float(acc_dk[dt][2 * r + c] * p.scale);
+        dv_row[col] = Op::from_float(acc_dv[dt][2 * r + c]);
+      }
+  }
+}
+
+}  // namespace attn::flash

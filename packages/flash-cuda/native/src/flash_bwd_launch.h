@@ -1,0 +1,56 @@
+// Launch sequence of one backward call, one template per (dK/dV traits, dQ traits), instantiated by the
+// generated files in bwd_instantiations/:
+//   Dsum = rowsum(dO * O)  ->  default: zero the dQ workspace, dK/dV kernel with dQ atomics, convert dQ
+//                              deterministic: dK/dV kernel, then the dQ kernel (fixed key order)
+// all on the caller's stream.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "attn/cuda_check.h"
+#include "bwd_params.h"
+#include "bwd_prepost.h"
+#include "flash_bwd_dq_kernel.h"
+#include "flash_bwd_kernel.h"
+
+namespace attn::flash {
+
+// Opting into > 48 KB of dynamic shared memory is per device and kernel; remembered per device (0..63).
+template <typename Kernel>
+void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int device) {
+  const uint64_t bit = uint64_t(1) << (device & 63);
+  if (bytes > 48 * 1024 && !(done.load(std::memory_order_relaxed) & bit)) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    done.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
+template <typename Tr, typename DqTr>
+void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
+  using E = typename Tr::Element;
+  static std::atomic<uint64_t> dkdv_opted{0}, dq_opted{0};
+  const int dkdv_smem = Tr::smem_bytes(p.stages);  // p.stages is fixed per device (by its opt-in limit)
+  opt_in_smem(flash_bwd_dkdv_kernel<Tr>, dkdv_smem, dkdv_opted, device);
+  if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
+
+  run_bwd_dsum<E>(p, stream);
+  if (!p.deterministic) {
+    ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(p.dq_accum_rows) * p.dq_accum_stride * sizeof(float), stream));
+  }
+  const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
+                  static_cast<unsigned>(p.f.batch));
+  flash_bwd_dkdv_kernel<Tr><<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);
+  ATTN_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
+  if (p.deterministic) {
+    const dim3 grid_dq(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.f.heads_q),
+                       static_cast<unsigned>(p.f.batch));
+    flash_bwd_dq_kernel<DqTr><<<grid_dq, DqTr::kNThreads, DqTr::kSmemBytes, stream>>>(p);
+    ATTN_LAUNCH_CHECK("flash_bwd_dq_kernel");
+  } else {
+    run_bwd_convert_dq<E>(p, stream);
+  }
+}
+
+}  // namespace attn::flash
