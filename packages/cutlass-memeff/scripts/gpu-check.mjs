@@ -158,6 +158,7 @@ function runOne(c) {
     const g = sdpaBackward(f64(gradOut), ref);
     res.bwdKernels = bwd.kernels.join('+');
     res.splits = bwd.plan?.querySplits;
+    res.dbiasAtomic = bwd.plan?.dbiasAtomic;
     for (const name of ['dq', 'dk', 'dv', 'dbias']) {
       if (!g[name]) continue;
       res[name] = relErr(bwd.gradients[name].toFloat64Array(), g[name].toFloat64Array());
@@ -207,6 +208,13 @@ add('bias fp32 on half q', { B: 1, Hq: 2, Sq: 60, Sk: 90, D: 64, mask: { kind: '
 add('bias -inf rows', { B: 1, Hq: 2, Sq: 40, Sk: 50, D: 64, mask: { kind: 'additive', shape: [1, 2, 40, 50], fullyMasked: true } });
 add('bool mask + fully masked rows', { B: 2, Hq: 2, Sq: 40, Sk: 50, D: 64, mask: { kind: 'bool', shape: [2, 1, 40, 50], fullyMasked: true } });
 add('bool mask + causal', { B: 1, Hq: 2, Sq: 64, Sk: 64, D: 64, causal: 'upperLeft', mask: { kind: 'bool', shape: [64, 64] } });
+// v2: masks whose rows are 16-byte multiples go through the cp.async mask tile (common/mask_tile.cuh);
+// partial key tiles (Sk not a multiple of the tile) and several query blocks. Broadcast over batch
+// / heads: dbias by atomics in the main kernel (workspace + convert for 16-bit masks).
+add('bias tile [B,H,Sq,Sk] sk144', { B: 2, Hq: 2, Sq: 150, Sk: 144, D: 64, mask: { kind: 'additive', shape: [2, 2, 150, 144] } });
+add('bias tile [Sq,Sk] d128 causal lr + dropout + gqa', { B: 2, Hq: 4, Hk: 2, Sq: 200, Sk: 136, D: 128, causal: 'lowerRight', dropoutP: 0.2, mask: { kind: 'additive', shape: [200, 136] } });
+add('bool mask tile + mqa', { B: 2, Hq: 4, Hk: 1, Sq: 90, Sk: 160, D: 64, mask: { kind: 'bool', shape: [2, 1, 90, 160] } });
+add('bias tile fp32 on half q [1,H,Sq,Sk]', { B: 2, Hq: 2, Sq: 70, Sk: 96, D: 64, mask: { kind: 'additive', shape: [1, 2, 70, 96], dtype: 'float32' } }, ['float16', 'bfloat16']);
 add('dropout 0.2', { B: 2, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.2 });
 add('dropout + causal + bias', { B: 1, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.3, causal: 'lowerRight', mask: { kind: 'additive', shape: [70, 90] } });
 add('long q few keys (query splits)', { B: 1, Hq: 1, Sq: 2048, Sk: 40, D: 64 });
@@ -229,7 +237,7 @@ for (const c of cases) {
     const { ok, res } = runOne(c);
     if (!ok) failed++;
     const errs = ['out', 'lse', 'dq', 'dk', 'dv', 'dbias'].filter((n) => res[n] !== undefined).map((n) => `${n} ${fmt(res[n])}`).join(' ');
-    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.dbiasAtomic ? ' dbias=atomic' : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
   } catch (e) {
     failed++;
     console.log(`ERROR ${c.name}: ${e?.stack ?? e}`);
@@ -259,7 +267,8 @@ if (!noTime && !selftest) {
   ];
   for (const g of grid) {
     try {
-      const H = 2048 / g.D, B = Math.max(1, 16384 / g.S);
+      // Integer head counts, as torch-efficient.py (2048 // D): D=80 gives 25 heads.
+      const H = Math.floor(2048 / g.D), B = Math.max(1, Math.floor(16384 / g.S));
       const dev = { dtype: g.dtype, device: 'cuda' };
       const q = randn([B, H, g.S, g.D], dev), k = randn([B, H, g.S, g.D], dev), v = randn([B, H, g.S, g.D], dev);
       const dout = randn([B, H, g.S, g.D], dev);

@@ -29,6 +29,7 @@ describe('generated kernels', () => {
     expect(buckets('bwd_simt')).toEqual(bucketsIn('fwd/simt_traits.h', 'kSimtBuckets'));
     expect(buckets('fwd_mma')).toEqual(bucketsIn('fwd/mma_traits.h', 'kMmaBuckets'));
     expect(buckets('bwd_mma')).toEqual(bucketsIn('bwd/mma_bwd_traits.h', 'kMmaBwdBuckets'));
+    expect(buckets('fwd_tf32')).toEqual(bucketsIn('fwd/tf32_traits.h', 'kTf32Buckets'));
     for (const stem of ['fwd_simt', 'bwd_simt', 'bwd_aux']) {
       expect(new Set(list.filter((i) => i.stem === stem).map((i) => i.dt)), stem).toEqual(new Set(['fp32', 'fp16', 'bf16']));
     }

@@ -81,7 +81,22 @@ describe.skipIf(!env.ok)('memeff-cuda on the GPU', () => {
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 40, 50, 256, 256] }).bwd!.kernels[0]).toBe('bwd_simt_fp16_d128');
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 72, 40] }, false).fwd.kernel).toBe('fwd_mma_fp16_d128');
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 36, 36] }, false).fwd.kernel).toBe('fwd_simt_fp16_d64');
-    expect(check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 64, 64] }, false).fwd.kernel).toBe('fwd_simt_fp32_d64');
+    // fp32: FMA, or 3xTF32 tensor cores where ATTN_MEMEFF_FP32_TC=1 opts in (NOTES.md v2).
+    const fp32Kernel = process.env.ATTN_MEMEFF_FP32_TC === '1' ? 'fwd_tf32_fp32_d64' : 'fwd_simt_fp32_d64';
+    expect(check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 64, 64] }, false).fwd.kernel).toBe(fp32Kernel);
+  });
+
+  it('float32: causal, bias, dropout, GQA, odd head dims agree with cpu-math on either fp32 forward', () => {
+    check({ dtype: 'float32', shape: [2, 4, 2, 65, 130, 64, 64], opts: { isCausal: true } });
+    check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 36, 100] });
+    check({ dtype: 'float32', shape: [2, 2, 1, 70, 128, 64, 64], mask: { kind: 'additive', shape: [2, 70, 128] }, opts: { dropoutP: 0.2, dropoutSeed: 7n } });
+  });
+
+  it('stages 16-byte-row masks through shared memory and sums a batch-broadcast dbias with atomics', () => {
+    for (const dtype of ['float16', 'bfloat16'] as const) {
+      check({ dtype, shape: [2, 4, 2, 150, 144, 128, 128], mask: { kind: 'additive', shape: [4, 150, 144] }, opts: { isCausal: true } });
+      check({ dtype, shape: [2, 2, 2, 90, 160, 64, 64], mask: { kind: 'bool', shape: [2, 1, 90, 160] } });
+    }
   });
 
   for (const dtype of ['float16', 'bfloat16'] as const) {

@@ -79,6 +79,8 @@ export interface BackwardPlan {
   readonly tensorCores: boolean;
   readonly querySplits: number;
   readonly dbiasReduced: boolean;
+  /** A reduced dbias summed only over batch / heads: fp32 atomics in the main kernel (else its own kernel). */
+  readonly dbiasAtomic: boolean;
 }
 
 export interface MemeffAddon {

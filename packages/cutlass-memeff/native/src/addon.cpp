@@ -173,6 +173,7 @@ Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
     out.Set("querySplits", Napi::Number::New(env, plan.query_splits));
     out.Set("tensorCores", Napi::Boolean::New(env, plan.mma));
     out.Set("dbiasReduced", Napi::Boolean::New(env, plan.dbias_reduced));
+    out.Set("dbiasAtomic", Napi::Boolean::New(env, plan.dbias_atomic));
     return out;
   });
 }

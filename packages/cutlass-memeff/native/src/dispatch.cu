@@ -1,6 +1,8 @@
 #include "dispatch.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
@@ -10,6 +12,7 @@
 #include "bwd/mma_bwd_traits.h"
 #include "fwd/mma_traits.h"
 #include "fwd/simt_traits.h"
+#include "fwd/tf32_traits.h"
 #include "launch/launchers.h"
 
 namespace memeff {
@@ -123,6 +126,28 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   return "";
 }
 
+// fp32 forward on tensor cores (3xTF32): opt-in with ATTN_MEMEFF_FP32_TC=1 until a GPU run has
+// checked it against cpu-math (NOTES.md v2); read once.
+bool fp32_tensor_cores_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("ATTN_MEMEFF_FP32_TC");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
+
+// Whether the 3xTF32 forward can take this fp32 call (16-byte cp.async of 4 floats).
+bool tf32_fwd_ok(const FwdParams& p, int dtype, int device) {
+  if (dtype != kF32 || !fp32_tensor_cores_enabled() || device_info(device).major < 8) return false;
+  if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32MaxHeadDim) return false;
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o)) return false;
+  if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.o_stride)) return false;
+  const KernelEntry& e = find_kernel(Family::kFwdTf32, kF32, tf32_bucket(std::max(p.head_dim, p.head_dim_v)));
+  return kernel_ptx_version(e, device) >= 80;
+}
+
 const KernelEntry& require_runnable(const KernelEntry& e, int device) {
   if (kernel_ptx_version(e, device) == 0) {
     const DeviceInfo d = device_info(device);
@@ -153,7 +178,9 @@ std::string run_forward(const FwdParams& p, int dtype, int device, cudaStream_t 
     throw std::invalid_argument("memeff-cuda: the tensor-core path was requested but cannot run this call: " + refusal);
   }
   const int dmax = std::max(p.head_dim, p.head_dim_v);
+  const bool tf32 = path != PathRequest::kSimt && tf32_fwd_ok(p, dtype, device);
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
+                         : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
   named(e.name, [&] { e.fwd(p, stream); });
   return e.name;
@@ -172,10 +199,17 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
   plan.dbias_reduced = p.dbias != nullptr &&
                        ((p.dbias_size[0] == 1 && p.batch > 1) || (p.dbias_size[1] == 1 && p.heads_q > 1) ||
                         (p.dbias_size[2] == 1 && p.seq_q > 1) || (p.dbias_size[3] == 1 && p.seq_k > 1));
+  // Summed over batch / heads only: each element gets B * Hq / (its own count) atomic adds from
+  // the main kernel, a few per element and spread over the whole array (no hot spots), against the
+  // FMA recompute of S and dP in bwd_dbias_simt. Summed over queries or keys it would be Sq (Sk)
+  // adds to one address: keep the recompute kernel there, and in deterministic mode.
+  const int64_t dbias_elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
+  plan.dbias_atomic = plan.dbias_reduced && !p.deterministic && p.dbias_size[2] == p.seq_q && p.dbias_size[3] == p.seq_k &&
+                      (p.mask_dtype == kF32 || dbias_elems * 4 <= (4LL << 30));
   // Query splits: when key blocks x kv heads (x head-dim tiles) leave SMs idle, split each block's
   // query range and sum the dK/dV partials afterwards (bounded workspace: at most 256 MiB of partials).
   const int dmax = std::max(p.head_dim, p.head_dim_v);
-  const int64_t key_block = plan.mma ? 64 : 32;
+  const int64_t key_block = plan.mma ? MmaBwdTraits<64>::kBlockN : 32;
   const int64_t query_block = 32;  // both kernels step over 32 queries
   const int64_t n_z = plan.mma ? 1 : (dmax + simt_bucket(dmax) - 1) / simt_bucket(dmax);
   const int64_t blocks = ((p.seq_k + key_block - 1) / key_block) * static_cast<int64_t>(p.batch) * p.heads_kv * n_z;
@@ -199,6 +233,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
     plan.off_dk = carve(plan.query_splits * kv_rows * p.head_dim);
     plan.off_dv = carve(plan.query_splits * kv_rows * p.head_dim_v);
   }
+  if (plan.dbias_atomic && p.mask_dtype != kF32) plan.off_dbias = carve(dbias_elems);
   plan.workspace_bytes = off;
   return plan;
 }
@@ -230,8 +265,13 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   // dbias: the main kernel writes an unbroadcast one where tiles are visited; zero it first so the
   // tiles causal skips read 0. A broadcast one has its own kernel, which writes every element.
   BwdParams main_p = p;
-  if (plan.dbias_reduced) main_p.dbias = nullptr;
-  if (main_p.dbias) {
+  if (plan.dbias_reduced && !plan.dbias_atomic) main_p.dbias = nullptr;
+  if (plan.dbias_atomic) {
+    main_p.dbias_accum = p.mask_dtype == kF32 ? static_cast<float*>(p.dbias) : reinterpret_cast<float*>(ws + plan.off_dbias);
+    p.dbias_accum = main_p.dbias_accum;
+    const int64_t elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
+    ATTN_CUDA_CHECK(cudaMemsetAsync(main_p.dbias_accum, 0, static_cast<size_t>(elems) * 4, stream));
+  } else if (main_p.dbias) {
     const int esize = p.mask_dtype == kF64 ? 8 : p.mask_dtype == kF32 ? 4 : 2;
     ATTN_CUDA_CHECK(cudaMemsetAsync(main_p.dbias, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * esize, stream));
   }
@@ -240,7 +280,8 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   ran.push_back(main.name);
   if (!p.deterministic) named(aux.name, [&] { aux.aux(p, BwdStage::kDqConvert, stream); });
   if (plan.query_splits > 1) named(aux.name, [&] { aux.aux(p, BwdStage::kKvReduce, stream); });
-  if (plan.dbias_reduced) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });
+  if (plan.dbias_atomic && p.mask_dtype != kF32) named(aux.name, [&] { aux.aux(p, BwdStage::kDbiasConvert, stream); });
+  if (plan.dbias_reduced && !plan.dbias_atomic) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });
   ran.push_back(aux.name);
   return ran;
 }

@@ -17,8 +17,11 @@ enum class PathRequest { kAuto, kSimt, kMma };
 struct BwdPlan {
   bool mma = false;            // tensor-core main kernel (else the FMA one)
   int query_splits = 1;
-  bool dbias_reduced = false;  // dbias is summed over a broadcast dim: its own kernel
-  size_t off_dsum = 0, off_dq = 0, off_dk = 0, off_dv = 0;
+  bool dbias_reduced = false;  // dbias is summed over a broadcast dim
+  // ... only over batch and/or heads, non-deterministic: the main kernel adds dS with fp32 atomics
+  // (into dbias when it is fp32, else into the workspace at off_dbias); otherwise bwd_dbias_simt.
+  bool dbias_atomic = false;
+  size_t off_dsum = 0, off_dq = 0, off_dk = 0, off_dv = 0, off_dbias = 0;
   size_t workspace_bytes = 0;
 };
 

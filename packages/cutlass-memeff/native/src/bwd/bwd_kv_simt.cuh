@@ -5,6 +5,7 @@
 // directly. With query splits, dK/dV partials go to a workspace that bwd_post reduces in order.
 #pragma once
 #include "bwd/bwd_tile.cuh"
+#include "common/dbias_store.cuh"
 
 namespace memeff {
 
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
           }
         }
       }
-      if (dbias_direct) {  // each (b, h, i, j) is visited once: dbias = dS
+      if (dbias_direct) {  // each (b, h, i, j) is visited once: dbias = dS (or += with dbias_accum)
 #pragma unroll
         for (int r = 0; r < 2; ++r)
 #pragma unroll
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
             const int i = i0 + ty + 16 * r, j = j0 + tx + 8 * c;
             if (i < p.seq_q && j < p.seq_k) {
               const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
-              store_any_float(p.dbias, p.mask_dtype, idx, sm.ds[ty + 16 * r][tx + 8 * c]);
+              write_dbias(p, idx, sm.ds[ty + 16 * r][tx + 8 * c]);
             }
           }
       }

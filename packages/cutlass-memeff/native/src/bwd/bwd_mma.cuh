@@ -1,4 +1,4 @@
-// Backward of the tensor-core path (fp16/bf16, sm80+): key-split, one block per (64 keys, b, kv head,
+// Backward of the tensor-core path (fp16/bf16, sm80+): key-split, one block per (128 keys, b, kv head,
 // query split). Each step takes 32 queries of one query head of the GQA group: S^T = K Q^T and
 // dP^T = V dO^T with mma.sync, P^T from the saved logsumexp, dropout replayed, dS^T; then
 // dV += Pd^T dO and dK += dS^T Q from registers, and dQ = dS K from dS^T staged in shared memory,
@@ -8,7 +8,9 @@
 #include <cmath>
 
 #include "bwd/mma_bwd_traits.h"
+#include "common/dbias_store.cuh"
 #include "common/dtype_traits.cuh"
+#include "common/mask_tile.cuh"
 #include "common/mma_sm80.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
@@ -17,7 +19,8 @@
 
 namespace memeff {
 
-template <typename T, typename Tr>
+// kFull: D == Dv == the bucket; the head-dim loops are then compile-time (as fwd_mma_kernel's).
+template <typename T, typename Tr, bool kFull>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_kernel(const BwdParams p) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles;
@@ -30,6 +33,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   T* dst_s = do_s + 2 * Tr::kSmemQ;  // dS^T [N][DS]
   float* lse_s = reinterpret_cast<float*>(dst_s + Tr::kSmemDs);  // [2][M], log2 units
   float* dsum_s = lse_s + 2 * M;                                  // [2][M]
+  // [2] mask tiles of [M queries][N keys], double-buffered with Q and dO (only with a mask).
+  unsigned char* mask_s = reinterpret_cast<unsigned char*>(dsum_s + 2 * M);
+  using MaskT = MaskTile<M, N>;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const int j0 = blockIdx.x * N;
@@ -53,6 +59,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const T* dout = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
     load_tile_async<T, M, HD, Tr::kThreads>(q_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
     load_tile_async<T, M, HD, Tr::kThreads>(do_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
+    const MaskView mv = mask_view(p, b, h);
+    if (mask_tile_ok(mv)) load_mask_tile_async<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0, p.seq_q, p.seq_k);
     if (threadIdx.x < M) {
       const int i = i0 + threadIdx.x;
       const int64_t row = (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q + i;
@@ -63,7 +71,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   if (steps > 0) load_step(0, 0);
   cp_async_commit();
 
-  const int qk_steps = (p.head_dim + 15) / 16, v_steps = (p.head_dim_v + 15) / 16;
+  const int qk_steps = kFull ? HD / 16 : (p.head_dim + 15) / 16, v_steps = kFull ? HD / 16 : (p.head_dim_v + 15) / 16;
   float acc_dk[DT][4], acc_dv[DT][4];
 #pragma unroll
   for (int n = 0; n < DT; ++n)
@@ -88,7 +96,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       for (int e = 0; e < 4; ++e) acc_st[n][e] = acc_dpt[n][e] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ++ks) {
-      if (ks >= qk_steps) break;
+      if (!kFull && ks >= qk_steps) break;
       uint32_t a[4];
       ldmatrix_x4(a, k_s + swizzle<HD>(warp * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
 #pragma unroll
@@ -101,7 +109,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     }
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ++ks) {
-      if (ks >= v_steps) break;
+      if (!kFull && ks >= v_steps) break;
       uint32_t a[4];
       ldmatrix_x4(a, v_s + swizzle<HD>(warp * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
 #pragma unroll
@@ -115,6 +123,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
 
     // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D); acc_st becomes Pd^T, acc_dpt dS^T.
     const MaskView mask = mask_view(p, b, h);
+    const bool mask_smem = mask_tile_ok(mask);  // same decision as load_step's for this step
+    const unsigned char* maskb_s = mask_s + buf * MaskT::kBytes;
     const bool plain = tile_unmasked(p, i0, j0, N);
 #pragma unroll
     for (int n = 0; n < QT; ++n)
@@ -125,7 +135,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         const float lse2 = lse_s[buf * M + il];
         float pr = 0.f;
         if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
-          const float logit2 = plain ? acc_st[n][e] * (p.scale * kLog2e) : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
+          const float logit2 = plain       ? acc_st[n][e] * (p.scale * kLog2e)
+                               : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
+                                           : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
           pr = exp2f(logit2 - lse2);
         }
         float keep = 1.f;
@@ -133,7 +145,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         acc_dpt[n][e] = pr * (acc_dpt[n][e] * keep - dsum_s[buf * M + il]);
         acc_st[n][e] = pr * keep;
       }
-    if (p.dbias != nullptr) {  // unbroadcast dbias: every (b, h, i, j) is visited once
+    if (p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
 #pragma unroll
       for (int n = 0; n < QT; ++n)
 #pragma unroll
@@ -141,7 +153,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
           const int i = i0 + n * 8 + 2 * t + (e % 2), j = j0 + warp * 16 + g + 8 * (e / 2);
           if (i < p.seq_q && j < p.seq_k) {
             const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
-            store_any_float(p.dbias, p.mask_dtype, idx, acc_dpt[n][e]);
+            write_dbias(p, idx, acc_dpt[n][e]);
           }
         }
     }
@@ -170,7 +182,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     for (int kk = 0; kk < QT / 2; ++kk) {
 #pragma unroll
       for (int dp = 0; dp < DT / 2; ++dp) {
-        if (dp >= v_steps) break;
+        if (!kFull && dp >= v_steps) break;
         uint32_t bv[4];
         ldmatrix_x4_trans(bv, dob_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
         mma_16816<T>(acc_dv[2 * dp], pa[kk], bv[0], bv[1]);
@@ -178,7 +190,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       }
 #pragma unroll
       for (int dp = 0; dp < DT / 2; ++dp) {
-        if (dp >= qk_steps) break;
+        if (!kFull && dp >= qk_steps) break;
         uint32_t bq[4];
         ldmatrix_x4_trans(bq, qb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
         mma_16816<T>(acc_dk[2 * dp], da[kk], bq[0], bq[1]);
@@ -188,18 +200,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
 
     if (!p.deterministic) {
       __syncthreads();  // dS^T complete
-      // dQ = dS K: warp (w % 2) takes 16 queries, (w / 2) half of the head dim; fp32 atomics.
-      const int qh = warp % 2, c0 = (warp / 2) * (HD / 2);
-      float acc_dq[HD / 16][4];
+      // dQ = dS K: warp (w % 2) takes 16 queries, (w / 2) a slice of kDqCols head-dim columns; fp32
+      // atomics (red.global.add.f32: the result is unused).
+      constexpr int DC = Tr::kDqCols;
+      const int qh = warp % 2, c0 = (warp / 2) * DC;
+      float acc_dq[DC / 8][4];
 #pragma unroll
-      for (int n = 0; n < HD / 16; ++n) acc_dq[n][0] = acc_dq[n][1] = acc_dq[n][2] = acc_dq[n][3] = 0.f;
+      for (int n = 0; n < DC / 8; ++n) acc_dq[n][0] = acc_dq[n][1] = acc_dq[n][2] = acc_dq[n][3] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < N / 16; ++kk) {
         uint32_t a[4];
         ldmatrix_x4_trans(a, dst_s + (kk * 16 + (lane % 8) + (lane / 16) * 8) * DS + qh * 16 + ((lane / 8) % 2) * 8);
 #pragma unroll
-        for (int dp = 0; dp < HD / 32; ++dp) {
-          if (c0 + dp * 16 >= p.head_dim) break;
+        for (int dp = 0; dp < DC / 16; ++dp) {
+          if (!kFull && c0 + dp * 16 >= p.head_dim) break;
           uint32_t bk[4];
           ldmatrix_x4_trans(bk, k_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
           mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
@@ -207,12 +221,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         }
       }
       float* dq_rows = p.dq_accum + (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q * p.head_dim;
+      // Columns 2t, 2t + 1 of each n8 tile as one vector reduction (head_dim is a multiple of 8 here,
+      // so both are in range when the first is, and the address is 8-byte aligned).
 #pragma unroll
-      for (int n = 0; n < HD / 16; ++n)
+      for (int n = 0; n < DC / 8; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = i0 + qh * 16 + g + 8 * (e / 2), d = c0 + n * 8 + 2 * t + (e % 2);
-          if (i < p.seq_q && d < p.head_dim) atomicAdd(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][e] * p.scale);
+        for (int r = 0; r < 2; ++r) {
+          const int i = i0 + qh * 16 + g + 8 * r, d = c0 + n * 8 + 2 * t;
+          if (i < p.seq_q && d < p.head_dim) {
+            red_add_f32x2(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][2 * r] * p.scale, acc_dq[n][2 * r + 1] * p.scale);
+          }
         }
     }
   }

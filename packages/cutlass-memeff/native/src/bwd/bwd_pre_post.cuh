@@ -57,4 +57,14 @@ __global__ void bwd_kv_reduce_kernel(const BwdParams p) {
   }
 }
 
+// dbias's own elements from the fp32 atomic accumulator (BwdParams::dbias_accum). dbias is contiguous
+// in its own shape, so the accumulator's linear index is dbias's too.
+template <typename T>
+__global__ void bwd_dbias_convert_kernel(const BwdParams p, int64_t total) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    store_any_float(p.dbias, p.mask_dtype, idx, p.dbias_accum[idx]);
+  }
+}
+
 }  // namespace memeff

@@ -7,22 +7,29 @@ namespace memeff {
 template <int kHeadDim_>
 struct MmaBwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kNWarps = 4;
+  // v2: 8 warps, 128 keys per block (v1: 4 warps, 64 keys). Each step's Q, dO, lse and D tiles and
+  // each dQ atomic now serve 128 keys: half the Q/dO traffic from L2 and half the dQ atomics per FLOP
+  // (FlashAttention-2's backward block). Registers per thread are unchanged (each warp still owns 16
+  // keys), so occupancy stays at 8 warps per SM, now as one block.
+  static constexpr int kNWarps = 8;
   static constexpr int kThreads = kNWarps * 32;
   static constexpr int kBlockN = 16 * kNWarps;  // keys: each warp owns 16 (rows of S^T, dK, dV)
   static constexpr int kBlockM = 32;            // queries per step
   static constexpr int kChunks = kHeadDim / 8;
   static constexpr int kQTiles = kBlockM / 8;   // n8 tiles of S^T per warp
   static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles of dK / dV per warp
-  // dQ = dS K: warps split 2 (query halves of 16) x 2 (head-dim halves).
-  static constexpr int kDqTiles = kHeadDim / 16;
+  // dQ = dS K: warps split 2 (query halves of 16) x kNWarps / 2 (head-dim slices of kDqCols).
+  static constexpr int kDqCols = kHeadDim * 2 / kNWarps;
+  static_assert(kDqCols % 16 == 0, "dQ column slices are whole k16 pairs of n8 tiles");
   static constexpr int kDsStride = kBlockM + 8;  // dS^T row stride (elements): conflict-free ldmatrix
   // K, V (kBlockN rows), Q and dO double-buffered (kBlockM rows), dS^T, then lse and D (floats).
   static constexpr int kSmemK = kBlockN * kHeadDim;
   static constexpr int kSmemQ = kBlockM * kHeadDim;
   static constexpr int kSmemDs = kBlockN * kDsStride;
   static constexpr int kSmemBytes = (2 * kSmemK + 4 * kSmemQ + kSmemDs) * 2 + 2 * 2 * kBlockM * 4;
-  static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 2 : 1;
+  // Plus, when the call has a mask, two [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
+  static constexpr int kSmemMaskBytes = 2 * kBlockM * (kBlockN * 4 + 16);
+  static constexpr int kMinBlocksPerSm = 1;
   static_assert(kChunks >= 8, "the XOR swizzle needs at least 8 chunks per row");
 };
 

@@ -23,6 +23,12 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool p
                "r"(pred ? 16 : 0));
 #endif
 }
+// 16 bytes global -> shared of which the first `src_bytes` (0..16) are read, the rest zero-filled.
+__device__ __forceinline__ void cp_async_16_partial(void* smem, const void* gmem, int src_bytes) {
+#ifdef ATTN_MEMEFF_SM80
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes));
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #ifdef ATTN_MEMEFF_SM80
   asm volatile("cp.async.commit_group;\n" ::);
@@ -69,6 +75,17 @@ template <> __device__ __forceinline__ void mma_16816<__nv_bfloat16>(float (&d)[
       "{%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+// *addr += a, *(addr + 1) += b with fp32 reductions (no return value: RED, not ATOM). sm90 has a
+// vector form that sends both in one request; addr must be 8-byte aligned.
+__device__ __forceinline__ void red_add_f32x2(float* addr, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(addr), "f"(a), "f"(b) : "memory");
+#else
+  atomicAdd(addr, a);
+  atomicAdd(addr + 1, b);
 #endif
 }
 

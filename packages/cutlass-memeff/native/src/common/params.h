@@ -62,6 +62,10 @@ struct BwdParams : FwdParams {
   int64_t dbias_stride[4] = {0, 0, 0, 0};
   // Sizes of dbias along [B, Hq, Sq, Sk] (1 on summed dims).
   int32_t dbias_size[4] = {1, 1, 1, 1};
+  // When set, the main kernels add dS into this fp32 array (dbias's own shape, same strides) with
+  // atomics instead of storing: a dbias summed only over batch and heads, non-deterministic mode. It
+  // is dbias itself for an fp32 mask, else a workspace that bwd_dbias_convert turns into the dtype.
+  float* dbias_accum = nullptr;
 
   // fp32 workspaces (carved by dispatch.cu out of one buffer that TS allocates).
   float* dsum = nullptr;      // [B, Hq, Sq]: rowsum(dO * O)

@@ -1,10 +1,17 @@
 // Forward kernel of the tensor-core path: Q.K^T and P.V with mma.sync m16n8k16 (fp32 accumulators),
 // operands through ldmatrix from swizzled shared memory filled by cp.async, online softmax in
-// registers, masks/bias/causal/dropout applied per element only on tiles that need them.
+// registers, masks/bias/causal/dropout applied per element only on tiles that need them (the bias or
+// boolean mask tile staged in shared memory by cp.async with K, see common/mask_tile.cuh).
+//
+// Each warp owns Tr::kMTiles 16-row tiles (rows warp * 16 * MT + mi * 16 + ...), so one K or V
+// fragment feeds MT mma. kFull: D == Dv == the bucket, the head-dim loops are compile-time (no
+// run-time exits between ldmatrix and mma, which would cut ptxas's scheduling into small blocks);
+// otherwise they stop at the real D / Dv (e.g. D = 80 in the 128 bucket).
 #pragma once
 #include <cmath>
 
 #include "common/dtype_traits.cuh"
+#include "common/mask_tile.cuh"
 #include "common/mma_sm80.cuh"
 #include "common/smem_tile.cuh"
 #include "common/params.h"
@@ -13,14 +20,16 @@
 
 namespace memeff {
 
-template <typename T, typename Tr>
+template <typename T, typename Tr, bool kFull>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_kernel(const FwdParams p) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
+  constexpr int MT = Tr::kMTiles;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);
   T* k_s = q_s + Tr::kSmemQ;
   T* v_s = k_s + Tr::kSmemK;
+  unsigned char* mask_s = reinterpret_cast<unsigned char*>(v_s + Tr::kSmemK);  // only with a mask
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -31,151 +40,187 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const MaskView mask = mask_view(p, b, h);
-  const int qk_steps = (p.head_dim + 15) / 16;    // k16 steps of Q.K^T actually needed
-  const int pv_pairs = (p.head_dim_v + 15) / 16;  // pairs of n8 tiles of O actually needed
+  const bool mask_smem = mask_tile_ok(mask);  // the mask tile of step nb loads with K(nb)
+  const int qk_steps = kFull ? HD / 16 : (p.head_dim + 15) / 16;    // k16 steps of Q.K^T needed
+  const int pv_pairs = kFull ? HD / 16 : (p.head_dim_v + 15) / 16;  // pairs of n8 tiles of O needed
+  const int row0 = warp * 16 * MT;  // this warp's first row in the block
 
-  float acc_o[OT][4];
+  float acc_o[MT][OT][4];
 #pragma unroll
-  for (int n = 0; n < OT; ++n) acc_o[n][0] = acc_o[n][1] = acc_o[n][2] = acc_o[n][3] = 0.f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-  const int row_in_block[2] = {warp * 16 + g, warp * 16 + g + 8};
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int n = 0; n < OT; ++n) acc_o[mi][n][0] = acc_o[mi][n][1] = acc_o[mi][n][2] = acc_o[mi][n][3] = 0.f;
+  float m_run[MT][2], l_run[MT][2];
+#pragma unroll
+  for (int mi = 0; mi < MT; ++mi) m_run[mi][0] = m_run[mi][1] = -INFINITY, l_run[mi][0] = l_run[mi][1] = 0.f;
 
   const int j_end = key_end_for_queries(p, min(i0 + M, p.seq_q) - 1);
   const int n_blocks = (j_end + N - 1) / N;
 
   load_tile_async<T, M, HD, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
-  if (n_blocks > 0) load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
+  if (n_blocks > 0) {
+    load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
+    if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
+  }
   cp_async_commit();
 
+#pragma unroll 1
   for (int nb = 0; nb < n_blocks; ++nb) {
     const int j0 = nb * N;
     cp_async_wait_all();
-    __syncthreads();  // K(nb) landed; every warp is done with V(nb - 1)
+    __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
     load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
     cp_async_commit();
 
-    // S = Q K^T for this warp's 16 rows.
-    float acc_s[NT][4];
+    // S = Q K^T for this warp's MT x 16 rows: one K fragment feeds MT mma.
+    float acc_s[MT][NT][4];
 #pragma unroll
-    for (int n = 0; n < NT; ++n) acc_s[n][0] = acc_s[n][1] = acc_s[n][2] = acc_s[n][3] = 0.f;
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int n = 0; n < NT; ++n) acc_s[mi][n][0] = acc_s[mi][n][1] = acc_s[mi][n][2] = acc_s[mi][n][3] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < HD / 16; ++ks) {
-      if (ks >= qk_steps) break;
-      uint32_t a[4];
-      ldmatrix_x4(a, q_s + swizzle<HD>(warp * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
+      if (!kFull && ks >= qk_steps) break;
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) ldmatrix_x4(a[mi], q_s + swizzle<HD>(row0 + mi * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
         uint32_t bk[4];
         ldmatrix_x4(bk, k_s + swizzle<HD>(np * 16 + (lane % 8) + (lane / 16) * 8, ks * 16 + ((lane / 8) % 2) * 8));
-        mma_16816<T>(acc_s[2 * np], a, bk[0], bk[1]);
-        mma_16816<T>(acc_s[2 * np + 1], a, bk[2], bk[3]);
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+          mma_16816<T>(acc_s[mi][2 * np], a[mi], bk[0], bk[1]);
+          mma_16816<T>(acc_s[mi][2 * np + 1], a[mi], bk[2], bk[3]);
+        }
       }
     }
 
     // Logits in log2 units; masking only where the tile needs it.
     const bool plain = tile_unmasked(p, i0, j0, N);
 #pragma unroll
-    for (int n = 0; n < NT; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (plain) {
-          acc_s[n][e] *= p.scale * kLog2e;
-        } else {
-          const int i = i0 + row_in_block[e / 2], j = j0 + n * 8 + 2 * t + (e % 2);
-          acc_s[n][e] = masked_logit(p, mask, i, j, acc_s[n][e]) * kLog2e;
-        }
-      }
-
-    // Online softmax: row max and sum over the quad that shares a row.
-    float alpha[2], m_use[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(acc_s[n][2 * r], acc_s[n][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[r], mx);
-      m_use[r] = m_new == -INFINITY ? 0.f : m_new;
-      alpha[r] = exp2f(m_run[r] - m_use[r]);
-      m_run[r] = m_new;
-      l_run[r] *= alpha[r];
-    }
-#pragma unroll
-    for (int n = 0; n < NT; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float pe = exp2f(acc_s[n][e] - m_use[e / 2]);
-        l_run[e / 2] += pe;
-        acc_s[n][e] = pe;
-      }
-    if (p.dropout) {
+    for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
       for (int n = 0; n < NT; ++n)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          bool k0, k1;
-          const int i = i0 + row_in_block[r], j = j0 + n * 8 + 2 * t;
-          dropout_kept_pair(p, b, h, i, j, k0, k1);
-          acc_s[n][2 * r] = k0 ? acc_s[n][2 * r] * p.dropout_keep_scale : 0.f;
-          acc_s[n][2 * r + 1] = k1 ? acc_s[n][2 * r + 1] * p.dropout_keep_scale : 0.f;
+        for (int e = 0; e < 4; ++e) {
+          if (plain) {
+            acc_s[mi][n][e] *= p.scale * kLog2e;
+          } else {
+            const int il = row0 + mi * 16 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
+            acc_s[mi][n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
+                                         : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[mi][n][e])) *
+                              kLog2e;
+          }
         }
-    }
+
+    // Online softmax: row max and sum over the quad that shares a row.
 #pragma unroll
-    for (int n = 0; n < OT; ++n) {
-      acc_o[n][0] *= alpha[0];
-      acc_o[n][1] *= alpha[0];
-      acc_o[n][2] *= alpha[1];
-      acc_o[n][3] *= alpha[1];
+    for (int mi = 0; mi < MT; ++mi) {
+      float alpha[2], m_use[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(acc_s[mi][n][2 * r], acc_s[mi][n][2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m_run[mi][r], mx);
+        m_use[r] = m_new == -INFINITY ? 0.f : m_new;
+        alpha[r] = exp2f(m_run[mi][r] - m_use[r]);
+        m_run[mi][r] = m_new;
+        l_run[mi][r] *= alpha[r];
+      }
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float pe = exp2f(acc_s[mi][n][e] - m_use[e / 2]);
+          l_run[mi][e / 2] += pe;
+          acc_s[mi][n][e] = pe;
+        }
+#pragma unroll
+      for (int n = 0; n < OT; ++n) {
+        acc_o[mi][n][0] *= alpha[0];
+        acc_o[mi][n][1] *= alpha[0];
+        acc_o[mi][n][2] *= alpha[1];
+        acc_o[mi][n][3] *= alpha[1];
+      }
+    }
+    if (p.dropout) {
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            bool k0, k1;
+            const int i = i0 + row0 + mi * 16 + g + 8 * r, j = j0 + n * 8 + 2 * t;
+            dropout_kept_pair(p, b, h, i, j, k0, k1);
+            acc_s[mi][n][2 * r] = k0 ? acc_s[mi][n][2 * r] * p.dropout_keep_scale : 0.f;
+            acc_s[mi][n][2 * r + 1] = k1 ? acc_s[mi][n][2 * r + 1] * p.dropout_keep_scale : 0.f;
+          }
     }
 
     cp_async_wait_all();
-    __syncthreads();  // V(nb) landed; every warp is done with K(nb)
+    __syncthreads();  // V(nb) landed; every warp is done with K(nb) and the mask tile
     if (nb + 1 < n_blocks) {
       load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], j0 + N, p.seq_k, p.head_dim);
+      if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, j0 + N, p.seq_q, p.seq_k);
       cp_async_commit();
     }
 
-    // O += P V: P's accumulator layout is the A operand's layout, two n8 tiles per k16 step.
+    // O += P V: P's accumulator layout is the A operand's layout, two n8 tiles per k16 step; one V
+    // fragment feeds MT mma.
 #pragma unroll
     for (int kk = 0; kk < N / 16; ++kk) {
-      uint32_t a[4];
-      a[0] = pack2<T>(acc_s[2 * kk][0], acc_s[2 * kk][1]);
-      a[1] = pack2<T>(acc_s[2 * kk][2], acc_s[2 * kk][3]);
-      a[2] = pack2<T>(acc_s[2 * kk + 1][0], acc_s[2 * kk + 1][1]);
-      a[3] = pack2<T>(acc_s[2 * kk + 1][2], acc_s[2 * kk + 1][3]);
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+        a[mi][0] = pack2<T>(acc_s[mi][2 * kk][0], acc_s[mi][2 * kk][1]);
+        a[mi][1] = pack2<T>(acc_s[mi][2 * kk][2], acc_s[mi][2 * kk][3]);
+        a[mi][2] = pack2<T>(acc_s[mi][2 * kk + 1][0], acc_s[mi][2 * kk + 1][1]);
+        a[mi][3] = pack2<T>(acc_s[mi][2 * kk + 1][2], acc_s[mi][2 * kk + 1][3]);
+      }
 #pragma unroll
       for (int dp = 0; dp < OT / 2; ++dp) {
-        if (dp >= pv_pairs) break;
+        if (!kFull && dp >= pv_pairs) break;
         uint32_t bv[4];
         ldmatrix_x4_trans(bv, v_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
-        mma_16816<T>(acc_o[2 * dp], a, bv[0], bv[1]);
-        mma_16816<T>(acc_o[2 * dp + 1], a, bv[2], bv[3]);
+#pragma unroll
+        for (int mi = 0; mi < MT; ++mi) {
+          mma_16816<T>(acc_o[mi][2 * dp], a[mi], bv[0], bv[1]);
+          mma_16816<T>(acc_o[mi][2 * dp + 1], a[mi], bv[2], bv[3]);
+        }
       }
     }
   }
 
   // Epilogue: normalize, stage through shared memory, 16-byte stores; logsumexp per row.
-  float inv[2];
+  float inv[MT][2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;  // fully masked rows: out 0, lse -inf
-    const int i = i0 + row_in_block[r];
-    if (t == 0 && i < p.seq_q) {
-      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[r] + log2f(l)) * kLn2 : -INFINITY;
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float l = l_run[mi][r];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      inv[mi][r] = l > 0.f ? 1.f / l : 0.f;  // fully masked rows: out 0, lse -inf
+      const int i = i0 + row0 + mi * 16 + g + 8 * r;
+      if (t == 0 && i < p.seq_q) {
+        p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[mi][r] + log2f(l)) * kLn2 : -INFINITY;
+      }
     }
-  }
   cp_async_wait_all();
   __syncthreads();  // every warp is done with q_s
 #pragma unroll
-  for (int n = 0; n < OT; ++n) {
-    const int col = n * 8 + 2 * t;
-    *reinterpret_cast<uint32_t*>(q_s + swizzle<HD>(row_in_block[0], col)) = pack2<T>(acc_o[n][0] * inv[0], acc_o[n][1] * inv[0]);
-    *reinterpret_cast<uint32_t*>(q_s + swizzle<HD>(row_in_block[1], col)) = pack2<T>(acc_o[n][2] * inv[1], acc_o[n][3] * inv[1]);
-  }
+  for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+    for (int n = 0; n < OT; ++n) {
+      const int col = n * 8 + 2 * t, r0 = row0 + mi * 16 + g;
+      *reinterpret_cast<uint32_t*>(q_s + swizzle<HD>(r0, col)) = pack2<T>(acc_o[mi][n][0] * inv[mi][0], acc_o[mi][n][1] * inv[mi][0]);
+      *reinterpret_cast<uint32_t*>(q_s + swizzle<HD>(r0 + 8, col)) = pack2<T>(acc_o[mi][n][2] * inv[mi][1], acc_o[mi][n][3] * inv[mi][1]);
+    }
   __syncthreads();
   T* out = static_cast<T*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
   constexpr int kChunks = Tr::kChunks;

@@ -9,17 +9,25 @@ struct MmaFwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kNWarps = 4;
   static constexpr int kThreads = kNWarps * 32;
-  // Blocks per SM that ptxas plans registers for: at 3 (its own choice at d128) it spilled on sm_80.
-  static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 3 : kHeadDim <= 128 ? 2 : 1;
-  static constexpr int kBlockM = 16 * kNWarps;            // each warp owns 16 query rows
-  static constexpr int kBlockN = kHeadDim <= 128 ? 64 : 32;  // keys per step
-  static constexpr int kChunks = kHeadDim / 8;             // 16-byte chunks per smem row
-  static constexpr int kNTiles = kBlockN / 8;              // n8 tiles of S per warp
-  static constexpr int kOTiles = kHeadDim / 8;             // n8 tiles of O per warp
+  // v2: each warp owns kMTiles 16-row tiles, so every K and V fragment read from shared memory feeds
+  // kMTiles mma (v1: 1), halving the ldmatrix traffic per FLOP at d64/d128 and the K/V reloads from
+  // L2 per query (128 queries per block instead of 64). At d128 the keys per step drop to 32 to keep
+  // S (kMTiles x kBlockN / 2 floats per thread) and O (kMTiles x kHeadDim / 2) under 255 registers:
+  // FlashAttention-2's and flash-cuda's shapes (128 x 64 at d64, 128 x 32 at d128, 64 x 32 at d256).
+  static constexpr int kMTiles = kHeadDim <= 128 ? 2 : 1;
+  static constexpr int kMinBlocksPerSm = kHeadDim <= 128 ? 2 : 1;
+  static constexpr int kBlockM = 16 * kNWarps * kMTiles;     // query rows per block
+  static constexpr int kBlockN = kHeadDim <= 64 ? 64 : 32;   // keys per step
+  static constexpr int kChunks = kHeadDim / 8;               // 16-byte chunks per smem row
+  static constexpr int kNTiles = kBlockN / 8;                // n8 tiles of S per row tile
+  static constexpr int kOTiles = kHeadDim / 8;               // n8 tiles of O per row tile
   // Q, K, V tiles in 16-bit elements, one buffer each (K(j+1) loads during P.V, V(j) during Q.K^T).
   static constexpr int kSmemQ = kBlockM * kHeadDim;
   static constexpr int kSmemK = kBlockN * kHeadDim;
   static constexpr int kSmemBytes = (kSmemQ + 2 * kSmemK) * 2;
+  // Plus, when the call has a mask, its [kBlockM][kBlockN] tile (MaskTile in common/mask_tile.cuh:
+  // pitch kBlockN * 4 + 16 bytes, the widest element plus padding).
+  static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);
   static_assert(kChunks >= 8, "the XOR swizzle needs at least 8 chunks per row");
 };
 

@@ -12,6 +12,8 @@ set(MEMEFF_GENERATED_SOURCES
   native/src/generated/fwd_mma_bf16_d64.cu
   native/src/generated/fwd_mma_bf16_d128.cu
   native/src/generated/fwd_mma_bf16_d256.cu
+  native/src/generated/fwd_tf32_fp32_d64.cu
+  native/src/generated/fwd_tf32_fp32_d128.cu
   native/src/generated/bwd_simt_fp32_d64.cu
   native/src/generated/bwd_simt_fp32_d128.cu
   native/src/generated/bwd_simt_fp16_d64.cu

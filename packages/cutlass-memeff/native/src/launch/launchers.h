@@ -9,10 +9,10 @@
 
 namespace memeff {
 
-enum class Family : int { kFwdSimt = 0, kFwdMma = 1, kBwdSimt = 2, kBwdAux = 3, kBwdMma = 4 };
+enum class Family : int { kFwdSimt = 0, kFwdMma = 1, kBwdSimt = 2, kBwdAux = 3, kBwdMma = 4, kFwdTf32 = 5 };
 
 // The passes around the backward main kernels (run_bwd_aux's `stage`).
-enum class BwdStage : int { kDsum = 0, kDqConvert = 1, kKvReduce = 2, kDbias = 3 };
+enum class BwdStage : int { kDsum = 0, kDqConvert = 1, kKvReduce = 2, kDbias = 3, kDbiasConvert = 4 };
 
 using FwdLauncher = void (*)(const FwdParams&, cudaStream_t);
 using BwdLauncher = void (*)(const BwdParams&, cudaStream_t);
@@ -35,6 +35,8 @@ template <typename T, int kBucket> void run_fwd_simt(const FwdParams& p, cudaStr
 template <typename T, int kBucket> const void* probe_fwd_simt();
 template <typename T, int kBucket> void run_fwd_mma(const FwdParams& p, cudaStream_t stream);
 template <typename T, int kBucket> const void* probe_fwd_mma();
+template <typename T, int kBucket> void run_fwd_tf32(const FwdParams& p, cudaStream_t stream);
+template <typename T, int kBucket> const void* probe_fwd_tf32();
 template <typename T, int kBucket> void run_bwd_simt(const BwdParams& p, cudaStream_t stream);
 template <typename T, int kBucket> const void* probe_bwd_simt();
 template <typename T, int kBucket> void run_bwd_mma(const BwdParams& p, cudaStream_t stream);

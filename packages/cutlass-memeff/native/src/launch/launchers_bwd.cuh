@@ -34,18 +34,29 @@ template <typename T, int kBucket> const void* probe_bwd_simt() {
   return reinterpret_cast<const void*>(&bwd_kv_simt_kernel<T, SimtBwdTraits<kBucket>>);
 }
 
-template <typename T, int kBucket>
-void run_bwd_mma(const BwdParams& p, cudaStream_t stream) {
-  using Tr = MmaBwdTraits<kBucket>;
-  auto kernel = &bwd_mma_kernel<T, Tr>;
-  if (Tr::kSmemBytes > 48 * 1024) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+template <typename T, typename Tr, bool kFull>
+void launch_bwd_mma(const BwdParams& p, cudaStream_t stream) {
+  auto kernel = &bwd_mma_kernel<T, Tr, kFull>;
+  static_assert(Tr::kSmemMaskBytes == 2 * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
+  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
+  if (smem > 48 * 1024) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
   for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
     const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, p.query_splits);
-    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(q);
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
     ATTN_LAUNCH_CHECK("memeff bwd_mma_kernel");
   });
+}
+
+// D == Dv == the bucket takes the kernel with compile-time head-dim loops (bwd_mma.cuh).
+template <typename T, int kBucket>
+void run_bwd_mma(const BwdParams& p, cudaStream_t stream) {
+  if (p.head_dim == kBucket && p.head_dim_v == kBucket) {
+    launch_bwd_mma<T, MmaBwdTraits<kBucket>, true>(p, stream);
+  } else {
+    launch_bwd_mma<T, MmaBwdTraits<kBucket>, false>(p, stream);
+  }
   if (p.deterministic) {  // dQ in a fixed order: one block per query block walks the keys
     using Td = MmaDqTraits<kBucket>;
     auto dq_kernel = &bwd_dq_mma_kernel<T, Td>;
@@ -60,7 +71,7 @@ void run_bwd_mma(const BwdParams& p, cudaStream_t stream) {
   }
 }
 template <typename T, int kBucket> const void* probe_bwd_mma() {
-  return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>>);
+  return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false>);
 }
 
 template <typename T>
@@ -92,6 +103,13 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
         ATTN_LAUNCH_CHECK("memeff bwd_dbias_simt_kernel");
       });
       break;
+    case BwdStage::kDbiasConvert: {
+      const int64_t total = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
+      const unsigned blocks = ceil_div(total, 256);
+      bwd_dbias_convert_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
+      ATTN_LAUNCH_CHECK("memeff bwd_dbias_convert_kernel");
+      break;
+    }
   }
 }
 template <typename T> const void* probe_bwd_aux() {

@@ -3,6 +3,7 @@
 #include "attn/cuda_check.h"
 #include "fwd/fwd_mma.cuh"
 #include "fwd/fwd_simt.cuh"
+#include "fwd/fwd_tf32.cuh"
 #include "launch/launchers.h"
 
 namespace memeff {
@@ -20,21 +21,54 @@ template <typename T, int kBucket> const void* probe_fwd_simt() {
   return reinterpret_cast<const void*>(&fwd_simt_kernel<T, SimtFwdTraits<kBucket>>);
 }
 
-template <typename T, int kBucket>
-void run_fwd_mma(const FwdParams& p, cudaStream_t stream) {
-  using Tr = MmaFwdTraits<kBucket>;
-  auto kernel = &fwd_mma_kernel<T, Tr>;
-  if (Tr::kSmemBytes > 48 * 1024) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+// D == Dv == the bucket takes the kernel with compile-time head-dim loops (fwd_mma.cuh).
+template <typename T, typename Tr, bool kFull>
+void launch_fwd_mma(const FwdParams& p, cudaStream_t stream) {
+  auto kernel = &fwd_mma_kernel<T, Tr, kFull>;
+  static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
+  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
+  if (smem > 48 * 1024) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
   for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
     const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
-    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(q);
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
     ATTN_LAUNCH_CHECK("memeff fwd_mma_kernel");
   });
 }
+
+template <typename T, int kBucket>
+void run_fwd_mma(const FwdParams& p, cudaStream_t stream) {
+  using Tr = MmaFwdTraits<kBucket>;
+  if (p.head_dim == kBucket && p.head_dim_v == kBucket) {
+    launch_fwd_mma<T, Tr, true>(p, stream);
+  } else {
+    launch_fwd_mma<T, Tr, false>(p, stream);
+  }
+}
 template <typename T, int kBucket> const void* probe_fwd_mma() {
-  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, MmaFwdTraits<kBucket>>);
+  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, MmaFwdTraits<kBucket>, false>);
+}
+
+// fp32 on tensor cores (3xTF32). T is float; it is a parameter only so that the generated units
+// name every family the same way.
+template <typename T, int kBucket>
+void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
+  using Tr = Tf32FwdTraits<kBucket>;
+  auto kernel = &fwd_tf32_kernel<Tr>;
+  static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
+  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
+  if (smem > 48 * 1024) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  }
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
+    ATTN_LAUNCH_CHECK("memeff fwd_tf32_kernel");
+  });
+}
+template <typename T, int kBucket> const void* probe_fwd_tf32() {
+  return reinterpret_cast<const void*>(&fwd_tf32_kernel<Tf32FwdTraits<kBucket>>);
 }
 
 }  // namespace memeff

@@ -1,0 +1,47 @@
+// fp32 products at fp32 accuracy on tensor cores (sm80+): each operand is split a = hi + lo with hi
+// = tf32(a) and lo = tf32(a - hi), and a*b ~= hi_a*hi_b + hi_a*lo_b + lo_a*hi_b (lo*lo, ~2^-22
+// relative, is dropped). CUTLASS calls this OpMultiplyAddFastF32; torch's efficient backend uses it
+// for fp32 on sm80+. mma.sync m16n8k8 tf32 fragments (g = lane / 4, t = lane % 4):
+//   A 16x8 row: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+//   B 8x8 col:  b0 (k = t, n = g), b1 (k = t + 4, n = g)
+//   C 16x8:     c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)
+#pragma once
+#include <cstdint>
+
+#include "common/mma_sm80.cuh"
+
+namespace memeff {
+
+struct Tf32Pair {
+  uint32_t hi, lo;
+};
+
+__device__ __forceinline__ Tf32Pair split_tf32(float x) {
+  Tf32Pair r{0u, 0u};
+#ifdef ATTN_MEMEFF_SM80
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.hi) : "f"(x));
+  const float rest = x - __uint_as_float(r.hi);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
+#endif
+  return r;
+}
+
+__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                              uint32_t b1) {
+#ifdef ATTN_MEMEFF_SM80
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+}
+
+// d += a * b with both operands split: the small terms first so they are not lost against hi*hi.
+__device__ __forceinline__ void mma_1688_3xtf32(float (&d)[4], const Tf32Pair (&a)[4], const Tf32Pair (&b)[2]) {
+  mma_1688_tf32(d, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
+  mma_1688_tf32(d, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
+  mma_1688_tf32(d, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+}
+
+}  // namespace memeff

@@ -1,0 +1,220 @@
+// Forward kernel for fp32 on tensor cores (sm80+), 3xTF32 (common/tf32x3.cuh): fp32 accuracy at
+// tensor-core speed, as torch's efficient backend does on sm80+. Same structure as fwd_mma_kernel
+// (cp.async tiles, K(j+1) under P.V, V(j) under Q.K^T, online softmax in registers, masks only on
+// tiles that need them, the mask tile staged with K) but fp32 tiles in padded rows (no ldmatrix for
+// 32-bit elements: fragments are read with plain conflict-free LDS), m16n8k8 tf32 mma, and P moved
+// from the accumulator layout to the A layout with quad shuffles.
+#pragma once
+#include <cmath>
+
+#include "common/mask_tile.cuh"
+#include "common/mma_sm80.cuh"
+#include "common/params.h"
+#include "common/score_mods.cuh"
+#include "common/tf32x3.cuh"
+#include "fwd/tf32_traits.h"
+
+namespace memeff {
+
+// Rows [row0, row0 + kRows) of a [seq][dim] fp32 matrix into a tile of pitch kPitch floats; rows
+// past `rows` and columns past `cols` (a multiple of 4) are zero-filled.
+template <int kRows, int kHeadDim, int kPitch, int kThreads>
+__device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g, int64_t row_stride, int row0, int rows, int cols) {
+  constexpr int kChunks = kHeadDim / 4;
+#pragma unroll
+  for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {
+    const int r = idx / kChunks, c = idx % kChunks;
+    const bool ok = row0 + r < rows && c * 4 < cols;
+    const float* src = ok ? g + (row0 + r) * row_stride + c * 4 : g;
+    cp_async_16(smem + r * kPitch + c * 4, src, ok);
+  }
+}
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_kernel(const FwdParams p) {
+#ifdef ATTN_MEMEFF_SM80
+  constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
+  constexpr int PQ = Tr::kPitchQK, PV = Tr::kPitchV;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  float* q_s = reinterpret_cast<float*>(smem_raw);
+  float* k_s = q_s + Tr::kSmemQ;
+  float* v_s = k_s + Tr::kSmemK;
+  unsigned char* mask_s = reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV);  // only with a mask
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int bh = blockIdx.y + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
+  const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int i0 = m_block * M;
+  const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
+  const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
+  const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
+  const MaskView mask = mask_view(p, b, h);
+  const bool mask_smem = mask_tile_ok(mask);
+  const int qk_steps = (p.head_dim + 7) / 8;    // k8 steps of Q.K^T needed
+  const int o_tiles = (p.head_dim_v + 7) / 8;   // n8 tiles of O needed
+  const int r0 = warp * 16;
+
+  float acc_o[OT][4];
+#pragma unroll
+  for (int n = 0; n < OT; ++n) acc_o[n][0] = acc_o[n][1] = acc_o[n][2] = acc_o[n][3] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+
+  const int j_end = key_end_for_queries(p, min(i0 + M, p.seq_q) - 1);
+  const int n_blocks = (j_end + N - 1) / N;
+
+  load_tile_f32_async<M, HD, PQ, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
+  if (n_blocks > 0) {
+    load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
+    if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
+  }
+  cp_async_commit();
+
+#pragma unroll 1
+  for (int nb = 0; nb < n_blocks; ++nb) {
+    const int j0 = nb * N;
+    cp_async_wait_all();
+    __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
+    load_tile_f32_async<N, HD, PV, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
+    cp_async_commit();
+
+    // S = Q K^T, 3xTF32.
+    float acc_s[NT][4];
+#pragma unroll
+    for (int n = 0; n < NT; ++n) acc_s[n][0] = acc_s[n][1] = acc_s[n][2] = acc_s[n][3] = 0.f;
+#pragma unroll 4
+    for (int ks = 0; ks < HD / 8; ++ks) {
+      if (ks >= qk_steps) break;
+      const float* qa = q_s + (r0 + g) * PQ + ks * 8 + t;
+      Tf32Pair a[4] = {split_tf32(qa[0]), split_tf32(qa[8 * PQ]), split_tf32(qa[4]), split_tf32(qa[8 * PQ + 4])};
+#pragma unroll
+      for (int n = 0; n < NT; ++n) {
+        const float* kb = k_s + (n * 8 + g) * PQ + ks * 8 + t;
+        Tf32Pair bk[2] = {split_tf32(kb[0]), split_tf32(kb[4])};
+        mma_1688_3xtf32(acc_s[n], a, bk);
+      }
+    }
+
+    // Logits in log2 units; masking only where the tile needs it.
+    const bool plain = tile_unmasked(p, i0, j0, N);
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (plain) {
+          acc_s[n][e] *= p.scale * kLog2e;
+        } else {
+          const int il = r0 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
+          acc_s[n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
+                                   : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[n][e])) *
+                        kLog2e;
+        }
+      }
+
+    // Online softmax (rows g and g + 8; the quad shares a row).
+    float alpha[2], m_use[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(acc_s[n][2 * r], acc_s[n][2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_run[r], mx);
+      m_use[r] = m_new == -INFINITY ? 0.f : m_new;
+      alpha[r] = exp2f(m_run[r] - m_use[r]);
+      m_run[r] = m_new;
+      l_run[r] *= alpha[r];
+    }
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float pe = exp2f(acc_s[n][e] - m_use[e / 2]);
+        l_run[e / 2] += pe;
+        acc_s[n][e] = pe;
+      }
+    if (p.dropout) {
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          bool k0, k1;
+          const int i = i0 + r0 + g + 8 * r, j = j0 + n * 8 + 2 * t;
+          dropout_kept_pair(p, b, h, i, j, k0, k1);
+          acc_s[n][2 * r] = k0 ? acc_s[n][2 * r] * p.dropout_keep_scale : 0.f;
+          acc_s[n][2 * r + 1] = k1 ? acc_s[n][2 * r + 1] * p.dropout_keep_scale : 0.f;
+        }
+    }
+#pragma unroll
+    for (int n = 0; n < OT; ++n) {
+      acc_o[n][0] *= alpha[0];
+      acc_o[n][1] *= alpha[0];
+      acc_o[n][2] *= alpha[1];
+      acc_o[n][3] *= alpha[1];
+    }
+
+    cp_async_wait_all();
+    __syncthreads();  // V(nb) landed; every warp is done with K(nb) and the mask tile
+    if (nb + 1 < n_blocks) {
+      load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], j0 + N, p.seq_k, p.head_dim);
+      if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, j0 + N, p.seq_q, p.seq_k);
+      cp_async_commit();
+    }
+
+    // O += P V over k8 blocks of keys. The A fragment wants P(g, t) and P(g, t + 4) of the block;
+    // P(g, c) sits in lane 4g + c/2, element c % 2 of the n8 accumulator tile: fetch both elements
+    // of lanes 4g + t/2 and 4g + 2 + t/2 and keep element t % 2.
+    const int src_lo = (lane & ~3) | (t >> 1), src_hi = src_lo + 2;
+    const bool odd = t & 1;
+#pragma unroll
+    for (int kk = 0; kk < NT; ++kk) {
+      const float x0 = __shfl_sync(0xffffffffu, acc_s[kk][0], src_lo), x1 = __shfl_sync(0xffffffffu, acc_s[kk][1], src_lo);
+      const float x2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_lo), x3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_lo);
+      const float y0 = __shfl_sync(0xffffffffu, acc_s[kk][0], src_hi), y1 = __shfl_sync(0xffffffffu, acc_s[kk][1], src_hi);
+      const float y2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_hi), y3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_hi);
+      const Tf32Pair a[4] = {split_tf32(odd ? x1 : x0), split_tf32(odd ? x3 : x2), split_tf32(odd ? y1 : y0), split_tf32(odd ? y3 : y2)};
+      const float* vb = v_s + (kk * 8 + t) * PV + g;
+#pragma unroll
+      for (int n = 0; n < OT; ++n) {
+        if (n >= o_tiles) break;
+        const Tf32Pair bv[2] = {split_tf32(vb[n * 8]), split_tf32(vb[4 * PV + n * 8])};
+        mma_1688_3xtf32(acc_o[n], a, bv);
+      }
+    }
+  }
+
+  // Epilogue: normalize; logsumexp per row; float2 stores straight from the accumulators (a quad
+  // writes 32 contiguous bytes of a row).
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = l_run[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[r] = l > 0.f ? 1.f / l : 0.f;  // fully masked rows: out 0, lse -inf
+    const int i = i0 + r0 + g + 8 * r;
+    if (t == 0 && i < p.seq_q) {
+      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[r] + log2f(l)) * kLn2 : -INFINITY;
+    }
+  }
+  cp_async_wait_all();
+  float* out = static_cast<float*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = i0 + r0 + g + 8 * r;
+    if (i >= p.seq_q) continue;
+#pragma unroll
+    for (int n = 0; n < OT; ++n) {
+      const int d = n * 8 + 2 * t;
+      if (d < p.head_dim_v) {  // head_dim_v is a multiple of 4, d even: d + 1 is in range too
+        *reinterpret_cast<float2*>(out + i * p.o_stride[2] + d) = make_float2(acc_o[n][2 * r] * inv[r], acc_o[n][2 * r + 1] * inv[r]);
+      }
+    }
+  }
+#else
+  __trap();  // built without sm80 code: the dispatcher never launches this kernel here
+#endif
+}
+
+}  // namespace memeff

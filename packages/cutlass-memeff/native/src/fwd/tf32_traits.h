@@ -1,0 +1,32 @@
+// Tile shapes of the fp32 tensor-core forward (3xTF32, sm80+; fwd/fwd_tf32.cuh). Head dims are
+// buckets as on the 16-bit path; D and Dv multiples of 4 (16-byte cp.async chunks of 4 floats).
+#pragma once
+
+namespace memeff {
+
+template <int kHeadDim_>
+struct Tf32FwdTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kNWarps = 4;
+  static constexpr int kThreads = kNWarps * 32;
+  static constexpr int kBlockM = 16 * kNWarps;  // each warp owns 16 query rows
+  static constexpr int kBlockN = 32;            // keys per step
+  static constexpr int kNTiles = kBlockN / 8;   // n8 tiles of S
+  static constexpr int kOTiles = kHeadDim / 8;  // n8 tiles of O
+  // Row pitches in floats. Q and K fragments read (row g, col t): pitch = 4 mod 32 puts the 32
+  // lanes on 32 banks. V fragments read (row t, col g): pitch = 8 mod 32 does.
+  static constexpr int kPitchQK = kHeadDim + 4;
+  static constexpr int kPitchV = kHeadDim + 8;
+  static constexpr int kSmemQ = kBlockM * kPitchQK;  // floats
+  static constexpr int kSmemK = kBlockN * kPitchQK;
+  static constexpr int kSmemV = kBlockN * kPitchV;
+  static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV) * 4;
+  static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);  // MaskTile<kBlockM, kBlockN>
+  static constexpr int kMinBlocksPerSm = 2;
+};
+
+constexpr int kTf32Buckets[] = {64, 128};
+inline int tf32_bucket(int d) { return d <= 64 ? 64 : 128; }
+constexpr int kTf32MaxHeadDim = 128;
+
+}  // namespace memeff
