@@ -1,6 +1,6 @@
 import { tensor } from '@attn/core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { installFakeRocmRuntime, params, qkv, rocmTensor, varlenParams } from '../test/fake-rocm.js';
+import { installFakeRocmRuntime, params, qkv, rocmTensor, varlenParams } from '@attn/rocm/testing';
 import { backwardArgs } from './marshal/backward.js';
 import { forwardArgs } from './marshal/forward.js';
 import { FULLY_MASKED_BELOW, lseConvertArgs } from './marshal/lse.js';

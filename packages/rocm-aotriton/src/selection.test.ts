@@ -4,7 +4,7 @@ import { explain, registerBackend, type SdpaOptions, type SelectionReport } from
 import { withIsolatedRegistry } from '@attn/core/testing';
 import { resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { installFakeRocmRuntime, qkv, rocmTensor, type Qkv } from '../test/fake-rocm.js';
+import { installFakeRocmRuntime, qkv, rocmTensor, type Qkv } from '@attn/rocm/testing';
 import { makeAotritonBackend } from './backend.js';
 import type { AotritonVersion } from './version.js';
 

@@ -3,7 +3,7 @@ import { withIsolatedRegistry } from '@attn/core/testing';
 import { resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
 import fc from 'fast-check';
 import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { installFakeRocmRuntime, params, qkv, rocmTensor, varlenParams, type Qkv } from '../test/fake-rocm.js';
+import { installFakeRocmRuntime, params, qkv, rocmTensor, varlenParams, type Qkv } from '@attn/rocm/testing';
 import { makeCkBackend } from './backend.js';
 import { encodeCkMask, MASK_BOTTOM_RIGHT, MASK_NONE, MASK_TOP_LEFT, type CkMask } from './mask.js';
 import { forwardArgs, forwardTraits } from './marshal/args.js';

@@ -1,5 +1,7 @@
-// Test support: tensors on a 'rocm' device that does not exist. Their storage is a fake device
-// buffer with a chosen address, so marshalling can be checked pointer by pointer; nothing reads it.
+// @attn/rocm/testing: tensors on a 'rocm' device that does not exist, for the ROCm backend packages'
+// tests (@attn/rocm-aotriton, @attn/rocm-ck). Their storage is a fake device buffer with a chosen
+// address, so marshalling can be checked pointer by pointer; nothing reads it. Side-effect free:
+// importing it registers nothing and loads no addon (installFakeRocmRuntime() does, when called).
 import {
   DTYPE_BYTES,
   fromStorage,

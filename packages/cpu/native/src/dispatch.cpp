@@ -1,0 +1,117 @@
+#include "dispatch.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace attn_cpu {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAuto: return "auto";
+    case Isa::kPortable: return "portable";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAvx512Bf16: return "avx512bf16";
+    case Isa::kAmx: return "amx";
+  }
+  return "?";
+}
+
+bool parse_isa(const std::string& s, Isa* out) {
+  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
+    if (s == isa_name(i)) {
+      *out = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<Isa> compiled_isas() {
+#if defined(__x86_64__)
+  return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx};
+#else
+  return {Isa::kPortable};
+#endif
+}
+
+#if defined(__x86_64__)
+namespace {
+// AMX-TILE and AMX-BF16 in CPUID leaf 7, and Linux's permission to use the tile data state
+// (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), asked for once per process.
+bool amx_usable() {
+  static const bool ok = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+    if (!(d & (1u << 22)) || !(d & (1u << 24))) return false;
+#if defined(__linux__)
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return ok;
+}
+}  // namespace
+#endif
+
+bool isa_runnable(Isa isa) {
+  switch (isa) {
+    case Isa::kAuto:
+    case Isa::kPortable: return true;
+#if defined(__x86_64__)
+    // __builtin_cpu_supports also checks that the OS saves the wide registers (XCR0).
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+             __builtin_cpu_supports("bmi2");
+    case Isa::kAvx512:
+      return isa_runnable(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    case Isa::kAvx512Bf16: return isa_runnable(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
+    case Isa::kAmx: return isa_runnable(Isa::kAvx512Bf16) && amx_usable();
+#else
+    default: return false;
+#endif
+  }
+  return false;
+}
+
+Isa best_isa() {
+  static const Isa best = [] {
+    if (const char* env = std::getenv("ATTN_CPU_FLASH_ISA")) {
+      Isa want;
+      if (parse_isa(env, &want) && want != Isa::kAuto && isa_runnable(want)) return want;
+    }
+    for (Isa i : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2}) {
+      if (isa_runnable(i)) return i;
+    }
+    return Isa::kPortable;
+  }();
+  return best;
+}
+
+const KernelSet& kernels_for(Isa requested) {
+  const Isa isa = requested == Isa::kAuto ? best_isa() : requested;
+  if (!isa_runnable(isa)) {
+    throw std::invalid_argument(std::string("SIMD level '") + isa_name(isa) +
+                                "' cannot run on this CPU (or was not compiled in); use 'auto' or one of buildInfo().runnableIsas");
+  }
+  switch (isa) {
+#if defined(__x86_64__)
+    case Isa::kAvx2: return kKernelsAvx2;
+    case Isa::kAvx512: return kKernelsAvx512;
+    case Isa::kAvx512Bf16: return kKernelsAvx512Bf16;
+    case Isa::kAmx: return kKernelsAmx;
+#endif
+    default: return kKernelsPortable;
+  }
+}
+
+}  // namespace attn_cpu

@@ -1,0 +1,25 @@
+// Which SIMD level runs: what was compiled in, what this CPU can run, and the pick for a call.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+#include "problem.h"
+
+namespace attn_cpu {
+
+const char* isa_name(Isa isa);
+// "auto", "portable", "avx2", "avx512", "avx512bf16", "amx" -> Isa; false when unknown.
+bool parse_isa(const std::string& s, Isa* out);
+// Compiled into this binary / runnable on this CPU (compiled and supported by CPU and OS).
+std::vector<Isa> compiled_isas();
+bool isa_runnable(Isa isa);
+// The level 'auto' runs: ATTN_CPU_FLASH_ISA when it names a runnable level (for tests and
+// comparisons), else the fastest measured: amx, avx512, avx2, portable. avx512bf16 (bf16 on
+// vdpbf16ps) runs only when asked for: on Sapphire Rapids it is slower than converting to fp32.
+Isa best_isa();
+// The kernels for a requested level (kAuto = best_isa()). Throws std::invalid_argument when the
+// level is not runnable here.
+const KernelSet& kernels_for(Isa requested);
+
+}  // namespace attn_cpu

@@ -1,0 +1,94 @@
+// The two products of forward_bf16_pairs.h on AMX: TDPBF16PS (16x16 fp32 += 16x32 bf16 . 32x16 bf16)
+// on 2x2 C tiles at a time: tiles 0-3 accumulate, 4-5 hold A, 6-7 hold B, all 16 rows x 64 bytes.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace attn_cpu {
+namespace ATTN_ISA {
+
+// The 64-byte tile configuration: palette 1, tiles 0-7 all 16 rows x 64 bytes.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+  TileConfig() {
+    for (int i = 0; i < 8; ++i) {
+      colsb[i] = 64;
+      rows[i] = 16;
+    }
+  }
+};
+
+struct AmxProducts {
+  static constexpr const char* kName = "bf16-amx";
+
+  static void begin() {
+    const TileConfig cfg;
+    _tile_loadconfig(&cfg);
+  }
+  static void end() { _tile_release(); }
+
+  // st[c][r] (row stride 64) = sum_e K[c][e] Q[r][e] for the kKB keys of the block (all computed:
+  // the packed K is zero past Sk). k: bf16 rows of dp elements; qv: Q^T pairs [dp/2][64][2].
+  static void qk(float* st, const uint16_t* k, int64_t dp, const uint16_t* qv, int64_t) {
+    const int64_t kstride = dp * 2;  // bytes per K row
+    for (int64_t ks = 0; ks < kKB; ks += 32) {
+      for (int64_t rs = 0; rs < 64; rs += 32) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t dc = 0; dc < dp; dc += 32) {
+          _tile_loadd(4, k + ks * dp + dc, kstride);
+          _tile_loadd(5, k + (ks + 16) * dp + dc, kstride);
+          _tile_loadd(6, qv + ((dc / 2) * 64 + rs) * 2, 256);
+          _tile_loadd(7, qv + ((dc / 2) * 64 + rs + 16) * 2, 256);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, st + ks * 64 + rs, 256);
+        _tile_stored(1, st + ks * 64 + rs + 16, 256);
+        _tile_stored(2, st + (ks + 16) * 64 + rs, 256);
+        _tile_stored(3, st + (ks + 16) * 64 + rs + 16, 256);
+      }
+    }
+  }
+
+  // ot[e][r] (row stride 64) += sum_c V[c][e] P[r][c] over the n keys of the block. vt: V^T rows
+  // (vld elements apart) from the block's first key; pb: P^T pairs [kKB/2][64][2].
+  static void pv(float* ot, const uint16_t* vt, int64_t vld, int64_t, int64_t dvp, const uint16_t* pb, int64_t n) {
+    const int64_t vstride = vld * 2;
+    const int64_t kc_end = (n + 31) / 32 * 32;
+    for (int64_t es = 0; es < dvp; es += 32) {
+      for (int64_t rs = 0; rs < 64; rs += 32) {
+        float* o = ot + es * 64 + rs;
+        _tile_loadd(0, o, 256);
+        _tile_loadd(1, o + 16, 256);
+        _tile_loadd(2, o + 16 * 64, 256);
+        _tile_loadd(3, o + 16 * 64 + 16, 256);
+        for (int64_t kc = 0; kc < kc_end; kc += 32) {
+          _tile_loadd(4, vt + es * vld + kc, vstride);
+          _tile_loadd(5, vt + (es + 16) * vld + kc, vstride);
+          _tile_loadd(6, pb + ((kc / 2) * 64 + rs) * 2, 256);
+          _tile_loadd(7, pb + ((kc / 2) * 64 + rs + 16) * 2, 256);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, o, 256);
+        _tile_stored(1, o + 16, 256);
+        _tile_stored(2, o + 16 * 64, 256);
+        _tile_stored(3, o + 16 * 64 + 16, 256);
+      }
+    }
+  }
+};
+
+}  // namespace ATTN_ISA
+}  // namespace attn_cpu

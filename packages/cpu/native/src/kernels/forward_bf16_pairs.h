@@ -1,0 +1,219 @@
+// The bf16 forward without conversion to fp32: forward_f32.h's transposed scheme with the two
+// products on a bf16 unit, chosen by a Products policy:
+//   AmxProducts (amx_products.h): AMX tile multiplies, TDPBF16PS (Sapphire Rapids and later);
+//   DpProducts  (dp_products.h):  AVX512-BF16 vdpbf16ps register tiles (gemm_bf16.h).
+// Everything between the products (logits, online softmax, rescale) is forward_f32.h's fp32
+// vector code. Per task of 64 query rows and key block of kKB (a multiple of 64):
+//   S^T [kKB keys x 64 rows]  = K . Q^T        K rows as A, Q^T in pairs of dims as B
+//   P^T -> bf16, pairs of keys interleaved (the B layout of the next product), fused with the exp
+//   O^T [Dv x 64 rows]       += V^T . P^T      V^T rows (read as pairs of keys) as A; O^T lives in
+//                                              memory between blocks (the softmax rescales it)
+// K and V^T are packed once per call into zero-padded bf16 buffers (tile loads then never read
+// past a tensor), Q^T pairs once per task. P is rounded to bf16 for P.V as FlashAttention does.
+#pragma once
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/forward_f32.h"
+
+namespace attn_cpu {
+namespace ATTN_ISA {
+
+static_assert(kQB == 64 && kKB % 64 == 0, "the bf16 products are written for 64 query rows and 64k keys");
+
+struct Bf16Ctx {
+  FwdF32Ctx f;   // problem, task order, chunk (its kconv / vconv stay null)
+  int64_t skp;   // Sk rounded up to kKB
+  int64_t dp;    // D rounded up to 32
+  int64_t dvp;   // Dv rounded up to 32
+  int64_t vld;   // row length of V^T: skp plus 32, so that its rows are not a power of two apart
+  uint16_t* kp;  // [npairs][skp][dp]   K rows
+  uint16_t* vt;  // [npairs][dvp][vld]  V^T
+};
+
+// Packs 64 keys of one pair: K rows (zero past D and Sk) and the matching 64 columns of V^T,
+// transposed through a small padded block so that neither side strides by a power of two.
+inline void bf16_pack_task(const Bf16Ctx& cx, int64_t t) {
+  const FwdProblem& p = *cx.f.p;
+  const Dims& d = p.dims;
+  const int64_t nkb = cx.skp / 64;
+  const int64_t lp = t / nkb, j0 = (t % nkb) * 64;
+  const int64_t pair = cx.f.pair0 + lp, b = pair / d.Hk, hk = pair % d.Hk;
+  uint16_t* kp = cx.kp + lp * cx.skp * cx.dp;
+  uint16_t* vt = cx.vt + lp * cx.dvp * cx.vld;
+  constexpr int64_t kLd = 64 + 8;
+  uint16_t* blk = static_cast<uint16_t*>(thread_scratch(static_cast<size_t>(cx.dvp * kLd * 2)));
+  for (int64_t c = 0; c < 64; ++c) {
+    const int64_t j = j0 + c;
+    uint16_t* krow = kp + j * cx.dp;
+    if (j >= d.Sk) {
+      std::memset(krow, 0, static_cast<size_t>(cx.dp) * 2);
+      for (int64_t e = 0; e < cx.dvp; ++e) blk[e * kLd + c] = 0;
+      continue;
+    }
+    const uint16_t* ks = static_cast<const uint16_t*>(elem_ptr(p.k, b, hk, j, 0));
+    const uint16_t* vs = static_cast<const uint16_t*>(elem_ptr(p.v, b, hk, j, 0));
+    if (p.k.strides[3] == 1) {
+      std::memcpy(krow, ks, static_cast<size_t>(d.D) * 2);
+      std::memset(krow + d.D, 0, static_cast<size_t>(cx.dp - d.D) * 2);
+    } else {
+      for (int64_t e = 0; e < cx.dp; ++e) krow[e] = e < d.D ? ks[e * p.k.strides[3]] : 0;
+    }
+    const int64_t vs3 = p.v.strides[3];
+    for (int64_t e = 0; e < d.Dv; ++e) blk[e * kLd + c] = vs[e * vs3];
+    for (int64_t e = d.Dv; e < cx.dvp; ++e) blk[e * kLd + c] = 0;
+  }
+  for (int64_t e = 0; e < cx.dvp; ++e) std::memcpy(vt + e * cx.vld + j0, blk + e * kLd, 128);
+}
+
+// Pairs of fp32 rows -> bf16 with the two rows' elements interleaved: [a0 b0 a1 b1 ... a15 b15].
+inline void store_pair(uint16_t* dst, __m512 a, __m512 b) {
+  const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(b, a);  // a0..a15, b0..b15
+  _mm512_storeu_si512(dst, _mm512_permutexvar_epi16(inter, h));
+}
+
+// pb[(jp * 64 + r) * 2 + u] = bf16(P^T[2 jp + u][r]) for keys < n, 0 past them.
+inline void pack_p_pairs(uint16_t* pb, const float* st, int64_t n) {
+  for (int64_t jp = 0; jp < kKB / 2; ++jp) {
+    const int64_t c0 = 2 * jp, c1 = c0 + 1;
+    for (int g = 0; g < 4; ++g) {
+      const __m512 a = c0 < n ? _mm512_loadu_ps(st + c0 * 64 + g * 16) : _mm512_setzero_ps();
+      const __m512 b = c1 < n ? _mm512_loadu_ps(st + c1 * 64 + g * 16) : _mm512_setzero_ps();
+      store_pair(pb + (jp * 64 + g * 16) * 2, a, b);
+    }
+  }
+}
+
+// softmax_exp_t and pack_p_pairs in one pass (no dropout): P^T goes straight to bf16 pairs and
+// never back to memory in fp32.
+inline void softmax_exp_pack(const F32Tile& t, uint16_t* pb, int64_t n, float unit, const V* shift) {
+  const V vunit = vset(unit);
+  V sum[kGroups], neg[kGroups];
+  for (int g = 0; g < kGroups; ++g) {
+    sum[g] = vzero();
+    neg[g] = vsub(vzero(), shift[g]);
+  }
+  for (int64_t jp = 0; jp < kKB / 2; ++jp) {
+    const int64_t c0 = 2 * jp, c1 = c0 + 1;
+    const float* r0 = t.st + c0 * kQB;
+    const float* r1 = t.st + c1 * kQB;
+#pragma GCC unroll 4
+    for (int g = 0; g < kGroups; ++g) {
+      const V a = c0 < n ? vexp2_upto127(vfma(vload(r0 + g * kLanes), vunit, neg[g])) : vzero();
+      const V b = c1 < n ? vexp2_upto127(vfma(vload(r1 + g * kLanes), vunit, neg[g])) : vzero();
+      sum[g] = vadd(sum[g], vadd(a, b));
+      store_pair(pb + (jp * 64 + g * 16) * 2, a.r, b.r);
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) vstore(t.l + g * kLanes, vadd(vload(t.l + g * kLanes), sum[g]));
+}
+
+template <class Prod>
+inline void bf16_task(const Bf16Ctx& cx, int64_t task) {
+  const FwdF32Ctx& fc = cx.f;
+  const FwdProblem& p = *fc.p;
+  const Dims& d = p.dims;
+  const ScoreMods& md = p.mods;
+  const int64_t head = task / fc.nqb, qb = fc.order[task % fc.nqb];
+  const int64_t lp = head / fc.G, g = head % fc.G;
+  const int64_t pair = fc.pair0 + lp, b = pair / d.Hk, hk = pair % d.Hk, h = hk * fc.G + g;
+  const int64_t i0 = qb * kQB, m = d.Sq - i0 < kQB ? d.Sq - i0 : kQB;
+
+  // Scratch: the fp32 tiles of forward_f32.h (O^T with dvp rows), Q^T pairs, P^T pairs.
+  Dims dd = d;
+  dd.Dv = cx.dvp;
+  const size_t f32_bytes = round_up(F32Tile::bytes(dd), 64);
+  char* base = static_cast<char*>(thread_scratch(f32_bytes + static_cast<size_t>(cx.dp * 64 * 2 + kKB * 64 * 2)));
+  const F32Tile t = F32Tile::carve(base, dd);
+  uint16_t* qv = reinterpret_cast<uint16_t*>(base + f32_bytes);
+  uint16_t* pb = qv + cx.dp * 64;
+
+  // Q^T pairs: qv[(kp * 64 + r) * 2 + u] = Q[i0 + r][2 kp + u], zero past D and row m.
+  if (p.q.strides[3] == 1) {
+    // Contiguous rows: move whole pairs (32 bits) at a time.
+    uint32_t* q32 = reinterpret_cast<uint32_t*>(qv);
+    const int64_t full = d.D / 2;
+    for (int64_t r = 0; r < kQB; ++r) {
+      const uint16_t* qs = r < m ? static_cast<const uint16_t*>(elem_ptr(p.q, b, h, i0 + r, 0)) : nullptr;
+      for (int64_t kp = 0; kp < cx.dp / 2; ++kp) {
+        uint32_t w = 0;
+        if (qs && kp < full) std::memcpy(&w, qs + 2 * kp, 4);
+        else if (qs && kp == full && (d.D & 1)) w = qs[2 * kp];
+        q32[kp * 64 + r] = w;
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < kQB; ++r) {
+      const uint16_t* qs = r < m ? static_cast<const uint16_t*>(elem_ptr(p.q, b, h, i0 + r, 0)) : nullptr;
+      for (int64_t e = 0; e < cx.dp; ++e)
+        qv[((e >> 1) * 64 + r) * 2 + (e & 1)] = qs && e < d.D ? qs[e * p.q.strides[3]] : 0;
+    }
+  }
+  for (int64_t e = 0; e < cx.dvp * kQB; ++e) t.ot[e] = 0.f;
+  for (int64_t r = 0; r < m; ++r) {
+    t.rh[r] = h;
+    t.ri[r] = i0 + r;
+  }
+  setup_rows(p, t, b, m);
+  const HeadMods hm = head_mods(md, d.Sk, b, h);
+  const RowRange first = key_range(md, d.Sk, i0), last = key_range(md, d.Sk, i0 + m - 1);
+  const uint16_t* kp = cx.kp + lp * cx.skp * cx.dp;
+  const uint16_t* vt = cx.vt + lp * cx.dvp * cx.vld;
+
+  Prod::begin();
+  if (first.lo <= last.hi) {
+    for (int64_t kb = first.lo / kKB; kb <= last.hi / kKB; ++kb) {
+      const int64_t j0 = kb * kKB, n = d.Sk - j0 < kKB ? d.Sk - j0 : kKB;
+      Prod::qk(t.st, kp + j0 * cx.dp, cx.dp, qv, n);
+      const bool full = hm.simple && hm.scale > 0.f && last.lo <= j0 && first.hi >= j0 + n - 1;
+      V shift[kGroups];
+      const float unit = softmax_begin_t(fc, hm, t, m, j0, n, full, shift);
+      if (md.has_dropout) {
+        softmax_exp_t(t, n, unit, shift);
+        dropout_t(p, t, b, m, j0, n);
+        pack_p_pairs(pb, t.st, n);
+      } else {
+        softmax_exp_pack(t, pb, n, unit, shift);
+      }
+      Prod::pv(t.ot, vt + j0, cx.vld, d.Dv, cx.dvp, pb, n);
+    }
+  }
+  Prod::end();
+  store_out_t(p, t, b, m);
+}
+
+template <class Prod>
+inline void forward_bf16_pairs(const FwdProblem& p) {
+  const Dims& d = p.dims;
+  Bf16Ctx cx;
+  cx.f.p = &p;
+  cx.f.G = d.Hq / d.Hk;
+  cx.f.nqb = (d.Sq + kQB - 1) / kQB;
+  cx.skp = static_cast<int64_t>(round_up(d.Sk, kKB));
+  cx.dp = static_cast<int64_t>(round_up(d.D, 32));
+  cx.dvp = static_cast<int64_t>(round_up(d.Dv, 32));
+  cx.vld = cx.skp + 32;
+  Buffer<int64_t> order(static_cast<size_t>(cx.f.nqb)), work(static_cast<size_t>(cx.f.nqb));
+  order_query_blocks(p.mods, d, kQB, kKB, order.get(), work.get());
+  cx.f.order = order.get();
+  const int64_t pairs = d.B * d.Hk;
+  const int64_t pair_bytes = (cx.skp * cx.dp + cx.vld * cx.dvp) * 2;
+  int64_t chunk = kConvertBudget / pair_bytes;
+  chunk = chunk < 1 ? 1 : chunk > pairs ? pairs : chunk;
+  CallBuffer<uint16_t> kp(static_cast<size_t>(chunk * cx.skp * cx.dp)), vt(static_cast<size_t>(chunk * cx.dvp * cx.vld));
+  cx.kp = kp.get();
+  cx.vt = vt.get();
+  for (int64_t pair0 = 0; pair0 < pairs; pair0 += chunk) {
+    cx.f.pair0 = pair0;
+    cx.f.npairs = pairs - pair0 < chunk ? pairs - pair0 : chunk;
+    parallel_for_each(cx.f.npairs * (cx.skp / 64), p.threads, [&](int64_t t) { bf16_pack_task(cx, t); });
+    parallel_for_each(cx.f.npairs * cx.f.G * cx.f.nqb, p.threads, [&](int64_t t) { bf16_task<Prod>(cx, t); });
+  }
+}
+
+}  // namespace ATTN_ISA
+}  // namespace attn_cpu

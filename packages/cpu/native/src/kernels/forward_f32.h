@@ -1,0 +1,425 @@
+// The fp32 forward kernel (FlashAttention-2 on the CPU), computed transposed: one task = one
+// (batch, query head, block of kQB query rows), and per block of kKB keys
+//   S^T = K_blk . Q^T      [keys x rows]  (register-blocked micro-kernel, K read in place)
+//   online softmax down the columns: one vector holds kLanes query rows, so the running max, the
+//                                     running sum and the rescale of O are plain vector ops (no
+//                                     horizontal reductions on the critical path)
+//   O^T += V_blk^T . P^T    [Dv x rows]   (V read in place)
+// Q^T is built once per task; fp32 K and V are read where they are (any strides). Other dtypes
+// (fp16, and bf16 where no bf16 unit is used) are converted once per call to fp32 rows.
+#pragma once
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+
+#include "dropout.h"
+#include "kernels/order.h"
+#include "kernels/rows.h"
+#include "memory.h"
+#include "problem.h"
+#include "thread_pool.h"
+
+namespace attn_cpu {
+namespace ATTN_ISA {
+
+// kQB (query rows per task, a multiple of kNV * kLanes) and kKB (keys per block) come from the TU.
+static_assert(kQB % (kNV * kLanes) == 0, "query block must fill whole micro-kernel panels");
+static_assert(kKB % 4 == 0, "key blocks start at a Philox counter boundary (4 keys per counter)");
+constexpr int64_t kGroups = kQB / kLanes;  // vectors across one row of S^T
+
+// Where the rows of K (or V) of one (batch, kv head) live: element (j, e) at base[j*rs + e*es], of
+// dtype dt (fp32, or bf16/fp16 read as they are when no conversion pass ran).
+struct Rows {
+  const void* base;
+  int64_t rs, es;
+  DType dt;
+  template <class F>
+  void with_elements(const F& f) const {  // f(const T* base) with T the element type
+    switch (dt) {
+      case DType::kBFloat16: return f(static_cast<const Bf16Bits*>(base));
+      case DType::kFloat16: return f(static_cast<const F16Bits*>(base));
+      default: return f(static_cast<const float*>(base));
+    }
+  }
+};
+
+struct FwdF32Ctx {
+  const FwdProblem* p;
+  int64_t G, nqb;
+  bool grouped = false;  // one task per (batch, kv head) holding all G x Sq query rows (decode, GQA)
+  const int64_t* order;
+  int64_t pair0 = 0, npairs = 0;  // chunk of (batch, kv head) pairs converted in kconv / vconv
+  float* kconv = nullptr;        // [npairs][Sk][D] when K is not fp32
+  float* vconv = nullptr;        // [npairs][Sk][Dv] when V is not fp32
+
+  Rows k_rows(int64_t b, int64_t hk) const {
+    const Dims& d = p->dims;
+    if (!kconv) return {elem_ptr(p->k, b, hk, 0, 0), p->k.strides[2], p->k.strides[3], p->k.dtype};
+    return {kconv + (b * d.Hk + hk - pair0) * d.Sk * d.D, d.D, 1, DType::kFloat32};
+  }
+  Rows v_rows(int64_t b, int64_t hk) const {
+    const Dims& d = p->dims;
+    if (!vconv) return {elem_ptr(p->v, b, hk, 0, 0), p->v.strides[2], p->v.strides[3], p->v.dtype};
+    return {vconv + (b * d.Hk + hk - pair0) * d.Sk * d.Dv, d.Dv, 1, DType::kFloat32};
+  }
+};
+
+// Converts 64 rows of K and V of one pair to fp32 (only for non-fp32 inputs).
+inline void fwd_f32_convert_task(const FwdF32Ctx& cx, int64_t t) {
+  const FwdProblem& p = *cx.p;
+  const Dims& d = p.dims;
+  const int64_t nrb = (d.Sk + 63) / 64;
+  const int64_t lp = t / nrb, j0 = (t % nrb) * 64, j1 = d.Sk < j0 + 64 ? d.Sk : j0 + 64;
+  const int64_t pair = cx.pair0 + lp, b = pair / d.Hk, hk = pair % d.Hk;
+  for (int64_t j = j0; j < j1; ++j) {
+    if (cx.kconv) load_row(cx.kconv + (lp * d.Sk + j) * d.D, elem_ptr(p.k, b, hk, j, 0), p.k.dtype, d.D, p.k.strides[3]);
+    if (cx.vconv)
+      load_row(cx.vconv + (lp * d.Sk + j) * d.Dv, elem_ptr(p.v, b, hk, j, 0), p.v.dtype, d.Dv, p.v.strides[3]);
+  }
+}
+
+// Prefetches rows [j0, j0 + n) of `len` elements towards L2.
+inline void prefetch_rows(const Rows& r, int64_t j0, int64_t n, int64_t len) {
+  const int64_t bytes = dtype_bytes(r.dt);
+  const char* base = static_cast<const char*>(r.base) + j0 * r.rs * bytes;
+  const int64_t span = ((len - 1) * r.es + 1) * bytes;  // bytes a row covers
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t e = 0; e < span; e += 64) __builtin_prefetch(base + j * r.rs * bytes + e, 0, 2);
+}
+
+// The scratch of one task, carved from the thread's scratch area.
+struct F32Tile {
+  float *qt, *st, *ot, *m, *l, *lo, *hi, *ipos, *slope, *cmax, *tmp;
+  int64_t *rlo, *rhi;
+  int64_t *rh, *ri;  // query head and position of each row (rows of one head, or of a GQA group)
+  uint8_t* keep;
+  int ng = kGroups;  // vector groups in use: ceil(rows / kLanes); columns past them are not computed
+  bool cmax_ready = false;  // cmax holds the column max of the raw S^T of this block
+  // tmp holds a row of Q, of O, of the mask, or kQB alphas.
+  static int64_t tmp_len(const Dims& d) {
+    int64_t n = d.D > d.Dv ? d.D : d.Dv;
+    n = n > kKB ? n : kKB;
+    return (n > kQB ? n : kQB) + 16;
+  }
+  static size_t bytes(const Dims& d) {
+    const size_t f = static_cast<size_t>(d.D * kQB + kKB * kQB + d.Dv * kQB + 7 * kQB + tmp_len(d));
+    return f * 4 + 4 * kQB * 8 + kKB + 256;
+  }
+  static F32Tile carve(void* base, const Dims& d) {
+    F32Tile t;
+    t.qt = static_cast<float*>(base);
+    t.st = t.qt + d.D * kQB;
+    t.ot = t.st + kKB * kQB;
+    t.m = t.ot + d.Dv * kQB;
+    t.l = t.m + kQB;
+    t.lo = t.l + kQB;
+    t.hi = t.lo + kQB;
+    t.ipos = t.hi + kQB;
+    t.slope = t.ipos + kQB;
+    t.cmax = t.slope + kQB;
+    t.tmp = t.cmax + kQB;
+    t.rlo = reinterpret_cast<int64_t*>(round_up(reinterpret_cast<uintptr_t>(t.tmp + tmp_len(d)), 64));
+    t.rhi = t.rlo + kQB;
+    t.rh = t.rhi + kQB;
+    t.ri = t.rh + kQB;
+    t.keep = reinterpret_cast<uint8_t*>(t.ri + kQB);
+    return t;
+  }
+};
+
+// Rows r < m of a task are (query head t.rh[r], position t.ri[r]); fills what the softmax reads
+// per row (visible keys, ALiBi distance base and slope) and resets the running max and sum.
+// Padding rows up to kQB see nothing.
+inline void setup_rows(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t m) {
+  const ScoreMods& md = p.mods;
+  for (int64_t r = 0; r < kQB; ++r) {
+    t.m[r] = kNegInf;
+    t.l[r] = 0.f;
+    const bool real = r < m;
+    const int64_t i = real ? t.ri[r] : 0, h = real ? t.rh[r] : t.rh[0];
+    t.ipos[r] = static_cast<float>(i + md.align_offset);
+    t.slope[r] = md.alibi ? md.alibi[b * md.alibi_sb + h * md.alibi_sh] : 0.f;
+    const RowRange rr = real ? key_range(md, p.dims.Sk, i) : RowRange{1, 0};
+    t.rlo[r] = rr.lo;
+    t.rhi[r] = rr.hi;
+  }
+}
+
+// Adds the mask of the task's rows (one head: hm's) x keys [j0, j0+n) to S^T (st[c * kQB + r]).
+inline void add_mask_t(float* st, const HeadMods& hm, const int64_t* ri, int64_t m, int64_t j0, int64_t n,
+                       float* tmp) {
+  for (int64_t r = 0; r < m; ++r) {
+    mask_row(tmp, hm, ri[r], j0, n, n);
+    for (int64_t c = 0; c < n; ++c) st[c * kQB + r] += tmp[c];
+  }
+}
+
+// Lazy rescaling (as FlashAttention-4): the running max m of a row moves only when the block's max
+// exceeds it by more than kRescaleLog2, so most blocks skip the rescale of O; probabilities are
+// then at most 2^kRescaleLog2, far from fp32 overflow. m and l are in log2 units.
+constexpr float kRescaleLog2 = 8.f;
+constexpr float kLog2e = 1.44269504088896341f;
+
+// The first half of an online-softmax step on the S^T tile of n keys: logits and their block max,
+// and the move of the running max m (rescaling l and O^T where it moves). Returns, per group of
+// lanes, the shift and the unit such that P^T = exp2(S^T * unit - shift).
+inline float softmax_begin_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32Tile& t, int64_t m, int64_t j0,
+                             int64_t n, bool full, V* shift) {
+  const FwdProblem& p = *cx.p;
+  float* st = t.st;
+  V mx[kGroups];
+  for (int g = 0; g < kGroups; ++g) mx[g] = vset(kNegInf);
+  // After this pass S^T holds values whose product with `unit` is the logit in log2 units.
+  float unit;
+  if (full) {
+    // Every key visible to every row, nothing added, scale > 0: the max of the raw dot products
+    // gives the max logit; the scale is applied inside the exponent below.
+    unit = hm.scale * kLog2e;
+    if (t.cmax_ready) {
+      for (int g = 0; g < t.ng; ++g) mx[g] = vload(t.cmax + g * kLanes);  // from the S^T micro-kernel
+    } else {
+      for (int64_t c = 0; c < n; ++c) {
+        const float* row = st + c * kQB;
+        for (int g = 0; g < t.ng; ++g) mx[g] = vmax(vload(row + g * kLanes), mx[g]);
+      }
+    }
+  } else {
+    unit = kLog2e;
+    const V vscale = vset(hm.scale);
+    const bool cap = hm.softcap > 0.f;
+    const V vcap = vset(hm.softcap), vinv = vset(hm.inv_softcap);
+    // Visible keys of each row, relative to j0 (clamped so they stay exact in fp32).
+    for (int64_t r = 0; r < kQB; ++r) {
+      const int64_t lo = t.rlo[r] - j0, hi = t.rhi[r] - j0;
+      t.lo[r] = static_cast<float>(lo < -1 ? -1 : lo > n ? n : lo);
+      t.hi[r] = static_cast<float>(hi < -1 ? -1 : hi > n ? n : hi);
+    }
+    if (cap) {
+      for (int64_t e = 0; e < n * kQB; e += kLanes)
+        vstore(st + e, vmul(vcap, vtanh(vmul(vmul(vload(st + e), vscale), vinv))));
+    }
+    if (hm.has_mask) {
+      if (!cap)
+        for (int64_t e = 0; e < n * kQB; e += kLanes) vstore(st + e, vmul(vload(st + e), vscale));
+      add_mask_t(st, hm, t.ri, m, j0, n, t.tmp);
+    }
+    const V vs = cap || hm.has_mask ? vset(1.f) : vscale;
+    for (int64_t c = 0; c < n; ++c) {
+      float* row = st + c * kQB;
+      const V vc = vset(static_cast<float>(c)), vj = vset(static_cast<float>(j0 + c));
+      for (int g = 0; g < t.ng; ++g) {
+        V x = vmul(vload(row + g * kLanes), vs);
+        if (hm.has_alibi)  // slope per row: a task may hold several heads
+          x = vsub(x, vmul(vload(t.slope + g * kLanes), vabs(vsub(vload(t.ipos + g * kLanes), vj))));
+        x = vkeep_range2(x, vc, vload(t.lo + g * kLanes), vload(t.hi + g * kLanes));
+        vstore(row + g * kLanes, x);
+        mx[g] = vmax(x, mx[g]);
+      }
+    }
+  }
+  // Move m where the block's max exceeds it by more than the threshold (or m is still -inf).
+  // shift = max(m, -FLT_MAX) keeps exp2(-inf - shift) = 0 for rows with nothing visible yet.
+  const V vunit = vset(unit), th = vset(kRescaleLog2);
+  V alpha[kGroups];
+  bool rescale = false;
+  for (int g = 0; g < kGroups; ++g) {
+    const V mold = vload(t.m + g * kLanes);
+    const V mblk = vmul(mx[g], vunit);
+    alpha[g] = vset(1.f);
+    if (vany_gt(mblk, vadd(mold, th))) {
+      const V mnew = vmax(mblk, mold);
+      alpha[g] = vexp2(vsub(mold, vmax(vset(-FLT_MAX), mnew)));
+      vstore(t.m + g * kLanes, mnew);
+      vstore(t.l + g * kLanes, vmul(vload(t.l + g * kLanes), alpha[g]));
+      rescale = true;
+    }
+    shift[g] = vmax(vset(-FLT_MAX), vload(t.m + g * kLanes));
+  }
+  if (rescale) {
+    for (int64_t e = 0; e < p.dims.Dv; ++e) {
+      float* row = t.ot + e * kQB;
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) vstore(row + g * kLanes, vmul(vload(row + g * kLanes), alpha[g]));
+    }
+  }
+  return unit;
+}
+// P^T = exp2(S^T * unit - shift) in place over n keys, and l += its column sums.
+inline void softmax_exp_t(const F32Tile& t, int64_t n, float unit, const V* shift) {
+  const V vunit = vset(unit);
+  V sum[kGroups], neg[kGroups];
+  for (int g = 0; g < kGroups; ++g) {
+    sum[g] = vzero();
+    neg[g] = vsub(vzero(), shift[g]);
+  }
+  for (int64_t c = 0; c < n; ++c) {
+    float* row = t.st + c * kQB;
+    for (int g = 0; g < t.ng; ++g) {
+      // Exponents are at most kRescaleLog2 (lazy rescaling), so the overflow clamp is not needed.
+      const V pv = vexp2_upto127(vfma(vload(row + g * kLanes), vunit, neg[g]));
+      vstore(row + g * kLanes, pv);
+      sum[g] = vadd(sum[g], pv);
+    }
+  }
+  for (int g = 0; g < kGroups; ++g) vstore(t.l + g * kLanes, vadd(vload(t.l + g * kLanes), sum[g]));
+}
+
+// Dropout on P^T (after l took the undropped sums): element (row r, key j0 + c) is zeroed unless kept.
+inline void dropout_t(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t m, int64_t j0, int64_t n) {
+  for (int64_t c0 = 0; c0 < n; c0 += 64) {
+    const int64_t len = n - c0 < 64 ? n - c0 : 64;
+    const uint64_t valid = len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1;
+    for (int64_t r = 0; r < m; ++r) {
+      const uint32_t bh = static_cast<uint32_t>((b + p.mods.drop_b0) * p.dims.Hq + t.rh[r]);
+      // Zero the dropped ones: walk the clear bits of the keep mask.
+      for (uint64_t z = ~keep_mask64(p.mods, bh, static_cast<uint32_t>(t.ri[r]), j0 + c0) & valid; z; z &= z - 1)
+        t.st[(c0 + __builtin_ctzll(z)) * kQB + r] = 0.f;
+    }
+  }
+}
+
+// One online-softmax step on the S^T tile of n keys: S^T becomes P^T; m, l and O^T are updated.
+inline void softmax_block_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32Tile& t, int64_t b, int64_t m,
+                            int64_t j0, int64_t n, bool full) {
+  V shift[kGroups];
+  const float unit = softmax_begin_t(cx, hm, t, m, j0, n, full, shift);
+  softmax_exp_t(t, n, unit, shift);
+  if (cx.p->mods.has_dropout) dropout_t(*cx.p, t, b, m, j0, n);
+}
+
+// The task's output rows from O^T [Dv][kQB]: out[i0 + r] = O^T[:, r] * keep_scale / l[r], and
+// lse = (m + log2 l) ln 2. Rows that saw no key: 0 and -inf.
+inline void store_out_t(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t m) {
+  const Dims& d = p.dims;
+  for (int64_t r = 0; r < m; ++r) {
+    const int64_t i = t.ri[r], h = t.rh[r];
+    const bool empty = t.m[r] == kNegInf;
+    const float inv = empty ? 0.f : p.mods.keep_scale / t.l[r];
+    const V vinv = vset(inv);
+    int64_t e = 0;
+    for (; e + kLanes <= d.Dv; e += kLanes)
+      vstore(t.tmp + e, vmul(vgather_stride(t.ot + e * kQB + r, static_cast<int32_t>(kQB)), vinv));
+    for (; e < d.Dv; ++e) t.tmp[e] = t.ot[e * kQB + r] * inv;
+    store_row(elem_ptr(p.out, b, h, i, 0), p.out.dtype, t.tmp, d.Dv, p.out.strides[3]);
+    p.lse[b * p.lse_sb + h * p.lse_sh + i] = empty ? kNegInf : (t.m[r] + std::log2(t.l[r])) * 0.693147180559945309f;
+  }
+}
+
+inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
+  const FwdProblem& p = *cx.p;
+  const Dims& d = p.dims;
+  const ScoreMods& md = p.mods;
+  F32Tile t = F32Tile::carve(thread_scratch(F32Tile::bytes(d)), d);
+  int64_t pair, m, ifirst, ilast;
+  if (cx.grouped) {
+    // One task per (batch, kv head): its G query heads x Sq rows share one pass over K and V.
+    pair = cx.pair0 + task;
+    m = cx.G * d.Sq;
+    for (int64_t r = 0; r < m; ++r) {
+      t.rh[r] = (pair % d.Hk) * cx.G + r / d.Sq;
+      t.ri[r] = r % d.Sq;
+    }
+    ifirst = 0;
+    ilast = d.Sq - 1;
+  } else {
+    // Head-major: consecutive tasks share a head, so its K and V stay in this core's L2; within a
+    // head the query blocks come by decreasing work.
+    const int64_t head = task / cx.nqb, qb = cx.order[task % cx.nqb];
+    pair = cx.pair0 + head / cx.G;
+    const int64_t h = (pair % d.Hk) * cx.G + head % cx.G, i0 = qb * kQB;
+    m = d.Sq - i0 < kQB ? d.Sq - i0 : kQB;
+    for (int64_t r = 0; r < m; ++r) {
+      t.rh[r] = h;
+      t.ri[r] = i0 + r;
+    }
+    ifirst = i0;
+    ilast = i0 + m - 1;
+  }
+  const int64_t b = pair / d.Hk, hk = pair % d.Hk;
+  t.ng = static_cast<int>((m + kLanes - 1) / kLanes);  // short blocks (decode, tails) compute only their rows
+
+  // Q^T [D][kQB], zero past row m.
+  for (int64_t r = 0; r < kQB; ++r) {
+    if (r < m) load_row(t.tmp, elem_ptr(p.q, b, t.rh[r], t.ri[r], 0), p.q.dtype, d.D, p.q.strides[3]);
+    for (int64_t e = 0; e < d.D; ++e) t.qt[e * kQB + r] = r < m ? t.tmp[e] : 0.f;
+  }
+  for (int64_t e = 0; e < d.Dv * kQB; ++e) t.ot[e] = 0.f;
+  setup_rows(p, t, b, m);
+  const HeadMods hm = head_mods(md, d.Sk, b, t.rh[0]);  // per-head parts (mask) only when ungrouped
+  const RowRange first = key_range(md, d.Sk, ifirst), last = key_range(md, d.Sk, ilast);
+  const Rows kr = cx.k_rows(b, hk), vr = cx.v_rows(b, hk);
+  const bool stream = d.Sk * (d.D + d.Dv) * 4 > (int64_t{1} << 20);
+  if (first.lo <= last.hi) {
+    for (int64_t kb = first.lo / kKB; kb <= last.hi / kKB; ++kb) {
+      const int64_t j0 = kb * kKB, n = d.Sk - j0 < kKB ? d.Sk - j0 : kKB;
+      if (stream) {
+        // K and V of a head larger than L2 stream from memory: fetch the next block's rows while
+        // this one computes (the broadcast loads of the micro-kernel cannot hide that latency).
+        const int64_t j1 = j0 + kKB, n1 = d.Sk - j1 < kKB ? d.Sk - j1 : kKB;
+        prefetch_rows(kr, j1, n1, d.D);
+        prefetch_rows(vr, j1, n1, d.Dv);
+      }
+      // S^T[c][r] = sum_e K[j0+c][e] Q[row r][e]; the block max comes out of the micro-kernel.
+      const bool full = hm.simple && hm.scale > 0.f && last.lo <= j0 && first.hi >= j0 + n - 1;
+      if (full)
+        for (int64_t r = 0; r < kQB; ++r) t.cmax[r] = kNegInf;
+      kr.with_elements([&](auto* k) {
+        gemm<false>(n, t.ng * kLanes, d.D, k + j0 * kr.rs, kr.rs, kr.es, t.qt, kQB, t.st, kQB, full ? t.cmax : nullptr);
+      });
+      t.cmax_ready = full;
+      softmax_block_t(cx, hm, t, b, m, j0, n, full);
+      // O^T[e][r] += sum_c V[j0+c][e] P^T[c][r]
+      vr.with_elements([&](auto* v) { gemm<true>(d.Dv, t.ng * kLanes, n, v + j0 * vr.rs, vr.es, vr.rs, t.st, kQB, t.ot, kQB); });
+    }
+  }
+  store_out_t(p, t, b, m);
+}
+
+// Each K/V element serves at most kQB query rows (decode and other short queries): a conversion
+// or packing pass over K and V would cost as much as the attention itself.
+inline bool short_queries(const FwdProblem& p) { return (p.dims.Hq / p.dims.Hk) * p.dims.Sq <= kQB; }
+
+// Short queries under GQA: the G heads of a kv head go into one task and read K and V once,
+// together, when there are enough (batch, kv head) pairs to keep the threads busy.
+inline bool groups_queries(const FwdProblem& p) {
+  const Dims& d = p.dims;
+  return d.Hq > d.Hk && !p.mods.has_mask && short_queries(p) && 2 * d.B * d.Hk >= p.threads;
+}
+
+// Converted K/V bytes allowed per chunk of (batch, kv head) pairs.
+constexpr int64_t kConvertBudget = int64_t{256} << 20;
+
+inline void forward_f32(const FwdProblem& p) {
+  const Dims& d = p.dims;
+  FwdF32Ctx cx;
+  cx.p = &p;
+  cx.G = d.Hq / d.Hk;
+  cx.nqb = (d.Sq + kQB - 1) / kQB;
+  Buffer<int64_t> order(static_cast<size_t>(cx.nqb)), work(static_cast<size_t>(cx.nqb));
+  order_query_blocks(p.mods, d, kQB, kKB, order.get(), work.get());
+  cx.order = order.get();
+  cx.grouped = groups_queries(p);
+  // fp16/bf16 K and V: converted to fp32 rows once per call when many query rows reuse them;
+  // short queries (decode) read each element about once: convert it as it is broadcast.
+  const bool conv_k = p.k.dtype != DType::kFloat32 && !short_queries(p);
+  const bool conv_v = p.v.dtype != DType::kFloat32 && !short_queries(p);
+  const int64_t pairs = d.B * d.Hk;
+  const int64_t pair_bytes = d.Sk * ((conv_k ? d.D : 0) + (conv_v ? d.Dv : 0)) * 4;
+  int64_t chunk = pair_bytes > 0 ? kConvertBudget / pair_bytes : pairs;
+  chunk = chunk < 1 ? 1 : chunk > pairs ? pairs : chunk;
+  CallBuffer<float> kc(conv_k ? static_cast<size_t>(chunk * d.Sk * d.D) : 0);
+  CallBuffer<float> vc(conv_v ? static_cast<size_t>(chunk * d.Sk * d.Dv) : 0);
+  cx.kconv = kc.get();
+  cx.vconv = vc.get();
+  for (int64_t pair0 = 0; pair0 < pairs; pair0 += chunk) {
+    cx.pair0 = pair0;
+    cx.npairs = pairs - pair0 < chunk ? pairs - pair0 : chunk;
+    if (conv_k || conv_v)
+      parallel_for_each(cx.npairs * ((d.Sk + 63) / 64), p.threads, [&](int64_t t) { fwd_f32_convert_task(cx, t); });
+    const int64_t tasks = cx.grouped ? cx.npairs : cx.npairs * cx.G * cx.nqb;
+    parallel_for_each(tasks, p.threads, [&](int64_t t) { fwd_f32_task(cx, t); });
+  }
+}
+
+}  // namespace ATTN_ISA
+}  // namespace attn_cpu

@@ -1,0 +1,60 @@
+// Aligned buffers for the kernels. Compiled once (baseline flags) so that SIMD translation units
+// share no inline allocation code.
+#pragma once
+#include <cstddef>
+
+namespace attn_cpu {
+
+constexpr size_t kAlign = 64;
+
+// 64-byte aligned; throws std::bad_alloc.
+void* aligned_bytes(size_t bytes);
+void free_aligned(void* p);
+
+// A per-thread scratch area of at least `bytes`, 64-byte aligned, contents undefined. Valid until
+// the next call on the same thread; a task takes it once and carves it up.
+void* thread_scratch(size_t bytes);
+
+// Large per-call buffers (packed K/V, converted rows) are recycled per calling thread: a fresh
+// multi-megabyte allocation is fresh pages from the kernel, and faulting them in costs as much as
+// packing into them. take_call_buffer returns a cached block of at least `bytes` (or a new one);
+// give_call_buffer keeps it for the next call on this thread if it is not too large.
+void* take_call_buffer(size_t bytes, size_t* capacity);
+void give_call_buffer(void* p, size_t capacity);
+
+// Owns one aligned allocation of n elements of T (T trivially constructible; not initialized).
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(size_t n) : p_(n ? static_cast<T*>(aligned_bytes(n * sizeof(T))) : nullptr) {}
+  ~Buffer() { free_aligned(p_); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  T* p_ = nullptr;
+};
+
+// A Buffer-like view of a recycled call buffer (see take_call_buffer).
+template <class T>
+class CallBuffer {
+ public:
+  explicit CallBuffer(size_t n) : p_(n ? static_cast<T*>(take_call_buffer(n * sizeof(T), &cap_)) : nullptr) {}
+  ~CallBuffer() {
+    if (p_) give_call_buffer(p_, cap_);
+  }
+  CallBuffer(const CallBuffer&) = delete;
+  CallBuffer& operator=(const CallBuffer&) = delete;
+  T* get() const { return p_; }
+
+ private:
+  size_t cap_ = 0;
+  T* p_ = nullptr;
+};
+
+// Rounds n up to a multiple of m.
+constexpr size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
+
+}  // namespace attn_cpu

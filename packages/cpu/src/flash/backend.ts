@@ -1,0 +1,158 @@
+// 'cpu-flash': the native tiled kernel (native/), behind core's Backend interface. Validation is
+// core's (normalizeParams) plus this backend's rules, checked again here before any native call;
+// the addon re-checks what could touch foreign memory and throws rather than crash.
+import { AttnError, AttnInputError, tensor } from '@attn/core';
+import type { Backend, ForwardOutputs, Gradients, SdpaParams, Tensor } from '@attn/core';
+import { callNative, fromNative } from './errors.js';
+import { backwardBuffers, backwardDesc, forwardDesc, forwardFlops, forwardOutputs, outputShapes } from './marshal.js';
+import { addon } from './native.js';
+import type { CpuFlashAddon } from './native.js';
+import { cpuFlashRules } from './rules.js';
+import { checkThreads, defaultThreads, threadsFor } from './threads.js';
+import { backwardWorkspaceBytes, forwardWorkspaceBytes } from './workspace.js';
+
+export const CPU_FLASH_ISAS = ['auto', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx'] as const;
+export type CpuFlashIsa = (typeof CPU_FLASH_ISAS)[number];
+
+export interface CpuFlashOptions {
+  /** Thread budget per call; default ATTN_NUM_THREADS, else os.availableParallelism(). */
+  readonly threads?: number;
+  /** SIMD level; 'auto' (default): ATTN_CPU_FLASH_ISA if set and runnable, else amx, avx512, avx2, portable. */
+  readonly isa?: CpuFlashIsa;
+  /** Registered name; default 'cpu-flash'. */
+  readonly name?: string;
+  /** Default 50: ahead of cpu-math (0). */
+  readonly priority?: number;
+}
+
+/** Priority once the conformance suite passes (packages/cpu/src/flash/conformance.test.ts). */
+export const CPU_FLASH_PRIORITY = 50;
+
+function loaded(): CpuFlashAddon {
+  const load = addon();
+  // Selection never picks an unavailable backend; this is for direct calls.
+  if (!load.ok) throw new AttnError('ATTN_BACKEND_UNAVAILABLE', `cpu-flash is ${load.reason}`);
+  return load.addon;
+}
+
+/** Throws AttnInputError naming every rule that declines the call (callers may skip core's selection). */
+function checkRules(p: SdpaParams): void {
+  const failing = cpuFlashRules
+    .map((r) => ({ rule: r.name, message: r.check(p, { device: null }) }))
+    .filter((r) => r.message !== null);
+  if (failing.length > 0) {
+    throw new AttnInputError(
+      'ATTN_UNSUPPORTED',
+      `cpu-flash does not support this call: ${failing.map((r) => `${r.rule}: ${r.message}`).join('; ')}`,
+    );
+  }
+}
+
+const isEmpty = (p: SdpaParams) => p.batch === 0 || p.headsQ === 0;
+
+function checkSaved(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): ForwardOutputs {
+  const shapes = outputShapes(p);
+  const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+  if (!same(saved.out.shape, shapes.out) || saved.out.dtype !== p.dtype || !same(gradOut.shape, shapes.out) || gradOut.dtype !== p.dtype) {
+    throw new AttnInputError(
+      'ATTN_GRAD_OUT',
+      `cpu-flash backward: out and gradOut must be ${p.dtype} [${shapes.out.join(', ')}]; got out ${saved.out.dtype} [${saved.out.shape.join(', ')}], gradOut ${gradOut.dtype} [${gradOut.shape.join(', ')}].`,
+    );
+  }
+  if (!same(saved.logsumexp.shape, shapes.lse) || saved.logsumexp.dtype !== 'float32') {
+    throw new AttnInputError('ATTN_GRAD_OUT', `cpu-flash backward: logsumexp must be float32 [${shapes.lse.join(', ')}], the forward's.`);
+  }
+  for (const t of [saved.out, saved.logsumexp, gradOut]) {
+    if (t.device.type !== 'cpu') throw new AttnInputError('ATTN_DEVICE_MISMATCH', 'cpu-flash backward: tensors must be on the CPU.');
+  }
+  // The kernel reads logsumexp as a contiguous array.
+  return { out: saved.out, logsumexp: saved.logsumexp.contiguous() };
+}
+
+/** dbias in the mask's own shape and dtype, from the kernel's float32 sums. */
+function dbiasTensor(p: SdpaParams, data: Float32Array): Tensor {
+  const m = p.mask!.tensor;
+  return m.dtype === 'float32' ? tensor(data, m.shape, { dtype: 'float32' }) : tensor(Array.from(data), m.shape, { dtype: m.dtype });
+}
+
+export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
+  const isa = options.isa ?? 'auto';
+  if (!(CPU_FLASH_ISAS as readonly string[]).includes(isa)) {
+    throw new AttnInputError('ATTN_OPTION', `cpu-flash: isa must be one of ${CPU_FLASH_ISAS.join(', ')}, got '${String(isa)}'.`);
+  }
+  const limit = () => (options.threads !== undefined ? checkThreads(options.threads) : defaultThreads());
+
+  function prepare(p: SdpaParams) {
+    checkRules(p);
+    const outputs = forwardOutputs(p);
+    const threads = threadsFor(forwardFlops(p), limit());
+    return { outputs, threads, desc: forwardDesc(p, outputs.out, outputs.logsumexp, isa, threads) };
+  }
+
+  return {
+    name: options.name ?? 'cpu-flash',
+    deviceType: 'cpu',
+    defaultPriority: options.priority ?? CPU_FLASH_PRIORITY,
+    description:
+      'Native FlashAttention-2 style kernel for the CPU: tiled online softmax, SIMD micro-kernels (AVX2, AVX-512, AVX512-BF16, AMX for bf16) picked at run time, a thread pool; fp32, bf16, fp16; forward and backward.',
+    availability() {
+      const load = addon();
+      return load.ok ? { ok: true } : { ok: false, reason: load.reason };
+    },
+    rules: cpuFlashRules,
+    forward(p: SdpaParams): ForwardOutputs {
+      const native = loaded();
+      const { outputs, threads, desc } = prepare(p);
+      if (!isEmpty(p)) callNative(() => native.forward(desc), forwardWorkspaceBytes(p, threads));
+      return outputs;
+    },
+    async forwardAsync(p: SdpaParams): Promise<ForwardOutputs> {
+      const native = loaded();
+      const { outputs, threads, desc } = prepare(p);
+      if (!isEmpty(p)) {
+        try {
+          await native.forwardAsync(desc);
+        } catch (e) {
+          throw fromNative(e, forwardWorkspaceBytes(p, threads));
+        }
+      }
+      return outputs;
+    },
+    backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients {
+      const native = loaded();
+      checkRules(p);
+      const fwd = checkSaved(p, saved, gradOut);
+      const bufs = backwardBuffers(p);
+      const threads = threadsFor(2.5 * forwardFlops(p), limit());
+      if (!isEmpty(p)) {
+        const desc = backwardDesc(p, fwd, gradOut, bufs, isa, threads);
+        callNative(() => native.backward(desc), backwardWorkspaceBytes(p));
+      }
+      const grads: Gradients = { dq: bufs.dq, dk: bufs.dk, dv: bufs.dv };
+      if (bufs.dbias) return { ...grads, dbias: dbiasTensor(p, bufs.dbias) };
+      return grads;
+    },
+    buildInfo() {
+      const load = addon();
+      if (!load.ok) return { native: false, reason: load.reason };
+      const info = load.addon.buildInfo(isa);
+      const out: Record<string, string | number | boolean | readonly string[]> = {
+        native: true,
+        addon: load.path,
+        isa: info.isa,
+        compiledIsas: info.compiledIsas,
+        runnableIsas: info.runnableIsas,
+        compiler: info.compiler,
+        napiVersion: info.napiVersion,
+        threads: limit(),
+      };
+      for (const [dtype, path] of Object.entries(info.forwardPath ?? {})) out[`forward.${dtype}`] = path;
+      for (const [dtype, path] of Object.entries(info.backwardPath ?? {})) out[`backward.${dtype}`] = path;
+      return out;
+    },
+  };
+}
+
+/** The registered instance (see ../index.ts). */
+export const cpuFlashBackend: Backend = createCpuFlashBackend();
+

@@ -1,0 +1,101 @@
+// cpu-flash backward (dq, dk, dv, dbias) against cpu-math's on every SIMD level this CPU runs.
+import { randn, tensor } from '@attn/core';
+import type { FloatDType, SdpaOptions, SdpaParams } from '@attn/core';
+import { describe, expect, it } from 'vitest';
+import { cpuMathBackend } from '../math/backend.js';
+import { createCpuFlashBackend } from './backend.js';
+import type { CpuFlashIsa } from './backend.js';
+import { addon } from './native.js';
+import { f32, maxAbsDiff, params, varlenParams } from './testing.js';
+import type { Shape } from './testing.js';
+
+const load = addon();
+const isas = (load.ok ? load.addon.buildInfo().runnableIsas : []).filter((i) => i !== 'avx512bf16') as CpuFlashIsa[];
+
+const odd: Shape = { B: 2, Hq: 3, Hk: 3, Sq: 37, Sk: 75, D: 13, Dv: 7 };
+const gqa: Shape = { B: 1, Hq: 4, Hk: 2, Sq: 70, Sk: 130, D: 32, Dv: 24 };
+
+const additive = (shape: number[], dtype: FloatDType = 'float32') => {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return tensor(Array.from({ length: n }, (_, i) => (i % 17 === 3 ? -Infinity : Math.cos(i) * 1.5)), shape, { dtype });
+};
+
+const CASES: Array<[string, Shape, SdpaOptions]> = [
+  ['plain odd shape', odd, {}],
+  ['one key', { ...odd, Sk: 1 }, {}],
+  ['gqa causal lower-right', gqa, { isCausal: true, alignment: 'lowerRight' }],
+  ['window', { ...odd, Sq: 75 }, { window: [6, 3] }],
+  ['alibi + softcap', gqa, { alibiSlopes: f32([0.5, 0.25, 0.125, 0.0625]), softcap: 4 }],
+  ['dropout', gqa, { dropoutP: 0.25, dropoutSeed: 0xdeadbeefcafef00dn, dropoutOffset: 3 }],
+  ['bool mask', odd, { attnMask: tensor(Array.from({ length: 37 * 75 }, (_, i) => (i % 7 === 0 ? 0 : 1)), [37, 75], { dtype: 'bool' }) }],
+  ['additive mask, full shape (dbias in place)', odd, { attnMask: additive([2, 3, 37, 75]) }],
+  ['additive mask [Sq, Sk] (dbias summed over B, H)', odd, { attnMask: additive([37, 75]) }],
+  ['additive mask [B, 1, Sq, 1] (dbias summed over H and keys)', odd, { attnMask: additive([2, 1, 37, 1]) }],
+  ['additive mask [1, Hq, 1, Sk] + causal', gqa, { attnMask: additive([1, 4, 1, 130]), isCausal: true }],
+];
+
+function grads(p: SdpaParams, isa: CpuFlashIsa) {
+  const flash = createCpuFlashBackend({ isa, threads: 2 });
+  const gradOut = randn(flash.forward(p).out.shape, { dtype: p.dtype, seed: 5 });
+  const got = flash.backward!(p, flash.forward(p), gradOut);
+  const ref = cpuMathBackend.backward!(p, cpuMathBackend.forward(p), gradOut);
+  return { got, ref };
+}
+
+describe.skipIf(!load.ok)('cpu-flash backward', () => {
+  for (const isa of isas) {
+    for (const [name, shape, opts] of CASES) {
+      it(`${isa} float32: ${name}`, () => {
+        const { got, ref } = grads(params(shape, 'float32', { ...opts, requiresGrad: true }, 3), isa);
+        expect(maxAbsDiff(got.dq, ref.dq)).toBeLessThan(1e-4);
+        expect(maxAbsDiff(got.dk, ref.dk)).toBeLessThan(1e-4);
+        expect(maxAbsDiff(got.dv, ref.dv)).toBeLessThan(1e-4);
+        expect(got.dbias === undefined).toBe(ref.dbias === undefined);
+        if (got.dbias && ref.dbias) {
+          expect(got.dbias.shape).toEqual(ref.dbias.shape);
+          expect(maxAbsDiff(got.dbias, ref.dbias)).toBeLessThan(1e-4);
+        }
+      });
+    }
+  }
+
+  for (const dtype of ['float16', 'bfloat16'] as const) {
+    it(`${dtype}: gqa causal with additive mask`, () => {
+      const p = params(gqa, dtype, { isCausal: true, attnMask: additive([1, 4, 1, 130], dtype), requiresGrad: true }, 4);
+      const { got, ref } = grads(p, 'auto');
+      const tol = dtype === 'float16' ? 1e-2 : 8e-2;
+      for (const k of ['dq', 'dk', 'dv'] as const) expect(maxAbsDiff(got[k], ref[k])).toBeLessThan(tol);
+      expect(got.dbias!.dtype).toBe(dtype);
+      expect(maxAbsDiff(got.dbias!, ref.dbias!)).toBeLessThan(tol);
+    });
+  }
+
+  for (const isa of isas) {
+    it(`${isa} float32: varlen with an empty query side, an empty key side, causal lower-right, dropout`, () => {
+      const p = varlenParams([37, 0, 130, 5], [70, 9, 140, 0], { Hq: 4, Hk: 2, D: 24, Dv: 16 }, 'float32', {
+        isCausal: true,
+        alignment: 'lowerRight',
+        dropoutP: 0.2,
+        dropoutSeed: 5n,
+        requiresGrad: true,
+      });
+      const { got, ref } = grads(p, isa);
+      expect(got.dq.shape).toEqual(ref.dq.shape);
+      expect(got.dk.shape).toEqual(ref.dk.shape);
+      for (const k of ['dq', 'dk', 'dv'] as const) expect(maxAbsDiff(got[k], ref[k])).toBeLessThan(1e-4);
+    });
+  }
+
+  it('is bitwise reproducible across runs and thread counts', () => {
+    const p = params(gqa, 'float32', { isCausal: true, dropoutP: 0.1, dropoutSeed: 1n, requiresGrad: true }, 2);
+    const gradOut = randn([1, 4, 70, 24], { seed: 8 });
+    const run = (threads: number) => {
+      const b = createCpuFlashBackend({ threads });
+      const g = b.backward!(p, b.forward(p), gradOut);
+      return [g.dq, g.dk, g.dv].map((t) => Buffer.from(t.toFloat32Array().buffer));
+    };
+    const a = run(1);
+    const b = run(2);
+    a.forEach((x, i) => expect(x.equals(b[i]!)).toBe(true));
+  });
+});

@@ -1,0 +1,127 @@
+// cpu-flash forward against cpu-math (float64) on odd shapes and every feature, on every SIMD level
+// this CPU runs, in float32, float16 and bfloat16.
+import { tensor } from '@attn/core';
+import type { FloatDType, SdpaOptions } from '@attn/core';
+import { describe, expect, it } from 'vitest';
+import { cpuMathBackend } from '../math/backend.js';
+import { createCpuFlashBackend } from './backend.js';
+import type { CpuFlashIsa } from './backend.js';
+import { addon } from './native.js';
+import { f32, maxAbsDiff, params, TOL, varlenParams } from './testing.js';
+import type { Shape } from './testing.js';
+
+const load = addon();
+const isas: CpuFlashIsa[] = load.ok ? (load.addon.buildInfo().runnableIsas as CpuFlashIsa[]) : [];
+const DTYPES: FloatDType[] = ['float32', 'float16', 'bfloat16'];
+
+const odd: Shape = { B: 2, Hq: 3, Hk: 3, Sq: 37, Sk: 75, D: 13, Dv: 7 };
+const gqa: Shape = { B: 1, Hq: 4, Hk: 2, Sq: 70, Sk: 130, D: 64, Dv: 48 };
+const square: Shape = { B: 1, Hq: 2, Hk: 2, Sq: 67, Sk: 67, D: 16, Dv: 16 };
+
+// Masks broadcast to [B, Hq, Sq, Sk] from smaller shapes; a few rows fully masked.
+function boolMask(s: Shape) {
+  const v: number[] = [];
+  for (let i = 0; i < s.Sq; i++) for (let j = 0; j < s.Sk; j++) v.push(i % 11 === 3 ? 0 : (i * 7 + j * 3) % 5 !== 0 ? 1 : 0);
+  return tensor(v, [s.Sq, s.Sk], { dtype: 'bool' });
+}
+function additiveMask(s: Shape, dtype: FloatDType) {
+  const v: number[] = [];
+  for (let h = 0; h < s.Hq; h++)
+    for (let j = 0; j < s.Sk; j++) v.push(j % 13 === 5 ? -Infinity : Math.sin(h * 3 + j) * 2);
+  return tensor(v, [1, s.Hq, 1, s.Sk], { dtype });
+}
+
+const FEATURES: Array<[string, Shape, (dtype: FloatDType) => SdpaOptions, ('bhsd' | 'bshd')?]> = [
+  ['plain odd shape', odd, () => ({})],
+  ['one query, one key', { ...odd, Sq: 1, Sk: 1 }, () => ({})],
+  ['strided bshd views', odd, () => ({}), 'bshd'],
+  ['gqa', gqa, () => ({})],
+  ['causal upper-left, Sq < Sk', gqa, () => ({ isCausal: true })],
+  ['causal lower-right, Sq < Sk', gqa, () => ({ isCausal: true, alignment: 'lowerRight' })],
+  ['causal upper-left, Sq > Sk (rows past the end see all)', { ...odd, Sq: 75, Sk: 37 }, () => ({ isCausal: true })],
+  ['causal lower-right, Sq > Sk (first rows see nothing)', { ...odd, Sq: 75, Sk: 37 }, () => ({ isCausal: true, alignment: 'lowerRight' })],
+  ['sliding window', square, () => ({ window: [9, 4] as const })],
+  ['window left only, causal', square, () => ({ window: [5, -1] as const, isCausal: true })],
+  ['alibi per head', gqa, () => ({ alibiSlopes: f32([0.5, 0.25, 0.125, 0.0625]) })],
+  ['alibi per batch and head, lower-right', odd, () => ({ alibiSlopes: f32([0.3, 0.2, 0.1, 0.05, 0.4, 0.6], [2, 3]), alignment: 'lowerRight' })],
+  ['softcap', gqa, () => ({ softcap: 3, scale: 0.5 })],
+  ['bool mask [Sq, Sk] with fully masked rows', odd, () => ({ attnMask: boolMask(odd) })],
+  ['additive mask [1, Hq, 1, Sk] with -inf', odd, (dt) => ({ attnMask: additiveMask(odd, dt) })],
+  ['mask + causal + softcap + alibi + gqa', gqa, (dt) => ({ attnMask: additiveMask(gqa, dt), isCausal: true, softcap: 5, alibiSlopes: f32([0.1, 0.2, 0.3, 0.4]) })],
+  ['dropout', gqa, () => ({ dropoutP: 0.3, dropoutSeed: 1234n, dropoutOffset: 7 })],
+  ['dropout, 64-bit seed, causal, odd shape', { ...odd, Sk: 150 }, () => ({ dropoutP: 0.5, dropoutSeed: 0x9e3779b97f4a7c15n, dropoutOffset: 123456, isCausal: true })],
+  ['negative scale', square, () => ({ scale: -0.3 })],
+];
+
+describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'addon not built'})`, () => {
+  for (const isa of isas) {
+    const flash = createCpuFlashBackend({ isa, threads: 2 });
+    for (const dtype of DTYPES) {
+      for (const [name, shape, opts, layout] of FEATURES) {
+        it(`${isa} ${dtype}: ${name}`, () => {
+          const p = params(shape, dtype, opts(dtype), 7, layout);
+          const got = flash.forward(p);
+          const ref = cpuMathBackend.forward(p);
+          expect(maxAbsDiff(got.out, ref.out)).toBeLessThanOrEqual(TOL[dtype]);
+          expect(maxAbsDiff(got.logsumexp, ref.logsumexp)).toBeLessThanOrEqual(dtype === 'float32' ? 2e-5 : 2e-2);
+        });
+      }
+    }
+  }
+
+  // Packed sequences: odd lengths, an empty query side, an empty key side, GQA, every alignment.
+  for (const isa of isas) {
+    for (const dtype of DTYPES) {
+      for (const [name, opts] of [
+        ['plain', {}],
+        ['causal lower-right + window + alibi + softcap', { isCausal: true, alignment: 'lowerRight', window: [20, 3], alibiSlopes: f32([0.2, 0.1, 0.05, 0.3]), softcap: 6 }],
+        ['dropout', { dropoutP: 0.4, dropoutSeed: 77n, dropoutOffset: 5 }],
+      ] as const) {
+        it(`${isa} ${dtype}: varlen ${name}`, () => {
+          const p = varlenParams([37, 0, 130, 5], [70, 9, 140, 0], { Hq: 4, Hk: 2, D: 24, Dv: 16 }, dtype, opts as object, 3);
+          const got = createCpuFlashBackend({ isa, threads: 2 }).forward(p);
+          const ref = cpuMathBackend.forward(p);
+          expect(got.out.shape).toEqual(ref.out.shape);
+          expect(got.logsumexp.shape).toEqual(ref.logsumexp.shape);
+          expect(maxAbsDiff(got.out, ref.out)).toBeLessThanOrEqual(TOL[dtype]);
+          expect(maxAbsDiff(got.logsumexp, ref.logsumexp)).toBeLessThanOrEqual(dtype === 'float32' ? 2e-5 : 2e-2);
+        });
+      }
+    }
+  }
+
+  // Decode-like GQA calls run with the query heads of a kv head grouped into one task.
+  const decode: Shape = { B: 2, Hq: 8, Hk: 2, Sq: 3, Sk: 200, D: 40, Dv: 24 };
+  for (const isa of isas) {
+    for (const [name, opts] of [
+      ['plain', {}],
+      ['causal lower-right + alibi + softcap + window', { isCausal: true, alignment: 'lowerRight', alibiSlopes: f32([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]), softcap: 5, window: [50, -1] }],
+      ['dropout', { dropoutP: 0.3, dropoutSeed: 0x123456789n, dropoutOffset: 2 }],
+    ] as const) {
+      for (const dtype of DTYPES) {
+        it(`${isa} ${dtype}: grouped decode, ${name}`, () => {
+          const p = params(decode, dtype, opts as object, 9);
+          const got = createCpuFlashBackend({ isa, threads: 2 }).forward(p);
+          const ref = cpuMathBackend.forward(p);
+          expect(maxAbsDiff(got.out, ref.out)).toBeLessThanOrEqual(TOL[dtype]);
+          expect(maxAbsDiff(got.logsumexp, ref.logsumexp)).toBeLessThanOrEqual(dtype === 'float32' ? 2e-5 : 2e-2);
+        });
+      }
+    }
+  }
+
+  it('fully masked rows give 0 and logsumexp -inf, never NaN', () => {
+    const s: Shape = { B: 1, Hq: 1, Hk: 1, Sq: 5, Sk: 70, D: 8, Dv: 8 };
+    const p = params(s, 'float32', { attnMask: tensor(new Array(5 * 70).fill(0), [5, 70], { dtype: 'bool' }) });
+    const { out, logsumexp } = createCpuFlashBackend().forward(p);
+    expect([...out.toFloat32Array()].every((x) => x === 0)).toBe(true);
+    expect([...logsumexp.toFloat32Array()].every((x) => x === -Infinity)).toBe(true);
+  });
+
+  it('gives the same result for every thread count', () => {
+    const p = params(gqa, 'float32', { isCausal: true });
+    const one = createCpuFlashBackend({ threads: 1 }).forward(p).out.toFloat32Array();
+    const two = createCpuFlashBackend({ threads: 2 }).forward(p).out.toFloat32Array();
+    expect(Buffer.from(two.buffer).equals(Buffer.from(one.buffer))).toBe(true);
+  });
+});

@@ -1,0 +1,166 @@
+// SdpaParams -> the addon's call descriptors, and the output tensors the kernels write into.
+// Only CPU tensors get here (the rules say so); views are passed as they are, strides included.
+import { AttnInputError, empty } from '@attn/core';
+import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
+import type { NativeBackwardDesc, NativeForwardDesc, NativeView } from './native.js';
+
+type KernelDType = NativeForwardDesc['dtype'];
+
+/** Dense [B, H, S, D] as is; varlen packed [total, H, D] as [1, H, total, D] (strides [0, head, token, dim]). */
+function view(t: Tensor, what: string, packed: boolean): NativeView {
+  const rank = packed ? 3 : 4;
+  if (t.rank !== rank) {
+    throw new AttnInputError('ATTN_RANK', `cpu-flash: ${what} must be rank ${rank}, got [${t.shape.join(', ')}].`);
+  }
+  const s = t.strides;
+  const strides: [number, number, number, number] = packed ? [0, s[1]!, s[0]!, s[2]!] : [s[0]!, s[1]!, s[2]!, s[3]!];
+  return { data: t.hostData(), offset: t.offset, strides };
+}
+
+function kernelDType(p: SdpaParams): KernelDType {
+  if (p.dtype === 'float32' || p.dtype === 'float16' || p.dtype === 'bfloat16') return p.dtype;
+  throw new AttnInputError('ATTN_DTYPE', `cpu-flash runs float32, float16 and bfloat16, not ${p.dtype}.`);
+}
+
+/** FLOPs of the forward as FlashAttention counts them (4 B H Sq Sk D; causal halves it). */
+export function forwardFlops(p: SdpaParams): number {
+  let pairs = p.batch * p.seqQ * p.seqK;
+  const v = p.varlen;
+  if (v) {
+    pairs = 0;
+    for (let b = 0; b < p.batch; b++) pairs += (v.seqlensQ[b + 1]! - v.seqlensQ[b]!) * (v.seqlensK[b + 1]! - v.seqlensK[b]!);
+  }
+  return (4 * pairs * p.headsQ * Math.max(p.headDim, p.headDimV)) / (p.causal ? 2 : 1);
+}
+
+/** The descriptor of a forward call writing into `out` and `lse`. */
+export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string, threads: number): NativeForwardDesc {
+  const mask = p.mask;
+  const packed = p.varlen !== null;
+  const slopes = p.alibiSlopes;
+  const drop = p.dropout;
+  return {
+    isa,
+    threads,
+    dtype: kernelDType(p),
+    B: p.batch,
+    Hq: p.headsQ,
+    Hk: p.headsKV,
+    Sq: p.seqQ,
+    Sk: p.seqK,
+    D: p.headDim,
+    Dv: p.headDimV,
+    q: view(p.query, 'query', packed),
+    k: view(p.key, 'key', packed),
+    v: view(p.value, 'value', packed),
+    out: view(out, 'out', packed),
+    lse: { data: lse.hostData() as Float32Array, offset: lse.offset },
+    scale: p.scale,
+    softcap: p.softcap,
+    causal: p.causal,
+    lowerRight: p.alignment === 'lowerRight',
+    windowLeft: p.window?.left ?? -1,
+    windowRight: p.window?.right ?? -1,
+    mask: mask
+      ? {
+          kind: mask.kind,
+          dtype: mask.tensor.dtype,
+          data: mask.tensor.hostData(),
+          offset: mask.tensor.offset,
+          strides: [...mask.expandedStrides],
+        }
+      : null,
+    alibi: slopes
+      ? {
+          data: slopes.hostData() as Float32Array,
+          offset: slopes.offset,
+          strideB: slopes.rank === 2 ? slopes.strides[0]! : 0,
+          strideH: slopes.strides[slopes.rank - 1]!,
+        }
+      : null,
+    dropout: drop
+      ? {
+          seedLo: Number(drop.seed & 0xffffffffn),
+          seedHi: Number((drop.seed >> 32n) & 0xffffffffn),
+          offset: drop.offset,
+          threshold: drop.threshold,
+          keepScale: drop.keepScale,
+        }
+      : null,
+    varlen: p.varlen ? { cuQ: p.varlen.seqlensQ, cuK: p.varlen.seqlensK } : null,
+  };
+}
+
+/** Tokens of the query and key side: varlen totals, or dense B and S (for shapes). */
+function totals(p: SdpaParams): { q: number; k: number } {
+  return p.varlen ? { q: p.varlen.seqlensQ[p.batch]!, k: p.varlen.seqlensK[p.batch]! } : { q: p.seqQ, k: p.seqK };
+}
+
+/** The shapes of out and logsumexp: dense [B, Hq, Sq, Dv] and [B, Hq, Sq]; varlen [totalQ, Hq, Dv] and [Hq, totalQ]. */
+export function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
+  if (!p.varlen) return { out: [p.batch, p.headsQ, p.seqQ, p.headDimV], lse: [p.batch, p.headsQ, p.seqQ] };
+  const t = totals(p);
+  return { out: [t.q, p.headsQ, p.headDimV], lse: [p.headsQ, t.q] };
+}
+
+/** Fresh outputs: out in the query dtype, logsumexp float32 (shapes: outputShapes). */
+export function forwardOutputs(p: SdpaParams): ForwardOutputs {
+  const shapes = outputShapes(p);
+  return {
+    out: empty(shapes.out, { dtype: p.dtype }),
+    logsumexp: empty(shapes.lse, { dtype: 'float32' }),
+  };
+}
+
+/** The mask's own shape as [B, Hq, Sq, Sk] dims: 1 where the gradient sums over a dim. */
+export function maskGradDims(p: SdpaParams): number[] {
+  const shape = p.mask!.tensor.shape;
+  const own = [...Array<number>(4 - shape.length).fill(1), ...shape];
+  return own;
+}
+
+export interface BackwardBuffers {
+  readonly dq: Tensor;
+  readonly dk: Tensor;
+  readonly dv: Tensor;
+  /** fp32 dbias in the mask's own shape, before rounding to the mask's dtype. */
+  readonly dbias: Float32Array | null;
+  readonly dbiasDims: number[] | null;
+}
+
+export function backwardBuffers(p: SdpaParams): BackwardBuffers {
+  const additive = p.mask?.kind === 'additive';
+  const dims = additive ? maskGradDims(p) : null;
+  const t = totals(p);
+  const shape = (tokens: number, heads: number, d: number, seq: number) =>
+    p.varlen ? [tokens, heads, d] : [p.batch, heads, seq, d];
+  return {
+    dq: empty(shape(t.q, p.headsQ, p.headDim, p.seqQ), { dtype: p.dtype }),
+    dk: empty(shape(t.k, p.headsKV, p.headDim, p.seqK), { dtype: p.dtype }),
+    dv: empty(shape(t.k, p.headsKV, p.headDimV, p.seqK), { dtype: p.dtype }),
+    dbias: dims ? new Float32Array(dims.reduce((a, b) => a * b, 1)) : null,
+    dbiasDims: dims,
+  };
+}
+
+/** The descriptor of a backward call; `lse` must be the forward's contiguous float32 logsumexp. */
+export function backwardDesc(
+  p: SdpaParams,
+  saved: ForwardOutputs,
+  gradOut: Tensor,
+  bufs: BackwardBuffers,
+  isa: string,
+  threads: number,
+): NativeBackwardDesc {
+  const lse = saved.logsumexp;
+  const fwd = forwardDesc(p, saved.out, lse, isa, threads);
+  const packed = p.varlen !== null;
+  return {
+    ...fwd,
+    dout: view(gradOut, 'gradOut', packed),
+    dq: view(bufs.dq, 'dq', packed),
+    dk: view(bufs.dk, 'dk', packed),
+    dv: view(bufs.dv, 'dv', packed),
+    dbias: bufs.dbias ? { data: bufs.dbias, offset: 0, dims: bufs.dbiasDims! } : null,
+  };
+}

@@ -1,0 +1,32 @@
+// How many threads a call may use: the backend's option, else ATTN_NUM_THREADS, else every CPU
+// this process may run on. Small calls use fewer: waking threads costs more than they would save.
+import { availableParallelism } from 'node:os';
+import { AttnInputError } from '@attn/core';
+
+export const MAX_THREADS = 1024;
+
+/** Threads from the environment or the machine; throws AttnInputError for a malformed ATTN_NUM_THREADS. */
+export function defaultThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.ATTN_NUM_THREADS;
+  if (raw === undefined || raw.trim() === '') return Math.min(availableParallelism(), MAX_THREADS);
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_THREADS) {
+    throw new AttnInputError('ATTN_NUM_THREADS', `ATTN_NUM_THREADS must be an integer in [1, ${MAX_THREADS}], got '${raw}'.`);
+  }
+  return n;
+}
+
+export function checkThreads(n: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > MAX_THREADS) {
+    throw new AttnInputError('ATTN_NUM_THREADS', `threads must be an integer in [1, ${MAX_THREADS}], got ${String(n)}.`);
+  }
+  return n;
+}
+
+/** About 0.25 ms of single-core work (2^25 FLOPs) per thread before another one pays off. */
+const FLOPS_PER_THREAD = 2 ** 25;
+
+/** Threads for a call of `flops`, at most `limit`. */
+export function threadsFor(flops: number, limit: number): number {
+  return Math.max(1, Math.min(limit, Math.ceil(flops / FLOPS_PER_THREAD)));
+}
