@@ -38,7 +38,9 @@ function againstCpu(shape: Shape, opts: SdpaOptions) {
   const { q, k, v, g } = inputs(shape);
   const all = { ...opts, requiresGrad: true };
   const gpu = sdpaBackward(g, sdpaForward(q, k, v, { ...all, backends: ['flash-cuda'] }));
-  const cpu = sdpaBackward(g.to('cpu'), sdpaForward(q.to('cpu'), k.to('cpu'), v.to('cpu'), { ...all, backends: ['cpu-math'] }));
+  // The reference gets every tensor option on the CPU too (the same values).
+  const onCpu = { ...all, alibiSlopes: all.alibiSlopes?.to('cpu') ?? null, backends: ['cpu-math'] };
+  const cpu = sdpaBackward(g.to('cpu'), sdpaForward(q.to('cpu'), k.to('cpu'), v.to('cpu'), onCpu));
   const err = (a: Tensor, b: Tensor) => relErr(a.toFloat64Array(), b.toFloat64Array());
   return { dq: err(gpu.dq, cpu.dq), dk: err(gpu.dk, cpu.dk), dv: err(gpu.dv, cpu.dv) };
 }
