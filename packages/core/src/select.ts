@@ -112,8 +112,40 @@ export function selectBackend(params: SdpaParams, restriction: Restriction, exha
   return { backend: chosen, report };
 }
 
+/** Whether every rule passes; stops at the first failing (or throwing) one. */
+function passesAllRules(backend: Backend, params: SdpaParams, ctx: RuleContext): boolean {
+  for (const r of backend.rules) {
+    try {
+      if (r.check(params, ctx) !== null) return false;
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * The call path's selection without a report: the same first candidate selectBackend chooses (same order,
+ * availability, then every rule), but no report objects, reasons or describeCall strings are built and
+ * rule checks stop at the first failure. The report is built only when nothing can run.
+ */
+function firstRunnable(params: SdpaParams, restriction: Restriction): Backend | null {
+  const all = listBackends(params.device.type);
+  const ctx = ruleContext(params.device);
+  const consider = (e: { backend: Backend }): boolean =>
+    availabilityOf(e.backend).available && passesAllRules(e.backend, params, ctx);
+  if (restriction.names) {
+    for (const n of restriction.names) for (const e of all) if (e.name === n && consider(e)) return e.backend;
+    return null;
+  }
+  for (const e of all) if (consider(e)) return e.backend;
+  return null;
+}
+
 /** The backend that runs the call, or NoBackendError with the full report. */
 export function requireBackend(params: SdpaParams, restriction: Restriction): Backend {
+  const fast = firstRunnable(params, restriction);
+  if (fast) return fast;
   // When nothing is chosen the loop never stopped early, so the report already covers every candidate.
   const { backend, report } = selectBackend(params, restriction, false);
   if (backend) return backend;

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 
 export const BWD_CONFIGS = [
   // headDim, blockM, warps, dqBlockN, dqWarps
-  [64, 32, 8, 64, 4],
+  [64, 64, 8, 64, 4],
   [128, 32, 8, 64, 4],
   [192, 32, 4, 32, 4],
   [256, 32, 4, 32, 4],

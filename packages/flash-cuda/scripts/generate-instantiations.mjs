@@ -13,8 +13,9 @@
 // bound compiled in; causal, right window, varlen, GQA and split-KV stay) with the registers that frees
 // spent on FA2's larger key tiles:
 //   'lean':  chosen instead of 'large' for calls without those features;
-//   'lean_small': likewise instead of 'small' (decode: FA2's split-KV tile for D=128 is 64 x 128, twice the
-//            bytes in flight per CTA of the 64 x 64 'small' tile, in 218 registers without Q in registers).
+//   'lean_small': FA2's split-KV tile for D=128 (64 x 128, twice the bytes in flight per CTA of the 64 x 64
+//            'small' tile, 218 registers without Q in registers); chosen instead of 'small' in version 2, forced
+//            only since version 3 (decode measured 2.4x slower through it than v1's 'small'; see NOTES.md).
 //   'alt':   a lean alternative shape, never chosen automatically; benches and the GPU check force it by
 //            name (flashForward(params, { kernel })) to compare tile shapes in one GPU run.
 // Lean D=64 keeps Q in registers (238 registers, no spills; one ldmatrix in four fewer per key tile);
@@ -52,6 +53,12 @@ export const CONFIGS = [
 ];
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt']);
+/**
+ * Variants dispatch.cu may choose on its own; the others run only when forced by name. 'lean_small' is
+ * forced-only since version 3: decode through it measured 197 us (CLI, H200) against 81 us for v1's
+ * 64 x 64 'small' tile with Q in registers, so decode is back on 'small' until a GPU run says otherwise.
+ */
+export const AUTO_VARIANTS = new Set(['large', 'small', 'lean']);
 export const DTYPES = [
   ['fp16', '__half'],
   ['bf16', '__nv_bfloat16'],
@@ -75,7 +82,7 @@ export function generatedFiles() {
           `template void attn::flash::run_fwd<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);\n`,
       );
       list.push(
-        `ATTN_FWD_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${qRegs}, ${ctype}, ${extras}, "${dname}_d${d}_${variant}", ${variant !== 'alt'})`,
+        `ATTN_FWD_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${qRegs}, ${ctype}, ${extras}, "${dname}_d${d}_${variant}", ${AUTO_VARIANTS.has(variant)})`,
       );
     }
   }

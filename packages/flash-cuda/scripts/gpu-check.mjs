@@ -402,6 +402,20 @@ function bench(quick) {
       rows.push({ kind: 'decode-splits', splits: numSplits, us: ts.gpuMs * 1e3 });
       log(`      splits ${numSplits}: ${(ts.gpuMs * 1e3).toFixed(1)} us GPU`);
     }
+    // The other decode tiles, forced by name (v3: 'lean_small' 64x128 is forced-only; 'small' is 64x64, Q in registers).
+    for (const kernel of ['bf16_d128_small', 'bf16_d128_lean_small']) {
+      if (kernel === plan.kernel || !info?.kernelNames?.includes(kernel)) continue;
+      for (const numSplits of [undefined, 8]) {
+        const kp = planFor(params, { kernel, ...(numSplits ? { numSplits } : {}) });
+        const tk = timeCall(() => {
+          const r = flashForward(params, { kernel, ...(numSplits ? { numSplits } : {}) });
+          r.out.dispose();
+          r.logsumexp.dispose();
+        });
+        rows.push({ kind: 'decode-kernel', kernel, splits: kp.numSplits, us: tk.gpuMs * 1e3 });
+        log(`      ${kernel}, splits ${kp.numSplits}: ${(tk.gpuMs * 1e3).toFixed(1)} us GPU`);
+      }
+    }
   }
   {
     const o = { dtype: 'bfloat16', device: 'cuda' };

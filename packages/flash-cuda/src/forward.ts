@@ -105,13 +105,17 @@ export function packArgs(
   return { ptrs, nums };
 }
 
+const STRIDE_SLOTS = [
+  NUM.qBatchStride, NUM.qHeadStride, NUM.qRowStride, NUM.kBatchStride, NUM.kHeadStride, NUM.kRowStride,
+  NUM.vBatchStride, NUM.vHeadStride, NUM.vRowStride, NUM.oBatchStride, NUM.oHeadStride, NUM.oRowStride,
+] as const;
+
 /** 16-byte loads and stores are possible: base addresses 16-byte aligned, strides and D multiples of 8. */
 export function aligned16(p: SdpaParams, tensors: readonly Tensor[], nums: Float64Array): boolean {
   if (p.headDim % 8 !== 0) return false;
   for (const t of tensors) if (t.dataPointer() % 16n !== 0n) return false;
-  const strideNames = ['qBatchStride', 'qHeadStride', 'qRowStride', 'kBatchStride', 'kHeadStride', 'kRowStride',
-    'vBatchStride', 'vHeadStride', 'vRowStride', 'oBatchStride', 'oHeadStride', 'oRowStride'] as const;
-  return strideNames.every((n) => nums[NUM[n]]! % 8 === 0);
+  for (const slot of STRIDE_SLOTS) if (nums[slot]! % 8 !== 0) return false;
+  return true;
 }
 
 /** Overrides for benches and tests: a fixed split count, a kernel configuration by name. */
@@ -193,12 +197,14 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
     ptrs[PTR.lse] = lse.dataPointer();
     if (plan.numSplits > 1) {
       const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
-      const oaccum = empty([plan.numSplits * rows * plan.oaccumStride], { dtype: 'float32', device });
-      scratch.push(oaccum);
-      const lseAccum = empty([plan.numSplits * rows], { dtype: 'float32', device });
-      scratch.push(lseAccum);
-      ptrs[PTR.oaccum] = oaccum.dataPointer();
-      ptrs[PTR.lseAccum] = lseAccum.dataPointer();
+      // One scratch allocation for both partials (one allocator round trip per call instead of two):
+      // O partials first, then the lse partials (float32 each, read and written element-wise).
+      const oElems = plan.numSplits * rows * plan.oaccumStride;
+      const partials = empty([oElems + plan.numSplits * rows], { dtype: 'float32', device });
+      scratch.push(partials);
+      const base = partials.dataPointer();
+      ptrs[PTR.oaccum] = base;
+      ptrs[PTR.lseAccum] = base + BigInt(oElems * 4);
     }
     ptrs[PTR.stream] = currentStream(device.index);
     try {

@@ -14,7 +14,7 @@ export const BWD_SMEM_BYTES: ReadonlyArray<{
   /** The deterministic mode's dQ kernel. */
   readonly dq: number;
 }> = Object.freeze([
-  { headDim: 64, dkdv: 49664, dkdvPrefetch: 57856, dq: 32768 },
+  { headDim: 64, dkdv: 66560, dkdvPrefetch: 82944, dq: 32768 },
   { headDim: 128, dkdv: 90624, dkdvPrefetch: 107008, dq: 65536 },
   { headDim: 192, dkdv: 78336, dkdvPrefetch: 102912, dq: 73728 },
   { headDim: 256, dkdv: 102912, dkdvPrefetch: 135680, dq: 98304 },
