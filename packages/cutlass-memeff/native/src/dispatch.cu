@@ -126,21 +126,31 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   return "";
 }
 
-// fp32 forward on tensor cores (3xTF32): opt-in with ATTN_MEMEFF_FP32_TC=1 until a GPU run has
-// checked it against cpu-math (NOTES.md v2); read once.
-bool fp32_tensor_cores_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("ATTN_MEMEFF_FP32_TC");
-    return v != nullptr && std::strcmp(v, "1") == 0;
+// fp32 forward on tensor cores (3xTF32). ATTN_MEMEFF_FP32_TC=1 selects it, =0 the FMA kernel, on
+// every arch; unset, the per-arch default below decides. The default stays off on every arch until
+// a GPU run has checked it against the fp32 accuracy rule (NOTES.md v3); to turn it on for, e.g.,
+// Hopper only, set kFp32TcDefaultMinMajor = 9 (and kFp32TcDefaultMaxMajor = 9). Read once.
+constexpr int kFp32TcDefaultMinMajor = 0;  // 0: off by default everywhere
+constexpr int kFp32TcDefaultMaxMajor = 0;
+int fp32_tensor_cores_env() {  // 1 on, 0 off, -1 unset (per-arch default)
+  static const int v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_FP32_TC");
+    if (e == nullptr || *e == 0) return -1;
+    return std::strcmp(e, "0") == 0 ? 0 : std::strcmp(e, "1") == 0 ? 1 : -1;
   }();
-  return on;
+  return v;
+}
+bool fp32_tensor_cores_enabled(int major) {
+  const int env = fp32_tensor_cores_env();
+  if (env >= 0) return env == 1;
+  return kFp32TcDefaultMinMajor > 0 && major >= kFp32TcDefaultMinMajor && major <= kFp32TcDefaultMaxMajor;
 }
 
 bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
 
 // Whether the 3xTF32 forward can take this fp32 call (16-byte cp.async of 4 floats).
 bool tf32_fwd_ok(const FwdParams& p, int dtype, int device) {
-  if (dtype != kF32 || !fp32_tensor_cores_enabled() || device_info(device).major < 8) return false;
+  if (dtype != kF32 || device_info(device).major < 8 || !fp32_tensor_cores_enabled(device_info(device).major)) return false;
   if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32MaxHeadDim) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o)) return false;
   if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.o_stride)) return false;

@@ -14,6 +14,15 @@ namespace memeff {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
+// 2^x as one MUFU.EX2 (ex2.approx.ftz): exp2f without fast-math is the same approximation (2 ulp)
+// plus a denormal-result fixup (compare, two multiplies); ftz only flushes results below 2^-126,
+// which vanish against a softmax row sum >= 1. exp2_ftz(-inf) = +0.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // The mask (or bias) of one (b, h) pair: base pointer with the batch and head strides applied.
 struct MaskView {
   const void* base;

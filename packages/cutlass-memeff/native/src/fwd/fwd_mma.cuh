@@ -33,8 +33,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  const int bh = blockIdx.y + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
-  const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  // Causal: longest query blocks first over the whole launch (blocks start in linear order, x
+  // fastest): every (b, h) pair's last query block, then the next to last, ... so the tail of the
+  // launch holds the shortest blocks.
+  int m_block = blockIdx.x, bh_local = blockIdx.y;
+  if (p.causal) {
+    const unsigned lin = blockIdx.y * gridDim.x + blockIdx.x;  // < 2^31 (seq_q < 2^21, y < 2^16)
+    m_block = static_cast<int>(gridDim.x - 1 - lin / gridDim.y);
+    bh_local = static_cast<int>(lin % gridDim.y);
+  }
+  const int bh = bh_local + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
   const int i0 = m_block * M;
   const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
@@ -44,6 +52,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   const int qk_steps = kFull ? HD / 16 : (p.head_dim + 15) / 16;    // k16 steps of Q.K^T needed
   const int pv_pairs = kFull ? HD / 16 : (p.head_dim_v + 15) / 16;  // pairs of n8 tiles of O needed
   const int row0 = warp * 16 * MT;  // this warp's first row in the block
+  const float scale_log2 = p.scale * kLog2e;
+  // Tiles that are not plain but have no mask need only the causal / bounds rule: j <= i + coff
+  // (coff clamped so that i + coff cannot overflow; seq lengths are < 2^21).
+  const bool bounds_only = p.mask_kind == MaskKind::kNone;
+  const int coff = p.causal ? static_cast<int>(max(min(p.causal_offset, static_cast<int64_t>(1) << 30), -(static_cast<int64_t>(1) << 30)))
+                            : (1 << 30);
 
   float acc_o[MT][OT][4];
 #pragma unroll
@@ -98,14 +112,25 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 
     // Logits in log2 units; masking only where the tile needs it.
     const bool plain = tile_unmasked(p, i0, j0, N);
+    // Plain tiles with a positive scale keep the raw dot products: the scale (times log2 e) is folded
+    // into the softmax (row max times sl2, then one FFMA per score before the exp2); other tiles are
+    // scaled here and use sl2 = 1. d64 only: at d128 / d256 (242-250 regs) the fold made ptxas spill.
+    const bool fold = HD == 64 && plain && scale_log2 > 0.f;
+    const float sl2 = fold ? scale_log2 : 1.f;
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi)
 #pragma unroll
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          if (plain) {
-            acc_s[mi][n][e] *= p.scale * kLog2e;
+          if (fold) {
+            // raw dot product: scaled in the softmax below
+          } else if (plain) {
+            acc_s[mi][n][e] *= scale_log2;
+          } else if (bounds_only) {
+            // No mask: the causal diagonal and the bounds, in 32-bit compares (masked_logit's rule).
+            const int i = i0 + row0 + mi * 16 + g + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+            acc_s[mi][n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? acc_s[mi][n][e] * scale_log2 : -INFINITY;
           } else {
             const int il = row0 + mi * 16 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
             acc_s[mi][n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
@@ -125,9 +150,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
         for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(acc_s[mi][n][2 * r], acc_s[mi][n][2 * r + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(m_run[mi][r], mx);
+        const float m_new = fmaxf(m_run[mi][r], mx * sl2);  // sl2 > 0: the max of the scaled logits
         m_use[r] = m_new == -INFINITY ? 0.f : m_new;
-        alpha[r] = exp2f(m_run[mi][r] - m_use[r]);
+        alpha[r] = exp2_ftz(m_run[mi][r] - m_use[r]);
         m_run[mi][r] = m_new;
         l_run[mi][r] *= alpha[r];
       }
@@ -135,7 +160,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float pe = exp2f(acc_s[mi][n][e] - m_use[e / 2]);
+          const float pe = exp2_ftz(fmaf(acc_s[mi][n][e], sl2, -m_use[e / 2]));
           l_run[mi][e / 2] += pe;
           acc_s[mi][n][e] = pe;
         }

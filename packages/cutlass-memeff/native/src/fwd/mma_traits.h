@@ -14,8 +14,11 @@ struct MmaFwdTraits {
   // L2 per query (128 queries per block instead of 64). At d128 the keys per step drop to 32 to keep
   // S (kMTiles x kBlockN / 2 floats per thread) and O (kMTiles x kHeadDim / 2) under 255 registers:
   // FlashAttention-2's and flash-cuda's shapes (128 x 64 at d64, 128 x 32 at d128, 64 x 32 at d256).
-  static constexpr int kMTiles = kHeadDim <= 128 ? 2 : 1;
-  static constexpr int kMinBlocksPerSm = kHeadDim <= 128 ? 2 : 1;
+  // v3: d64 back to v1's 64 x 64 (one row tile per warp): v2's 128 x 64 at d64 measured slower than
+  // v1 on the H200 (66.8 vs 90.5 TFLOP/s at S=1k); at most 168 regs
+  // (v1: 164) so that 3 blocks (12 warps) fit per SM, as in v1.
+  static constexpr int kMTiles = kHeadDim == 128 ? 2 : 1;
+  static constexpr int kMinBlocksPerSm = kHeadDim == 64 ? 3 : kHeadDim <= 128 ? 2 : 1;
   static constexpr int kBlockM = 16 * kNWarps * kMTiles;     // query rows per block
   static constexpr int kBlockN = kHeadDim <= 64 ? 64 : 32;   // keys per step
   static constexpr int kChunks = kHeadDim / 8;               // 16-byte chunks per smem row
