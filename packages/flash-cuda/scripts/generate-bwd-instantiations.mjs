@@ -12,9 +12,9 @@
 //   dK/dV kernel: blockM query rows per step, warps x 16 keys per CTA (blockN = 16 * warps);
 //                 above D 128 the dK/dV columns split over two CTAs (bwd_traits.h).
 //   dQ kernel (deterministic mode): 16 * dqWarps query rows per CTA, dqBlockN keys per step.
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeGenerated } from './lib/write-generated.mjs';
 
 export const BWD_CONFIGS = [
   // headDim, blockM, warps, dqBlockN, dqWarps
@@ -73,30 +73,7 @@ function main() {
   }
   const check = process.argv.includes('--check');
   const files = generatedFiles();
-  mkdirSync(outDir, { recursive: true });
-  const present = readdirSync(outDir).filter((f) => f.endsWith('.cu') || f.endsWith('.inc'));
-  const stale = [];
-  for (const [name, text] of files) {
-    let old = null;
-    try {
-      old = readFileSync(join(outDir, name), 'utf8');
-    } catch {
-      old = null;
-    }
-    if (old !== text) stale.push(name);
-    if (!check && old !== text) writeFileSync(join(outDir, name), text);
-  }
-  const extra = present.filter((f) => !files.has(f));
-  if (check) {
-    if (stale.length || extra.length) {
-      console.error(`backward instantiations are stale: ${[...stale, ...extra].join(', ')}; run node scripts/generate-bwd-instantiations.mjs`);
-      process.exit(1);
-    }
-    console.log(`backward instantiations up to date (${files.size} files)`);
-    return;
-  }
-  for (const f of extra) rmSync(join(outDir, f));
-  console.log(`wrote ${stale.length} of ${files.size} files, removed ${extra.length}`);
+  writeGenerated({ outDir, files, owns: (f) => f.endsWith('.cu') || f.endsWith('.inc'), check, label: 'backward instantiations', script: 'scripts/generate-bwd-instantiations.mjs' });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

@@ -22,9 +22,9 @@
 // FA2's 128x128 for D=64 spills ~200 bytes here (S 128 + O 64 accumulators per thread), so it is not built.
 // qRegs: keep the Q fragments in registers for the whole key loop (where registers allow).
 // dtypes: optional, the dtypes to instantiate (default both).
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeGenerated } from './lib/write-generated.mjs';
 
 export const CONFIGS = [
   // headDim, variant, blockM, blockN, warps, qRegs[, dtypes]
@@ -97,31 +97,8 @@ export function generatedFiles() {
 function main() {
   const check = process.argv.includes('--check');
   const files = generatedFiles();
-  mkdirSync(outDir, { recursive: true });
   // Only the forward files are this script's: other generators (backward) share the folder.
-  const present = readdirSync(outDir).filter((f) => f.startsWith('fwd_') && (f.endsWith('.cu') || f.endsWith('.inc')));
-  const stale = [];
-  for (const [name, text] of files) {
-    let old = null;
-    try {
-      old = readFileSync(join(outDir, name), 'utf8');
-    } catch {
-      old = null;
-    }
-    if (old !== text) stale.push(name);
-    if (!check && old !== text) writeFileSync(join(outDir, name), text);
-  }
-  const extra = present.filter((f) => !files.has(f));
-  if (check) {
-    if (stale.length || extra.length) {
-      console.error(`instantiations are stale: ${[...stale, ...extra].join(', ')}; run node scripts/generate-instantiations.mjs`);
-      process.exit(1);
-    }
-    console.log(`instantiations up to date (${files.size} files)`);
-    return;
-  }
-  for (const f of extra) rmSync(join(outDir, f));
-  console.log(`wrote ${stale.length} of ${files.size} files, removed ${extra.length}`);
+  writeGenerated({ outDir, files, owns: (f) => f.startsWith('fwd_') && (f.endsWith('.cu') || f.endsWith('.inc')), check, label: 'instantiations', script: 'scripts/generate-instantiations.mjs' });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

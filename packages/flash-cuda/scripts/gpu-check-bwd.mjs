@@ -15,32 +15,15 @@
 //
 // FLOPs (FlashAttention's convention, perf-anchors.md §0): fwd = 4*B*H*Sq*Sk*D (halved when causal),
 // bwd = 2.5 * fwd, fwd+bwd = 3.5 * fwd.
-import { performance } from 'node:perf_hooks';
 import '@attn/cpu';
 import * as core from '@attn/core';
-import * as cuda from '@attn/cuda';
+import '@attn/cuda';
 import { backwardPlanFor, flashBackward, flashCudaBackend } from '@attn/flash-cuda';
+import { caseListWithHeadDimGrid, deviceHeader, flops, log, parseArgs, poison as poisonIf, rng, runBench, runChecks, timeCall } from './lib/gpu-check-common.mjs';
 
-const args = process.argv.slice(2);
-const flag = (f) => args.includes(f);
-const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
-const log = (...a) => console.log(...a);
-const SELF = flag('--self-test');
-const DEV = SELF ? 'cpu' : 'cuda';
-const BACKEND = SELF ? 'cpu-math' : 'flash-cuda';
+const { flag, only, SELF, DEV, BACKEND } = parseArgs();
 
 // ---------------------------------------------------------------- inputs
-function rng(seed) {
-  let s = seed >>> 0;
-  const u = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return () => Math.sqrt(-2 * Math.log(u() + 1e-12)) * Math.cos(2 * Math.PI * u());
-}
 /** A tensor of dtype with seeded normal values, and the float64 copy of exactly those (rounded) values. */
 function rounded(shape, dtype, seed) {
   const n = shape.reduce((a, b) => a * b, 1);
@@ -63,17 +46,8 @@ function toDevice(t, layout, misalign) {
   return t.to(DEV);
 }
 
-function poison(bytes) {
-  // Hand the caching allocator memory full of NaN bytes, so an unwritten gradient element shows.
-  if (SELF) return;
-  try {
-    const t = core.empty([Math.ceil(bytes / 4) + 64], { dtype: 'float32', device: 'cuda' });
-    cuda.fill(t.storage, 0, t.storage.bytes, 0xff);
-    t.dispose();
-  } catch {
-    /* best effort */
-  }
-}
+// Hand the caching allocator memory full of NaN bytes, so an unwritten gradient element shows.
+const poison = (bytes) => poisonIf(bytes, SELF);
 
 // ---------------------------------------------------------------- one case
 const TOL = { bfloat16: 3e-2, float16: 5e-3 }; // max |err| / max(1, max |ref|), per gradient
@@ -153,14 +127,7 @@ function runCase(c) {
 
 // ---------------------------------------------------------------- the cases
 function cases() {
-  const list = [];
-  const add = (name, c) => list.push({ name, dtype: 'bfloat16', B: 2, Hq: 3, Hk: 3, Sq: 131, Sk: 131, D: 64, layout: 'bhsd', opts: {}, ...c });
-  for (const dtype of ['bfloat16', 'float16']) {
-    for (const D of [32, 64, 96, 128, 160, 192, 224, 256]) {
-      add(`${dtype} D${D}`, { dtype, D, Sq: 131, Sk: 197 });
-      add(`${dtype} D${D} causal`, { dtype, D, Sq: 197, Sk: 197, opts: { isCausal: true } });
-    }
-  }
+  const { list, add } = caseListWithHeadDimGrid();
   for (const D of [1, 8, 40, 72, 100, 250]) add(`bf16 odd D${D}`, { D, Sq: 70, Sk: 90 });
   add('s1', { B: 1, Hq: 1, Hk: 1, Sq: 1, Sk: 1 });
   add('sq1 sk17', { Sq: 1, Sk: 17 });
@@ -200,27 +167,8 @@ function cases() {
 }
 
 // ---------------------------------------------------------------- timings
-const flops = (B, H, S, D, causal) => (4 * B * H * S * S * D) / (causal ? 2 : 1);
-
-function timeCall(fn, minMs = 300) {
-  for (let i = 0; i < 2; i++) fn();
-  cuda.synchronize(0);
-  let t0 = performance.now();
-  fn();
-  cuda.synchronize(0);
-  const one = performance.now() - t0;
-  const n = Math.max(3, Math.min(500, Math.ceil(minMs / Math.max(one, 1e-3))));
-  const start = new cuda.Event();
-  const end = new cuda.Event();
-  start.record();
-  for (let i = 0; i < n; i++) fn();
-  end.record();
-  end.synchronize();
-  const ms = start.elapsedMs(end) / n;
-  start.dispose();
-  end.dispose();
-  return ms;
-}
+// GPU ms per call: 2 warm-up calls, at most 500 timed.
+const timeMs = (fn) => timeCall(fn, 300, { warmup: 2, maxN: 500 }).gpuMs;
 
 function bench(quick) {
   const rows = [];
@@ -231,9 +179,9 @@ function bench(quick) {
         const o = { dtype: 'bfloat16', device: 'cuda' };
         const [q, k, v, g] = [1, 2, 3, 4].map((seed) => core.randn([B, H, S, D], { ...o, seed }));
         const opts = { isCausal: causal, requiresGrad: true, backends: ['flash-cuda'] };
-        const f = flops(B, H, S, D, causal);
+        const f = flops(B, H, S, S, D, causal);
         const tf = (mult, ms) => (mult * f) / (ms * 1e-3) / 1e12;
-        const fwdbwd = timeCall(() => {
+        const fwdbwd = timeMs(() => {
           const r = core.sdpaForward(q, k, v, opts);
           const gr = core.sdpaBackward(g, r);
           [r.out, r.logsumexp, gr.dq, gr.dk, gr.dv].forEach((t) => t.dispose());
@@ -242,7 +190,7 @@ function bench(quick) {
         const { backends: _b, ...rest } = opts;
         const p = core.normalizeParams(q, k, v, rest);
         const bwdOnly = (deterministic) =>
-          timeCall(() => {
+          timeMs(() => {
             const gr = flashBackward(p, saved, g, { deterministic });
             [gr.dq, gr.dk, gr.dv].forEach((t) => t.dispose());
           });
@@ -261,42 +209,22 @@ function bench(quick) {
 }
 
 // ---------------------------------------------------------------- main
-const av = flashCudaBackend.availability();
-log(`flash-cuda availability: ${av.ok ? 'ok' : av.reason}`);
-if (!av.ok && !SELF) process.exit(2);
-const props = SELF ? { name: 'cpu (self-test)' } : cuda.deviceProperties(0);
-if (!SELF) log(`device: ${props.name} sm_${props.major}${props.minor}, ${props.multiProcessorCount} SMs, smem opt-in ${props.sharedMemoryPerBlockOptin}`);
-const info = SELF ? null : flashCudaBackend.buildInfo?.();
+const { props, info } = deviceHeader(flashCudaBackend, SELF);
 for (const k of info?.backwardKernels ?? []) log(`  backward ${k}`);
 
 let failed = 0;
 if (!flag('--bench-only')) {
   const list = cases();
   log(`\n== ${list.length} backward checks against cpu-math in float64 (max |err| / max(1, max |ref|): bf16 ${TOL.bfloat16}, fp16 ${TOL.float16})`);
-  for (const c of list) {
-    const t0 = performance.now();
-    try {
-      const r = runCase(c);
-      if (!r.ok) failed++;
-      const f = (n) => `${n} ${r[n].err.toExponential(2)} (rel ${r[n].rel.toExponential(2)})${r[n].nan ? ` ${r[n].nan} NaN` : ''}`;
-      log(`${r.ok ? 'PASS' : 'FAIL'} ${c.name}: ${f('dq')}, ${f('dk')}, ${f('dv')}` +
-        `${c.bitwise === undefined ? '' : c.bitwise ? ', bitwise reproducible' : ', NOT bitwise reproducible'}` +
-        `${c.plan ? ` [${c.plan.kernel}]` : ''} (${(performance.now() - t0).toFixed(0)} ms)`);
-    } catch (e) {
-      failed++;
-      log(`ERROR ${c.name}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
-    }
-  }
-  log(`\n${list.length - failed} passed, ${failed} failed`);
+  failed += runChecks(list, runCase, (c, r) => {
+    const f = (n) => `${n} ${r[n].err.toExponential(2)} (rel ${r[n].rel.toExponential(2)})${r[n].nan ? ` ${r[n].nan} NaN` : ''}`;
+    return `${r.ok ? 'PASS' : 'FAIL'} ${c.name}: ${f('dq')}, ${f('dk')}, ${f('dv')}` +
+      `${c.bitwise === undefined ? '' : c.bitwise ? ', bitwise reproducible' : ', NOT bitwise reproducible'}` +
+      `${c.plan ? ` [${c.plan.kernel}]` : ''}`;
+  });
 }
 if (!flag('--checks-only') && !SELF) {
   log('\n== backward timings (bf16; TFLOP/s: bwd = 2.5x fwd FLOPs, fwd+bwd = 3.5x; GPU time from CUDA events)');
-  try {
-    const rows = bench(flag('--quick'));
-    log(`\nJSON ${JSON.stringify({ device: props.name, rows })}`);
-  } catch (e) {
-    log(`ERROR bench: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
-    failed++;
-  }
+  failed += runBench(bench, flag('--quick'), props);
 }
 process.exit(failed ? 1 : 0);

@@ -11,32 +11,15 @@
 //   node packages/flash-cuda/scripts/gpu-check.mjs --self-test     # no GPU: the same cases through
 //        cpu-math on the CPU against this file's reference (checks the script and the reference)
 // Exit code: 1 when any check failed.
-import { performance } from 'node:perf_hooks';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
 import { flashCudaBackend, flashForward, planFor } from '@attn/flash-cuda';
+import { caseListWithHeadDimGrid, deviceHeader, flops, log, parseArgs, poison as poisonIf, rng, runBench, runChecks, timeCall } from './lib/gpu-check-common.mjs';
 
-const args = process.argv.slice(2);
-const flag = (f) => args.includes(f);
-const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
-const SELF = flag('--self-test');
-const DEV = SELF ? 'cpu' : 'cuda';
-const BACKEND = SELF ? 'cpu-math' : 'flash-cuda';
+const { flag, only, SELF, DEV, BACKEND } = parseArgs();
 if (SELF) await import('@attn/cpu');
-const log = (...a) => console.log(...a);
 
 // ---------------------------------------------------------------- inputs
-function rng(seed) {
-  let s = seed >>> 0;
-  const u = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return () => Math.sqrt(-2 * Math.log(u() + 1e-12)) * Math.cos(2 * Math.PI * u());
-}
 function randArray(n, seed) {
   const g = rng(seed);
   const a = new Float64Array(n);
@@ -126,17 +109,8 @@ function reference(c, qv, kv, vv, at, seqs) {
 // ---------------------------------------------------------------- one case
 const TOL = { bfloat16: 2.5e-2, float16: 4e-3 };
 
-function poison(bytes) {
-  // Hand the caching allocator memory full of NaN bytes, so an unwritten output element shows.
-  if (SELF) return;
-  try {
-    const t = core.empty([Math.ceil(bytes / 4) + 64], { dtype: 'float32', device: 'cuda' });
-    cuda.fill(t.storage, 0, t.storage.bytes, 0xff);
-    t.dispose();
-  } catch {
-    /* best effort */
-  }
-}
+// Hand the caching allocator memory full of NaN bytes, so an unwritten output element shows.
+const poison = (bytes) => poisonIf(bytes, SELF);
 
 function runCase(c) {
   const dtype = c.dtype;
@@ -263,14 +237,7 @@ function runCase(c) {
 
 // ---------------------------------------------------------------- the cases
 function cases() {
-  const list = [];
-  const add = (name, c) => list.push({ name, dtype: 'bfloat16', B: 2, Hq: 3, Hk: 3, Sq: 131, Sk: 131, D: 64, layout: 'bhsd', opts: {}, ...c });
-  for (const dtype of ['bfloat16', 'float16']) {
-    for (const D of [32, 64, 96, 128, 160, 192, 224, 256]) {
-      add(`${dtype} D${D}`, { dtype, D, Sq: 131, Sk: 197 });
-      add(`${dtype} D${D} causal`, { dtype, D, Sq: 197, Sk: 197, opts: { isCausal: true } });
-    }
-  }
+  const { list, add } = caseListWithHeadDimGrid();
   for (const D of [1, 8, 33, 40, 72, 100, 250]) add(`bf16 odd D${D}`, { D, Sq: 70, Sk: 90 });
   add('fp16 odd D100 causal', { dtype: 'float16', D: 100, Sq: 70, Sk: 90, opts: { isCausal: true } });
   add('s1', { B: 1, Hq: 1, Hk: 1, Sq: 1, Sk: 1 });
@@ -312,32 +279,6 @@ function cases() {
 }
 
 // ---------------------------------------------------------------- timings
-function flops(B, H, Sq, Sk, D, causal) {
-  return (4 * B * H * Sq * Sk * D) / (causal ? 2 : 1);
-}
-
-function timeCall(fn, minMs = 300) {
-  for (let i = 0; i < 3; i++) fn();
-  cuda.synchronize(0);
-  let t0 = performance.now();
-  fn();
-  cuda.synchronize(0);
-  const one = performance.now() - t0;
-  const n = Math.max(3, Math.min(2000, Math.ceil(minMs / Math.max(one, 1e-3))));
-  const start = new cuda.Event();
-  const end = new cuda.Event();
-  t0 = performance.now();
-  start.record();
-  for (let i = 0; i < n; i++) fn();
-  end.record();
-  end.synchronize();
-  const wall = (performance.now() - t0) / n;
-  const gpu = start.elapsedMs(end) / n;
-  start.dispose();
-  end.dispose();
-  return { gpuMs: gpu, wallMs: wall, n };
-}
-
 function bench(quick) {
   const rows = [];
   const grid = [];
@@ -433,12 +374,7 @@ function bench(quick) {
 }
 
 // ---------------------------------------------------------------- main
-const av = flashCudaBackend.availability();
-log(`flash-cuda availability: ${av.ok ? 'ok' : av.reason}`);
-if (!av.ok && !SELF) process.exit(2);
-const props = SELF ? { name: 'cpu (self-test)' } : cuda.deviceProperties(0);
-if (!SELF) log(`device: ${props.name} sm_${props.major}${props.minor}, ${props.multiProcessorCount} SMs, smem opt-in ${props.sharedMemoryPerBlockOptin}`);
-const info = SELF ? null : flashCudaBackend.buildInfo?.();
+const { props, info } = deviceHeader(flashCudaBackend, SELF);
 if (info) log(`build: archs ${info.cudaArchs}, ${info.kernels?.length} kernels`);
 for (const k of info?.kernels ?? []) log(`  ${k}`);
 
@@ -446,31 +382,17 @@ let failed = 0;
 if (!flag('--bench-only')) {
   const list = cases();
   log(`\n== ${list.length} checks against a float64 reference (tolerance bf16 ${TOL.bfloat16}, fp16 ${TOL.float16}, lse 2e-3)`);
-  for (const c of list) {
-    const t0 = performance.now();
-    try {
-      const r = runCase(c);
-      if (!r.ok) failed++;
-      log(
-        `${r.ok ? 'PASS' : 'FAIL'} ${c.name}: max|dO| ${r.errO.toExponential(2)}, max|dLSE| ${r.errL.toExponential(2)}` +
-          `${r.nan ? `, ${r.nan} NaN` : ''}, masked rows ${r.maskedRows}${r.badMasked ? ` (${r.badMasked} not -inf)` : ''}` +
-          `${c.plan ? ` [${c.plan.kernel}, splits ${c.splits ?? c.plan.numSplits}${c.plan.packGqa ? ', packGqa' : ''}]` : ''} (${(performance.now() - t0).toFixed(0)} ms)`,
-      );
-    } catch (e) {
-      failed++;
-      log(`ERROR ${c.name}: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
-    }
-  }
-  log(`\n${list.length - failed} passed, ${failed} failed`);
+  failed += runChecks(
+    list,
+    runCase,
+    (c, r) =>
+      `${r.ok ? 'PASS' : 'FAIL'} ${c.name}: max|dO| ${r.errO.toExponential(2)}, max|dLSE| ${r.errL.toExponential(2)}` +
+      `${r.nan ? `, ${r.nan} NaN` : ''}, masked rows ${r.maskedRows}${r.badMasked ? ` (${r.badMasked} not -inf)` : ''}` +
+      `${c.plan ? ` [${c.plan.kernel}, splits ${c.splits ?? c.plan.numSplits}${c.plan.packGqa ? ', packGqa' : ''}]` : ''}`,
+  );
 }
 if (!flag('--checks-only') && !SELF) {
   log('\n== timings (bf16; TFLOP/s = 4*B*H*Sq*Sk*D / time, halved when causal; GPU time from CUDA events)');
-  try {
-    const rows = bench(flag('--quick'));
-    log(`\nJSON ${JSON.stringify({ device: props.name, rows })}`);
-  } catch (e) {
-    log(`ERROR bench: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
-    failed++;
-  }
+  failed += runBench(bench, flag('--quick'), props);
 }
 process.exit(failed ? 1 : 0);
