@@ -239,18 +239,13 @@ Sizes sizes_of(const Dims& d, bool varlen, int64_t tq, int64_t tk) {
   return z;
 }
 
-}  // namespace
-
-Call parse_forward(const Napi::Env& env, const Napi::Value& desc) {
-  if (!desc.IsObject()) fail(env, "the call descriptor must be an object");
-  const Napi::Object o = desc.As<Napi::Object>();
-  Call call;
-  FwdProblem& p = call.fwd;
+// What forward and backward descriptors share: dims, options, varlen offsets, q, k, v, out and lse.
+template <typename Problem>
+Sizes parse_shared(const Napi::Env& env, const Napi::Object& o, Call& call, Problem& p) {
   parse_common(env, o, call, p.dims, p.dtype, p.mods, p.threads);
-  const Dims& d = p.dims;
   int64_t tq, tk;
-  parse_varlen(env, o, d, call, p.varlen, &tq, &tk);
-  const Sizes z = sizes_of(d, p.varlen.cu_q != nullptr, tq, tk);
+  parse_varlen(env, o, p.dims, call, p.varlen, &tq, &tk);
+  const Sizes z = sizes_of(p.dims, p.varlen.cu_q != nullptr, tq, tk);
   p.q = parse_view(env, o, "q", p.dtype, z.q, call);
   p.k = parse_view(env, o, "k", p.dtype, z.k, call);
   p.v = parse_view(env, o, "v", p.dtype, z.v, call);
@@ -259,32 +254,34 @@ Call parse_forward(const Napi::Env& env, const Napi::Value& desc) {
   p.lse_sb = z.lse_sb;
   p.lse_sh = z.lse_sh;
   if (p.varlen.cu_q && p.mods.has_mask) fail(env, "varlen calls take no mask");
+  return z;
+}
+
+Napi::Object descriptor(const Napi::Env& env, const Napi::Value& desc) {
+  if (!desc.IsObject()) fail(env, "the call descriptor must be an object");
+  return desc.As<Napi::Object>();
+}
+
+}  // namespace
+
+Call parse_forward(const Napi::Env& env, const Napi::Value& desc) {
+  const Napi::Object o = descriptor(env, desc);
+  Call call;
+  parse_shared(env, o, call, call.fwd);
   return call;
 }
 
 Call parse_backward(const Napi::Env& env, const Napi::Value& desc) {
-  if (!desc.IsObject()) fail(env, "the call descriptor must be an object");
-  const Napi::Object o = desc.As<Napi::Object>();
+  const Napi::Object o = descriptor(env, desc);
   Call call;
   call.backward = true;
   BwdProblem& p = call.bwd;
-  parse_common(env, o, call, p.dims, p.dtype, p.mods, p.threads);
+  const Sizes z = parse_shared(env, o, call, p);
   const Dims& d = p.dims;
-  int64_t tq, tk;
-  parse_varlen(env, o, d, call, p.varlen, &tq, &tk);
-  const Sizes z = sizes_of(d, p.varlen.cu_q != nullptr, tq, tk);
-  p.q = parse_view(env, o, "q", p.dtype, z.q, call);
-  p.k = parse_view(env, o, "k", p.dtype, z.k, call);
-  p.v = parse_view(env, o, "v", p.dtype, z.v, call);
-  p.out = parse_view(env, o, "out", p.dtype, z.o, call);
   p.dout = parse_view(env, o, "dout", p.dtype, z.o, call);
   p.dq = parse_view(env, o, "dq", p.dtype, z.q, call);
   p.dk = parse_view(env, o, "dk", p.dtype, z.k, call);
   p.dv = parse_view(env, o, "dv", p.dtype, z.v, call);
-  p.lse = parse_f32(env, o, "lse", z.lse, call);
-  p.lse_sb = z.lse_sb;
-  p.lse_sh = z.lse_sh;
-  if (p.varlen.cu_q && p.mods.has_mask) fail(env, "varlen calls take no mask");
   Napi::Value db = o.Get("dbias");
   if (!db.IsNull() && !db.IsUndefined()) {
     if (!p.mods.has_mask || p.mods.mask_is_bool) fail(env, "dbias needs an additive mask");
