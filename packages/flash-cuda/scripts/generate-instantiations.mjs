@@ -14,8 +14,8 @@
 // spent on FA2's larger key tiles:
 //   'lean':  chosen instead of 'large' for calls without those features;
 //   'lean_small': FA2's split-KV tile for D=128 (64 x 128, twice the bytes in flight per CTA of the 64 x 64
-//            'small' tile, 218 registers without Q in registers); chosen instead of 'small' in version 2, forced
-//            only since version 3 (decode measured 2.4x slower through it than v1's 'small'; see NOTES.md).
+//            'small' tile, 218 registers without Q in registers); chosen instead of 'small' for lean calls
+//            (decode: 70.6 us against 'small's 76.2 at 4 splits, H200, with the shared-memory carveout of v3).
 //   'alt':   a lean alternative shape, never chosen automatically; benches and the GPU check force it by
 //            name (flashForward(params, { kernel })) to compare tile shapes in one GPU run.
 // Lean D=64 keeps Q in registers (238 registers, no spills; one ldmatrix in four fewer per key tile);
@@ -51,14 +51,35 @@ export const CONFIGS = [
   [64, 'alt', 128, 64, 4, false, ['bf16']],
   [128, 'alt', 128, 32, 4, false, ['bf16']],
 ];
+/**
+ * The Hopper kernels (FwdSm90Traits, native/src/sm90/): both GEMMs on wgmma, the lean feature set, one
+ * warpgroup per 64 query rows, K/V in two shared-memory stages. dispatch.cu picks variant 'sm90' on sm90
+ * devices (when the addon holds sm_90a code) for every call the lean kernel could run without split-KV or
+ * packed GQA; 'sm90_alt' is forced-only (benches compare it by name). Tiles (registers per thread: S + O +
+ * P fragments = kBlockN/2 + D/2 + kBlockN/4 accumulators and packed values):
+ *   D=64:  128 x 64 at 2 CTAs/SM (<= 128 registers, 112 used), measured 4-15% faster than the alt, 128 x 128
+ *          at 1 CTA/SM (197 registers), on the H200 grid except S=16k causal (-1%);
+ *   D=128: 128 x 128 (FA3's forward tile for D=128 without its producer warpgroup), 161 KB;
+ *          alt 128 x 64 (97 KB);
+ *   D=256: 128 x 64 (O alone is 128 accumulators), 193 KB.
+ */
+export const SM90_CONFIGS = [
+  // headDim, variant, blockM, blockN, minBlocksPerSm[, dtypes]
+  [64, 'sm90', 128, 64, 2],
+  [128, 'sm90', 128, 128, 1],
+  [256, 'sm90', 128, 64, 1],
+  [64, 'sm90_alt', 128, 128, 1, ['bf16']],
+  [128, 'sm90_alt', 128, 64, 1, ['bf16']],
+];
+export const SM90_AUTO_VARIANTS = new Set(['sm90']);
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt']);
 /**
- * Variants dispatch.cu may choose on its own; the others run only when forced by name. 'lean_small' is
- * forced-only since version 3: decode through it measured 197 us (CLI, H200) against 81 us for v1's
- * 64 x 64 'small' tile with Q in registers, so decode is back on 'small' until a GPU run says otherwise.
+ * Variants dispatch.cu may choose on its own; the others run only when forced by name. 'lean_small' was
+ * forced-only in version 3 (197 us CLI decode in version 2, when 80 KB CTAs ran one per SM under the
+ * driver's default carveout); with the carveout set it measured 70.6 us against 'small's 76.2 (version 4).
  */
-export const AUTO_VARIANTS = new Set(['large', 'small', 'lean']);
+export const AUTO_VARIANTS = new Set(['large', 'small', 'lean', 'lean_small']);
 export const DTYPES = [
   ['fp16', '__half'],
   ['bf16', '__nv_bfloat16'],
@@ -86,9 +107,24 @@ export function generatedFiles() {
       );
     }
   }
+  for (const [dname, ctype] of DTYPES) {
+    for (const [d, variant, m, n, minBlocks, dtypes] of SM90_CONFIGS) {
+      if (dtypes && !dtypes.includes(dname)) continue;
+      const traits = `attn::flash::FwdSm90Traits<${d}, ${m}, ${n}, ${minBlocks}, ${ctype}>`;
+      files.set(
+        `fwd_${dname}_d${d}_${variant}.cu`,
+        `${banner}#include "../sm90/flash_fwd_sm90_launch.h"\n\n` +
+          `template void attn::flash::run_fwd_sm90<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);\n`,
+      );
+      list.push(
+        `ATTN_FWD_SM90_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${minBlocks}, ${ctype}, "${dname}_d${d}_${variant}", ${SM90_AUTO_VARIANTS.has(variant)})`,
+      );
+    }
+  }
   files.set(
     'fwd_configs.inc',
     `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, extras, name, auto_select)\n` +
+      `// ATTN_FWD_SM90_CONFIG(is_bf16, head_dim, block_m, block_n, min_blocks_per_sm, element, name, auto_select)\n` +
       `// Within one (dtype, head_dim), the 'large' shape comes first.\n${list.join('\n')}\n`,
   );
   return files;

@@ -194,11 +194,12 @@ function runCase(c) {
     poison(B * Hq * Sq * D * 2 + B * Hq * Sq * 4);
     if (SELF) {
       result = core.sdpaForward(qd, kd, vd, opts);
-    } else if (c.splits) {
+    } else if (c.splits || c.kernel) {
       const { backends: _b, ...rest } = opts;
       const params = core.normalizeParams(qd, kd, vd, rest);
-      c.plan = planFor(params);
-      result = flashForward(params, { numSplits: c.splits });
+      const force = { ...(c.splits ? { numSplits: c.splits } : {}), ...(c.kernel ? { kernel: c.kernel } : {}) };
+      c.plan = planFor(params, force);
+      result = flashForward(params, force);
     } else {
       c.plan = planFor(core.normalizeParams(qd, kd, vd, { ...opts, backends: undefined }));
       result = core.sdpaForward(qd, kd, vd, opts);
@@ -275,6 +276,22 @@ function cases() {
   add('varlen decode gqa (packed)', { Hq: 8, Hk: 2, D: 128, varlen: { q: [1, 1, 1], k: [500, 1300, 7] }, opts: { enableGqa: true } });
   add('varlen window dropout', { varlen: { q: [70, 3], k: [90, 200] }, opts: { window: [20, 3], dropoutP: 0.3 } });
   add('int64 offsets (batch stride 2^31)', { bigStride: true, B: 2, Hq: 2, Hk: 2, Sq: 128, Sk: 128, D: 64 });
+  // The Hopper kernel forced by name where the plan would not pick it (short queries) or on shapes the
+  // grid above reaches only through the auto choice; skipped on GPUs other than sm90.
+  if (SM90) {
+    // head dims 33-64, 97-128 and 225-256 (the buckets 64, 128, 256): the Hopper kernels' head dims
+    const k = (dt, D) => `${dt === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? 64 : D <= 128 ? 128 : 256}_sm90`;
+    for (const [Sq, Sk] of [[1, 1], [17, 17], [1, 300], [1000, 1000], [300, 1000], [1000, 260]])
+      for (const alignment of ['upperLeft', 'lowerRight'])
+        add(`sm90 forced causal ${alignment} sq${Sq} sk${Sk} D128`, { D: 128, Sq, Sk, B: 1, Hq: 2, Hk: 2, kernel: k('bfloat16', 128), opts: { isCausal: true, alignment } });
+    for (const D of [40, 64, 100, 128, 250, 256])
+      add(`sm90 forced D${D} sq1000 sk1000 gqa`, { D, Sq: 1000, Sk: 1000, B: 1, Hq: 4, Hk: 2, kernel: k('bfloat16', D), opts: { enableGqa: true } });
+    add('sm90 forced fp16 D256 window[-1,33] lowerRight', { dtype: 'float16', D: 256, Sq: 333, Sk: 500, kernel: k('float16', 256), opts: { window: [-1, 33], alignment: 'lowerRight' } });
+    add('sm90 forced misaligned D64 sq200', { misalign: true, D: 64, Sq: 200, Sk: 211, kernel: k('bfloat16', 64) });
+    add('sm90 forced strided bshd D128 causal', { layout: 'bshd', D: 128, Hq: 4, Hk: 4, Sq: 257, Sk: 257, kernel: k('bfloat16', 128), opts: { isCausal: true } });
+    add('sm90 forced alt D64', { D: 64, Sq: 300, Sk: 333, kernel: 'bf16_d64_sm90_alt', opts: { isCausal: true, alignment: 'lowerRight' } });
+    add('sm90 forced alt D128', { D: 128, Sq: 300, Sk: 333, kernel: 'bf16_d128_sm90_alt' });
+  }
   return only ? list.filter((c) => c.name.includes(only)) : list;
 }
 
@@ -300,9 +317,9 @@ function bench(quick) {
     const tf = flops(B, H, S, S, D, causal) / (t.gpuMs * 1e-3) / 1e12;
     rows.push({ kind: 'grid', D, S, causal, B, H, ms: t.gpuMs, tflops: tf, kernel: plan.kernel, splits: plan.numSplits });
     log(`  D=${D} S=${S} causal=${causal ? 1 : 0} B=${B} H=${H}: ${t.gpuMs.toFixed(3)} ms, ${tf.toFixed(1)} TFLOP/s  [${plan.kernel}, splits ${plan.numSplits}]`);
-    // The alternative tile shape of this head dim, where one is compiled, forced by name.
-    const alt = `bf16_d${D}_alt`;
-    if (info?.kernelNames?.includes(alt)) {
+    // The other lean tiles of this head dim, where compiled (and runnable here), forced by name.
+    for (const alt of [`bf16_d${D}_lean`, `bf16_d${D}_alt`, ...(SM90 ? [`bf16_d${D}_sm90`, `bf16_d${D}_sm90_alt`] : [])]) {
+      if (alt === plan.kernel || !info?.kernelNames?.includes(alt)) continue;
       const params = core.normalizeParams(q, k, v, { isCausal: causal });
       const ta = timeCall(() => {
         const r = flashForward(params, { kernel: alt });
@@ -377,6 +394,8 @@ function bench(quick) {
 const { props, info } = deviceHeader(flashCudaBackend, SELF);
 if (info) log(`build: archs ${info.cudaArchs}, ${info.kernels?.length} kernels`);
 for (const k of info?.kernels ?? []) log(`  ${k}`);
+// The Hopper kernels run on sm90 devices from an addon built for sm_90a (their forced cases and timings).
+const SM90 = !SELF && props.major === 9 && props.minor === 0 && /\b90a\b/.test(String(info?.cudaArchs ?? ''));
 
 let failed = 0;
 if (!flag('--bench-only')) {

@@ -62,3 +62,13 @@ describe('generated instantiations', () => {
     expect(r.status).toBe(0);
   });
 });
+
+describe('generated wgmma wrappers', () => {
+  it('are up to date with scripts/generate-wgmma.mjs', () => {
+    const r = spawnSync(process.execPath, [join(PACKAGE_ROOT, 'scripts', 'generate-wgmma.mjs'), '--check'], {
+      encoding: 'utf8',
+    });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+});

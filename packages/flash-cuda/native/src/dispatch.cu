@@ -15,11 +15,14 @@
 #include "combine.h"
 #include "fwd_params.h"
 #include "kernel_traits.h"
+#include "sm90/fwd_sm90_traits.h"
 
 namespace attn::flash {
 
 template <typename Tr>
 void run_fwd(const FwdParams& p, cudaStream_t stream, int device);
+template <typename Tr>
+void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device);
 
 namespace {
 
@@ -32,15 +35,22 @@ struct FwdConfig {
   void (*run)(const FwdParams&, cudaStream_t, int);
   const char* name;
   bool auto_select;  // false: only when asked for by index (kKernel)
+  bool sm90;         // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
+  int min_blocks;    // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
   {IS_BF16 != 0, D, M, N, W, QR, EXTRAS, FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes, \
-   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO},
+   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, 0},
+#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, NAME, AUTO)                                  \
+  {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM>::kNWarps, false, false,                   \
+   FwdSm90Traits<D, M, N, MINB, ELEM>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM>>, NAME, AUTO, \
+   true, MINB},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
 };
 #undef ATTN_FWD_CONFIG
+#undef ATTN_FWD_SM90_CONFIG
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
 constexpr int kBuckets[] = {32, 64, 96, 128, 160, 192, 224, 256};
@@ -73,7 +83,7 @@ int64_t as_i64(const double* nums, int i, const char* what) {
 
 // CTAs of one configuration resident per SM: registers (up to 255 per thread) and shared memory.
 int ctas_per_sm(const FwdConfig& c, int smem_optin) {
-  const int by_regs = std::max(1, 65536 / (c.warps * 32 * 256));
+  const int by_regs = c.min_blocks > 0 ? c.min_blocks : std::max(1, 65536 / (c.warps * 32 * 256));
   const int by_smem = std::max(1, smem_optin / c.smem_bytes);
   return std::min(by_regs, by_smem);
 }
@@ -104,8 +114,16 @@ struct Shape {
   bool bf16;
   int batch, heads_q, heads_k, group, seq_q, seq_k, head_dim;
   int sm_count, smem_optin;
+  int cc_major, cc_minor;
   bool varlen;
 };
+
+// Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
+// bodies exist only there.
+bool built_for_sm90a() {
+  static const bool yes = std::string(ATTN_CUDA_ARCHS_STRING).find("90a") != std::string::npos;
+  return yes;
+}
 
 Shape read_shape(const double* nums, bool varlen) {
   using namespace abi;
@@ -121,6 +139,8 @@ Shape read_shape(const double* nums, bool varlen) {
   s.head_dim = as_int(nums, kHeadDim, "head dim", 1, 256);
   s.sm_count = as_int(nums, kSmCount, "SM count", 1, 1 << 20);
   s.smem_optin = as_int(nums, kSmemOptin, "opt-in shared memory", 1, 1 << 30);
+  s.cc_major = as_int(nums, kCcMajor, "compute capability", 0, 1000);
+  s.cc_minor = as_int(nums, kCcMinor, "compute capability", 0, 1000);
   s.varlen = varlen;
   return s;
 }
@@ -137,10 +157,15 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   const int bucket = head_dim_bucket(s.head_dim);
   const bool pack = s.group > 1 && s.seq_q <= 64;
   const int64_t rows = int64_t(s.seq_q) * (pack ? s.group : 1);
-  int large = -1, small = -1, lean_large = -1, lean_small = -1;
+  const bool on_sm90 = s.cc_major == 9 && s.cc_minor == 0 && built_for_sm90a();
+  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
     if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin) continue;
+    if (c.sm90) {
+      if (lean && on_sm90 && !pack && hopper < 0) hopper = i;
+      continue;
+    }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
       if (lean && c.block_m >= 128 && lean_large < 0) lean_large = i;
       if (lean && c.block_m < 128 && lean_small < 0) lean_small = i;
@@ -161,7 +186,22 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
     if (!c.extras && !lean)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " is lean: it has no ALiBi, softcap, dropout or left window bound and needs scale > 0");
+    if (c.sm90 && !on_sm90)
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
+                                  " runs only on sm90 (H100/H200) devices with an addon built for sm_90a (" +
+                                  ATTN_CUDA_ARCHS_STRING + ")");
+    if (c.sm90 && (pack || requested_splits > 1))
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
+                                  " has no split-KV or packed GQA (short queries with GQA)");
     cfg = forced;
+  } else if (hopper >= 0 && rows > 64 && requested_splits <= 1) {
+    // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile.
+    const FwdConfig& h = kConfigs[hopper];
+    const int64_t hm = (rows + h.block_m - 1) / h.block_m;
+    const int hn = std::max(1, static_cast<int>((int64_t(s.seq_k) + h.block_n - 1) / h.block_n));
+    if (num_splits_heuristic(int64_t(s.batch) * s.heads_q * hm, s.sm_count * ctas_per_sm(h, s.smem_optin), hn,
+                             kMaxSplits) == 1)
+      cfg = hopper;
   }
   if (cfg < 0)
     throw std::runtime_error("flash-cuda: no compiled kernel for head dim " + std::to_string(s.head_dim) +
@@ -176,7 +216,9 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   pl.m_blocks = static_cast<int>(m_blocks);
   const int heads_eff = pack ? s.heads_k : s.heads_q;
   const int n_blocks = std::max(1, static_cast<int>((int64_t(s.seq_k) + c.block_n - 1) / c.block_n));
-  if (requested_splits > 0) {
+  if (c.sm90) {
+    pl.num_splits = 1;
+  } else if (requested_splits > 0) {
     pl.num_splits = std::min(requested_splits, kMaxSplits);
   } else {
     pl.num_splits = num_splits_heuristic(int64_t(s.batch) * heads_eff * m_blocks,
@@ -307,6 +349,7 @@ std::vector<std::string> kernel_descriptions() {
     out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
                   (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
+                  (c.sm90 ? ", sm90 wgmma" : "") +
                   (c.auto_select ? "" : ", forced only") + ")");
   return out;
 }

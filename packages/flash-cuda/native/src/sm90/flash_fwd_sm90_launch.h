@@ -1,0 +1,32 @@
+// Launch template of the Hopper forward kernel: one per FwdSm90Traits, instantiated by the generated files
+// in instantiations/ (variant 'sm90'). dispatch.cu launches it only on sm90 devices and only when the addon
+// holds sm_90a code (elsewhere the kernel body is empty).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "../fwd_params.h"
+#include "attn/cuda_check.h"
+#include "flash_fwd_sm90_kernel.h"
+
+namespace attn::flash {
+
+template <typename Tr>
+void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
+  constexpr int kSmem = Tr::kSmemBytes;
+  static std::atomic<uint64_t> opted_in{0};  // per device (0..63): the attributes below are per device
+  const uint64_t bit = uint64_t(1) << (device & 63);
+  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_sm90_kernel<Tr>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_sm90_kernel<Tr>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                         cudaSharedmemCarveoutMaxShared));
+    opted_in.fetch_or(bit, std::memory_order_relaxed);
+  }
+  const dim3 grid(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
+  flash_fwd_sm90_kernel<Tr><<<grid, Tr::kNThreads, kSmem, stream>>>(p);
+  ATTN_LAUNCH_CHECK("flash_fwd_sm90_kernel");
+}
+
+}  // namespace attn::flash
