@@ -215,6 +215,15 @@ add('bias tile [B,H,Sq,Sk] sk144', { B: 2, Hq: 2, Sq: 150, Sk: 144, D: 64, mask:
 add('bias tile [Sq,Sk] d128 causal lr + dropout + gqa', { B: 2, Hq: 4, Hk: 2, Sq: 200, Sk: 136, D: 128, causal: 'lowerRight', dropoutP: 0.2, mask: { kind: 'additive', shape: [200, 136] } });
 add('bool mask tile + mqa', { B: 2, Hq: 4, Hk: 1, Sq: 90, Sk: 160, D: 64, mask: { kind: 'bool', shape: [2, 1, 90, 160] } });
 add('bias tile fp32 on half q [1,H,Sq,Sk]', { B: 2, Hq: 2, Sq: 70, Sk: 96, D: 64, mask: { kind: 'additive', shape: [1, 2, 70, 96], dtype: 'float32' } }, ['float16', 'bfloat16']);
+// v4: interior steps of a staged mask add it with one FFMA per score (mask_tile.cuh; forward and
+// tensor-core backward, whose key blocks are 128 wide: Sk >= 256 has interior steps); these cover
+// broadcast rows (row stride 0), head broadcasts, a causal mix of fast and per-element steps, and
+// every tile dtype (bool, 16-bit, fp32 on half q). ATTN_MEMEFF_MASK_FAST=0 runs them all per element.
+add('bias tile [B,1,1,Sk] key padding sk192 d128', { B: 2, Hq: 2, Sq: 130, Sk: 192, D: 128, mask: { kind: 'additive', shape: [2, 1, 1, 192] } });
+add('bias tile [H,1,Sk] fp32 on half q sk256', { B: 2, Hq: 3, Sq: 100, Sk: 256, D: 64, mask: { kind: 'additive', shape: [3, 1, 256], dtype: 'float32' } }, ['float16', 'bfloat16']);
+add('bool tile [B,1,Sq,Sk] causal ul d128', { B: 2, Hq: 2, Sq: 200, Sk: 224, D: 128, causal: 'upperLeft', mask: { kind: 'bool', shape: [2, 1, 200, 224] } });
+add('bias tile deterministic gqa sk256', { B: 2, Hq: 4, Hk: 2, Sq: 100, Sk: 256, D: 64, deterministic: true, mask: { kind: 'additive', shape: [1, 4, 100, 256] } });
+add('bias tile [1,H,Sq,Sk] -inf rows d128 sk256', { B: 2, Hq: 2, Sq: 130, Sk: 256, D: 128, mask: { kind: 'additive', shape: [1, 2, 130, 256], fullyMasked: true } });
 add('dropout 0.2', { B: 2, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.2 });
 add('dropout + causal + bias', { B: 1, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.3, causal: 'lowerRight', mask: { kind: 'additive', shape: [70, 90] } });
 add('long q few keys (query splits)', { B: 1, Hq: 1, Sq: 2048, Sk: 40, D: 64 });

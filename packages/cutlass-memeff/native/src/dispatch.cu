@@ -97,7 +97,8 @@ void check_common(const FwdParams& p, int dtype) {
   require(p.heads_q % p.heads_kv == 0 && p.group == p.heads_q / p.heads_kv, "heads_q must be a multiple of heads_kv");
   require(p.mask_kind == MaskKind::kNone || p.mask != nullptr, "mask pointer is null");
   require(p.mask_kind != MaskKind::kBool || p.mask_dtype == kBoolean, "a boolean mask must have dtype bool");
-  require(p.mask_kind != MaskKind::kAdditive || (p.mask_dtype >= kF64 && p.mask_dtype <= kBF16), "an additive mask must be a float dtype");
+  require(p.mask_kind != MaskKind::kAdditive || p.mask_dtype == kF32 || p.mask_dtype == dtype,
+          "an additive mask must be float32 or the query's dtype");  // core's rule; the staged tiles rely on it
   require(!p.dropout || p.dropout_keep_scale >= 1.f, "dropout keep scale must be 1 / (1 - p)");
   require(static_cast<int64_t>(p.seq_q) <= 65535LL * 32, "seq_q too large for the grid");
 }
@@ -127,11 +128,12 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
 }
 
 // fp32 forward on tensor cores (3xTF32). ATTN_MEMEFF_FP32_TC=1 selects it, =0 the FMA kernel, on
-// every arch; unset, the per-arch default below decides. The default stays off on every arch until
-// a GPU run has checked it against the fp32 accuracy rule (NOTES.md v3); to turn it on for, e.g.,
-// Hopper only, set kFp32TcDefaultMinMajor = 9 (and kFp32TcDefaultMaxMajor = 9). Read once.
-constexpr int kFp32TcDefaultMinMajor = 0;  // 0: off by default everywhere
-constexpr int kFp32TcDefaultMaxMajor = 0;
+// every arch; unset, it is the default on majors [kFp32TcDefaultMinMajor, kFp32TcDefaultMaxMajor].
+// Off by default (min 0) until a GPU run of v4's accumulation (fresh k8 partials, tf32x3.cuh) passes
+// the conformance suite with ATTN_MEMEFF_FP32_TC=1 (NOTES.md v4); then the one-line change is
+// kFp32TcDefaultMinMajor = 8 (sm80 through sm12x). Read once.
+constexpr int kFp32TcDefaultMinMajor = 0;  // 0: off by default everywhere; 8: on for sm80+
+constexpr int kFp32TcDefaultMaxMajor = 12;
 int fp32_tensor_cores_env() {  // 1 on, 0 off, -1 unset (per-arch default)
   static const int v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_FP32_TC");
@@ -144,6 +146,17 @@ bool fp32_tensor_cores_enabled(int major) {
   const int env = fp32_tensor_cores_env();
   if (env >= 0) return env == 1;
   return kFp32TcDefaultMinMajor > 0 && major >= kFp32TcDefaultMinMajor && major <= kFp32TcDefaultMaxMajor;
+}
+
+// ATTN_MEMEFF_MASK_FAST=0: every step of a staged mask takes v3's per-element tile_logit instead of
+// v4's one FFMA per score on interior steps (FwdParams::mask_tile_fast; forward and tensor-core
+// backward), to time the two side by side on one build. Read once.
+bool mask_tile_fast_enabled() {
+  static const bool v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_MASK_FAST");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return v;
 }
 
 bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
@@ -178,7 +191,9 @@ auto named(const char* kernel, Fn&& fn) -> decltype(fn()) {
 
 }  // namespace
 
-std::string run_forward(const FwdParams& p, int dtype, int device, cudaStream_t stream, PathRequest path) {
+std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream_t stream, PathRequest path) {
+  FwdParams p = call;
+  p.mask_tile_fast = mask_tile_fast_enabled();
   check_common(p, dtype);
   DeviceGuard guard(device);
   const std::string refusal = path == PathRequest::kSimt
@@ -250,6 +265,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
 
 std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRequest path, void* workspace,
                                       size_t workspace_bytes, cudaStream_t stream) {
+  p.mask_tile_fast = mask_tile_fast_enabled();
   check_common(p, dtype);
   require(p.dout && p.dq && p.dk && p.dv, "null gradient pointer");
   require(p.dbias == nullptr || p.mask_kind == MaskKind::kAdditive, "dbias needs an additive mask");

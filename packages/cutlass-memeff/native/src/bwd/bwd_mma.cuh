@@ -126,6 +126,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const bool mask_smem = mask_tile_ok(mask);  // same decision as load_step's for this step
     const unsigned char* maskb_s = mask_s + buf * MaskT::kBytes;
     const bool plain = tile_unmasked(p, i0, j0, N);
+    // v4, as the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
+    // every query, S^T becomes dot * scale + mask term in place, one LDS and one FFMA per score
+    // instead of tile_logit's rules and dtype switch (padded rows are skipped below by lse = -inf).
+    const bool mask_fast = mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N);
+    if (mask_fast) {
+      with_mask_dtype<T>(mask.dtype, [&](auto dt) {
+#pragma unroll
+        for (int n = 0; n < QT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int il = n * 8 + 2 * t + (e % 2), jl = warp * 16 + g + 8 * (e / 2);
+            acc_st[n][e] = fmaf(acc_st[n][e], p.scale, mask_one<decltype(dt)::value>(maskb_s + il * MaskT::kPitch, jl));
+          }
+      });
+    }
 #pragma unroll
     for (int n = 0; n < QT; ++n)
 #pragma unroll
@@ -135,7 +150,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         const float lse2 = lse_s[buf * M + il];
         float pr = 0.f;
         if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
-          const float logit2 = plain       ? acc_st[n][e] * (p.scale * kLog2e)
+          const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
+                               : plain     ? acc_st[n][e] * (p.scale * kLog2e)
                                : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
                                            : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
           pr = exp2f(logit2 - lse2);

@@ -33,6 +33,10 @@ struct FwdParams {
   int32_t mask_dtype = kF32;
   const void* mask = nullptr;
   int64_t mask_stride[4] = {0, 0, 0, 0};
+  // Interior steps of a mask staged in shared memory add it with one FFMA per score
+  // (common/mask_tile.cuh, v4: fwd_mma, fwd_tf32, bwd_mma); false: every step takes v3's
+  // per-element tile_logit (ATTN_MEMEFF_MASK_FAST=0, to compare the two on one build).
+  bool mask_tile_fast = true;
 
   // Causal: key j is visible from query i iff j <= i + causal_offset (0 upper-left, Sk - Sq lower-right).
   bool causal = false;

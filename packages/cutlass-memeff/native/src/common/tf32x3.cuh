@@ -37,11 +37,22 @@ __device__ __forceinline__ void mma_1688_tf32(float (&d)[4], uint32_t a0, uint32
 #endif
 }
 
-// d += a * b with both operands split: the small terms first so they are not lost against hi*hi.
+// d += a * b with both operands split. The three products go into a fresh zero accumulator and
+// the k8 partial is then added to d with an IEEE fp32 add (round to nearest): the tensor core's own
+// accumulation truncates its result to fp32 (round toward zero), so three mma per k8 step into d
+// itself put 3 truncations of |d| per step, all biased the same way, on every output element (D / 8
+// steps of Q.K^T, Sk / 8 of P.V). Inside the fresh partial, the small terms go first so that they
+// are not lost against hi*hi. (v4: the v2 form, all three into d, failed the fp32 accuracy rule on
+// conformance case s17-d72-h3; scripts/tf32x3-emulate.py models both, NOTES.md v4.)
 __device__ __forceinline__ void mma_1688_3xtf32(float (&d)[4], const Tf32Pair (&a)[4], const Tf32Pair (&b)[2]) {
-  mma_1688_tf32(d, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
-  mma_1688_tf32(d, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
-  mma_1688_tf32(d, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+  float part[4] = {0.f, 0.f, 0.f, 0.f};
+  mma_1688_tf32(part, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
+  mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
+  mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+  d[0] += part[0];
+  d[1] += part[1];
+  d[2] += part[2];
+  d[3] += part[3];
 }
 
 }  // namespace memeff

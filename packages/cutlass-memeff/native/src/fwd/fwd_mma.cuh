@@ -116,28 +116,52 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
     // into the softmax (row max times sl2, then one FFMA per score before the exp2); other tiles are
     // scaled here and use sl2 = 1. d64 only: at d128 / d256 (242-250 regs) the fold made ptxas spill.
     const bool fold = HD == 64 && plain && scale_log2 > 0.f;
-    const float sl2 = fold ? scale_log2 : 1.f;
+    // v4: a staged mask on an interior step: dot * scale + mask term, one FFMA per score
+    // (mask_tile.cuh). d64 keeps natural-log units and folds log2 e into the softmax as above (sl2);
+    // d128 stays in log2 units (one FMUL more per score: the mask term times log2 e) so that sl2
+    // stays the compile-time 1 there (a run-time sl2 spilled at d128, as the fold did). Not at d256:
+    // its kFull kernel spilled 8 bytes with it (255 regs, ptxas sm_90a); d256 keeps v3's path. Nor in
+    // the d64 kernel for D != 64 on sm_80-89, where it spilled 12 bytes under the 168-register cap.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    constexpr bool kMaskFastShape = HD == 128 || (HD == 64 && kFull);
+#else
+    constexpr bool kMaskFastShape = HD <= 128;
+#endif
+    const bool mask_fast = kMaskFastShape && mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N);
+    constexpr bool kMaskLog2 = HD != 64;
+    const float sl2 = fold ? scale_log2 : (!kMaskLog2 && mask_fast) ? kLog2e : 1.f;
+    if (mask_fast) {
+      constexpr int kPitch = MaskTile<M, N>::kPitch;
+      const unsigned char* row_g = mask_s + (row0 + g) * kPitch;
+      with_mask_dtype<T>(mask.dtype, [&](auto dt) {
 #pragma unroll
-    for (int mi = 0; mi < MT; ++mi)
-#pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          if (fold) {
-            // raw dot product: scaled in the softmax below
-          } else if (plain) {
-            acc_s[mi][n][e] *= scale_log2;
-          } else if (bounds_only) {
-            // No mask: the causal diagonal and the bounds, in 32-bit compares (masked_logit's rule).
-            const int i = i0 + row0 + mi * 16 + g + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
-            acc_s[mi][n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? acc_s[mi][n][e] * scale_log2 : -INFINITY;
-          } else {
-            const int il = row0 + mi * 16 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
-            acc_s[mi][n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
-                                         : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[mi][n][e])) *
-                              kLog2e;
-          }
+        for (int mi = 0; mi < MT; ++mi) {
+          add_mask_rows<decltype(dt)::value, kPitch, kMaskLog2>(acc_s[mi], row_g + mi * 16 * kPitch, t, p.scale);
         }
+      });
+    } else {
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            if (fold) {
+              // raw dot product: scaled in the softmax below
+            } else if (plain) {
+              acc_s[mi][n][e] *= scale_log2;
+            } else if (bounds_only) {
+              // No mask: the causal diagonal and the bounds, in 32-bit compares (masked_logit's rule).
+              const int i = i0 + row0 + mi * 16 + g + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+              acc_s[mi][n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? acc_s[mi][n][e] * scale_log2 : -INFINITY;
+            } else {
+              const int il = row0 + mi * 16 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
+              acc_s[mi][n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
+                                           : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[mi][n][e])) *
+                                kLog2e;
+            }
+          }
+    }
 
     // Online softmax: row max and sum over the quad that shares a row.
 #pragma unroll

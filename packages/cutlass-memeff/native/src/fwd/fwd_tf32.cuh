@@ -95,21 +95,28 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       }
     }
 
-    // Logits in log2 units; masking only where the tile needs it.
+    // Logits in log2 units; masking only where the tile needs it. v4: a staged mask on an interior
+    // step takes one FFMA per score (mask_tile.cuh), as in fwd_mma.
     const bool plain = tile_unmasked(p, i0, j0, N);
+    if (mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N)) {
+      constexpr int kPitch = MaskTile<M, N>::kPitch;
+      const unsigned char* row_g = mask_s + (r0 + g) * kPitch;
+      with_mask_dtype<float>(mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
+    } else {
 #pragma unroll
-    for (int n = 0; n < NT; ++n)
+      for (int n = 0; n < NT; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (plain) {
-          acc_s[n][e] *= p.scale * kLog2e;
-        } else {
-          const int il = r0 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
-          acc_s[n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
-                                   : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[n][e])) *
-                        kLog2e;
+        for (int e = 0; e < 4; ++e) {
+          if (plain) {
+            acc_s[n][e] *= p.scale * kLog2e;
+          } else {
+            const int il = r0 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
+            acc_s[n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
+                                     : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[n][e])) *
+                          kLog2e;
+          }
         }
-      }
+    }
 
     // Online softmax (rows g and g + 8; the quad shares a row).
     float alpha[2], m_use[2];

@@ -22,7 +22,9 @@ struct Tf32FwdTraits {
   static constexpr int kSmemV = kBlockN * kPitchV;
   static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV) * 4;
   static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);  // MaskTile<kBlockM, kBlockN>
-  static constexpr int kMinBlocksPerSm = 2;
+  // d64: 3 blocks (12 warps) per SM, as v2/v3 reached with 168 regs; v4's fresh k8 partials
+  // (common/tf32x3.cuh) took ptxas to 195 without the bound.
+  static constexpr int kMinBlocksPerSm = kHeadDim == 64 ? 3 : 2;
 };
 
 constexpr int kTf32Buckets[] = {64, 128};
