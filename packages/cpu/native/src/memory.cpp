@@ -1,6 +1,7 @@
 #include "memory.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace attn_cpu {
@@ -20,7 +21,30 @@ struct Scratch {
   ~Scratch() { std::free(p); }
 };
 thread_local Scratch tls_scratch;
+thread_local Scratch tls_keep;
 }  // namespace
+
+bool own_packing() {
+  static const bool own = [] {
+    const char* env = std::getenv("ATTN_CPU_FLASH_PACK");
+    return !(env && std::strcmp(env, "shared") == 0);
+  }();
+  return own;
+}
+
+void* thread_keep_area(size_t bytes, bool* fresh) {
+  Scratch& s = tls_keep;
+  *fresh = s.bytes < bytes;
+  if (*fresh) {
+    std::free(s.p);
+    s.p = nullptr;
+    s.bytes = 0;
+    const size_t want = round_up(bytes, 4096);
+    s.p = aligned_bytes(want);
+    s.bytes = want;
+  }
+  return s.p;
+}
 
 void* thread_scratch(size_t bytes) {
   Scratch& s = tls_scratch;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -18,34 +20,93 @@ struct Job {
   void* ctx;
   int64_t n;
   int max_helpers;                 // pool threads allowed besides the caller
-  std::atomic<int64_t> next{0};    // next unclaimed task
+  std::atomic<int64_t> next{0};    // kSingle: next unclaimed task; kRanges: tasks claimed so far
+  std::atomic<bool> stop{false};   // a task threw: skip what is left
   int helpers = 0;                 // pool threads inside run(); guarded by Pool::mu
   std::mutex error_mu;
   std::exception_ptr error;
+  // kRanges: one (lo << 32 | hi) per participant, and the next participant slot to hand out.
+  std::vector<std::atomic<uint64_t>> ranges;
+  std::atomic<int> next_slot{0};
 };
 
-void run_tasks(Job& job) {
+constexpr uint64_t pack_range(uint64_t lo, uint64_t hi) { return lo << 32 | hi; }
+
+// kRanges: the front task of range r (own), or its back task (steal); false when r is empty.
+bool take(std::atomic<uint64_t>& r, bool front, int64_t* t) {
+  uint64_t v = r.load(std::memory_order_relaxed);
   for (;;) {
-    const int64_t t = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (t >= job.n) return;
+    const uint64_t lo = v >> 32, hi = v & 0xffffffffu;
+    if (lo >= hi) return false;
+    const uint64_t w = front ? pack_range(lo + 1, hi) : pack_range(lo, hi - 1);
+    if (r.compare_exchange_weak(v, w, std::memory_order_relaxed)) {
+      *t = static_cast<int64_t>(front ? lo : hi - 1);
+      return true;
+    }
+  }
+}
+
+// The next task of participant `slot`: its own range's front, else the back of the fullest range.
+bool claim(Job& job, int slot, int64_t* t) {
+  if (job.stop.load(std::memory_order_relaxed)) return false;
+  if (job.ranges.empty()) {
+    *t = job.next.fetch_add(1, std::memory_order_relaxed);
+    return *t < job.n;
+  }
+  const int slots = static_cast<int>(job.ranges.size());
+  if (slot < slots && take(job.ranges[slot], true, t)) {
+    job.next.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  for (;;) {
+    int victim = -1;
+    uint64_t most = 0;
+    for (int i = 0; i < slots; ++i) {
+      const uint64_t v = job.ranges[i].load(std::memory_order_relaxed);
+      const uint64_t lo = v >> 32, hi = v & 0xffffffffu;
+      if (lo < hi && hi - lo > most) {
+        most = hi - lo;
+        victim = i;
+      }
+    }
+    if (victim < 0) return false;
+    if (take(job.ranges[victim], false, t)) {
+      job.next.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+}
+
+void run_tasks(Job& job) {
+  const int slot = job.ranges.empty() ? 0 : job.next_slot.fetch_add(1, std::memory_order_relaxed);
+  int64_t t;
+  while (claim(job, slot, &t)) {
     try {
       job.fn(job.ctx, t);
     } catch (...) {
       std::lock_guard<std::mutex> lk(job.error_mu);
       if (!job.error) job.error = std::current_exception();
-      job.next.store(job.n, std::memory_order_relaxed);  // skip what is left
+      job.stop.store(true, std::memory_order_relaxed);
+      job.next.store(job.n, std::memory_order_relaxed);  // pick() sees nothing left
     }
   }
 }
 
 class Pool {
  public:
-  void run(int64_t n, int threads, TaskFn fn, void* ctx) {
+  void run(int64_t n, int threads, TaskFn fn, void* ctx, Claim claim) {
     Job job;
     job.fn = fn;
     job.ctx = ctx;
     job.n = n;
     job.max_helpers = static_cast<int>(std::min<int64_t>(std::min(threads, kMaxThreads) - 1, n - 1));
+    if (claim == Claim::kRanges && job.max_helpers > 0 && n <= 0x7fffffff) {
+      const int slots = job.max_helpers + 1;
+      job.ranges = std::vector<std::atomic<uint64_t>>(static_cast<size_t>(slots));
+      for (int i = 0; i < slots; ++i)
+        job.ranges[i].store(pack_range(static_cast<uint64_t>(n * i / slots), static_cast<uint64_t>(n * (i + 1) / slots)),
+                            std::memory_order_relaxed);
+    }
     if (job.max_helpers > 0) {
       std::lock_guard<std::mutex> lk(mu_);
       grow(job.max_helpers);
@@ -110,10 +171,20 @@ Pool& pool() {
 
 }  // namespace
 
-void parallel_for(int64_t n, int threads, TaskFn fn, void* ctx) {
+void parallel_for(int64_t n, int threads, TaskFn fn, void* ctx, Claim claim) {
   if (n <= 0) return;
-  pool().run(n, std::max(threads, 1), fn, ctx);
+  pool().run(n, std::max(threads, 1), fn, ctx, claim);
 }
+
+Claim forward_claim() {
+  static const Claim c = [] {
+    const char* env = std::getenv("ATTN_CPU_FLASH_SCHED");
+    return env && std::strcmp(env, "dynamic") == 0 ? Claim::kSingle : Claim::kRanges;
+  }();
+  return c;
+}
+
+const char* claim_name(Claim c) { return c == Claim::kRanges ? "ranges" : "dynamic"; }
 
 int pool_threads() { return pool().size(); }
 

@@ -8,19 +8,33 @@ namespace attn_cpu {
 
 using TaskFn = void (*)(void* ctx, int64_t task);
 
+// How threads claim tasks.
+//   kSingle: one task at a time from a shared counter, in increasing order. Balanced; but at many
+//            threads a thread's consecutive tasks are `threads` apart in the list, so tasks that
+//            share data (a head's K and V) run on different cores and each fetches it again.
+//   kRanges: participant i owns the contiguous range [i n / P, (i + 1) n / P) and runs it front
+//            to back (its tasks share heads: K/V stay in its L2); a participant whose range is
+//            empty takes single tasks from the back of the range with the most left (balance).
+enum class Claim { kSingle, kRanges };
+
 // Runs fn(ctx, t) for every t in [0, n) on up to `threads` threads (the caller is one of them) and
-// returns when all are done. Tasks are claimed in increasing order. The first exception a task
-// throws is rethrown here after the remaining tasks are skipped.
-void parallel_for(int64_t n, int threads, TaskFn fn, void* ctx);
+// returns when all are done. The first exception a task throws is rethrown here after the
+// remaining tasks are skipped.
+void parallel_for(int64_t n, int threads, TaskFn fn, void* ctx, Claim claim = Claim::kSingle);
+
+// The forward kernels' claim: kRanges unless ATTN_CPU_FLASH_SCHED=dynamic (read once per process;
+// kept so that the two can be timed side by side). Its name for buildInfo: "ranges" or "dynamic".
+Claim forward_claim();
+const char* claim_name(Claim c);
 
 // Threads the pool has started so far (grows on demand, never shrinks).
 int pool_threads();
 
 // Calls f(t) for t in [0, n) through parallel_for; F is any callable (a lambda).
 template <class F>
-void parallel_for_each(int64_t n, int threads, const F& f) {
+void parallel_for_each(int64_t n, int threads, const F& f, Claim claim = Claim::kSingle) {
   parallel_for(n, threads, [](void* ctx, int64_t t) { (*static_cast<const F*>(ctx))(t); },
-               const_cast<F*>(&f));
+               const_cast<F*>(&f), claim);
 }
 
 }  // namespace attn_cpu

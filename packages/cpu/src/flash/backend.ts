@@ -146,6 +146,8 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
         napiVersion: info.napiVersion,
         threads: limit(),
       };
+      if (info.forwardSchedule) out.forwardSchedule = info.forwardSchedule;
+      if (info.bf16Packing) out.bf16Packing = info.bf16Packing;
       for (const [dtype, path] of Object.entries(info.forwardPath ?? {})) out[`forward.${dtype}`] = path;
       for (const [dtype, path] of Object.entries(info.backwardPath ?? {})) out[`backward.${dtype}`] = path;
       return out;

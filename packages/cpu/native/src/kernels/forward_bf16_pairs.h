@@ -8,11 +8,14 @@
 //   P^T -> bf16, pairs of keys interleaved (the B layout of the next product), fused with the exp
 //   O^T [Dv x 64 rows]       += V^T . P^T      V^T rows (read as pairs of keys) as A; O^T lives in
 //                                              memory between blocks (the softmax rescales it)
-// K and V^T are packed once per call into zero-padded bf16 buffers (tile loads then never read
-// past a tensor), Q^T pairs once per task. P is rounded to bf16 for P.V as FlashAttention does.
+// K and V^T are packed into zero-padded bf16 buffers (tile loads then never read past a tensor):
+// by default each thread packs the key blocks its own tasks need, once per call (own_pack), else
+// in one shared pass before the tasks (ATTN_CPU_FLASH_PACK=shared, or a pair too large for an L2).
+// Q^T pairs once per task. P is rounded to bf16 for P.V as FlashAttention does.
 #pragma once
 #include <immintrin.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -29,22 +32,26 @@ struct Bf16Ctx {
   int64_t dp;    // D rounded up to 32
   int64_t dvp;   // Dv rounded up to 32
   int64_t vld;   // row length of V^T: skp plus 32, so that its rows are not a power of two apart
-  uint16_t* kp;  // [npairs][skp][dp]   K rows
+  uint16_t* kp;  // [npairs][skp][dp]   K rows (shared packing)
   uint16_t* vt;  // [npairs][dvp][vld]  V^T
+  bool own;      // each thread packs the key blocks its tasks need into its own area (see own_pack)
+  uint64_t call; // this call's serial: a thread's own packing is valid for one call and one pair
 };
 
-// Packs 64 keys of one pair: K rows (zero past D and Sk) and the matching 64 columns of V^T,
-// transposed through a small padded block so that neither side strides by a power of two.
-inline void bf16_pack_task(const Bf16Ctx& cx, int64_t t) {
+// Serial numbers of bf16 calls (own packing keys on them, never on pointers that may be reused).
+inline std::atomic<uint64_t>& bf16_call_serial() {
+  static std::atomic<uint64_t> serial{0};
+  return serial;
+}
+
+// Packs the 64 keys from j0 of pair (b, hk): K rows (zero past D and Sk) into kp and the matching
+// 64 columns of V^T into vt (the pair's bases), transposed through blk (dvp x 72) so that neither
+// side strides by a power of two.
+inline void bf16_pack_slab(const Bf16Ctx& cx, int64_t b, int64_t hk, int64_t j0, uint16_t* kp, uint16_t* vt,
+                           uint16_t* blk) {
   const FwdProblem& p = *cx.f.p;
   const Dims& d = p.dims;
-  const int64_t nkb = cx.skp / 64;
-  const int64_t lp = t / nkb, j0 = (t % nkb) * 64;
-  const int64_t pair = cx.f.pair0 + lp, b = pair / d.Hk, hk = pair % d.Hk;
-  uint16_t* kp = cx.kp + lp * cx.skp * cx.dp;
-  uint16_t* vt = cx.vt + lp * cx.dvp * cx.vld;
   constexpr int64_t kLd = 64 + 8;
-  uint16_t* blk = static_cast<uint16_t*>(thread_scratch(static_cast<size_t>(cx.dvp * kLd * 2)));
   for (int64_t c = 0; c < 64; ++c) {
     const int64_t j = j0 + c;
     uint16_t* krow = kp + j * cx.dp;
@@ -68,6 +75,63 @@ inline void bf16_pack_task(const Bf16Ctx& cx, int64_t t) {
   for (int64_t e = 0; e < cx.dvp; ++e) std::memcpy(vt + e * cx.vld + j0, blk + e * kLd, 128);
 }
 
+inline int64_t pack_blk_elems(const Bf16Ctx& cx) { return cx.dvp * (64 + 8); }
+
+// Shared packing, one task per 64 keys of a pair of the chunk, before the attention tasks.
+inline void bf16_pack_task(const Bf16Ctx& cx, int64_t t) {
+  const Dims& d = cx.f.p->dims;
+  const int64_t nkb = cx.skp / 64;
+  const int64_t lp = t / nkb, j0 = (t % nkb) * 64;
+  const int64_t pair = cx.f.pair0 + lp;
+  uint16_t* blk = static_cast<uint16_t*>(thread_scratch(static_cast<size_t>(pack_blk_elems(cx)) * 2));
+  bf16_pack_slab(cx, pair / d.Hk, pair % d.Hk, j0, cx.kp + lp * cx.skp * cx.dp, cx.vt + lp * cx.dvp * cx.vld, blk);
+}
+
+// Own packing: the thread's keep area holds a header (call serial, pair; always at the start, so
+// that it is never read from bytes another layout used for data), a flag per 64 keys (packed
+// yet), then one pair's packed K [skp][dp], V^T [dvp][vld] and the transpose block. A task packs
+// the slabs of its key blocks that the thread has not packed yet in this call; the thread's next
+// tasks (same head under Claim::kRanges) find them in its own L2, and no line of K/V written by
+// one core is read by another (the shared packing's hand-off: a modified line in another core's
+// L2 costs a cross-core transfer per tile row).
+struct OwnPackHeader {
+  uint64_t call;
+  int64_t pair;
+};
+
+inline size_t own_pack_head_bytes(const Bf16Ctx& cx) {
+  return round_up(sizeof(OwnPackHeader) + static_cast<size_t>(cx.skp / 64), 64);
+}
+
+inline size_t own_pack_bytes(const Bf16Ctx& cx) {
+  return own_pack_head_bytes(cx) + static_cast<size_t>(cx.skp * cx.dp + cx.dvp * cx.vld + pack_blk_elems(cx)) * 2;
+}
+
+// The pair's packed K and V^T with key blocks [kb0, kb1] (of kKB keys) packed.
+inline void own_pack(const Bf16Ctx& cx, int64_t pair, int64_t kb0, int64_t kb1, const uint16_t** kp,
+                     const uint16_t** vt) {
+  const Dims& d = cx.f.p->dims;
+  bool fresh = false;
+  char* area = static_cast<char*>(thread_keep_area(own_pack_bytes(cx), &fresh));
+  OwnPackHeader* h = reinterpret_cast<OwnPackHeader*>(area);
+  uint8_t* done = reinterpret_cast<uint8_t*>(area + sizeof(OwnPackHeader));
+  uint16_t* k = reinterpret_cast<uint16_t*>(area + own_pack_head_bytes(cx));
+  uint16_t* v = k + cx.skp * cx.dp;
+  uint16_t* blk = v + cx.dvp * cx.vld;
+  if (fresh || h->call != cx.call || h->pair != pair) {
+    std::memset(done, 0, static_cast<size_t>(cx.skp / 64));
+    h->call = cx.call;
+    h->pair = pair;
+  }
+  for (int64_t s = kb0 * (kKB / 64); s < (kb1 + 1) * (kKB / 64); ++s) {
+    if (done[s]) continue;
+    bf16_pack_slab(cx, pair / d.Hk, pair % d.Hk, s * 64, k, v, blk);
+    done[s] = 1;
+  }
+  *kp = k;
+  *vt = v;
+}
+
 // Pairs of fp32 rows -> bf16 with the two rows' elements interleaved: [a0 b0 a1 b1 ... a15 b15].
 inline void store_pair(uint16_t* dst, __m512 a, __m512 b) {
   const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
@@ -88,6 +152,22 @@ inline void pack_p_pairs(uint16_t* pb, const float* st, int64_t n) {
   }
 }
 
+// 2^x for the P that goes to bf16 (x <= kRescaleLog2, as vexp2_upto127): a degree-4 polynomial,
+// relative error 2.8e-6 and exactly 1 at x = 0, where vexp2_upto127 spends degree 6 on 1 ulp. P is
+// rounded to bf16 (2^-9 relative) for P.V, and l's 2.8e-6 is far below what bf16 outputs resolve.
+// Two FMAs less per element of the exp pass, the largest vector cost of this kernel.
+inline __m512 exp2_for_bf16(__m512 x) {
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExp2Floor), _CMP_NLT_UQ);
+  const __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(x, n);
+  __m512 p = _mm512_set1_ps(9.582852870e-03f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.590642492e-02f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402409862e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931241934e-01f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+  return _mm512_maskz_scalef_ps(live, p, n);
+}
+
 // softmax_exp_t and pack_p_pairs in one pass (no dropout): P^T goes straight to bf16 pairs and
 // never back to memory in fp32.
 inline void softmax_exp_pack(const F32Tile& t, uint16_t* pb, int64_t n, float unit, const V* shift) {
@@ -103,8 +183,8 @@ inline void softmax_exp_pack(const F32Tile& t, uint16_t* pb, int64_t n, float un
     const float* r1 = t.st + c1 * kQB;
 #pragma GCC unroll 4
     for (int g = 0; g < kGroups; ++g) {
-      const V a = c0 < n ? vexp2_upto127(vfma(vload(r0 + g * kLanes), vunit, neg[g])) : vzero();
-      const V b = c1 < n ? vexp2_upto127(vfma(vload(r1 + g * kLanes), vunit, neg[g])) : vzero();
+      const V a = c0 < n ? V{exp2_for_bf16(vfma(vload(r0 + g * kLanes), vunit, neg[g]).r)} : vzero();
+      const V b = c1 < n ? V{exp2_for_bf16(vfma(vload(r1 + g * kLanes), vunit, neg[g]).r)} : vzero();
       sum[g] = vadd(sum[g], vadd(a, b));
       store_pair(pb + (jp * 64 + g * 16) * 2, a.r, b.r);
     }
@@ -161,8 +241,14 @@ inline void bf16_task(const Bf16Ctx& cx, int64_t task) {
   setup_rows(p, t, b, m);
   const HeadMods hm = head_mods(md, d.Sk, b, h);
   const RowRange first = key_range(md, d.Sk, i0), last = key_range(md, d.Sk, i0 + m - 1);
-  const uint16_t* kp = cx.kp + lp * cx.skp * cx.dp;
-  const uint16_t* vt = cx.vt + lp * cx.dvp * cx.vld;
+  const uint16_t* kp = nullptr;
+  const uint16_t* vt = nullptr;
+  if (!cx.own) {
+    kp = cx.kp + lp * cx.skp * cx.dp;
+    vt = cx.vt + lp * cx.dvp * cx.vld;
+  } else if (first.lo <= last.hi) {
+    own_pack(cx, pair, first.lo / kKB, last.hi / kKB, &kp, &vt);
+  }
 
   Prod::begin();
   if (first.lo <= last.hi) {
@@ -186,6 +272,10 @@ inline void bf16_task(const Bf16Ctx& cx, int64_t task) {
   store_out_t(p, t, b, m);
 }
 
+// Own packing (see own_pack) while one pair's packed K and V^T fit in an L2 (its point); larger
+// pairs use the shared packing, chunked by kConvertBudget.
+constexpr int64_t kOwnPackMax = int64_t{2} << 20;
+
 template <class Prod>
 inline void forward_bf16_pairs(const FwdProblem& p) {
   const Dims& d = p.dims;
@@ -202,16 +292,21 @@ inline void forward_bf16_pairs(const FwdProblem& p) {
   cx.f.order = order.get();
   const int64_t pairs = d.B * d.Hk;
   const int64_t pair_bytes = (cx.skp * cx.dp + cx.vld * cx.dvp) * 2;
-  int64_t chunk = kConvertBudget / pair_bytes;
+  cx.own = own_packing() && pair_bytes <= kOwnPackMax;
+  cx.call = bf16_call_serial().fetch_add(1, std::memory_order_relaxed) + 1;
+  int64_t chunk = cx.own ? pairs : kConvertBudget / pair_bytes;
   chunk = chunk < 1 ? 1 : chunk > pairs ? pairs : chunk;
-  CallBuffer<uint16_t> kp(static_cast<size_t>(chunk * cx.skp * cx.dp)), vt(static_cast<size_t>(chunk * cx.dvp * cx.vld));
+  CallBuffer<uint16_t> kp(cx.own ? 0 : static_cast<size_t>(chunk * cx.skp * cx.dp));
+  CallBuffer<uint16_t> vt(cx.own ? 0 : static_cast<size_t>(chunk * cx.dvp * cx.vld));
   cx.kp = kp.get();
   cx.vt = vt.get();
   for (int64_t pair0 = 0; pair0 < pairs; pair0 += chunk) {
     cx.f.pair0 = pair0;
     cx.f.npairs = pairs - pair0 < chunk ? pairs - pair0 : chunk;
-    parallel_for_each(cx.f.npairs * (cx.skp / 64), p.threads, [&](int64_t t) { bf16_pack_task(cx, t); });
-    parallel_for_each(cx.f.npairs * cx.f.G * cx.f.nqb, p.threads, [&](int64_t t) { bf16_task<Prod>(cx, t); });
+    if (!cx.own)
+      parallel_for_each(cx.f.npairs * (cx.skp / 64), p.threads, [&](int64_t t) { bf16_pack_task(cx, t); });
+    parallel_for_each(cx.f.npairs * cx.f.G * cx.f.nqb, p.threads, [&](int64_t t) { bf16_task<Prod>(cx, t); },
+                      forward_claim());
   }
 }
 
