@@ -53,25 +53,29 @@ export const CONFIGS = [
 ];
 /**
  * The Hopper kernels (FwdSm90Traits, native/src/sm90/): both GEMMs on wgmma, the lean feature set, one
- * warpgroup per 64 query rows, K/V in two shared-memory stages. dispatch.cu picks variant 'sm90' on sm90
- * devices (when the addon holds sm_90a code) for every call the lean kernel could run without split-KV or
- * packed GQA; 'sm90_alt' is forced-only (benches compare it by name). Tiles (registers per thread: S + O +
- * P fragments = kBlockN/2 + D/2 + kBlockN/4 accumulators and packed values):
- *   D=64:  128 x 64 at 2 CTAs/SM (<= 128 registers, 112 used), measured 4-15% faster than the alt, 128 x 128
- *          at 1 CTA/SM (197 registers), on the H200 grid except S=16k causal (-1%);
- *   D=128: 128 x 128 (FA3's forward tile for D=128 without its producer warpgroup), 161 KB;
- *          alt 128 x 64 (97 KB);
- *   D=256: 128 x 64 (O alone is 128 accumulators), 193 KB.
+ * warpgroup per 64 query rows. dispatch.cu picks them on sm90 devices (when the addon holds sm_90a code)
+ * for every call the lean kernel could run without split-KV or packed GQA:
+ *   'sm90ws': warp-specialized (flash_fwd_sm90_ws_kernel.h: a producer warpgroup, a 3-stage K/V ring, the
+ *            two consumer warpgroups alternating on the tensor cores), 128 x 128 at D=64 and D=128 (3 stages
+ *            fit at D <= 128 only: 226 KB of the 227 KB at D=128). Measured (H200) 1.20-1.36x 'sm90' at
+ *            S >= 4k, 1.0-1.24x at S=1k.
+ *   'sm90':  every thread loads, two stages, one barrier per key tile: D=256 (128 x 64, 193 KB), and D=64
+ *            (128 x 64 at 2 CTAs/SM, 112 registers) / D=128 (128 x 128) under ATTN_FLASH_FWD_KERNEL=sm90.
+ *   'sm90_alt': forced-only tiles the benches compare by name (D=64 128 x 128, D=128 128 x 64).
+ * ATTN_FLASH_FWD_KERNEL=sm80 runs no Hopper kernel at all.
  */
 export const SM90_CONFIGS = [
-  // headDim, variant, blockM, blockN, minBlocksPerSm[, dtypes]
+  // headDim, variant, blockM, blockN, minBlocksPerSm[, dtypes[, warpSpecialized]]
+  // Within a head dim the first runnable automatic entry wins: 'sm90ws' where it fits, then 'sm90'.
+  [64, 'sm90ws', 128, 128, 1, null, true],
+  [128, 'sm90ws', 128, 128, 1, null, true],
   [64, 'sm90', 128, 64, 2],
   [128, 'sm90', 128, 128, 1],
   [256, 'sm90', 128, 64, 1],
   [64, 'sm90_alt', 128, 128, 1, ['bf16']],
   [128, 'sm90_alt', 128, 64, 1, ['bf16']],
 ];
-export const SM90_AUTO_VARIANTS = new Set(['sm90']);
+export const SM90_AUTO_VARIANTS = new Set(['sm90ws', 'sm90']);
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt']);
 /**
@@ -108,23 +112,23 @@ export function generatedFiles() {
     }
   }
   for (const [dname, ctype] of DTYPES) {
-    for (const [d, variant, m, n, minBlocks, dtypes] of SM90_CONFIGS) {
+    for (const [d, variant, m, n, minBlocks, dtypes, ws = false] of SM90_CONFIGS) {
       if (dtypes && !dtypes.includes(dname)) continue;
-      const traits = `attn::flash::FwdSm90Traits<${d}, ${m}, ${n}, ${minBlocks}, ${ctype}>`;
+      const traits = `attn::flash::FwdSm90Traits<${d}, ${m}, ${n}, ${minBlocks}, ${ctype}, ${ws}>`;
       files.set(
         `fwd_${dname}_d${d}_${variant}.cu`,
         `${banner}#include "../sm90/flash_fwd_sm90_launch.h"\n\n` +
           `template void attn::flash::run_fwd_sm90<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);\n`,
       );
       list.push(
-        `ATTN_FWD_SM90_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${minBlocks}, ${ctype}, "${dname}_d${d}_${variant}", ${SM90_AUTO_VARIANTS.has(variant)})`,
+        `ATTN_FWD_SM90_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${minBlocks}, ${ctype}, ${ws}, "${dname}_d${d}_${variant}", ${SM90_AUTO_VARIANTS.has(variant)})`,
       );
     }
   }
   files.set(
     'fwd_configs.inc',
     `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, extras, name, auto_select)\n` +
-      `// ATTN_FWD_SM90_CONFIG(is_bf16, head_dim, block_m, block_n, min_blocks_per_sm, element, name, auto_select)\n` +
+      `// ATTN_FWD_SM90_CONFIG(is_bf16, head_dim, block_m, block_n, min_blocks_per_sm, element, warp_specialized, name, auto_select)\n` +
       `// Within one (dtype, head_dim), the 'large' shape comes first.\n${list.join('\n')}\n`,
   );
   return files;

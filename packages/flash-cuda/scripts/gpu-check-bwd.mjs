@@ -9,6 +9,7 @@
 //   node packages/flash-cuda/scripts/gpu-check-bwd.mjs --checks-only
 //   node packages/flash-cuda/scripts/gpu-check-bwd.mjs --bench-only [--quick]
 //   node packages/flash-cuda/scripts/gpu-check-bwd.mjs --only gqa      # cases whose name contains 'gqa'
+//   node packages/flash-cuda/scripts/gpu-check-bwd.mjs --dim 128       # D 128 wherever a case names none
 //   node packages/flash-cuda/scripts/gpu-check-bwd.mjs --self-test     # no GPU: the same cases through
 //        cpu-math in bf16/fp16 on the CPU (checks the script, its inputs and its tolerances)
 // Exit code: 1 when any check failed.
@@ -126,8 +127,12 @@ function runCase(c) {
 }
 
 // ---------------------------------------------------------------- the cases
+// --dim N: the head dim of every case that does not name one (default 64), e.g. to run all the feature
+// cases on the D128 / D256 buckets (ATTN_FLASH_BWD_KERNEL=v3).
+const DIM = process.argv.includes('--dim') ? Number(process.argv[process.argv.indexOf('--dim') + 1]) : null;
 function cases() {
-  const { list, add } = caseListWithHeadDimGrid();
+  const { list, add: addAny } = caseListWithHeadDimGrid();
+  const add = (name, c) => (DIM && c.D === undefined ? addAny(`${name} D${DIM}`, { ...c, D: DIM }) : addAny(name, c));
   for (const D of [1, 8, 40, 72, 100, 250]) add(`bf16 odd D${D}`, { D, Sq: 70, Sk: 90 });
   add('s1', { B: 1, Hq: 1, Hk: 1, Sq: 1, Sk: 1 });
   add('sq1 sk17', { Sq: 1, Sk: 17 });

@@ -291,6 +291,18 @@ function cases() {
     add('sm90 forced strided bshd D128 causal', { layout: 'bshd', D: 128, Hq: 4, Hk: 4, Sq: 257, Sk: 257, kernel: k('bfloat16', 128), opts: { isCausal: true } });
     add('sm90 forced alt D64', { D: 64, Sq: 300, Sk: 333, kernel: 'bf16_d64_sm90_alt', opts: { isCausal: true, alignment: 'lowerRight' } });
     add('sm90 forced alt D128', { D: 128, Sq: 300, Sk: 333, kernel: 'bf16_d128_sm90_alt' });
+    // The warp-specialized kernels (producer warpgroup, 3-stage ring, ping-pong consumers), where compiled.
+    for (const ws of ['bf16_d64_sm90ws', 'bf16_d128_sm90ws']) {
+      if (!info?.kernelNames?.includes(ws)) continue;
+      const D = ws.includes('d64') ? 64 : 128;
+      for (const alignment of ['upperLeft', 'lowerRight'])
+        for (const [Sq, Sk] of [[1000, 1000], [300, 37], [37, 300], [1, 1], [129, 1000]])
+          add(`sm90ws ${ws} causal ${alignment} sq${Sq} sk${Sk}`, { D, Sq, Sk, B: 1, Hq: 2, Hk: 2, kernel: ws, opts: { isCausal: true, alignment } });
+      add(`sm90ws ${ws} gqa D${D - 11} sq700 sk900`, { D: D - 11, Sq: 700, Sk: 900, B: 2, Hq: 4, Hk: 2, kernel: ws, opts: { enableGqa: true } });
+      add(`sm90ws ${ws} window[-1,20] lowerRight`, { D, Sq: 333, Sk: 500, kernel: ws, opts: { window: [-1, 20], alignment: 'lowerRight' } });
+      add(`sm90ws ${ws} misaligned`, { misalign: true, D, Sq: 200, Sk: 211, kernel: ws });
+      add(`sm90ws ${ws} strided bshd`, { layout: 'bshd', D, Hq: 4, Hk: 4, Sq: 257, Sk: 1257, kernel: ws });
+    }
   }
   return only ? list.filter((c) => c.name.includes(only)) : list;
 }
@@ -318,7 +330,7 @@ function bench(quick) {
     rows.push({ kind: 'grid', D, S, causal, B, H, ms: t.gpuMs, tflops: tf, kernel: plan.kernel, splits: plan.numSplits });
     log(`  D=${D} S=${S} causal=${causal ? 1 : 0} B=${B} H=${H}: ${t.gpuMs.toFixed(3)} ms, ${tf.toFixed(1)} TFLOP/s  [${plan.kernel}, splits ${plan.numSplits}]`);
     // The other lean tiles of this head dim, where compiled (and runnable here), forced by name.
-    for (const alt of [`bf16_d${D}_lean`, `bf16_d${D}_alt`, ...(SM90 ? [`bf16_d${D}_sm90`, `bf16_d${D}_sm90_alt`] : [])]) {
+    for (const alt of [`bf16_d${D}_lean`, `bf16_d${D}_alt`, ...(SM90 ? [`bf16_d${D}_sm90`, `bf16_d${D}_sm90_alt`, `bf16_d${D}_sm90ws`] : [])]) {
       if (alt === plan.kernel || !info?.kernelNames?.includes(alt)) continue;
       const params = core.normalizeParams(q, k, v, { isCausal: causal });
       const ta = timeCall(() => {

@@ -13,6 +13,7 @@ if (!a) console.log('[@attn/flash-cuda] addon host tests skipped: the native add
 
 const H100 = { smCount: 132, smemOptin: 232448, major: 9, minor: 0 };
 const RTX4090 = { smCount: 128, smemOptin: 101376, major: 8, minor: 9 };
+const A100 = { smCount: 108, smemOptin: 166912, major: 8, minor: 0 };
 
 let restore: () => void;
 beforeEach(() => {
@@ -73,7 +74,8 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
 
   // An addon built before the lean kernels existed plans 'large' for everything: skip there.
   it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d128_lean'))('plans the lean kernel only for calls without its missing features', () => {
-    const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
+    // On an A100: on an H100 the Hopper kernel stands in for the lean one (next test).
+    const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true }, A100);
     expect(a!.plan(plain.nums, plain.ptrs).kernel).toBe('bf16_d128_lean');
     expect(a!.plan(plain.nums).kernel).toBe('bf16_d128_large'); // no address array: ALiBi counts as present
     const alibi = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
@@ -83,9 +85,7 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const n = nums([4, 16, 16, 4096, 4096, 128], opts);
       expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
     }
-    // Short queries and decode: v1's 64x64 'small' tile with or without ALiBi ('lean_small' is forced-only
-    // since version 3: decode through it measured 2.4x slower).
-    // (An addon built from version 2's sources still chooses 'lean_small' by itself.)
+    // Short queries and decode: 'lean_small' without ALiBi (forced-only in version 3's build), 'small' with it.
     const leanSmallAuto = !a!.buildInfo().kernels.some((k) => k.startsWith('bf16_d128_lean_small ') && k.includes('forced only'));
     const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
     expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe(leanSmallAuto ? 'bf16_d128_lean_small' : 'bf16_d128_small');
@@ -98,6 +98,43 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
     alibi.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean');
     expect(() => a!.plan(alibi.nums, alibi.ptrs)).toThrow(/lean/);
   });
+
+  // Only an addon that holds sm_90a code has the Hopper kernels' bodies (the default build does).
+  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d128_sm90') || !/\b90a\b/.test(a.buildInfo().cudaArchs))(
+    'plans the Hopper kernel on sm90 for lean calls without split-KV, and only there',
+    () => {
+      const names = a!.buildInfo().kernelNames;
+      const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
+      // The warp-specialized kernel at D <= 128 (ATTN_FLASH_FWD_KERNEL unset), the plain one at D = 256.
+      expect(a!.plan(plain.nums, plain.ptrs)).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1, packGqa: false });
+      const d256 = nums([4, 8, 8, 4096, 4096, 256]);
+      expect(a!.plan(d256.nums, d256.ptrs).kernel).toBe('bf16_d256_sm90');
+      const d64 = nums([4, 16, 4, 2000, 2000, 40], { enableGqa: true }, H100, 'float16');
+      expect(a!.plan(d64.nums, d64.ptrs).kernel).toBe('fp16_d64_sm90ws');
+      // ALiBi (or softcap, dropout, a left window bound) and head dims outside 64 / 128 / 256 stay on sm80 kernels.
+      const alibi = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
+      alibi.ptrs[PTR.alibi] = 256n;
+      expect(a!.plan(alibi.nums, alibi.ptrs).kernel).toBe('bf16_d128_large');
+      const d96 = nums([4, 16, 16, 4096, 4096, 96]);
+      expect(a!.plan(d96.nums, d96.ptrs).kernel).toBe('bf16_d96_large');
+      // Decode (short queries, split-KV) stays on the split-KV tiles.
+      const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
+      expect(a!.plan(dec.nums, dec.ptrs).kernel).not.toMatch(/sm90/);
+      // A grid too small for the GPU would want split-KV, which the Hopper kernel has not: the lean kernel runs.
+      const few = nums([1, 1, 1, 256, 65536, 128]);
+      const fewPlan = a!.plan(few.nums, few.ptrs);
+      expect(fewPlan.kernel).toBe('bf16_d128_lean');
+      expect(fewPlan.numSplits).toBeGreaterThan(1);
+      // Forced: refused off sm90 and with splits, saying why.
+      const onA100 = nums([4, 16, 16, 4096, 4096, 128], {}, A100);
+      onA100.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90');
+      expect(() => a!.plan(onA100.nums, onA100.ptrs)).toThrow(/only on sm90/);
+      const split = nums([4, 16, 16, 4096, 4096, 128]);
+      split.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90');
+      split.nums[NUM.numSplits] = 3;
+      expect(() => a!.plan(split.nums, split.ptrs)).toThrow(/split-KV/);
+    },
+  );
 
   it('re-checks its arguments and throws instead of crashing', () => {
     const bad = (edit: (n: Float64Array) => void) => {
@@ -129,14 +166,20 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
     expect(a!.backwardKernels!().some((k) => k.startsWith('bf16_d128 '))).toBe(true);
   });
 
-  it('picks the head-dim bucket, and two Q/dO stages where shared memory allows', () => {
+  it('picks the head-dim bucket, the 2-D tiled dK/dV kernel (v3) where it fits, and two Q/dO stages where shared memory allows', () => {
     const h100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }).nums, bnums());
-    expect(h100.kernel).toBe('bf16_d128');
+    expect(h100.kernel).toBe('bf16_d128_v3');
     expect(h100.stages).toBe(2);
     expect(h100.dqAccumStride).toBe(128);
+    // v3 needs 161 KB at D128 and 209 KB at D256: an A100 runs v3 at D128 and v2 at D256, an RTX 4090 v2 only.
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 128], {}, A100).nums, bnums()).kernel).toBe('bf16_d128_v3');
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, A100).nums, bnums()).kernel).toBe('bf16_d256');
     const ada = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 128], { requiresGrad: true }, RTX4090).nums, bnums());
+    expect(ada.kernel).toBe('bf16_d128');
     expect(ada.stages).toBe(1);
-    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe('fp16_d256');
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe('fp16_d256_v3');
+    // D64 has no v3 build.
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64]).nums, bnums()).kernel).toBe('bf16_d64');
   });
 
   it('refuses what does not fit and re-checks its arguments (throws, never aborts)', () => {

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "abi.h"
@@ -24,6 +26,7 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device);
 namespace {
 
 struct BwdConfig {
+  int version;  // 2: flash_bwd_kernel.h (1-D warp tiling); 3: flash_bwd_v3_kernel.h (2-D, two stages always)
   bool bf16;
   int head_dim;
   int block_m, block_n, warps, smem, smem2;    // dK/dV kernel (smem: one stage of Q/dO, smem2: two)
@@ -33,14 +36,20 @@ struct BwdConfig {
 };
 
 #define ATTN_BWD_CONFIG(IS_BF16, D, M, W, DQN, DQW, ELEM, NAME)                                              \
-  {IS_BF16 != 0, D, M, BwdTraits<D, M, W, ELEM>::kBlockN, W, BwdTraits<D, M, W, ELEM>::smem_bytes(1),         \
+  {2, IS_BF16 != 0, D, M, BwdTraits<D, M, W, ELEM>::kBlockN, W, BwdTraits<D, M, W, ELEM>::smem_bytes(1),         \
    BwdTraits<D, M, W, ELEM>::smem_bytes(2),                                                                   \
    DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
    &run_bwd<BwdTraits<D, M, W, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
+#define ATTN_BWD_CONFIG_V3(IS_BF16, D, M, N, W, L90, L8X, DQN, DQW, ELEM, NAME)                                \
+  {3, IS_BF16 != 0, D, M, N, W, BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                          \
+   BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                                                     \
+   DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
+   &run_bwd<BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
 const BwdConfig kBwdConfigs[] = {
 #include "bwd_instantiations/bwd_configs.inc"
 };
 #undef ATTN_BWD_CONFIG
+#undef ATTN_BWD_CONFIG_V3
 constexpr int kNumBwdConfigs = sizeof(kBwdConfigs) / sizeof(kBwdConfigs[0]);
 
 void require(bool ok, const std::string& what) {
@@ -60,12 +69,26 @@ bool as_flag(const double* bnums, int i, const char* what) {
   return x == 1;
 }
 
+// Which dK/dV kernel version runs where both are compiled: ATTN_FLASH_BWD_KERNEL=v3 (the default since
+// v3 passed every GPU check at D128 and D256) or v2, read once per process (so one GPU run can time both by running its script twice). v3 exists only
+// for some buckets (the generator's BWD_V3_CONFIGS) and needs two Q/dO stages of shared memory; where it
+// is missing or does not fit, the bucket's version 2 runs.
+int wanted_version() {
+  static const int v = [] {
+    const char* e = std::getenv("ATTN_FLASH_BWD_KERNEL");
+    if (e == nullptr || *e == 0 || std::strcmp(e, "v3") == 0) return 3;
+    if (std::strcmp(e, "v2") == 0) return 2;
+    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_KERNEL must be v2 or v3, got '") + e + "'");
+  }();
+  return v;
+}
+
 // The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory.
 int choose(bool bf16, int head_dim, int smem_optin, bool deterministic) {
   int best = -1;
   for (int i = 0; i < kNumBwdConfigs; ++i) {
     const BwdConfig& c = kBwdConfigs[i];
-    if (c.bf16 != bf16 || c.head_dim < head_dim) continue;
+    if (c.version != 2 || c.bf16 != bf16 || c.head_dim < head_dim) continue;
     if (best < 0 || c.head_dim < kBwdConfigs[best].head_dim) best = i;
   }
   if (best < 0) throw std::runtime_error("flash-cuda: no backward kernel for head dim " + std::to_string(head_dim));
@@ -74,6 +97,14 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic) {
   if (need > smem_optin)
     throw std::runtime_error(std::string("flash-cuda: the backward kernel ") + c.name + " needs " + std::to_string(need) +
                              " bytes of shared memory per block; this GPU allows " + std::to_string(smem_optin));
+  if (wanted_version() == 3) {
+    for (int i = 0; i < kNumBwdConfigs; ++i) {
+      const BwdConfig& v3 = kBwdConfigs[i];
+      if (v3.version == 3 && v3.bf16 == bf16 && v3.head_dim == c.head_dim && v3.smem2 <= smem_optin &&
+          (!deterministic || v3.dq_smem <= smem_optin))
+        return i;
+    }
+  }
   return best;
 }
 
@@ -82,7 +113,7 @@ BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool determinist
   pl.config = choose(bf16, f.head_dim, smem_optin, deterministic);
   const BwdConfig& c = kBwdConfigs[pl.config];
   pl.dq_accum_stride = c.head_dim;
-  pl.stages = c.smem2 <= smem_optin ? 2 : 1;
+  pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // version 3: always 2 (choose() checked)
   pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
   pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);
   require(pl.n_blocks * 2 <= 2147483647 && pl.m_blocks >= 0, "sequence too long");
@@ -158,7 +189,8 @@ std::vector<std::string> backward_kernel_names() {
 std::vector<std::string> backward_kernel_descriptions() {
   std::vector<std::string> out;
   for (const BwdConfig& c : kBwdConfigs)
-    out.push_back(std::string(c.name) + " (dK/dV " + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
+    out.push_back(std::string(c.name) + " (dK/dV v" + std::to_string(c.version) + " " + std::to_string(c.block_m) + "x" +
+                  std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem / 1024) + " KB, " +
                   std::to_string(c.smem2 / 1024) + " KB with prefetch; dQ " +
                   std::to_string(c.dq_block_m) + "x" + std::to_string(c.dq_block_n) + ", " + std::to_string(c.dq_warps) +

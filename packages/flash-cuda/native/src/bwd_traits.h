@@ -33,6 +33,7 @@ struct SmemRows {
 // dQ += dS K (default mode) goes through shared memory (dS^T), warps tiled (rows x column groups).
 template <int kHeadDim_, int kBlockM_, int kNWarps_, typename Element_>
 struct BwdTraits : SmemRows<kHeadDim_> {
+  static constexpr int kVersion = 2;  // flash_bwd_dkdv_kernel (flash_bwd_launch.h picks the body by this)
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;
@@ -70,6 +71,83 @@ struct BwdTraits : SmemRows<kHeadDim_> {
   static_assert(kBlockM % 32 == 0 && kNWarps % kDqRowWarps == 0, "dQ warps tile the block");
   static_assert(kDkvTiles % 2 == 0 && kDqTiles % 2 == 0, "ldmatrix.x4 loads two n8 tiles");
   static_assert((kBlockM * kHeadDim / 8) % kNThreads == 0, "Q tile chunks split evenly");
+  static_assert(kBlockM <= kNThreads, "one thread per row loads lse and Dsum");
+};
+
+// dK/dV kernel, version 3 (flash_bwd_v3_kernel.h): FlashAttention-2's 2-D warp tiling. Every GEMM has
+// its own warp layout over the CTA's (kBlockN keys x kBlockM queries x D) block, so one ldmatrix of a
+// B operand feeds two or more A fragments, and P^T and dS^T go through shared memory between them:
+//   S^T, dP^T (kBlockN x kBlockM, k = D):  kSdpWarpsN x (kNWarps / kSdpWarpsN) warps, in kSdpPasses
+//                                          passes over the queries (fewer live accumulators per pass);
+//   dV, dK (kBlockN x D, k = kBlockM):     kDkvWarpsN x (kNWarps / kDkvWarpsN) warps (keys x columns):
+//                                          D > 128 needs no column split, each warp holds a slice;
+//   dQ (kBlockM x D, k = kBlockN):         kDqWarpsM x (kNWarps / kDqWarpsM) warps, passes of at most
+//                                          4 n8 tiles of columns (the atomics as in version 2).
+// The four layout numbers come packed in one decimal: kSdpWarpsN kSdpPasses kDkvWarpsN kDqWarpsM, e.g.
+// 8142 = 8 x 1 warps for S^T (one pass), 4 x 2 for dK/dV, 2 x 4 for dQ. kLayout90_ is for sm90+,
+// kLayout8x_ for the sm8x device pass: at 255 registers ptxas's two allocators spill on different
+// layouts, and the layout changes no shared-memory size or host-side number, only the body.
+// Always two shared-memory stages of (Q, dO): the dispatcher runs version 3 only where they fit.
+template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, int kLayout90_, int kLayout8x_, typename Element_>
+struct BwdTraitsV3 : SmemRows<kHeadDim_> {
+  static constexpr int kVersion = 3;
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kNWarps = kNWarps_;
+  static constexpr int kNThreads = kNWarps * 32;
+  static constexpr int kColSplits = 1;
+  static constexpr int kKSteps = kHeadDim / 16;  // k16 steps of K Q^T and V dO^T
+  static constexpr int kMSteps = kBlockM / 16;   // k16 steps of P^T dO and dS^T Q
+  static constexpr int kLayout = kBwdSm8x ? kLayout8x_ : kLayout90_;
+
+  // S^T and dP^T: warp (warp % kSdpWarpsN, warp / kSdpWarpsN) owns kSdpTileN keys x kSdpTileM queries of a pass.
+  static constexpr int kSdpWarpsN = kLayout / 1000;
+  static constexpr int kSdpWarpsM = kNWarps / kSdpWarpsN;
+  static constexpr int kSdpPasses = kLayout / 100 % 10;
+  static constexpr int kPassRows = kBlockM / kSdpPasses;
+  static constexpr int kSdpTileN = kBlockN / kSdpWarpsN;
+  static constexpr int kSdpTileM = kPassRows / kSdpWarpsM;
+  static constexpr int kSdpMTiles = kSdpTileN / 16;  // m16 tiles (keys)
+  static constexpr int kSdpNTiles = kSdpTileM / 8;   // n8 tiles (queries)
+
+  // dV and dK: warp (warp % kDkvWarpsN, warp / kDkvWarpsN) owns kDkvTileN keys x kDkvTileD columns.
+  static constexpr int kDkvWarpsN = kLayout / 10 % 10;
+  static constexpr int kDkvWarpsD = kNWarps / kDkvWarpsN;
+  static constexpr int kDkvTileN = kBlockN / kDkvWarpsN;
+  static constexpr int kDkvTileD = kHeadDim / kDkvWarpsD;
+  static constexpr int kDkvMTiles = kDkvTileN / 16;
+  static constexpr int kDkvDTiles = kDkvTileD / 8;
+
+  // dQ: warp (warp % kDqWarpsM, warp / kDqWarpsM) owns kDqTileM queries x kDqTileD columns.
+  static constexpr int kDqWarpsM = kLayout % 10;
+  static constexpr int kDqWarpsD = kNWarps / kDqWarpsM;
+  static constexpr int kDqTileM = kBlockM / kDqWarpsM;
+  static constexpr int kDqTileD = kHeadDim / kDqWarpsD;
+  static constexpr int kDqMTiles = kDqTileM / 16;
+  static constexpr int kDqDTiles = kDqTileD / 8;
+  static constexpr int kDqPassTiles = kDqDTiles % 4 == 0 ? 4 : 2;
+
+  using DsRows = SmemRows<kBlockM>;  // P^T and dS^T tiles: kBlockN rows (keys) of kBlockM elements (queries)
+  static constexpr int kSmemQElems = kBlockM * kHeadDim;   // Q and dO
+  static constexpr int kSmemKVElems = kBlockN * kHeadDim;  // K and V
+  static constexpr int kSmemDsElems = kBlockN * kBlockM;   // P^T and dS^T
+  static constexpr int kSmemFixedBytes = (2 * kSmemKVElems + 2 * kSmemDsElems) * 2 + 4 * kBlockM * 4;
+  static constexpr int kSmemStageBytes = 2 * kSmemQElems * 2;
+  static constexpr int smem_bytes(int stages) { return kSmemFixedBytes + stages * kSmemStageBytes; }
+  static constexpr int kSmemBytes = kSmemFixedBytes + 2 * kSmemStageBytes;  // always two stages
+
+  static_assert(kHeadDim % 64 == 0 && kHeadDim <= 256, "backward head-dim buckets: 64, 128, 192, 256");
+  static_assert(kSdpWarpsN > 0 && kSdpPasses > 0 && kDkvWarpsN > 0 && kDqWarpsM > 0, "layout digits");
+  static_assert(kNWarps % kSdpWarpsN == 0 && kNWarps % kDkvWarpsN == 0 && kNWarps % kDqWarpsM == 0, "warp grids");
+  static_assert(kSdpTileN % 16 == 0 && kSdpTileM % 16 == 0 && kBlockM % kSdpPasses == 0, "S^T warp tiles: m16 x n16");
+  static_assert(kSdpMTiles * kSdpNTiles * 4 <= 32, "one 32-bit dropout mask per pass");
+  static_assert(kDkvTileN % 16 == 0 && kDkvTileD % 16 == 0, "dK/dV warp tiles: m16 x n16");
+  static_assert(kDqTileM % 16 == 0 && kDqTileD % 16 == 0 && kDqDTiles % kDqPassTiles == 0, "dQ warp tiles");
+  static_assert(kBlockM % 32 == 0 && kBlockN % 16 == 0, "block shapes");
+  static_assert((kBlockM * kHeadDim / 8) % kNThreads == 0 && (kBlockN * kHeadDim / 8) % kNThreads == 0,
+                "Q and K tile chunks split evenly");
   static_assert(kBlockM <= kNThreads, "one thread per row loads lse and Dsum");
 };
 

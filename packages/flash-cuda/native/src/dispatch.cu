@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "abi.h"
@@ -36,16 +38,17 @@ struct FwdConfig {
   const char* name;
   bool auto_select;  // false: only when asked for by index (kKernel)
   bool sm90;         // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
+  bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
   int min_blocks;    // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
   {IS_BF16 != 0, D, M, N, W, QR, EXTRAS, FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes, \
-   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, 0},
-#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, NAME, AUTO)                                  \
-  {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM>::kNWarps, false, false,                   \
-   FwdSm90Traits<D, M, N, MINB, ELEM>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM>>, NAME, AUTO, \
-   true, MINB},
+   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, false, 0},
+#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME, AUTO)                                   \
+  {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32, false, false,           \
+   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
+   AUTO, true, WS, MINB},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
 };
@@ -125,6 +128,22 @@ bool built_for_sm90a() {
   return yes;
 }
 
+// Which Hopper kernels the automatic choice may use: ATTN_FLASH_FWD_KERNEL=auto (the default: the
+// warp-specialized one where it fits, else the plain one), sm90 (the plain one only) or sm80 (none: the
+// mma.sync kernels everywhere). Read once per process; one GPU run can time all three side by side.
+enum class Sm90Use { kAuto, kPlainOnly, kNone };
+Sm90Use sm90_use() {
+  static const Sm90Use u = [] {
+    const char* e = std::getenv("ATTN_FLASH_FWD_KERNEL");
+    if (e == nullptr || *e == 0 || std::strcmp(e, "auto") == 0) return Sm90Use::kAuto;
+    if (std::strcmp(e, "sm90") == 0) return Sm90Use::kPlainOnly;
+    if (std::strcmp(e, "sm80") == 0) return Sm90Use::kNone;
+    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_FWD_KERNEL must be auto, sm90 or sm80, got '") + e +
+                                "'");
+  }();
+  return u;
+}
+
 Shape read_shape(const double* nums, bool varlen) {
   using namespace abi;
   Shape s{};
@@ -163,7 +182,8 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
     const FwdConfig& c = kConfigs[i];
     if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin) continue;
     if (c.sm90) {
-      if (lean && on_sm90 && !pack && hopper < 0) hopper = i;
+      const bool allowed = sm90_use() == Sm90Use::kAuto || (sm90_use() == Sm90Use::kPlainOnly && !c.warp_specialized);
+      if (lean && on_sm90 && !pack && allowed && hopper < 0) hopper = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -349,7 +369,7 @@ std::vector<std::string> kernel_descriptions() {
     out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
                   (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
-                  (c.sm90 ? ", sm90 wgmma" : "") +
+                  (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") +
                   (c.auto_select ? "" : ", forced only") + ")");
   return out;
 }

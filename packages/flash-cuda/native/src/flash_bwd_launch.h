@@ -14,6 +14,7 @@
 #include "bwd_prepost.h"
 #include "flash_bwd_dq_kernel.h"
 #include "flash_bwd_kernel.h"
+#include "flash_bwd_v3_kernel.h"
 
 namespace attn::flash {
 
@@ -27,12 +28,23 @@ void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int devi
   }
 }
 
+// The dK/dV kernel body of a traits type: version 2 (1-D warp tiling) or version 3 (2-D, bwd_traits.h).
+template <typename Tr>
+constexpr auto dkdv_kernel() {
+  if constexpr (Tr::kVersion == 3)
+    return flash_bwd_dkdv_v3_kernel<Tr>;
+  else
+    return flash_bwd_dkdv_kernel<Tr>;
+}
+
 template <typename Tr, typename DqTr>
 void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   using E = typename Tr::Element;
   static std::atomic<uint64_t> dkdv_opted{0}, dq_opted{0};
-  const int dkdv_smem = Tr::smem_bytes(p.stages);  // p.stages is fixed per device (by its opt-in limit)
-  opt_in_smem(flash_bwd_dkdv_kernel<Tr>, dkdv_smem, dkdv_opted, device);
+  // p.stages is fixed per device (by its opt-in limit); version 3 always runs two (the dispatcher checks they fit)
+  const int dkdv_smem = Tr::kVersion == 3 ? Tr::smem_bytes(2) : Tr::smem_bytes(p.stages);
+  const auto kernel = dkdv_kernel<Tr>();
+  opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
   if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
 
   run_bwd_dsum<E>(p, stream);
@@ -41,7 +53,7 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   }
   const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
                   static_cast<unsigned>(p.f.batch));
-  flash_bwd_dkdv_kernel<Tr><<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);
+  kernel<<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);
   ATTN_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
   if (p.deterministic) {
     const dim3 grid_dq(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.f.heads_q),

@@ -117,15 +117,16 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// Online softmax step: new running max, rescale of the running sum and of O, scores -> probabilities.
+// Online softmax step, in two halves so that a caller can run the first while an MMA that accumulates into
+// O is still in flight (the Hopper kernel): softmax_probs turns scores into probabilities, updates the
+// running max and sum and returns the factor O must be rescaled by (corr); rescale_o applies it.
 // row_sum keeps this thread's partial sum (the quad is reduced once, in the epilogue); row_max is kept
 // in log2 units. kFoldScale (lean kernel): s holds raw Q.K^T scores and score_mul (> 0, so the max of
 // raw scores is the max of scaled ones) is folded into the exponent: p = exp2(s * score_mul - m), one
 // FFMA and one MUFU.EX2 per score, no separate scaling pass. Otherwise s is already in log2 units.
-template <bool kFoldScale, int kMT, int kNT, int kDT>
-__device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&acc_o)[kMT][kDT][4],
-                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2],
-                                               float score_mul) {
+template <bool kFoldScale, int kMT, int kNT>
+__device__ __forceinline__ void softmax_probs(float (&s)[kMT][kNT][4], float (&row_max)[kMT][2],
+                                              float (&row_sum)[kMT][2], float score_mul, float (&corr)[kMT][2]) {
 #pragma unroll
   for (int mi = 0; mi < kMT; ++mi)
 #pragma unroll
@@ -136,7 +137,7 @@ __device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&
       mx = quad_max(mx);
       if constexpr (kFoldScale) mx = fmaxf(row_max[mi][r], mx * score_mul);  // -inf stays -inf
       const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with no visible key so far: all p = 0
-      const float corr = fast_exp2(row_max[mi][r] - m_use);
+      corr[mi][r] = fast_exp2(row_max[mi][r] - m_use);
       row_max[mi][r] = mx;
       float sum = 0.f;
 #pragma unroll
@@ -148,13 +149,30 @@ __device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&
           s[mi][nt][2 * r + c] = pv;
           sum += pv;
         }
-      row_sum[mi][r] = row_sum[mi][r] * corr + sum;
-#pragma unroll
-      for (int dt = 0; dt < kDT; ++dt) {
-        acc_o[mi][dt][2 * r] *= corr;
-        acc_o[mi][dt][2 * r + 1] *= corr;
-      }
+      row_sum[mi][r] = row_sum[mi][r] * corr[mi][r] + sum;
     }
+}
+
+template <int kMT, int kDT>
+__device__ __forceinline__ void rescale_o(float (&acc_o)[kMT][kDT][4], const float (&corr)[kMT][2]) {
+#pragma unroll
+  for (int mi = 0; mi < kMT; ++mi)
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt) {
+      acc_o[mi][dt][0] *= corr[mi][0];
+      acc_o[mi][dt][1] *= corr[mi][0];
+      acc_o[mi][dt][2] *= corr[mi][1];
+      acc_o[mi][dt][3] *= corr[mi][1];
+    }
+}
+
+template <bool kFoldScale, int kMT, int kNT, int kDT>
+__device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&acc_o)[kMT][kDT][4],
+                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2],
+                                               float score_mul) {
+  float corr[kMT][2];
+  softmax_probs<kFoldScale>(s, row_max, row_sum, score_mul, corr);
+  rescale_o(acc_o, corr);
 }
 
 // Dropout with attn's Philox mapping: element (b, h, i, j) uses word j & 3 of the block for j >> 2.

@@ -10,23 +10,35 @@
 #include "../fwd_params.h"
 #include "attn/cuda_check.h"
 #include "flash_fwd_sm90_kernel.h"
+#include "flash_fwd_sm90_ws_kernel.h"
 
 namespace attn::flash {
 
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
   constexpr int kSmem = Tr::kSmemBytes;
+  auto kernel = [] {  // only the chosen kernel is instantiated
+    if constexpr (Tr::kWarpSpecialized) {
+      return flash_fwd_sm90_ws_kernel<Tr>;
+    } else {
+      return flash_fwd_sm90_kernel<Tr>;
+    }
+  }();
   static std::atomic<uint64_t> opted_in{0};  // per device (0..63): the attributes below are per device
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_sm90_kernel<Tr>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(flash_fwd_sm90_kernel<Tr>, cudaFuncAttributePreferredSharedMemoryCarveout,
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
                                          cudaSharedmemCarveoutMaxShared));
     opted_in.fetch_or(bit, std::memory_order_relaxed);
   }
   const dim3 grid(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
-  flash_fwd_sm90_kernel<Tr><<<grid, Tr::kNThreads, kSmem, stream>>>(p);
-  ATTN_LAUNCH_CHECK("flash_fwd_sm90_kernel");
+  kernel<<<grid, Tr::kLaunchThreads, kSmem, stream>>>(p);
+  if constexpr (Tr::kWarpSpecialized) {
+    ATTN_LAUNCH_CHECK("flash_fwd_sm90_ws_kernel");
+  } else {
+    ATTN_LAUNCH_CHECK("flash_fwd_sm90_kernel");
+  }
 }
 
 }  // namespace attn::flash

@@ -1,0 +1,56 @@
+// Shared-memory mbarriers and named barriers: how the warp-specialized Hopper kernel's producer warp and its
+// two consumer warpgroups hand K/V stages to each other and take turns on the tensor cores, without
+// __syncthreads (which would lock the warpgroups into one step).
+#pragma once
+#include <cstdint>
+
+namespace attn::flash::sm90 {
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Blocks until the phase of parity `parity` has completed. A fresh barrier is in phase 0, and the phase
+// before it (parity 1) counts as completed: a producer waiting for "stage free" with parity 1 passes on the
+// first round through the ring.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// One arrival on `bar` once every cp.async this thread issued before it has landed (the count the barrier
+// was initialized with includes it: .noinc).
+__device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+// Named barriers (ids 1..15; 0 is __syncthreads'): `threads` arrivals complete one; sync waits, arrive does not.
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Hands registers between warpgroups (every warp of the warpgroup executes it): the producer gives its
+// registers up, the consumers take them (kernels launched with a producer warpgroup start every warp at the
+// launch bound's even share).
+template <int kRegs>
+__device__ __forceinline__ void regs_dealloc() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void regs_alloc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+}  // namespace attn::flash::sm90
