@@ -117,40 +117,66 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// Online softmax step, in two halves so that a caller can run the first while an MMA that accumulates into
-// O is still in flight (the Hopper kernel): softmax_probs turns scores into probabilities, updates the
-// running max and sum and returns the factor O must be rescaled by (corr); rescale_o applies it.
+// Online softmax step. softmax_row handles one accumulator row (tile mi, half r): new running max,
+// scores -> probabilities, running sum; it returns the factor O's row must be rescaled by (corr).
+// softmax_update does that and the rescale row by row (the sm80 kernels: corr dies at once); the Hopper
+// kernel runs softmax_probs (every row) while an MMA into O is still in flight, then rescale_o.
 // row_sum keeps this thread's partial sum (the quad is reduced once, in the epilogue); row_max is kept
 // in log2 units. kFoldScale (lean kernel): s holds raw Q.K^T scores and score_mul (> 0, so the max of
 // raw scores is the max of scaled ones) is folded into the exponent: p = exp2(s * score_mul - m), one
 // FFMA and one MUFU.EX2 per score, no separate scaling pass. Otherwise s is already in log2 units.
+template <bool kFoldScale, int kMT, int kNT>
+__device__ __forceinline__ float softmax_row(float (&s)[kMT][kNT][4], float (&row_max)[kMT][2],
+                                             float (&row_sum)[kMT][2], float score_mul, int mi, int r) {
+  float mx = kFoldScale ? -INFINITY : row_max[mi][r];
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(s[mi][nt][2 * r], s[mi][nt][2 * r + 1]));
+  mx = quad_max(mx);
+  if constexpr (kFoldScale) mx = fmaxf(row_max[mi][r], mx * score_mul);  // -inf stays -inf
+  const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with no visible key so far: all p = 0
+  const float corr = fast_exp2(row_max[mi][r] - m_use);
+  row_max[mi][r] = mx;
+  float sum = 0.f;
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+    for (int c = 0; c < 2; ++c) {
+      const float x = s[mi][nt][2 * r + c];
+      const float pv = fast_exp2(kFoldScale ? fmaf(x, score_mul, -m_use) : x - m_use);
+      s[mi][nt][2 * r + c] = pv;
+      sum += pv;
+    }
+  row_sum[mi][r] = row_sum[mi][r] * corr + sum;
+  return corr;
+}
+
+template <int kMT, int kDT>
+__device__ __forceinline__ void rescale_o_row(float (&acc_o)[kMT][kDT][4], int mi, int r, float corr) {
+#pragma unroll
+  for (int dt = 0; dt < kDT; ++dt) {
+    acc_o[mi][dt][2 * r] *= corr;
+    acc_o[mi][dt][2 * r + 1] *= corr;
+  }
+}
+
+template <bool kFoldScale, int kMT, int kNT, int kDT>
+__device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&acc_o)[kMT][kDT][4],
+                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2],
+                                               float score_mul) {
+#pragma unroll
+  for (int mi = 0; mi < kMT; ++mi)
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      rescale_o_row(acc_o, mi, r, softmax_row<kFoldScale>(s, row_max, row_sum, score_mul, mi, r));
+}
+
 template <bool kFoldScale, int kMT, int kNT>
 __device__ __forceinline__ void softmax_probs(float (&s)[kMT][kNT][4], float (&row_max)[kMT][2],
                                               float (&row_sum)[kMT][2], float score_mul, float (&corr)[kMT][2]) {
 #pragma unroll
   for (int mi = 0; mi < kMT; ++mi)
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = kFoldScale ? -INFINITY : row_max[mi][r];
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(s[mi][nt][2 * r], s[mi][nt][2 * r + 1]));
-      mx = quad_max(mx);
-      if constexpr (kFoldScale) mx = fmaxf(row_max[mi][r], mx * score_mul);  // -inf stays -inf
-      const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with no visible key so far: all p = 0
-      corr[mi][r] = fast_exp2(row_max[mi][r] - m_use);
-      row_max[mi][r] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          const float x = s[mi][nt][2 * r + c];
-          const float pv = fast_exp2(kFoldScale ? fmaf(x, score_mul, -m_use) : x - m_use);
-          s[mi][nt][2 * r + c] = pv;
-          sum += pv;
-        }
-      row_sum[mi][r] = row_sum[mi][r] * corr[mi][r] + sum;
-    }
+    for (int r = 0; r < 2; ++r) corr[mi][r] = softmax_row<kFoldScale>(s, row_max, row_sum, score_mul, mi, r);
 }
 
 template <int kMT, int kDT>
@@ -158,21 +184,7 @@ __device__ __forceinline__ void rescale_o(float (&acc_o)[kMT][kDT][4], const flo
 #pragma unroll
   for (int mi = 0; mi < kMT; ++mi)
 #pragma unroll
-    for (int dt = 0; dt < kDT; ++dt) {
-      acc_o[mi][dt][0] *= corr[mi][0];
-      acc_o[mi][dt][1] *= corr[mi][0];
-      acc_o[mi][dt][2] *= corr[mi][1];
-      acc_o[mi][dt][3] *= corr[mi][1];
-    }
-}
-
-template <bool kFoldScale, int kMT, int kNT, int kDT>
-__device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&acc_o)[kMT][kDT][4],
-                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2],
-                                               float score_mul) {
-  float corr[kMT][2];
-  softmax_probs<kFoldScale>(s, row_max, row_sum, score_mul, corr);
-  rescale_o(acc_o, corr);
+    for (int r = 0; r < 2; ++r) rescale_o_row(acc_o, mi, r, corr[mi][r]);
 }
 
 // Dropout with attn's Philox mapping: element (b, h, i, j) uses word j & 3 of the block for j >> 2.
