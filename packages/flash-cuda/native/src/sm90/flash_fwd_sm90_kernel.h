@@ -21,8 +21,8 @@
 #include "../ptx.h"
 #include "../row_state.h"
 #include "../tile_io.h"
-#include "fwd_sm90_traits.h"
 #include "fwd_sm90_mma.h"
+#include "fwd_sm90_traits.h"
 #include "fwd_sm90_work.h"
 #include "wgmma_sync.h"
 
@@ -65,18 +65,9 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks)
   if (n_end > 0) load_kv(n_end - 1, 0);
   cp_async_commit();
 
-  // Descriptors of stage 0 and the first k16 step; steps and stages are adds to the start-address field
-  // (16-byte units). Q: this warpgroup's 64 rows of each 64-column block.
-  const uint64_t desc_q = sm90::make_desc(smem_addr(sQ) + wg * 64 * 128, 16, 1024);
-  const uint64_t desc_k = sm90::make_desc(smem_addr(sK), 16, 1024);
-  const uint64_t desc_v = sm90::make_desc(smem_addr(sV), kN * 128, 1024);
-
-  float acc_o[1][kDT][4];
-  float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.f, 0.f}};
-#pragma unroll
-  for (int dt = 0; dt < kDT; ++dt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc_o[0][dt][e] = 0.f;
+  const sm90::TileDescs desc = sm90::tile_descs<Tr>(sQ, sK, sV, wg);
+  float acc_o[1][kDT][4], row_max[1][2], row_sum[1][2];
+  sm90::init_rows<Tr>(acc_o, row_max, row_sum);
 
 #pragma unroll 1
   for (int n = n_end - 1, stage = 0; n >= 0; --n, stage ^= 1) {
@@ -90,7 +81,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks)
     float s[1][kNT][4];
     sm90::fence_operands(s[0]);
     sm90::wgmma_fence();
-    sm90::issue_qk<Tr>(s[0], desc_q, desc_k + stage * (kKVBytes >> 4));
+    sm90::issue_qk<Tr>(s[0], desc.q, desc.k + stage * (kKVBytes >> 4));
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_operands(s[0]);
@@ -102,7 +93,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks)
 
     sm90::fence_operands(acc_o[0]);
     sm90::wgmma_fence();
-    sm90::issue_pv<Tr>(acc_o[0], pa, desc_v + stage * (kKVBytes >> 4));
+    sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + stage * (kKVBytes >> 4));
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_operands(acc_o[0]);

@@ -103,16 +103,9 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   sm90::fence_proxy_async();
   sm90::named_sync(kConsumerBar, kConsumers);
 
-  const uint64_t desc_q = sm90::make_desc(smem_addr(sQ) + wg * 64 * 128, 16, 1024);
-  const uint64_t desc_k = sm90::make_desc(smem_addr(sK), 16, 1024);
-  const uint64_t desc_v = sm90::make_desc(smem_addr(sV), kN * 128, 1024);
-
-  float acc_o[1][kDT][4];
-  float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.f, 0.f}};
-#pragma unroll
-  for (int dt = 0; dt < kDT; ++dt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) acc_o[0][dt][e] = 0.f;
+  const sm90::TileDescs desc = sm90::tile_descs<Tr>(sQ, sK, sV, wg);
+  float acc_o[1][kDT][4], row_max[1][2], row_sum[1][2];
+  sm90::init_rows<Tr>(acc_o, row_max, row_sum);
   float s[1][kNT][4];
   uint32_t pa[Tr::kPSteps][4];  // P of the previous tile, issued with this tile's Q.K^T
 
@@ -129,10 +122,10 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     sm90::fence_operands(s[0]);
     sm90::fence_operands(acc_o[0]);
     sm90::wgmma_fence();
-    sm90::issue_qk<Tr>(s[0], desc_q, desc_k + stage * kKVUnits);
+    sm90::issue_qk<Tr>(s[0], desc.q, desc.k + stage * kKVUnits);
     sm90::wgmma_commit();
     if constexpr (kPrev) {
-      sm90::issue_pv<Tr>(acc_o[0], pa, desc_v + prev_stage * kKVUnits);
+      sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
       sm90::wgmma_commit();
     }
     sm90::named_arrive(kTurnBar + (wg ^ 1), kConsumers);
@@ -162,7 +155,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     // the last tile's P.V
     sm90::fence_operands(acc_o[0]);
     sm90::wgmma_fence();
-    sm90::issue_pv<Tr>(acc_o[0], pa, desc_v + prev_stage * kKVUnits);
+    sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_operands(acc_o[0]);

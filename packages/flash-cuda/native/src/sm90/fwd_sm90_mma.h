@@ -3,10 +3,37 @@
 #pragma once
 #include <cstdint>
 
+#include <cmath>
+
 #include "../ptx.h"
 #include "wgmma_ops.h"
+#include "wgmma_sync.h"
 
 namespace attn::flash::sm90 {
+
+// The tiles' descriptors at stage 0 and the first k16 step; steps and stages are adds to the start-address
+// field (16-byte units). Q: warpgroup wg's 64 rows of each 64-column block; V: MN-major, its 64-column
+// blocks kBlockN rows apart.
+struct TileDescs {
+  uint64_t q, k, v;
+};
+template <typename Tr>
+__device__ __forceinline__ TileDescs tile_descs(const void* sQ, const void* sK, const void* sV, int wg) {
+  return {make_desc(smem_addr(sQ) + wg * 64 * 128, 16, 1024), make_desc(smem_addr(sK), 16, 1024),
+          make_desc(smem_addr(sV), Tr::kBlockN * 128, 1024)};
+}
+
+// O, the running max and the running sum of a thread's rows before the first key tile.
+template <typename Tr>
+__device__ __forceinline__ void init_rows(float (&acc_o)[1][Tr::kDTiles][4], float (&row_max)[1][2],
+                                          float (&row_sum)[1][2]) {
+#pragma unroll
+  for (int dt = 0; dt < Tr::kDTiles; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_o[0][dt][e] = 0.f;
+  row_max[0][0] = row_max[0][1] = -INFINITY;
+  row_sum[0][0] = row_sum[0][1] = 0.f;
+}
 
 // S = Q.K^T over the head dim: kKSteps k16 steps, both operands K-major in shared memory. desc_q / desc_k:
 // the tiles' descriptors at their first column; a step moves to 64-column block ks / 4 (rows x 128 bytes)
