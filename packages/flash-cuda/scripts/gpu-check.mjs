@@ -239,6 +239,7 @@ function runCase(c) {
 // ---------------------------------------------------------------- the cases
 function cases() {
   const { list, add } = caseListWithHeadDimGrid();
+  const addCase = add;
   for (const D of [1, 8, 33, 40, 72, 100, 250]) add(`bf16 odd D${D}`, { D, Sq: 70, Sk: 90 });
   add('fp16 odd D100 causal', { dtype: 'float16', D: 100, Sq: 70, Sk: 90, opts: { isCausal: true } });
   add('s1', { B: 1, Hq: 1, Hk: 1, Sq: 1, Sk: 1 });
@@ -292,9 +293,10 @@ function cases() {
     add('sm90 forced alt D64', { D: 64, Sq: 300, Sk: 333, kernel: 'bf16_d64_sm90_alt', opts: { isCausal: true, alignment: 'lowerRight' } });
     add('sm90 forced alt D128', { D: 128, Sq: 300, Sk: 333, kernel: 'bf16_d128_sm90_alt' });
     // The warp-specialized kernels (producer warpgroup, 3-stage ring, ping-pong consumers), where compiled.
-    for (const ws of ['bf16_d64_sm90ws', 'bf16_d128_sm90ws']) {
+    for (const ws of ['bf16_d64_sm90ws', 'bf16_d128_sm90ws', 'fp16_d64_sm90ws', 'fp16_d128_sm90ws']) {
       if (!info?.kernelNames?.includes(ws)) continue;
       const D = ws.includes('d64') ? 64 : 128;
+      const add = (name, c) => addCase(name, { dtype: ws.startsWith('fp16') ? 'float16' : 'bfloat16', ...c });
       for (const alignment of ['upperLeft', 'lowerRight'])
         for (const [Sq, Sk] of [[1000, 1000], [300, 37], [37, 300], [1, 1], [129, 1000]])
           add(`sm90ws ${ws} causal ${alignment} sq${Sq} sk${Sk}`, { D, Sq, Sk, B: 1, Hq: 2, Hk: 2, kernel: ws, opts: { isCausal: true, alignment } });
