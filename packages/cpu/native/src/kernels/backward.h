@@ -6,7 +6,8 @@
 // Both recompute S = Q.K^T and dP = dO.V^T; pass 2 costs two products more than a fused pass, which
 // the absence of atomics and of per-thread dQ copies pays for on a CPU.
 // Per element: P = exp(logit - lse), P~ = P * keep / (1 - p), dP~ = dP * keep / (1 - p),
-// dLogit = P * (dP~ - Delta) with Delta = rowsum(dO * O); dX = dLogit * (1 - tanh^2) under softcap;
+// dLogit = P * (dP~ - Delta) with Delta = rowsum(dO * O) = rowsum(P * dP~); dX = dLogit * (1 - tanh^2) under
+// softcap;
 // dV = P~^T dO, dK = scale * dX^T Q, dQ = scale * dX K, dbias = dLogit reduced to the mask's shape.
 #pragma once
 #include <cmath>
@@ -164,6 +165,34 @@ inline bool block_visible(const ScoreMods& md, const Dims& d, int64_t i0, int64_
   return a.lo <= j1 && z.hi >= j0 && a.lo <= z.hi;
 }
 
+// Delta of query rows [i0, i0+m) as rowsum(P * dP~) over every visible key, for 16-bit outputs: their O
+// is rounded to 11 (fp16) or 8 (bf16) bits, and dO . O_rounded carries that rounding into every dS of
+// the row (on random fp16 inputs at D=8 it put dK 9 ulps off, beyond the accuracy rule); P * dP~ is
+// what dO . O stands for, computed from the same fp32 tiles as dS, in a fixed order. Costs one more
+// pass of S and dP over the blocks (fp32 outputs keep dO . O: their rounding is below fp32's own).
+inline void bwd_delta_task(const BwdCtx& cx, int64_t t) {
+  const BwdProblem& p = *cx.p;
+  const Dims& d = p.dims;
+  const int64_t bh = t / cx.nqb, qb = t % cx.nqb, b = bh / d.Hq, h = bh % d.Hq, hk = h / cx.G;
+  const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
+  float* base = static_cast<float*>(thread_scratch(kTileFloats * 4 + kBwdBN + 256));
+  const BwdTiles tl = bwd_tiles(base, kBwdBM);
+  float* delta = cx.delta + bh * d.Sq + i0;
+  for (int64_t r = 0; r < m; ++r) delta[r] = 0.f;  // bwd_block then leaves P * dP~ in tl.dp
+  double acc[kBwdBM] = {};
+  const HeadMods hm = head_mods(p.mods, d.Sk, b, h);
+  for (int64_t kb = 0; kb < cx.nkb; ++kb) {
+    if (!block_visible(p.mods, d, i0, m, kb)) continue;
+    const int64_t n = d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN;
+    bwd_block(cx, hm, b, h, hk, i0, m, kb, tl);
+    for (int64_t r = 0; r < m; ++r) {
+      const float* row = tl.dp + r * kBwdBN;
+      for (int64_t c = 0; c < n; ++c) acc[r] += row[c];  // masked keys hold P = 0
+    }
+  }
+  for (int64_t r = 0; r < m; ++r) delta[r] = static_cast<float>(acc[r]);
+}
+
 inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
@@ -307,6 +336,8 @@ inline void backward_impl(const BwdProblem& p) {
   }
 
   parallel_for_each(d.B * d.Hq * cx.nqb + heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_prep_task(cx, t); });
+  if (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16)
+    parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_delta_task(cx, t); });
   parallel_for_each(heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_dkdv_task(cx, t); });
   parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_dq_task(cx, t); });
   if (need_full) parallel_for_each(bias_elems, p.threads, [&](int64_t e) { bwd_reduce_bias_task(cx, e); });
