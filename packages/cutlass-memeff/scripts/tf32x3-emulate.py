@@ -13,11 +13,13 @@ is rounding. This emulates, element for element, what the kernel does:
     the running sum per step, all biased towards zero);
   - v4: per k8 step the three go into a fresh zero partial, added to the running sum with an IEEE
     fp32 add (tf32x3.cuh);
+  - v5: P.V with V in three parts (hi, lo, rest = v - hi - lo: exact) and a fourth product hi_p *
+    rest_v first in the partial (mma_1688_3xtf32_bexact): a row with P = 1 gets V back bit for bit;
   - softmax as the kernel (log2 units, fp32), the FMA path for comparison, and the conformance
     suite's naive fp32 implementation (sequential fp32 sums) that sets the bound:
     error <= 2 x naive error + 1e-6 x max(1, max |ref|)   (test/conformance/src/accuracy.ts).
 Prints, per case shape, how many of the random trials fail the rule and the worst error / bound.
-Needs numpy only.
+Needs numpy only. The backward's side of the single-key case (sq17-sk1) is in sk1-backward-emulate.py.
 """
 import argparse
 
@@ -45,18 +47,20 @@ def round_acc(x64, mode):
     return np.where(over, np.nextafter(f, np.float32(0)), f).astype(np.float32)
 
 
-def mm_3xtf32(a, b, fresh, mode):
+def mm_3xtf32(a, b, fresh, mode, b_exact=False):
     k = a.shape[1]
     kp = (k + 7) // 8 * 8  # zero-padded head dim / keys, as the smem tiles
     a = np.pad(a, ((0, 0), (0, kp - k)))
     b = np.pad(b, ((0, kp - k), (0, 0)))
     ah, al = split(a)
     bh, bl = split(b)
+    # v5: the rest of b that bl drops (exact in fp32 and a TF32 value), multiplied by ah first.
+    terms = (((ah, (b - bh - bl).astype(np.float32)),) if b_exact else ()) + ((al, bh), (ah, bl), (ah, bh))
     acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
     for ks in range(0, kp, 8):
         s = slice(ks, ks + 8)
         part = np.zeros_like(acc) if fresh else acc
-        for x, y in ((al, bh), (ah, bl), (ah, bh)):
+        for x, y in terms:
             part = round_acc(part.astype(np.float64) + x[:, s].astype(np.float64) @ y[s, :].astype(np.float64), mode)
         acc = (acc + part).astype(np.float32) if fresh else part
     return acc
@@ -76,12 +80,13 @@ def row_sum_f32(p):
     return l
 
 
-def kernel(q, k, v, scale, mm):
+def kernel(q, k, v, scale, mm, mm_pv=None):
+    mm_pv = mm_pv or mm
     s = (mm(q, k.T.copy()) * np.float32(scale * LOG2E)).astype(np.float32)
     m = s.max(1, keepdims=True)
     p = np.exp2((s - m).astype(np.float64)).astype(np.float32)
     l = row_sum_f32(p)
-    out = (mm(p, v) * (np.float32(1) / l)).astype(np.float32)
+    out = (mm_pv(p, v) * (np.float32(1) / l)).astype(np.float32)
     lse = ((m + np.log2(l.astype(np.float64)).astype(np.float32)) * np.float32(LN2)).astype(np.float32)
     return out, lse[:, 0]
 
@@ -108,6 +113,9 @@ def run(name, bh, sq, sk, d, trials, rng):
     variants = {
         "v3 3xtf32 (rz)": lambda q, k, v, sc: kernel(q, k, v, sc, lambda a, b: mm_3xtf32(a, b, False, "rz")),
         "v4 3xtf32 (rz)": lambda q, k, v, sc: kernel(q, k, v, sc, lambda a, b: mm_3xtf32(a, b, True, "rz")),
+        "v5 3xtf32 (rz)": lambda q, k, v, sc: kernel(
+            q, k, v, sc, lambda a, b: mm_3xtf32(a, b, True, "rz"), lambda a, b: mm_3xtf32(a, b, True, "rz", b_exact=True)
+        ),
         "v3 3xtf32 (rn)": lambda q, k, v, sc: kernel(q, k, v, sc, lambda a, b: mm_3xtf32(a, b, False, "rn")),
         "fma": lambda q, k, v, sc: kernel(q, k, v, sc, mm_fma),
     }
@@ -144,6 +152,9 @@ def main():
     run("s17-d72-h3 (B2 H3 Sq17 Sk17 D72)", 6, 17, 17, 72, args.trials, rng)
     run("strided-bshd-d72-gqa (B2 H4 Sq17 Sk23 D72)", 8, 17, 23, 72, args.trials, rng)
     run("plain (B2 H2 Sq17 Sk23 D8)", 4, 17, 23, 8, args.trials, rng)
+    # One key per row: out must be V (the forward alone passes with v4 too; the backward does not:
+    # sk1-backward-emulate.py).
+    run("sq17-sk1 (B2 H2 Sq17 Sk1 D8)", 4, 17, 1, 8, args.trials, rng)
     run("s1000-d64 (one head, Sq 64 of 1000)", 1, 64, 1000, 64, max(2, args.trials // 8), rng)
 
 

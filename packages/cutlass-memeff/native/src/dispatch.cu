@@ -159,6 +159,26 @@ bool mask_tile_fast_enabled() {
   return v;
 }
 
+// ATTN_MEMEFF_TF32_PV_EXACT=0: the 3xTF32 forward's P.V takes V in v4's two TF32 parts instead of
+// v5's three (FwdParams::tf32_pv_exact), to compare accuracy and speed on one build. Read once.
+bool tf32_pv_exact_enabled() {
+  static const bool v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_TF32_PV_EXACT");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return v;
+}
+
+// ATTN_MEMEFF_DSUM_SEQ=0: the fp32 backward's D = dO . O as v4's warp tree instead of v5's
+// sequential chain in dP's order (BwdParams::dsum_seq), to compare the two on one build. Read once.
+bool dsum_seq_enabled() {
+  static const bool v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_DSUM_SEQ");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return v;
+}
+
 bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
 
 // Whether the 3xTF32 forward can take this fp32 call (16-byte cp.async of 4 floats).
@@ -194,6 +214,7 @@ auto named(const char* kernel, Fn&& fn) -> decltype(fn()) {
 std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream_t stream, PathRequest path) {
   FwdParams p = call;
   p.mask_tile_fast = mask_tile_fast_enabled();
+  p.tf32_pv_exact = tf32_pv_exact_enabled();
   check_common(p, dtype);
   DeviceGuard guard(device);
   const std::string refusal = path == PathRequest::kSimt
@@ -266,6 +287,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
 std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRequest path, void* workspace,
                                       size_t workspace_bytes, cudaStream_t stream) {
   p.mask_tile_fast = mask_tile_fast_enabled();
+  p.dsum_seq = dsum_seq_enabled();
   check_common(p, dtype);
   require(p.dout && p.dq && p.dk && p.dv, "null gradient pointer");
   require(p.dbias == nullptr || p.mask_kind == MaskKind::kAdditive, "dbias needs an additive mask");

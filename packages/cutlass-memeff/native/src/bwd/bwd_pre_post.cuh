@@ -17,8 +17,18 @@ __global__ void __launch_bounds__(128) bwd_dsum_kernel(const BwdParams p) {
   const T* o = static_cast<const T*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1] + i * p.o_stride[2];
   const T* d = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1] + i * p.do_stride[2];
   float acc = 0.f;
-  for (int c = lane; c < p.head_dim_v; c += 32) acc = fmaf(to_float(o[c]), to_float(d[c]), acc);
-  for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  if (sizeof(T) == 4 && p.dsum_seq) {
+    // fp32 (the SIMT backward): one sequential fmaf chain over c = 0, 1, ..., the order in which
+    // bwd_tile's tile_abt sums dP = dO . V. Where O is exactly one V row (a query that sees one key,
+    // conformance sq17-sk1) D and dP are then the same bits and dS = P (dP - D) is exactly 0, as in
+    // the naive implementation; the warp tree sum left 1-2 ulps of dP in every dS, which dK sums
+    // over the queries (the case failed on ~20% of seeds with the FMA forward, NOTES.md v5).
+    if (lane == 0)
+      for (int c = 0; c < p.head_dim_v; ++c) acc = fmaf(to_float(d[c]), to_float(o[c]), acc);
+  } else {
+    for (int c = lane; c < p.head_dim_v; c += 32) acc = fmaf(to_float(o[c]), to_float(d[c]), acc);
+    for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
+  }
   if (lane == 0) p.dsum[row] = acc;
 }
 

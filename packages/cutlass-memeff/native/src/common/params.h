@@ -37,6 +37,9 @@ struct FwdParams {
   // (common/mask_tile.cuh, v4: fwd_mma, fwd_tf32, bwd_mma); false: every step takes v3's
   // per-element tile_logit (ATTN_MEMEFF_MASK_FAST=0, to compare the two on one build).
   bool mask_tile_fast = true;
+  // 3xTF32 forward (fwd_tf32): P.V with V in three TF32 parts, exact where P = 1 (v5); false: v4's
+  // two parts (ATTN_MEMEFF_TF32_PV_EXACT=0, to compare the two on one build).
+  bool tf32_pv_exact = true;
 
   // Causal: key j is visible from query i iff j <= i + causal_offset (0 upper-left, Sk - Sq lower-right).
   bool causal = false;
@@ -70,6 +73,9 @@ struct BwdParams : FwdParams {
   // atomics instead of storing: a dbias summed only over batch and heads, non-deterministic mode. It
   // is dbias itself for an fp32 mask, else a workspace that bwd_dbias_convert turns into the dtype.
   float* dbias_accum = nullptr;
+  // fp32: D = dO . O in one sequential fmaf chain, the order of bwd_tile's dP (v5, bwd_pre_post.cuh);
+  // false: v4's warp tree (ATTN_MEMEFF_DSUM_SEQ=0, to compare the two on one build).
+  bool dsum_seq = true;
 
   // fp32 workspaces (carved by dispatch.cu out of one buffer that TS allocates).
   float* dsum = nullptr;      // [B, Hq, Sq]: rowsum(dO * O)

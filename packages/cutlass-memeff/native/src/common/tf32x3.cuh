@@ -55,4 +55,39 @@ __device__ __forceinline__ void mma_1688_3xtf32(float (&d)[4], const Tf32Pair (&
   d[3] += part[3];
 }
 
+// A B operand in three TF32 parts, x = hi + lo + rest exactly: hi and lo hold 11 significant bits
+// each, x - hi has up to 13, so tf32(x - hi) can drop its last 2 bits; rest = x - hi - lo (exact in
+// fp32, at most 2 significant bits) is a TF32 value as it stands, no cvt needed.
+struct Tf32Triple {
+  uint32_t hi, lo, rest;
+};
+
+__device__ __forceinline__ Tf32Triple split_tf32_exact(float x) {
+  Tf32Triple r{0u, 0u, 0u};
+#ifdef ATTN_MEMEFF_SM80
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.hi) : "f"(x));
+  const float rest = x - __uint_as_float(r.hi);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
+  r.rest = __float_as_uint(rest - __uint_as_float(r.lo));
+#endif
+  return r;
+}
+
+// d += a * b as mma_1688_3xtf32 plus a.hi * b.rest, so that b is carried in full: where a is
+// exactly one (P of a query that sees one key, conformance sq17-sk1) the partial is b itself, bit
+// for bit (each term exact in the partial, smallest first), and O reproduces the V row. With b in two
+// parts O was off by up to 2^-22 relative, which the backward's D = dO . O turns into nonzero dS
+// (NOTES.md v5). One more mma per k8 step of P.V.
+__device__ __forceinline__ void mma_1688_3xtf32_bexact(float (&d)[4], const Tf32Pair (&a)[4], const Tf32Triple (&b)[2]) {
+  float part[4] = {0.f, 0.f, 0.f, 0.f};
+  mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].rest, b[1].rest);
+  mma_1688_tf32(part, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
+  mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
+  mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
+  d[0] += part[0];
+  d[1] += part[1];
+  d[2] += part[2];
+  d[3] += part[3];
+}
+
 }  // namespace memeff

@@ -54,6 +54,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const int qk_steps = (p.head_dim + 7) / 8;    // k8 steps of Q.K^T needed
   const int o_tiles = (p.head_dim_v + 7) / 8;   // n8 tiles of O needed
   const int r0 = warp * 16;
+  const bool pv_exact = p.tf32_pv_exact;
 
   float acc_o[OT][4];
 #pragma unroll
@@ -182,11 +183,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       const float y2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_hi), y3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_hi);
       const Tf32Pair a[4] = {split_tf32(odd ? x1 : x0), split_tf32(odd ? x3 : x2), split_tf32(odd ? y1 : y0), split_tf32(odd ? y3 : y2)};
       const float* vb = v_s + (kk * 8 + t) * PV + g;
+      if (pv_exact) {  // V in three parts (v5, tf32x3.cuh): a row with P = 1 gets V back exactly
 #pragma unroll
-      for (int n = 0; n < OT; ++n) {
-        if (n >= o_tiles) break;
-        const Tf32Pair bv[2] = {split_tf32(vb[n * 8]), split_tf32(vb[4 * PV + n * 8])};
-        mma_1688_3xtf32(acc_o[n], a, bv);
+        for (int n = 0; n < OT; ++n) {
+          if (n >= o_tiles) break;
+          const Tf32Triple bv[2] = {split_tf32_exact(vb[n * 8]), split_tf32_exact(vb[4 * PV + n * 8])};
+          mma_1688_3xtf32_bexact(acc_o[n], a, bv);
+        }
+      } else {
+#pragma unroll
+        for (int n = 0; n < OT; ++n) {
+          if (n >= o_tiles) break;
+          const Tf32Pair bv[2] = {split_tf32(vb[n * 8]), split_tf32(vb[4 * PV + n * 8])};
+          mma_1688_3xtf32(acc_o[n], a, bv);
+        }
       }
     }
   }
