@@ -55,18 +55,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
 
   const E* q_base = static_cast<const E*>(f.q);
   const E* do_base = static_cast<const E*>(p.dout);
-  IO::template load<kM>(
-      sQ, [&](int row) -> const E* {
-        const int i = i0 + row;
-        return i < sq.seq_q ? q_base + sq.q_row(b, h, i, f.q_batch_stride, f.q_head_stride, f.q_row_stride) : nullptr;
-      },
-      f.head_dim, f.aligned16, q_base, tid);
-  IO::template load<kM>(
-      sdO, [&](int row) -> const E* {
-        const int i = i0 + row;
-        return i < sq.seq_q ? do_base + sq.q_row(b, h, i, p.do_batch_stride, p.do_head_stride, p.do_row_stride) : nullptr;
-      },
-      f.head_dim, f.aligned16, do_base, tid);
+  load_query_rows<IO, kM>(sQ, q_base, sq, b, h, i0, f.q_batch_stride, f.q_head_stride,
+                          f.q_row_stride, f, tid);
+  load_query_rows<IO, kM>(sdO, do_base, sq, b, h, i0, p.do_batch_stride, p.do_head_stride,
+                          p.do_row_stride, f, tid);
   cp_async_commit();
 
   // This thread's two rows: lse (log2 units) and Dsum.
@@ -98,18 +90,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
   for (int n = n_begin; n < n_end; ++n) {
     const int j0 = n * kN;
     __syncthreads();  // every warp is done with the previous K, V tiles
-    IO::template load<kN>(
-        sK, [&](int row) -> const E* {
-          const int j = j0 + row;
-          return j < sq.seq_k ? k_base + sq.k_row(b, hk, j, f.k_batch_stride, f.k_head_stride, f.k_row_stride) : nullptr;
-        },
-        f.head_dim, f.aligned16, k_base, tid);
-    IO::template load<kN>(
-        sV, [&](int row) -> const E* {
-          const int j = j0 + row;
-          return j < sq.seq_k ? v_base + sq.k_row(b, hk, j, f.v_batch_stride, f.v_head_stride, f.v_row_stride) : nullptr;
-        },
-        f.head_dim, f.aligned16, v_base, tid);
+    load_key_rows<IO, kN>(sK, k_base, sq, b, hk, j0, f.k_batch_stride, f.k_head_stride,
+                          f.k_row_stride, f, tid);
+    load_key_rows<IO, kN>(sV, v_base, sq, b, hk, j0, f.v_batch_stride, f.v_head_stride,
+                          f.v_row_stride, f, tid);
     cp_async_commit();
     cp_async_wait<0>();
     __syncthreads();

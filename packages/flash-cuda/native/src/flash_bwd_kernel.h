@@ -51,6 +51,30 @@ struct BwdSeq {
   }
 };
 
+// kRows rows of one head into a swizzled tile: query rows i0.. (bounded by seq_q) or key rows j0..
+// (bounded by seq_k) of a [B, H, S, D] or varlen tensor with strides (bs, hs, rs); rows past the sequence
+// end are zero-filled. Shared by every backward kernel's Q, dO, K and V loads.
+template <typename IO, int kRows, typename E>
+__device__ __forceinline__ void load_query_rows(E* dst, const E* base, const BwdSeq& sq, int b, int h, int i0,
+                                                int64_t bs, int64_t hs, int64_t rs, const FwdParams& f, int tid) {
+  IO::template load<kRows>(
+      dst, [&](int row) -> const E* {
+        const int i = i0 + row;
+        return i < sq.seq_q ? base + sq.q_row(b, h, i, bs, hs, rs) : nullptr;
+      },
+      f.head_dim, f.aligned16, base, tid);
+}
+template <typename IO, int kRows, typename E>
+__device__ __forceinline__ void load_key_rows(E* dst, const E* base, const BwdSeq& sq, int b, int h, int j0,
+                                              int64_t bs, int64_t hs, int64_t rs, const FwdParams& f, int tid) {
+  IO::template load<kRows>(
+      dst, [&](int row) -> const E* {
+        const int j = j0 + row;
+        return j < sq.seq_k ? base + sq.k_row(b, h, j, bs, hs, rs) : nullptr;
+      },
+      f.head_dim, f.aligned16, base, tid);
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void red_add_v2(float* dst, float x, float y) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(x), "f"(y) : "memory");
@@ -98,18 +122,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
   // ---- K and V tiles of this CTA's keys, for the whole loop
   const E* k_base = static_cast<const E*>(f.k);
   const E* v_base = static_cast<const E*>(f.v);
-  IO::template load<kN>(
-      sK, [&](int row) -> const E* {
-        const int j = j0 + row;
-        return j < sq.seq_k ? k_base + sq.k_row(b, hk, j, f.k_batch_stride, f.k_head_stride, f.k_row_stride) : nullptr;
-      },
-      f.head_dim, f.aligned16, k_base, tid);
-  IO::template load<kN>(
-      sV, [&](int row) -> const E* {
-        const int j = j0 + row;
-        return j < sq.seq_k ? v_base + sq.k_row(b, hk, j, f.v_batch_stride, f.v_head_stride, f.v_row_stride) : nullptr;
-      },
-      f.head_dim, f.aligned16, v_base, tid);
+  load_key_rows<IO, kN>(sK, k_base, sq, b, hk, j0, f.k_batch_stride, f.k_head_stride,
+                        f.k_row_stride, f, tid);
+  load_key_rows<IO, kN>(sV, v_base, sq, b, hk, j0, f.v_batch_stride, f.v_head_stride,
+                        f.v_row_stride, f, tid);
   cp_async_commit();
 
   // Per-lane ldmatrix coordinates: A operands (rows = keys) from K, V; B from Q, dO (rows = queries,
@@ -149,18 +165,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
   auto prefetch = [&](int k, int stage) {
     const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
     E* q_dst = sQ0 + stage * kStageElems;
-    IO::template load<kM>(
-        q_dst, [&](int row) -> const E* {
-          const int i = i0 + row;
-          return i < sq.seq_q ? q_base + sq.q_row(b, h, i, f.q_batch_stride, f.q_head_stride, f.q_row_stride) : nullptr;
-        },
-        f.head_dim, f.aligned16, q_base, tid);
-    IO::template load<kM>(
-        q_dst + Tr::kSmemQElems, [&](int row) -> const E* {
-          const int i = i0 + row;
-          return i < sq.seq_q ? do_base + sq.q_row(b, h, i, p.do_batch_stride, p.do_head_stride, p.do_row_stride) : nullptr;
-        },
-        f.head_dim, f.aligned16, do_base, tid);
+    load_query_rows<IO, kM>(q_dst, q_base, sq, b, h, i0, f.q_batch_stride, f.q_head_stride,
+                            f.q_row_stride, f, tid);
+    load_query_rows<IO, kM>(q_dst + Tr::kSmemQElems, do_base, sq, b, h, i0, p.do_batch_stride, p.do_head_stride,
+                            p.do_row_stride, f, tid);
     cp_async_commit();
     if (tid < kM) {
       const int i = i0 + tid;

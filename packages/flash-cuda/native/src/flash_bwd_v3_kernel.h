@@ -75,18 +75,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
   // ---- K and V tiles of this CTA's keys, for the whole loop
   const E* k_base = static_cast<const E*>(f.k);
   const E* v_base = static_cast<const E*>(f.v);
-  IO::template load<kN>(
-      sK, [&](int row) -> const E* {
-        const int j = j0 + row;
-        return j < sq.seq_k ? k_base + sq.k_row(b, hk, j, f.k_batch_stride, f.k_head_stride, f.k_row_stride) : nullptr;
-      },
-      f.head_dim, f.aligned16, k_base, tid);
-  IO::template load<kN>(
-      sV, [&](int row) -> const E* {
-        const int j = j0 + row;
-        return j < sq.seq_k ? v_base + sq.k_row(b, hk, j, f.v_batch_stride, f.v_head_stride, f.v_row_stride) : nullptr;
-      },
-      f.head_dim, f.aligned16, v_base, tid);
+  load_key_rows<IO, kN>(sK, k_base, sq, b, hk, j0, f.k_batch_stride, f.k_head_stride,
+                        f.k_row_stride, f, tid);
+  load_key_rows<IO, kN>(sV, v_base, sq, b, hk, j0, f.v_batch_stride, f.v_head_stride,
+                        f.v_row_stride, f, tid);
   cp_async_commit();
 
   // Per-lane ldmatrix coordinates (as version 2): A operands with rows = keys (K, V, P^T, dS^T) plain;
@@ -135,18 +127,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
   auto prefetch = [&](int k, int stage) {
     const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
     E* q_dst = sQ0 + stage * kStageElems;
-    IO::template load<kM>(
-        q_dst, [&](int row) -> const E* {
-          const int i = i0 + row;
-          return i < sq.seq_q ? q_base + sq.q_row(b, h, i, f.q_batch_stride, f.q_head_stride, f.q_row_stride) : nullptr;
-        },
-        f.head_dim, f.aligned16, q_base, tid);
-    IO::template load<kM>(
-        q_dst + Tr::kSmemQElems, [&](int row) -> const E* {
-          const int i = i0 + row;
-          return i < sq.seq_q ? do_base + sq.q_row(b, h, i, p.do_batch_stride, p.do_head_stride, p.do_row_stride) : nullptr;
-        },
-        f.head_dim, f.aligned16, do_base, tid);
+    load_query_rows<IO, kM>(q_dst, q_base, sq, b, h, i0, f.q_batch_stride, f.q_head_stride,
+                            f.q_row_stride, f, tid);
+    load_query_rows<IO, kM>(q_dst + Tr::kSmemQElems, do_base, sq, b, h, i0, p.do_batch_stride, p.do_head_stride,
+                            p.do_row_stride, f, tid);
     cp_async_commit();
     if (tid < kM) {
       const int i = i0 + tid;
