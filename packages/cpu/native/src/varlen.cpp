@@ -31,6 +31,24 @@ void zero_rows(const View4& v, int64_t heads, int64_t t0, int64_t n, int64_t col
     }
 }
 
+// Sequence b of a varlen call as a dense problem of batch 1: queries [q0, q0 + sq), keys [k0, k0 + sk);
+// the views both passes share (Q, O, K, V, lse) moved there. The backward moves its gradients itself.
+template <class Problem>
+Problem sequence_problem(const Problem& p, int64_t b, int64_t q0, int64_t sq, int64_t k0, int64_t sk) {
+  Problem s = p;
+  s.varlen = Varlen{};
+  s.dims.B = 1;
+  s.dims.Sq = sq;
+  s.dims.Sk = sk;
+  s.q = shifted(p.q, q0);
+  s.out = shifted(p.out, q0);
+  s.k = shifted(p.k, k0);
+  s.v = shifted(p.v, k0);
+  s.lse = p.lse + q0;
+  seq_mods(s.mods, b, sq, sk);
+  return s;
+}
+
 }  // namespace
 
 void run_forward(const KernelSet& ks, const FwdProblem& p) {
@@ -45,18 +63,7 @@ void run_forward(const KernelSet& ks, const FwdProblem& p) {
         for (int64_t i = 0; i < sq; ++i) p.lse[h * p.lse_sh + q0 + i] = kNegInf;
       continue;
     }
-    FwdProblem s = p;
-    s.varlen = Varlen{};
-    s.dims.B = 1;
-    s.dims.Sq = sq;
-    s.dims.Sk = sk;
-    s.q = shifted(p.q, q0);
-    s.out = shifted(p.out, q0);
-    s.k = shifted(p.k, k0);
-    s.v = shifted(p.v, k0);
-    s.lse = p.lse + q0;
-    seq_mods(s.mods, b, sq, sk);
-    ks.forward(s);
+    ks.forward(sequence_problem(p, b, q0, sq, k0, sk));
   }
 }
 
@@ -71,21 +78,11 @@ void run_backward(const KernelSet& ks, const BwdProblem& p) {
       zero_rows(p.dv, p.dims.Hk, k0, sk, p.dims.Dv);
       continue;
     }
-    BwdProblem s = p;
-    s.varlen = Varlen{};
-    s.dims.B = 1;
-    s.dims.Sq = sq;
-    s.dims.Sk = sk;
-    s.q = shifted(p.q, q0);
-    s.out = shifted(p.out, q0);
+    BwdProblem s = sequence_problem(p, b, q0, sq, k0, sk);
     s.dout = shifted(p.dout, q0);
     s.dq = shifted(p.dq, q0);
-    s.k = shifted(p.k, k0);
-    s.v = shifted(p.v, k0);
     s.dk = shifted(p.dk, k0);
     s.dv = shifted(p.dv, k0);
-    s.lse = p.lse + q0;
-    seq_mods(s.mods, b, sq, sk);
     ks.backward(s);
   }
 }
