@@ -7,48 +7,25 @@
 #include <string>
 
 #include "abi.h"
+#include "addon_args.h"
 #include "addon_bwd.h"
 #include "attn/cuda_check.h"
 #include "dispatch.h"
 
 namespace {
 
+using attn::flash::f64_arg;
+using attn::flash::u64_arg;
+using attn::flash::with_js_errors;
 using attn::flash::abi::kNumCount;
 using attn::flash::abi::kPtrCount;
 
-const double* nums_arg(const Napi::CallbackInfo& info, size_t i) {
-  if (info.Length() <= i || !info[i].IsTypedArray() ||
-      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
-    throw Napi::TypeError::New(info.Env(), "flash-cuda: expected a Float64Array of arguments");
-  auto a = info[i].As<Napi::Float64Array>();
-  if (a.ElementLength() != static_cast<size_t>(kNumCount))
-    throw Napi::TypeError::New(info.Env(), "flash-cuda: argument array has " + std::to_string(a.ElementLength()) +
-                                               " numbers, expected " + std::to_string(kNumCount) + " (abi mismatch)");
-  return a.Data();
-}
-
-const uint64_t* ptrs_arg(const Napi::CallbackInfo& info, size_t i) {
-  if (info.Length() <= i || !info[i].IsTypedArray() ||
-      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_biguint64_array)
-    throw Napi::TypeError::New(info.Env(), "flash-cuda: expected a BigUint64Array of addresses");
-  auto a = info[i].As<Napi::TypedArrayOf<uint64_t>>();
-  if (a.ElementLength() != static_cast<size_t>(kPtrCount))
-    throw Napi::TypeError::New(info.Env(), "flash-cuda: address array has " + std::to_string(a.ElementLength()) +
-                                               " entries, expected " + std::to_string(kPtrCount) + " (abi mismatch)");
-  return a.Data();
-}
-
-Napi::Error to_js(Napi::Env env, const std::exception& e, const char* code) {
-  Napi::Error err = Napi::Error::New(env, e.what());
-  err.Set("code", Napi::String::New(env, code));
-  return err;
-}
-
 Napi::Value Plan(const Napi::CallbackInfo& info) {
-  const double* nums = nums_arg(info, 0);
+  const double* nums = f64_arg(info, 0, kNumCount, "arguments");
   // Optional: the address array (whether ALiBi slopes are given decides if a lean kernel may run).
-  const uint64_t* ptrs = info.Length() > 1 && !info[1].IsUndefined() ? ptrs_arg(info, 1) : nullptr;
-  try {
+  const uint64_t* ptrs =
+      info.Length() > 1 && !info[1].IsUndefined() ? u64_arg(info, 1, kPtrCount, "addresses") : nullptr;
+  return with_js_errors(info.Env(), [&]() -> Napi::Value {
     const attn::flash::Plan p = attn::flash::plan(nums, ptrs);
     Napi::Object o = Napi::Object::New(info.Env());
     o.Set("numSplits", p.num_splits);
@@ -57,25 +34,13 @@ Napi::Value Plan(const Napi::CallbackInfo& info) {
     o.Set("mBlocks", p.m_blocks);
     o.Set("kernel", attn::flash::kernel_name(p.config));
     return o;
-  } catch (const std::invalid_argument& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_ARGUMENT");
-  } catch (const std::exception& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_UNSUPPORTED");
-  }
+  });
 }
 
 Napi::Value Forward(const Napi::CallbackInfo& info) {
-  const uint64_t* ptrs = ptrs_arg(info, 0);
-  const double* nums = nums_arg(info, 1);
-  try {
-    attn::flash::forward(ptrs, nums);
-  } catch (const attn::CudaError& e) {
-    throw to_js(info.Env(), e, "ATTN_CUDA_ERROR");
-  } catch (const std::invalid_argument& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_ARGUMENT");
-  } catch (const std::exception& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_UNSUPPORTED");
-  }
+  const uint64_t* ptrs = u64_arg(info, 0, kPtrCount, "addresses");
+  const double* nums = f64_arg(info, 1, kNumCount, "arguments");
+  with_js_errors(info.Env(), [&] { attn::flash::forward(ptrs, nums); });
   return info.Env().Undefined();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "abi.h"
+#include "addon_args.h"
 #include "attn/cuda_check.h"
 #include "bwd_abi.h"
 #include "bwd_dispatch.h"
@@ -14,40 +15,10 @@
 namespace attn::flash {
 namespace {
 
-const double* f64_arg(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what) {
-  if (info.Length() <= i || !info[i].IsTypedArray() ||
-      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: expected a Float64Array of ") + what);
-  auto a = info[i].As<Napi::Float64Array>();
-  if (a.ElementLength() != count)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: ") + what + " array has " +
-                                               std::to_string(a.ElementLength()) + " numbers, expected " +
-                                               std::to_string(count) + " (abi mismatch)");
-  return a.Data();
-}
-
-const uint64_t* u64_arg(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what) {
-  if (info.Length() <= i || !info[i].IsTypedArray() ||
-      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_biguint64_array)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: expected a BigUint64Array of ") + what);
-  auto a = info[i].As<Napi::TypedArrayOf<uint64_t>>();
-  if (a.ElementLength() != count)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: ") + what + " array has " +
-                                               std::to_string(a.ElementLength()) + " entries, expected " +
-                                               std::to_string(count) + " (abi mismatch)");
-  return a.Data();
-}
-
-Napi::Error to_js(Napi::Env env, const std::exception& e, const char* code) {
-  Napi::Error err = Napi::Error::New(env, e.what());
-  err.Set("code", Napi::String::New(env, code));
-  return err;
-}
-
 Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
   const double* nums = f64_arg(info, 0, abi::kNumCount, "arguments");
   const double* bnums = f64_arg(info, 1, abi::kBwdNumCount, "backward arguments");
-  try {
+  return with_js_errors(info.Env(), [&]() -> Napi::Value {
     const BwdPlan p = backward_plan(nums, bnums);
     Napi::Object o = Napi::Object::New(info.Env());
     o.Set("kernel", backward_kernel_names()[p.config]);
@@ -56,11 +27,7 @@ Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
     o.Set("nBlocks", p.n_blocks);
     o.Set("mBlocks", p.m_blocks);
     return o;
-  } catch (const std::invalid_argument& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_ARGUMENT");
-  } catch (const std::exception& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_UNSUPPORTED");
-  }
+  });
 }
 
 Napi::Value Backward(const Napi::CallbackInfo& info) {
@@ -68,15 +35,7 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   const double* nums = f64_arg(info, 1, abi::kNumCount, "arguments");
   const uint64_t* bptrs = u64_arg(info, 2, abi::kBwdPtrCount, "backward addresses");
   const double* bnums = f64_arg(info, 3, abi::kBwdNumCount, "backward arguments");
-  try {
-    backward(ptrs, nums, bptrs, bnums);
-  } catch (const attn::CudaError& e) {
-    throw to_js(info.Env(), e, "ATTN_CUDA_ERROR");
-  } catch (const std::invalid_argument& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_ARGUMENT");
-  } catch (const std::exception& e) {
-    throw to_js(info.Env(), e, "ATTN_FLASH_UNSUPPORTED");
-  }
+  with_js_errors(info.Env(), [&] { backward(ptrs, nums, bptrs, bnums); });
   return info.Env().Undefined();
 }
 
