@@ -75,6 +75,30 @@ __device__ __forceinline__ void load_key_rows(E* dst, const E* base, const BwdSe
       f.head_dim, f.aligned16, base, tid);
 }
 
+// One (query head h, query block i0) pair of a dK/dV kernel's loop: issues the cp.async copies of its Q
+// and dO rows into q_dst (dO right after Q), and reads the lse (log2 units) and Dsum of row i0 + tid into
+// lse_next / dsum_next for threads tid < kM (stored to shared memory one iteration later, so that their
+// latency hides behind the current pair's math too).
+template <typename Tr, typename E>
+__device__ __forceinline__ void prefetch_pair(E* q_dst, const BwdParams& p, const BwdSeq& sq, int b, int h, int i0,
+                                              int tid, float& lse_next, float& dsum_next) {
+  using IO = TileIO<Tr>;
+  constexpr int kM = Tr::kBlockM;
+  const FwdParams& f = p.f;
+  load_query_rows<IO, kM>(q_dst, static_cast<const E*>(f.q), sq, b, h, i0, f.q_batch_stride, f.q_head_stride,
+                          f.q_row_stride, f, tid);
+  load_query_rows<IO, kM>(q_dst + Tr::kSmemQElems, static_cast<const E*>(p.dout), sq, b, h, i0, p.do_batch_stride,
+                          p.do_head_stride, p.do_row_stride, f, tid);
+  cp_async_commit();
+  if (tid < kM) {
+    const int i = i0 + tid;
+    const bool in = i < sq.seq_q;
+    const int64_t li = in ? sq.lse_index(f, b, h, i) : 0;
+    lse_next = in ? lse_log2(f.lse[li]) : INFINITY;
+    dsum_next = in ? p.dsum[li] : 0.f;
+  }
+}
+
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 __device__ __forceinline__ void red_add_v2(float* dst, float x, float y) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(x), "f"(y) : "memory");
@@ -151,32 +175,17 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[dt][e] = acc_dv[dt][e] = 0.f;
 
-  const E* q_base = static_cast<const E*>(f.q);
-  const E* do_base = static_cast<const E*>(p.dout);
   const int group = f.group;
 
   // The (query head, query block) pairs of this CTA, in order: k -> h = hk * group + k / nm, m = m_begin + k % nm.
   const int nm = m_end - m_begin;
   const int pairs = group * nm;
   const int stages = p.stages;
-  // Issues the cp.async copies of pair k's Q and dO into stage `stage`, and reads its lse and Dsum into
-  // registers (stored to shared memory one iteration later, so their latency hides behind the math too).
+  // Pair k's Q and dO into stage `stage`, its lse and Dsum into registers (prefetch_pair).
   float lse_next = INFINITY, dsum_next = 0.f;
   auto prefetch = [&](int k, int stage) {
-    const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
-    E* q_dst = sQ0 + stage * kStageElems;
-    load_query_rows<IO, kM>(q_dst, q_base, sq, b, h, i0, f.q_batch_stride, f.q_head_stride,
-                            f.q_row_stride, f, tid);
-    load_query_rows<IO, kM>(q_dst + Tr::kSmemQElems, do_base, sq, b, h, i0, p.do_batch_stride, p.do_head_stride,
-                            p.do_row_stride, f, tid);
-    cp_async_commit();
-    if (tid < kM) {
-      const int i = i0 + tid;
-      const bool in = i < sq.seq_q;
-      const int64_t li = in ? sq.lse_index(f, b, h, i) : 0;
-      lse_next = in ? lse_log2(f.lse[li]) : INFINITY;
-      dsum_next = in ? p.dsum[li] : 0.f;
-    }
+    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid,
+                      lse_next, dsum_next);
   };
   if (pairs > 0) prefetch(0, 0);
 

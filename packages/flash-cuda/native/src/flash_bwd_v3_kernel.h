@@ -116,8 +116,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_dk[mt][dt][e] = acc_dv[mt][dt][e] = 0.f;
 
-  const E* q_base = static_cast<const E*>(f.q);
-  const E* do_base = static_cast<const E*>(p.dout);
   const int group = f.group;
 
   // The (query head, query block) pairs of this CTA, in order: k -> h = hk * group + k / nm, m = m_begin + k % nm.
@@ -125,20 +123,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
   const int pairs = group * nm;
   float lse_next = INFINITY, dsum_next = 0.f;
   auto prefetch = [&](int k, int stage) {
-    const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
-    E* q_dst = sQ0 + stage * kStageElems;
-    load_query_rows<IO, kM>(q_dst, q_base, sq, b, h, i0, f.q_batch_stride, f.q_head_stride,
-                            f.q_row_stride, f, tid);
-    load_query_rows<IO, kM>(q_dst + Tr::kSmemQElems, do_base, sq, b, h, i0, p.do_batch_stride, p.do_head_stride,
-                            p.do_row_stride, f, tid);
-    cp_async_commit();
-    if (tid < kM) {
-      const int i = i0 + tid;
-      const bool in = i < sq.seq_q;
-      const int64_t li = in ? sq.lse_index(f, b, h, i) : 0;
-      lse_next = in ? lse_log2(f.lse[li]) : INFINITY;
-      dsum_next = in ? p.dsum[li] : 0.f;
-    }
+    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid,
+                      lse_next, dsum_next);
   };
   if (pairs > 0) prefetch(0, 0);
 
