@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs on the GPU host (no Node.js, no registry) after ../shared/gpu/pack.sh packed .gpu/.
 # Each step has its own time limit and log; one failing step does not hide the others.
-# Usage: bash tools/gpu/run-suite.sh STEP... (named steps below, or NAME:COMMAND); logs go to $OUT/logs.tar.gz and a summary
-# to stdout.
+# Usage: bash tools/gpu/run-suite.sh STEP... (named steps below, or NAME:COMMAND); logs go to $OUT/logs/ as each step
+# ends (so a run cut short by its time limit still returns the finished steps), a summary to stdout.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/attn-out}; LOGS=$(mktemp -d); mkdir -p "$OUT"
+OUT=${OUT:-/tmp/attn-out}; LOGS="$OUT/logs"; mkdir -p "$LOGS"
 export NODE_OPTIONS="${NODE_OPTIONS:-}" PYTHONUNBUFFERED=1
 node_cmd() { bash .gpu/run.sh node "$@"; }
 vitest() { node_cmd node_modules/vitest/vitest.mjs run --root "$@"; }
@@ -37,4 +37,3 @@ for s in "$@"; do
   esac
 done
 echo "== summary"; for k in "${!STATUS[@]}"; do echo "$k ${STATUS[$k]}"; done
-tar -czf "$OUT/logs.tar.gz" -C "$LOGS" .

@@ -9,7 +9,7 @@ Request:  {"device": "cuda"|"cpu", "deviceIndex": 0, "threads": 2, "dtype": "bfl
            "backends": ["flash", "efficient", "cudnn", "math"],
            "cases": [{"id": 0, "batch": 2, "headsQ": 8, "headsKV": 8, "seqQ": 512, "seqK": 512,
                       "headDim": 64, "headDimV": 64, "causal": true, "alignment": "upperLeft",
-                      "dropoutP": 0.0}]}
+                      "dropoutP": 0.0, "mask": null}]}
 Answer:   {"available": true, "torch": "2.x", "device": "...", "threads": 2, "timer": "...",
            "results": [{"case": 0, "mode": "fwd", "backend": "flash", "ok": true,
                         "medianMs": 1.0, "p20Ms": 0.9, "p80Ms": 1.1, "samples": 10}
@@ -19,6 +19,13 @@ Answer:   {"available": true, "torch": "2.x", "device": "...", "threads": 2, "ti
 Timing: warm-up calls, then timed calls rotating among several input sets (so that caches do not
 flatter), median of the samples. CUDA: torch.cuda.Event pairs around each call (as triton's
 do_bench); CPU: time.perf_counter with torch.set_num_threads(threads).
+
+Masks ("mask": "bool" | "additive", as `attn bench --mask`): one random [B, 1, Sq, Sk] mask per input
+set, made before timing as the CLI makes ours (tools/cli/src/runtime/inputs.ts): additive N(0, 1) in
+the problem's dtype, requiring grad in bwd/fwdbwd because ours computes dbias there; bool keeps each
+key with probability 0.9 (a fully masked row is vanishingly rare, as ours). With causal the mask goes
+together with is_causal=True: the efficient (and CPU flash) kernels apply both and skip the tiles
+above the diagonal, as ours do; backends that refuse the pair (math) report torch's reason.
 """
 import json
 import math
@@ -84,6 +91,29 @@ def rotation_sets(set_bytes, cache_bytes, memory_bytes, most=8):
     return max(1, min(most, max(2, wanted), affordable))
 
 
+def mask_bytes(case, elem):
+    """Bytes of one set's mask: bool masks take one byte an element, additive ones the dtype's."""
+    kind = case.get("mask")
+    if kind is None:
+        return 0
+    return (1 if kind == "bool" else elem) * case["batch"] * case["seqQ"] * case["seqK"]
+
+
+def make_mask(torch, case, dtype, device, seed, requires_grad):
+    """The random [B, 1, Sq, Sk] mask of one input set, or None (drawn on the device: it can be large)."""
+    kind = case.get("mask")
+    if kind is None:
+        return None
+    shape = (case["batch"], 1, case["seqQ"], case["seqK"])
+    g = torch.Generator(device=device).manual_seed(seed)
+    if kind == "bool":
+        return torch.rand(shape, generator=g, device=device) < 0.9  # keep 90% of the keys, as ours
+    if kind == "additive":
+        mask = torch.randn(shape, generator=g, device=device, dtype=torch.float32).to(dtype)
+        return mask.requires_grad_(requires_grad)  # ours computes dbias in every backward
+    raise ValueError("unknown mask kind %r (want null, 'bool' or 'additive')" % kind)
+
+
 def make_sets(torch, case, dtype, device, count, requires_grad):
     sets = []
     for i in range(count):
@@ -98,23 +128,38 @@ def make_sets(torch, case, dtype, device, count, requires_grad):
         k = rnd(b, hk, sk, case["headDim"])
         v = rnd(b, hk, sk, case["headDimV"])
         grad = torch.randn(b, hq, sq, case["headDimV"], generator=g).to(device=device, dtype=dtype)
-        sets.append((q, k, v, grad))
+        mask = make_mask(torch, case, dtype, device, 1000 * case["id"] + i + 500, requires_grad)
+        sets.append((q, k, v, mask, grad))
     return sets
 
 
 def sdpa_call(torch, case):
+    """call(q, k, v, mask) with the case's options; mask is the set's random mask or None."""
     F = torch.nn.functional
     kwargs = {"dropout_p": float(case.get("dropoutP", 0.0))}
     if case["headsQ"] != case["headsKV"]:
         kwargs["enable_gqa"] = True
     lower_right = case.get("alignment") == "lowerRight" and case["seqQ"] != case["seqK"]
     if case["causal"] and lower_right:
+        if case.get("mask") is not None:
+            # The CLI does not send these (torchIncompatibility); a dense folded mask would time
+            # every tile where ours skips the causal half.
+            raise ValueError("a mask together with lower-right causal (Sq != Sk) is not compared")
         from torch.nn.attention.bias import causal_lower_right
 
-        kwargs["attn_mask"] = causal_lower_right(case["seqQ"], case["seqK"])
-    elif case["causal"]:
+        causal_bias = causal_lower_right(case["seqQ"], case["seqK"])
+        return lambda q, k, v, mask: F.scaled_dot_product_attention(q, k, v, attn_mask=causal_bias, **kwargs)
+    if case["causal"]:
+        # With a mask too: ours applies both; torch's efficient kernel does as well (math refuses).
         kwargs["is_causal"] = True
-    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, **kwargs)
+    return lambda q, k, v, mask: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **kwargs)
+
+
+def grad_inputs(q, k, v, mask):
+    """What backward differentiates: q, k, v, and an additive mask that requires grad (dbias)."""
+    if mask is not None and mask.requires_grad:
+        return (q, k, v, mask)
+    return (q, k, v)
 
 
 def make_op(torch, call, mode, sets):
@@ -122,25 +167,25 @@ def make_op(torch, call, mode, sets):
     if mode == "fwd":
 
         def op(i):
-            q, k, v, _ = sets[i % len(sets)]
+            q, k, v, mask, _ = sets[i % len(sets)]
             with torch.no_grad():
-                call(q, k, v)
+                call(q, k, v, mask)
 
         return op
     if mode == "fwdbwd":
 
         def op(i):
-            q, k, v, grad = sets[i % len(sets)]
-            out = call(q, k, v)
-            torch.autograd.grad(out, (q, k, v), grad)
+            q, k, v, mask, grad = sets[i % len(sets)]
+            out = call(q, k, v, mask)
+            torch.autograd.grad(out, grad_inputs(q, k, v, mask), grad)
 
         return op
     if mode == "bwd":
-        saved = [call(q, k, v) for (q, k, v, _) in sets]
+        saved = [call(q, k, v, mask) for (q, k, v, mask, _) in sets]
 
         def op(i):
-            q, k, v, grad = sets[i % len(sets)]
-            torch.autograd.grad(saved[i % len(sets)], (q, k, v), grad, retain_graph=True)
+            q, k, v, mask, grad = sets[i % len(sets)]
+            torch.autograd.grad(saved[i % len(sets)], grad_inputs(q, k, v, mask), grad, retain_graph=True)
 
         return op
     raise ValueError("unknown mode %r" % mode)
@@ -208,7 +253,7 @@ def run(req):
             set_bytes = elem * case["batch"] * (
                 case["headsQ"] * case["seqQ"] * (case["headDim"] + 2 * case["headDimV"])
                 + case["headsKV"] * case["seqK"] * (case["headDim"] + case["headDimV"])
-            )
+            ) + mask_bytes(case, elem)
             try:
                 sets = make_sets(torch, case, dtype, device, rotation_sets(set_bytes, cache, memory), grad)
             except Exception as e:
