@@ -5,7 +5,7 @@ Reads one JSON request on stdin, writes one JSON answer on stdout, progress on s
 a missing torch, device or backend becomes a reason in the answer.
 
 Request:  {"device": "cuda"|"cpu", "deviceIndex": 0, "threads": 2, "dtype": "bfloat16",
-           "warmup": 2, "repeat": 10, "budgetMs": 3000, "modes": ["fwd", "bwd", "fwdbwd"],
+           "warmup": 2, "warmupMs": 200, "repeat": 10, "budgetMs": 3000, "modes": ["fwd", "bwd", "fwdbwd"],
            "backends": ["flash", "efficient", "cudnn", "math"],
            "cases": [{"id": 0, "batch": 2, "headsQ": 8, "headsKV": 8, "seqQ": 512, "seqK": 512,
                       "headDim": 64, "headDimV": 64, "causal": true, "alignment": "upperLeft",
@@ -194,9 +194,13 @@ def make_op(torch, call, mode, sets):
 def bench_one(torch, timer, case, mode, sets, req):
     op = make_op(torch, sdpa_call(torch, case), mode, sets)
     n = 0
-    for _ in range(max(0, int(req.get("warmup", 2)))):
+    # At least `warmup` calls and `warmupMs` of them, as the CLI warms ours (timing/measure.ts).
+    warm_until = time.perf_counter() + float(req.get("warmupMs", 0)) / 1e3
+    i = 0
+    while i < max(0, int(req.get("warmup", 2))) or time.perf_counter() < warm_until:
         timer.time(lambda: op(n))
         n += 1
+        i += 1
     samples, spent = [], 0.0
     budget = float(req.get("budgetMs", 3000))
     while len(samples) < max(1, int(req.get("repeat", 10))):

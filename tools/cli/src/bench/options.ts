@@ -20,6 +20,7 @@ export interface BenchFlags extends FeatureFlags {
   overhead?: boolean;
   repeat: number;
   warmup: number;
+  warmupMs: number;
   budget: number;
   json?: string;
   plot?: string;
@@ -51,6 +52,11 @@ export function addBenchOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option('--repeat <n>', 'timed calls per case (median reported)').argParser(parsePositiveInt).default(10))
     .addOption(new Option('--warmup <n>', 'untimed calls per case').argParser(parseNonNegativeInt).default(2))
+    .addOption(
+      new Option('--warmup-ms <ms>', 'and untimed calls until this long went into them (JavaScript call paths are optimized after hundreds of calls; torch gets the same)')
+        .argParser(parseNonNegativeInt)
+        .default(200),
+    )
     .addOption(new Option('--budget <seconds>', 'stop timing a case after this long (at least 3 calls)').argParser(parsePositiveNumber).default(3))
     .addOption(new Option('--json <file>', 'write every result as JSON'))
     .addOption(new Option('--plot <file>', 'write a chart of the rate against sequence length (.svg or .html)'))

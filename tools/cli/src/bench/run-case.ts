@@ -11,6 +11,8 @@ import { rowBase, timedRow, type BenchRow } from './row.js';
 
 export interface CaseSettings {
   readonly warmup: number;
+  /** Warm-up continues until this long went into it as well (measure.ts). */
+  readonly warmupMs: number;
   readonly repeat: number;
   readonly budgetMs: number;
   /** Calls per timed sample; the per-call time is the sample / callsPerSample (--overhead). */
@@ -46,7 +48,7 @@ function timeOne(p: ProblemSpec, mode: Mode, backend: string, sets: ProblemInput
           return () => cleanups.forEach((c) => c());
         },
         target.clock,
-        { warmup: s.warmup, repeat: s.repeat, budgetMs: s.budgetMs, minSamples: 3, sets: sets.length },
+        { warmup: s.warmup, warmupMs: s.warmupMs, repeat: s.repeat, budgetMs: s.budgetMs, minSamples: 3, sets: sets.length },
       );
       const per = (x: number) => x / k;
       return timedRow(base, { medianMs: per(m.medianMs), p20Ms: per(m.p20Ms), p80Ms: per(m.p80Ms), count: m.count }, sets.length);

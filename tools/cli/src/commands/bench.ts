@@ -31,11 +31,11 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   const target = resolveTarget(device, runtimeModuleFor(packages, device)); // first: says why a GPU is unusable
   const backends = benchBackends(type, flags.backends ?? null, packages);
   const plan = benchPlan(flags, device, dtype, type);
-  const settings = { warmup: flags.warmup, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: plan.kind === 'overhead' ? 20 : 1 };
+  const settings = { warmup: flags.warmup, warmupMs: flags.warmupMs, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: plan.kind === 'overhead' ? 20 : 1 };
   println(
     io.stdout,
     `attn bench on ${target.name}: ${plan.gridName} grid, ${plan.problems.length} case(s) x ${flags.mode.join(',')} x ${backends.map((b) => b.name).join(', ')}; ${dtype}; ` +
-      `warm-up ${settings.warmup}, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` samples of ${settings.callsPerSample} calls` : ''}; ${target.clock.description}` +
+      `warm-up ${settings.warmup} calls and ${settings.warmupMs} ms, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` samples of ${settings.callsPerSample} calls` : ''}; ${target.clock.description}` +
       (type === 'cpu' ? `; ${threads} CPU threads` : ''),
   );
   const torch = flags.compare === 'torch' ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: io.stderr } : null;

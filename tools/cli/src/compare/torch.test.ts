@@ -22,7 +22,7 @@ const problem: ProblemSpec = {
   seed: 0,
 };
 const sink = { write: () => true };
-const timing = { warmup: 1, repeat: 3, budgetMs: 1000 };
+const timing = { warmup: 1, warmupMs: 0, repeat: 3, budgetMs: 1000 };
 
 const python = spawnSync('python3', ['-c', 'import sys; print(sys.version_info[0])'], { encoding: 'utf8' });
 const hasPython = python.status === 0 && python.stdout.trim() === '3';

@@ -38,6 +38,7 @@ export interface TorchRequest {
   readonly threads: number;
   readonly dtype: string;
   readonly warmup: number;
+  readonly warmupMs: number;
   readonly repeat: number;
   readonly budgetMs: number;
   readonly modes: readonly Mode[];
@@ -76,7 +77,7 @@ export function torchIncompatibility(p: ProblemSpec): string | null {
 export function torchRequest(
   problems: readonly ProblemSpec[],
   modes: readonly Mode[],
-  timing: { warmup: number; repeat: number; budgetMs: number },
+  timing: { warmup: number; warmupMs: number; repeat: number; budgetMs: number },
   threads: number,
   backends: readonly string[] | null,
 ): TorchRequest {

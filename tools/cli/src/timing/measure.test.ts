@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { eventClock, hostClock, type Clock, type DeviceEvent } from './clock.js';
 import { measure, rotationSets } from './measure.js';
 
@@ -9,6 +9,8 @@ function scriptedClock(durations: number[]): Clock {
 }
 
 describe('measure', () => {
+  afterEach(() => vi.restoreAllMocks());
+
   it('warms up untimed, rotates sets, and reports the median', () => {
     const seen: number[] = [];
     const cleaned: number[] = [];
@@ -24,6 +26,22 @@ describe('measure', () => {
     expect(cleaned).toEqual(seen);
     expect(m.samplesMs).toEqual([5, 1, 3, 2, 4]);
     expect(m.medianMs).toBe(3);
+  });
+
+  it('warms up for at least warmupMs as well as for warmup calls', () => {
+    let now = 0;
+    vi.spyOn(performance, 'now').mockImplementation(() => now);
+    let calls = 0;
+    const m = measure(
+      () => {
+        calls++;
+        now += 1; // each call takes 1 ms of the host's clock
+      },
+      scriptedClock(Array(20).fill(1)),
+      { warmup: 2, warmupMs: 5, repeat: 3, budgetMs: 1e9, minSamples: 3, sets: 1 },
+    );
+    expect(calls - m.count).toBe(5); // the time bound (5 ms) outlasts the count (2)
+    expect(m.count).toBe(3);
   });
 
   it('stops at the budget once it has the minimum samples', () => {

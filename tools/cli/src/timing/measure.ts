@@ -5,6 +5,12 @@ import type { Clock } from './clock.js';
 export interface MeasureOptions {
   /** Untimed calls first (lazy native loads, allocator growth, caches). */
   readonly warmup: number;
+  /**
+   * And untimed calls until this long went into them: a JavaScript call path runs interpreted for its
+   * first hundreds of calls before V8 optimizes it, so a count alone times a short call (decode, ~100 us)
+   * before it reaches the speed a loop of such calls runs at.
+   */
+  readonly warmupMs?: number;
   /** Timed calls at most. */
   readonly repeat: number;
   /** Stop early once this much time went into timed calls and `minSamples` were taken. */
@@ -25,7 +31,9 @@ export interface Measurement extends Summary {
 export function measure(call: (set: number) => (() => void) | void, clock: Clock, opts: MeasureOptions): Measurement {
   const sets = Math.max(1, opts.sets);
   let n = 0;
-  for (let i = 0; i < opts.warmup; i++) {
+  const warmupMs = opts.warmupMs ?? 0;
+  const t0 = performance.now();
+  for (let i = 0; i < opts.warmup || performance.now() - t0 < warmupMs; i++) {
     const { result } = clock.time(() => call(n++ % sets));
     result?.();
   }
