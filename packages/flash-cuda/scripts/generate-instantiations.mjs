@@ -65,12 +65,10 @@ export const CONFIGS = [
  * ATTN_FLASH_FWD_KERNEL=sm80 runs no Hopper kernel at all.
  */
 export const SM90_CONFIGS = [
-  // headDim, variant, blockM, blockN, minBlocksPerSm[, dtypes[, warpSpecialized[, autoDtypes]]]
+  // headDim, variant, blockM, blockN, minBlocksPerSm[, dtypes[, warpSpecialized]]
   // Within a head dim the first runnable automatic entry wins: 'sm90ws' where it fits, then 'sm90'.
-  // autoDtypes: the dtypes whose instantiation dispatch.cu may choose on its own (default: all). The fp16
-  // 'sm90ws' kernels have not run on a GPU yet (the bf16 ones passed every check): forced-only until they do.
-  [64, 'sm90ws', 128, 128, 1, null, true, ['bf16']],
-  [128, 'sm90ws', 128, 128, 1, null, true, ['bf16']],
+  [64, 'sm90ws', 128, 128, 1, null, true],
+  [128, 'sm90ws', 128, 128, 1, null, true],
   [64, 'sm90', 128, 64, 2],
   [128, 'sm90', 128, 128, 1],
   [256, 'sm90', 128, 64, 1],
@@ -114,7 +112,7 @@ export function generatedFiles() {
     }
   }
   for (const [dname, ctype] of DTYPES) {
-    for (const [d, variant, m, n, minBlocks, dtypes, ws = false, autoDtypes] of SM90_CONFIGS) {
+    for (const [d, variant, m, n, minBlocks, dtypes, ws = false] of SM90_CONFIGS) {
       if (dtypes && !dtypes.includes(dname)) continue;
       const traits = `attn::flash::FwdSm90Traits<${d}, ${m}, ${n}, ${minBlocks}, ${ctype}, ${ws}>`;
       files.set(
@@ -123,7 +121,7 @@ export function generatedFiles() {
           `template void attn::flash::run_fwd_sm90<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);\n`,
       );
       list.push(
-        `ATTN_FWD_SM90_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${minBlocks}, ${ctype}, ${ws}, "${dname}_d${d}_${variant}", ${SM90_AUTO_VARIANTS.has(variant) && (!autoDtypes || autoDtypes.includes(dname))})`,
+        `ATTN_FWD_SM90_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${minBlocks}, ${ctype}, ${ws}, "${dname}_d${d}_${variant}", ${SM90_AUTO_VARIANTS.has(variant)})`,
       );
     }
   }

@@ -110,8 +110,8 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const d256 = nums([4, 8, 8, 4096, 4096, 256]);
       expect(a!.plan(d256.nums, d256.ptrs).kernel).toBe('bf16_d256_sm90');
       const d64 = nums([4, 16, 4, 2000, 2000, 40], { enableGqa: true }, H100, 'float16');
-      // fp16: the plain Hopper kernel until the fp16 warp-specialized ones have run on a GPU.
-      expect(a!.plan(d64.nums, d64.ptrs).kernel).toBe('fp16_d64_sm90');
+      // fp16 as bf16: the warp-specialized kernel (D = 40 runs in the D = 64 bucket).
+      expect(a!.plan(d64.nums, d64.ptrs).kernel).toBe('fp16_d64_sm90ws');
       // ALiBi (or softcap, dropout, a left window bound) and head dims outside 64 / 128 / 256 stay on sm80 kernels.
       const alibi = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
       alibi.ptrs[PTR.alibi] = 256n;

@@ -122,7 +122,8 @@ describe.skipIf(!av.ok)('flash-cuda on a GPU', () => {
     expect(decode.kernel).toMatch(/_small$/);
     const [q2, k2, v2] = inputs(4, 16, 16, 4096, 4096, 128);
     const prefill = planFor(normalizeParams(q2, k2, v2, { isCausal: true }));
-    expect(prefill.kernel).toMatch(/_(large|lean|sm90)$/); // lean / sm90 (Hopper): no ALiBi, softcap, dropout or left window
+    // lean / sm90 / sm90ws (Hopper; warp-specialized at D <= 128): no ALiBi, softcap, dropout or left window
+    expect(prefill.kernel).toMatch(/_(large|lean|sm90|sm90ws)$/);
     expect(prefill.numSplits).toBe(1);
   });
 

@@ -40,6 +40,16 @@ __device__ __forceinline__ void named_sync(int id, int threads) {
 __device__ __forceinline__ void named_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// The same arrival under a predicate instead of a branch (the wgmma kernels keep control flow out of the
+// stretch where their accumulators are in flight).
+__device__ __forceinline__ void named_arrive_if(bool pred, int id, int threads) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %2, 0;\n"
+      "@p bar.arrive %0, %1;\n}\n" ::"r"(id),
+      "r"(threads), "r"(int(pred))
+      : "memory");
+}
 
 // Hands registers between warpgroups (every warp of the warpgroup executes it): the producer gives its
 // registers up, the consumers take them (kernels launched with a producer warpgroup start every warp at the

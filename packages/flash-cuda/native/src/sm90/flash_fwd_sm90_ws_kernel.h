@@ -109,7 +109,14 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   float s[1][kNT][4];
   uint32_t pa[Tr::kPSteps][4];  // P of the previous tile, issued with this tile's Q.K^T
 
-  if (wg == 1) sm90::named_arrive(kTurnBar, kConsumers);  // warpgroup 0 goes first
+  // Turn-taking: warpgroup 0 issues first; after issuing its GEMMs each warpgroup hands the turn to the
+  // other, except warpgroup 1 after its last tile (no turn follows it). Every named barrier then completes
+  // as often as it is waited on, and none is left half-arrived when the CTA exits.
+  // ATTN_SM90_WS_NO_TURNS (diagnostic builds only, scripts/ws-race-probe.sh) compiles the turn-taking out,
+  // so that compute-sanitizer's racecheck can be run with and without the named-barrier hand-offs.
+#ifndef ATTN_SM90_WS_NO_TURNS
+  if (wg == 1 && n_end > 0) sm90::named_arrive(kTurnBar, kConsumers);
+#endif
   int stage = 0, prev_stage = 0;
   uint32_t phase = 0;
   // One key tile; kPrev: the previous tile's P.V is issued with it (every tile but the first). A template
@@ -118,7 +125,9 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     constexpr bool kPrev = decltype(prev_tag)::value;
     sm90::mbar_wait(full_bar + 8 * stage, phase);
     sm90::fence_proxy_async();
+#ifndef ATTN_SM90_WS_NO_TURNS
     sm90::named_sync(kTurnBar + wg, kConsumers);
+#endif
     sm90::fence_operands(s[0]);
     sm90::fence_operands(acc_o[0]);
     sm90::wgmma_fence();
@@ -128,7 +137,9 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
       sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
       sm90::wgmma_commit();
     }
-    sm90::named_arrive(kTurnBar + (wg ^ 1), kConsumers);
+#ifndef ATTN_SM90_WS_NO_TURNS
+    sm90::named_arrive_if(wg == 0 || n > 0, kTurnBar + (wg ^ 1), kConsumers);
+#endif
 
     sm90::wgmma_wait<kPrev ? 1 : 0>();  // S_n (the older group); P.V may still run
     sm90::fence_operands(s[0]);
@@ -160,10 +171,6 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     sm90::wgmma_wait<0>();
     sm90::fence_operands(acc_o[0]);
   }
-  // Warpgroup 1 handed the turn to warpgroup 0 once more than warpgroup 0 took it: take it, so that no
-  // named barrier is left half-arrived when the CTA exits.
-  if (wg == 0) sm90::named_sync(kTurnBar, kConsumers);
-
   // The epilogue orders the staged O's writes before its reads with a CTA-wide barrier that the producer
   // joins before it exits. (compute-sanitizer's racecheck still reports 1-2 hazards between exactly these
   // writes and reads, with this barrier as with a named one over the consumers; the plain kernel's identical

@@ -1,0 +1,105 @@
+// A standalone launch of the warp-specialized Hopper forward kernel (bf16, D=128, 128 x 128 tiles) for
+// compute-sanitizer: racecheck on the addon runs every kernel of a call through Node, which is slow and
+// cannot switch the kernel's barriers. Built twice by scripts/ws-race-probe.sh, with and without
+// ATTN_SM90_WS_NO_TURNS (the consumers' turn-taking compiled out), so that a hazard the tool reports can be
+// pinned on the named-barrier hand-offs or not. It checks its output against a float64 reference too.
+//
+//   ws_race_probe <seq_q> <seq_k> <causal 0|1>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "../src/sm90/flash_fwd_sm90_launch.h"
+
+using namespace attn::flash;
+using Tr = FwdSm90Traits<128, 128, 128, 1, __nv_bfloat16, true>;
+
+static void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+int main(int argc, char** argv) {
+  const int sq = argc > 1 ? std::atoi(argv[1]) : 200;
+  const int sk = argc > 2 ? std::atoi(argv[2]) : 300;
+  const bool causal = argc > 3 && std::atoi(argv[3]) != 0;
+  constexpr int B = 1, H = 2, D = 128;
+  const size_t nq = size_t(B) * H * sq * D, nk = size_t(B) * H * sk * D;
+  std::vector<__nv_bfloat16> hq(nq), hk(nk), hv(nk);
+  uint32_t state = 12345;
+  auto uniform = [&] {  // xorshift: reproducible inputs in [-1, 1)
+    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+    return float(state >> 8) / float(1 << 23) - 1.f;
+  };
+  for (auto& x : hq) x = __float2bfloat16(uniform());
+  for (auto& x : hk) x = __float2bfloat16(uniform());
+  for (auto& x : hv) x = __float2bfloat16(uniform());
+
+  __nv_bfloat16 *q, *k, *v, *o;
+  float* lse;
+  check(cudaMalloc(&q, nq * 2), "malloc q");
+  check(cudaMalloc(&k, nk * 2), "malloc k");
+  check(cudaMalloc(&v, nk * 2), "malloc v");
+  check(cudaMalloc(&o, nq * 2), "malloc o");
+  check(cudaMalloc(&lse, size_t(B) * H * sq * 4), "malloc lse");
+  check(cudaMemcpy(q, hq.data(), nq * 2, cudaMemcpyHostToDevice), "copy q");
+  check(cudaMemcpy(k, hk.data(), nk * 2, cudaMemcpyHostToDevice), "copy k");
+  check(cudaMemcpy(v, hv.data(), nk * 2, cudaMemcpyHostToDevice), "copy v");
+
+  FwdParams p{};
+  p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;
+  p.q_batch_stride = int64_t(H) * sq * D, p.q_head_stride = int64_t(sq) * D, p.q_row_stride = D;
+  p.k_batch_stride = p.v_batch_stride = int64_t(H) * sk * D;
+  p.k_head_stride = p.v_head_stride = int64_t(sk) * D;
+  p.k_row_stride = p.v_row_stride = D;
+  p.o_batch_stride = p.q_batch_stride, p.o_head_stride = p.q_head_stride, p.o_row_stride = D;
+  p.lse_batch_stride = int64_t(H) * sq, p.lse_head_stride = sq;
+  p.batch = B, p.heads_q = H, p.heads_k = H, p.group = 1;
+  p.seqlen_q = sq, p.seqlen_k = sk, p.head_dim = D;
+  const double scale = 1.0 / std::sqrt(double(D));
+  p.score_mul = float(scale * 1.4426950408889634);
+  p.causal = causal, p.lower_right = false;
+  p.window_left = -1, p.window_right = causal ? 0 : -1;
+  p.alibi_mul = 1.4426950408889634f;
+  p.aligned16 = true;
+  p.m_blocks = (sq + Tr::kBlockM - 1) / Tr::kBlockM;
+  p.num_splits = 1;
+  run_fwd_sm90<Tr>(p, nullptr, 0);
+  check(cudaDeviceSynchronize(), "kernel");
+
+  std::vector<__nv_bfloat16> ho(nq);
+  check(cudaMemcpy(ho.data(), o, nq * 2, cudaMemcpyDeviceToHost), "copy o");
+  double worst = 0;
+  std::vector<double> s(sk);
+  for (int h = 0; h < H; ++h) {
+    for (int i = 0; i < sq; ++i) {
+      const int visible = causal ? std::min(sk, i + 1) : sk;
+      double m = -INFINITY, l = 0;
+      for (int j = 0; j < visible; ++j) {
+        double dot = 0;
+        for (int d = 0; d < D; ++d)
+          dot += double(__bfloat162float(hq[(size_t(h) * sq + i) * D + d])) *
+                 double(__bfloat162float(hk[(size_t(h) * sk + j) * D + d]));
+        s[j] = dot * scale;
+        m = std::max(m, s[j]);
+      }
+      for (int j = 0; j < visible; ++j) l += std::exp(s[j] - m);
+      for (int d = 0; d < D; ++d) {
+        double ref = 0;
+        for (int j = 0; j < visible; ++j) ref += std::exp(s[j] - m) / l * __bfloat162float(hv[(size_t(h) * sk + j) * D + d]);
+        worst = std::max(worst, std::fabs(ref - double(__bfloat162float(ho[(size_t(h) * sq + i) * D + d]))));
+      }
+    }
+  }
+  // bf16 output of a convex combination of values in [-1, 1): a rounding of 2^-8 plus the P rounding.
+  const bool ok = worst < 2e-2;
+  std::printf("ws_race_probe sq=%d sk=%d causal=%d: max |out - ref| = %.3g %s\n", sq, sk, int(causal), worst,
+              ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds native/probe/ws_race_probe.cu twice (as is, and with the consumers' turn-taking compiled out) into
+# $1 (default build/probe), for compute-sanitizer racecheck runs on a GPU host. Needs nvcc and sm_90a.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-$here/build/probe}"
+mkdir -p "$out"
+inc=(-I "$here/../cuda/native/include")
+flags=(-std=c++17 -O3 -arch=sm_90a -lineinfo -diag-suppress 177)
+nvcc "${flags[@]}" "${inc[@]}" -o "$out/ws_race_probe" "$here/native/probe/ws_race_probe.cu" &
+nvcc "${flags[@]}" "${inc[@]}" -DATTN_SM90_WS_NO_TURNS -o "$out/ws_race_probe_no_turns" "$here/native/probe/ws_race_probe.cu" &
+wait
+echo "built $out/ws_race_probe{,_no_turns}"
