@@ -129,14 +129,21 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
       }
     }
     // element (r, c): query row g + 8r of the warp, key column 2t + c
+    if (p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN)) {
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
+      for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = e >> 1;
-        grad_element(s[nt][e], dp[nt][e], i0 + warp * 16 + g + 8 * r, j0 + nt * 8 + 2 * t + (e & 1), lse2[r], dsum[r],
-                     (keep >> (nt * 4 + e)) & 1u, f, rc);
-      }
+        for (int e = 0; e < 4; ++e) grad_element_plain(s[nt][e], dp[nt][e], lse2[e >> 1], dsum[e >> 1], f.score_mul);
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int r = e >> 1;
+          grad_element(s[nt][e], dp[nt][e], i0 + warp * 16 + g + 8 * r, j0 + nt * 8 + 2 * t + (e & 1), lse2[r],
+                       dsum[r], (keep >> (nt * 4 + e)) & 1u, f, rc);
+        }
+    }
     const LdsmAddr<Tr, kN> lkti = lkt.fresh();
 #pragma unroll
     for (int ps = 0; ps < kPS; ++ps) {

@@ -247,17 +247,28 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
     }
 
     // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
+    if (p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN)) {
 #pragma unroll
-    for (int nt = 0; nt < kQT; ++nt) {
-      // this thread's two query columns 2t, 2t + 1 of the tile: one 8-byte load each of lse and Dsum
-      const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
-      const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
+      for (int nt = 0; nt < kQT; ++nt) {
+        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
+        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int jl = warp * 16 + g + 8 * (e >> 1);
-        const int il = nt * 8 + 2 * t + (e & 1);
-        grad_element(st[nt][e], dpt[nt][e], i0 + il, j0 + jl, (e & 1) ? l2.y : l2.x, (e & 1) ? d2.y : d2.x,
-                     (keep >> (nt * 4 + e)) & 1u, f, rc);
+        for (int e = 0; e < 4; ++e)
+          grad_element_plain(st[nt][e], dpt[nt][e], (e & 1) ? l2.y : l2.x, (e & 1) ? d2.y : d2.x, f.score_mul);
+      }
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < kQT; ++nt) {
+        // this thread's two query columns 2t, 2t + 1 of the tile: one 8-byte load each of lse and Dsum
+        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
+        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int jl = warp * 16 + g + 8 * (e >> 1);
+          const int il = nt * 8 + 2 * t + (e & 1);
+          grad_element(st[nt][e], dpt[nt][e], i0 + il, j0 + jl, (e & 1) ? l2.y : l2.x, (e & 1) ? d2.y : d2.x,
+                       (keep >> (nt * 4 + e)) & 1u, f, rc);
+        }
       }
     }
 

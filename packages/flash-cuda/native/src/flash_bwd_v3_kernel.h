@@ -214,19 +214,36 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
       }
 
       // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
+      // The plain form on interior tiles; not at D = 256, where the second copy of the elementwise code
+      // makes ptxas spill 60 bytes (sm_90a) in a kernel that had none.
+      if (Tr::kHeadDim <= 128 && p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN)) {
 #pragma unroll
-      for (int nt = 0; nt < kAN; ++nt) {
-        const int il = qa + nt * 8 + 2 * t;
-        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + il);
-        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + il);
+        for (int nt = 0; nt < kAN; ++nt) {
+          const int il = qa + nt * 8 + 2 * t;
+          const float2 l2 = *reinterpret_cast<const float2*>(lse_s + il);
+          const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + il);
 #pragma unroll
-        for (int mt = 0; mt < kAM; ++mt)
+          for (int mt = 0; mt < kAM; ++mt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int jl = ka + mt * 16 + g + 8 * (e >> 1);
-            grad_element(st[mt][nt][e], dpt[mt][nt][e], i0 + il + (e & 1), j0 + jl, (e & 1) ? l2.y : l2.x,
-                         (e & 1) ? d2.y : d2.x, (keep >> ((mt * kAN + nt) * 4 + e)) & 1u, f, rc);
-          }
+            for (int e = 0; e < 4; ++e)
+              grad_element_plain(st[mt][nt][e], dpt[mt][nt][e], (e & 1) ? l2.y : l2.x, (e & 1) ? d2.y : d2.x,
+                                 f.score_mul);
+        }
+      } else {
+#pragma unroll
+        for (int nt = 0; nt < kAN; ++nt) {
+          const int il = qa + nt * 8 + 2 * t;
+          const float2 l2 = *reinterpret_cast<const float2*>(lse_s + il);
+          const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + il);
+#pragma unroll
+          for (int mt = 0; mt < kAM; ++mt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int jl = ka + mt * 16 + g + 8 * (e >> 1);
+              grad_element(st[mt][nt][e], dpt[mt][nt][e], i0 + il + (e & 1), j0 + jl, (e & 1) ? l2.y : l2.x,
+                           (e & 1) ? d2.y : d2.x, (keep >> ((mt * kAN + nt) * 4 + e)) & 1u, f, rc);
+            }
+        }
       }
 
       // ---- (P Z)^T and dS^T to shared memory, rows = keys, in the operand dtype

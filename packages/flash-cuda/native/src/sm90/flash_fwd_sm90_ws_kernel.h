@@ -172,9 +172,8 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     sm90::fence_operands(acc_o[0]);
   }
   // The epilogue orders the staged O's writes before its reads with a CTA-wide barrier that the producer
-  // joins before it exits. (compute-sanitizer's racecheck still reports 1-2 hazards between exactly these
-  // writes and reads, with this barrier as with a named one over the consumers; the plain kernel's identical
-  // epilogue is clean. NOTES.md, version 4b, says what is known.)
+  // joins before it exits. (racecheck: clean since warpgroup 0 no longer takes a spare turn right before
+  // it; NOTES.md, version 4c.)
   sm90::store_output<Tr, kConsumers>(p, w, acc_o, row_max, row_sum, sQ, tid, [] { __syncthreads(); });
 #endif
 }
