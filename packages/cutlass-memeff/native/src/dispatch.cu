@@ -129,11 +129,11 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
 
 // fp32 forward on tensor cores (3xTF32). ATTN_MEMEFF_FP32_TC=1 selects it, =0 the FMA kernel, on
 // every arch; unset, it is the default on majors [kFp32TcDefaultMinMajor, kFp32TcDefaultMaxMajor].
-// Off by default (min 0) until a GPU run of v4's accumulation (fresh k8 partials, tf32x3.cuh) passes
-// the conformance suite with ATTN_MEMEFF_FP32_TC=1 (NOTES.md v4); then the one-line change is
-// kFp32TcDefaultMinMajor = 8 (sm80 through sm12x). Read once.
-constexpr int kFp32TcDefaultMinMajor = 0;  // 0: off by default everywhere; 8: on for sm80+
-constexpr int kFp32TcDefaultMaxMajor = 12;
+// On by default on Hopper since v5 passed the whole conformance suite's fp32 cases with it on an H200
+// (46/46, sq17-sk1 on three seeds; 1.5-2x the FMA kernel's speed, NOTES.md v5 measured); sm80-sm89 keep
+// FMA until a GPU of theirs runs the same check. Read once.
+constexpr int kFp32TcDefaultMinMajor = 9;  // 0: off by default everywhere
+constexpr int kFp32TcDefaultMaxMajor = 9;
 int fp32_tensor_cores_env() {  // 1 on, 0 off, -1 unset (per-arch default)
   static const int v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_FP32_TC");
@@ -151,6 +151,14 @@ bool fp32_tensor_cores_enabled(int major) {
 // ATTN_MEMEFF_MASK_FAST=0: every step of a staged mask takes v3's per-element tile_logit instead of
 // v4's one FFMA per score on interior steps (FwdParams::mask_tile_fast; forward and tensor-core
 // backward), to time the two side by side on one build. Read once.
+bool mask_free_kernels_enabled() {  // ATTN_MEMEFF_MASK_FREE=0: no-mask calls on the masked kernels. Read once.
+  static const bool v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_MASK_FREE");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return v;
+}
+
 bool mask_tile_fast_enabled() {
   static const bool v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_MASK_FAST");
@@ -214,6 +222,7 @@ auto named(const char* kernel, Fn&& fn) -> decltype(fn()) {
 std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream_t stream, PathRequest path) {
   FwdParams p = call;
   p.mask_tile_fast = mask_tile_fast_enabled();
+  p.mask_free_kernels = mask_free_kernels_enabled();
   p.tf32_pv_exact = tf32_pv_exact_enabled();
   check_common(p, dtype);
   DeviceGuard guard(device);
@@ -287,6 +296,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
 std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRequest path, void* workspace,
                                       size_t workspace_bytes, cudaStream_t stream) {
   p.mask_tile_fast = mask_tile_fast_enabled();
+  p.mask_free_kernels = mask_free_kernels_enabled();
   p.dsum_seq = dsum_seq_enabled();
   check_common(p, dtype);
   require(p.dout && p.dq && p.dk && p.dv, "null gradient pointer");

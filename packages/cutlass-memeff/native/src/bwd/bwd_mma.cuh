@@ -20,7 +20,8 @@
 namespace memeff {
 
 // kFull: D == Dv == the bucket; the head-dim loops are then compile-time (as fwd_mma_kernel's).
-template <typename T, typename Tr, bool kFull>
+// kMask: the call has a mask or bias; without one the mask code is compiled out (as fwd_mma_kernel's).
+template <typename T, typename Tr, bool kFull, bool kMask>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_kernel(const BwdParams p) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles;
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     load_tile_async<T, M, HD, Tr::kThreads>(q_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
     load_tile_async<T, M, HD, Tr::kThreads>(do_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
     const MaskView mv = mask_view(p, b, h);
-    if (mask_tile_ok(mv)) load_mask_tile_async<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0, p.seq_q, p.seq_k);
+    if (kMask && mask_tile_ok(mv)) load_mask_tile_async<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0, p.seq_q, p.seq_k);
     if (threadIdx.x < M) {
       const int i = i0 + threadIdx.x;
       const int64_t row = (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q + i;
@@ -123,7 +124,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
 
     // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D); acc_st becomes Pd^T, acc_dpt dS^T.
     const MaskView mask = mask_view(p, b, h);
-    const bool mask_smem = mask_tile_ok(mask);  // same decision as load_step's for this step
+    const bool mask_smem = kMask && mask_tile_ok(mask);  // same decision as load_step's for this step
     const unsigned char* maskb_s = mask_s + buf * MaskT::kBytes;
     const bool plain = tile_unmasked(p, i0, j0, N);
     // v4, as the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
@@ -153,7 +154,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
           const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
                                : plain     ? acc_st[n][e] * (p.scale * kLog2e)
                                : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
-                                           : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
+                               : kMask     ? masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e
+                                           : masked_logit(p, MaskView{}, i, j, acc_st[n][e]) * kLog2e;
           pr = exp2f(logit2 - lse2);
         }
         float keep = 1.f;

@@ -37,6 +37,9 @@ struct FwdParams {
   // (common/mask_tile.cuh, v4: fwd_mma, fwd_tf32, bwd_mma); false: every step takes v3's
   // per-element tile_logit (ATTN_MEMEFF_MASK_FAST=0, to compare the two on one build).
   bool mask_tile_fast = true;
+  // Calls without a mask run the tensor-core kernels built without mask code (kMask = false, v6);
+  // false: they run the masked kernels as v4/v5 did (ATTN_MEMEFF_MASK_FREE=0, to time both on one build).
+  bool mask_free_kernels = true;
   // 3xTF32 forward (fwd_tf32): P.V with V in three TF32 parts, exact where P = 1 (v5); false: v4's
   // two parts (ATTN_MEMEFF_TF32_PV_EXACT=0, to compare the two on one build).
   bool tf32_pv_exact = true;

@@ -36,7 +36,8 @@ template <typename T, int kBucket> const void* probe_bwd_simt() {
 
 template <typename T, typename Tr, bool kFull>
 void launch_bwd_mma(const BwdParams& p, cudaStream_t stream) {
-  auto kernel = &bwd_mma_kernel<T, Tr, kFull>;
+  const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
+  auto kernel = masked ? &bwd_mma_kernel<T, Tr, kFull, true> : &bwd_mma_kernel<T, Tr, kFull, false>;
   static_assert(Tr::kSmemMaskBytes == 2 * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
   if (smem > 48 * 1024) {
@@ -71,7 +72,7 @@ void run_bwd_mma(const BwdParams& p, cudaStream_t stream) {
   }
 }
 template <typename T, int kBucket> const void* probe_bwd_mma() {
-  return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false>);
+  return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false, true>);
 }
 
 template <typename T>

@@ -24,7 +24,8 @@ template <typename T, int kBucket> const void* probe_fwd_simt() {
 // D == Dv == the bucket takes the kernel with compile-time head-dim loops (fwd_mma.cuh).
 template <typename T, typename Tr, bool kFull>
 void launch_fwd_mma(const FwdParams& p, cudaStream_t stream) {
-  auto kernel = &fwd_mma_kernel<T, Tr, kFull>;
+  const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
+  auto kernel = masked ? &fwd_mma_kernel<T, Tr, kFull, true> : &fwd_mma_kernel<T, Tr, kFull, false>;
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
   if (smem > 48 * 1024) {
@@ -47,7 +48,7 @@ void run_fwd_mma(const FwdParams& p, cudaStream_t stream) {
   }
 }
 template <typename T, int kBucket> const void* probe_fwd_mma() {
-  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, MmaFwdTraits<kBucket>, false>);
+  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, MmaFwdTraits<kBucket>, false, true>);
 }
 
 // fp32 on tensor cores (3xTF32). T is float; it is a parameter only so that the generated units
