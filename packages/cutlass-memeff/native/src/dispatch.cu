@@ -148,10 +148,9 @@ bool fp32_tensor_cores_enabled(int major) {
   return kFp32TcDefaultMinMajor > 0 && major >= kFp32TcDefaultMinMajor && major <= kFp32TcDefaultMaxMajor;
 }
 
-// ATTN_MEMEFF_MASK_FAST=0: every step of a staged mask takes v3's per-element tile_logit instead of
-// v4's one FFMA per score on interior steps (FwdParams::mask_tile_fast; forward and tensor-core
-// backward), to time the two side by side on one build. Read once.
-bool mask_free_kernels_enabled() {  // ATTN_MEMEFF_MASK_FREE=0: no-mask calls on the masked kernels. Read once.
+// ATTN_MEMEFF_MASK_FREE=0: calls without a mask run the tensor-core kernels built with mask code
+// (FwdParams::mask_free_kernels; v5's behaviour), to time the two side by side on one build. Read once.
+bool mask_free_kernels_enabled() {
   static const bool v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_MASK_FREE");
     return e == nullptr || std::strcmp(e, "0") != 0;
@@ -159,6 +158,9 @@ bool mask_free_kernels_enabled() {  // ATTN_MEMEFF_MASK_FREE=0: no-mask calls on
   return v;
 }
 
+// ATTN_MEMEFF_MASK_FAST=0: every step of a staged mask takes v3's per-element tile_logit instead of
+// v4's one FFMA per score on interior steps (FwdParams::mask_tile_fast; forward and tensor-core
+// backward), to time the two side by side on one build. Read once.
 bool mask_tile_fast_enabled() {
   static const bool v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_MASK_FAST");
