@@ -83,16 +83,19 @@ int wanted_version() {
   return v;
 }
 
-// Whether interior tiles take the plain elementwise form (bwd_scores.h plain_tile): ATTN_FLASH_BWD_PLAIN=0
-// turns it off, read once per process, so that a GPU run can time both forms side by side.
-bool plain_tiles_on() {
-  static const bool on = [] {
+// Where interior tiles take the plain elementwise form (bwd_scores.h plain_tile; BwdParams::plain_tiles):
+// ATTN_FLASH_BWD_PLAIN=0 nowhere, 1 (default) where it passed the GPU checks, 2 also in the D = 256 v3
+// dK/dV kernel (its per-column form is not yet checked on a GPU). Read once per process, so that a GPU run
+// can time the forms side by side.
+int plain_tiles_level() {
+  static const int level = [] {
     const char* e = std::getenv("ATTN_FLASH_BWD_PLAIN");
-    if (e == nullptr || *e == 0 || std::strcmp(e, "1") == 0) return true;
-    if (std::strcmp(e, "0") == 0) return false;
-    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_PLAIN must be 0 or 1, got '") + e + "'");
+    if (e == nullptr || *e == 0 || std::strcmp(e, "1") == 0) return 1;
+    if (std::strcmp(e, "0") == 0) return 0;
+    if (std::strcmp(e, "2") == 0) return 2;
+    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_PLAIN must be 0, 1 or 2, got '") + e + "'");
   }();
-  return on;
+  return level;
 }
 
 // The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory.
@@ -154,7 +157,7 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
   BwdParams p{};
   p.f = params_from_abi(ptrs, nums);  // re-checks shapes, strides, features; out and lse are the saved ones
   p.deterministic = as_flag(bnums, kDeterministic, "deterministic flag");
-  p.plain_tiles = plain_tiles_on();
+  p.plain_tiles = plain_tiles_level();
   p.f.aligned16 = p.f.aligned16 && as_flag(bnums, kGradAligned16, "gradient alignment flag");
   const bool bf16 = nums[kIsBf16] == 1;
   const BwdPlan pl = plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic);

@@ -214,20 +214,36 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
       }
 
       // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
-      // The plain form on interior tiles; not at D = 256, where the second copy of the elementwise code
-      // makes ptxas spill 60 bytes (sm_90a) in a kernel that had none.
-      if (Tr::kHeadDim <= 128 && p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN)) {
+      // The plain form on interior tiles, in one uniform branch around the whole loop at D <= 128. At
+      // D = 256 that second copy of the loop makes ptxas (sm_90a) spill 60 bytes in a kernel that has none;
+      // one branch per n8 column group, after the column's lse/Dsum loads (shared by both forms), spills
+      // nothing (the lse/Dsum loads hoisted before one whole-loop branch: 8 bytes).
+      constexpr bool kPlainPerColumn = Tr::kHeadDim > 128;
+      // Level 2 of ATTN_FLASH_BWD_PLAIN for the per-column form until a GPU run checks it (NOTES.md, backward version 4b).
+      const bool plain = p.plain_tiles >= (kPlainPerColumn ? 2 : 1) && plain_tile(f, rc, i0, kM, j0, kN);
+      auto plain_cols = [&](int nt, float2 l2, float2 d2) {
+#pragma unroll
+        for (int mt = 0; mt < kAM; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            grad_element_plain(st[mt][nt][e], dpt[mt][nt][e], (e & 1) ? l2.y : l2.x, (e & 1) ? d2.y : d2.x,
+                               f.score_mul);
+      };
+      auto general_cols = [&](int nt, int il, float2 l2, float2 d2) {
+#pragma unroll
+        for (int mt = 0; mt < kAM; ++mt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int jl = ka + mt * 16 + g + 8 * (e >> 1);
+            grad_element(st[mt][nt][e], dpt[mt][nt][e], i0 + il + (e & 1), j0 + jl, (e & 1) ? l2.y : l2.x,
+                         (e & 1) ? d2.y : d2.x, (keep >> ((mt * kAN + nt) * 4 + e)) & 1u, f, rc);
+          }
+      };
+      if (!kPlainPerColumn && plain) {
 #pragma unroll
         for (int nt = 0; nt < kAN; ++nt) {
           const int il = qa + nt * 8 + 2 * t;
-          const float2 l2 = *reinterpret_cast<const float2*>(lse_s + il);
-          const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + il);
-#pragma unroll
-          for (int mt = 0; mt < kAM; ++mt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e)
-              grad_element_plain(st[mt][nt][e], dpt[mt][nt][e], (e & 1) ? l2.y : l2.x, (e & 1) ? d2.y : d2.x,
-                                 f.score_mul);
+          plain_cols(nt, *reinterpret_cast<const float2*>(lse_s + il), *reinterpret_cast<const float2*>(dsum_s + il));
         }
       } else {
 #pragma unroll
@@ -235,14 +251,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
           const int il = qa + nt * 8 + 2 * t;
           const float2 l2 = *reinterpret_cast<const float2*>(lse_s + il);
           const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + il);
-#pragma unroll
-          for (int mt = 0; mt < kAM; ++mt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int jl = ka + mt * 16 + g + 8 * (e >> 1);
-              grad_element(st[mt][nt][e], dpt[mt][nt][e], i0 + il + (e & 1), j0 + jl, (e & 1) ? l2.y : l2.x,
-                           (e & 1) ? d2.y : d2.x, (keep >> ((mt * kAN + nt) * 4 + e)) & 1u, f, rc);
-            }
+          if (kPlainPerColumn && plain)
+            plain_cols(nt, l2, d2);
+          else
+            general_cols(nt, il, l2, d2);
         }
       }
 
