@@ -148,13 +148,16 @@ bool fp32_tensor_cores_enabled(int major) {
   return kFp32TcDefaultMinMajor > 0 && major >= kFp32TcDefaultMinMajor && major <= kFp32TcDefaultMaxMajor;
 }
 
+// The side-by-side switches below: the newer form unless the variable is "0".
+bool on_unless_zero(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::strcmp(e, "0") != 0;
+}
+
 // ATTN_MEMEFF_MASK_FREE=0: calls without a mask run the tensor-core kernels built with mask code
 // (FwdParams::mask_free_kernels; v5's behaviour), to time the two side by side on one build. Read once.
 bool mask_free_kernels_enabled() {
-  static const bool v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_MASK_FREE");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool v = on_unless_zero("ATTN_MEMEFF_MASK_FREE");
   return v;
 }
 
@@ -162,31 +165,29 @@ bool mask_free_kernels_enabled() {
 // v4's one FFMA per score on interior steps (FwdParams::mask_tile_fast; forward and tensor-core
 // backward), to time the two side by side on one build. Read once.
 bool mask_tile_fast_enabled() {
-  static const bool v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_MASK_FAST");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool v = on_unless_zero("ATTN_MEMEFF_MASK_FAST");
   return v;
 }
 
 // ATTN_MEMEFF_TF32_PV_EXACT=0: the 3xTF32 forward's P.V takes V in v4's two TF32 parts instead of
 // v5's three (FwdParams::tf32_pv_exact), to compare accuracy and speed on one build. Read once.
 bool tf32_pv_exact_enabled() {
-  static const bool v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_TF32_PV_EXACT");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_PV_EXACT");
   return v;
 }
 
 // ATTN_MEMEFF_DSUM_SEQ=0: the fp32 backward's D = dO . O as v4's warp tree instead of v5's
 // sequential chain in dP's order (BwdParams::dsum_seq), to compare the two on one build. Read once.
 bool dsum_seq_enabled() {
-  static const bool v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_DSUM_SEQ");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool v = on_unless_zero("ATTN_MEMEFF_DSUM_SEQ");
   return v;
+}
+
+// The switches' values into a call's parameters (forward and backward read the same ones).
+void apply_switches(FwdParams& p) {
+  p.mask_tile_fast = mask_tile_fast_enabled();
+  p.mask_free_kernels = mask_free_kernels_enabled();
+  p.tf32_pv_exact = tf32_pv_exact_enabled();
 }
 
 bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
@@ -223,9 +224,7 @@ auto named(const char* kernel, Fn&& fn) -> decltype(fn()) {
 
 std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream_t stream, PathRequest path) {
   FwdParams p = call;
-  p.mask_tile_fast = mask_tile_fast_enabled();
-  p.mask_free_kernels = mask_free_kernels_enabled();
-  p.tf32_pv_exact = tf32_pv_exact_enabled();
+  apply_switches(p);
   check_common(p, dtype);
   DeviceGuard guard(device);
   const std::string refusal = path == PathRequest::kSimt
@@ -297,8 +296,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
 
 std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRequest path, void* workspace,
                                       size_t workspace_bytes, cudaStream_t stream) {
-  p.mask_tile_fast = mask_tile_fast_enabled();
-  p.mask_free_kernels = mask_free_kernels_enabled();
+  apply_switches(p);
   p.dsum_seq = dsum_seq_enabled();
   check_common(p, dtype);
   require(p.dout && p.dq && p.dk && p.dv, "null gradient pointer");

@@ -123,7 +123,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     }
 
     // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D); acc_st becomes Pd^T, acc_dpt dS^T.
-    const MaskView mask = mask_view(p, b, h);
+    // Without kMask the view is empty at compile time, so masked_logit below keeps only causal and bounds.
+    const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && mask_tile_ok(mask);  // same decision as load_step's for this step
     const unsigned char* maskb_s = mask_s + buf * MaskT::kBytes;
     const bool plain = tile_unmasked(p, i0, j0, N);
@@ -154,8 +155,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
           const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
                                : plain     ? acc_st[n][e] * (p.scale * kLog2e)
                                : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
-                               : kMask     ? masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e
-                                           : masked_logit(p, MaskView{}, i, j, acc_st[n][e]) * kLog2e;
+                                           : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
           pr = exp2f(logit2 - lse2);
         }
         float keep = 1.f;

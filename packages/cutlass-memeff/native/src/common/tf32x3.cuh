@@ -37,6 +37,12 @@ __device__ __forceinline__ void mma_1688_tf32(float (&d)[4], uint32_t a0, uint32
 #endif
 }
 
+// d += part, one IEEE fp32 add (round to nearest) per element: how a fresh k8 partial joins d.
+__device__ __forceinline__ void add_partial(float (&d)[4], const float (&part)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d[i] += part[i];
+}
+
 // d += a * b with both operands split. The three products go into a fresh zero accumulator and
 // the k8 partial is then added to d with an IEEE fp32 add (round to nearest): the tensor core's own
 // accumulation truncates its result to fp32 (round toward zero), so three mma per k8 step into d
@@ -49,10 +55,7 @@ __device__ __forceinline__ void mma_1688_3xtf32(float (&d)[4], const Tf32Pair (&
   mma_1688_tf32(part, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
   mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
   mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
-  d[0] += part[0];
-  d[1] += part[1];
-  d[2] += part[2];
-  d[3] += part[3];
+  add_partial(d, part);
 }
 
 // A B operand in three TF32 parts, x = hi + lo + rest exactly: hi and lo hold 11 significant bits
@@ -84,10 +87,7 @@ __device__ __forceinline__ void mma_1688_3xtf32_bexact(float (&d)[4], const Tf32
   mma_1688_tf32(part, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
   mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].lo, b[1].lo);
   mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].hi, b[1].hi);
-  d[0] += part[0];
-  d[1] += part[1];
-  d[2] += part[2];
-  d[3] += part[3];
+  add_partial(d, part);
 }
 
 }  // namespace memeff
