@@ -75,6 +75,32 @@ __device__ __forceinline__ void load_key_rows(E* dst, const E* base, const BwdSe
       f.head_dim, f.aligned16, base, tid);
 }
 
+// The query blocks [begin, end) of kM rows that hold a row seeing a key of [j0, j0 + kN):
+// j <= i + off + right and j >= i + off - left. Shared by the v2 and v3 dK/dV kernels.
+struct QueryBlocks {
+  int begin, end;
+};
+template <int kM, int kN>
+__device__ __forceinline__ QueryBlocks query_blocks_for_keys(const FwdParams& f, const BwdSeq& sq, int j0, int off) {
+  int64_t i_begin = 0, i_end = sq.seq_q;
+  if (f.window_right >= 0) i_begin = max(int64_t(0), int64_t(j0) - off - f.window_right);
+  if (f.window_left >= 0) i_end = min(i_end, int64_t(j0) + kN - 1 - off + f.window_left + 1);
+  const int begin = static_cast<int>(i_begin / kM);
+  return {begin, i_end > i_begin ? static_cast<int>((i_end + kM - 1) / kM) : begin};
+}
+
+// The K and V rows [j0, j0 + kN) of key head hk into their tiles, as one committed cp.async group: what a
+// dK/dV kernel's CTA keeps for its whole loop.
+template <typename IO, int kN, typename E>
+__device__ __forceinline__ void load_kv_tiles(E* sK, E* sV, const FwdParams& f, const BwdSeq& sq, int b, int hk, int j0,
+                                              int tid) {
+  load_key_rows<IO, kN>(sK, static_cast<const E*>(f.k), sq, b, hk, j0, f.k_batch_stride, f.k_head_stride,
+                        f.k_row_stride, f, tid);
+  load_key_rows<IO, kN>(sV, static_cast<const E*>(f.v), sq, b, hk, j0, f.v_batch_stride, f.v_head_stride,
+                        f.v_row_stride, f, tid);
+  cp_async_commit();
+}
+
 // One (query head h, query block i0) pair of a dK/dV kernel's loop: issues the cp.async copies of its Q
 // and dO rows into q_dst (dO right after Q), and reads the lse (log2 units) and Dsum of row i0 + tid into
 // lse_next / dsum_next for threads tid < kM (stored to shared memory one iteration later, so that their
@@ -136,21 +162,11 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
   const int off = f.lower_right ? sq.seq_k - sq.seq_q : 0;
   const int col0 = col_split * Tr::kDkvCols;  // first dK/dV column of this CTA
 
-  // Query rows that see a key of [j0, j0 + kN): j <= i + off + right and j >= i + off - left.
-  int64_t i_begin = 0, i_end = sq.seq_q;
-  if (f.window_right >= 0) i_begin = max(int64_t(0), int64_t(j0) - off - f.window_right);
-  if (f.window_left >= 0) i_end = min(i_end, int64_t(j0) + kN - 1 - off + f.window_left + 1);
-  const int m_begin = static_cast<int>(i_begin / kM);
-  const int m_end = i_end > i_begin ? static_cast<int>((i_end + kM - 1) / kM) : m_begin;
+  const QueryBlocks qb = query_blocks_for_keys<kM, kN>(f, sq, j0, off);
+  const int m_begin = qb.begin, m_end = qb.end;
 
   // ---- K and V tiles of this CTA's keys, for the whole loop
-  const E* k_base = static_cast<const E*>(f.k);
-  const E* v_base = static_cast<const E*>(f.v);
-  load_key_rows<IO, kN>(sK, k_base, sq, b, hk, j0, f.k_batch_stride, f.k_head_stride,
-                        f.k_row_stride, f, tid);
-  load_key_rows<IO, kN>(sV, v_base, sq, b, hk, j0, f.v_batch_stride, f.v_head_stride,
-                        f.v_row_stride, f, tid);
-  cp_async_commit();
+  load_kv_tiles<IO, kN>(sK, sV, f, sq, b, hk, j0, tid);
 
   // Per-lane ldmatrix coordinates: A operands (rows = keys) from K, V; B from Q, dO (rows = queries,
   // plain for the K/V-rows GEMMs, .trans for the D-columns GEMMs); dS^T as the A operand of dQ (.trans).

@@ -65,21 +65,11 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
   const int kb = (warp % Tr::kDkvWarpsN) * Tr::kDkvTileN, cb = (warp / Tr::kDkvWarpsN) * Tr::kDkvTileD;
   const int qq = (warp % Tr::kDqWarpsM) * Tr::kDqTileM, cq = (warp / Tr::kDqWarpsM) * Tr::kDqTileD;
 
-  // Query rows that see a key of [j0, j0 + kN): j <= i + off + right and j >= i + off - left.
-  int64_t i_begin = 0, i_end = sq.seq_q;
-  if (f.window_right >= 0) i_begin = max(int64_t(0), int64_t(j0) - off - f.window_right);
-  if (f.window_left >= 0) i_end = min(i_end, int64_t(j0) + kN - 1 - off + f.window_left + 1);
-  const int m_begin = static_cast<int>(i_begin / kM);
-  const int m_end = i_end > i_begin ? static_cast<int>((i_end + kM - 1) / kM) : m_begin;
+  const QueryBlocks qb = query_blocks_for_keys<kM, kN>(f, sq, j0, off);
+  const int m_begin = qb.begin, m_end = qb.end;
 
   // ---- K and V tiles of this CTA's keys, for the whole loop
-  const E* k_base = static_cast<const E*>(f.k);
-  const E* v_base = static_cast<const E*>(f.v);
-  load_key_rows<IO, kN>(sK, k_base, sq, b, hk, j0, f.k_batch_stride, f.k_head_stride,
-                        f.k_row_stride, f, tid);
-  load_key_rows<IO, kN>(sV, v_base, sq, b, hk, j0, f.v_batch_stride, f.v_head_stride,
-                        f.v_row_stride, f, tid);
-  cp_async_commit();
+  load_kv_tiles<IO, kN>(sK, sV, f, sq, b, hk, j0, tid);
 
   // Per-lane ldmatrix coordinates (as version 2): A operands with rows = keys (K, V, P^T, dS^T) plain;
   // B = Q, dO rows plain (S^T, dP^T) or .trans (dV, dK); dS^T .trans as dQ's A, K .trans as its B.
