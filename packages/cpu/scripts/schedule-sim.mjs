@@ -59,14 +59,18 @@ function simulateSteal(list, T) {
       if (v < 0) break;
       idx = --ranges[v].hi;
     }
-    const task = list[idx];
-    const moved = task.head !== th.head;
-    th.t += task.cost * (moved ? remote : 1);
-    th.switches += moved ? 1 : 0;
-    th.head = task.head;
-    th.tasks++;
+    runTask(th, list[idx]);
   }
   return summary(list, T, threads);
+}
+
+/** Thread th runs task: its cost, times `remote` when it moves to another head's K/V. */
+function runTask(th, task) {
+  const moved = task.head !== th.head;
+  th.t += task.cost * (moved ? remote : 1);
+  th.switches += moved ? 1 : 0;
+  th.head = task.head;
+  th.tasks++;
 }
 
 function summary(list, T, threads) {
@@ -91,12 +95,7 @@ function simulate(list, T, claim) {
     if (next >= n) break;
     const len = claim === 'guided' ? Math.max(1, Math.floor((n - next) / T)) : 1;
     for (let i = next; i < next + len; i++) {
-      const task = list[i];
-      const moved = task.head !== th.head;
-      th.t += task.cost * (moved ? remote : 1);
-      th.switches += moved ? 1 : 0;
-      th.head = task.head;
-      th.tasks++;
+      runTask(th, list[i]);
     }
     next += len;
   }
