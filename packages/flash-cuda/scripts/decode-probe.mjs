@@ -12,6 +12,7 @@ import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
 import { flashForward, planFor } from '@attn/flash-cuda';
+import { timeCall } from './lib/gpu-check-common.mjs';
 
 const [B, Hq, Hk, Sk, D] = [8, 32, 8, 8192, 128];
 const o = { dtype: 'bfloat16', device: 'cuda' };
@@ -68,16 +69,6 @@ function single(opts, n = 60) {
   return { hostUs: median(host), singleUs: median(dev) };
 }
 
-function loop(opts, n = 200) {
-  for (let i = 0; i < 10; i++) call(sets[0], opts)();
-  cuda.synchronize(0);
-  start.record();
-  for (let i = 0; i < n; i++) call(sets[0], opts)();
-  end.record();
-  end.synchronize();
-  return start.elapsedMs(end) * 1e3 / n;
-}
-
 const rows = [];
 const variants = [{}];
 for (const numSplits of [1, 2, 3, 4, 6, 8, 12, 16]) variants.push({ numSplits });
@@ -85,7 +76,7 @@ for (const kernel of ['bf16_d128_small', 'bf16_d128_lean_small']) for (const num
 for (const opts of variants) {
   const plan = planFor(sets[0], opts);
   const s = single(opts);
-  const row = { ...opts, kernel: plan.kernel, splits: plan.numSplits, ...s, loopUs: loop(opts) };
+  const row = { ...opts, kernel: plan.kernel, splits: plan.numSplits, ...s, loopUs: timeCall(() => call(sets[0], opts)(), 300, { warmup: 10 }).gpuMs * 1e3 };
   row.gbsSingle = (2 * B * Hk * Sk * D * 2) / (row.singleUs * 1e-6) / 1e9;
   rows.push(row);
   console.log(
