@@ -114,9 +114,12 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   // as often as it is waited on, and none is left half-arrived when the CTA exits.
   // ATTN_SM90_WS_NO_TURNS (diagnostic builds only, scripts/ws-race-probe.sh) compiles the turn-taking out,
   // so that compute-sanitizer's racecheck can be run with and without the named-barrier hand-offs.
-#ifndef ATTN_SM90_WS_NO_TURNS
-  if (wg == 1 && n_end > 0) sm90::named_arrive(kTurnBar, kConsumers);
+#ifdef ATTN_SM90_WS_NO_TURNS
+  constexpr bool kTurns = false;
+#else
+  constexpr bool kTurns = true;
 #endif
+  if (kTurns && wg == 1 && n_end > 0) sm90::named_arrive(kTurnBar, kConsumers);
   int stage = 0, prev_stage = 0;
   uint32_t phase = 0;
   // One key tile; kPrev: the previous tile's P.V is issued with it (every tile but the first). A template
@@ -125,9 +128,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     constexpr bool kPrev = decltype(prev_tag)::value;
     sm90::mbar_wait(full_bar + 8 * stage, phase);
     sm90::fence_proxy_async();
-#ifndef ATTN_SM90_WS_NO_TURNS
-    sm90::named_sync(kTurnBar + wg, kConsumers);
-#endif
+    if constexpr (kTurns) sm90::named_sync(kTurnBar + wg, kConsumers);
     sm90::fence_operands(s[0]);
     sm90::fence_operands(acc_o[0]);
     sm90::wgmma_fence();
@@ -137,9 +138,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
       sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
       sm90::wgmma_commit();
     }
-#ifndef ATTN_SM90_WS_NO_TURNS
-    sm90::named_arrive_if(wg == 0 || n > 0, kTurnBar + (wg ^ 1), kConsumers);
-#endif
+    if constexpr (kTurns) sm90::named_arrive_if(wg == 0 || n > 0, kTurnBar + (wg ^ 1), kConsumers);
 
     sm90::wgmma_wait<kPrev ? 1 : 0>();  // S_n (the older group); P.V may still run
     sm90::fence_operands(s[0]);
