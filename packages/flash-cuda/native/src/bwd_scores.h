@@ -24,6 +24,16 @@ struct BwdRowCtx {
   uint32_t bh;      // b * Hq + h: the Philox counter word of the head
 };
 
+// The context of query head h of batch b (its ALiBi slope read once).
+__device__ __forceinline__ BwdRowCtx bwd_row_ctx(const FwdParams& f, int off, int seq_k, int b, int h) {
+  BwdRowCtx rc;
+  rc.off = off;
+  rc.seq_k = seq_k;
+  rc.slope2 = f.alibi != nullptr ? __ldg(f.alibi + b * f.alibi_batch_stride + h) * f.alibi_mul : 0.f;
+  rc.bh = static_cast<uint32_t>(int64_t(b) * f.heads_q + h);
+  return rc;
+}
+
 // lse2: the row's logsumexp in log2 units, +inf for a row without a visible key or past the end
 // (P = 0 then, never NaN). dsum: the row's rowsum(dO * O). keep: the element's dropout bit (true
 // without dropout), computed by dropout_mask before the GEMMs so that Philox's registers are not live

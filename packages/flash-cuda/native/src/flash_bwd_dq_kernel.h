@@ -47,11 +47,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
   const int n_begin = static_cast<int>(j_begin / kN);
   const int n_end = j_end > j_begin ? static_cast<int>((j_end + kN - 1) / kN) : n_begin;
 
-  BwdRowCtx rc;
-  rc.off = off;
-  rc.seq_k = sq.seq_k;
-  rc.slope2 = f.alibi != nullptr ? __ldg(f.alibi + b * f.alibi_batch_stride + h) * f.alibi_mul : 0.f;
-  rc.bh = static_cast<uint32_t>(int64_t(b) * f.heads_q + h);
+  const BwdRowCtx rc = bwd_row_ctx(f, off, sq.seq_k, b, h);
 
   const E* q_base = static_cast<const E*>(f.q);
   const E* do_base = static_cast<const E*>(p.dout);

@@ -219,11 +219,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
     __syncthreads();  // pair k's Q, dO, lse, Dsum are visible; every warp is done with pair k - 1's stage
     if (stages == 2 && k + 1 < pairs) prefetch(k + 1, (k + 1) & 1);  // overlaps this pair's math
 
-    BwdRowCtx rc;
-    rc.off = off;
-    rc.seq_k = sq.seq_k;
-    rc.slope2 = f.alibi != nullptr ? __ldg(f.alibi + b * f.alibi_batch_stride + h) * f.alibi_mul : 0.f;
-    rc.bh = static_cast<uint32_t>(int64_t(b) * f.heads_q + h);
+    const BwdRowCtx rc = bwd_row_ctx(f, off, sq.seq_k, b, h);
     const float* lse_s = sLse + slot * kM;
     const float* dsum_s = sDsum + slot * kM;
     const uint32_t stage_bytes = stage * kStageBytes;
