@@ -15,6 +15,8 @@
 //   version 3 dK/dV kernel (BwdTraitsV3, 2-D warp tiling, two Q/dO stages always): only the buckets where
 //   it is expected to win; bwd_dispatch.cu runs it when ATTN_FLASH_BWD_KERNEL=v3 and it fits the GPU's
 //   shared memory, else version 2. Its deterministic dQ kernel is the bucket's version 2 one.
+//   Hopper dK/dV kernel (BwdSm90Traits, wgmma, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it on sm90
+//   devices unless ATTN_FLASH_BWD_KERNEL says v3 or v2; its deterministic dQ kernel is the bucket's version 2 one too.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';
@@ -31,6 +33,12 @@ export const BWD_V3_CONFIGS = [
   // sdpWarpsN sdpPasses dkvWarpsN dqWarpsM; the spill-free ones found with ptxas, NOTES.md "Backward v3")
   [128, 64, 128, 8, 8142, 8242],
   [256, 64, 64, 8, 4124, 4244],
+];
+export const BWD_SM90_CONFIGS = [
+  // headDim, blockM
+  [64, 64],
+  [128, 64],
+  [256, 64],
 ];
 export const DTYPES = [
   ['fp16', '__half'],
@@ -83,11 +91,26 @@ export function generatedFiles() {
       v3.push(`ATTN_BWD_CONFIG_V3(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${l90}, ${l8x}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_v3")`);
     }
   }
+  const sm90 = [];
+  for (const [dname, ctype] of DTYPES) {
+    for (const [d, m] of BWD_SM90_CONFIGS) {
+      const [, , , dqN, dqW] = BWD_CONFIGS.find(([hd]) => hd === d);
+      const tr = `attn::flash::BwdSm90Traits<${d}, ${m}, ${ctype}>`;
+      const dq = `attn::flash::DqTraits<${d}, ${dqN}, ${dqW}, ${ctype}>`;
+      files.set(
+        `bwd_sm90_${dname}_d${d}.cu`,
+        `${banner}#include "../flash_bwd_launch.h"\n\n` +
+          `template void attn::flash::run_bwd<${tr}, ${dq}>(const attn::flash::BwdParams&, cudaStream_t, int);\n`,
+      );
+      sm90.push(`ATTN_BWD_CONFIG_SM90(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_sm90")`);
+    }
+  }
   files.set(
     'bwd_configs.inc',
     `${banner}// ATTN_BWD_CONFIG(is_bf16, head_dim, block_m, warps, dq_block_n, dq_warps, element, name)\n${list.join('\n')}\n` +
       '// ATTN_BWD_CONFIG_V3(is_bf16, head_dim, block_m, block_n, warps, layout_sm90, layout_sm8x, dq_block_n, dq_warps,\n' +
-      `//                    element, name)\n${v3.join('\n')}\n`,
+      `//                    element, name)\n${v3.join('\n')}\n` +
+      `// ATTN_BWD_CONFIG_SM90(is_bf16, head_dim, block_m, dq_block_n, dq_warps, element, name)\n${sm90.join('\n')}\n`,
   );
   return files;
 }

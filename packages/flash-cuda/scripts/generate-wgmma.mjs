@@ -8,14 +8,15 @@
 //
 // Shapes: m64nNk16 with N in NS (the key-tile widths and head dims the sm90 kernels use), fp16 and bf16 in,
 // fp32 accumulators. Two operand forms:
-//   ss: A and B from shared memory through matrix descriptors (S = Q.K^T: both K-major);
+//   ss: A and B from shared memory through matrix descriptors (S = Q.K^T: both K-major; the backward's
+//       dQ = dS.K: dS^T and K are both stored MN-major, so both transpose bits are template arguments);
 //   rs: A from registers (P, straight from the softmax), B from shared memory (O += P.V: V is MN-major,
 //       so the B transpose bit is set by the caller's template argument).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';
 
-export const NS = [64, 128, 256];
+export const NS = [32, 64, 128, 256];
 const TYPES = [
   ['__half', 'f16'],
   ['__nv_bfloat16', 'bf16'],
@@ -37,14 +38,15 @@ function wrapper(ctype, ptype, n) {
   const instr = `wgmma.mma_async.sync.aligned.m64n${n}k16.f32.${ptype}.${ptype}`;
   return `template <>
 struct Wgmma<${ctype}, ${n}> {
-  // d += A.B (scale_d = 0: d = A.B); A [64 x 16] and B [16 x ${n}] from shared memory.
-  template <int kTransB>
+  // d += A.B (scale_d = 0: d = A.B); A [64 x 16] and B [16 x ${n}] from shared memory (kTransA / kTransB = 1:
+  // that operand is MN-major).
+  template <int kTransB, int kTransA = 0>
   __device__ __forceinline__ static void ss(float (&d)[${n / 8}][4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
     asm volatile(
         "{\\n.reg .pred p;\\nsetp.ne.b32 p, %${acc + 2}, 0;\\n"
-        "${instr} {${accList(n)}}, %${acc}, %${acc + 1}, p, 1, 1, 0, %${acc + 3};\\n}\\n"
+        "${instr} {${accList(n)}}, %${acc}, %${acc + 1}, p, 1, 1, %${acc + 4}, %${acc + 3};\\n}\\n"
         : ${accOperands(n)}
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB), "n"(kTransA));
   }
   // d += A.B with A [64 x 16] in registers (mma.m16n8k16's A-fragment layout per warp).
   template <int kTransB>

@@ -167,20 +167,30 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
     expect(a!.backwardKernels!().some((k) => k.startsWith('bf16_d128 '))).toBe(true);
   });
 
+  const hopperBuild = /\b90a\b/.test(a?.buildInfo().cudaArchs ?? '');
+
   it('picks the head-dim bucket, the 2-D tiled dK/dV kernel (v3) where it fits, and two Q/dO stages where shared memory allows', () => {
-    const h100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }).nums, bnums());
-    expect(h100.kernel).toBe('bf16_d128_v3');
-    expect(h100.stages).toBe(2);
-    expect(h100.dqAccumStride).toBe(128);
-    // v3 needs 161 KB at D128 and 209 KB at D256: an A100 runs v3 at D128 and v2 at D256, an RTX 4090 v2 only.
-    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 128], {}, A100).nums, bnums()).kernel).toBe('bf16_d128_v3');
+    // A100 and RTX 4090: no Hopper kernel. v3 needs 161 KB at D128 and 209 KB at D256: an A100 runs v3 at D128
+    // and v2 at D256, an RTX 4090 v2 only.
+    const a100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }, A100).nums, bnums());
+    expect(a100.kernel).toBe('bf16_d128_v3');
+    expect(a100.stages).toBe(2);
+    expect(a100.dqAccumStride).toBe(128);
     expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, A100).nums, bnums()).kernel).toBe('bf16_d256');
     const ada = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 128], { requiresGrad: true }, RTX4090).nums, bnums());
     expect(ada.kernel).toBe('bf16_d128');
     expect(ada.stages).toBe(1);
-    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe('fp16_d256_v3');
     // D64 has no v3 build.
-    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64]).nums, bnums()).kernel).toBe('bf16_d64');
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64], {}, A100).nums, bnums()).kernel).toBe('bf16_d64');
+  });
+
+  it.skipIf(!hopperBuild)('plans the Hopper dK/dV kernel on sm90 in both modes, for every bucket it is built for', () => {
+    const h100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }).nums, bnums());
+    expect(h100).toMatchObject({ kernel: 'bf16_d128_sm90', stages: 2, dqAccumStride: 128 });
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64]).nums, bnums(true)).kernel).toBe('bf16_d64_sm90');
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe('fp16_d256_sm90');
+    // D192 has neither a Hopper nor a v3 build.
+    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 192]).nums, bnums()).kernel).toBe('bf16_d192');
   });
 
   it('refuses what does not fit and re-checks its arguments (throws, never aborts)', () => {

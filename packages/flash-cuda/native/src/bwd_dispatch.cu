@@ -17,6 +17,7 @@
 #include "bwd_params.h"
 #include "bwd_traits.h"
 #include "dispatch.h"
+#include "sm90/bwd_sm90_traits.h"
 
 namespace attn::flash {
 
@@ -26,7 +27,8 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device);
 namespace {
 
 struct BwdConfig {
-  int version;  // 2: flash_bwd_kernel.h (1-D warp tiling); 3: flash_bwd_v3_kernel.h (2-D, two stages always)
+  int version;  // 2: flash_bwd_kernel.h (1-D warp tiling); 3: flash_bwd_v3_kernel.h (2-D, two stages always);
+                // 90: sm90/flash_bwd_sm90_kernel.h (wgmma, sm90 devices and an sm_90a build only)
   bool bf16;
   int head_dim;
   int block_m, block_n, warps, smem, smem2;    // dK/dV kernel (smem: one stage of Q/dO, smem2: two)
@@ -45,11 +47,17 @@ struct BwdConfig {
    BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                                                     \
    DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
    &run_bwd<BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
+#define ATTN_BWD_CONFIG_SM90(IS_BF16, D, M, DQN, DQW, ELEM, NAME)                                            \
+  {90, IS_BF16 != 0, D, M, BwdSm90Traits<D, M, ELEM>::kBlockN, BwdSm90Traits<D, M, ELEM>::kNWarps,               \
+   BwdSm90Traits<D, M, ELEM>::kSmemBytes, BwdSm90Traits<D, M, ELEM>::kSmemBytes,                                 \
+   DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
+   &run_bwd<BwdSm90Traits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
 const BwdConfig kBwdConfigs[] = {
 #include "bwd_instantiations/bwd_configs.inc"
 };
 #undef ATTN_BWD_CONFIG
 #undef ATTN_BWD_CONFIG_V3
+#undef ATTN_BWD_CONFIG_SM90
 constexpr int kNumBwdConfigs = sizeof(kBwdConfigs) / sizeof(kBwdConfigs[0]);
 
 void require(bool ok, const std::string& what) {
@@ -69,37 +77,39 @@ bool as_flag(const double* bnums, int i, const char* what) {
   return x == 1;
 }
 
-// Which dK/dV kernel version runs where both are compiled: ATTN_FLASH_BWD_KERNEL=v3 (the default since
-// v3 passed every GPU check at D128 and D256) or v2, read once per process (so one GPU run can time both by running its script twice). v3 exists only
-// for some buckets (the generator's BWD_V3_CONFIGS) and needs two Q/dO stages of shared memory; where it
-// is missing or does not fit, the bucket's version 2 runs.
+// Which dK/dV kernel runs where several are compiled: ATTN_FLASH_BWD_KERNEL=sm90 (the default: the Hopper
+// kernel, since it passed every GPU check at D64 and D128), v3 or v2, read once per process (so one GPU run
+// can time them by running its script once per value). Each exists only for some buckets (the generator's
+// tables) and needs two Q/dO stages of shared memory, the Hopper one an sm90 device and an sm_90a build;
+// where the wanted one is missing, the next older one runs.
 int wanted_version() {
   static const int v = [] {
     const char* e = std::getenv("ATTN_FLASH_BWD_KERNEL");
-    if (e == nullptr || *e == 0 || std::strcmp(e, "v3") == 0) return 3;
+    if (e == nullptr || *e == 0 || std::strcmp(e, "sm90") == 0) return 90;
+    if (std::strcmp(e, "v3") == 0) return 3;
     if (std::strcmp(e, "v2") == 0) return 2;
-    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_KERNEL must be v2 or v3, got '") + e + "'");
+    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_KERNEL must be v2, v3 or sm90, got '") + e +
+                                "'");
   }();
   return v;
 }
 
-// Where interior tiles take the plain elementwise form (bwd_scores.h plain_tile; BwdParams::plain_tiles):
-// ATTN_FLASH_BWD_PLAIN=0 nowhere, 1 (default) where it passed the GPU checks, 2 also in the D = 256 v3
-// dK/dV kernel (its per-column form is not yet checked on a GPU). Read once per process, so that a GPU run
-// can time the forms side by side.
-int plain_tiles_level() {
-  static const int level = [] {
+// Whether interior tiles take the plain elementwise form (bwd_scores.h plain_tile; BwdParams::plain_tiles):
+// ATTN_FLASH_BWD_PLAIN=1 (the default) or 0 (the per-element form everywhere). Read once per process, so
+// that a GPU run can time the forms side by side.
+bool plain_tiles_on() {
+  static const bool on = [] {
     const char* e = std::getenv("ATTN_FLASH_BWD_PLAIN");
-    if (e == nullptr || *e == 0 || std::strcmp(e, "1") == 0) return 1;
-    if (std::strcmp(e, "0") == 0) return 0;
-    if (std::strcmp(e, "2") == 0) return 2;
-    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_PLAIN must be 0, 1 or 2, got '") + e + "'");
+    if (e == nullptr || *e == 0 || std::strcmp(e, "1") == 0) return true;
+    if (std::strcmp(e, "0") == 0) return false;
+    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_PLAIN must be 0 or 1, got '") + e + "'");
   }();
-  return level;
+  return on;
 }
 
-// The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory.
-int choose(bool bf16, int head_dim, int smem_optin, bool deterministic) {
+// The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory, then the
+// newest wanted kernel of that bucket that this device runs.
+int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_sm90) {
   int best = -1;
   for (int i = 0; i < kNumBwdConfigs; ++i) {
     const BwdConfig& c = kBwdConfigs[i];
@@ -112,27 +122,42 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic) {
   if (need > smem_optin)
     throw std::runtime_error(std::string("flash-cuda: the backward kernel ") + c.name + " needs " + std::to_string(need) +
                              " bytes of shared memory per block; this GPU allows " + std::to_string(smem_optin));
-  if (wanted_version() == 3) {
+  auto find = [&](int version) {
     for (int i = 0; i < kNumBwdConfigs; ++i) {
-      const BwdConfig& v3 = kBwdConfigs[i];
-      if (v3.version == 3 && v3.bf16 == bf16 && v3.head_dim == c.head_dim && v3.smem2 <= smem_optin &&
-          (!deterministic || v3.dq_smem <= smem_optin))
+      const BwdConfig& v = kBwdConfigs[i];
+      if (v.version == version && v.bf16 == bf16 && v.head_dim == c.head_dim && v.smem2 <= smem_optin &&
+          (!deterministic || v.dq_smem <= smem_optin))
         return i;
     }
+    return -1;
+  };
+  const int want = wanted_version();
+  if (want == 90 && on_sm90) {
+    const int i = find(90);
+    if (i >= 0) return i;
+  }
+  if (want >= 3) {
+    const int i = find(3);
+    if (i >= 0) return i;
   }
   return best;
 }
 
-BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool deterministic) {
+BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool deterministic, bool on_sm90) {
   BwdPlan pl{};
-  pl.config = choose(bf16, f.head_dim, smem_optin, deterministic);
+  pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90);
   const BwdConfig& c = kBwdConfigs[pl.config];
   pl.dq_accum_stride = c.head_dim;
-  pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // version 3: always 2 (choose() checked)
+  pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // version 3 and sm90: always 2 (choose() checked)
   pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
   pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);
   require(pl.n_blocks * 2 <= 2147483647 && pl.m_blocks >= 0, "sequence too long");
   return pl;
+}
+
+// An sm90 device (H100 / H200) and an addon with sm_90a code: where the Hopper kernel can run.
+bool on_sm90(const double* nums) {
+  return nums[abi::kCcMajor] == 9 && nums[abi::kCcMinor] == 0 && built_for_sm90a();
 }
 
 }  // namespace
@@ -149,7 +174,7 @@ BwdPlan backward_plan(const double* nums, const double* bnums) {
   f.seqlen_q = in(kSeqQ, 0, 2147483647.0, "query length");
   f.seqlen_k = in(kSeqK, 0, 2147483647.0, "key length");
   return plan_for(f, in(kIsBf16, 0, 1, "dtype flag") == 1, in(kSmemOptin, 1, 1 << 30, "opt-in shared memory"),
-                  as_flag(bnums, kDeterministic, "deterministic flag"));
+                  as_flag(bnums, kDeterministic, "deterministic flag"), on_sm90(nums));
 }
 
 void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, const double* bnums) {
@@ -157,10 +182,10 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
   BwdParams p{};
   p.f = params_from_abi(ptrs, nums);  // re-checks shapes, strides, features; out and lse are the saved ones
   p.deterministic = as_flag(bnums, kDeterministic, "deterministic flag");
-  p.plain_tiles = plain_tiles_level();
+  p.plain_tiles = plain_tiles_on();
   p.f.aligned16 = p.f.aligned16 && as_flag(bnums, kGradAligned16, "gradient alignment flag");
   const bool bf16 = nums[kIsBf16] == 1;
-  const BwdPlan pl = plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic);
+  const BwdPlan pl = plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic, on_sm90(nums));
 
   require(bptrs[kDout] && bptrs[kDq] && bptrs[kDk] && bptrs[kDv] && bptrs[kDsum],
           "dout, dq, dk, dv and dsum need device addresses");
@@ -205,7 +230,7 @@ std::vector<std::string> backward_kernel_names() {
 std::vector<std::string> backward_kernel_descriptions() {
   std::vector<std::string> out;
   for (const BwdConfig& c : kBwdConfigs)
-    out.push_back(std::string(c.name) + " (dK/dV v" + std::to_string(c.version) + " " + std::to_string(c.block_m) + "x" +
+    out.push_back(std::string(c.name) + " (dK/dV " + (c.version == 90 ? std::string("sm90 wgmma") : "v" + std::to_string(c.version)) + " " + std::to_string(c.block_m) + "x" +
                   std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem / 1024) + " KB, " +
                   std::to_string(c.smem2 / 1024) + " KB with prefetch; dQ " +

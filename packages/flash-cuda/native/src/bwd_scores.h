@@ -72,11 +72,15 @@ __device__ __forceinline__ bool plain_tile(const FwdParams& f, const BwdRowCtx& 
   return true;
 }
 
-// grad_element on a plain tile: x = s * score_mul, every element visible, no dropout.
+// grad_element on a plain tile: x = s * score_mul, every element visible, no dropout. In two halves for
+// kernels that have S before dP (the Hopper kernel computes P while the dP GEMM still runs).
+__device__ __forceinline__ float prob_plain(float s, float lse2, float score_mul) {
+  return fast_exp2(fmaf(s, score_mul, -lse2));
+}
+__device__ __forceinline__ float grad_plain(float pr, float dp, float dsum) { return pr * (dp - dsum); }
 __device__ __forceinline__ void grad_element_plain(float& s, float& dp, float lse2, float dsum, float score_mul) {
-  const float pr = fast_exp2(fmaf(s, score_mul, -lse2));
-  s = pr;
-  dp = pr * (dp - dsum);
+  s = prob_plain(s, lse2, score_mul);
+  dp = grad_plain(s, dp, dsum);
 }
 
 // Dropout bits of up to 32 elements, bit k for element k of the caller's (tile, e) order; ij(k, i, j)

@@ -26,6 +26,13 @@ void run_fwd(const FwdParams& p, cudaStream_t stream, int device);
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device);
 
+// Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
+// bodies exist only there.
+bool built_for_sm90a() {
+  static const bool yes = std::string(ATTN_CUDA_ARCHS_STRING).find("90a") != std::string::npos;
+  return yes;
+}
+
 namespace {
 
 struct FwdConfig {
@@ -120,13 +127,6 @@ struct Shape {
   int cc_major, cc_minor;
   bool varlen;
 };
-
-// Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
-// bodies exist only there.
-bool built_for_sm90a() {
-  static const bool yes = std::string(ATTN_CUDA_ARCHS_STRING).find("90a") != std::string::npos;
-  return yes;
-}
 
 // Which Hopper kernels the automatic choice may use: ATTN_FLASH_FWD_KERNEL=auto (the default: the
 // warp-specialized one where it fits, else the plain one), sm90 (the plain one only) or sm80 (none: the

@@ -34,5 +34,7 @@ std::vector<std::string> kernel_names();
 // One configuration's name, without building the list (the per-call path).
 const char* kernel_name(int config);
 std::vector<std::string> kernel_descriptions();
+// Whether this addon holds sm_90a machine code (its arch list): the Hopper kernels' bodies exist only there.
+bool built_for_sm90a();
 
 }  // namespace attn::flash

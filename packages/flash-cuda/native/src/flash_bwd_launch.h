@@ -15,6 +15,8 @@
 #include "flash_bwd_dq_kernel.h"
 #include "flash_bwd_kernel.h"
 #include "flash_bwd_v3_kernel.h"
+#include "sm90/flash_bwd_sm90_kernel.h"
+#include "sm90/flash_bwd_sm90_roles_kernel.h"
 
 namespace attn::flash {
 
@@ -28,10 +30,16 @@ void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int devi
   }
 }
 
-// The dK/dV kernel body of a traits type: version 2 (1-D warp tiling) or version 3 (2-D, bwd_traits.h).
+// The dK/dV kernel body of a traits type: version 2 (1-D warp tiling), version 3 (2-D, bwd_traits.h) or the
+// Hopper one (wgmma, sm90/bwd_sm90_traits.h).
 template <typename Tr>
 constexpr auto dkdv_kernel() {
-  if constexpr (Tr::kVersion == 3)
+  if constexpr (Tr::kVersion == 90) {
+    if constexpr (Tr::kRoles)
+      return flash_bwd_sm90_roles_kernel<Tr>;
+    else
+      return flash_bwd_sm90_kernel<Tr>;
+  } else if constexpr (Tr::kVersion == 3)
     return flash_bwd_dkdv_v3_kernel<Tr>;
   else
     return flash_bwd_dkdv_kernel<Tr>;
@@ -41,8 +49,9 @@ template <typename Tr, typename DqTr>
 void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   using E = typename Tr::Element;
   static std::atomic<uint64_t> dkdv_opted{0}, dq_opted{0};
-  // p.stages is fixed per device (by its opt-in limit); version 3 always runs two (the dispatcher checks they fit)
-  const int dkdv_smem = Tr::kVersion == 3 ? Tr::smem_bytes(2) : Tr::smem_bytes(p.stages);
+  // p.stages is fixed per device (by its opt-in limit); version 3 and the Hopper kernel always run two (the
+  // dispatcher checks they fit)
+  const int dkdv_smem = Tr::kVersion == 2 ? Tr::smem_bytes(p.stages) : Tr::smem_bytes(2);
   const auto kernel = dkdv_kernel<Tr>();
   opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
   if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);

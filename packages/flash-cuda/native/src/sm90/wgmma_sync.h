@@ -36,6 +36,14 @@ __device__ __forceinline__ void fence_operands(float (&d)[R][C]) {
 #pragma unroll
     for (int j = 0; j < C; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
 }
+// The same for register A fragments: they stay where the in-flight wgmma reads them until this point.
+template <int R, int C>
+__device__ __forceinline__ void fence_operands(uint32_t (&a)[R][C]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int j = 0; j < C; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
+}
 
 // cp.async and st.shared write through the generic proxy, wgmma reads through the async proxy: each
 // thread fences its own writes before the barrier that publishes them.

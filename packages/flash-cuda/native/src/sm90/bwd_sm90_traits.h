@@ -1,0 +1,66 @@
+// Tile shapes of the Hopper dK/dV kernel (flash_bwd_sm90_kernel.h), apart from its body. One BwdSm90Traits
+// per generated instantiation (scripts/generate-bwd-instantiations.mjs, BWD_SM90_CONFIGS).
+//
+// A CTA owns kBlockN = 128 keys: two warpgroups of 64 keys each, every GEMM on wgmma.m64nNk16 with the
+// warpgroup's keys (or, for dQ, the query block) as M:
+//   S^T = K.Q^T, dP^T = V.dO^T   M = 64 keys, N = kBlockM queries, k = D      A = K / V, B = Q / dO (smem)
+//   dV += P^T.dO, dK += dS^T.Q   M = 64 keys, N = D, k = kBlockM queries       A = P^T / dS^T (registers)
+//   dQ = dS.K                    M = kBlockM queries, N = D / 2 per warpgroup, k = 128 keys
+//                                                                             A = dS^T, B = K (smem, MN-major)
+// Per warp the accumulators have mma.m16n8k16's layout (16 keys per warp, n8 query groups), so the
+// elementwise part (bwd_scores.h) is version 2's, and P^T / dS^T feed the next GEMMs from registers.
+#pragma once
+#include <cstdint>
+
+#include "../bwd_traits.h"
+
+namespace attn::flash {
+
+// D > 128 (flash_bwd_sm90_roles_kernel.h): 64 keys per CTA, and the warpgroups split the work by role
+// instead of by keys (dK and dV, 64 keys x 256 columns each, would not fit one warpgroup's registers next to
+// each other): warpgroup 0 computes S^T, P and dV, warpgroup 1 dP^T, dS and dK (S^T reaches it through shared
+// memory), and each computes half of dQ's columns.
+template <int kHeadDim_, int kBlockM_, typename Element_>
+struct BwdSm90Traits : SmemRows<kHeadDim_> {
+  static constexpr int kVersion = 90;  // flash_bwd_launch.h picks the body by this and kRoles
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;
+  static constexpr bool kRoles = kHeadDim > 128;
+  static constexpr int kBlockN = kRoles ? 64 : 128;
+  static constexpr int kNWarpGroups = 2;
+  static constexpr int kNWarps = 4 * kNWarpGroups;
+  static constexpr int kNThreads = kNWarps * 32;
+  static constexpr int kColSplits = 1;
+
+  static constexpr int kQTiles = kBlockM / 8;      // n8 query groups of S^T per warp
+  static constexpr int kKSteps = kHeadDim / 16;    // k16 steps of K.Q^T and V.dO^T
+  static constexpr int kMSteps = kBlockM / 16;     // k16 steps of P^T.dO and dS^T.Q
+  static constexpr int kDTiles = kHeadDim / 8;     // n8 column groups of dK / dV per warp
+  // dQ: each warpgroup owns half of the columns, in passes of at most 64 (the accumulators of one pass live
+  // next to dK or dV).
+  static constexpr int kDqCols = kHeadDim / kNWarpGroups > 64 ? 64 : kHeadDim / kNWarpGroups;
+  static constexpr int kDqPasses = kHeadDim / kNWarpGroups / kDqCols;
+  static constexpr int kDqTiles = kDqCols / 8;
+  static constexpr int kDqKSteps = kBlockN / 16;   // k16 steps of dS.K
+
+  using DsRows = SmemRows<kBlockM>;  // the dS^T tile: kBlockN rows (keys) of kBlockM elements (queries)
+  static constexpr int kSmemQElems = kBlockM * kHeadDim;   // Q and dO
+  static constexpr int kSmemKVElems = kBlockN * kHeadDim;  // K and V
+  static constexpr int kSmemDsElems = kBlockN * kBlockM;
+  static constexpr int kSmemSFloats = kRoles ? kBlockN * kBlockM : 0;  // S^T from warpgroup 0 to 1 (fp32)
+  // K, V, two stages of (Q, dO), dS^T (every tile on a 1024-byte boundary: wgmma's swizzle atom), S^T (roles),
+  // then two slots of lse and Dsum; + 1 KB to align the dynamic buffer's start.
+  static constexpr int kSmemTileBytes = (2 * kSmemKVElems + 4 * kSmemQElems + kSmemDsElems) * 2;
+  static constexpr int kSmemBytes = kSmemTileBytes + kSmemSFloats * 4 + 4 * kBlockM * 4 + 1024;
+  static constexpr int smem_bytes(int) { return kSmemBytes; }
+
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "sm90 backward head dims: 64, 128, 256");
+  static_assert(kBlockM == 64, "one wgmma N of queries per pair (the dQ GEMM's M is one warpgroup's 64)");
+  static_assert(kQTiles * 4 <= 32, "one 32-bit dropout mask per pair");
+  static_assert((kSmemQElems * 2) % 1024 == 0 && (kSmemKVElems * 2) % 1024 == 0 && (kSmemDsElems * 2) % 1024 == 0,
+                "tiles stay 1024-byte aligned");
+  static_assert((kBlockM * kHeadDim / 8) % kNThreads == 0, "Q tile chunks split evenly");
+};
+
+}  // namespace attn::flash

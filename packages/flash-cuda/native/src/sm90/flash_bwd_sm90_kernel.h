@@ -1,0 +1,261 @@
+// The Hopper dK/dV kernel of the backward: version 2's algorithm (flash_bwd_kernel.h: one CTA per key
+// block, the whole GQA group and every query block that sees its keys, dQ by fp32 atomics) with every GEMM
+// on wgmma (sm_90a), which reaches Hopper's full tensor-core rate where mma.sync tops out well below it.
+// Tiles and the GEMMs' operands: bwd_sm90_traits.h. Per (query head, query block) pair, with Q and dO in
+// stage st (cp.async, two stages: the next pair's copies overlap this one):
+//   S^T = K.Q^T, dP^T = V.dO^T       one wgmma batch per warpgroup (its 64 keys)
+//   P, dS elementwise                version 2's code (bwd_scores.h): the accumulators have its layout
+//   dS^T -> shared memory            (default mode: the dQ GEMM needs every key's row)
+//   dV += P^T.dO, dK += dS^T.Q       A from registers (P^T, dS^T packed from the accumulators)
+//   dQ = dS.K                        A = dS^T, B = K, both MN-major in shared memory; fp32 atomics
+// Deterministic mode: no dQ part (flash_bwd_dq_kernel.h computes dQ after this kernel).
+#pragma once
+#include <cstdint>
+
+#include "../bwd_params.h"
+#include "../bwd_scores.h"
+#include "../flash_bwd_kernel.h"
+#include "../ptx.h"
+#include "../tile_io.h"
+#include "bwd_sm90_traits.h"
+#include "wgmma_ops.h"
+#include "wgmma_sync.h"
+
+namespace attn::flash {
+
+template <typename Tr>
+__global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const __grid_constant__ BwdParams p) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using E = typename Tr::Element;
+  using Op = MmaOp<E>;
+  using IO = TileIO<Tr>;
+  using Ds = typename Tr::DsRows;
+  using sm90::Wgmma;
+  constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kD = Tr::kHeadDim;
+  constexpr int kQT = Tr::kQTiles, kMS = Tr::kMSteps, kDT = Tr::kDTiles, kDqT = Tr::kDqTiles;
+  static_assert(!Tr::kRoles && Tr::kDqPasses == 1, "D <= 128: warpgroups split the keys, one dQ pass");
+  const FwdParams& f = p.f;
+
+  // Shared memory: K, V, two stages of (Q, dO), dS^T, then two slots of lse and Dsum; the tiles start on a
+  // 1024-byte boundary (the descriptors' swizzle is computed from absolute address bits).
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  const uint32_t raw_addr = smem_addr(smem_raw);
+  E* sK = reinterpret_cast<E*>(smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u));
+  E* sV = sK + Tr::kSmemKVElems;
+  E* sQ0 = sV + Tr::kSmemKVElems;  // stage s: Q at sQ0 + s * kStageElems, dO right after it
+  constexpr int kStageElems = 2 * Tr::kSmemQElems;
+  constexpr uint32_t kStageUnits = kStageElems * 2 / 16;  // descriptor start-address units (16 bytes)
+  constexpr uint32_t kDoUnits = Tr::kSmemQElems * 2 / 16;
+  E* sdS = sQ0 + 2 * kStageElems;
+  float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDsElems);  // [2][kM]
+  float* sDsum = sLse + 2 * kM;                                    // [2][kM]
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int wg = warp >> 2;  // warpgroup: keys wg * 64 .. wg * 64 + 63 of the block (warp w: keys 16w..16w+15)
+  const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const BwdSeq sq(f, b);
+  const int j0 = n_block * kN;
+  if (j0 >= sq.seq_k) return;
+  const int off = f.lower_right ? sq.seq_k - sq.seq_q : 0;
+  const QueryBlocks qb = query_blocks_for_keys<kM, kN>(f, sq, j0, off);
+  const int m_begin = qb.begin, nm = qb.end - qb.begin;
+
+  load_kv_tiles<IO, kN>(sK, sV, f, sq, b, hk, j0, tid);
+
+  // Descriptors at stage 0 and the first k16 step (sm90/wgmma_sync.h make_desc). K-major views (rows x D,
+  // 64-column blocks of rows x 128 bytes): this warpgroup's 64 rows of K and V, all kM rows of Q and dO; a
+  // k16 step along D moves to column block ks / 4 and 32 bytes into it. MN-major views (k = the rows): Q and
+  // dO for dV/dK (N = D in 64-column blocks kM rows apart), dS^T (M = queries) and K (N = this warpgroup's
+  // dQ columns) for dQ; a k16 step is 16 rows = 2048 bytes.
+  const uint64_t desc_k = sm90::make_desc(smem_addr(sK) + wg * 64 * 128, 16, 1024);
+  const uint64_t desc_v = sm90::make_desc(smem_addr(sV) + wg * 64 * 128, 16, 1024);
+  const uint64_t desc_q = sm90::make_desc(smem_addr(sQ0), 16, 1024);
+  const uint64_t desc_q_mn = sm90::make_desc(smem_addr(sQ0), kM * 128, 1024);
+  const uint64_t desc_ds = sm90::make_desc(smem_addr(sdS), kN * 128, 1024);
+  // K's MN-major view starts at this warpgroup's first dQ column: column block dq_col0 / 64, and (D = 64:
+  // 32 columns per warpgroup) 64 bytes into its rows; the swizzle is on absolute address bits, as for k steps.
+  const int dq_col0 = wg * Tr::kDqCols;
+  const uint64_t desc_k_mn =
+      sm90::make_desc(smem_addr(sK) + (dq_col0 / 64) * kN * 128 + (dq_col0 % 64) * 2, kN * 128, 1024);
+  static_assert(64 % Tr::kDqCols == 0 || Tr::kDqCols % 64 == 0, "a warpgroup's dQ columns start on a block or half");
+  auto kstep = [](int ks, int rows) { return uint32_t((ks >> 2) * rows * 8 + (ks & 3) * 2); };
+
+  float acc_dk[kDT][4], acc_dv[kDT][4];
+#pragma unroll
+  for (int dt = 0; dt < kDT; ++dt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc_dk[dt][e] = acc_dv[dt][e] = 0.f;
+
+  // The (query head, query block) pairs in order: k -> h = hk * group + k / nm, m = m_begin + k % nm.
+  const int group = f.group;
+  const int pairs = group * nm;
+  float lse_next = INFINITY, dsum_next = 0.f;
+  auto prefetch = [&](int k, int stage) {
+    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid,
+                      lse_next, dsum_next);
+  };
+  if (pairs > 0) prefetch(0, 0);
+
+#pragma unroll 1
+  for (int k = 0; k < pairs; ++k) {
+    const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
+    const int stage = k & 1;
+    // lse/Dsum slot k & 1 was last read by pair k - 2, finished before the previous iteration's barriers.
+    if (tid < kM) {
+      sLse[stage * kM + tid] = lse_next;
+      sDsum[stage * kM + tid] = dsum_next;
+    }
+    cp_async_wait<0>();
+    sm90::fence_proxy_async();
+    __syncthreads();  // pair k's tiles, lse, Dsum are visible; pair k - 1's wgmmas all completed (waited below)
+    if (k + 1 < pairs) prefetch(k + 1, stage ^ 1);  // overlaps this pair's math
+
+    const BwdRowCtx rc = bwd_row_ctx(f, off, sq.seq_k, b, h);
+    const float* lse_s = sLse + stage * kM;
+    const float* dsum_s = sDsum + stage * kM;
+    const uint32_t st_units = stage * kStageUnits;
+
+    // Dropout bits of this thread's elements (element k = nt * 4 + e: key row 16 warp + g + 8 (e / 2), query
+    // column nt * 8 + 2t + e % 2), before the accumulators are live.
+    const uint32_t keep = dropout_mask<kQT * 4>(f, rc, [&](int x, int& i, int& j) {
+      i = i0 + (x >> 2) * 8 + 2 * t + (x & 1);
+      j = j0 + warp * 16 + g + 8 * ((x >> 1) & 1);
+    });
+
+    // ---- S^T = K Q^T and dP^T = V dO^T for this warpgroup's 64 keys, one commit group each: on plain tiles
+    // P is computed while the dP^T GEMM still runs.
+    const bool plain = p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN);
+    float st[kQT][4], dpt[kQT][4];
+    sm90::fence_operands(st);
+    sm90::fence_operands(dpt);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < Tr::kKSteps; ++ks)
+      Wgmma<E, kM>::template ss<0>(st, desc_k + kstep(ks, kN), desc_q + st_units + kstep(ks, kM), ks > 0);
+    sm90::wgmma_commit();
+#pragma unroll
+    for (int ks = 0; ks < Tr::kKSteps; ++ks)
+      Wgmma<E, kM>::template ss<0>(dpt, desc_v + kstep(ks, kN), desc_q + st_units + kDoUnits + kstep(ks, kM), ks > 0);
+    sm90::wgmma_commit();
+
+    // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
+    if (plain) {
+      sm90::wgmma_wait<1>();
+      sm90::fence_operands(st);
+#pragma unroll
+      for (int nt = 0; nt < kQT; ++nt) {
+        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) st[nt][e] = prob_plain(st[nt][e], (e & 1) ? l2.y : l2.x, f.score_mul);
+      }
+      sm90::wgmma_wait<0>();
+      sm90::fence_operands(dpt);
+#pragma unroll
+      for (int nt = 0; nt < kQT; ++nt) {
+        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dpt[nt][e] = grad_plain(st[nt][e], dpt[nt][e], (e & 1) ? d2.y : d2.x);
+      }
+    } else {
+      sm90::wgmma_wait<0>();
+      sm90::fence_operands(st);
+      sm90::fence_operands(dpt);
+#pragma unroll
+      for (int nt = 0; nt < kQT; ++nt) {
+        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
+        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int jl = warp * 16 + g + 8 * (e >> 1);
+          const int il = nt * 8 + 2 * t + (e & 1);
+          grad_element(st[nt][e], dpt[nt][e], i0 + il, j0 + jl, (e & 1) ? l2.y : l2.x, (e & 1) ? d2.y : d2.x,
+                       (keep >> (nt * 4 + e)) & 1u, f, rc);
+        }
+      }
+    }
+
+    // ---- P^T and dS^T as A fragments: k16 step ms is query columns 16ms..16ms+15 (n8 groups 2ms, 2ms + 1)
+    uint32_t pa[kMS][4], da[kMS][4];
+#pragma unroll
+    for (int ms = 0; ms < kMS; ++ms)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        pa[ms][x] = Op::pack(st[2 * ms + (x >> 1)][2 * (x & 1)], st[2 * ms + (x >> 1)][2 * (x & 1) + 1]);
+        da[ms][x] = Op::pack(dpt[2 * ms + (x >> 1)][2 * (x & 1)], dpt[2 * ms + (x >> 1)][2 * (x & 1) + 1]);
+      }
+    if (!p.deterministic) {  // dS^T to shared memory (rows = keys): fragment x of step ms is n8 group 2ms + x / 2, row + 8 (x % 2)
+#pragma unroll
+      for (int ms = 0; ms < kMS; ++ms)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int row = warp * 16 + g + 8 * (x & 1);
+          *reinterpret_cast<uint32_t*>(sdS + swizzle_offset<Ds>(row, 2 * ms + (x >> 1), kN) + 2 * t) = da[ms][x];
+        }
+      sm90::fence_proxy_async();
+    }
+
+    // ---- dV += (P Z)^T dO, dK += dS^T Q (B: dO, Q MN-major; a k16 step is 16 query rows)
+    sm90::fence_operands(acc_dv);
+    sm90::fence_operands(acc_dk);
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int ms = 0; ms < kMS; ++ms)
+      Wgmma<E, kD>::template rs<1>(acc_dv, pa[ms], desc_q_mn + st_units + kDoUnits + ms * 128);
+#pragma unroll
+    for (int ms = 0; ms < kMS; ++ms)
+      Wgmma<E, kD>::template rs<1>(acc_dk, da[ms], desc_q_mn + st_units + ms * 128);
+    sm90::wgmma_commit();
+
+    if (!p.deterministic) {
+      __syncthreads();  // both warpgroups' dS^T rows are in shared memory
+      // ---- dQ_m = dS K over the block's 128 keys, this warpgroup's dQ columns; fp32 atomics
+      float dq[kDqT][4];
+      sm90::fence_operands(dq);
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < Tr::kDqKSteps; ++ks)
+        Wgmma<E, Tr::kDqCols>::template ss<1, 1>(dq, desc_ds + ks * 128, desc_k_mn + ks * 128, ks > 0);
+      sm90::wgmma_commit();
+      sm90::wgmma_wait<0>();
+      sm90::fence_operands(dq);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int i = i0 + (warp & 3) * 16 + g + 8 * r;
+        if (i >= sq.seq_q) continue;
+        float* dst = p.dq_accum + sq.lse_index(f, b, h, i) * p.dq_accum_stride + dq_col0 + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < kDqT; ++nt) red_add_v2(dst + nt * 8, dq[nt][2 * r], dq[nt][2 * r + 1]);
+      }
+    } else {
+      sm90::wgmma_wait<0>();
+    }
+    sm90::fence_operands(pa);
+    sm90::fence_operands(da);
+    sm90::fence_operands(acc_dv);
+    sm90::fence_operands(acc_dk);
+  }
+
+  // ---- epilogue: dK = scale * sum dS^T Q, dV = sum (P Z)^T dO, in the output dtype
+  cp_async_wait<0>();  // a CTA with no query block still has its K/V copies in flight
+  E* dk_base = static_cast<E*>(p.dk);
+  E* dv_base = static_cast<E*>(p.dv);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int j = j0 + warp * 16 + g + 8 * r;
+    if (j >= sq.seq_k) continue;
+    E* dk_row = dk_base + sq.k_row(b, hk, j, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride);
+    E* dv_row = dv_base + sq.k_row(b, hk, j, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride);
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int col = dt * 8 + 2 * t + c;
+        if (col >= f.head_dim) continue;
+        dk_row[col] = Op::from_float(acc_dk[dt][2 * r + c] * p.scale);
+        dv_row[col] = Op::from_float(acc_dv[dt][2 * r + c]);
+      }
+  }
+#endif
+}
+
+}  // namespace attn::flash
