@@ -159,6 +159,8 @@ function runOne(c) {
     res.bwdKernels = bwd.kernels.join('+');
     res.splits = bwd.plan?.querySplits;
     res.dbiasAtomic = bwd.plan?.dbiasAtomic;
+    res.dbiasMode = bwd.plan?.dbiasMode;
+    res.dbiasNote = bwd.plan?.dbiasNote;
     for (const name of ['dq', 'dk', 'dv', 'dbias']) {
       if (!g[name]) continue;
       res[name] = relErr(bwd.gradients[name].toFloat64Array(), g[name].toFloat64Array());
@@ -166,7 +168,9 @@ function runOne(c) {
     }
     if (c.deterministic) {
       const again = run.backward();
-      const same = ['dq', 'dk', 'dv'].every((n) => {
+      // dbias too where its path is deterministic (its own kernel, or v7's per-head workspace).
+      const fixed = bwd.gradients.dbias && ['recompute', 'workspace', 'direct', 'direct-x4'].includes(res.dbiasMode) ? ['dbias'] : [];
+      const same = ['dq', 'dk', 'dv', ...fixed].every((n) => {
         const a = bwd.gradients[n].toFloat64Array(), b = again.gradients[n].toFloat64Array();
         return a.every((x, i) => Object.is(x, b[i]));
       });
@@ -224,6 +228,13 @@ add('bias tile [H,1,Sk] fp32 on half q sk256', { B: 2, Hq: 3, Sq: 100, Sk: 256, 
 add('bool tile [B,1,Sq,Sk] causal ul d128', { B: 2, Hq: 2, Sq: 200, Sk: 224, D: 128, causal: 'upperLeft', mask: { kind: 'bool', shape: [2, 1, 200, 224] } });
 add('bias tile deterministic gqa sk256', { B: 2, Hq: 4, Hk: 2, Sq: 100, Sk: 256, D: 64, deterministic: true, mask: { kind: 'additive', shape: [1, 4, 100, 256] } });
 add('bias tile [1,H,Sq,Sk] -inf rows d128 sk256', { B: 2, Hq: 2, Sq: 130, Sk: 256, D: 128, mask: { kind: 'additive', shape: [1, 2, 130, 256], fullyMasked: true } });
+// v7: dbias 4 keys per request (atomic-x4 / direct-x4 in the plan; tensor cores): a key tail inside a
+// 128-key block (Sk = 260), a GQA causal call summed over batch and heads. With ATTN_MEMEFF_DBIAS=workspace
+// every case with a 16-bit [.., Sq, Sk] bias broadcast over batch / heads runs the per-head workspace and
+// the head sum instead (dbias=workspace), and =scalar v6's one element per request.
+add('bias tile [B,1,Sq,Sk] d128 sk260 dbias x4', { B: 2, Hq: 4, Sq: 130, Sk: 260, D: 128, mask: { kind: 'additive', shape: [2, 1, 130, 260] } }, ['float16', 'bfloat16']);
+add('bias tile [Sq,Sk] gqa causal ul sk200 dbias x4', { B: 2, Hq: 4, Hk: 2, Sq: 96, Sk: 200, D: 64, causal: 'upperLeft', mask: { kind: 'additive', shape: [96, 200] } }, ['float16', 'bfloat16']);
+add('bias tile [1,H,Sq,Sk] deterministic sk256 d128', { B: 2, Hq: 2, Sq: 70, Sk: 256, D: 128, deterministic: true, mask: { kind: 'additive', shape: [1, 2, 70, 256] } }, ['float16', 'bfloat16']);
 add('dropout 0.2', { B: 2, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.2 });
 add('dropout + causal + bias', { B: 1, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.3, causal: 'lowerRight', mask: { kind: 'additive', shape: [70, 90] } });
 add('long q few keys (query splits)', { B: 1, Hq: 1, Sq: 2048, Sk: 40, D: 64 });
@@ -246,7 +257,7 @@ for (const c of cases) {
     const { ok, res } = runOne(c);
     if (!ok) failed++;
     const errs = ['out', 'lse', 'dq', 'dk', 'dv', 'dbias'].filter((n) => res[n] !== undefined).map((n) => `${n} ${fmt(res[n])}`).join(' ');
-    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.dbiasAtomic ? ' dbias=atomic' : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.dbiasMode ? ` dbias=${res.dbiasMode}` : res.dbiasAtomic ? ' dbias=atomic' : ''}${res.dbiasNote ? ` (${res.dbiasNote})` : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
   } catch (e) {
     failed++;
     console.log(`ERROR ${c.name}: ${e?.stack ?? e}`);

@@ -183,6 +183,38 @@ bool dsum_seq_enabled() {
   return v;
 }
 
+// ATTN_MEMEFF_DBIAS: how a dbias summed over batch and/or heads is formed (NOTES.md v7).
+//   atomic (default): fp32 reductions in the main kernel, 4 adjacent keys per red.global.add.v4.f32 on
+//     sm90 where the layout allows (else one per element);
+//   scalar: v6's one red.global.add.f32 per element, and v6's one store per element for an unbroadcast
+//     dbias (to time old and new side by side on one build);
+//   workspace: each head's dS stored in the mask dtype into a [B, Hq, Sq, Sk] workspace, summed by
+//     bwd_dbias_head_sum in a fixed order (deterministic, so deterministic calls may take it too). 16-bit
+//     masks only, at most kDbiasWorkspaceMaxBytes; otherwise the atomic path, with the reason in the
+//     plan's dbiasNote.
+// Anything else (or unset): atomic. Read once.
+enum class DbiasMode { kAtomic, kScalar, kWorkspace };
+DbiasMode dbias_mode_env() {
+  static const DbiasMode v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_DBIAS");
+    if (e == nullptr) return DbiasMode::kAtomic;
+    return std::strcmp(e, "scalar") == 0 ? DbiasMode::kScalar : std::strcmp(e, "workspace") == 0 ? DbiasMode::kWorkspace : DbiasMode::kAtomic;
+  }();
+  return v;
+}
+constexpr int64_t kDbiasWorkspaceMaxBytes = 4LL << 30;
+// ATTN_MEMEFF_DBIAS_STAGGER: with dbias atomics, the tensor-core backward's blocks start their query walk
+// at an offset per (b, kv head) (BwdParams::dbias_stagger). Unset: on in atomic mode, off in scalar mode
+// (v6 as it was); "0" off, "1" on in either. Read once.
+int dbias_stagger_env() {  // 1 on, 0 off, -1 unset
+  static const int v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_DBIAS_STAGGER");
+    if (e == nullptr || *e == 0) return -1;
+    return std::strcmp(e, "0") == 0 ? 0 : std::strcmp(e, "1") == 0 ? 1 : -1;
+  }();
+  return v;
+}
+
 // The switches' values into a call's parameters (forward and backward read the same ones).
 void apply_switches(FwdParams& p) {
   p.mask_tile_fast = mask_tile_fast_enabled();
@@ -260,8 +292,51 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
   // FMA recompute of S and dP in bwd_dbias_simt. Summed over queries or keys it would be Sq (Sk)
   // adds to one address: keep the recompute kernel there, and in deterministic mode.
   const int64_t dbias_elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
-  plan.dbias_atomic = plan.dbias_reduced && !p.deterministic && p.dbias_size[2] == p.seq_q && p.dbias_size[3] == p.seq_k &&
-                      (p.mask_dtype == kF32 || dbias_elems * 4 <= (4LL << 30));
+  const bool over_bh_only = plan.dbias_reduced && p.dbias_size[2] == p.seq_q && p.dbias_size[3] == p.seq_k;
+  plan.dbias_atomic = over_bh_only && !p.deterministic && (p.mask_dtype == kF32 || dbias_elems * 4 <= (4LL << 30));
+  // v7: ATTN_MEMEFF_DBIAS=workspace (see dbias_mode_env), falling back visibly.
+  const DbiasMode mode = dbias_mode_env();
+  const int64_t ws_elems = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k;
+  if (mode == DbiasMode::kWorkspace && p.dbias != nullptr) {
+    if (!plan.dbias_reduced) {
+      plan.dbias_note = "workspace not needed: dbias is not broadcast (stored directly)";
+    } else if (!over_bh_only) {
+      plan.dbias_note = "workspace refused: dbias is summed over queries or keys (bwd_dbias_simt)";
+    } else if (p.mask_dtype != kF16 && p.mask_dtype != kBF16) {
+      plan.dbias_note = "workspace refused: the bias is not 16-bit (fp32 dbias takes the atomics directly)";
+    } else if (ws_elems * 2 > kDbiasWorkspaceMaxBytes) {
+      plan.dbias_note = "workspace refused: " + std::to_string(ws_elems * 2 >> 20) + " MiB of per-head dS is over the " +
+                        std::to_string(kDbiasWorkspaceMaxBytes >> 20) + " MiB cap";
+    } else {
+      plan.dbias_workspace = true;
+      plan.dbias_atomic = false;
+    }
+  }
+  // 4 keys per request (tensor-core kernel): the target is contiguous along keys with rows, heads and
+  // batches at multiples of 4 elements, 16-byte aligned (workspace carves are 256-byte aligned). Vector
+  // reductions exist from sm90 on; vector stores everywhere. ATTN_MEMEFF_DBIAS=scalar keeps v6's path.
+  const bool quad_strides = p.dbias_stride[3] == 1 && p.dbias_stride[2] % 4 == 0 && p.dbias_stride[1] % 4 == 0 && p.dbias_stride[0] % 4 == 0;
+  if (plan.mma && p.dbias != nullptr && mode != DbiasMode::kScalar) {
+    if (plan.dbias_workspace) {
+      plan.dbias_quads = p.seq_k % 4 == 0;
+    } else if (plan.dbias_atomic) {
+      plan.dbias_quads = quad_strides && device_info(device).major >= 9 && (p.mask_dtype != kF32 || aligned16(p.dbias));
+    } else if (!plan.dbias_reduced) {
+      plan.dbias_quads = quad_strides && aligned16(p.dbias) && p.mask_dtype != kF64;
+    }
+  }
+  const int stagger = dbias_stagger_env();
+  plan.dbias_stagger = plan.mma && plan.dbias_atomic && (stagger >= 0 ? stagger == 1 : mode != DbiasMode::kScalar);
+  plan.dbias_mode = p.dbias == nullptr        ? ""
+                    : plan.dbias_workspace    ? "workspace"
+                    : plan.dbias_atomic       ? (plan.dbias_quads ? "atomic-x4" : "atomic")
+                    : plan.dbias_reduced      ? "recompute"
+                    : plan.dbias_quads        ? "direct-x4"
+                                              : "direct";
+  if (plan.dbias_stagger) plan.dbias_mode += "+stagger";
+  // GQA: the group's heads add into the same dbias rows; sum them in the block first (BwdParams::dbias_presum).
+  plan.dbias_presum = plan.mma && plan.dbias_atomic && p.group > 1 && p.dbias_size[1] == 1 && mode != DbiasMode::kScalar;
+  if (plan.dbias_presum) plan.dbias_mode += "+presum";
   // Query splits: when key blocks x kv heads (x head-dim tiles) leave SMs idle, split each block's
   // query range and sum the dK/dV partials afterwards (bounded workspace: at most 256 MiB of partials).
   const int dmax = std::max(p.head_dim, p.head_dim_v);
@@ -290,6 +365,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
     plan.off_dv = carve(plan.query_splits * kv_rows * p.head_dim_v);
   }
   if (plan.dbias_atomic && p.mask_dtype != kF32) plan.off_dbias = carve(dbias_elems);
+  if (plan.dbias_workspace) plan.off_dbias = carve((ws_elems * 2 + 3) / 4);  // 16-bit elements
   plan.workspace_bytes = off;
   return plan;
 }
@@ -323,8 +399,21 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   // dbias: the main kernel writes an unbroadcast one where tiles are visited; zero it first so the
   // tiles causal skips read 0. A broadcast one has its own kernel, which writes every element.
   BwdParams main_p = p;
-  if (plan.dbias_reduced && !plan.dbias_atomic) main_p.dbias = nullptr;
-  if (plan.dbias_atomic) {
+  if (plan.dbias_reduced && !plan.dbias_atomic && !plan.dbias_workspace) main_p.dbias = nullptr;
+  main_p.dbias_quads = plan.dbias_quads && aligned16(workspace);
+  main_p.dbias_stagger = plan.dbias_stagger;
+  main_p.dbias_presum = plan.dbias_presum;
+  if (plan.dbias_workspace) {  // the main kernel writes it as an unbroadcast [B, Hq, Sq, Sk] dbias
+    void* dws = ws + plan.off_dbias;
+    main_p.dbias = dws;
+    main_p.dbias_stride[3] = 1;
+    main_p.dbias_stride[2] = p.seq_k;
+    main_p.dbias_stride[1] = static_cast<int64_t>(p.seq_q) * p.seq_k;
+    main_p.dbias_stride[0] = main_p.dbias_stride[1] * p.heads_q;
+    p.dbias_ws = dws;
+    // Causal skips whole tiles, which the head sum then reads: zero them. Otherwise every element is written.
+    if (p.causal) ATTN_CUDA_CHECK(cudaMemsetAsync(dws, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * 2, stream));
+  } else if (plan.dbias_atomic) {
     main_p.dbias_accum = p.mask_dtype == kF32 ? static_cast<float*>(p.dbias) : reinterpret_cast<float*>(ws + plan.off_dbias);
     p.dbias_accum = main_p.dbias_accum;
     const int64_t elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
@@ -339,7 +428,8 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   if (!p.deterministic) named(aux.name, [&] { aux.aux(p, BwdStage::kDqConvert, stream); });
   if (plan.query_splits > 1) named(aux.name, [&] { aux.aux(p, BwdStage::kKvReduce, stream); });
   if (plan.dbias_atomic && p.mask_dtype != kF32) named(aux.name, [&] { aux.aux(p, BwdStage::kDbiasConvert, stream); });
-  if (plan.dbias_reduced && !plan.dbias_atomic) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });
+  if (plan.dbias_workspace) named(aux.name, [&] { aux.aux(p, BwdStage::kDbiasHeadSum, stream); });
+  if (plan.dbias_reduced && !plan.dbias_atomic && !plan.dbias_workspace) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });
   ran.push_back(aux.name);
   return ran;
 }

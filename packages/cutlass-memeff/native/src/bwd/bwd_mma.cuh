@@ -47,13 +47,25 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
   load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
 
-  // Steps: (query head of the group, query block of this split), heads outer.
+  // Steps: (query head of the group, query block of this split), heads outer (inner with dbias_presum).
   const int q_first = query_begin_for_key(p, j0) / M;
   const int q_blocks = (p.seq_q + M - 1) / M;
   const int per_head = q_first + split < q_blocks ? (q_blocks - q_first - split + p.query_splits - 1) / p.query_splits : 0;
   const int steps = per_head * p.group;
-  auto step_head = [&](int s) { return hk * p.group + s / per_head; };
-  auto step_row0 = [&](int s) { return (q_first + split + (s % per_head) * p.query_splits) * M; };
+  // v7, BwdParams::dbias_stagger: each (b, kv head) starts its query walk at its own offset, so blocks of
+  // different heads that run side by side (same key block, same start) add into different dbias rows
+  // instead of the same sectors at the same time. Neighbouring heads are 4 steps (128 rows) apart: never
+  // in one step's rows, yet close enough that a line they share is still in L2 when the next one adds
+  // (the accumulator, 64 MB per batch at S4k, does not fit). The same steps in another order. Only with
+  // a dbias, hence a mask: the mask-free kernels compile it out.
+  const int rot = kMask && p.dbias_stagger && per_head > 0 ? static_cast<int>((static_cast<int64_t>(bhk) * 4) % per_head) : 0;
+  // With dbias_presum (a mask kernel only: it needs a dbias) the group's heads are the inner walk.
+  const bool presum = kMask && p.dbias_presum;
+  auto step_head = [&](int s) { return hk * p.group + (presum ? s % p.group : s / per_head); };
+  auto step_row0 = [&](int s) {
+    const int r = (presum ? s / p.group : s % per_head) + rot;
+    return (q_first + split + (r < per_head ? r : r - per_head) * p.query_splits) * M;
+  };
   auto load_step = [&](int s, int buf) {
     const int h = step_head(s), i0 = step_row0(s);
     const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
@@ -163,7 +175,45 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         acc_dpt[n][e] = pr * (acc_dpt[n][e] * keep - dsum_s[buf * M + il]);
         acc_st[n][e] = pr * keep;
       }
-    if (p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
+    // A dbias needs an additive mask (dispatch.cu), so the mask-free kernels compile this out.
+    // v7 presum: ds is this head's dS plus the group's earlier heads' (kept in this thread's smem slots);
+    // every head but the group's last stores it back and sends nothing.
+    float ds[QT][4];
+#pragma unroll
+    for (int n = 0; n < QT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ds[n][e] = acc_dpt[n][e];
+    bool send = true;
+    if (kMask && presum) {
+      float* slot = reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x;
+      const int gh = s % p.group;
+#pragma unroll
+      for (int n = 0; n < QT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (gh > 0) ds[n][e] += slot[(n * 4 + e) * Tr::kThreads];
+          if (gh + 1 < p.group) slot[(n * 4 + e) * Tr::kThreads] = ds[n][e];
+        }
+      send = gh + 1 == p.group;
+    }
+    if (kMask && send && p.dbias != nullptr && p.dbias_quads) {
+      // v7: 4 adjacent keys per request. Query tiles 2m, 2m + 1 and key half kh of the fragment are a
+      // 4 x 4 block per group of 4 lanes (lanes 4 apart: rows 2t, 2t + 1, 8 + 2t, 9 + 2t, keys
+      // g & ~3 .. + 3); after transpose_keys4 this lane holds row c = g % 4 of it, keys 0..3.
+      static_assert(QT % 2 == 0, "query tiles come in pairs");
+      const int c = g & 3;
+#pragma unroll
+      for (int m = 0; m < QT / 2; ++m)
+#pragma unroll
+        for (int kh = 0; kh < 2; ++kh) {
+          float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
+          transpose_keys4(x, c);
+          const int i = i0 + (2 * m + (c >> 1)) * 8 + 2 * t + (c & 1), j = j0 + warp * 16 + (g & ~3) + 8 * kh;
+          if (i < p.seq_q && j < p.seq_k) {
+            write_dbias4(p, b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j, x, p.seq_k - j);
+          }
+        }
+    } else if (kMask && send && p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
 #pragma unroll
       for (int n = 0; n < QT; ++n)
 #pragma unroll
@@ -171,7 +221,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
           const int i = i0 + n * 8 + 2 * t + (e % 2), j = j0 + warp * 16 + g + 8 * (e / 2);
           if (i < p.seq_q && j < p.seq_k) {
             const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
-            write_dbias(p, idx, acc_dpt[n][e]);
+            write_dbias(p, idx, ds[n][e]);
           }
         }
     }

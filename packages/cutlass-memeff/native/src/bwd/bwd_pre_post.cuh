@@ -77,4 +77,30 @@ __global__ void bwd_dbias_convert_kernel(const BwdParams p, int64_t total) {
   }
 }
 
+// v7, ATTN_MEMEFF_DBIAS=workspace: dbias's own elements from the per-head dS workspace
+// (BwdParams::dbias_ws: [B, Hq, Sq, Sk] in the mask dtype, written by the main kernel), summed over the
+// broadcast batch and/or head dims in one fixed order (batch outer, heads inner) in fp32 and rounded
+// once: deterministic. dbias is contiguous in its own shape (as for bwd_dbias_convert); only dbiases
+// summed over batch / heads come here, so its rows are the workspace's.
+template <typename T>
+__global__ void bwd_dbias_head_sum_kernel(const BwdParams p, int64_t total) {
+  const int nb = p.dbias_size[0] == 1 ? p.batch : 1, nh = p.dbias_size[1] == 1 ? p.heads_q : 1;
+  const int64_t plane = static_cast<int64_t>(p.seq_q) * p.seq_k;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t ij = idx % plane, own_bh = idx / plane;
+    const int oh = static_cast<int>(own_bh % p.dbias_size[1]), ob = static_cast<int>(own_bh / p.dbias_size[1]);
+    float acc = 0.f;
+    for (int bb = 0; bb < nb; ++bb) {
+      const int b = nb == 1 ? ob : bb;
+#pragma unroll 4
+      for (int hh = 0; hh < nh; ++hh) {
+        const int h = nh == 1 ? oh : hh;
+        acc += load_any_float(p.dbias_ws, p.mask_dtype, (static_cast<int64_t>(b) * p.heads_q + h) * plane + ij);
+      }
+    }
+    store_any_float(p.dbias, p.mask_dtype, idx, acc);
+  }
+}
+
 }  // namespace memeff

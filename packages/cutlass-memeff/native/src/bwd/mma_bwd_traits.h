@@ -29,6 +29,9 @@ struct MmaBwdTraits {
   static constexpr int kSmemBytes = (2 * kSmemK + 4 * kSmemQ + kSmemDs) * 2 + 2 * 2 * kBlockM * 4;
   // Plus, when the call has a mask, two [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
   static constexpr int kSmemMaskBytes = 2 * kBlockM * (kBlockN * 4 + 16);
+  // Plus, with BwdParams::dbias_presum (v7), each thread's dS fragment (kQTiles x 4 floats) summed over
+  // the GQA group's heads so far, [kQTiles * 4][kThreads] (thread-private slots, conflict-free).
+  static constexpr int kSmemPresumBytes = kQTiles * 4 * kThreads * 4;
   static constexpr int kMinBlocksPerSm = 1;
   static_assert(kChunks >= 8, "the XOR swizzle needs at least 8 chunks per row");
 };

@@ -89,6 +89,19 @@ __device__ __forceinline__ void red_add_f32x2(float* addr, float a, float b) {
 #endif
 }
 
+// addr[0..3] += a, b, c, d: one sm90 vector reduction (16-byte aligned addr; each element is its own
+// fp32 add, as four scalar REDs). Before sm90, four scalar REDs.
+__device__ __forceinline__ void red_add_f32x4(float* addr, float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+#else
+  atomicAdd(addr, a);
+  atomicAdd(addr + 1, b);
+  atomicAdd(addr + 2, c);
+  atomicAdd(addr + 3, d);
+#endif
+}
+
 // Two floats as one 32-bit register of two 16-bit elements (x in the low half: the lower column).
 template <typename T> __device__ __forceinline__ uint32_t pack2(float x, float y);
 template <> __device__ __forceinline__ uint32_t pack2<__half>(float x, float y) {

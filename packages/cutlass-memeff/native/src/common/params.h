@@ -76,6 +76,23 @@ struct BwdParams : FwdParams {
   // atomics instead of storing: a dbias summed only over batch and heads, non-deterministic mode. It
   // is dbias itself for an fp32 mask, else a workspace that bwd_dbias_convert turns into the dtype.
   float* dbias_accum = nullptr;
+  // v7: the tensor-core backward sends dS to dbias (or dbias_accum) four adjacent keys at a time, after a
+  // transpose inside each group of 4 lanes: one red.global.add.v4.f32 (sm90) or one 8/16-byte store per
+  // 4 elements instead of 4 scalar ones. Set by dispatch.cu where dbias (or the accumulator) is
+  // contiguous along keys with 16-byte-aligned rows (NOTES.md v7); false: v6's one element per request.
+  bool dbias_quads = false;
+  // v7: the tensor-core backward's blocks start their query walk at an offset per (b, kv head) (bwd_mma.cuh),
+  // so that heads running side by side do not add into the same dbias rows at the same time. Set with
+  // dbias atomics (dispatch.cu, ATTN_MEMEFF_DBIAS_STAGGER).
+  bool dbias_stagger = false;
+  // v7: dbias summed over heads with a GQA group > 1, atomics: the tensor-core backward walks the group's
+  // heads innermost and adds their dS for one (query block, key block) in shared memory first, so only
+  // the group's last head sends reductions (1 / group of them). Same fp32 adds, another grouping.
+  bool dbias_presum = false;
+  // v7, ATTN_MEMEFF_DBIAS=workspace: the main kernel stores each head's dS into this [B, Hq, Sq, Sk]
+  // array in the mask dtype (as an unbroadcast dbias) and bwd_dbias_head_sum sums it over the broadcast
+  // dims into dbias in a fixed order.
+  const void* dbias_ws = nullptr;
   // fp32: D = dO . O in one sequential fmaf chain, the order of bwd_tile's dP (v5, bwd_pre_post.cuh);
   // false: v4's warp tree (ATTN_MEMEFF_DSUM_SEQ=0, to compare the two on one build).
   bool dsum_seq = true;

@@ -39,7 +39,7 @@ void launch_bwd_mma(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
   auto kernel = masked ? &bwd_mma_kernel<T, Tr, kFull, true> : &bwd_mma_kernel<T, Tr, kFull, false>;
   static_assert(Tr::kSmemMaskBytes == 2 * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
-  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
+  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0) + (p.dbias_presum ? Tr::kSmemPresumBytes : 0);
   if (smem > 48 * 1024) {
     ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
@@ -109,6 +109,13 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
       const unsigned blocks = ceil_div(total, 256);
       bwd_dbias_convert_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
       ATTN_LAUNCH_CHECK("memeff bwd_dbias_convert_kernel");
+      break;
+    }
+    case BwdStage::kDbiasHeadSum: {
+      const int64_t total = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
+      const unsigned blocks = ceil_div(total, 256);
+      bwd_dbias_head_sum_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
+      ATTN_LAUNCH_CHECK("memeff bwd_dbias_head_sum_kernel");
       break;
     }
   }
