@@ -17,6 +17,7 @@
 #include "../flash_bwd_kernel.h"
 #include "../ptx.h"
 #include "../tile_io.h"
+#include "bwd_sm90_pair.h"
 #include "bwd_sm90_traits.h"
 #include "wgmma_ops.h"
 #include "wgmma_sync.h"
@@ -27,28 +28,20 @@ template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const __grid_constant__ BwdParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
   using IO = TileIO<Tr>;
-  using Ds = typename Tr::DsRows;
   using sm90::Wgmma;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kD = Tr::kHeadDim;
   constexpr int kQT = Tr::kQTiles, kMS = Tr::kMSteps, kDT = Tr::kDTiles, kDqT = Tr::kDqTiles;
   static_assert(!Tr::kRoles && Tr::kDqPasses == 1, "D <= 128: warpgroups split the keys, one dQ pass");
   const FwdParams& f = p.f;
 
-  // Shared memory: K, V, two stages of (Q, dO), dS^T, then two slots of lse and Dsum; the tiles start on a
-  // 1024-byte boundary (the descriptors' swizzle is computed from absolute address bits).
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  const uint32_t raw_addr = smem_addr(smem_raw);
-  E* sK = reinterpret_cast<E*>(smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u));
-  E* sV = sK + Tr::kSmemKVElems;
-  E* sQ0 = sV + Tr::kSmemKVElems;  // stage s: Q at sQ0 + s * kStageElems, dO right after it
-  constexpr int kStageElems = 2 * Tr::kSmemQElems;
+  const sm90::BwdSmem<Tr> sm(smem_raw);
+  E* const sK = sm.k;
+  E* const sQ0 = sm.q0;
+  constexpr int kStageElems = sm90::BwdSmem<Tr>::kStageElems;
   constexpr uint32_t kStageUnits = kStageElems * 2 / 16;  // descriptor start-address units (16 bytes)
   constexpr uint32_t kDoUnits = Tr::kSmemQElems * 2 / 16;
-  E* sdS = sQ0 + 2 * kStageElems;
-  float* sLse = reinterpret_cast<float*>(sdS + Tr::kSmemDsElems);  // [2][kM]
-  float* sDsum = sLse + 2 * kM;                                    // [2][kM]
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int wg = warp >> 2;  // warpgroup: keys wg * 64 .. wg * 64 + 63 of the block (warp w: keys 16w..16w+15)
@@ -60,7 +53,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
   const QueryBlocks qb = query_blocks_for_keys<kM, kN>(f, sq, j0, off);
   const int m_begin = qb.begin, nm = qb.end - qb.begin;
 
-  load_kv_tiles<IO, kN>(sK, sV, f, sq, b, hk, j0, tid);
+  load_kv_tiles<IO, kN>(sK, sm.v, f, sq, b, hk, j0, tid);
 
   // Descriptors at stage 0 and the first k16 step (sm90/wgmma_sync.h make_desc). K-major views (rows x D,
   // 64-column blocks of rows x 128 bytes): this warpgroup's 64 rows of K and V, all kM rows of Q and dO; a
@@ -68,10 +61,10 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
   // dO for dV/dK (N = D in 64-column blocks kM rows apart), dS^T (M = queries) and K (N = this warpgroup's
   // dQ columns) for dQ; a k16 step is 16 rows = 2048 bytes.
   const uint64_t desc_k = sm90::make_desc(smem_addr(sK) + wg * 64 * 128, 16, 1024);
-  const uint64_t desc_v = sm90::make_desc(smem_addr(sV) + wg * 64 * 128, 16, 1024);
+  const uint64_t desc_v = sm90::make_desc(smem_addr(sm.v) + wg * 64 * 128, 16, 1024);
   const uint64_t desc_q = sm90::make_desc(smem_addr(sQ0), 16, 1024);
   const uint64_t desc_q_mn = sm90::make_desc(smem_addr(sQ0), kM * 128, 1024);
-  const uint64_t desc_ds = sm90::make_desc(smem_addr(sdS), kN * 128, 1024);
+  const uint64_t desc_ds = sm90::make_desc(smem_addr(sm.ds), kN * 128, 1024);
   // K's MN-major view starts at this warpgroup's first dQ column: column block dq_col0 / 64, and (D = 64:
   // 32 columns per warpgroup) 64 bytes into its rows; the swizzle is on absolute address bits, as for k steps.
   const int dq_col0 = wg * Tr::kDqCols;
@@ -100,19 +93,12 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
   for (int k = 0; k < pairs; ++k) {
     const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
     const int stage = k & 1;
-    // lse/Dsum slot k & 1 was last read by pair k - 2, finished before the previous iteration's barriers.
-    if (tid < kM) {
-      sLse[stage * kM + tid] = lse_next;
-      sDsum[stage * kM + tid] = dsum_next;
-    }
-    cp_async_wait<0>();
-    sm90::fence_proxy_async();
-    __syncthreads();  // pair k's tiles, lse, Dsum are visible; pair k - 1's wgmmas all completed (waited below)
+    sm90::begin_pair(sm, stage, tid, lse_next, dsum_next);
     if (k + 1 < pairs) prefetch(k + 1, stage ^ 1);  // overlaps this pair's math
 
     const BwdRowCtx rc = bwd_row_ctx(f, off, sq.seq_k, b, h);
-    const float* lse_s = sLse + stage * kM;
-    const float* dsum_s = sDsum + stage * kM;
+    const float* lse_s = sm.lse + stage * kM;
+    const float* dsum_s = sm.dsum + stage * kM;
     const uint32_t st_units = stage * kStageUnits;
 
     // Dropout bits of this thread's elements (element k = nt * 4 + e: key row 16 warp + g + 8 (e / 2), query
@@ -174,25 +160,11 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
       }
     }
 
-    // ---- P^T and dS^T as A fragments: k16 step ms is query columns 16ms..16ms+15 (n8 groups 2ms, 2ms + 1)
+    // ---- P^T and dS^T as A fragments; dS^T also to shared memory for the dQ GEMM
     uint32_t pa[kMS][4], da[kMS][4];
-#pragma unroll
-    for (int ms = 0; ms < kMS; ++ms)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        pa[ms][x] = Op::pack(st[2 * ms + (x >> 1)][2 * (x & 1)], st[2 * ms + (x >> 1)][2 * (x & 1) + 1]);
-        da[ms][x] = Op::pack(dpt[2 * ms + (x >> 1)][2 * (x & 1)], dpt[2 * ms + (x >> 1)][2 * (x & 1) + 1]);
-      }
-    if (!p.deterministic) {  // dS^T to shared memory (rows = keys): fragment x of step ms is n8 group 2ms + x / 2, row + 8 (x % 2)
-#pragma unroll
-      for (int ms = 0; ms < kMS; ++ms)
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {
-          const int row = warp * 16 + g + 8 * (x & 1);
-          *reinterpret_cast<uint32_t*>(sdS + swizzle_offset<Ds>(row, 2 * ms + (x >> 1), kN) + 2 * t) = da[ms][x];
-        }
-      sm90::fence_proxy_async();
-    }
+    sm90::pack_a<Tr>(st, pa);
+    sm90::pack_a<Tr>(dpt, da);
+    if (!p.deterministic) sm90::store_ds_t<Tr>(sm.ds, da, warp * 16, g, t);
 
     // ---- dV += (P Z)^T dO, dK += dS^T Q (B: dO, Q MN-major; a k16 step is 16 query rows)
     sm90::fence_operands(acc_dv);
@@ -237,24 +209,10 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
 
   // ---- epilogue: dK = scale * sum dS^T Q, dV = sum (P Z)^T dO, in the output dtype
   cp_async_wait<0>();  // a CTA with no query block still has its K/V copies in flight
-  E* dk_base = static_cast<E*>(p.dk);
-  E* dv_base = static_cast<E*>(p.dv);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int j = j0 + warp * 16 + g + 8 * r;
-    if (j >= sq.seq_k) continue;
-    E* dk_row = dk_base + sq.k_row(b, hk, j, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride);
-    E* dv_row = dv_base + sq.k_row(b, hk, j, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride);
-#pragma unroll
-    for (int dt = 0; dt < kDT; ++dt)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int col = dt * 8 + 2 * t + c;
-        if (col >= f.head_dim) continue;
-        dk_row[col] = Op::from_float(acc_dk[dt][2 * r + c] * p.scale);
-        dv_row[col] = Op::from_float(acc_dv[dt][2 * r + c]);
-      }
-  }
+  sm90::store_key_rows<Tr>(p.dk, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride, acc_dk, p.scale, sq, b, hk,
+                           j0 + warp * 16, f.head_dim, g, t);
+  sm90::store_key_rows<Tr>(p.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride, acc_dv, 1.f, sq, b, hk,
+                           j0 + warp * 16, f.head_dim, g, t);
 #endif
 }
 

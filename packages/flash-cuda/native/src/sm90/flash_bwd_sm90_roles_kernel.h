@@ -20,6 +20,7 @@
 #include "../ptx.h"
 #include "../tile_io.h"
 #include "barriers.h"
+#include "bwd_sm90_pair.h"
 #include "bwd_sm90_traits.h"
 #include "wgmma_ops.h"
 #include "wgmma_sync.h"
@@ -30,9 +31,7 @@ template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(const __grid_constant__ BwdParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
   using IO = TileIO<Tr>;
-  using Ds = typename Tr::DsRows;
   using sm90::Wgmma;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kD = Tr::kHeadDim;
   constexpr int kQT = Tr::kQTiles, kMS = Tr::kMSteps, kDT = Tr::kDTiles, kDqT = Tr::kDqTiles;
@@ -41,20 +40,14 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
   static_assert(kN == 64 && Tr::kRoles, "one warpgroup's 64 keys per CTA");
   const FwdParams& f = p.f;
 
-  // Shared memory: K, V, two stages of (Q, dO), dS^T, S^T (fp32), two slots of lse and Dsum; the tiles start
-  // on a 1024-byte boundary (the descriptors' swizzle is computed from absolute address bits).
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  const uint32_t raw_addr = smem_addr(smem_raw);
-  E* sK = reinterpret_cast<E*>(smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u));
-  E* sV = sK + Tr::kSmemKVElems;
-  E* sQ0 = sV + Tr::kSmemKVElems;  // stage s: Q at sQ0 + s * kStageElems, dO right after it
-  constexpr int kStageElems = 2 * Tr::kSmemQElems;
+  const sm90::BwdSmem<Tr> sm(smem_raw);
+  E* const sK = sm.k;
+  E* const sQ0 = sm.q0;
+  float* const sS = sm.s;  // S^T from warpgroup 0 to 1: element e of thread t at [e][t]
+  constexpr int kStageElems = sm90::BwdSmem<Tr>::kStageElems;
   constexpr uint32_t kStageUnits = kStageElems * 2 / 16;  // descriptor start-address units (16 bytes)
   constexpr uint32_t kDoUnits = Tr::kSmemQElems * 2 / 16;
-  E* sdS = sQ0 + 2 * kStageElems;
-  float* sS = reinterpret_cast<float*>(sdS + Tr::kSmemDsElems);  // [kQT * 4][128]
-  float* sLse = sS + Tr::kSmemSFloats;                          // [2][kM]
-  float* sDsum = sLse + 2 * kM;                                 // [2][kM]
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int wg = warp >> 2;            // the role: 0 = S, P, dV; 1 = dP, dS, dK
@@ -68,15 +61,15 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
   const QueryBlocks qb = query_blocks_for_keys<kM, kN>(f, sq, j0, off);
   const int m_begin = qb.begin, nm = qb.end - qb.begin;
 
-  load_kv_tiles<IO, kN>(sK, sV, f, sq, b, hk, j0, tid);
+  load_kv_tiles<IO, kN>(sK, sm.v, f, sq, b, hk, j0, tid);
 
   // Descriptors at stage 0 and the first k16 step (as flash_bwd_sm90_kernel.h): the role's A (K or V, all 64
   // rows) and B (Q or dO) for S^T / dP^T, K-major; its B for dV / dK (dO or Q), MN-major; dS^T and K for dQ.
-  const uint64_t desc_a = sm90::make_desc(smem_addr(wg == 0 ? sK : sV), 16, 1024);
+  const uint64_t desc_a = sm90::make_desc(smem_addr(wg == 0 ? sK : sm.v), 16, 1024);
   const uint32_t role_units = wg == 0 ? 0u : kDoUnits;  // Q (S^T, dK) or dO (dP^T, dV) in a stage
   const uint64_t desc_b = sm90::make_desc(smem_addr(sQ0), 16, 1024) + role_units;
   const uint64_t desc_b_mn = sm90::make_desc(smem_addr(sQ0), kM * 128, 1024) + (kDoUnits - role_units);
-  const uint64_t desc_ds = sm90::make_desc(smem_addr(sdS), kN * 128, 1024);
+  const uint64_t desc_ds = sm90::make_desc(smem_addr(sm.ds), kN * 128, 1024);
   auto kstep = [](int ks, int rows) { return uint32_t((ks >> 2) * rows * 8 + (ks & 3) * 2); };
 
   float acc[kDT][4];  // dV (warpgroup 0) or dK (warpgroup 1)
@@ -98,18 +91,12 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
   for (int k = 0; k < pairs; ++k) {
     const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
     const int stage = k & 1;
-    if (tid < kM) {
-      sLse[stage * kM + tid] = lse_next;
-      sDsum[stage * kM + tid] = dsum_next;
-    }
-    cp_async_wait<0>();
-    sm90::fence_proxy_async();
-    __syncthreads();  // pair k's tiles, lse, Dsum are visible; pair k - 1's wgmmas and S^T reads completed
+    sm90::begin_pair(sm, stage, tid, lse_next, dsum_next);  // also: warpgroup 1 read pair k - 1's S^T
     if (k + 1 < pairs) prefetch(k + 1, stage ^ 1);
 
     const BwdRowCtx rc = bwd_row_ctx(f, off, sq.seq_k, b, h);
-    const float* lse_s = sLse + stage * kM;
-    const float* dsum_s = sDsum + stage * kM;
+    const float* lse_s = sm.lse + stage * kM;
+    const float* dsum_s = sm.dsum + stage * kM;
     const uint32_t st_units = stage * kStageUnits;
     const uint32_t keep = dropout_mask<kQT * 4>(f, rc, [&](int x, int& i, int& j) {
       i = i0 + (x >> 2) * 8 + 2 * t + (x & 1);
@@ -172,21 +159,8 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
 
     // ---- P^T or dS^T as A fragments (k16 step ms: query columns 16ms..16ms+15); dS^T also to shared memory
     uint32_t xa[kMS][4];
-#pragma unroll
-    for (int ms = 0; ms < kMS; ++ms)
-#pragma unroll
-      for (int c = 0; c < 4; ++c)
-        xa[ms][c] = Op::pack(x[2 * ms + (c >> 1)][2 * (c & 1)], x[2 * ms + (c >> 1)][2 * (c & 1) + 1]);
-    if (wg == 1 && !p.deterministic) {
-#pragma unroll
-      for (int ms = 0; ms < kMS; ++ms)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int row = kw * 16 + g + 8 * (c & 1);
-          *reinterpret_cast<uint32_t*>(sdS + swizzle_offset<Ds>(row, 2 * ms + (c >> 1), kN) + 2 * t) = xa[ms][c];
-        }
-      sm90::fence_proxy_async();
-    }
+    sm90::pack_a<Tr>(x, xa);
+    if (wg == 1 && !p.deterministic) sm90::store_ds_t<Tr>(sm.ds, xa, kw * 16, g, t);
 
     // ---- dV += (P Z)^T dO (warpgroup 0) or dK += dS^T Q (warpgroup 1): B MN-major, k16 step = 16 query rows
     sm90::fence_operands(acc);
@@ -229,24 +203,12 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
 
   // ---- epilogue: warpgroup 0 writes dV, warpgroup 1 dK * scale, in the output dtype
   cp_async_wait<0>();  // a CTA with no query block still has its K/V copies in flight
-  E* out = static_cast<E*>(wg == 0 ? p.dv : p.dk);
-  const float mul = wg == 0 ? 1.f : p.scale;
-  const int64_t bs = wg == 0 ? p.dv_batch_stride : p.dk_batch_stride;
-  const int64_t hs = wg == 0 ? p.dv_head_stride : p.dk_head_stride;
-  const int64_t rs = wg == 0 ? p.dv_row_stride : p.dk_row_stride;
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int j = j0 + kw * 16 + g + 8 * r;
-    if (j >= sq.seq_k) continue;
-    E* row = out + sq.k_row(b, hk, j, bs, hs, rs);
-#pragma unroll
-    for (int dt = 0; dt < kDT; ++dt)
-#pragma unroll
-      for (int c = 0; c < 2; ++c) {
-        const int col = dt * 8 + 2 * t + c;
-        if (col < f.head_dim) row[col] = Op::from_float(acc[dt][2 * r + c] * mul);
-      }
-  }
+  if (wg == 0)
+    sm90::store_key_rows<Tr>(p.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride, acc, 1.f, sq, b, hk,
+                             j0 + kw * 16, f.head_dim, g, t);
+  else
+    sm90::store_key_rows<Tr>(p.dk, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride, acc, p.scale, sq, b, hk,
+                             j0 + kw * 16, f.head_dim, g, t);
 #endif
 }
 
