@@ -147,7 +147,7 @@ BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool determinist
   BwdPlan pl{};
   pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90);
   const BwdConfig& c = kBwdConfigs[pl.config];
-  pl.dq_accum_stride = c.head_dim;
+  pl.dq_accum_stride = c.head_dim;  // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
   pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // version 3 and sm90: always 2 (choose() checked)
   pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
   pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);
@@ -210,8 +210,6 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
   p.dv_row_stride = as_i64(bnums, kDvRowStride, "dv row stride");
   p.scale = static_cast<float>(nums[kScale]);
   p.dq_accum_stride = pl.dq_accum_stride;
-  p.dq_accum_rows = p.f.cu_seqlens_q != nullptr ? int64_t(p.f.heads_q) * p.f.total_q
-                                                : int64_t(p.f.batch) * p.f.heads_q * p.f.seqlen_q;
   p.stages = pl.stages;
   p.n_blocks = pl.n_blocks;
   p.m_blocks = pl.m_blocks;

@@ -26,7 +26,6 @@ struct BwdParams {
   // like lse; converted (and scaled) into dq by the postprocessing kernel. Null in deterministic mode.
   float* dq_accum;
   int dq_accum_stride;
-  int64_t dq_accum_rows;
 
   float scale;         // the softmax scale: dS is the gradient of the scaled score, dQ = scale * dS K
   bool deterministic;  // dQ by its own kernel, per query block, keys in a fixed order (no atomics)

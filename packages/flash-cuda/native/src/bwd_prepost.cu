@@ -1,6 +1,8 @@
-// Dsum = rowsum(dO * O) (one warp per query row, float32 accumulation) and the dQ workspace
-// conversion. Both are memory-bound and tiny next to the main kernels: element-wise 2-byte loads
-// that handle any strides and any D without an alignment path.
+// Dsum = rowsum(dO * O) (float32 accumulation), with the dQ workspace zeroed in the same pass, and the
+// workspace's conversion to dQ after the main kernels. Both are memory-bound: every byte of O, dO, the
+// workspace and dQ moves once. When the tensors are 16-byte aligned (the common case) a group of lanes
+// shares a row and each lane moves 16-byte chunks; otherwise one warp per row with element-wise loads
+// that handle any strides and any D.
 #include "bwd_prepost.h"
 
 #include <cuda_bf16.h>
@@ -43,12 +45,66 @@ int64_t rows_of(const BwdParams& p) {
                                      : int64_t(p.f.batch) * p.f.heads_q * p.f.seqlen_q;
 }
 
+// Lanes per row on the vector path: the row's 16-byte chunks rounded up to a power of two (D <= 256: at most
+// 32, one warp).
+__host__ __device__ __forceinline__ int lanes_per_row(int head_dim) {
+  int g = 1;
+  while (g * 8 < head_dim) g *= 2;
+  return g;
+}
+
+// Unpacks two 16-bit floats of a 32-bit word.
+template <typename E>
+__device__ __forceinline__ float2 unpack2(uint32_t w);
+template <>
+__device__ __forceinline__ float2 unpack2<__nv_bfloat16>(uint32_t w) {
+  return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+template <>
+__device__ __forceinline__ float2 unpack2<__half>(uint32_t w) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+
+// Zeroes the dQ workspace row of `lane` of `lanes` (the default mode accumulates into it with atomics).
+__device__ __forceinline__ void zero_dq_row(const BwdParams& p, int64_t lse_index, int lane, int lanes) {
+  float4* row = reinterpret_cast<float4*>(p.dq_accum + lse_index * p.dq_accum_stride);
+  for (int c = lane; c < p.dq_accum_stride / 4; c += lanes) row[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+}
+
 template <typename E>
 __global__ void __launch_bounds__(256) bwd_dsum_kernel(const __grid_constant__ BwdParams p, int64_t rows) {
+  const FwdParams& f = p.f;
+  const bool zero_dq = !p.deterministic;
+  if (f.aligned16) {
+    const int lanes = lanes_per_row(f.head_dim), lane = threadIdx.x & (lanes - 1);
+    const int64_t r = int64_t(blockIdx.x) * (256 / lanes) + threadIdx.x / lanes;
+    // Every lane of a group stays to the end: the shuffles below span the whole warp.
+    const bool live = r < rows;
+    const RowOf row(f, live ? r : 0, f.total_q);
+    float acc = 0.f;
+    if (live && lane * 8 < f.head_dim) {
+      const uint4 o = *reinterpret_cast<const uint4*>(
+          static_cast<const E*>(f.o) + row.offset(f, f.o_batch_stride, f.o_head_stride, f.o_row_stride) + lane * 8);
+      const uint4 d = *reinterpret_cast<const uint4*>(
+          static_cast<const E*>(p.dout) + row.offset(f, p.do_batch_stride, p.do_head_stride, p.do_row_stride) +
+          lane * 8);
+      const uint32_t ow[4] = {o.x, o.y, o.z, o.w}, dw[4] = {d.x, d.y, d.z, d.w};
+#pragma unroll
+      for (int w = 0; w < 4; ++w) {
+        const float2 a = unpack2<E>(ow[w]), b = unpack2<E>(dw[w]);
+        acc += a.x * b.x + a.y * b.y;
+      }
+    }
+    for (int s = lanes / 2; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
+    if (!live) return;
+    const int64_t li = row.lse_index(f);
+    if (lane == 0) p.dsum[li] = acc;
+    if (zero_dq) zero_dq_row(p, li, lane, lanes);
+    return;
+  }
   const int64_t r = int64_t(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
-  const FwdParams& f = p.f;
   const RowOf row(f, r, f.total_q);
   const E* o = static_cast<const E*>(f.o) + row.offset(f, f.o_batch_stride, f.o_head_stride, f.o_row_stride);
   const E* dout = static_cast<const E*>(p.dout) + row.offset(f, p.do_batch_stride, p.do_head_stride, p.do_row_stride);
@@ -56,22 +112,44 @@ __global__ void __launch_bounds__(256) bwd_dsum_kernel(const __grid_constant__ B
   for (int d = lane; d < f.head_dim; d += 32) acc += MmaOp<E>::to_float(o[d]) * MmaOp<E>::to_float(dout[d]);
 #pragma unroll
   for (int s = 16; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
-  if (lane == 0) p.dsum[row.lse_index(f)] = acc;
+  const int64_t li = row.lse_index(f);
+  if (lane == 0) p.dsum[li] = acc;
+  if (zero_dq) zero_dq_row(p, li, lane, 32);
 }
 
 template <typename E>
 __global__ void __launch_bounds__(256) bwd_convert_dq_kernel(const __grid_constant__ BwdParams p, int64_t rows) {
+  const FwdParams& f = p.f;
+  if (f.aligned16) {
+    const int lanes = lanes_per_row(f.head_dim), lane = threadIdx.x & (lanes - 1);
+    const int64_t r = int64_t(blockIdx.x) * (256 / lanes) + threadIdx.x / lanes;
+    if (r >= rows || lane * 8 >= f.head_dim) return;
+    const RowOf row(f, r, f.total_q);
+    const float4* src = reinterpret_cast<const float4*>(p.dq_accum + row.lse_index(f) * p.dq_accum_stride) + lane * 2;
+    const float4 a = src[0], b = src[1];
+    uint4 out;
+    out.x = MmaOp<E>::pack(a.x * p.scale, a.y * p.scale);
+    out.y = MmaOp<E>::pack(a.z * p.scale, a.w * p.scale);
+    out.z = MmaOp<E>::pack(b.x * p.scale, b.y * p.scale);
+    out.w = MmaOp<E>::pack(b.z * p.scale, b.w * p.scale);
+    *reinterpret_cast<uint4*>(static_cast<E*>(p.dq) +
+                              row.offset(f, p.dq_batch_stride, p.dq_head_stride, p.dq_row_stride) + lane * 8) = out;
+    return;
+  }
   const int64_t r = int64_t(blockIdx.x) * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
-  const FwdParams& f = p.f;
   const RowOf row(f, r, f.total_q);
   const float* src = p.dq_accum + row.lse_index(f) * p.dq_accum_stride;
   E* dst = static_cast<E*>(p.dq) + row.offset(f, p.dq_batch_stride, p.dq_head_stride, p.dq_row_stride);
   for (int d = lane; d < f.head_dim; d += 32) dst[d] = MmaOp<E>::from_float(src[d] * p.scale);
 }
 
-unsigned blocks_for(int64_t rows) { return static_cast<unsigned>((rows + 7) / 8); }
+// Rows per 256-thread block: a group of lanes per row on the vector path, a warp per row otherwise.
+unsigned blocks_for(const BwdParams& p, int64_t rows) {
+  const int per_block = p.f.aligned16 ? 256 / lanes_per_row(p.f.head_dim) : 8;
+  return static_cast<unsigned>((rows + per_block - 1) / per_block);
+}
 
 }  // namespace
 
@@ -79,7 +157,7 @@ template <typename E>
 void run_bwd_dsum(const BwdParams& p, cudaStream_t stream) {
   const int64_t rows = rows_of(p);
   if (rows == 0) return;
-  bwd_dsum_kernel<E><<<blocks_for(rows), 256, 0, stream>>>(p, rows);
+  bwd_dsum_kernel<E><<<blocks_for(p, rows), 256, 0, stream>>>(p, rows);
   ATTN_LAUNCH_CHECK("flash_bwd_dsum_kernel");
 }
 
@@ -87,7 +165,7 @@ template <typename E>
 void run_bwd_convert_dq(const BwdParams& p, cudaStream_t stream) {
   const int64_t rows = rows_of(p);
   if (rows == 0) return;
-  bwd_convert_dq_kernel<E><<<blocks_for(rows), 256, 0, stream>>>(p, rows);
+  bwd_convert_dq_kernel<E><<<blocks_for(p, rows), 256, 0, stream>>>(p, rows);
   ATTN_LAUNCH_CHECK("flash_bwd_convert_dq_kernel");
 }
 

@@ -1,5 +1,6 @@
-// The backward's small passes around the main kernels: Dsum = rowsum(dO * O) before, and after the
-// default (atomic) mode the float32 dQ workspace converted to the output dtype with the scale applied.
+// The backward's small passes around the main kernels: Dsum = rowsum(dO * O) before (zeroing the float32
+// dQ workspace of the default mode in the same pass), and after the default (atomic) mode that workspace
+// converted to the output dtype with the scale applied.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -7,7 +8,7 @@
 
 namespace attn::flash {
 
-// Dsum for every query row (one warp per row); rows are indexed like lse.
+// Dsum for every query row, rows indexed like lse; zeroes the dQ workspace unless deterministic.
 template <typename E>
 void run_bwd_dsum(const BwdParams& p, cudaStream_t stream);
 // dq = scale * dq_accum in the output dtype.

@@ -166,7 +166,10 @@ struct DqTraits : SmemRows<kHeadDim_> {
   static constexpr int kDTiles = kHeadDim / 8;
   static constexpr int kKSteps = kHeadDim / 16;
   static constexpr int kPSteps = kBlockN / 16;
-  static constexpr int kSmemBytes = (2 * kBlockM * kHeadDim + 2 * kBlockN * kHeadDim) * 2;
+  // K/V tiles double-buffered (the next tile's copies under this one's GEMMs) where two CTAs of the larger
+  // shared memory still fit an SM; D > 128 keeps one stage.
+  static constexpr int kStages = kHeadDim <= 128 ? 2 : 1;
+  static constexpr int kSmemBytes = (2 * kBlockM * kHeadDim + 2 * kStages * kBlockN * kHeadDim) * 2;
   static_assert(kBlockN % 16 == 0 && (kBlockN * kHeadDim / 8) % kNThreads == 0, "K/V tile chunks split evenly");
 };
 

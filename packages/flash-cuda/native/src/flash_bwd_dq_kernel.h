@@ -3,7 +3,8 @@
 // every run. Per key tile: S = Q K^T, dP = dO V^T, dS elementwise (bwd_scores.h), dQ += dS K with dS
 // packed straight from the accumulators into A fragments (as the forward packs P). dQ is written once,
 // scaled, in the output dtype: no atomics and no float32 workspace. Costs the recompute of two GEMMs
-// (Q K^T, dO V^T) that the fused default mode shares with dK/dV: 7 GEMMs instead of 5.
+// (Q K^T, dO V^T) that the fused default mode shares with dK/dV: 7 GEMMs instead of 5. Up to D = 128 the
+// next key tile's copies run under the current one's GEMMs (DqTraits::kStages).
 #pragma once
 #include <cstdint>
 
@@ -28,8 +29,9 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
   extern __shared__ __align__(128) unsigned char smem_raw[];
   E* sQ = reinterpret_cast<E*>(smem_raw);
   E* sdO = sQ + kM * Tr::kHeadDim;
-  E* sK = sdO + kM * Tr::kHeadDim;
-  E* sV = sK + kN * Tr::kHeadDim;
+  constexpr int kKVElems = kN * Tr::kHeadDim;
+  E* sK = sdO + kM * Tr::kHeadDim;  // stage s: K at sK + 2 s kKVElems, V right after it
+  E* sV = sK + kKVElems;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int h = blockIdx.y, b = blockIdx.z;
@@ -82,17 +84,31 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
 
   const E* k_base = static_cast<const E*>(f.k);
   const E* v_base = static_cast<const E*>(f.v);
+  // Key tile n's K and V rows into stage `stage` (one cp.async group; TileIO::load_rows: one 64-bit source per
+  // thread, stepped by rows).
+  auto load_kv = [&](int n, int stage) {
+    const int j0 = n * kN;
+    E* dst = sK + stage * 2 * kKVElems;
+    IO::template load_rows<kN>(dst, k_base + sq.k_row(b, hk, j0, f.k_batch_stride, f.k_head_stride, f.k_row_stride),
+                               f.k_row_stride, sq.seq_k - j0, f.head_dim, f.aligned16, k_base, tid);
+    IO::template load_rows<kN>(dst + kKVElems,
+                               v_base + sq.k_row(b, hk, j0, f.v_batch_stride, f.v_head_stride, f.v_row_stride),
+                               f.v_row_stride, sq.seq_k - j0, f.head_dim, f.aligned16, v_base, tid);
+    cp_async_commit();
+  };
+  if (Tr::kStages == 2 && n_begin < n_end) load_kv(n_begin, 0);
 #pragma unroll 1
   for (int n = n_begin; n < n_end; ++n) {
     const int j0 = n * kN;
-    __syncthreads();  // every warp is done with the previous K, V tiles
-    load_key_rows<IO, kN>(sK, k_base, sq, b, hk, j0, f.k_batch_stride, f.k_head_stride,
-                          f.k_row_stride, f, tid);
-    load_key_rows<IO, kN>(sV, v_base, sq, b, hk, j0, f.v_batch_stride, f.v_head_stride,
-                          f.v_row_stride, f, tid);
-    cp_async_commit();
+    const int stage = Tr::kStages == 2 ? (n - n_begin) & 1 : 0;
+    if (Tr::kStages == 1) {
+      __syncthreads();  // every warp is done with the previous K, V tiles
+      load_kv(n, 0);
+    }
     cp_async_wait<0>();
-    __syncthreads();
+    __syncthreads();  // tile n is in; with two stages, every warp is also done with tile n - 1's stage
+    if (Tr::kStages == 2 && n + 1 < n_end) load_kv(n + 1, stage ^ 1);
+    const uint32_t stage_bytes = stage * 2 * kKVElems * 2;
 
     // Dropout bits (element k = nt * 4 + e: row g + 8 (e / 2), key nt * 8 + 2t + e % 2), before the GEMMs.
     const uint32_t keep = dropout_mask<kNT * 4>(f, rc, [&](int k, int& i, int& j) {
@@ -106,7 +122,9 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
       for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
     {
       const LdsmAddr<Tr, kM> lqi = lq.fresh(), ldoi = ldo.fresh();
-      const LdsmAddr<Tr, kN> lki = lk.fresh(), lvi = lv.fresh();
+      LdsmAddr<Tr, kN> lki = lk.fresh(), lvi = lv.fresh();
+      lki.base += stage_bytes;
+      lvi.base += stage_bytes;
 #pragma unroll
       for (int ks = 0; ks < kKS; ++ks) {
         uint32_t aq[4], ao[4];
@@ -140,7 +158,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
                        dsum[r], (keep >> (nt * 4 + e)) & 1u, f, rc);
         }
     }
-    const LdsmAddr<Tr, kN> lkti = lkt.fresh();
+    LdsmAddr<Tr, kN> lkti = lkt.fresh();
+    lkti.base += stage_bytes;
 #pragma unroll
     for (int ps = 0; ps < kPS; ++ps) {
       uint32_t a[4];

@@ -56,10 +56,7 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
   if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
 
-  run_bwd_dsum<E>(p, stream);
-  if (!p.deterministic) {
-    ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, size_t(p.dq_accum_rows) * p.dq_accum_stride * sizeof(float), stream));
-  }
+  run_bwd_dsum<E>(p, stream);  // also zeroes the dQ workspace (default mode)
   const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
                   static_cast<unsigned>(p.f.batch));
   kernel<<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);

@@ -1,13 +1,16 @@
 // What both Hopper dK/dV kernels (flash_bwd_sm90_kernel.h, flash_bwd_sm90_roles_kernel.h) share: the
-// shared-memory carve, the start of each (query head, query block) pair, the P^T / dS^T fragments and their
-// store, and the epilogue's dK / dV rows. Both hold 16 keys per warp in mma.m16n8k16's accumulator layout.
+// shared-memory carve, the pair walk and its Q / dO prefetch, the start of each (query head, query block) pair,
+// the P^T / dS^T fragments and their store, and the epilogue's dK / dV rows. Both hold 16 keys per warp in
+// mma.m16n8k16's accumulator layout.
 #pragma once
 #include <cstdint>
 
 #include "../bwd_params.h"
+#include "../bwd_scores.h"
 #include "../flash_bwd_kernel.h"
 #include "../kernel_traits.h"
 #include "../ptx.h"
+#include "../tile_io.h"
 #include "wgmma_sync.h"
 
 namespace attn::flash::sm90 {
@@ -32,13 +35,53 @@ struct BwdSmem {
   }
 };
 
-// The top of pair k: its lse / Dsum into slot `stage` (last read by pair k - 2, finished before the previous
-// iteration's barriers), then wait for its Q / dO copies and publish everything to the async proxy and to
-// every thread. After the barrier, every wgmma of pair k - 1 has completed (each kernel waits before looping).
+// The (query head, query block) pairs of a CTA in loop order: every query block [m_begin, m_end) of head h,
+// then the next head of the GQA group. Stepped one pair at a time, so the loop divides nothing.
+struct PairWalk {
+  int h, m, m_begin, m_end;
+  __device__ __forceinline__ void next() {
+    if (++m == m_end) {
+      m = m_begin;
+      ++h;
+    }
+  }
+};
+
+// Issues pair (h, i0)'s Q and dO rows into q_dst (dO right after Q) as one cp.async group, each thread copying
+// one 16-byte column chunk of every kNThreads / kChunksPerRow-th row (TileIO::load_rows: one 64-bit source per
+// thread, stepped), and loads the raw lse and Dsum of row i0 + tid for threads tid < kM. They reach shared
+// memory at the pair's begin_pair, one iteration later, so nothing waits on these loads here.
+template <typename Tr, typename E>
+__device__ __forceinline__ void prefetch_pair(E* q_dst, const BwdParams& p, const BwdSeq& sq, int b, int h, int i0,
+                                              int tid, float& lse_next, float& dsum_next) {
+  using IO = TileIO<Tr>;
+  constexpr int kM = Tr::kBlockM;
+  const FwdParams& f = p.f;
+  const int rows = sq.seq_q - i0;
+  const E* q = static_cast<const E*>(f.q);
+  const E* dout = static_cast<const E*>(p.dout);
+  IO::template load_rows<kM>(q_dst, q + sq.q_row(b, h, i0, f.q_batch_stride, f.q_head_stride, f.q_row_stride),
+                             f.q_row_stride, rows, f.head_dim, f.aligned16, q, tid);
+  IO::template load_rows<kM>(q_dst + Tr::kSmemQElems,
+                             dout + sq.q_row(b, h, i0, p.do_batch_stride, p.do_head_stride, p.do_row_stride),
+                             p.do_row_stride, rows, f.head_dim, f.aligned16, dout, tid);
+  cp_async_commit();
+  if (tid < kM) {
+    const bool in = tid < rows;
+    const int64_t li = in ? sq.lse_index(f, b, h, i0 + tid) : 0;
+    lse_next = in ? f.lse[li] : -INFINITY;
+    dsum_next = in ? p.dsum[li] : 0.f;
+  }
+}
+
+// The top of pair k: its lse (raw, from prefetch_pair; log2 units here) and Dsum into slot `stage` (last read
+// by pair k - 2, finished before the previous iteration's barriers), then wait for its Q / dO copies and publish
+// everything to the async proxy and to every thread. After the barrier, every wgmma of pair k - 1 has completed
+// (each kernel waits before looping).
 template <typename Tr>
 __device__ __forceinline__ void begin_pair(const BwdSmem<Tr>& sm, int stage, int tid, float lse_next, float dsum_next) {
   if (tid < Tr::kBlockM) {
-    sm.lse[stage * Tr::kBlockM + tid] = lse_next;
+    sm.lse[stage * Tr::kBlockM + tid] = lse_log2(lse_next);
     sm.dsum[stage * Tr::kBlockM + tid] = dsum_next;
   }
   cp_async_wait<0>();
@@ -74,7 +117,8 @@ __device__ __forceinline__ void store_ds_t(typename Tr::Element* sds, const uint
   fence_proxy_async();
 }
 
-// A warp's 16 rows of dK or dV (keys j0 + g, j0 + g + 8) times `mul`, in the output dtype.
+// A warp's 16 rows of dK or dV (keys j0 + g, j0 + g + 8) times `mul`, in the output dtype, straight from the
+// accumulators (the D256 roles kernel's epilogue).
 template <typename Tr>
 __device__ __forceinline__ void store_key_rows(void* out, int64_t bs, int64_t hs, int64_t rs,
                                                const float (&acc)[Tr::kDTiles][4], float mul, const BwdSeq& sq, int b,
@@ -94,6 +138,36 @@ __device__ __forceinline__ void store_key_rows(void* out, int64_t bs, int64_t hs
         if (col < head_dim) row[col] = Op::from_float(acc[dt][2 * r + c] * mul);
       }
   }
+}
+
+// A warp's 16 rows of dK or dV (tile rows row0 + g, row0 + g + 8) times `mul`, in the output dtype, into a
+// swizzled tile of kRows rows (the epilogue reuses K's or V's tile): conflict-free 4-byte stores, so that the
+// global writes can go out in 16-byte row chunks (store_tile_rows).
+template <typename Tr, int kRows>
+__device__ __forceinline__ void stage_key_rows(typename Tr::Element* tile, const float (&acc)[Tr::kDTiles][4], float mul,
+                                               int row0, int g, int t) {
+  using Op = MmaOp<typename Tr::Element>;
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int dt = 0; dt < Tr::kDTiles; ++dt)
+      *reinterpret_cast<uint32_t*>(tile + swizzle_offset<Tr>(row0 + g + 8 * r, dt, kRows) + 2 * t) =
+          Op::pack(acc[dt][2 * r] * mul, acc[dt][2 * r + 1] * mul);
+}
+
+// Rows j0 .. j0 + kRows - 1 (bounded by seq_k) of key head hk from a staged tile to dK or dV.
+template <typename Tr, int kRows>
+__device__ __forceinline__ void store_tile_rows(void* out, int64_t bs, int64_t hs, int64_t rs,
+                                                const typename Tr::Element* tile, const BwdSeq& sq, int b, int hk,
+                                                int j0, const FwdParams& f, int tid) {
+  using E = typename Tr::Element;
+  TileIO<Tr>::template store<kRows>(
+      tile,
+      [&](int row) -> E* {
+        const int j = j0 + row;
+        return j < sq.seq_k ? static_cast<E*>(out) + sq.k_row(b, hk, j, bs, hs, rs) : nullptr;
+      },
+      f.head_dim, f.aligned16, tid);
 }
 
 }  // namespace attn::flash::sm90

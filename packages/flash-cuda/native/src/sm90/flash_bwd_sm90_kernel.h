@@ -82,19 +82,22 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
   // The (query head, query block) pairs in order: k -> h = hk * group + k / nm, m = m_begin + k % nm.
   const int group = f.group;
   const int pairs = group * nm;
-  float lse_next = INFINITY, dsum_next = 0.f;
-  auto prefetch = [&](int k, int stage) {
-    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid,
-                      lse_next, dsum_next);
+  float lse_next = -INFINITY, dsum_next = 0.f;
+  sm90::PairWalk cur{hk * group, m_begin, m_begin, qb.end}, fetch = cur;
+  auto prefetch = [&](int stage) {
+    sm90::prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, fetch.h, fetch.m * kM, tid, lse_next, dsum_next);
   };
-  if (pairs > 0) prefetch(0, 0);
+  if (pairs > 0) prefetch(0);
 
 #pragma unroll 1
-  for (int k = 0; k < pairs; ++k) {
-    const int h = hk * group + k / nm, i0 = (m_begin + k % nm) * kM;
+  for (int k = 0; k < pairs; ++k, cur.next()) {
+    const int h = cur.h, i0 = cur.m * kM;
     const int stage = k & 1;
     sm90::begin_pair(sm, stage, tid, lse_next, dsum_next);
-    if (k + 1 < pairs) prefetch(k + 1, stage ^ 1);  // overlaps this pair's math
+    if (k + 1 < pairs) {
+      fetch.next();
+      prefetch(stage ^ 1);
+    }  // overlaps this pair's math
 
     const BwdRowCtx rc = bwd_row_ctx(f, off, sq.seq_k, b, h);
     const float* lse_s = sm.lse + stage * kM;
@@ -207,12 +210,15 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
     sm90::fence_operands(acc_dk);
   }
 
-  // ---- epilogue: dK = scale * sum dS^T Q, dV = sum (P Z)^T dO, in the output dtype
+  // ---- epilogue: dK = scale * sum dS^T Q, dV = sum (P Z)^T dO, in the output dtype, staged in K's and V's
+  // tiles (free once every warpgroup's last dQ has read K) and written out in 16-byte row chunks
   cp_async_wait<0>();  // a CTA with no query block still has its K/V copies in flight
-  sm90::store_key_rows<Tr>(p.dk, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride, acc_dk, p.scale, sq, b, hk,
-                           j0 + warp * 16, f.head_dim, g, t);
-  sm90::store_key_rows<Tr>(p.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride, acc_dv, 1.f, sq, b, hk,
-                           j0 + warp * 16, f.head_dim, g, t);
+  __syncthreads();
+  sm90::stage_key_rows<Tr, kN>(sK, acc_dk, p.scale, warp * 16, g, t);
+  sm90::stage_key_rows<Tr, kN>(sm.v, acc_dv, 1.f, warp * 16, g, t);
+  __syncthreads();
+  sm90::store_tile_rows<Tr, kN>(p.dk, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride, sK, sq, b, hk, j0, f, tid);
+  sm90::store_tile_rows<Tr, kN>(p.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride, sm.v, sq, b, hk, j0, f, tid);
 #endif
 }
 
