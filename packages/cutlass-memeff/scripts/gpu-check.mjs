@@ -234,6 +234,16 @@ add('bias tile [1,H,Sq,Sk] -inf rows d128 sk256', { B: 2, Hq: 2, Sq: 130, Sk: 25
 // the head sum instead (dbias=workspace), and =scalar v6's one element per request.
 add('bias tile [B,1,Sq,Sk] d128 sk260 dbias x4', { B: 2, Hq: 4, Sq: 130, Sk: 260, D: 128, mask: { kind: 'additive', shape: [2, 1, 130, 260] } }, ['float16', 'bfloat16']);
 add('bias tile [Sq,Sk] gqa causal ul sk200 dbias x4', { B: 2, Hq: 4, Hk: 2, Sq: 96, Sk: 200, D: 64, causal: 'upperLeft', mask: { kind: 'additive', shape: [96, 200] } }, ['float16', 'bfloat16']);
+// v8: the lean backward step (bwd_lean.cuh) on many interior steps (32-query x 128-key, all in bounds):
+// interior mask tiles, ldmatrix.trans mask terms (16-bit), branch-free P / dS, one-address dbias quads;
+// the key tail (keys 256-299) and the last query rows take the general step in the same call.
+add('bias tile [B,1,Sq,Sk] d128 sq256 sk300 lean', { B: 2, Hq: 2, Sq: 256, Sk: 300, D: 128, mask: { kind: 'additive', shape: [2, 1, 256, 300] } }, ['float16', 'bfloat16']);
+add('bias tile [1,H,Sq,Sk] d128 sq200 sk256 causal lean', { B: 1, Hq: 2, Sq: 200, Sk: 256, D: 128, causal: 'lowerRight', mask: { kind: 'additive', shape: [1, 2, 200, 256] } }, ['float16', 'bfloat16']);
+// v8: the 3xTF32 forward's wide form (ATTN_MEMEFF_TF32_WIDE=1: 128-query blocks, K and V split once per
+// step) over several query blocks with a row tail, causal diagonals and a staged bias; D = Dv = 128 and
+// D = 96 (zero columns in the split tiles).
+add('tf32 d128 sq300 sk200 causal lr bias', { B: 1, Hq: 2, Sq: 300, Sk: 200, D: 128, causal: 'lowerRight', mask: { kind: 'additive', shape: [1, 2, 300, 200], dtype: 'float32' } }, ['float32']);
+add('tf32 d96 sq260 sk333 gqa', { B: 2, Hq: 4, Hk: 2, Sq: 260, Sk: 333, D: 96 }, ['float32']);
 add('bias tile [1,H,Sq,Sk] deterministic sk256 d128', { B: 2, Hq: 2, Sq: 70, Sk: 256, D: 128, deterministic: true, mask: { kind: 'additive', shape: [1, 2, 70, 256] } }, ['float16', 'bfloat16']);
 add('dropout 0.2', { B: 2, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.2 });
 add('dropout + causal + bias', { B: 1, Hq: 2, Sq: 70, Sk: 90, D: 64, dropoutP: 0.3, causal: 'lowerRight', mask: { kind: 'additive', shape: [70, 90] } });

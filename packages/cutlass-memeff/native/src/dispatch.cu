@@ -176,10 +176,39 @@ bool tf32_pv_exact_enabled() {
   return v;
 }
 
+// ATTN_MEMEFF_TF32_LEAN=0: the 3xTF32 forward runs v7's kernel instead of v8's lean one
+// (FwdParams::tf32_lean; the same roundings by design, not compared bitwise on a GPU), to time the two
+// side by side on one build. Read once.
+bool tf32_lean_enabled() {
+  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_LEAN");
+  return v;
+}
+
+// ATTN_MEMEFF_TF32_WIDE=1: at d128 the lean 3xTF32 forward runs its 8-warp form, K and V split once per
+// step by the block (FwdParams::tf32_wide). Off by default: it passed gpu-check's fp32 cases and racecheck
+// but gained only 7% (0.61x torch efficient against the lean form's 0.57x, NOTES.md v8 measured), and the
+// conformance suite has not run on it; kTf32WideDefault turns it on. Read once.
+constexpr bool kTf32WideDefault = false;
+bool tf32_wide_enabled() {
+  static const bool v = [] {
+    const char* e = std::getenv("ATTN_MEMEFF_TF32_WIDE");
+    if (e == nullptr || *e == 0) return kTf32WideDefault;
+    return std::strcmp(e, "1") == 0;
+  }();
+  return v;
+}
+
 // ATTN_MEMEFF_DSUM_SEQ=0: the fp32 backward's D = dO . O as v4's warp tree instead of v5's
 // sequential chain in dP's order (BwdParams::dsum_seq), to compare the two on one build. Read once.
 bool dsum_seq_enabled() {
   static const bool v = on_unless_zero("ATTN_MEMEFF_DSUM_SEQ");
+  return v;
+}
+
+// ATTN_MEMEFF_BWD_LEAN=0: the tensor-core backward runs v7's general step everywhere instead of v8's
+// lean step where it applies (BwdParams::bwd_lean), to time the two side by side on one build. Read once.
+bool bwd_lean_enabled() {
+  static const bool v = on_unless_zero("ATTN_MEMEFF_BWD_LEAN");
   return v;
 }
 
@@ -220,6 +249,8 @@ void apply_switches(FwdParams& p) {
   p.mask_tile_fast = mask_tile_fast_enabled();
   p.mask_free_kernels = mask_free_kernels_enabled();
   p.tf32_pv_exact = tf32_pv_exact_enabled();
+  p.tf32_lean = tf32_lean_enabled();
+  p.tf32_wide = tf32_wide_enabled();
 }
 
 bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
@@ -267,6 +298,9 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   }
   const int dmax = std::max(p.head_dim, p.head_dim_v);
   const bool tf32 = path != PathRequest::kSimt && tf32_fwd_ok(p, dtype, device);
+  // v8's lean 3xTF32 kernel keeps Q's low parts in shared memory (+33 KB at d128): two blocks per SM
+  // still fit on sm90's 228 KB, not on sm80's 164 KB, where it would halve occupancy. Hopper only.
+  if (tf32 && device_info(device).major < 9) p.tf32_lean = p.tf32_wide = false;
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
@@ -403,6 +437,7 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   main_p.dbias_quads = plan.dbias_quads && aligned16(workspace);
   main_p.dbias_stagger = plan.dbias_stagger;
   main_p.dbias_presum = plan.dbias_presum;
+  main_p.bwd_lean = bwd_lean_enabled();
   if (plan.dbias_workspace) {  // the main kernel writes it as an unbroadcast [B, Hq, Sq, Sk] dbias
     void* dws = ws + plan.off_dbias;
     main_p.dbias = dws;

@@ -7,6 +7,7 @@
 #pragma once
 #include <cmath>
 
+#include "bwd/bwd_lean.cuh"
 #include "bwd/mma_bwd_traits.h"
 #include "common/dbias_store.cuh"
 #include "common/dtype_traits.cuh"
@@ -62,26 +63,38 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   // With dbias_presum (a mask kernel only: it needs a dbias) the group's heads are the inner walk.
   const bool presum = kMask && p.dbias_presum;
   auto step_head = [&](int s) { return hk * p.group + (presum ? s % p.group : s / per_head); };
-  auto step_row0 = [&](int s) {
-    const int r = (presum ? s / p.group : s % per_head) + rot;
+  auto row0_of = [&](int r0) {  // first query of walk position r0 (rotated by the stagger)
+    const int r = r0 + rot;
     return (q_first + split + (r < per_head ? r : r - per_head) * p.query_splits) * M;
   };
-  auto load_step = [&](int s, int buf) {
-    const int h = step_head(s), i0 = step_row0(s);
+  auto step_row0 = [&](int s) { return row0_of(presum ? s / p.group : s % per_head); };
+  // v8: where every row and key of the step is in bounds (bwd_lean.cuh).
+  auto interior = [&](int i0) { return i0 + M <= p.seq_q && j0 + N <= p.seq_k; };
+  auto load_step = [&](int h, int i0, int buf) {
     const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
     const T* dout = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
     load_tile_async<T, M, HD, Tr::kThreads>(q_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
     load_tile_async<T, M, HD, Tr::kThreads>(do_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
     const MaskView mv = mask_view(p, b, h);
-    if (kMask && mask_tile_ok(mv)) load_mask_tile_async<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0, p.seq_q, p.seq_k);
+    const bool staged = kMask && mask_tile_ok(mv);
+    if (staged) {
+      if (p.bwd_lean && interior(i0)) {
+        load_mask_tile_interior<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0);
+      } else {
+        load_mask_tile_async<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0, p.seq_q, p.seq_k);
+      }
+    }
     if (threadIdx.x < M) {
       const int i = i0 + threadIdx.x;
       const int64_t row = (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q + i;
       lse_s[buf * M + threadIdx.x] = i < p.seq_q ? p.lse[row] * kLog2e : -INFINITY;
       dsum_s[buf * M + threadIdx.x] = i < p.seq_q ? p.dsum[row] : 0.f;
     }
+    return staged;
   };
-  if (steps > 0) load_step(0, 0);
+  // v8: whether the step's mask tile was staged, carried from its load_step (bwd_lean) instead of the
+  // step recomputing the mask view (64-bit strides, dtype size) and its alignment test.
+  bool staged_cur = steps > 0 && load_step(step_head(0), step_row0(0), 0);
   cp_async_commit();
 
   const int qk_steps = kFull ? HD / 16 : (p.head_dim + 15) / 16, v_steps = kFull ? HD / 16 : (p.head_dim_v + 15) / 16;
@@ -91,15 +104,30 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[n][e] = acc_dv[n][e] = 0.f;
 
+  StepWalk walk;  // v8 (bwd_lean): step s's position, advanced without division
   for (int s = 0; s < steps; ++s) {
     const int buf = s & 1;
     cp_async_wait_all();
     __syncthreads();  // this step's tiles landed; every warp is done with the previous step
-    if (s + 1 < steps) load_step(s + 1, buf ^ 1);
+    const StepWalk next = walk.next(presum, p.group, per_head);
+    int h, i0, h_next, i0_next;
+    if (p.bwd_lean) {
+      h = hk * p.group + walk.gh;
+      i0 = row0_of(walk.r);
+      h_next = hk * p.group + next.gh;
+      i0_next = row0_of(next.r);
+    } else {
+      h = step_head(s);
+      i0 = step_row0(s);
+      h_next = step_head(s + 1);
+      i0_next = step_row0(s + 1);
+    }
+    const int step_gh = walk.gh;  // this step's head within the GQA group (both paths keep the walk)
+    walk = next;
+    const bool staged_next = s + 1 < steps && load_step(h_next, i0_next, buf ^ 1);
     cp_async_commit();
     const T* qb_s = q_s + buf * Tr::kSmemQ;
     const T* dob_s = do_s + buf * Tr::kSmemQ;
-    const int h = step_head(s), i0 = step_row0(s);
 
     // S^T = K Q^T and dP^T = V dO^T: this warp's 16 keys x M queries.
     float acc_st[QT][4], acc_dpt[QT][4];
@@ -137,7 +165,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D); acc_st becomes Pd^T, acc_dpt dS^T.
     // Without kMask the view is empty at compile time, so masked_logit below keeps only causal and bounds.
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
-    const bool mask_smem = kMask && mask_tile_ok(mask);  // same decision as load_step's for this step
+    const bool mask_smem = kMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));  // same decision as load_step's for this step
+    staged_cur = staged_next;
     const unsigned char* maskb_s = mask_s + buf * MaskT::kBytes;
     const bool plain = tile_unmasked(p, i0, j0, N);
     // v4, as the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
@@ -145,36 +174,70 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     // instead of tile_logit's rules and dtype switch (padded rows are skipped below by lse = -inf).
     const bool mask_fast = mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N);
     if (mask_fast) {
-      with_mask_dtype<T>(mask.dtype, [&](auto dt) {
+      with_mask_dtype<T>(p.mask_dtype, [&](auto dt) {  // = mask.dtype
+        constexpr int kDt = decltype(dt)::value;
+        if constexpr (kDt == kBF16 || kDt == kF16) {
+          if (p.bwd_lean) {  // v8: QT / 2 ldmatrix.trans instead of 4 * QT 16-bit loads (bwd_lean.cuh)
+            uint32_t mf[QT][2];
+            load_mask_frag16<MaskT::kPitch, QT>(mf, maskb_s, warp, lane);
+#pragma unroll
+            for (int n = 0; n < QT; ++n)
+#pragma unroll
+              for (int kh = 0; kh < 2; ++kh) {
+                const float2 m = unpack_mask16<kDt>(mf[n][kh]);
+                acc_st[n][2 * kh] = fmaf(acc_st[n][2 * kh], p.scale, m.x);
+                acc_st[n][2 * kh + 1] = fmaf(acc_st[n][2 * kh + 1], p.scale, m.y);
+              }
+            return;
+          }
+        }
 #pragma unroll
         for (int n = 0; n < QT; ++n)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const int il = n * 8 + 2 * t + (e % 2), jl = warp * 16 + g + 8 * (e / 2);
-            acc_st[n][e] = fmaf(acc_st[n][e], p.scale, mask_one<decltype(dt)::value>(maskb_s + il * MaskT::kPitch, jl));
+            acc_st[n][e] = fmaf(acc_st[n][e], p.scale, mask_one<kDt>(maskb_s + il * MaskT::kPitch, jl));
           }
       });
     }
+    if (p.bwd_lean && !p.dropout && (mask_fast || plain)) {
+      // v8: the same P and dS without the per-element rules (none apply on these steps) and without a
+      // branch per score: a padded or fully masked row (lse = -inf) selects P = 0 after the exp2. With
+      // keep = 1 the general loop's acc * keep - D and P * keep are these values exactly.
+      const float sl2 = mask_fast ? kLog2e : p.scale * kLog2e;
 #pragma unroll
-    for (int n = 0; n < QT; ++n)
+      for (int n = 0; n < QT; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int il = n * 8 + 2 * t + (e % 2), i = i0 + il;
-        const int j = j0 + warp * 16 + g + 8 * (e / 2);
-        const float lse2 = lse_s[buf * M + il];
-        float pr = 0.f;
-        if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
-          const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
-                               : plain     ? acc_st[n][e] * (p.scale * kLog2e)
-                               : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
-                                           : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
-          pr = exp2f(logit2 - lse2);
+        for (int e = 0; e < 4; ++e) {
+          const int il = n * 8 + 2 * t + (e % 2);
+          const float lse2 = lse_s[buf * M + il];
+          const float x = exp2f(acc_st[n][e] * sl2 - lse2);
+          const float pr = lse2 != -INFINITY ? x : 0.f;
+          acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_s[buf * M + il]);
+          acc_st[n][e] = pr;
         }
-        float keep = 1.f;
-        if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
-        acc_dpt[n][e] = pr * (acc_dpt[n][e] * keep - dsum_s[buf * M + il]);
-        acc_st[n][e] = pr * keep;
-      }
+    } else {
+#pragma unroll
+      for (int n = 0; n < QT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int il = n * 8 + 2 * t + (e % 2), i = i0 + il;
+          const int j = j0 + warp * 16 + g + 8 * (e / 2);
+          const float lse2 = lse_s[buf * M + il];
+          float pr = 0.f;
+          if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
+            const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
+                                 : plain     ? acc_st[n][e] * (p.scale * kLog2e)
+                                 : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
+                                             : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
+            pr = exp2f(logit2 - lse2);
+          }
+          float keep = 1.f;
+          if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
+          acc_dpt[n][e] = pr * (acc_dpt[n][e] * keep - dsum_s[buf * M + il]);
+          acc_st[n][e] = pr * keep;
+        }
+    }
     // A dbias needs an additive mask (dispatch.cu), so the mask-free kernels compile this out.
     // v7 presum: ds is this head's dS plus the group's earlier heads' (kept in this thread's smem slots);
     // every head but the group's last stores it back and sends nothing.
@@ -186,7 +249,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     bool send = true;
     if (kMask && presum) {
       float* slot = reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x;
-      const int gh = s % p.group;
+      const int gh = p.bwd_lean ? step_gh : s % p.group;
 #pragma unroll
       for (int n = 0; n < QT; ++n)
 #pragma unroll
@@ -202,17 +265,33 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       // g & ~3 .. + 3); after transpose_keys4 this lane holds row c = g % 4 of it, keys 0..3.
       static_assert(QT % 2 == 0, "query tiles come in pairs");
       const int c = g & 3;
+      if (p.bwd_lean && p.dbias_accum != nullptr && interior(i0)) {
+        // v8: every quad of the step in bounds: one 64-bit row address per step, + 16 rows / + 8 keys
+        // per quad, and the reduction without write_dbias4's per-quad checks. Same adds, same addresses.
+        float* q0 = p.dbias_accum + (b * p.dbias_stride[0] + h * p.dbias_stride[1] +
+                                     static_cast<int64_t>(i0 + (c >> 1) * 8 + 2 * t + (c & 1)) * p.dbias_stride[2] + j0 + warp * 16 + (g & ~3));
+        const int64_t rows16 = 16 * p.dbias_stride[2];
 #pragma unroll
-      for (int m = 0; m < QT / 2; ++m)
+        for (int m = 0; m < QT / 2; ++m)
 #pragma unroll
-        for (int kh = 0; kh < 2; ++kh) {
-          float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
-          transpose_keys4(x, c);
-          const int i = i0 + (2 * m + (c >> 1)) * 8 + 2 * t + (c & 1), j = j0 + warp * 16 + (g & ~3) + 8 * kh;
-          if (i < p.seq_q && j < p.seq_k) {
-            write_dbias4(p, b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j, x, p.seq_k - j);
+          for (int kh = 0; kh < 2; ++kh) {
+            float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
+            transpose_keys4(x, c);
+            red_add_f32x4(q0 + m * rows16 + 8 * kh, x[0], x[1], x[2], x[3]);
           }
-        }
+      } else {
+#pragma unroll
+        for (int m = 0; m < QT / 2; ++m)
+#pragma unroll
+          for (int kh = 0; kh < 2; ++kh) {
+            float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
+            transpose_keys4(x, c);
+            const int i = i0 + (2 * m + (c >> 1)) * 8 + 2 * t + (c & 1), j = j0 + warp * 16 + (g & ~3) + 8 * kh;
+            if (i < p.seq_q && j < p.seq_k) {
+              write_dbias4(p, b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j, x, p.seq_k - j);
+            }
+          }
+      }
     } else if (kMask && send && p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
 #pragma unroll
       for (int n = 0; n < QT; ++n)

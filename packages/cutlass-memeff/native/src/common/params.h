@@ -43,6 +43,12 @@ struct FwdParams {
   // 3xTF32 forward (fwd_tf32): P.V with V in three TF32 parts, exact where P = 1 (v5); false: v4's
   // two parts (ATTN_MEMEFF_TF32_PV_EXACT=0, to compare the two on one build).
   bool tf32_pv_exact = true;
+  // v8: the 3xTF32 forward's lean kernel (fwd/fwd_tf32.cuh kLean: Q split once per block, 3-issue TF32
+  // rounding); same bits. false: v7's kernel (ATTN_MEMEFF_TF32_LEAN=0, to time the two on one build).
+  bool tf32_lean = true;
+  // v8 wide, opt-in (ATTN_MEMEFF_TF32_WIDE=1, with tf32_lean): at d128 the 3xTF32 forward runs 8 warps
+  // of 128 queries whose K and V tiles are split once per step by the block (Tf32FwdTraits<128, 8>).
+  bool tf32_wide = false;
 
   // Causal: key j is visible from query i iff j <= i + causal_offset (0 upper-left, Sk - Sq lower-right).
   bool causal = false;
@@ -96,6 +102,11 @@ struct BwdParams : FwdParams {
   // fp32: D = dO . O in one sequential fmaf chain, the order of bwd_tile's dP (v5, bwd_pre_post.cuh);
   // false: v4's warp tree (ATTN_MEMEFF_DSUM_SEQ=0, to compare the two on one build).
   bool dsum_seq = true;
+  // v8: the tensor-core backward's lean step (bwd/bwd_lean.cuh): the step walk without division, the
+  // interior mask tile by fixed chunks, 16-bit mask terms by ldmatrix.trans, P / dS without per-element
+  // rules on steps that need none, dbias quads from one row address per step. Same results; false:
+  // v7's path for every step (ATTN_MEMEFF_BWD_LEAN=0, to time the two side by side on one build).
+  bool bwd_lean = true;
 
   // fp32 workspaces (carved by dispatch.cu out of one buffer that TS allocates).
   float* dsum = nullptr;      // [B, Hq, Sq]: rowsum(dO * O)

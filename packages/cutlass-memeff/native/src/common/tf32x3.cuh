@@ -16,6 +16,38 @@ struct Tf32Pair {
   uint32_t hi, lo;
 };
 
+// v8: cvt.rna.tf32.f32 of x in 3 issues where ptxas's own expansion takes 4 (ncu SASS of v7's
+// fwd_tf32: VIADD x + 0x1000, FSETP |x| < inf, SEL, LOP3 & 0xffffe000 per conversion whose result is
+// used again in fp32 arithmetic). The same function bit for bit: finite x gets half a TF32 ulp added
+// to its bits and the low 13 bits cleared (round to nearest, ties away; a carry into the exponent is
+// the right rounding), Inf and NaN are only truncated, as that SEL does. Here the add is predicated.
+__device__ __forceinline__ uint32_t tf32_rna_bits(float x) {
+  uint32_t r = 0u;
+#ifdef ATTN_MEMEFF_SM80
+  asm("{\n\t.reg .pred fin;\n\t.reg .f32 ax;\n\t"
+      "abs.f32 ax, %1;\n\t"
+      "setp.lt.f32 fin, ax, 0f7F800000;\n\t"
+      "mov.b32 %0, %1;\n\t"
+      "@fin add.u32 %0, %0, 4096;\n\t"
+      "and.b32 %0, %0, -8192;\n\t}"
+      : "=r"(r)
+      : "f"(x));
+#endif
+  return r;
+}
+
+// split_tf32 with hi from tf32_rna_bits (lo keeps cvt.rna: it only feeds the mma, where ptxas
+// already drops the mask and takes 2 issues). Same bits as split_tf32.
+__device__ __forceinline__ Tf32Pair split_tf32_lean(float x) {
+  Tf32Pair r{0u, 0u};
+#ifdef ATTN_MEMEFF_SM80
+  r.hi = tf32_rna_bits(x);
+  const float rest = x - __uint_as_float(r.hi);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
+#endif
+  return r;
+}
+
 __device__ __forceinline__ Tf32Pair split_tf32(float x) {
   Tf32Pair r{0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
@@ -71,6 +103,18 @@ __device__ __forceinline__ Tf32Triple split_tf32_exact(float x) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.hi) : "f"(x));
   const float rest = x - __uint_as_float(r.hi);
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
+  r.rest = __float_as_uint(rest - __uint_as_float(r.lo));
+#endif
+  return r;
+}
+
+// split_tf32_exact with hi and lo from tf32_rna_bits (both are used again in fp32 arithmetic). Same bits.
+__device__ __forceinline__ Tf32Triple split_tf32_exact_lean(float x) {
+  Tf32Triple r{0u, 0u, 0u};
+#ifdef ATTN_MEMEFF_SM80
+  r.hi = tf32_rna_bits(x);
+  const float rest = x - __uint_as_float(r.hi);
+  r.lo = tf32_rna_bits(rest);
   r.rest = __float_as_uint(rest - __uint_as_float(r.lo));
 #endif
   return r;

@@ -30,7 +30,41 @@ __device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g,
   }
 }
 
-template <typename Tr>
+// v8 wide: a tile [kRows][kHeadDim] of pitch kPitch split in place: the float becomes its high TF32
+// part; the low part (and with kRest the rest, split_tf32_exact_lean) goes to the same place kLo
+// (kRestOff) words further. Columns past the head dim are zero (the loaders fill them) and split to zeros.
+template <int kRows, int kHeadDim, int kPitch, int kThreads, int kLo, int kRestOff, bool kRest>
+__device__ __forceinline__ void split_tile_in_place(float* tile) {
+  constexpr int kChunks = kHeadDim / 4;
+  static_assert((kRows * kChunks) % kThreads == 0, "whole passes");
+#pragma unroll
+  for (int it = 0; it < kRows * kChunks / kThreads; ++it) {
+    const int idx = threadIdx.x + it * kThreads, r = idx / kChunks, c = idx % kChunks;
+    uint32_t* w = reinterpret_cast<uint32_t*>(tile + r * kPitch + c * 4);
+    const float4 x = *reinterpret_cast<const float4*>(w);
+    if constexpr (kRest) {
+      const Tf32Triple a = split_tf32_exact_lean(x.x), b = split_tf32_exact_lean(x.y), c2 = split_tf32_exact_lean(x.z),
+                       d = split_tf32_exact_lean(x.w);
+      *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, b.hi, c2.hi, d.hi);
+      *reinterpret_cast<uint4*>(w + kLo) = make_uint4(a.lo, b.lo, c2.lo, d.lo);
+      *reinterpret_cast<uint4*>(w + kRestOff) = make_uint4(a.rest, b.rest, c2.rest, d.rest);
+    } else {
+      const Tf32Pair a = split_tf32_lean(x.x), b = split_tf32_lean(x.y), c2 = split_tf32_lean(x.z), d = split_tf32_lean(x.w);
+      *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, b.hi, c2.hi, d.hi);
+      *reinterpret_cast<uint4*>(w + kLo) = make_uint4(a.lo, b.lo, c2.lo, d.lo);
+    }
+  }
+}
+
+// kLean (v8, FwdParams::tf32_lean; NOTES.md v8): Q is split into TF32 parts once per block instead of
+// once per key step, and the splits that feed fp32 arithmetic again take tf32_rna_bits (3 issues
+// instead of ptxas's 4). Same bits as kLean = false, which is v7's kernel as it was.
+// v8 wide (Tr::kSplitKV, 8 warps, FwdParams::tf32_wide): each K and V tile is split once per step by the
+// whole block (split_tile_in_place) instead of once per warp, Q per step in registers (no room for its
+// low parts beside the split K and V with a mask tile); needs kLean. kWideQPre: the wide form for calls
+// without a mask, where Q's low parts fit after the split K and V (216 KB): Q split once per block as in
+// kLean's 4-warp form. Same bits again: the same roundings of the same values.
+template <typename Tr, bool kLean, bool kWideQPre = false>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_kernel(const FwdParams p) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
@@ -39,7 +73,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   float* q_s = reinterpret_cast<float*>(smem_raw);
   float* k_s = q_s + Tr::kSmemQ;
   float* v_s = k_s + Tr::kSmemK;
-  unsigned char* mask_s = reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV);  // only with a mask
+  // kQPre (kLean, 4 warps): the low TF32 parts of Q ([M][PQ] words, q_s then holds the high parts).
+  // kSplitKV: K's low parts [N][PQ], V's low parts [N][PV] and rests [N][PV] (k_s, v_s hold the high
+  // parts), each a compile-time number of words after its tile. Then the mask tile.
+  static_assert(!Tr::kSplitKV || kLean, "the wide kernel is a lean one");
+  static_assert(!kWideQPre || Tr::kSplitKV, "kWideQPre is a form of the wide kernel");
+  constexpr bool kQPre = kLean && (!Tr::kSplitKV || kWideQPre);
+  constexpr int kKlo = Tr::kSmemK + Tr::kSmemV;                      // words from k_s
+  constexpr int kVlo = Tr::kSmemV + Tr::kSmemK, kVrest = kVlo + Tr::kSmemV;  // words from v_s
+  uint32_t* qlo_s = reinterpret_cast<uint32_t*>(v_s + Tr::kSmemV + Tr::kSmemSplitKV);
+  unsigned char* mask_s = reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV + Tr::kSmemSplitKV + (kQPre ? Tr::kSmemQ : 0));  // only with a mask
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -70,6 +113,24 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
   }
   cp_async_commit();
+  if (kQPre && n_blocks > 0) {
+    // Q (and K(0)) landed once every thread's copies are waited for and the block has met. Each Q
+    // element is read by exactly one thread (rows r0 + g, + 8; columns ks * 8 + t, + 4): that thread
+    // splits it in place, the high part over the float and the low part into qlo_s, before the key
+    // loop (where acc_o is live: splitting there spilled the d64 kernel). No other thread reads these
+    // words, so no barrier after it.
+    cp_async_wait_all();
+    __syncthreads();
+#pragma unroll 1
+    for (int ks = 0; ks < qk_steps; ++ks)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int w = (r0 + g + 8 * (e & 1)) * PQ + ks * 8 + t + 4 * (e >> 1);
+        const Tf32Pair pr = split_tf32_lean(q_s[w]);
+        reinterpret_cast<uint32_t*>(q_s)[w] = pr.hi;
+        qlo_s[w] = pr.lo;
+      }
+  }
 
 #pragma unroll 1
   for (int nb = 0; nb < n_blocks; ++nb) {
@@ -78,6 +139,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
     load_tile_f32_async<N, HD, PV, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
     cp_async_commit();
+    if constexpr (Tr::kSplitKV) {  // K(nb) landed (waited above): split it once for all warps
+      split_tile_in_place<N, HD, PQ, Tr::kThreads, kKlo, 0, false>(k_s);
+      __syncthreads();
+    }
 
     // S = Q K^T, 3xTF32.
     float acc_s[NT][4];
@@ -87,11 +152,42 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     for (int ks = 0; ks < HD / 8; ++ks) {
       if (ks >= qk_steps) break;
       const float* qa = q_s + (r0 + g) * PQ + ks * 8 + t;
-      Tf32Pair a[4] = {split_tf32(qa[0]), split_tf32(qa[8 * PQ]), split_tf32(qa[4]), split_tf32(qa[8 * PQ + 4])};
+      Tf32Pair a[4];
+      if constexpr (kQPre) {
+        // qlo_s sits a compile-time number of words after q_s: one base register, immediate offsets.
+        constexpr int kLo = Tr::kSmemQ + Tr::kSmemK + Tr::kSmemV + Tr::kSmemSplitKV;
+        const uint32_t* qh = reinterpret_cast<const uint32_t*>(qa);
+        const uint32_t* ql = qh + kLo;
+        a[0] = Tf32Pair{qh[0], ql[0]};
+        a[1] = Tf32Pair{qh[8 * PQ], ql[8 * PQ]};
+        a[2] = Tf32Pair{qh[4], ql[4]};
+        a[3] = Tf32Pair{qh[8 * PQ + 4], ql[8 * PQ + 4]};
+      } else if constexpr (kLean) {
+        a[0] = split_tf32_lean(qa[0]);
+        a[1] = split_tf32_lean(qa[8 * PQ]);
+        a[2] = split_tf32_lean(qa[4]);
+        a[3] = split_tf32_lean(qa[8 * PQ + 4]);
+      } else {
+        a[0] = split_tf32(qa[0]);
+        a[1] = split_tf32(qa[8 * PQ]);
+        a[2] = split_tf32(qa[4]);
+        a[3] = split_tf32(qa[8 * PQ + 4]);
+      }
 #pragma unroll
       for (int n = 0; n < NT; ++n) {
         const float* kb = k_s + (n * 8 + g) * PQ + ks * 8 + t;
-        Tf32Pair bk[2] = {split_tf32(kb[0]), split_tf32(kb[4])};
+        Tf32Pair bk[2];
+        if constexpr (Tr::kSplitKV) {
+          const uint32_t* kh = reinterpret_cast<const uint32_t*>(kb);
+          bk[0] = Tf32Pair{kh[0], kh[kKlo]};
+          bk[1] = Tf32Pair{kh[4], kh[kKlo + 4]};
+        } else if constexpr (kLean) {
+          bk[0] = split_tf32_lean(kb[0]);
+          bk[1] = split_tf32_lean(kb[4]);
+        } else {
+          bk[0] = split_tf32(kb[0]);
+          bk[1] = split_tf32(kb[4]);
+        }
         mma_1688_3xtf32(acc_s[n], a, bk);
       }
     }
@@ -169,6 +265,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, j0 + N, p.seq_q, p.seq_k);
       cp_async_commit();
     }
+    if constexpr (Tr::kSplitKV) {  // V(nb) landed (waited above): split it once for all warps
+      split_tile_in_place<N, HD, PV, Tr::kThreads, kVlo, kVrest, true>(v_s);
+      __syncthreads();
+    }
 
     // O += P V over k8 blocks of keys. The A fragment wants P(g, t) and P(g, t + 4) of the block;
     // P(g, c) sits in lane 4g + c/2, element c % 2 of the n8 accumulator tile: fetch both elements
@@ -181,20 +281,53 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       const float x2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_lo), x3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_lo);
       const float y0 = __shfl_sync(0xffffffffu, acc_s[kk][0], src_hi), y1 = __shfl_sync(0xffffffffu, acc_s[kk][1], src_hi);
       const float y2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_hi), y3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_hi);
-      const Tf32Pair a[4] = {split_tf32(odd ? x1 : x0), split_tf32(odd ? x3 : x2), split_tf32(odd ? y1 : y0), split_tf32(odd ? y3 : y2)};
+      Tf32Pair a[4];
+      if constexpr (kLean) {
+        a[0] = split_tf32_lean(odd ? x1 : x0);
+        a[1] = split_tf32_lean(odd ? x3 : x2);
+        a[2] = split_tf32_lean(odd ? y1 : y0);
+        a[3] = split_tf32_lean(odd ? y3 : y2);
+      } else {
+        a[0] = split_tf32(odd ? x1 : x0);
+        a[1] = split_tf32(odd ? x3 : x2);
+        a[2] = split_tf32(odd ? y1 : y0);
+        a[3] = split_tf32(odd ? y3 : y2);
+      }
       const float* vb = v_s + (kk * 8 + t) * PV + g;
       if (pv_exact) {  // V in three parts (v5, tf32x3.cuh): a row with P = 1 gets V back exactly
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
           if (n >= o_tiles) break;
-          const Tf32Triple bv[2] = {split_tf32_exact(vb[n * 8]), split_tf32_exact(vb[4 * PV + n * 8])};
+          Tf32Triple bv[2];
+          if constexpr (Tr::kSplitKV) {
+            const uint32_t* vh = reinterpret_cast<const uint32_t*>(vb) + n * 8;
+            bv[0] = Tf32Triple{vh[0], vh[kVlo], vh[kVrest]};
+            bv[1] = Tf32Triple{vh[4 * PV], vh[kVlo + 4 * PV], vh[kVrest + 4 * PV]};
+          } else if constexpr (kLean) {
+            bv[0] = split_tf32_exact_lean(vb[n * 8]);
+            bv[1] = split_tf32_exact_lean(vb[4 * PV + n * 8]);
+          } else {
+            bv[0] = split_tf32_exact(vb[n * 8]);
+            bv[1] = split_tf32_exact(vb[4 * PV + n * 8]);
+          }
           mma_1688_3xtf32_bexact(acc_o[n], a, bv);
         }
       } else {
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
           if (n >= o_tiles) break;
-          const Tf32Pair bv[2] = {split_tf32(vb[n * 8]), split_tf32(vb[4 * PV + n * 8])};
+          Tf32Pair bv[2];
+          if constexpr (Tr::kSplitKV) {
+            const uint32_t* vh = reinterpret_cast<const uint32_t*>(vb) + n * 8;
+            bv[0] = Tf32Pair{vh[0], vh[kVlo]};
+            bv[1] = Tf32Pair{vh[4 * PV], vh[kVlo + 4 * PV]};
+          } else if constexpr (kLean) {
+            bv[0] = split_tf32_lean(vb[n * 8]);
+            bv[1] = split_tf32_lean(vb[4 * PV + n * 8]);
+          } else {
+            bv[0] = split_tf32(vb[n * 8]);
+            bv[1] = split_tf32(vb[4 * PV + n * 8]);
+          }
           mma_1688_3xtf32(acc_o[n], a, bv);
         }
       }

@@ -4,10 +4,14 @@
 
 namespace memeff {
 
-template <int kHeadDim_>
+// kNWarps_ = 8 (v8, "wide", FwdParams::tf32_wide): 128 queries per block, and each step's K and V tiles
+// are split into TF32 parts once by the whole block (kSplitKV: hi in place, lo / rest in arrays beside
+// them) instead of by every warp; one block of 8 warps per SM at d128, as v7's two blocks of 4.
+template <int kHeadDim_, int kNWarps_ = 4>
 struct Tf32FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kNWarps = 4;
+  static constexpr int kNWarps = kNWarps_;
+  static constexpr bool kSplitKV = kNWarps_ == 8;
   static constexpr int kThreads = kNWarps * 32;
   static constexpr int kBlockM = 16 * kNWarps;  // each warp owns 16 query rows
   static constexpr int kBlockN = 32;            // keys per step
@@ -20,11 +24,13 @@ struct Tf32FwdTraits {
   static constexpr int kSmemQ = kBlockM * kPitchQK;  // floats
   static constexpr int kSmemK = kBlockN * kPitchQK;
   static constexpr int kSmemV = kBlockN * kPitchV;
-  static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV) * 4;
+  // kSplitKV: + K's low parts [N][PQ], V's low parts and rests [2][N][PV] (32-bit words).
+  static constexpr int kSmemSplitKV = kSplitKV ? kSmemK + 2 * kSmemV : 0;
+  static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV + kSmemSplitKV) * 4;
   static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);  // MaskTile<kBlockM, kBlockN>
   // d64: 3 blocks (12 warps) per SM, as v2/v3 reached with 168 regs; v4's fresh k8 partials
   // (common/tf32x3.cuh) took ptxas to 195 without the bound.
-  static constexpr int kMinBlocksPerSm = kHeadDim == 64 ? 3 : 2;
+  static constexpr int kMinBlocksPerSm = kSplitKV ? 1 : kHeadDim == 64 ? 3 : 2;
 };
 
 constexpr int kTf32Buckets[] = {64, 128};

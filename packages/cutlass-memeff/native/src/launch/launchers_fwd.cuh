@@ -53,12 +53,12 @@ template <typename T, int kBucket> const void* probe_fwd_mma() {
 
 // fp32 on tensor cores (3xTF32). T is float; it is a parameter only so that the generated units
 // name every family the same way.
-template <typename T, int kBucket>
-void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
-  using Tr = Tf32FwdTraits<kBucket>;
-  auto kernel = &fwd_tf32_kernel<Tr>;
+template <typename Tr, bool kLean, bool kWideQPre = false>
+void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
+  auto kernel = &fwd_tf32_kernel<Tr, kLean, kWideQPre>;
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
-  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
+  constexpr int kQLoBytes = kLean && (!Tr::kSplitKV || kWideQPre) ? Tr::kSmemQ * 4 : 0;  // the kernel's kQPre array
+  const int smem = Tr::kSmemBytes + kQLoBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
   if (smem > 48 * 1024) {
     ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
@@ -68,8 +68,30 @@ void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
     ATTN_LAUNCH_CHECK("memeff fwd_tf32_kernel");
   });
 }
+
+template <typename T, int kBucket>
+void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
+  // v8 wide (FwdParams::tf32_wide, d128 only): 8 warps, K and V split once per step by the block.
+  if constexpr (kBucket == 128) {
+    if (p.tf32_wide && p.tf32_lean) {
+      // Without a mask Q's low parts fit beside the split K and V (kWideQPre, 216 KB); with one they do not.
+      if (p.mask_kind == MaskKind::kNone) {
+        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, true>(p, stream);
+      } else {
+        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true>(p, stream);
+      }
+      return;
+    }
+  }
+  // v8: the lean kernel (FwdParams::tf32_lean) keeps Q's low TF32 parts in shared memory too.
+  if (p.tf32_lean) {
+    launch_fwd_tf32<Tf32FwdTraits<kBucket>, true>(p, stream);
+  } else {
+    launch_fwd_tf32<Tf32FwdTraits<kBucket>, false>(p, stream);
+  }
+}
 template <typename T, int kBucket> const void* probe_fwd_tf32() {
-  return reinterpret_cast<const void*>(&fwd_tf32_kernel<Tf32FwdTraits<kBucket>>);
+  return reinterpret_cast<const void*>(&fwd_tf32_kernel<Tf32FwdTraits<kBucket>, false>);
 }
 
 }  // namespace memeff
