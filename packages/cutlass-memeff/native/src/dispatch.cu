@@ -184,11 +184,11 @@ bool tf32_lean_enabled() {
   return v;
 }
 
-// ATTN_MEMEFF_TF32_WIDE=1: at d128 the lean 3xTF32 forward runs its 8-warp form, K and V split once per
-// step by the block (FwdParams::tf32_wide). Off by default: it passed gpu-check's fp32 cases and racecheck
-// but gained only 7% (0.61x torch efficient against the lean form's 0.57x, NOTES.md v8 measured), and the
-// conformance suite has not run on it; kTf32WideDefault turns it on. Read once.
-constexpr bool kTf32WideDefault = false;
+// ATTN_MEMEFF_TF32_WIDE: at d128 the lean 3xTF32 forward runs its 8-warp form, K and V split once per step
+// by the block (FwdParams::tf32_wide). On by default (`0` turns it off): it passed gpu-check's fp32 cases, the
+// conformance suite, memcheck and racecheck, and runs the d128 fp32 forward 12-14% faster than the 4-warp
+// lean form (NOTES.md v8 measured). Read once.
+constexpr bool kTf32WideDefault = true;
 bool tf32_wide_enabled() {
   static const bool v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_TF32_WIDE");
