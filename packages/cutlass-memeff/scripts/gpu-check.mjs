@@ -7,6 +7,9 @@
 // Exit status 1 when any case fails. Env ATTN_CHECK_SEED fixes the input seed (printed either way).
 // --cpu-selftest runs the same cases with cpu-math (in the case dtype, on the CPU) standing in for
 // memeff-cuda: a check of this script itself on a machine without a GPU.
+// --digest adds a 32-bit FNV-1a of each case's forward out and lse values (fwd=...): with ATTN_CHECK_SEED
+// fixed, two runs under different switches (e.g. ATTN_MEMEFF_TF32_WIDE=1 and =2) print the same digests
+// where their forwards are bit-identical.
 import { performance } from 'node:perf_hooks';
 import { normalizeParams, randn, sdpaBackward, sdpaForward, tensor } from '@attn/core';
 import { allocate, deviceProperties, fill, synchronize } from '@attn/cuda';
@@ -18,6 +21,7 @@ const quick = argv.includes('--quick');
 const noTime = argv.includes('--no-time');
 const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1] : null;
 const selftest = argv.includes('--cpu-selftest');
+const digest = argv.includes('--digest');
 const seed = BigInt(process.env.ATTN_CHECK_SEED ?? Math.floor(Math.random() * 2 ** 31));
 console.log(`memeff-cuda gpu-check, seed ${seed} (ATTN_CHECK_SEED to repeat)`);
 
@@ -140,6 +144,16 @@ function underTest(c, q, k, v, gradOut, mask, opts) {
   };
 }
 
+/** FNV-1a over the float64 bits of the values (an fp32 tensor's values widen exactly). */
+function fnv1a(arrays) {
+  let h = 0x811c9dc5;
+  for (const a of arrays) {
+    const bytes = new Uint8Array(Float64Array.from(a).buffer);
+    for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
 function runOne(c) {
   const { q, k, v, gradOut, mask, opts } = makeCase(c);
   const run = underTest(c, q, k, v, gradOut, mask, opts);
@@ -152,6 +166,7 @@ function runOne(c) {
     out: relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()),
     lse: relErr(fwd.outputs.logsumexp.toFloat64Array(), ref.logsumexp.toFloat64Array()),
   };
+  if (digest) res.digest = fnv1a([fwd.outputs.out.toFloat64Array(), fwd.outputs.logsumexp.toFloat64Array()]);
   let ok = res.out <= TOL[c.dtype] && res.lse <= 1e-4;
   if (c.backward !== false) {
     const bwd = run.backward();
@@ -267,7 +282,7 @@ for (const c of cases) {
     const { ok, res } = runOne(c);
     if (!ok) failed++;
     const errs = ['out', 'lse', 'dq', 'dk', 'dv', 'dbias'].filter((n) => res[n] !== undefined).map((n) => `${n} ${fmt(res[n])}`).join(' ');
-    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.dbiasMode ? ` dbias=${res.dbiasMode}` : res.dbiasAtomic ? ' dbias=atomic' : ''}${res.dbiasNote ? ` (${res.dbiasNote})` : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.dbiasMode ? ` dbias=${res.dbiasMode}` : res.dbiasAtomic ? ' dbias=atomic' : ''}${res.dbiasNote ? ` (${res.dbiasNote})` : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}${res.digest ? ` fwd=${res.digest}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
   } catch (e) {
     failed++;
     console.log(`ERROR ${c.name}: ${e?.stack ?? e}`);

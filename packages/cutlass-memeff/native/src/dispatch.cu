@@ -187,13 +187,15 @@ bool tf32_lean_enabled() {
 // ATTN_MEMEFF_TF32_WIDE: at d128 the lean 3xTF32 forward runs its 8-warp form, K and V split once per step
 // by the block (FwdParams::tf32_wide). On by default (`0` turns it off): it passed gpu-check's fp32 cases, the
 // conformance suite, memcheck and racecheck, and runs the d128 fp32 forward 12-14% faster than the 4-warp
-// lean form (NOTES.md v8 measured). Read once.
+// lean form (NOTES.md v8 measured). `2`: the wide form with its TF32 parts packed per lane for LDS.128
+// (v9, FwdParams::tf32_packed; kTf32PackedDefault makes it what an unset switch gives). Read once.
 constexpr bool kTf32WideDefault = true;
-bool tf32_wide_enabled() {
-  static const bool v = [] {
+constexpr bool kTf32PackedDefault = false;
+int tf32_wide_mode() {  // 0 off, 1 wide, 2 wide and packed
+  static const int v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_TF32_WIDE");
-    if (e == nullptr || *e == 0) return kTf32WideDefault;
-    return std::strcmp(e, "1") == 0;
+    if (e == nullptr || *e == 0) return kTf32WideDefault ? (kTf32PackedDefault ? 2 : 1) : 0;
+    return std::strcmp(e, "1") == 0 ? 1 : std::strcmp(e, "2") == 0 ? 2 : 0;
   }();
   return v;
 }
@@ -250,7 +252,8 @@ void apply_switches(FwdParams& p) {
   p.mask_free_kernels = mask_free_kernels_enabled();
   p.tf32_pv_exact = tf32_pv_exact_enabled();
   p.tf32_lean = tf32_lean_enabled();
-  p.tf32_wide = tf32_wide_enabled();
+  p.tf32_wide = tf32_wide_mode() >= 1;
+  p.tf32_packed = tf32_wide_mode() == 2;
 }
 
 bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
@@ -300,7 +303,7 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   const bool tf32 = path != PathRequest::kSimt && tf32_fwd_ok(p, dtype, device);
   // v8's lean 3xTF32 kernel keeps Q's low parts in shared memory (+33 KB at d128): two blocks per SM
   // still fit on sm90's 228 KB, not on sm80's 164 KB, where it would halve occupancy. Hopper only.
-  if (tf32 && device_info(device).major < 9) p.tf32_lean = p.tf32_wide = false;
+  if (tf32 && device_info(device).major < 9) p.tf32_lean = p.tf32_wide = p.tf32_packed = false;
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);

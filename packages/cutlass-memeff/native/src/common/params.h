@@ -49,6 +49,9 @@ struct FwdParams {
   // v8 wide, opt-in (ATTN_MEMEFF_TF32_WIDE=1, with tf32_lean): at d128 the 3xTF32 forward runs 8 warps
   // of 128 queries whose K and V tiles are split once per step by the block (Tf32FwdTraits<128, 8>).
   bool tf32_wide = false;
+  // v9 packed, opt-in (ATTN_MEMEFF_TF32_WIDE=2, with tf32_wide): the wide form with each lane's TF32 parts of
+  // an mma operand side by side in shared memory, read with LDS.128 (fwd_tf32_kernel kPacked); same bits.
+  bool tf32_packed = false;
 
   // Causal: key j is visible from query i iff j <= i + causal_offset (0 upper-left, Sk - Sq lower-right).
   bool causal = false;

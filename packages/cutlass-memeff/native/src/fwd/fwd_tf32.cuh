@@ -56,6 +56,59 @@ __device__ __forceinline__ void split_tile_in_place(float* tile) {
   }
 }
 
+// One 16-byte shared store (v9's passes): NVVM split some uint4 stores of the parts into 4 STS.32.
+__device__ __forceinline__ void st_shared_v4(uint32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+#ifdef ATTN_MEMEFF_SM80
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr(p)), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+#endif
+}
+
+// v9 packed (Tr::kPitchKp, tf32_traits.h): the K tile in the landing tile `in` (pitch kPitchIn floats) into
+// its parts, one 16-byte word per (row, k8 step, column t): {hi(t), hi(t + 4), lo(t), lo(t + 4)}. One item
+// per thread and word; lanes: t in bits 0-1, 4 k8 steps in bits 2-3, 2 rows in bit 4, so a warp's reads fall
+// on 32 banks (rows 1 apart are 4 banks apart at pitch 4 mod 32) and each 8-lane phase of the stores on 8
+// 16-byte bank groups. The same split_tf32_lean of the same floats as split_tile_in_place.
+template <int kRows, int kHeadDim, int kPitchIn, int kPitchOut, int kThreads>
+__device__ __forceinline__ void split_k_packed(const float* in, uint32_t* out) {
+  constexpr int kKs = kHeadDim / 8, kItems = kRows * kKs * 4;
+  static_assert(kItems % kThreads == 0 && kKs % 4 == 0 && kRows % 2 == 0 && kPitchIn % 32 == 4, "whole passes, bank spread");
+#pragma unroll
+  for (int it = 0; it < kItems / kThreads; ++it) {
+    const int idx = threadIdx.x + it * kThreads, t = idx & 3, q = idx >> 5;
+    const int ks = (q % (kKs / 4)) * 4 + ((idx >> 2) & 3), r = (q / (kKs / 4)) * 2 + ((idx >> 4) & 1);
+    const float* s = in + r * kPitchIn + ks * 8 + t;
+    const Tf32Pair a = split_tf32_lean(s[0]), b = split_tf32_lean(s[4]);
+    st_shared_v4(out + r * kPitchOut + ks * 16 + t * 4, a.hi, b.hi, a.lo, b.lo);
+  }
+}
+
+// v9 packed: the V tile in the landing tile (pitch kPitchIn floats) into its three parts (tf32_traits.h):
+// hi/lo words {hi0, hi1, lo0, lo1} of keys (8 kk + t, + 4) per key pair kp = 4 kk + t and column d at chunk
+// d ^ 2t of row kp, and rest words {rest0(d), rest1(d), rest0(d + 8), rest1(d + 8)} (d = 16 n2 + g) at chunk
+// 8 n2 + (g ^ 2t). One item per thread and (kp, n2, g): 4 floats, 2 hi/lo words and 1 rest word. Lanes:
+// g in bits 0-2, n2's low bit in 3, t's high bit in 4: a warp's 32 reads fall on 32 banks (rows 2 apart
+// are 8 banks apart at pitch 4 mod 32), each 8-lane phase of the stores on 8 bank groups. The same
+// split_tf32_exact_lean of the same floats as split_tile_in_place.
+template <int kRows, int kHeadDim, int kPitchIn, int kThreads>
+__device__ __forceinline__ void split_v_packed(const float* in, uint32_t* out) {
+  constexpr int kN2 = kHeadDim / 16, kItems = (kRows / 2) * kN2 * 8;
+  static_assert(kHeadDim % 32 == 0 && kRows % 8 == 0 && kItems % kThreads == 0 && kPitchIn % 32 == 4, "whole passes, bank spread");
+  uint32_t* rest_out = out + (kRows / 2) * 4 * kHeadDim;
+#pragma unroll
+  for (int it = 0; it < kItems / kThreads; ++it) {
+    const int idx = threadIdx.x + it * kThreads, g = idx & 7, q = idx >> 5, q2 = q / (kN2 / 2);
+    const int n2 = 2 * (q % (kN2 / 2)) + ((idx >> 3) & 1), t = (q2 & 1) | (((idx >> 4) & 1) << 1), kk = q2 >> 1;
+    const int kp = kk * 4 + t, sw = g ^ (2 * t);
+    const float* s = in + (kk * 8 + t) * kPitchIn + n2 * 16 + g;
+    const Tf32Triple a = split_tf32_exact_lean(s[0]), b = split_tf32_exact_lean(s[4 * kPitchIn]);
+    const Tf32Triple c = split_tf32_exact_lean(s[8]), e = split_tf32_exact_lean(s[4 * kPitchIn + 8]);
+    uint32_t* hl = out + kp * 4 * kHeadDim + (n2 * 16 + sw) * 4;
+    st_shared_v4(hl, a.hi, b.hi, a.lo, b.lo);
+    st_shared_v4(hl + 32, c.hi, e.hi, c.lo, e.lo);  // column d + 8: chunk + 8
+    st_shared_v4(rest_out + kp * 2 * kHeadDim + (n2 * 8 + sw) * 4, a.rest, b.rest, c.rest, e.rest);
+  }
+}
+
 // kLean (v8, FwdParams::tf32_lean; NOTES.md v8): Q is split into TF32 parts once per block instead of
 // once per key step, and the splits that feed fp32 arithmetic again take tf32_rna_bits (3 issues
 // instead of ptxas's 4). Same bits as kLean = false, which is v7's kernel as it was.
@@ -64,25 +117,41 @@ __device__ __forceinline__ void split_tile_in_place(float* tile) {
 // low parts beside the split K and V with a mask tile); needs kLean. kWideQPre: the wide form for calls
 // without a mask, where Q's low parts fit after the split K and V (216 KB): Q split once per block as in
 // kLean's 4-warp form. Same bits again: the same roundings of the same values.
-template <typename Tr, bool kLean, bool kWideQPre = false>
+// kPacked (v9, FwdParams::tf32_packed, with Tr::kSplitKV; NOTES.md v9): the same kernel with the parts stored
+// so that one lane's operand words are adjacent (tf32_traits.h): one LDS.128 per K fragment (was 4 LDS), 1.5
+// per V fragment (was 6), 2 per Q fragment (was 8). K and V share one landing tile, so the step splits K
+// before it issues V, and V before it issues the next K. Same mma operands in the same order: same bits.
+template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_kernel(const FwdParams p) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
   constexpr int PQ = Tr::kPitchQK, PV = Tr::kPitchV;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  float* q_s = reinterpret_cast<float*>(smem_raw);
-  float* k_s = q_s + Tr::kSmemQ;
-  float* v_s = k_s + Tr::kSmemK;
+  static_assert(!kPacked || Tr::kSplitKV, "kPacked is a form of the wide kernel");
+  constexpr bool kQPre = kLean && (!Tr::kSplitKV || kWideQPre);
+  // kPacked: [Q parts (kQPre) or Q][landing tile][K parts][V parts][mask tile]; with kQPre, Q lands over the
+  // landing tile and the parts (tf32_traits.h) and is split before K(0) is issued.
+  static_assert(!kPacked || !kQPre || Tr::kSmemQ <= Tr::kSmemLand + Tr::kSmemKp + Tr::kSmemVp, "Q lands where K and V go");
+  float* const base_s = reinterpret_cast<float*>(smem_raw);
+  float* const land_s = base_s + (kQPre ? Tr::kSmemQp : Tr::kSmemQ);  // kPacked only
+  uint32_t* const qp_s = reinterpret_cast<uint32_t*>(base_s);           // kPacked && kQPre
+  uint32_t* const kp_s = reinterpret_cast<uint32_t*>(land_s + Tr::kSmemLand);
+  uint32_t* const vp_s = kp_s + Tr::kSmemKp;
+  float* q_s = kPacked && kQPre ? land_s : base_s;
+  float* k_s = kPacked ? land_s : q_s + Tr::kSmemQ;
+  float* v_s = kPacked ? land_s : k_s + Tr::kSmemK;
+  constexpr int PVL = kPacked ? PQ : PV;  // V's landing pitch
+  constexpr int kKsUnroll = kPacked ? 2 : 4;  // Q.K^T's k8 steps per unrolled body
   // kQPre (kLean, 4 warps): the low TF32 parts of Q ([M][PQ] words, q_s then holds the high parts).
   // kSplitKV: K's low parts [N][PQ], V's low parts [N][PV] and rests [N][PV] (k_s, v_s hold the high
   // parts), each a compile-time number of words after its tile. Then the mask tile.
   static_assert(!Tr::kSplitKV || kLean, "the wide kernel is a lean one");
   static_assert(!kWideQPre || Tr::kSplitKV, "kWideQPre is a form of the wide kernel");
-  constexpr bool kQPre = kLean && (!Tr::kSplitKV || kWideQPre);
   constexpr int kKlo = Tr::kSmemK + Tr::kSmemV;                      // words from k_s
   constexpr int kVlo = Tr::kSmemV + Tr::kSmemK, kVrest = kVlo + Tr::kSmemV;  // words from v_s
   uint32_t* qlo_s = reinterpret_cast<uint32_t*>(v_s + Tr::kSmemV + Tr::kSmemSplitKV);
-  unsigned char* mask_s = reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV + Tr::kSmemSplitKV + (kQPre ? Tr::kSmemQ : 0));  // only with a mask
+  unsigned char* mask_s = kPacked ? reinterpret_cast<unsigned char*>(vp_s + Tr::kSmemVp)
+                                  : reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV + Tr::kSmemSplitKV + (kQPre ? Tr::kSmemQ : 0));  // only with a mask
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -108,12 +177,36 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const int n_blocks = (j_end + N - 1) / N;
 
   load_tile_f32_async<M, HD, PQ, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
-  if (n_blocks > 0) {
+  if (!(kPacked && kQPre) && n_blocks > 0) {
     load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
     if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
   }
   cp_async_commit();
-  if (kQPre && n_blocks > 0) {
+  if constexpr (kPacked && kQPre) {
+    if (n_blocks > 0) {
+      // Q landed: each lane splits its own A fragments (rows r0 + g, + 8; columns 8 ks + t, + 4) into its
+      // two 16-byte words of qp_s; then K(0) lands over Q's floats once every thread has read them.
+      cp_async_wait_all();
+      __syncthreads();
+#pragma unroll 1
+      for (int ks = 0; ks < qk_steps; ++ks) {
+        uint32_t hi[4], lo[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const Tf32Pair pr = split_tf32_lean(q_s[(r0 + g + 8 * (e & 1)) * PQ + ks * 8 + t + 4 * (e >> 1)]);
+          hi[e] = pr.hi;
+          lo[e] = pr.lo;
+        }
+        uint32_t* dst = qp_s + (warp * (HD / 8) + ks) * 256 + lane * 4;
+        st_shared_v4(dst, hi[0], hi[1], hi[2], hi[3]);
+        st_shared_v4(dst + 128, lo[0], lo[1], lo[2], lo[3]);
+      }
+      __syncthreads();
+      load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
+      if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
+      cp_async_commit();
+    }
+  } else if (kQPre && n_blocks > 0) {
     // Q (and K(0)) landed once every thread's copies are waited for and the block has met. Each Q
     // element is read by exactly one thread (rows r0 + g, + 8; columns ks * 8 + t, + 4): that thread
     // splits it in place, the high part over the float and the low part into qlo_s, before the key
@@ -137,9 +230,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     const int j0 = nb * N;
     cp_async_wait_all();
     __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
-    load_tile_f32_async<N, HD, PV, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
+    if constexpr (kPacked) {  // K's parts out of the landing tile, then V(nb) into it
+      split_k_packed<N, HD, PQ, Tr::kPitchKp, Tr::kThreads>(k_s, kp_s);
+      __syncthreads();
+    }
+    load_tile_f32_async<N, HD, PVL, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
     cp_async_commit();
-    if constexpr (Tr::kSplitKV) {  // K(nb) landed (waited above): split it once for all warps
+    if constexpr (Tr::kSplitKV && !kPacked) {  // K(nb) landed (waited above): split it once for all warps
       split_tile_in_place<N, HD, PQ, Tr::kThreads, kKlo, 0, false>(k_s);
       __syncthreads();
     }
@@ -148,12 +245,19 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     float acc_s[NT][4];
 #pragma unroll
     for (int n = 0; n < NT; ++n) acc_s[n][0] = acc_s[n][1] = acc_s[n][2] = acc_s[n][3] = 0.f;
-#pragma unroll 4
+#pragma unroll kKsUnroll
     for (int ks = 0; ks < HD / 8; ++ks) {
       if (ks >= qk_steps) break;
       const float* qa = q_s + (r0 + g) * PQ + ks * 8 + t;
       Tf32Pair a[4];
-      if constexpr (kQPre) {
+      if constexpr (kPacked && kQPre) {
+        const uint32_t* qf = qp_s + (warp * (HD / 8) + ks) * 256 + lane * 4;
+        const uint4 h = *reinterpret_cast<const uint4*>(qf), l = *reinterpret_cast<const uint4*>(qf + 128);
+        a[0] = Tf32Pair{h.x, l.x};
+        a[1] = Tf32Pair{h.y, l.y};
+        a[2] = Tf32Pair{h.z, l.z};
+        a[3] = Tf32Pair{h.w, l.w};
+      } else if constexpr (kQPre) {
         // qlo_s sits a compile-time number of words after q_s: one base register, immediate offsets.
         constexpr int kLo = Tr::kSmemQ + Tr::kSmemK + Tr::kSmemV + Tr::kSmemSplitKV;
         const uint32_t* qh = reinterpret_cast<const uint32_t*>(qa);
@@ -177,7 +281,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       for (int n = 0; n < NT; ++n) {
         const float* kb = k_s + (n * 8 + g) * PQ + ks * 8 + t;
         Tf32Pair bk[2];
-        if constexpr (Tr::kSplitKV) {
+        if constexpr (kPacked) {
+          const uint4 w = *reinterpret_cast<const uint4*>(kp_s + (n * 8 + g) * Tr::kPitchKp + ks * 16 + t * 4);
+          bk[0] = Tf32Pair{w.x, w.z};
+          bk[1] = Tf32Pair{w.y, w.w};
+        } else if constexpr (Tr::kSplitKV) {
           const uint32_t* kh = reinterpret_cast<const uint32_t*>(kb);
           bk[0] = Tf32Pair{kh[0], kh[kKlo]};
           bk[1] = Tf32Pair{kh[4], kh[kKlo + 4]};
@@ -260,12 +368,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
 
     cp_async_wait_all();
     __syncthreads();  // V(nb) landed; every warp is done with K(nb) and the mask tile
+    if constexpr (kPacked) {  // V's parts out of the landing tile, then K(nb + 1) into it
+      split_v_packed<N, HD, PQ, Tr::kThreads>(v_s, vp_s);
+      __syncthreads();
+    }
     if (nb + 1 < n_blocks) {
       load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], j0 + N, p.seq_k, p.head_dim);
       if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, j0 + N, p.seq_q, p.seq_k);
       cp_async_commit();
     }
-    if constexpr (Tr::kSplitKV) {  // V(nb) landed (waited above): split it once for all warps
+    if constexpr (Tr::kSplitKV && !kPacked) {  // V(nb) landed (waited above): split it once for all warps
       split_tile_in_place<N, HD, PV, Tr::kThreads, kVlo, kVrest, true>(v_s);
       __syncthreads();
     }
@@ -294,7 +406,32 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
         a[3] = split_tf32(odd ? y3 : y2);
       }
       const float* vb = v_s + (kk * 8 + t) * PV + g;
-      if (pv_exact) {  // V in three parts (v5, tf32x3.cuh): a row with P = 1 gets V back exactly
+      // kPacked: this lane's hi/lo words (key pair 4 kk + t, column 8 n + g) at + 32 n, rest words at + 32 (n / 2).
+      const uint32_t* vhl = vp_s + (kk * 4 + t) * 4 * HD + (g ^ (2 * t)) * 4;
+      const uint32_t* vrs = vp_s + (N / 2) * 4 * HD + (kk * 4 + t) * 2 * HD + (g ^ (2 * t)) * 4;
+      if (kPacked && pv_exact) {
+        uint4 rs = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int n = 0; n < OT; ++n) {
+          if (n >= o_tiles) break;
+          const uint4 hl = *reinterpret_cast<const uint4*>(vhl + n * 32);
+          if (n % 2 == 0) rs = *reinterpret_cast<const uint4*>(vrs + (n / 2) * 32);
+          Tf32Triple bv[2];
+          bv[0] = Tf32Triple{hl.x, hl.z, n % 2 ? rs.z : rs.x};
+          bv[1] = Tf32Triple{hl.y, hl.w, n % 2 ? rs.w : rs.y};
+          mma_1688_3xtf32_bexact(acc_o[n], a, bv);
+        }
+      } else if (kPacked) {
+#pragma unroll
+        for (int n = 0; n < OT; ++n) {
+          if (n >= o_tiles) break;
+          const uint4 hl = *reinterpret_cast<const uint4*>(vhl + n * 32);
+          Tf32Pair bv[2];
+          bv[0] = Tf32Pair{hl.x, hl.z};
+          bv[1] = Tf32Pair{hl.y, hl.w};
+          mma_1688_3xtf32(acc_o[n], a, bv);
+        }
+      } else if (pv_exact) {  // V in three parts (v5, tf32x3.cuh): a row with P = 1 gets V back exactly
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
           if (n >= o_tiles) break;

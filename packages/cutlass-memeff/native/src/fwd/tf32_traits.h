@@ -28,6 +28,24 @@ struct Tf32FwdTraits {
   static constexpr int kSmemSplitKV = kSplitKV ? kSmemK + 2 * kSmemV : 0;
   static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV + kSmemSplitKV) * 4;
   static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);  // MaskTile<kBlockM, kBlockN>
+  // v9 packed (kSplitKV with kPacked, FwdParams::tf32_packed; NOTES.md v9): the parts one lane reads for one
+  // mma operand side by side, read with LDS.128 (32-bit words):
+  //   K [N][kPitchKp]: row r, k8 step ks, column t: {hi(8ks+t), hi(8ks+t+4), lo(8ks+t), lo(8ks+t+4)} at
+  //     r * kPitchKp + 16 ks + 4 t; pitch = 16 mod 32 puts rows g and g + 1 of an 8-lane phase on the
+  //     other half of the banks.
+  //   V hi/lo [N/2][4 kHeadDim]: key pair kp = 4 kk + t (keys 8kk + t, + 4), column d: {hi0, hi1, lo0, lo1} at
+  //     kp * 4 kHeadDim + 4 (d ^ 2t) (the XOR spreads the 4 t of a phase over the banks, no padding);
+  //   V rests [N/2][2 kHeadDim]: {rest0(d), rest1(d), rest0(d + 8), rest1(d + 8)} for d = 16 n2 + g at
+  //     kp * 2 kHeadDim + 4 (8 n2 + (g ^ 2t)).
+  //   Q (kWideQPre) [warps][kHeadDim / 8][hi, lo][32 lanes][4]: a lane's A fragment {a0, a1, a2, a3}, hi then lo.
+  // K and V land (cp.async) in one fp32 tile of pitch kPitchQK and the split pass writes the parts; Q lands
+  // where K and V will be and is split before the first K tile is issued.
+  static constexpr int kPitchKp = 2 * kHeadDim + 16;
+  static constexpr int kSmemLand = kBlockN * kPitchQK;
+  static constexpr int kSmemKp = kBlockN * kPitchKp;
+  static constexpr int kSmemVp = kBlockN * 3 * kHeadDim;
+  static constexpr int kSmemQp = 2 * kBlockM * kHeadDim;
+  static constexpr int packed_smem_bytes(bool q_pre) { return ((q_pre ? kSmemQp : kSmemQ) + kSmemLand + kSmemKp + kSmemVp) * 4; }
   // d64: 3 blocks (12 warps) per SM, as v2/v3 reached with 168 regs; v4's fresh k8 partials
   // (common/tf32x3.cuh) took ptxas to 195 without the bound.
   static constexpr int kMinBlocksPerSm = kSplitKV ? 1 : kHeadDim == 64 ? 3 : 2;

@@ -53,12 +53,15 @@ template <typename T, int kBucket> const void* probe_fwd_mma() {
 
 // fp32 on tensor cores (3xTF32). T is float; it is a parameter only so that the generated units
 // name every family the same way.
-template <typename Tr, bool kLean, bool kWideQPre = false>
+template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false>
 void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
-  auto kernel = &fwd_tf32_kernel<Tr, kLean, kWideQPre>;
+  auto kernel = &fwd_tf32_kernel<Tr, kLean, kWideQPre, kPacked>;
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   constexpr int kQLoBytes = kLean && (!Tr::kSplitKV || kWideQPre) ? Tr::kSmemQ * 4 : 0;  // the kernel's kQPre array
-  const int smem = Tr::kSmemBytes + kQLoBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
+  // v9 packed: its own carve (tf32_traits.h); sm90's opt-in limit is 227 KB per block.
+  constexpr int kBytes = kPacked ? Tr::packed_smem_bytes(kLean && kWideQPre) : Tr::kSmemBytes + kQLoBytes;
+  static_assert(!kPacked || kBytes + (kWideQPre ? 0 : Tr::kSmemMaskBytes) <= 227 * 1024, "fits sm90's shared memory");
+  const int smem = kBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
   if (smem > 48 * 1024) {
     ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
@@ -73,6 +76,15 @@ template <typename T, int kBucket>
 void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
   // v8 wide (FwdParams::tf32_wide, d128 only): 8 warps, K and V split once per step by the block.
   if constexpr (kBucket == 128) {
+    if (p.tf32_wide && p.tf32_lean && p.tf32_packed) {
+      // v9: the parts of a fragment side by side (LDS.128); Q's parts too without a mask (226 KB).
+      if (p.mask_kind == MaskKind::kNone) {
+        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, true, true>(p, stream);
+      } else {
+        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, false, true>(p, stream);
+      }
+      return;
+    }
     if (p.tf32_wide && p.tf32_lean) {
       // Without a mask Q's low parts fit beside the split K and V (kWideQPre, 216 KB); with one they do not.
       if (p.mask_kind == MaskKind::kNone) {
