@@ -265,32 +265,31 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       // g & ~3 .. + 3); after transpose_keys4 this lane holds row c = g % 4 of it, keys 0..3.
       static_assert(QT % 2 == 0, "query tiles come in pairs");
       const int c = g & 3;
+      // fn(m, kh, x): this lane's 4 keys of quad (m, kh), transposed.
+      auto for_quads = [&](auto&& fn) {
+#pragma unroll
+        for (int m = 0; m < QT / 2; ++m)
+#pragma unroll
+          for (int kh = 0; kh < 2; ++kh) {
+            float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
+            transpose_keys4(x, c);
+            fn(m, kh, x);
+          }
+      };
       if (p.bwd_lean && p.dbias_accum != nullptr && interior(i0)) {
         // v8: every quad of the step in bounds: one 64-bit row address per step, + 16 rows / + 8 keys
         // per quad, and the reduction without write_dbias4's per-quad checks. Same adds, same addresses.
         float* q0 = p.dbias_accum + (b * p.dbias_stride[0] + h * p.dbias_stride[1] +
                                      static_cast<int64_t>(i0 + (c >> 1) * 8 + 2 * t + (c & 1)) * p.dbias_stride[2] + j0 + warp * 16 + (g & ~3));
         const int64_t rows16 = 16 * p.dbias_stride[2];
-#pragma unroll
-        for (int m = 0; m < QT / 2; ++m)
-#pragma unroll
-          for (int kh = 0; kh < 2; ++kh) {
-            float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
-            transpose_keys4(x, c);
-            red_add_f32x4(q0 + m * rows16 + 8 * kh, x[0], x[1], x[2], x[3]);
-          }
+        for_quads([&](int m, int kh, const float (&x)[4]) { red_add_f32x4(q0 + m * rows16 + 8 * kh, x[0], x[1], x[2], x[3]); });
       } else {
-#pragma unroll
-        for (int m = 0; m < QT / 2; ++m)
-#pragma unroll
-          for (int kh = 0; kh < 2; ++kh) {
-            float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
-            transpose_keys4(x, c);
-            const int i = i0 + (2 * m + (c >> 1)) * 8 + 2 * t + (c & 1), j = j0 + warp * 16 + (g & ~3) + 8 * kh;
-            if (i < p.seq_q && j < p.seq_k) {
-              write_dbias4(p, b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j, x, p.seq_k - j);
-            }
+        for_quads([&](int m, int kh, const float (&x)[4]) {
+          const int i = i0 + (2 * m + (c >> 1)) * 8 + 2 * t + (c & 1), j = j0 + warp * 16 + (g & ~3) + 8 * kh;
+          if (i < p.seq_q && j < p.seq_k) {
+            write_dbias4(p, b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j, x, p.seq_k - j);
           }
+        });
       }
     } else if (kMask && send && p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
 #pragma unroll

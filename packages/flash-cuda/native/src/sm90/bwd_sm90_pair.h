@@ -1,6 +1,6 @@
 // What both Hopper dK/dV kernels (flash_bwd_sm90_kernel.h, flash_bwd_sm90_roles_kernel.h) share: the
-// shared-memory carve, the pair walk and its Q / dO prefetch, the start of each (query head, query block) pair,
-// the P^T / dS^T fragments and their store, and the epilogue's dK / dV rows. Both hold 16 keys per warp in
+// shared-memory carve, the pair walk and its Q / dO pipeline, the start of each (query head, query block) pair,
+// the P^T / dS^T fragments and their store, the dQ rows' reductions and the epilogue's dK / dV rows. Both hold 16 keys per warp in
 // mma.m16n8k16's accumulator layout.
 #pragma once
 #include <cstdint>
@@ -52,7 +52,7 @@ struct PairWalk {
 // thread, stepped), and loads the raw lse and Dsum of row i0 + tid for threads tid < kM. They reach shared
 // memory at the pair's begin_pair, one iteration later, so nothing waits on these loads here.
 template <typename Tr, typename E>
-__device__ __forceinline__ void prefetch_pair(E* q_dst, const BwdParams& p, const BwdSeq& sq, int b, int h, int i0,
+__device__ __forceinline__ void prefetch_rows(E* q_dst, const BwdParams& p, const BwdSeq& sq, int b, int h, int i0,
                                               int tid, float& lse_next, float& dsum_next) {
   using IO = TileIO<Tr>;
   constexpr int kM = Tr::kBlockM;
@@ -74,7 +74,7 @@ __device__ __forceinline__ void prefetch_pair(E* q_dst, const BwdParams& p, cons
   }
 }
 
-// The top of pair k: its lse (raw, from prefetch_pair; log2 units here) and Dsum into slot `stage` (last read
+// The top of pair k: its lse (raw, from prefetch_rows; log2 units here) and Dsum into slot `stage` (last read
 // by pair k - 2, finished before the previous iteration's barriers), then wait for its Q / dO copies and publish
 // everything to the async proxy and to every thread. After the barrier, every wgmma of pair k - 1 has completed
 // (each kernel waits before looping).
@@ -88,6 +88,34 @@ __device__ __forceinline__ void begin_pair(const BwdSmem<Tr>& sm, int stage, int
   fence_proxy_async();
   __syncthreads();
 }
+
+// The pair loop's Q / dO pipeline over the pairs in order (PairWalk): pair 0's rows are issued before the
+// loop (start), and at the top of pair k, once begin_pair has published pair k's, pair k + 1's go into the
+// other stage (begin), so that they overlap pair k's math.
+template <typename Tr>
+struct PairPipeline {
+  const BwdSmem<Tr>& sm;
+  const BwdParams& p;
+  const BwdSeq& sq;
+  int b, tid, pairs;
+  PairWalk fetch;  // the pair whose rows were issued last
+  float lse_next = -INFINITY, dsum_next = 0.f;
+
+  __device__ __forceinline__ void prefetch(int stage) {
+    prefetch_rows<Tr>(sm.q0 + stage * BwdSmem<Tr>::kStageElems, p, sq, b, fetch.h, fetch.m * Tr::kBlockM, tid,
+                      lse_next, dsum_next);
+  }
+  __device__ __forceinline__ void start() {
+    if (pairs > 0) prefetch(0);
+  }
+  __device__ __forceinline__ void begin(int k, int stage) {
+    begin_pair(sm, stage, tid, lse_next, dsum_next);
+    if (k + 1 < pairs) {
+      fetch.next();
+      prefetch(stage ^ 1);
+    }
+  }
+};
 
 // P^T or dS^T (fp32 accumulators, element (nt, e): key row g + 8 (e / 2), query column nt * 8 + 2t + e % 2)
 // as A fragments: k16 step ms is query columns 16ms..16ms+15, n8 groups 2ms and 2ms + 1.
@@ -115,6 +143,23 @@ __device__ __forceinline__ void store_ds_t(typename Tr::Element* sds, const uint
       *reinterpret_cast<uint32_t*>(sds + swizzle_offset<Ds>(row, 2 * ms + (c >> 1), Tr::kBlockN) + 2 * t) = a[ms][c];
     }
   fence_proxy_async();
+}
+
+// A warp's 16 rows of a dQ tile (query rows row0 + g and row0 + g + 8 of head h; columns col0 + 8 nt + 2t,
+// + 1) added into the float32 workspace with red.global.add.v2; rows past the sequence end are skipped.
+template <int kTiles>
+__device__ __forceinline__ void red_dq_rows(const BwdParams& p, const BwdSeq& sq, int b, int h, int row0, int col0,
+                                            const float (&dq)[kTiles][4], int g, int t) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row0 + g + 8 * r;
+    if (i >= sq.seq_q) continue;
+    float* dst = p.dq_accum + sq.lse_index(p.f, b, h, i) * p.dq_accum_stride + col0 + 2 * t;
+#pragma unroll
+    for (int nt = 0; nt < kTiles; ++nt) red_add_v2(dst + nt * 8, dq[nt][2 * r], dq[nt][2 * r + 1]);
+  }
+#endif
 }
 
 // A warp's 16 rows of dK or dV (keys j0 + g, j0 + g + 8) times `mul`, in the output dtype, straight from the

@@ -79,25 +79,18 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[dt][e] = acc_dv[dt][e] = 0.f;
 
-  // The (query head, query block) pairs in order: k -> h = hk * group + k / nm, m = m_begin + k % nm.
-  const int group = f.group;
-  const int pairs = group * nm;
-  float lse_next = -INFINITY, dsum_next = 0.f;
-  sm90::PairWalk cur{hk * group, m_begin, m_begin, qb.end}, fetch = cur;
-  auto prefetch = [&](int stage) {
-    sm90::prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, fetch.h, fetch.m * kM, tid, lse_next, dsum_next);
-  };
-  if (pairs > 0) prefetch(0);
+  // The (query head, query block) pairs in order: every query block of head hk * group, then the next head.
+  const int pairs = f.group * nm;
+  const sm90::PairWalk first{hk * f.group, m_begin, m_begin, qb.end};
+  sm90::PairPipeline<Tr> pipe{sm, p, sq, b, tid, pairs, first};
+  pipe.start();
+  sm90::PairWalk cur = first;
 
 #pragma unroll 1
   for (int k = 0; k < pairs; ++k, cur.next()) {
     const int h = cur.h, i0 = cur.m * kM;
     const int stage = k & 1;
-    sm90::begin_pair(sm, stage, tid, lse_next, dsum_next);
-    if (k + 1 < pairs) {
-      fetch.next();
-      prefetch(stage ^ 1);
-    }  // overlaps this pair's math
+    pipe.begin(k, stage);  // overlaps this pair's math
 
     const BwdRowCtx rc = bwd_row_ctx(f, off, sq.seq_k, b, h);
     const float* lse_s = sm.lse + stage * kM;
@@ -193,14 +186,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
       sm90::wgmma_commit();
       sm90::wgmma_wait<0>();
       sm90::fence_operands(dq);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int i = i0 + (warp & 3) * 16 + g + 8 * r;
-        if (i >= sq.seq_q) continue;
-        float* dst = p.dq_accum + sq.lse_index(f, b, h, i) * p.dq_accum_stride + dq_col0 + 2 * t;
-#pragma unroll
-        for (int nt = 0; nt < kDqT; ++nt) red_add_v2(dst + nt * 8, dq[nt][2 * r], dq[nt][2 * r + 1]);
-      }
+      sm90::red_dq_rows(p, sq, b, h, i0 + (warp & 3) * 16, dq_col0, dq, g, t);
     } else {
       sm90::wgmma_wait<0>();
     }
