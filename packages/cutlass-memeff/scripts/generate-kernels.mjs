@@ -19,7 +19,8 @@ const DTYPES = {
   bf16: { cpp: '__nv_bfloat16', elem: 'kBF16' },
 };
 // Must agree with kSimtBuckets (fwd/simt_traits.h), kMmaBuckets (fwd/mma_traits.h), kMmaBwdBuckets
-// (bwd/mma_bwd_traits.h) and kTf32Buckets (fwd/tf32_traits.h); src/generated.test.ts checks it.
+// (bwd/mma_bwd_traits.h), kTf32Buckets (fwd/tf32_traits.h) and kTf32BwdBuckets (bwd/tf32_bwd_traits.h);
+// src/generated.test.ts checks it.
 const FAMILIES = [
   { family: 'kFwdSimt', stem: 'fwd_simt', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'fwd' },
   { family: 'kFwdMma', stem: 'fwd_mma', header: 'launch/launchers_fwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 256], kind: 'fwd' },
@@ -27,6 +28,8 @@ const FAMILIES = [
   { family: 'kFwdTf32', stem: 'fwd_tf32', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'fwd' },
   { family: 'kBwdSimt', stem: 'bwd_simt', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'bwd' },
   { family: 'kBwdMma', stem: 'bwd_mma', header: 'launch/launchers_bwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128], kind: 'bwd' },
+  // fp32 backward on tensor cores (3xTF32; NOTES.md v10).
+  { family: 'kBwdTf32', stem: 'bwd_tf32', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'bwd' },
   { family: 'kBwdAux', stem: 'bwd_aux', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [0], kind: 'aux' },
 ];
 

@@ -30,6 +30,7 @@ describe('generated kernels', () => {
     expect(buckets('fwd_mma')).toEqual(bucketsIn('fwd/mma_traits.h', 'kMmaBuckets'));
     expect(buckets('bwd_mma')).toEqual(bucketsIn('bwd/mma_bwd_traits.h', 'kMmaBwdBuckets'));
     expect(buckets('fwd_tf32')).toEqual(bucketsIn('fwd/tf32_traits.h', 'kTf32Buckets'));
+    expect(buckets('bwd_tf32')).toEqual(bucketsIn('bwd/tf32_bwd_traits.h', 'kTf32BwdBuckets'));
     for (const stem of ['fwd_simt', 'bwd_simt', 'bwd_aux']) {
       expect(new Set(list.filter((i) => i.stem === stem).map((i) => i.dt)), stem).toEqual(new Set(['fp32', 'fp16', 'bf16']));
     }

@@ -171,7 +171,7 @@ Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
     Napi::Object out = Napi::Object::New(env);
     out.Set("workspaceBytes", Napi::Number::New(env, static_cast<double>(plan.workspace_bytes)));
     out.Set("querySplits", Napi::Number::New(env, plan.query_splits));
-    out.Set("tensorCores", Napi::Boolean::New(env, plan.mma));
+    out.Set("tensorCores", Napi::Boolean::New(env, plan.mma || plan.tf32));
     out.Set("dbiasReduced", Napi::Boolean::New(env, plan.dbias_reduced));
     out.Set("dbiasAtomic", Napi::Boolean::New(env, plan.dbias_atomic));
     out.Set("dbiasMode", Napi::String::New(env, plan.dbias_mode));

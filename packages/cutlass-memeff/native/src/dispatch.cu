@@ -10,6 +10,7 @@
 
 #include "attn/cuda_check.h"
 #include "bwd/mma_bwd_traits.h"
+#include "bwd/tf32_bwd_traits.h"
 #include "fwd/mma_traits.h"
 #include "fwd/simt_traits.h"
 #include "fwd/tf32_traits.h"
@@ -207,6 +208,14 @@ bool dsum_seq_enabled() {
   return v;
 }
 
+// ATTN_MEMEFF_TF32_BWD=0: fp32 backward calls run the FMA kernels instead of v10's 3xTF32 one (with D by
+// bwd_dsum_tf32), to compare the two on one build. The 3xTF32 backward also follows ATTN_MEMEFF_FP32_TC's
+// per-arch choice, as the forward does. Read once.
+bool tf32_bwd_enabled() {
+  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_BWD");
+  return v;
+}
+
 // ATTN_MEMEFF_BWD_LEAN=0: the tensor-core backward runs v7's general step everywhere instead of v8's
 // lean step where it applies (BwdParams::bwd_lean), to time the two side by side on one build. Read once.
 bool bwd_lean_enabled() {
@@ -268,6 +277,18 @@ bool tf32_fwd_ok(const FwdParams& p, int dtype, int device) {
   return kernel_ptx_version(e, device) >= 80;
 }
 
+// Whether the 3xTF32 backward can take this fp32 call: as the forward's checks, plus dO; deterministic
+// calls take the FMA kernels (bwd_tf32 adds dQ with atomics and has no fixed-order dQ pass of its own).
+bool tf32_bwd_ok(const BwdParams& p, int dtype, int device) {
+  if (dtype != kF32 || p.deterministic || !tf32_bwd_enabled()) return false;
+  if (device_info(device).major < 8 || !fp32_tensor_cores_enabled(device_info(device).major)) return false;
+  if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32BwdMaxHeadDim) return false;
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.dout)) return false;
+  if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.do_stride)) return false;
+  const KernelEntry& e = find_kernel(Family::kBwdTf32, kF32, tf32_bucket(std::max(p.head_dim, p.head_dim_v)));
+  return kernel_ptx_version(e, device) >= 80;
+}
+
 const KernelEntry& require_runnable(const KernelEntry& e, int device) {
   if (kernel_ptx_version(e, device) == 0) {
     const DeviceInfo d = device_info(device);
@@ -321,6 +342,8 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
     throw std::invalid_argument("memeff-cuda: the tensor-core backward was requested but cannot run this call: " + refusal);
   }
   plan.mma = refusal.empty();
+  plan.tf32 = path != PathRequest::kSimt && tf32_bwd_ok(p, dtype, device);
+  const bool tc = plan.mma || plan.tf32;  // a tensor-core main kernel (bwd_step.cuh's dbias forms)
   plan.dbias_reduced = p.dbias != nullptr &&
                        ((p.dbias_size[0] == 1 && p.batch > 1) || (p.dbias_size[1] == 1 && p.heads_q > 1) ||
                         (p.dbias_size[2] == 1 && p.seq_q > 1) || (p.dbias_size[3] == 1 && p.seq_k > 1));
@@ -353,7 +376,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
   // batches at multiples of 4 elements, 16-byte aligned (workspace carves are 256-byte aligned). Vector
   // reductions exist from sm90 on; vector stores everywhere. ATTN_MEMEFF_DBIAS=scalar keeps v6's path.
   const bool quad_strides = p.dbias_stride[3] == 1 && p.dbias_stride[2] % 4 == 0 && p.dbias_stride[1] % 4 == 0 && p.dbias_stride[0] % 4 == 0;
-  if (plan.mma && p.dbias != nullptr && mode != DbiasMode::kScalar) {
+  if (tc && p.dbias != nullptr && mode != DbiasMode::kScalar) {
     if (plan.dbias_workspace) {
       plan.dbias_quads = p.seq_k % 4 == 0;
     } else if (plan.dbias_atomic) {
@@ -363,7 +386,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
     }
   }
   const int stagger = dbias_stagger_env();
-  plan.dbias_stagger = plan.mma && plan.dbias_atomic && (stagger >= 0 ? stagger == 1 : mode != DbiasMode::kScalar);
+  plan.dbias_stagger = tc && plan.dbias_atomic && (stagger >= 0 ? stagger == 1 : mode != DbiasMode::kScalar);
   plan.dbias_mode = p.dbias == nullptr        ? ""
                     : plan.dbias_workspace    ? "workspace"
                     : plan.dbias_atomic       ? (plan.dbias_quads ? "atomic-x4" : "atomic")
@@ -372,16 +395,16 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
                                               : "direct";
   if (plan.dbias_stagger) plan.dbias_mode += "+stagger";
   // GQA: the group's heads add into the same dbias rows; sum them in the block first (BwdParams::dbias_presum).
-  plan.dbias_presum = plan.mma && plan.dbias_atomic && p.group > 1 && p.dbias_size[1] == 1 && mode != DbiasMode::kScalar;
+  plan.dbias_presum = tc && plan.dbias_atomic && p.group > 1 && p.dbias_size[1] == 1 && mode != DbiasMode::kScalar;
   if (plan.dbias_presum) plan.dbias_mode += "+presum";
   // Query splits: when key blocks x kv heads (x head-dim tiles) leave SMs idle, split each block's
   // query range and sum the dK/dV partials afterwards (bounded workspace: at most 256 MiB of partials).
   const int dmax = std::max(p.head_dim, p.head_dim_v);
-  const int64_t key_block = plan.mma ? MmaBwdTraits<64>::kBlockN : 32;
-  const int64_t query_block = 32;  // both kernels step over 32 queries
-  const int64_t n_z = plan.mma ? 1 : (dmax + simt_bucket(dmax) - 1) / simt_bucket(dmax);
+  const int64_t key_block = plan.mma ? MmaBwdTraits<64>::kBlockN : plan.tf32 ? Tf32BwdTraits<64>::kBlockN : 32;
+  const int64_t query_block = plan.tf32 ? Tf32BwdTraits<64>::kBlockM : 32;  // queries per step
+  const int64_t n_z = tc ? 1 : (dmax + simt_bucket(dmax) - 1) / simt_bucket(dmax);
   const int64_t blocks = ((p.seq_k + key_block - 1) / key_block) * static_cast<int64_t>(p.batch) * p.heads_kv * n_z;
-  const int64_t target = (plan.mma ? 2LL : 4LL) * device_info(device).sm_count;
+  const int64_t target = (tc ? 2LL : 4LL) * device_info(device).sm_count;
   const int64_t q_blocks = (p.seq_q + query_block - 1) / query_block;
   const int64_t kv_elems = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k * (p.head_dim + p.head_dim_v);
   int64_t splits = blocks >= target ? 1 : (target + blocks - 1) / blocks;
@@ -427,8 +450,10 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
 
   const int dmax = std::max(p.head_dim, p.head_dim_v);
   const KernelEntry& aux = require_runnable(find_kernel(Family::kBwdAux, dtype, 0), device);
-  const KernelEntry& main = plan.mma ? find_kernel(Family::kBwdMma, dtype, mma_bwd_bucket(p))
-                                     : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
+  const KernelEntry& main = plan.mma    ? find_kernel(Family::kBwdMma, dtype, mma_bwd_bucket(p))
+                            : plan.tf32 ? find_kernel(Family::kBwdTf32, kF32, tf32_bucket(dmax))
+                                        : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
+  p.dsum_tf32 = plan.tf32;
   std::vector<std::string> ran;
   const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
   if (p.dq_accum) ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows_q * p.head_dim * 4, stream));

@@ -47,14 +47,16 @@ __device__ __forceinline__ void load_mask_tile_interior_es(unsigned char* tile, 
   constexpr int kPerChunk = 16 >> kEsLog2;
   static_assert(kThreads % kChunks == 0, "whole rows per pass");
   constexpr int kRowStep = kThreads / kChunks;
-  static_assert(kRows % kRowStep == 0, "whole passes per tile");
+  static_assert(kRows % kRowStep == 0 || kRowStep % kRows == 0, "whole passes per tile");
   const int r = threadIdx.x / kChunks, c = threadIdx.x % kChunks;
+  // More threads than chunks (a narrow tile, e.g. bool at 16 x 64 in bwd_tf32): one pass, the rest idle.
+  if (kRowStep > kRows && r >= kRows) return;
   const unsigned char* src =
       static_cast<const unsigned char*>(m.base) + ((static_cast<int64_t>(i0 + r) * m.stride_i + j0 + c * kPerChunk) << kEsLog2);
   const int64_t step = (static_cast<int64_t>(kRowStep) * m.stride_i) << kEsLog2;
   unsigned char* dst = tile + r * Tile::kPitch + c * 16;
 #pragma unroll
-  for (int it = 0; it < kRows / kRowStep; ++it) {
+  for (int it = 0; it < (kRows > kRowStep ? kRows / kRowStep : 1); ++it) {
     cp_async_16(dst + it * kRowStep * Tile::kPitch, src, true);
     src += step;
   }

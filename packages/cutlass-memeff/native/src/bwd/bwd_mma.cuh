@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "bwd/bwd_lean.cuh"
+#include "bwd/bwd_step.cuh"
 #include "bwd/mma_bwd_traits.h"
 #include "common/dbias_store.cuh"
 #include "common/dtype_traits.cuh"
@@ -49,52 +50,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
 
   // Steps: (query head of the group, query block of this split), heads outer (inner with dbias_presum).
-  const int q_first = query_begin_for_key(p, j0) / M;
-  const int q_blocks = (p.seq_q + M - 1) / M;
-  const int per_head = q_first + split < q_blocks ? (q_blocks - q_first - split + p.query_splits - 1) / p.query_splits : 0;
-  const int steps = per_head * p.group;
-  // v7, BwdParams::dbias_stagger: each (b, kv head) starts its query walk at its own offset, so blocks of
-  // different heads that run side by side (same key block, same start) add into different dbias rows
-  // instead of the same sectors at the same time. Neighbouring heads are 4 steps (128 rows) apart: never
-  // in one step's rows, yet close enough that a line they share is still in L2 when the next one adds
-  // (the accumulator, 64 MB per batch at S4k, does not fit). The same steps in another order. Only with
-  // a dbias, hence a mask: the mask-free kernels compile it out.
-  const int rot = kMask && p.dbias_stagger && per_head > 0 ? static_cast<int>((static_cast<int64_t>(bhk) * 4) % per_head) : 0;
-  // With dbias_presum (a mask kernel only: it needs a dbias) the group's heads are the inner walk.
-  const bool presum = kMask && p.dbias_presum;
-  auto step_head = [&](int s) { return hk * p.group + (presum ? s % p.group : s / per_head); };
-  auto row0_of = [&](int r0) {  // first query of walk position r0 (rotated by the stagger)
-    const int r = r0 + rot;
-    return (q_first + split + (r < per_head ? r : r - per_head) * p.query_splits) * M;
-  };
-  auto step_row0 = [&](int s) { return row0_of(presum ? s / p.group : s % per_head); };
-  // v8: where every row and key of the step is in bounds (bwd_lean.cuh).
-  auto interior = [&](int i0) { return i0 + M <= p.seq_q && j0 + N <= p.seq_k; };
+  const BwdSteps<M, kMask> walk_of(p, bhk, hk, j0, split);
+  const int steps = walk_of.steps;
+  const bool presum = walk_of.presum;
   auto load_step = [&](int h, int i0, int buf) {
     const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
     const T* dout = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
     load_tile_async<T, M, HD, Tr::kThreads>(q_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
     load_tile_async<T, M, HD, Tr::kThreads>(do_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
-    const MaskView mv = mask_view(p, b, h);
-    const bool staged = kMask && mask_tile_ok(mv);
-    if (staged) {
-      if (p.bwd_lean && interior(i0)) {
-        load_mask_tile_interior<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0);
-      } else {
-        load_mask_tile_async<M, N, Tr::kThreads>(mask_s + buf * MaskT::kBytes, mv, i0, j0, p.seq_q, p.seq_k);
-      }
-    }
-    if (threadIdx.x < M) {
-      const int i = i0 + threadIdx.x;
-      const int64_t row = (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q + i;
-      lse_s[buf * M + threadIdx.x] = i < p.seq_q ? p.lse[row] * kLog2e : -INFINITY;
-      dsum_s[buf * M + threadIdx.x] = i < p.seq_q ? p.dsum[row] : 0.f;
-    }
+    const bool staged = stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
+    load_step_rows<M>(p, b, h, i0, lse_s + buf * M, dsum_s + buf * M);
     return staged;
   };
   // v8: whether the step's mask tile was staged, carried from its load_step (bwd_lean) instead of the
   // step recomputing the mask view (64-bit strides, dtype size) and its alignment test.
-  bool staged_cur = steps > 0 && load_step(step_head(0), step_row0(0), 0);
+  bool staged_cur = steps > 0 && load_step(walk_of.head(0), walk_of.row0(0), 0);
   cp_async_commit();
 
   const int qk_steps = kFull ? HD / 16 : (p.head_dim + 15) / 16, v_steps = kFull ? HD / 16 : (p.head_dim_v + 15) / 16;
@@ -109,18 +79,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const int buf = s & 1;
     cp_async_wait_all();
     __syncthreads();  // this step's tiles landed; every warp is done with the previous step
-    const StepWalk next = walk.next(presum, p.group, per_head);
+    const StepWalk next = walk.next(presum, p.group, walk_of.per_head);
     int h, i0, h_next, i0_next;
     if (p.bwd_lean) {
       h = hk * p.group + walk.gh;
-      i0 = row0_of(walk.r);
+      i0 = walk_of.row0_of(walk.r);
       h_next = hk * p.group + next.gh;
-      i0_next = row0_of(next.r);
+      i0_next = walk_of.row0_of(next.r);
     } else {
-      h = step_head(s);
-      i0 = step_row0(s);
-      h_next = step_head(s + 1);
-      i0_next = step_row0(s + 1);
+      h = walk_of.head(s);
+      i0 = walk_of.row0(s);
+      h_next = walk_of.head(s + 1);
+      i0_next = walk_of.row0(s + 1);
     }
     const int step_gh = walk.gh;  // this step's head within the GQA group (both paths keep the walk)
     walk = next;
@@ -162,147 +132,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       }
     }
 
-    // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D); acc_st becomes Pd^T, acc_dpt dS^T.
-    // Without kMask the view is empty at compile time, so masked_logit below keeps only causal and bounds.
+    // P^T, dropout, dS^T; acc_st becomes Pd^T, acc_dpt dS^T (bwd_step.cuh).
+    // Without kMask the view is empty at compile time, so masked_logit keeps only causal and bounds.
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));  // same decision as load_step's for this step
     staged_cur = staged_next;
-    const unsigned char* maskb_s = mask_s + buf * MaskT::kBytes;
-    const bool plain = tile_unmasked(p, i0, j0, N);
-    // v4, as the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
-    // every query, S^T becomes dot * scale + mask term in place, one LDS and one FFMA per score
-    // instead of tile_logit's rules and dtype switch (padded rows are skipped below by lse = -inf).
-    const bool mask_fast = mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N);
-    if (mask_fast) {
-      with_mask_dtype<T>(p.mask_dtype, [&](auto dt) {  // = mask.dtype
-        constexpr int kDt = decltype(dt)::value;
-        if constexpr (kDt == kBF16 || kDt == kF16) {
-          if (p.bwd_lean) {  // v8: QT / 2 ldmatrix.trans instead of 4 * QT 16-bit loads (bwd_lean.cuh)
-            uint32_t mf[QT][2];
-            load_mask_frag16<MaskT::kPitch, QT>(mf, maskb_s, warp, lane);
-#pragma unroll
-            for (int n = 0; n < QT; ++n)
-#pragma unroll
-              for (int kh = 0; kh < 2; ++kh) {
-                const float2 m = unpack_mask16<kDt>(mf[n][kh]);
-                acc_st[n][2 * kh] = fmaf(acc_st[n][2 * kh], p.scale, m.x);
-                acc_st[n][2 * kh + 1] = fmaf(acc_st[n][2 * kh + 1], p.scale, m.y);
-              }
-            return;
-          }
-        }
-#pragma unroll
-        for (int n = 0; n < QT; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int il = n * 8 + 2 * t + (e % 2), jl = warp * 16 + g + 8 * (e / 2);
-            acc_st[n][e] = fmaf(acc_st[n][e], p.scale, mask_one<kDt>(maskb_s + il * MaskT::kPitch, jl));
-          }
-      });
-    }
-    if (p.bwd_lean && !p.dropout && (mask_fast || plain)) {
-      // v8: the same P and dS without the per-element rules (none apply on these steps) and without a
-      // branch per score: a padded or fully masked row (lse = -inf) selects P = 0 after the exp2. With
-      // keep = 1 the general loop's acc * keep - D and P * keep are these values exactly.
-      const float sl2 = mask_fast ? kLog2e : p.scale * kLog2e;
-#pragma unroll
-      for (int n = 0; n < QT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int il = n * 8 + 2 * t + (e % 2);
-          const float lse2 = lse_s[buf * M + il];
-          const float x = exp2f(acc_st[n][e] * sl2 - lse2);
-          const float pr = lse2 != -INFINITY ? x : 0.f;
-          acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_s[buf * M + il]);
-          acc_st[n][e] = pr;
-        }
-    } else {
-#pragma unroll
-      for (int n = 0; n < QT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int il = n * 8 + 2 * t + (e % 2), i = i0 + il;
-          const int j = j0 + warp * 16 + g + 8 * (e / 2);
-          const float lse2 = lse_s[buf * M + il];
-          float pr = 0.f;
-          if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
-            const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
-                                 : plain     ? acc_st[n][e] * (p.scale * kLog2e)
-                                 : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
-                                             : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
-            pr = exp2f(logit2 - lse2);
-          }
-          float keep = 1.f;
-          if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
-          acc_dpt[n][e] = pr * (acc_dpt[n][e] * keep - dsum_s[buf * M + il]);
-          acc_st[n][e] = pr * keep;
-        }
-    }
-    // A dbias needs an additive mask (dispatch.cu), so the mask-free kernels compile this out.
-    // v7 presum: ds is this head's dS plus the group's earlier heads' (kept in this thread's smem slots);
-    // every head but the group's last stores it back and sends nothing.
-    float ds[QT][4];
-#pragma unroll
-    for (int n = 0; n < QT; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ds[n][e] = acc_dpt[n][e];
-    bool send = true;
-    if (kMask && presum) {
-      float* slot = reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x;
-      const int gh = p.bwd_lean ? step_gh : s % p.group;
-#pragma unroll
-      for (int n = 0; n < QT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          if (gh > 0) ds[n][e] += slot[(n * 4 + e) * Tr::kThreads];
-          if (gh + 1 < p.group) slot[(n * 4 + e) * Tr::kThreads] = ds[n][e];
-        }
-      send = gh + 1 == p.group;
-    }
-    if (kMask && send && p.dbias != nullptr && p.dbias_quads) {
-      // v7: 4 adjacent keys per request. Query tiles 2m, 2m + 1 and key half kh of the fragment are a
-      // 4 x 4 block per group of 4 lanes (lanes 4 apart: rows 2t, 2t + 1, 8 + 2t, 9 + 2t, keys
-      // g & ~3 .. + 3); after transpose_keys4 this lane holds row c = g % 4 of it, keys 0..3.
-      static_assert(QT % 2 == 0, "query tiles come in pairs");
-      const int c = g & 3;
-      // fn(m, kh, x): this lane's 4 keys of quad (m, kh), transposed.
-      auto for_quads = [&](auto&& fn) {
-#pragma unroll
-        for (int m = 0; m < QT / 2; ++m)
-#pragma unroll
-          for (int kh = 0; kh < 2; ++kh) {
-            float x[4] = {ds[2 * m][2 * kh], ds[2 * m][2 * kh + 1], ds[2 * m + 1][2 * kh], ds[2 * m + 1][2 * kh + 1]};
-            transpose_keys4(x, c);
-            fn(m, kh, x);
-          }
-      };
-      if (p.bwd_lean && p.dbias_accum != nullptr && interior(i0)) {
-        // v8: every quad of the step in bounds: one 64-bit row address per step, + 16 rows / + 8 keys
-        // per quad, and the reduction without write_dbias4's per-quad checks. Same adds, same addresses.
-        float* q0 = p.dbias_accum + (b * p.dbias_stride[0] + h * p.dbias_stride[1] +
-                                     static_cast<int64_t>(i0 + (c >> 1) * 8 + 2 * t + (c & 1)) * p.dbias_stride[2] + j0 + warp * 16 + (g & ~3));
-        const int64_t rows16 = 16 * p.dbias_stride[2];
-        for_quads([&](int m, int kh, const float (&x)[4]) { red_add_f32x4(q0 + m * rows16 + 8 * kh, x[0], x[1], x[2], x[3]); });
-      } else {
-        for_quads([&](int m, int kh, const float (&x)[4]) {
-          const int i = i0 + (2 * m + (c >> 1)) * 8 + 2 * t + (c & 1), j = j0 + warp * 16 + (g & ~3) + 8 * kh;
-          if (i < p.seq_q && j < p.seq_k) {
-            write_dbias4(p, b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j, x, p.seq_k - j);
-          }
-        });
-      }
-    } else if (kMask && send && p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
-#pragma unroll
-      for (int n = 0; n < QT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = i0 + n * 8 + 2 * t + (e % 2), j = j0 + warp * 16 + g + 8 * (e / 2);
-          if (i < p.seq_q && j < p.seq_k) {
-            const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
-            write_dbias(p, idx, ds[n][e]);
-          }
-        }
-    }
+    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group}, mask,
+                                                  mask_smem, mask_s + buf * MaskT::kBytes,
+                                                  reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x, lse_s + buf * M,
+                                                  dsum_s + buf * M, acc_st, acc_dpt);
 
     // A operands over the queries (k = 16 per step), and dS^T to shared memory for dQ.
     uint32_t pa[QT / 2][4], da[QT / 2][4];
@@ -382,23 +220,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   }
   cp_async_wait_all();
 
-  // dK (scaled) and dV: rows g / g + 8 of this warp's keys, columns 2t, 2t + 1 of each n8 tile.
-#pragma unroll
-  for (int n = 0; n < DT; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int j = j0 + warp * 16 + g + 8 * (e / 2), d = n * 8 + 2 * t + (e % 2);
-      if (j >= p.seq_k) continue;
-      const float gk = acc_dk[n][e] * p.scale, gv = acc_dv[n][e];
-      if (p.query_splits == 1) {
-        if (d < p.head_dim) static_cast<T*>(p.dk)[b * p.dk_stride[0] + hk * p.dk_stride[1] + j * p.dk_stride[2] + d] = from_float<T>(gk);
-        if (d < p.head_dim_v) static_cast<T*>(p.dv)[b * p.dv_stride[0] + hk * p.dv_stride[1] + j * p.dv_stride[2] + d] = from_float<T>(gv);
-      } else {
-        const int64_t row = ((static_cast<int64_t>(split) * p.batch + b) * p.heads_kv + hk) * p.seq_k + j;
-        if (d < p.head_dim) p.dk_accum[row * p.head_dim + d] = gk;
-        if (d < p.head_dim_v) p.dv_accum[row * p.head_dim_v + d] = gv;
-      }
-    }
+  store_dk_dv<T, DT>(p, acc_dk, acc_dv, b, hk, j0, warp, lane, split);
 #else
   __trap();  // built without sm80 code: the dispatcher never launches this kernel here
 #endif

@@ -105,6 +105,9 @@ struct BwdParams : FwdParams {
   // fp32: D = dO . O in one sequential fmaf chain, the order of bwd_tile's dP (v5, bwd_pre_post.cuh);
   // false: v4's warp tree (ATTN_MEMEFF_DSUM_SEQ=0, to compare the two on one build).
   bool dsum_seq = true;
+  // fp32 with the 3xTF32 backward (bwd_tf32.cuh): D by bwd_dsum_tf32_kernel, in the arithmetic of that
+  // kernel's dP (set by dispatch.cu with the kernel).
+  bool dsum_tf32 = false;
   // v8: the tensor-core backward's lean step (bwd/bwd_lean.cuh): the step walk without division, the
   // interior mask tile by fixed chunks, 16-bit mask terms by ldmatrix.trans, P / dS without per-element
   // rules on steps that need none, dbias quads from one row address per step. Same results; false:

@@ -11,50 +11,11 @@
 #include "common/mma_sm80.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
+#include "common/tf32_tile.cuh"
 #include "common/tf32x3.cuh"
 #include "fwd/tf32_traits.h"
 
 namespace memeff {
-
-// Rows [row0, row0 + kRows) of a [seq][dim] fp32 matrix into a tile of pitch kPitch floats; rows
-// past `rows` and columns past `cols` (a multiple of 4) are zero-filled.
-template <int kRows, int kHeadDim, int kPitch, int kThreads>
-__device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g, int64_t row_stride, int row0, int rows, int cols) {
-  constexpr int kChunks = kHeadDim / 4;
-#pragma unroll
-  for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {
-    const int r = idx / kChunks, c = idx % kChunks;
-    const bool ok = row0 + r < rows && c * 4 < cols;
-    const float* src = ok ? g + (row0 + r) * row_stride + c * 4 : g;
-    cp_async_16(smem + r * kPitch + c * 4, src, ok);
-  }
-}
-
-// v8 wide: a tile [kRows][kHeadDim] of pitch kPitch split in place: the float becomes its high TF32
-// part; the low part (and with kRest the rest, split_tf32_exact_lean) goes to the same place kLo
-// (kRestOff) words further. Columns past the head dim are zero (the loaders fill them) and split to zeros.
-template <int kRows, int kHeadDim, int kPitch, int kThreads, int kLo, int kRestOff, bool kRest>
-__device__ __forceinline__ void split_tile_in_place(float* tile) {
-  constexpr int kChunks = kHeadDim / 4;
-  static_assert((kRows * kChunks) % kThreads == 0, "whole passes");
-#pragma unroll
-  for (int it = 0; it < kRows * kChunks / kThreads; ++it) {
-    const int idx = threadIdx.x + it * kThreads, r = idx / kChunks, c = idx % kChunks;
-    uint32_t* w = reinterpret_cast<uint32_t*>(tile + r * kPitch + c * 4);
-    const float4 x = *reinterpret_cast<const float4*>(w);
-    if constexpr (kRest) {
-      const Tf32Triple a = split_tf32_exact_lean(x.x), b = split_tf32_exact_lean(x.y), c2 = split_tf32_exact_lean(x.z),
-                       d = split_tf32_exact_lean(x.w);
-      *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, b.hi, c2.hi, d.hi);
-      *reinterpret_cast<uint4*>(w + kLo) = make_uint4(a.lo, b.lo, c2.lo, d.lo);
-      *reinterpret_cast<uint4*>(w + kRestOff) = make_uint4(a.rest, b.rest, c2.rest, d.rest);
-    } else {
-      const Tf32Pair a = split_tf32_lean(x.x), b = split_tf32_lean(x.y), c2 = split_tf32_lean(x.z), d = split_tf32_lean(x.w);
-      *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, b.hi, c2.hi, d.hi);
-      *reinterpret_cast<uint4*>(w + kLo) = make_uint4(a.lo, b.lo, c2.lo, d.lo);
-    }
-  }
-}
 
 // One 16-byte shared store (v9's passes): NVVM split some uint4 stores of the parts into 4 STS.32.
 __device__ __forceinline__ void st_shared_v4(uint32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {

@@ -24,6 +24,8 @@ set(MEMEFF_GENERATED_SOURCES
   native/src/generated/bwd_mma_fp16_d128.cu
   native/src/generated/bwd_mma_bf16_d64.cu
   native/src/generated/bwd_mma_bf16_d128.cu
+  native/src/generated/bwd_tf32_fp32_d64.cu
+  native/src/generated/bwd_tf32_fp32_d128.cu
   native/src/generated/bwd_aux_fp32.cu
   native/src/generated/bwd_aux_fp16.cu
   native/src/generated/bwd_aux_bf16.cu

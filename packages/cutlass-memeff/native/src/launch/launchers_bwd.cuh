@@ -4,10 +4,12 @@
 #include "attn/cuda_check.h"
 #include "bwd/bwd_dbias.cuh"
 #include "bwd/bwd_dq_mma.cuh"
+#include "bwd/bwd_dsum_tf32.cuh"
 #include "bwd/bwd_kv_simt.cuh"
 #include "bwd/bwd_mma.cuh"
 #include "bwd/bwd_pre_post.cuh"
 #include "bwd/bwd_q_simt.cuh"
+#include "bwd/bwd_tf32.cuh"
 #include "launch/launchers.h"
 
 namespace memeff {
@@ -75,12 +77,47 @@ template <typename T, int kBucket> const void* probe_bwd_mma() {
   return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false, true>);
 }
 
+// fp32 on tensor cores (3xTF32, bwd_tf32.cuh); never deterministic (dispatch.cu takes the FMA kernels then).
+template <typename Tr, bool kFull>
+void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
+  const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
+  auto kernel = masked ? &bwd_tf32_kernel<Tr, kFull, true> : &bwd_tf32_kernel<Tr, kFull, false>;
+  static_assert(Tr::kSmemMaskBytes == 2 * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
+  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0) + (p.dbias_presum ? Tr::kSmemPresumBytes : 0);
+  ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, p.query_splits);
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
+    ATTN_LAUNCH_CHECK("memeff bwd_tf32_kernel");
+  });
+}
+
+template <typename T, int kBucket>
+void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
+  static_assert(sizeof(T) == 4, "fp32 only");
+  if (p.head_dim == kBucket && p.head_dim_v == kBucket) {
+    launch_bwd_tf32<Tf32BwdTraits<kBucket>, true>(p, stream);
+  } else {
+    launch_bwd_tf32<Tf32BwdTraits<kBucket>, false>(p, stream);
+  }
+}
+template <typename T, int kBucket> const void* probe_bwd_tf32() {
+  return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdTraits<kBucket>, false, true>);
+}
+
 template <typename T>
 void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
   const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
   const unsigned kGridStride = 4096;  // blocks of the grid-stride element loops
   switch (stage) {
     case BwdStage::kDsum:
+      if constexpr (sizeof(T) == 4) {
+        if (p.dsum_tf32) {  // 16 rows per warp, 4 warps per block
+          bwd_dsum_tf32_kernel<T><<<ceil_div(rows_q, 64), 128, 0, stream>>>(p);
+          ATTN_LAUNCH_CHECK("memeff bwd_dsum_tf32_kernel");
+          break;
+        }
+      }
       bwd_dsum_kernel<T><<<ceil_div(rows_q, 4), 128, 0, stream>>>(p);
       ATTN_LAUNCH_CHECK("memeff bwd_dsum_kernel");
       break;

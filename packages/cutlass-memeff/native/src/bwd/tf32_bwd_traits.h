@@ -1,0 +1,49 @@
+// Tile shapes of the fp32 tensor-core backward (3xTF32, sm80+; bwd/bwd_tf32.cuh). Head dims are
+// buckets as on the 16-bit path; D and Dv multiples of 4 (16-byte cp.async chunks of 4 floats).
+#pragma once
+
+namespace memeff {
+
+template <int kHeadDim_>
+struct Tf32BwdTraits {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kNWarps = 4;
+  static constexpr int kThreads = kNWarps * 32;
+  static constexpr int kBlockN = 16 * kNWarps;  // keys: each warp owns 16 (rows of S^T, dK, dV)
+  // Queries per step: 16, not the 16-bit kernel's 32. K and V stay in shared memory as TF32 parts (hi
+  // and lo, 4 x 35 KB at d128), Q and dO as parts and as their landing tiles; 32 queries would not fit.
+  static constexpr int kBlockM = 16;
+  static constexpr int kQTiles = kBlockM / 8;   // n8 tiles of S^T per warp
+  static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles of dK / dV per warp
+  // dQ = dS K: each warp takes a quarter of the head-dim columns for all 16 queries.
+  static constexpr int kDqTiles = kHeadDim / 8 / kNWarps;
+  // Row pitches (floats), chosen so that every fragment read hits 32 banks:
+  // - K and V parts (tf32_kv_index: pitch 8 mod 32 and chunk pairs swapped on rows with bit 2 set): A
+  //   fragments of S^T = K Q^T and dP^T = V dO^T read (row g, column t); B fragments of dQ = dS K read (row t,
+  //   column g).
+  // - Q and dO parts (pitch 4 mod 32): B fragments of S^T / dP^T read (row g, column t); B fragments of
+  //   dK += dS^T Q and dV += P^T dO read (row 2t, column g) (the k order of the accumulator-as-A operand).
+  // - dS (pitch 4 mod 32): A fragments of dQ read (row g, column t); the stores from the S^T layout write
+  //   (row 2t, column g).
+  static constexpr int kPitchKV = kHeadDim + 8;
+  static constexpr int kPitchQ = kHeadDim + 4;
+  static constexpr int kPitchDs = kBlockN + 4;
+  static constexpr int kSmemKV = kBlockN * kPitchKV;  // floats per part
+  static constexpr int kSmemQ = kBlockM * kPitchQ;
+  static constexpr int kSmemDs = kBlockM * kPitchDs;
+  // K hi, K lo, V hi, V lo; Q and dO high parts double-buffered (they land there); Q and dO low parts;
+  // dS hi, dS lo [queries][keys]; lse and D [2][kBlockM].
+  static constexpr int kSmemBytes = (4 * kSmemKV + 6 * kSmemQ + 2 * kSmemDs + 4 * kBlockM) * 4;
+  // Plus, when the call has a mask, two [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
+  static constexpr int kSmemMaskBytes = 2 * kBlockM * (kBlockN * 4 + 16);
+  // Plus, with BwdParams::dbias_presum, each thread's dS fragment summed over the group's heads so far.
+  static constexpr int kSmemPresumBytes = kQTiles * 4 * kThreads * 4;
+  // d64: 108.8 KB without a mask, two blocks (8 warps) per SM; d128: 199 KB, one.
+  static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 2 : 1;
+  static_assert(kPitchKV % 32 == 8 && kPitchQ % 32 == 4 && kPitchDs % 32 == 4, "bank spread");
+};
+
+constexpr int kTf32BwdBuckets[] = {64, 128};
+constexpr int kTf32BwdMaxHeadDim = 128;
+
+}  // namespace memeff
