@@ -216,6 +216,13 @@ bool tf32_bwd_enabled() {
   return v;
 }
 
+// ATTN_MEMEFF_TF32_BWD_SPLIT=0: the 3xTF32 backward at d128 in v10's 4-warp form instead of v11's split one
+// (BwdParams::tf32_bwd_split), to time the two on one build. Read once.
+bool tf32_bwd_split_enabled() {
+  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_BWD_SPLIT");
+  return v;
+}
+
 // ATTN_MEMEFF_BWD_LEAN=0: the tensor-core backward runs v7's general step everywhere instead of v8's
 // lean step where it applies (BwdParams::bwd_lean), to time the two side by side on one build. Read once.
 bool bwd_lean_enabled() {
@@ -454,6 +461,9 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
                             : plan.tf32 ? find_kernel(Family::kBwdTf32, kF32, tf32_bucket(dmax))
                                         : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
   p.dsum_tf32 = plan.tf32;
+  p.tf32_bwd_split = tf32_bwd_split_enabled();
+  // D's two parts where the main kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
+  p.dsum_tf32_half = plan.tf32 && p.tf32_bwd_split && tf32_bucket(dmax) == 128 ? Tf32BwdTraits<128, 2>::kKsPart : 0;
   std::vector<std::string> ran;
   const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
   if (p.dq_accum) ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows_q * p.head_dim * 4, stream));

@@ -36,14 +36,27 @@ __global__ void __launch_bounds__(128) bwd_dsum_tf32_kernel(const BwdParams p) {
   row_of(r0 + g, o0, d0);
   row_of(r0 + 8 + g, o1, d1);
   auto part = [&](const T* x, int c) { return split_tf32_lean(x != nullptr && c < p.head_dim_v ? x[c] : 0.f); };
-  float acc0[4] = {0.f, 0.f, 0.f, 0.f}, acc1[4] = {0.f, 0.f, 0.f, 0.f};  // dO rows 0-7, 8-15
+  // acc0 / acc1: dO rows 0-7 / 8-15, over k8 steps [ks0, ks1).
+  auto sum_steps = [&](float (&acc0)[4], float (&acc1)[4], int ks0, int ks1) {
+    for (int ks = ks0; ks < ks1; ++ks) {
+      const int c = ks * 8 + t;
+      const Tf32Pair a[4] = {part(o0, c), part(o1, c), part(o0, c + 4), part(o1, c + 4)};
+      const Tf32Pair b0[2] = {part(d0, c), part(d0, c + 4)}, b1[2] = {part(d1, c), part(d1, c + 4)};
+      mma_1688_3xtf32(acc0, a, b0);
+      mma_1688_3xtf32(acc1, a, b1);
+    }
+  };
   const int steps = (p.head_dim_v + 7) / 8;
-  for (int ks = 0; ks < steps; ++ks) {
-    const int c = ks * 8 + t;
-    const Tf32Pair a[4] = {part(o0, c), part(o1, c), part(o0, c + 4), part(o1, c + 4)};
-    const Tf32Pair b0[2] = {part(d0, c), part(d0, c + 4)}, b1[2] = {part(d1, c), part(d1, c + 4)};
-    mma_1688_3xtf32(acc0, a, b0);
-    mma_1688_3xtf32(acc1, a, b1);
+  float acc0[4] = {0.f, 0.f, 0.f, 0.f}, acc1[4] = {0.f, 0.f, 0.f, 0.f};
+  if (p.dsum_tf32_half > 0) {  // the split kernel's two running sums, then their sum (bwd_tf32.cuh, kDSplit)
+    float hi0[4] = {0.f, 0.f, 0.f, 0.f}, hi1[4] = {0.f, 0.f, 0.f, 0.f};
+    const int half = steps < p.dsum_tf32_half ? steps : p.dsum_tf32_half;
+    sum_steps(acc0, acc1, 0, half);
+    sum_steps(hi0, hi1, half, steps);
+    add_partial(acc0, hi0);
+    add_partial(acc1, hi1);
+  } else {
+    sum_steps(acc0, acc1, 0, steps);
   }
   // Element (m, n) of a tile is in lane (g = m % 8, t = n / 2): (g, g) of tile 0 is c0 or c1 of lane
   // t = g / 2, and (8 + g, g) of tile 1 (dO row 8 + g) its c2 or c3.

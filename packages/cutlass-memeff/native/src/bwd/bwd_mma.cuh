@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));  // same decision as load_step's for this step
     staged_cur = staged_next;
-    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group}, mask,
+    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group, true}, mask,
                                                   mask_smem, mask_s + buf * MaskT::kBytes,
                                                   reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x, lse_s + buf * M,
                                                   dsum_s + buf * M, acc_st, acc_dpt);

@@ -73,10 +73,12 @@ __device__ __forceinline__ bool stage_step_mask(const BwdParams& p, int b, int h
   return staged;
 }
 
-// Where a step is: batch, query head, first query and key, this warp and lane, and the query head's
-// place in its GQA group (for dbias_presum).
+// Where a step is: batch, query head, first query and key, this warp's 16 keys (warp * 16) and lane, the
+// query head's place in its GQA group (for dbias_presum), and whether this warp sends dS to dbias (where
+// two warps hold the same fragment, bwd_tf32's kDSplit, one of them does).
 struct BwdStepAt {
   int b, h, i0, j0, warp, lane, gh;
+  bool dbias_owner;
 };
 
 // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D) for a warp's [16 keys][QT * 8 queries]: acc_st
@@ -167,8 +169,8 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
   for (int n = 0; n < QT; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) ds[n][e] = acc_dpt[n][e];
-  bool send = true;
-  if (kMask && p.dbias_presum) {
+  bool send = at.dbias_owner;
+  if (kMask && p.dbias_presum && send) {
 #pragma unroll
     for (int n = 0; n < QT; ++n)
 #pragma unroll
@@ -226,15 +228,16 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
 
 // dK (scaled) and dV of a warp's 16 keys from its accumulators (m16n8 layout): into dk / dv, or into
 // this split's fp32 partials when the query range is split.
+// d0: the head-dim column of the accumulators' first tile.
 template <typename T, int DT>
 __device__ __forceinline__ void store_dk_dv(const BwdParams& p, const float (&acc_dk)[DT][4], const float (&acc_dv)[DT][4], int b,
-                                            int hk, int j0, int warp, int lane, int split) {
+                                            int hk, int j0, int warp, int lane, int split, int d0 = 0) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int n = 0; n < DT; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int j = j0 + warp * 16 + g + 8 * (e / 2), d = n * 8 + 2 * t + (e % 2);
+      const int j = j0 + warp * 16 + g + 8 * (e / 2), d = d0 + n * 8 + 2 * t + (e % 2);
       if (j >= p.seq_k) continue;
       const float gk = acc_dk[n][e] * p.scale, gv = acc_dv[n][e];
       if (p.query_splits == 1) {

@@ -40,32 +40,34 @@ __device__ __forceinline__ void acc_as_a(Tf32Pair (&a)[4], const float (&c)[4]) 
 }
 
 // acc[dt] += A (this warp's 16 keys x QT * 8 queries, in acc_as_a form) times B = rows of a [M][PQ] tile
-// (hi / lo), head-dim columns of n8 tile dt: b0 = B[8n + 2t][8dt + g], b1 = B[8n + 2t + 1][8dt + g].
+// (hi / lo), head-dim columns of n8 tile tile0 + dt: b0 = B[8n + 2t][8 (tile0 + dt) + g], b1 = B[8n + 2t + 1][...].
+// tiles: the n8 tiles the head dim needs (all of them when kFull).
 template <int QT, int DT, int PQ, bool kFull>
 __device__ __forceinline__ void acc_a_times_rows(float (&acc)[DT][4], const Tf32Pair (&a)[QT][4], const float* hi, const float* lo,
-                                                 int tiles, int lane) {
+                                                 int tile0, int tiles, int lane) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int dt = 0; dt < DT; ++dt) {
-    if (!kFull && dt >= tiles) break;
+    if (!kFull && tile0 + dt >= tiles) break;
 #pragma unroll
     for (int n = 0; n < QT; ++n) {
-      const int r = (8 * n + 2 * t) * PQ + 8 * dt + g;
+      const int r = (8 * n + 2 * t) * PQ + 8 * (tile0 + dt) + g;
       const Tf32Pair b[2] = {tf32_parts(hi, lo, r), tf32_parts(hi, lo, r + PQ)};
       mma_1688_3xtf32(acc[dt], a[n], b);
     }
   }
 }
 
-// acc[n] += (16 rows of a kSwz K / V tile from row r0) times (rows of a [M][PQ] tile)^T, k over the head
-// dim in `steps` k8 steps: S^T = K Q^T or dP^T = V dO^T.
-template <int QT, int HD, int PKV, int PQ, bool kFull>
+// acc[n] += (16 rows of a kSwz K / V tile from row r0) times (rows of a [M][PQ] tile)^T, k over head-dim
+// columns [8 ks0, 8 (ks0 + KS)) and below 8 steps: S^T = K Q^T or dP^T = V dO^T (or a part of it).
+template <int QT, int KS, int PKV, int PQ, bool kFull>
 __device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const float* a_hi, const float* a_lo, int r0, const float* b_hi,
-                                                  const float* b_lo, int steps, int lane) {
+                                                  const float* b_lo, int ks0, int steps, int lane) {
   const int g = lane / 4, t = lane % 4;
   const int ra = (r0 + g) * PKV, sw = g & 4;  // rows r0 + g, + 8 share bit 2 of g (r0 is a multiple of 16)
 #pragma unroll
-  for (int ks = 0; ks < HD / 8; ++ks) {
+  for (int kp = 0; kp < KS; ++kp) {
+    const int ks = ks0 + kp;
     if (!kFull && ks >= steps) break;
     const int c0 = ks * 8 + (t ^ sw), c1 = ks * 8 + ((t + 4) ^ sw);
     const Tf32Pair a[4] = {tf32_parts(a_hi, a_lo, ra + c0), tf32_parts(a_hi, a_lo, ra + 8 * PKV + c0), tf32_parts(a_hi, a_lo, ra + c1),
@@ -84,6 +86,7 @@ template <typename Tr, bool kFull, bool kMask>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_kernel(const BwdParams p) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles, DQT = Tr::kDqTiles;
+  constexpr int KSP = Tr::kKsPart, DSPLIT = Tr::kDSplit;
   constexpr int PKV = Tr::kPitchKV, PQ = Tr::kPitchQ, PDS = Tr::kPitchDs;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   float* const kh_s = reinterpret_cast<float*>(smem_raw);
@@ -96,12 +99,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
   float* const dol_s = ql_s + Tr::kSmemQ;
   float* const dsh_s = dol_s + Tr::kSmemQ;     // dS [M][PDS], queries x keys
   float* const dsl_s = dsh_s + Tr::kSmemDs;
-  float* const lse_s = dsl_s + Tr::kSmemDs;    // [2][M], log2 units
+  float* const xch_s = dsl_s + Tr::kSmemDs;    // kDSplit: [warp][2 QT 4][32] S^T / dP^T partials
+  float* const lse_s = xch_s + Tr::kSmemXch;   // [2][M], log2 units
   float* const dsum_s = lse_s + 2 * M;         // [2][M]
   unsigned char* const mask_s = reinterpret_cast<unsigned char*>(dsum_s + 2 * M);  // [2] mask tiles (only with a mask)
   using MaskT = MaskTile<M, N>;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  // kw: the warp's 16 keys; dh: its part of the head dim (v11, kDSplit; 0 without).
+  const int kw = warp % Tr::kKeyWarps, dh = warp / Tr::kKeyWarps;
   const int j0 = blockIdx.x * N;
   const int bhk = blockIdx.y + p.bh_base, b = bhk / p.heads_kv, hk = bhk % p.heads_kv;
   const int split = blockIdx.z;
@@ -158,13 +164,34 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     for (int n = 0; n < QT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_st[n][e] = acc_dpt[n][e] = 0.f;
-    rows_times_rows_t<QT, HD, PKV, PQ, kFull>(acc_st, kh_s, kl_s, warp * 16, qb_s, ql_s, qk_steps, lane);
-    rows_times_rows_t<QT, HD, PKV, PQ, kFull>(acc_dpt, vh_s, vl_s, warp * 16, dob_s, dol_s, v_steps, lane);
+    rows_times_rows_t<QT, KSP, PKV, PQ, kFull>(acc_st, kh_s, kl_s, kw * 16, qb_s, ql_s, dh * KSP, qk_steps, lane);
+    rows_times_rows_t<QT, KSP, PKV, PQ, kFull>(acc_dpt, vh_s, vl_s, kw * 16, dob_s, dol_s, dh * KSP, v_steps, lane);
+    if constexpr (DSPLIT == 2) {
+      // The two head-dim halves' partials, summed by both warps of the key group (a + b = b + a exactly, so
+      // both hold the same S^T and dP^T; bwd_dsum_tf32 sums D's halves the same way, BwdParams::dsum_tf32_half).
+      float* mine = xch_s + warp * (2 * QT * 4 * 32) + lane;
+      const float* other = xch_s + (warp ^ Tr::kKeyWarps) * (2 * QT * 4 * 32) + lane;
+#pragma unroll
+      for (int n = 0; n < QT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          mine[(n * 4 + e) * 32] = acc_st[n][e];
+          mine[(QT * 4 + n * 4 + e) * 32] = acc_dpt[n][e];
+        }
+      named_barrier_sync(1 + kw, 64);  // this key group's two warps
+#pragma unroll
+      for (int n = 0; n < QT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          acc_st[n][e] += other[(n * 4 + e) * 32];
+          acc_dpt[n][e] += other[(QT * 4 + n * 4 + e) * 32];
+        }
+    }
 
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));  // load_step's decision for this step
     staged_cur = staged_next;
-    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, warp, lane, step_gh}, mask, mask_smem,
+    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, mask_smem,
                                                     mask_s + buf * MaskT::kBytes,
                                                     reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x,
                                                     lse_s + buf * M, dsum_s + buf * M, acc_st, acc_dpt);
@@ -174,7 +201,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
       Tf32Pair pa[QT][4];
 #pragma unroll
       for (int n = 0; n < QT; ++n) acc_as_a(pa[n], acc_st[n]);
-      acc_a_times_rows<QT, DT, PQ, kFull>(acc_dv, pa, dob_s, dol_s, v_steps, lane);
+      acc_a_times_rows<QT, DT, PQ, kFull>(acc_dv, pa, dob_s, dol_s, dh * DT, v_steps, lane);
     }
     // dS^T's parts: to shared memory as dS [queries][keys] for dQ, and dK += dS^T Q.
     {
@@ -182,15 +209,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
 #pragma unroll
       for (int n = 0; n < QT; ++n) {
         acc_as_a(da[n], acc_dpt[n]);
-        // a0 = (key g, query 2t), a1 = (g + 8, 2t), a2 = (g, 2t + 1), a3 = (g + 8, 2t + 1)
+        // a0 = (key g, query 2t), a1 = (g + 8, 2t), a2 = (g, 2t + 1), a3 = (g + 8, 2t + 1); one warp of a
+        // key group stores them (with kDSplit both hold the same values).
+        if (dh == 0) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int at = (8 * n + 2 * t + (e >> 1)) * PDS + warp * 16 + g + 8 * (e & 1);
-          dsh_s[at] = __uint_as_float(da[n][e].hi);
-          dsl_s[at] = __uint_as_float(da[n][e].lo);
+          for (int e = 0; e < 4; ++e) {
+            const int at = (8 * n + 2 * t + (e >> 1)) * PDS + kw * 16 + g + 8 * (e & 1);
+            dsh_s[at] = __uint_as_float(da[n][e].hi);
+            dsl_s[at] = __uint_as_float(da[n][e].lo);
+          }
         }
       }
-      acc_a_times_rows<QT, DT, PQ, kFull>(acc_dk, da, qb_s, ql_s, qk_steps, lane);
+      acc_a_times_rows<QT, DT, PQ, kFull>(acc_dk, da, qb_s, ql_s, dh * DT, qk_steps, lane);
     }
 
     if (!p.deterministic) {
@@ -227,7 +257,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     }
   }
   cp_async_wait_all();
-  store_dk_dv<float, DT>(p, acc_dk, acc_dv, b, hk, j0, warp, lane, split);
+  store_dk_dv<float, DT>(p, acc_dk, acc_dv, b, hk, j0, kw, lane, split, dh * DT * 8);
 #else
   __trap();  // built without sm80 code: the dispatcher never launches this kernel here
 #endif

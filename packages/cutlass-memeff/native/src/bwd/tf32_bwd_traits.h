@@ -4,18 +4,25 @@
 
 namespace memeff {
 
-template <int kHeadDim_>
+// kDSplit_ = 2 (v11, BwdParams::tf32_bwd_split; d128): two warps per 16 keys, each with half of the head
+// dim: half of S^T's and dP^T's k8 steps (the two partials summed through shared memory), half of dK's and
+// dV's columns. 8 warps per block instead of 4 (one block per SM fits at d128 either way), half the
+// accumulators per thread.
+template <int kHeadDim_, int kDSplit_ = 1>
 struct Tf32BwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
-  static constexpr int kNWarps = 4;
+  static constexpr int kDSplit = kDSplit_;
+  static constexpr int kKeyWarps = 4;
+  static constexpr int kNWarps = kKeyWarps * kDSplit;
   static constexpr int kThreads = kNWarps * 32;
-  static constexpr int kBlockN = 16 * kNWarps;  // keys: each warp owns 16 (rows of S^T, dK, dV)
+  static constexpr int kBlockN = 16 * kKeyWarps;  // keys: each key warp owns 16 (rows of S^T, dK, dV)
   // Queries per step: 16, not the 16-bit kernel's 32. K and V stay in shared memory as TF32 parts (hi
   // and lo, 4 x 35 KB at d128), Q and dO as parts and as their landing tiles; 32 queries would not fit.
   static constexpr int kBlockM = 16;
-  static constexpr int kQTiles = kBlockM / 8;   // n8 tiles of S^T per warp
-  static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles of dK / dV per warp
-  // dQ = dS K: each warp takes a quarter of the head-dim columns for all 16 queries.
+  static constexpr int kQTiles = kBlockM / 8;             // n8 tiles of S^T per warp
+  static constexpr int kKsPart = kHeadDim / 8 / kDSplit;  // k8 steps of S^T / dP^T per warp
+  static constexpr int kDTiles = kHeadDim / 8 / kDSplit;  // n8 tiles of dK / dV per warp
+  // dQ = dS K: each warp takes 1 / kNWarps of the head-dim columns for all 16 queries.
   static constexpr int kDqTiles = kHeadDim / 8 / kNWarps;
   // Row pitches (floats), chosen so that every fragment read hits 32 banks:
   // - K and V parts (tf32_kv_index: pitch 8 mod 32 and chunk pairs swapped on rows with bit 2 set): A
@@ -31,16 +38,20 @@ struct Tf32BwdTraits {
   static constexpr int kSmemKV = kBlockN * kPitchKV;  // floats per part
   static constexpr int kSmemQ = kBlockM * kPitchQ;
   static constexpr int kSmemDs = kBlockM * kPitchDs;
+  // kDSplit: each warp's S^T and dP^T partials, [warp][2 * kQTiles * 4][32 lanes].
+  static constexpr int kSmemXch = kDSplit > 1 ? kNWarps * 2 * kQTiles * 4 * 32 : 0;
   // K hi, K lo, V hi, V lo; Q and dO high parts double-buffered (they land there); Q and dO low parts;
-  // dS hi, dS lo [queries][keys]; lse and D [2][kBlockM].
-  static constexpr int kSmemBytes = (4 * kSmemKV + 6 * kSmemQ + 2 * kSmemDs + 4 * kBlockM) * 4;
+  // dS hi, dS lo [queries][keys]; the partials; lse and D [2][kBlockM].
+  static constexpr int kSmemBytes = (4 * kSmemKV + 6 * kSmemQ + 2 * kSmemDs + kSmemXch + 4 * kBlockM) * 4;
   // Plus, when the call has a mask, two [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
   static constexpr int kSmemMaskBytes = 2 * kBlockM * (kBlockN * 4 + 16);
   // Plus, with BwdParams::dbias_presum, each thread's dS fragment summed over the group's heads so far.
   static constexpr int kSmemPresumBytes = kQTiles * 4 * kThreads * 4;
-  // d64: 108.8 KB without a mask, two blocks (8 warps) per SM; d128: 199 KB, one.
+  // d64: 108.8 KB without a mask, two blocks (8 warps) per SM; d128: 199 KB (215 KB split), one.
   static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 2 : 1;
   static_assert(kPitchKV % 32 == 8 && kPitchQ % 32 == 4 && kPitchDs % 32 == 4, "bank spread");
+  static_assert(kDqTiles >= 1 && kDTiles * kDSplit * 8 == kHeadDim, "whole tiles per warp");
+  static_assert(kSmemBytes + kSmemMaskBytes + kSmemPresumBytes <= 232448, "fits sm90's shared memory with a mask and presum");
 };
 
 constexpr int kTf32BwdBuckets[] = {64, 128};

@@ -29,6 +29,13 @@ __device__ __forceinline__ void cp_async_16_partial(void* smem, const void* gmem
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes));
 #endif
 }
+// A barrier of `threads` threads (a multiple of 32) under `id` (1..15; 0 is __syncthreads's); orders
+// their shared-memory accesses as __syncthreads does for the block.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+#ifdef ATTN_MEMEFF_SM80
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+#endif
+}
 __device__ __forceinline__ void cp_async_commit() {
 #ifdef ATTN_MEMEFF_SM80
   asm volatile("cp.async.commit_group;\n" ::);

@@ -92,14 +92,26 @@ void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   });
 }
 
+template <typename Tr>
+void launch_bwd_tf32_bucket(const BwdParams& p, cudaStream_t stream) {
+  if (p.head_dim == Tr::kHeadDim && p.head_dim_v == Tr::kHeadDim) {
+    launch_bwd_tf32<Tr, true>(p, stream);
+  } else {
+    launch_bwd_tf32<Tr, false>(p, stream);
+  }
+}
+
+// d128: v11's split form (two warps per 16 keys) unless BwdParams::tf32_bwd_split is off.
 template <typename T, int kBucket>
 void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   static_assert(sizeof(T) == 4, "fp32 only");
-  if (p.head_dim == kBucket && p.head_dim_v == kBucket) {
-    launch_bwd_tf32<Tf32BwdTraits<kBucket>, true>(p, stream);
-  } else {
-    launch_bwd_tf32<Tf32BwdTraits<kBucket>, false>(p, stream);
+  if constexpr (kBucket > 64) {
+    if (p.tf32_bwd_split) {
+      launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket, 2>>(p, stream);
+      return;
+    }
   }
+  launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
 }
 template <typename T, int kBucket> const void* probe_bwd_tf32() {
   return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdTraits<kBucket>, false, true>);
