@@ -189,9 +189,10 @@ bool tf32_lean_enabled() {
 // by the block (FwdParams::tf32_wide). On by default (`0` turns it off): it passed gpu-check's fp32 cases, the
 // conformance suite, memcheck and racecheck, and runs the d128 fp32 forward 12-14% faster than the 4-warp
 // lean form (NOTES.md v8 measured). `2`: the wide form with its TF32 parts packed per lane for LDS.128
-// (v9, FwdParams::tf32_packed; kTf32PackedDefault makes it what an unset switch gives). Read once.
+// (v9, FwdParams::tf32_packed), the default since it passed memcheck too (same forward bits as `1`, racecheck
+// clean, +3-4% at d128; NOTES.md v9, v11); `1` gives the unpacked wide form. Read once.
 constexpr bool kTf32WideDefault = true;
-constexpr bool kTf32PackedDefault = false;
+constexpr bool kTf32PackedDefault = true;
 int tf32_wide_mode() {  // 0 off, 1 wide, 2 wide and packed
   static const int v = [] {
     const char* e = std::getenv("ATTN_MEMEFF_TF32_WIDE");

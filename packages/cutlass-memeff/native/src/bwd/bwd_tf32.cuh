@@ -102,7 +102,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
   float* const xch_s = dsl_s + Tr::kSmemDs;    // kDSplit: [warp][2 QT 4][32] S^T / dP^T partials
   float* const lse_s = xch_s + Tr::kSmemXch;   // [2][M], log2 units
   float* const dsum_s = lse_s + 2 * M;         // [2][M]
-  unsigned char* const mask_s = reinterpret_cast<unsigned char*>(dsum_s + 2 * M);  // [2] mask tiles (only with a mask)
+  // [kMaskBufs] mask tiles (only with a mask), then the presum slots.
+  unsigned char* const mask_s = reinterpret_cast<unsigned char*>(dsum_s + 2 * M);
+  constexpr int MB = Tr::kMaskBufs;
   using MaskT = MaskTile<M, N>;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
@@ -123,11 +125,13 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     const float* dout = static_cast<const float*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
     load_tile_f32_async<M, HD, PQ, Tr::kThreads>(qh_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
     load_tile_f32_async<M, HD, PQ, Tr::kThreads>(doh_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
-    const bool staged = stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
+    // One mask buffer: the next step's tile is issued later, once every warp is done with this one's.
+    const bool staged = MB == 2 && stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
     load_step_rows<M>(p, b, h, i0, lse_s + buf * M, dsum_s + buf * M);
     return staged;
   };
   bool staged_cur = steps > 0 && load_step(walk_of.head(0), walk_of.row0(0), 0);
+  if (MB == 1 && steps > 0) staged_cur = stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, walk_of.head(0), walk_of.row0(0), j0, mask_s);
   cp_async_commit();
   cp_async_wait_all();
   __syncthreads();  // K and V landed
@@ -153,7 +157,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     const StepWalk next = walk.next(walk_of.presum, p.group, walk_of.per_head);
     const int h = hk * p.group + walk.gh, i0 = walk_of.row0_of(walk.r);
     const int step_gh = walk.gh;
-    const bool staged_next = s + 1 < steps && load_step(hk * p.group + next.gh, walk_of.row0_of(next.r), buf ^ 1);
+    const int h_next = hk * p.group + next.gh, i0_next = walk_of.row0_of(next.r);
+    const bool staged_next = s + 1 < steps && load_step(h_next, i0_next, buf ^ 1);
     cp_async_commit();
     walk = next;
     __syncthreads();  // the parts of Q and dO are in place
@@ -189,11 +194,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     }
 
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
-    const bool mask_smem = kMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));  // load_step's decision for this step
-    staged_cur = staged_next;
+    const bool mask_smem = kMask && staged_cur;  // the staging's decision for this step (mask_tile_ok)
+    if (MB == 2) staged_cur = staged_next;
     bwd_step_p_ds<float, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, mask_smem,
-                                                    mask_s + buf * MaskT::kBytes,
-                                                    reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x,
+                                                    mask_s + (MB == 2 ? buf : 0) * MaskT::kBytes,
+                                                    reinterpret_cast<float*>(mask_s + MB * MaskT::kBytes) + threadIdx.x,
                                                     lse_s + buf * M, dsum_s + buf * M, acc_st, acc_dpt);
 
     // dV += Pd^T dO.
@@ -223,8 +228,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
       acc_a_times_rows<QT, DT, PQ, kFull>(acc_dk, da, qb_s, ql_s, dh * DT, qk_steps, lane);
     }
 
+    __syncthreads();  // dS complete; every warp is done with this step's mask tile
+    if (MB == 1 && kMask && s + 1 < steps) {
+      staged_cur = stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, h_next, i0_next, j0, mask_s);
+      cp_async_commit();
+    }
     if (!p.deterministic) {
-      __syncthreads();  // dS complete
       // dQ = dS K: this warp's DQT n8 tiles of head-dim columns for all M queries, k over the N keys.
       const int c0 = warp * DQT * 8;
       float acc_dq[DQT][4];

@@ -43,12 +43,15 @@ struct Tf32BwdTraits {
   // K hi, K lo, V hi, V lo; Q and dO high parts double-buffered (they land there); Q and dO low parts;
   // dS hi, dS lo [queries][keys]; the partials; lse and D [2][kBlockM].
   static constexpr int kSmemBytes = (4 * kSmemKV + 6 * kSmemQ + 2 * kSmemDs + kSmemXch + 4 * kBlockM) * 4;
-  // Plus, when the call has a mask, two [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
-  static constexpr int kSmemMaskBytes = 2 * kBlockM * (kBlockN * 4 + 16);
+  // Plus, when the call has a mask, kMaskBufs [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
+  // d64: one (v12): with two the block took 117.5 KB and one block ran per SM instead of two; the next
+  // step's tile is then issued after the step's P and dS, under its dQ.
+  static constexpr int kMaskBufs = kHeadDim <= 64 && kDSplit == 1 ? 1 : 2;
+  static constexpr int kSmemMaskBytes = kMaskBufs * kBlockM * (kBlockN * 4 + 16);
   // Plus, with BwdParams::dbias_presum, each thread's dS fragment summed over the group's heads so far.
   static constexpr int kSmemPresumBytes = kQTiles * 4 * kThreads * 4;
   // d64: 108.8 KB without a mask, two blocks (8 warps) per SM; d128: 199 KB (215 KB split), one.
-  static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 2 : 1;
+  static constexpr int kMinBlocksPerSm = kHeadDim <= 64 && kDSplit == 1 ? 2 : 1;
   static_assert(kPitchKV % 32 == 8 && kPitchQ % 32 == 4 && kPitchDs % 32 == 4, "bank spread");
   static_assert(kDqTiles >= 1 && kDTiles * kDSplit * 8 == kHeadDim, "whole tiles per warp");
   static_assert(kSmemBytes + kSmemMaskBytes + kSmemPresumBytes <= 232448, "fits sm90's shared memory with a mask and presum");
