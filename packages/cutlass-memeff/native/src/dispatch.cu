@@ -33,6 +33,7 @@ const KernelEntry& find_kernel(Family f, int dtype, int bucket) {
 
 struct DeviceInfo {
   int major = 0, minor = 0, sm_count = 0;
+  int smem_optin = 0;  // bytes of shared memory one block may opt in to
 };
 
 DeviceInfo device_info(int device) {
@@ -45,6 +46,7 @@ DeviceInfo device_info(int device) {
   ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&info.major, cudaDevAttrComputeCapabilityMajor, device));
   ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&info.minor, cudaDevAttrComputeCapabilityMinor, device));
   ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, device));
+  ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&info.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   cache.emplace(device, info);
   return info;
 }
@@ -107,6 +109,17 @@ void check_common(const FwdParams& p, int dtype) {
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 bool strides_mult8(const int64_t (&s)[3]) { return s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0; }
 
+// Shared memory a backward main kernel asks for (its launcher's sum), counting the GQA presum slots
+// wherever a mask meets a group > 1 (they are only taken with a dbias: an upper bound).
+template <typename Tr>
+int bwd_smem_bytes(const FwdParams& p) {
+  const bool mask = p.mask_kind != MaskKind::kNone;
+  return Tr::kSmemBytes + (mask ? Tr::kSmemMaskBytes : 0) + (mask && p.group > 1 ? Tr::kSmemPresumBytes : 0);
+}
+std::string smem_refusal(int need, int have) {
+  return "needs " + std::to_string(need / 1024) + " KB of shared memory per block, the device allows " + std::to_string(have / 1024);
+}
+
 int mma_bwd_bucket(const FwdParams& p) { return std::max(p.head_dim, p.head_dim_v) <= 64 ? 64 : 128; }
 
 // Why a tensor-core kernel cannot take this call (empty: it can). `extra` are further operands it
@@ -125,6 +138,10 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   const int bucket = family == Family::kFwdMma ? mma_bucket(std::max(p.head_dim, p.head_dim_v)) : mma_bwd_bucket(p);
   const KernelEntry& e = find_kernel(family, dtype, bucket);
   if (kernel_ptx_version(e, device) < 80) return "addon built without sm80+ code for this device";
+  if (family == Family::kBwdMma) {
+    const int need = bucket == 64 ? bwd_smem_bytes<MmaBwdTraits<64>>(p) : bwd_smem_bytes<MmaBwdTraits<128>>(p);
+    if (need > d.smem_optin) return smem_refusal(need, d.smem_optin);
+  }
   return "";
 }
 
@@ -293,8 +310,14 @@ bool tf32_bwd_ok(const BwdParams& p, int dtype, int device) {
   if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32BwdMaxHeadDim) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.dout)) return false;
   if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.do_stride)) return false;
-  const KernelEntry& e = find_kernel(Family::kBwdTf32, kF32, tf32_bucket(std::max(p.head_dim, p.head_dim_v)));
-  return kernel_ptx_version(e, device) >= 80;
+  const int bucket = tf32_bucket(std::max(p.head_dim, p.head_dim_v));
+  const KernelEntry& e = find_kernel(Family::kBwdTf32, kF32, bucket);
+  if (kernel_ptx_version(e, device) < 80) return false;
+  // The d128 forms take 199-227 KB: sm90's, not sm80's 163 KB or sm86's 99 KB (there: the FMA kernels).
+  const int need = bucket == 64                ? bwd_smem_bytes<Tf32BwdTraits<64>>(p)
+                   : tf32_bwd_split_enabled() ? bwd_smem_bytes<Tf32BwdTraits<128, 2>>(p)
+                                               : bwd_smem_bytes<Tf32BwdTraits<128>>(p);
+  return need <= device_info(device).smem_optin;
 }
 
 const KernelEntry& require_runnable(const KernelEntry& e, int device) {
