@@ -3,7 +3,7 @@
 // bwd_mma_kernel (key-split: one block per (64 keys, b, kv head, query split); each step takes 16 queries
 // of one query head of the GQA group; P, dS, masks, dropout and dbias by the same code, bwd_step.cuh)
 // with fp32 operands split into TF32 parts in shared memory:
-// - K and V are split once per block (hi in place, lo beside them);
+// - K and V are split once per block into {hi, lo} pairs (v14: one 8-byte load per operand element);
 // - each step's Q and dO land by cp.async in their double-buffered high-part tiles and are split in
 //   place by the block, the low parts into one shared pair of tiles;
 // - S^T = K Q^T and dP^T = V dO^T read both operands' parts; dV += P^T dO and dK += dS^T Q take P^T and
@@ -28,6 +28,11 @@ namespace memeff {
 
 __device__ __forceinline__ Tf32Pair tf32_parts(const float* hi, const float* lo, int i) {
   return Tf32Pair{__float_as_uint(hi[i]), __float_as_uint(lo[i])};
+}
+// Pair i of a {hi, lo} pair tile (one 8-byte load).
+__device__ __forceinline__ Tf32Pair tf32_pair(const float* pairs, int i) {
+  const float2 x = reinterpret_cast<const float2*>(pairs)[i];
+  return Tf32Pair{__float_as_uint(x.x), __float_as_uint(x.y)};
 }
 
 // An accumulator fragment (m16n8: c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)) as the
@@ -58,20 +63,21 @@ __device__ __forceinline__ void acc_a_times_rows(float (&acc)[DT][4], const Tf32
   }
 }
 
-// acc[n] += (16 rows of a kSwz K / V tile from row r0) times (rows of a [M][PQ] tile)^T, k over head-dim
+// acc[n] += (16 rows of a K / V pair tile from row r0) times (rows of a [M][PQ] tile)^T, k over head-dim
 // columns [8 ks0, 8 (ks0 + KS)) and below 8 steps: S^T = K Q^T or dP^T = V dO^T (or a part of it).
-template <int QT, int KS, int PKV, int PQ, bool kFull>
-__device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const float* a_hi, const float* a_lo, int r0, const float* b_hi,
-                                                  const float* b_lo, int ks0, int steps, int lane) {
+template <int QT, int KS, int P2, int PQ, bool kFull>
+__device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const float* a_pairs, int r0, const float* b_hi, const float* b_lo,
+                                                  int ks0, int steps, int lane) {
   const int g = lane / 4, t = lane % 4;
-  const int ra = (r0 + g) * PKV, sw = g & 4;  // rows r0 + g, + 8 share bit 2 of g (r0 is a multiple of 16)
+  // tf32_pair_index: rows r0 + g and + 8 share bit 2 of g (r0 is a multiple of 16).
+  const int ra = (r0 + g) * P2, sw = g & 4;
 #pragma unroll
   for (int kp = 0; kp < KS; ++kp) {
     const int ks = ks0 + kp;
     if (!kFull && ks >= steps) break;
     const int c0 = ks * 8 + (t ^ sw), c1 = ks * 8 + ((t + 4) ^ sw);
-    const Tf32Pair a[4] = {tf32_parts(a_hi, a_lo, ra + c0), tf32_parts(a_hi, a_lo, ra + 8 * PKV + c0), tf32_parts(a_hi, a_lo, ra + c1),
-                           tf32_parts(a_hi, a_lo, ra + 8 * PKV + c1)};
+    const Tf32Pair a[4] = {tf32_pair(a_pairs, ra + c0), tf32_pair(a_pairs, ra + 8 * P2 + c0), tf32_pair(a_pairs, ra + c1),
+                           tf32_pair(a_pairs, ra + 8 * P2 + c1)};
 #pragma unroll
     for (int n = 0; n < QT; ++n) {
       const int rb = (8 * n + g) * PQ + ks * 8 + t;
@@ -87,13 +93,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
 #ifdef ATTN_MEMEFF_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles, DQT = Tr::kDqTiles;
   constexpr int KSP = Tr::kKsPart, DSPLIT = Tr::kDSplit;
-  constexpr int PKV = Tr::kPitchKV, PQ = Tr::kPitchQ, PDS = Tr::kPitchDs;
+  constexpr int P2 = Tr::kPitchKV2, PQ = Tr::kPitchQ, PDS = Tr::kPitchDs;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  float* const kh_s = reinterpret_cast<float*>(smem_raw);
-  float* const kl_s = kh_s + Tr::kSmemKV;
-  float* const vh_s = kl_s + Tr::kSmemKV;
-  float* const vl_s = vh_s + Tr::kSmemKV;
-  float* const qh_s = vl_s + Tr::kSmemKV;      // [2][M][PQ]: Q lands here, then holds its high parts
+  float* const k2_s = reinterpret_cast<float*>(smem_raw);  // K as {hi, lo} pairs [N][P2] (tf32_pair_index)
+  float* const v2_s = k2_s + Tr::kSmemKV;                   // V as pairs; first, raw K and V land here
+  float* const qh_s = v2_s + Tr::kSmemKV;      // [2][M][PQ]: Q lands here, then holds its high parts
   float* const doh_s = qh_s + 2 * Tr::kSmemQ;  // [2][M][PQ]
   float* const ql_s = doh_s + 2 * Tr::kSmemQ;  // [M][PQ]: this step's low parts
   float* const dol_s = ql_s + Tr::kSmemQ;
@@ -115,8 +119,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
   const int split = blockIdx.z;
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
-  load_tile_f32_async<N, HD, PKV, Tr::kThreads, true>(kh_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
-  load_tile_f32_async<N, HD, PKV, Tr::kThreads, true>(vh_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
+  load_tile_f32_async<N, HD, HD, Tr::kThreads>(v2_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
+  load_tile_f32_async<N, HD, HD, Tr::kThreads>(v2_s + N * HD, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
 
   const BwdSteps<M, kMask> walk_of(p, bhk, hk, j0, split);
   const int steps = walk_of.steps;
@@ -135,8 +139,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
   cp_async_commit();
   cp_async_wait_all();
   __syncthreads();  // K and V landed
-  split_tile_in_place<N, HD, PKV, Tr::kThreads, Tr::kSmemKV, 0, false>(kh_s);
-  split_tile_in_place<N, HD, PKV, Tr::kThreads, Tr::kSmemKV, 0, false>(vh_s);
+  split_tile_to_pairs<N, HD, P2, Tr::kThreads>(v2_s, k2_s);
+  split_tile_to_pairs<N, HD, P2, Tr::kThreads>(v2_s + N * HD, v2_s);  // over its own source: reads, barrier, writes
 
   const int qk_steps = kFull ? HD / 8 : (p.head_dim + 7) / 8, v_steps = kFull ? HD / 8 : (p.head_dim_v + 7) / 8;
   float acc_dk[DT][4], acc_dv[DT][4];
@@ -169,8 +173,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     for (int n = 0; n < QT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_st[n][e] = acc_dpt[n][e] = 0.f;
-    rows_times_rows_t<QT, KSP, PKV, PQ, kFull>(acc_st, kh_s, kl_s, kw * 16, qb_s, ql_s, dh * KSP, qk_steps, lane);
-    rows_times_rows_t<QT, KSP, PKV, PQ, kFull>(acc_dpt, vh_s, vl_s, kw * 16, dob_s, dol_s, dh * KSP, v_steps, lane);
+    rows_times_rows_t<QT, KSP, P2, PQ, kFull>(acc_st, k2_s, kw * 16, qb_s, ql_s, dh * KSP, qk_steps, lane);
+    rows_times_rows_t<QT, KSP, P2, PQ, kFull>(acc_dpt, v2_s, kw * 16, dob_s, dol_s, dh * KSP, v_steps, lane);
     if constexpr (DSPLIT == 2) {
       // The two head-dim halves' partials, summed by both warps of the key group (a + b = b + a exactly, so
       // both hold the same S^T and dP^T; bwd_dsum_tf32 sums D's halves the same way, BwdParams::dsum_tf32_half).
@@ -247,9 +251,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
 #pragma unroll
         for (int n = 0; n < DQT; ++n) {
           if (!kFull && c0 + n * 8 >= p.head_dim) break;
-          // keys kk * 8 + t (bit 2 clear: no swap) and + 4 (bit 2 set: column ^ 4), column c0 + 8n + g
-          const int col = c0 + n * 8 + g, rb = (kk * 8 + t) * PKV;
-          const Tf32Pair bk[2] = {tf32_parts(kh_s, kl_s, rb + col), tf32_parts(kh_s, kl_s, rb + 4 * PKV + (col ^ 4))};
+          // keys kk * 8 + t (bit 2 clear: as is) and + 4 (bit 2 set: column ^ 4), column c0 + 8n + g
+          const int col = c0 + n * 8 + g, rb = (kk * 8 + t) * P2;
+          const Tf32Pair bk[2] = {tf32_pair(k2_s, rb + col), tf32_pair(k2_s, rb + 4 * P2 + (col ^ 4))};
           mma_1688_3xtf32(acc_dq[n], a, bk);
         }
       }

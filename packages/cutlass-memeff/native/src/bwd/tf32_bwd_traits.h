@@ -24,25 +24,26 @@ struct Tf32BwdTraits {
   static constexpr int kDTiles = kHeadDim / 8 / kDSplit;  // n8 tiles of dK / dV per warp
   // dQ = dS K: each warp takes 1 / kNWarps of the head-dim columns for all 16 queries.
   static constexpr int kDqTiles = kHeadDim / 8 / kNWarps;
-  // Row pitches (floats), chosen so that every fragment read hits 32 banks:
-  // - K and V parts (tf32_kv_index: pitch 8 mod 32 and chunk pairs swapped on rows with bit 2 set): A
-  //   fragments of S^T = K Q^T and dP^T = V dO^T read (row g, column t); B fragments of dQ = dS K read (row t,
-  //   column g).
+  // Row pitches, chosen so that every fragment read is conflict-free:
+  // - K and V (v14): each element's {hi, lo} side by side, one 8-byte load per operand element (tf32_pair_index:
+  //   pitch 4 mod 16 pairs and column bit 2 flipped on rows with bit 2 set); A fragments of S^T = K Q^T and
+  //   dP^T = V dO^T read (row g, column t), B fragments of dQ = dS K (row t, column g): each half-warp phase
+  //   hits 16 distinct 8-byte bank pairs either way.
   // - Q and dO parts (pitch 4 mod 32): B fragments of S^T / dP^T read (row g, column t); B fragments of
   //   dK += dS^T Q and dV += P^T dO read (row 2t, column g) (the k order of the accumulator-as-A operand).
   // - dS (pitch 4 mod 32): A fragments of dQ read (row g, column t); the stores from the S^T layout write
   //   (row 2t, column g).
-  static constexpr int kPitchKV = kHeadDim + 8;
+  static constexpr int kPitchKV2 = kHeadDim + 4;  // {hi, lo} pairs
   static constexpr int kPitchQ = kHeadDim + 4;
   static constexpr int kPitchDs = kBlockN + 4;
-  static constexpr int kSmemKV = kBlockN * kPitchKV;  // floats per part
+  static constexpr int kSmemKV = kBlockN * kPitchKV2 * 2;  // floats per operand (K or V)
   static constexpr int kSmemQ = kBlockM * kPitchQ;
   static constexpr int kSmemDs = kBlockM * kPitchDs;
   // kDSplit: each warp's S^T and dP^T partials, [warp][2 * kQTiles * 4][32 lanes].
   static constexpr int kSmemXch = kDSplit > 1 ? kNWarps * 2 * kQTiles * 4 * 32 : 0;
-  // K hi, K lo, V hi, V lo; Q and dO high parts double-buffered (they land there); Q and dO low parts;
-  // dS hi, dS lo [queries][keys]; the partials; lse and D [2][kBlockM].
-  static constexpr int kSmemBytes = (4 * kSmemKV + 6 * kSmemQ + 2 * kSmemDs + kSmemXch + 4 * kBlockM) * 4;
+  // K and V pairs (K and V land raw in V's pairs first); Q and dO high parts double-buffered (they land
+  // there); Q and dO low parts; dS hi, dS lo [queries][keys]; the partials; lse and D [2][kBlockM].
+  static constexpr int kSmemBytes = (2 * kSmemKV + 6 * kSmemQ + 2 * kSmemDs + kSmemXch + 4 * kBlockM) * 4;
   // Plus, when the call has a mask, kMaskBufs [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
   // d64: one (v12): with two the block took 117.5 KB and one block ran per SM instead of two; the next
   // step's tile is then issued after the step's P and dS, under its dQ.
@@ -52,7 +53,8 @@ struct Tf32BwdTraits {
   static constexpr int kSmemPresumBytes = kQTiles * 4 * kThreads * 4;
   // d64: 108.8 KB without a mask, two blocks (8 warps) per SM; d128: 199 KB (215 KB split), one.
   static constexpr int kMinBlocksPerSm = kHeadDim <= 64 && kDSplit == 1 ? 2 : 1;
-  static_assert(kPitchKV % 32 == 8 && kPitchQ % 32 == 4 && kPitchDs % 32 == 4, "bank spread");
+  static_assert(kPitchKV2 % 16 == 4 && kPitchQ % 32 == 4 && kPitchDs % 32 == 4, "bank spread");
+  static_assert(kSmemKV >= 2 * kBlockN * kHeadDim, "raw K and V land in V's pairs");
   static_assert(kDqTiles >= 1 && kDTiles * kDSplit * 8 == kHeadDim, "whole tiles per warp");
   static_assert(kSmemBytes + kSmemMaskBytes + kSmemPresumBytes <= 232448, "fits sm90's shared memory with a mask and presum");
 };

@@ -8,18 +8,18 @@
 
 namespace memeff {
 
-// Element (r, c) of a kSwz tile (load_tile_f32_async): pitch = 8 mod 32 floats, and on rows with bit 2
-// set the 16-byte chunks swapped in pairs. A fragments (row g, column t) and B fragments read across
-// rows (row t, column g) of the same tile both hit 32 banks (bwd/tf32_bwd_traits.h).
-template <int kPitch>
-__device__ __forceinline__ int tf32_kv_index(int r, int c) {
-  return r * kPitch + (c ^ (r & 4));
+// Element (r, c) of a tile of {hi, lo} pairs (8 bytes each) with a pitch of 4 mod 16 pairs: on rows with
+// bit 2 set, column bit 2 is flipped. Reads of (row g, column t) and of (row t, column g) over a warp's
+// lanes (g = lane / 4, t = lane % 4; an 8-byte load is served per half warp) then both hit 16 distinct
+// 8-byte bank pairs per phase (bwd/tf32_bwd_traits.h).
+template <int kPitch2>
+__device__ __forceinline__ int tf32_pair_index(int r, int c) {
+  return r * kPitch2 + (c ^ (r & 4));
 }
 
 // Rows [row0, row0 + kRows) of a [seq][dim] fp32 matrix into a tile of pitch kPitch floats; rows
 // past `rows` and columns past `cols` (a multiple of 4) are zero-filled.
-// kSwz: 16-byte chunks of rows with bit 2 set swapped in pairs (column c at c ^ 4; tf32_kv_index).
-template <int kRows, int kHeadDim, int kPitch, int kThreads, bool kSwz = false>
+template <int kRows, int kHeadDim, int kPitch, int kThreads>
 __device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g, int64_t row_stride, int row0, int rows, int cols) {
   constexpr int kChunks = kHeadDim / 4;
 #pragma unroll
@@ -27,7 +27,7 @@ __device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g,
     const int r = idx / kChunks, c = idx % kChunks;
     const bool ok = row0 + r < rows && c * 4 < cols;
     const float* src = ok ? g + (row0 + r) * row_stride + c * 4 : g;
-    cp_async_16(smem + r * kPitch + ((c * 4) ^ (kSwz ? (r & 4) : 0)), src, ok);
+    cp_async_16(smem + r * kPitch + c * 4, src, ok);
   }
 }
 
@@ -45,6 +45,28 @@ __device__ __forceinline__ void split_tile_to(float* tile, float* lo) {
     const Tf32Pair a = split_tf32_lean(x.x), b = split_tf32_lean(x.y), c2 = split_tf32_lean(x.z), d = split_tf32_lean(x.w);
     *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, b.hi, c2.hi, d.hi);
     *reinterpret_cast<uint4*>(lo + r * kPitch + c * 4) = make_uint4(a.lo, b.lo, c2.lo, d.lo);
+  }
+}
+
+// A raw [kRows][kHeadDim] tile (pitch kHeadDim) into a tile of {hi, lo} pairs (tf32_pair_index, pitch
+// kPitch2 pairs; split_tf32_lean). `raw` may overlap `pairs`: every thread reads all its elements first,
+// then the block synchronizes, then it writes. Columns past the head dim are zero (the loaders fill them).
+template <int kRows, int kHeadDim, int kPitch2, int kThreads>
+__device__ __forceinline__ void split_tile_to_pairs(const float* raw, float* pairs) {
+  constexpr int kItems = kRows * kHeadDim / 4 / kThreads;  // 4 adjacent columns per item
+  static_assert(kRows * kHeadDim / 4 % kThreads == 0, "whole passes");
+  float4 x[kItems];
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) x[it] = reinterpret_cast<const float4*>(raw)[threadIdx.x + it * kThreads];
+  __syncthreads();
+#pragma unroll
+  for (int it = 0; it < kItems; ++it) {
+    const int idx = threadIdx.x + it * kThreads, r = idx / (kHeadDim / 4), c = (idx % (kHeadDim / 4)) * 4;
+    const Tf32Pair a = split_tf32_lean(x[it].x), b = split_tf32_lean(x[it].y), c2 = split_tf32_lean(x[it].z), d = split_tf32_lean(x[it].w);
+    // Columns c..c+3 stay adjacent under the flip of bit 2 (c is a multiple of 4): two 16-byte stores.
+    float* w = pairs + 2 * tf32_pair_index<kPitch2>(r, c);
+    *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, a.lo, b.hi, b.lo);
+    *reinterpret_cast<uint4*>(w + 4) = make_uint4(c2.hi, c2.lo, d.hi, d.lo);
   }
 }
 
