@@ -5,6 +5,7 @@
 // directly. With query splits, dK/dV partials go to a workspace that bwd_post reduces in order.
 #pragma once
 #include "bwd/bwd_tile.cuh"
+#include "bwd/dkdv_store.cuh"
 #include "common/dbias_store.cuh"
 
 namespace memeff {
@@ -114,14 +115,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
       for (int c = 0; c < 4; ++c) {
         const int d = c0 + 32 * q + tx + 8 * c;
         const float gk = dk[r][q * 4 + c] * p.scale, gv = dv[r][q * 4 + c];
-        if (p.query_splits == 1) {
-          if (d < p.head_dim) static_cast<T*>(p.dk)[b * p.dk_stride[0] + hk * p.dk_stride[1] + j * p.dk_stride[2] + d] = from_float<T>(gk);
-          if (d < p.head_dim_v) static_cast<T*>(p.dv)[b * p.dv_stride[0] + hk * p.dv_stride[1] + j * p.dv_stride[2] + d] = from_float<T>(gv);
-        } else {
-          const int64_t row = ((static_cast<int64_t>(split) * p.batch + b) * p.heads_kv + hk) * p.seq_k + j;
-          if (d < p.head_dim) p.dk_accum[row * p.head_dim + d] = gk;
-          if (d < p.head_dim_v) p.dv_accum[row * p.head_dim_v + d] = gv;
-        }
+        store_dkdv_element<T>(p, b, hk, j, d, split, gk, gv);
       }
   }
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "bwd/bwd_lean.cuh"
+#include "bwd/dkdv_store.cuh"
 #include "common/dbias_store.cuh"
 #include "common/dtype_traits.cuh"
 #include "common/mask_tile.cuh"
@@ -240,14 +241,7 @@ __device__ __forceinline__ void store_dk_dv(const BwdParams& p, const float (&ac
       const int j = j0 + warp * 16 + g + 8 * (e / 2), d = d0 + n * 8 + 2 * t + (e % 2);
       if (j >= p.seq_k) continue;
       const float gk = acc_dk[n][e] * p.scale, gv = acc_dv[n][e];
-      if (p.query_splits == 1) {
-        if (d < p.head_dim) static_cast<T*>(p.dk)[b * p.dk_stride[0] + hk * p.dk_stride[1] + j * p.dk_stride[2] + d] = from_float<T>(gk);
-        if (d < p.head_dim_v) static_cast<T*>(p.dv)[b * p.dv_stride[0] + hk * p.dv_stride[1] + j * p.dv_stride[2] + d] = from_float<T>(gv);
-      } else {
-        const int64_t row = ((static_cast<int64_t>(split) * p.batch + b) * p.heads_kv + hk) * p.seq_k + j;
-        if (d < p.head_dim) p.dk_accum[row * p.head_dim + d] = gk;
-        if (d < p.head_dim_v) p.dv_accum[row * p.head_dim_v + d] = gv;
-      }
+      store_dkdv_element<T>(p, b, hk, j, d, split, gk, gv);
     }
 }
 

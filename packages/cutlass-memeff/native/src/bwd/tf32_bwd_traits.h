@@ -17,7 +17,7 @@ struct Tf32BwdTraits {
   static constexpr int kThreads = kNWarps * 32;
   static constexpr int kBlockN = 16 * kKeyWarps;  // keys: each key warp owns 16 (rows of S^T, dK, dV)
   // Queries per step: 16, not the 16-bit kernel's 32. K and V stay in shared memory as TF32 parts (hi
-  // and lo, 4 x 35 KB at d128), Q and dO as parts and as their landing tiles; 32 queries would not fit.
+  // and lo pairs, 2 x 66 KB at d128), Q and dO as parts and as their landing tiles; 32 queries would not fit.
   static constexpr int kBlockM = 16;
   static constexpr int kQTiles = kBlockM / 8;             // n8 tiles of S^T per warp
   static constexpr int kKsPart = kHeadDim / 8 / kDSplit;  // k8 steps of S^T / dP^T per warp
