@@ -24,7 +24,7 @@ export const memeffCudaBackend: Backend = {
   defaultPriority: MEMEFF_PRIORITY,
   description:
     'Memory-efficient attention on CUDA (mem_eff_attention design, own kernels): fp32/fp16/bf16, any head dims, bias and ' +
-    'boolean masks, causal, dropout, GQA, forward and backward; tensor cores for fp16/bf16 on sm80+, FMA elsewhere.',
+    'boolean masks, causal, dropout, GQA, forward and backward; tensor cores for fp16/bf16 on sm80+ and for fp32 (3xTF32) on sm90, FMA elsewhere.',
   availability,
   rules: memeffRules,
   forward: (p) => runForward(p).outputs,
