@@ -302,10 +302,10 @@ bool tf32_fwd_ok(const FwdParams& p, int dtype, int device) {
   return kernel_ptx_version(e, device) >= 80;
 }
 
-// Whether the 3xTF32 backward can take this fp32 call: as the forward's checks, plus dO; deterministic
-// calls take the FMA kernels (bwd_tf32 adds dQ with atomics and has no fixed-order dQ pass of its own).
+// Whether the 3xTF32 backward can take this fp32 call: as the forward's checks, plus dO and shared memory.
+// (Deterministic calls too: dK and dV have no atomics; their dQ is the FMA pass in key order.)
 bool tf32_bwd_ok(const BwdParams& p, int dtype, int device) {
-  if (dtype != kF32 || p.deterministic || !tf32_bwd_enabled()) return false;
+  if (dtype != kF32 || !tf32_bwd_enabled()) return false;
   if (device_info(device).major < 8 || !fp32_tensor_cores_enabled(device_info(device).major)) return false;
   if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32BwdMaxHeadDim) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.dout)) return false;

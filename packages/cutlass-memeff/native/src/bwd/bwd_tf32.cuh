@@ -12,7 +12,7 @@
 //   shared memory for dQ = dS K, added to the fp32 workspace with atomics.
 // Every k8 step's three products go into a fresh partial added by an IEEE add (mma_1688_3xtf32), as in the
 // forward. D must come from bwd_dsum_tf32_kernel (BwdParams::dsum_tf32): the same arithmetic as dP^T here.
-// No deterministic form: a deterministic call takes the FMA backward (dispatch.cu).
+// Deterministic calls skip dQ here; run_bwd_tf32 adds it by the FMA pass in key order (bwd_q_simt).
 #pragma once
 #include <cmath>
 

@@ -77,7 +77,7 @@ template <typename T, int kBucket> const void* probe_bwd_mma() {
   return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false, true>);
 }
 
-// fp32 on tensor cores (3xTF32, bwd_tf32.cuh); never deterministic (dispatch.cu takes the FMA kernels then).
+// fp32 on tensor cores (3xTF32, bwd_tf32.cuh).
 template <typename Tr, bool kFull>
 void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
@@ -101,17 +101,26 @@ void launch_bwd_tf32_bucket(const BwdParams& p, cudaStream_t stream) {
   }
 }
 
-// d128: v11's split form (two warps per 16 keys) unless BwdParams::tf32_bwd_split is off.
+// d128: v11's split form (two warps per 16 keys) unless BwdParams::tf32_bwd_split is off. Deterministic
+// calls: dK and dV as always (no atomics), dQ by the FMA pass in key order (bwd_q_simt, with this D).
 template <typename T, int kBucket>
 void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   static_assert(sizeof(T) == 4, "fp32 only");
-  if constexpr (kBucket > 64) {  // at d64 the split measured 0.74-0.76x torch against 0.94-0.99x (NOTES.md v11)
-    if (p.tf32_bwd_split) {
-      launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket, 2>>(p, stream);
-      return;
-    }
+  bool split = false;
+  if constexpr (kBucket > 64) split = p.tf32_bwd_split;  // at d64 the split measured 0.74-0.76x torch against 0.94-0.99x (NOTES.md v11)
+  if (split) {
+    launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket, 2>>(p, stream);
+  } else {
+    launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
   }
-  launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
+  if (p.deterministic) {
+    using Tq = SimtBwdTraits<kBucket>;
+    for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const BwdParams& q, unsigned n) {
+      const dim3 grid(ceil_div(p.seq_q, Tq::kBlockM), n, ceil_div(p.head_dim, kBucket));
+      bwd_q_simt_kernel<T, Tq><<<grid, Tq::kThreads, 0, stream>>>(q);
+      ATTN_LAUNCH_CHECK("memeff bwd_q_simt_kernel");
+    });
+  }
 }
 template <typename T, int kBucket> const void* probe_bwd_tf32() {
   return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdTraits<kBucket>, false, true>);
