@@ -109,12 +109,12 @@ void check_common(const FwdParams& p, int dtype) {
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 bool strides_mult8(const int64_t (&s)[3]) { return s[0] % 8 == 0 && s[1] % 8 == 0 && s[2] % 8 == 0; }
 
-// Shared memory a backward main kernel asks for (its launcher's sum), counting the GQA presum slots
-// wherever a mask meets a group > 1 (they are only taken with a dbias: an upper bound).
+// Shared memory a backward main kernel will ask for (key_split_smem_bytes), counting the GQA presum slots
+// wherever a mask meets a group > 1 (the plan takes them only with a dbias: an upper bound).
 template <typename Tr>
 int bwd_smem_bytes(const FwdParams& p) {
   const bool mask = p.mask_kind != MaskKind::kNone;
-  return Tr::kSmemBytes + (mask ? Tr::kSmemMaskBytes : 0) + (mask && p.group > 1 ? Tr::kSmemPresumBytes : 0);
+  return key_split_smem_bytes<Tr>(mask, mask && p.group > 1);
 }
 std::string smem_refusal(int need, int have) {
   return "needs " + std::to_string(need / 1024) + " KB of shared memory per block, the device allows " + std::to_string(have / 1024);
@@ -485,9 +485,10 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
                             : plan.tf32 ? find_kernel(Family::kBwdTf32, kF32, tf32_bucket(dmax))
                                         : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
   p.dsum_tf32 = plan.tf32;
-  p.tf32_bwd_split = tf32_bwd_split_enabled();
-  // D's two parts where the main kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
-  p.dsum_tf32_half = plan.tf32 && p.tf32_bwd_split && tf32_bucket(dmax) == 128 ? Tf32BwdTraits<128, 2>::kKsPart : 0;
+  // The split form at d128 only (at d64 it measured 0.74-0.76x torch against 0.94-0.99x, NOTES.md v11), and
+  // then D's two parts as the kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
+  p.tf32_bwd_split = plan.tf32 && tf32_bwd_split_enabled() && tf32_bucket(dmax) == 128;
+  p.dsum_tf32_half = p.tf32_bwd_split ? Tf32BwdTraits<128, 2>::kKsPart : 0;
   std::vector<std::string> ran;
   const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
   if (p.dq_accum) ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows_q * p.head_dim * 4, stream));

@@ -111,9 +111,9 @@ struct BwdParams : FwdParams {
   // v11: D's head dim summed in two parts, the first dsum_tf32_half k8 steps and the rest, then added: the
   // order of bwd_tf32's split d128 form (kDSplit = 2); 0: one running sum.
   int dsum_tf32_half = 0;
-  // v11: bwd_tf32 at d128 with two warps per 16 keys, each half the head dim (Tf32BwdTraits::kDSplit = 2);
-  // false: v10's 4-warp form (ATTN_MEMEFF_TF32_BWD_SPLIT=0, to time the two on one build).
-  bool tf32_bwd_split = true;
+  // v11: bwd_tf32 at d128 with two warps per 16 keys, each half the head dim (Tf32BwdTraits::kDSplit = 2); set
+  // by dispatch.cu where that form runs. Otherwise v10's 4-warp form (also with ATTN_MEMEFF_TF32_BWD_SPLIT=0).
+  bool tf32_bwd_split = false;
   // v8: the tensor-core backward's lean step (bwd/bwd_lean.cuh): the step walk without division, the
   // interior mask tile by fixed chunks, 16-bit mask terms by ldmatrix.trans, P / dS without per-element
   // rules on steps that need none, dbias quads from one row address per step. Same results; false:

@@ -14,6 +14,34 @@
 
 namespace memeff {
 
+// The FMA dQ pass of deterministic calls (keys in order, no atomics), after either main kernel that skips dQ
+// then (bwd_kv_simt, bwd_tf32).
+template <typename T, int kBucket>
+void launch_bwd_q_simt(const BwdParams& p, cudaStream_t stream) {
+  using Tr = SimtBwdTraits<kBucket>;
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const BwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n, ceil_div(p.head_dim, kBucket));
+    bwd_q_simt_kernel<T, Tr><<<grid, Tr::kThreads, 0, stream>>>(q);
+    ATTN_LAUNCH_CHECK("memeff bwd_q_simt_kernel");
+  });
+}
+
+// A tensor-core key-split main kernel (bwd_mma, bwd_tf32) over its grid, one block per (Tr::kBlockN keys,
+// b and kv head, query split), with the shared memory the call needs: the tiles, the mask tiles with a mask,
+// the GQA presum slots with dbias_presum.
+template <typename Tr, typename Kernel>
+void launch_key_split(Kernel kernel, const BwdParams& p, cudaStream_t stream) {
+  const int smem = key_split_smem_bytes<Tr>(p.mask_kind != MaskKind::kNone, p.dbias_presum);
+  if (smem > 48 * 1024) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  }
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, p.query_splits);
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
+    ATTN_LAUNCH_CHECK("memeff key-split backward kernel");
+  });
+}
+
 template <typename T, int kBucket>
 void run_bwd_simt(const BwdParams& p, cudaStream_t stream) {
   using Tr = SimtBwdTraits<kBucket>;
@@ -24,13 +52,7 @@ void run_bwd_simt(const BwdParams& p, cudaStream_t stream) {
     bwd_kv_simt_kernel<T, Tr><<<grid, Tr::kThreads, 0, stream>>>(q, n_z);
     ATTN_LAUNCH_CHECK("memeff bwd_kv_simt_kernel");
   });
-  if (p.deterministic) {
-    for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const BwdParams& q, unsigned n) {
-      const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n, ceil_div(p.head_dim, kBucket));
-      bwd_q_simt_kernel<T, Tr><<<grid, Tr::kThreads, 0, stream>>>(q);
-      ATTN_LAUNCH_CHECK("memeff bwd_q_simt_kernel");
-    });
-  }
+  if (p.deterministic) launch_bwd_q_simt<T, kBucket>(p, stream);
 }
 template <typename T, int kBucket> const void* probe_bwd_simt() {
   return reinterpret_cast<const void*>(&bwd_kv_simt_kernel<T, SimtBwdTraits<kBucket>>);
@@ -41,15 +63,7 @@ void launch_bwd_mma(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
   auto kernel = masked ? &bwd_mma_kernel<T, Tr, kFull, true> : &bwd_mma_kernel<T, Tr, kFull, false>;
   static_assert(Tr::kSmemMaskBytes == 2 * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
-  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0) + (p.dbias_presum ? Tr::kSmemPresumBytes : 0);
-  if (smem > 48 * 1024) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  }
-  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
-    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, p.query_splits);
-    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
-    ATTN_LAUNCH_CHECK("memeff bwd_mma_kernel");
-  });
+  launch_key_split<Tr>(kernel, p, stream);
 }
 
 // D == Dv == the bucket takes the kernel with compile-time head-dim loops (bwd_mma.cuh).
@@ -83,13 +97,7 @@ void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
   auto kernel = masked ? &bwd_tf32_kernel<Tr, kFull, true> : &bwd_tf32_kernel<Tr, kFull, false>;
   static_assert(Tr::kSmemMaskBytes == Tr::kMaskBufs * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
-  const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0) + (p.dbias_presum ? Tr::kSmemPresumBytes : 0);
-  ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
-    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, p.query_splits);
-    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
-    ATTN_LAUNCH_CHECK("memeff bwd_tf32_kernel");
-  });
+  launch_key_split<Tr>(kernel, p, stream);
 }
 
 template <typename Tr>
@@ -101,26 +109,19 @@ void launch_bwd_tf32_bucket(const BwdParams& p, cudaStream_t stream) {
   }
 }
 
-// d128: v11's split form (two warps per 16 keys) unless BwdParams::tf32_bwd_split is off. Deterministic
-// calls: dK and dV as always (no atomics), dQ by the FMA pass in key order (bwd_q_simt, with this D).
+// The split form (two warps per 16 keys) where dispatch.cu set BwdParams::tf32_bwd_split (d128 only: no d64
+// instance of it is built). Deterministic calls: dK and dV as always (no atomics), then the FMA dQ pass.
 template <typename T, int kBucket>
 void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   static_assert(sizeof(T) == 4, "fp32 only");
   bool split = false;
-  if constexpr (kBucket > 64) split = p.tf32_bwd_split;  // at d64 the split measured 0.74-0.76x torch against 0.94-0.99x (NOTES.md v11)
+  if constexpr (kBucket > 64) split = p.tf32_bwd_split;
   if (split) {
     launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket, 2>>(p, stream);
   } else {
     launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
   }
-  if (p.deterministic) {
-    using Tq = SimtBwdTraits<kBucket>;
-    for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const BwdParams& q, unsigned n) {
-      const dim3 grid(ceil_div(p.seq_q, Tq::kBlockM), n, ceil_div(p.head_dim, kBucket));
-      bwd_q_simt_kernel<T, Tq><<<grid, Tq::kThreads, 0, stream>>>(q);
-      ATTN_LAUNCH_CHECK("memeff bwd_q_simt_kernel");
-    });
-  }
+  if (p.deterministic) launch_bwd_q_simt<T, kBucket>(p, stream);
 }
 template <typename T, int kBucket> const void* probe_bwd_tf32() {
   return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdTraits<kBucket>, false, true>);
