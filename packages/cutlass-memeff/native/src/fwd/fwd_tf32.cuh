@@ -103,6 +103,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   float* v_s = kPacked ? land_s : k_s + Tr::kSmemK;
   constexpr int PVL = kPacked ? PQ : PV;  // V's landing pitch
   constexpr int kKsUnroll = kPacked ? 2 : 4;  // Q.K^T's k8 steps per unrolled body
+  // v17: P.V leaves its n8 loop only at multiples of kPvGroup tiles (columns past Dv are zero in V's tile,
+  // so the extra tiles add zeros to columns that are never stored). A branch between tiles made ptxas run
+  // each tile's 4 dependent mma back to back with a NOP between each (v9's ncu: 21% of stall samples on
+  // NOPs, 50% `wait`); kPvGroup tiles between branches give their chains room to interleave. No branch at
+  // all let ptxas hoist all 16 tiles' loads at d128 and spill.
+  constexpr int kPvGroup = 4;
   // kQPre (kLean, 4 warps): the low TF32 parts of Q ([M][PQ] words, q_s then holds the high parts).
   // kSplitKV: K's low parts [N][PQ], V's low parts [N][PV] and rests [N][PV] (k_s, v_s hold the high
   // parts), each a compile-time number of words after its tile. Then the mask tile.
@@ -125,9 +131,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const MaskView mask = mask_view(p, b, h);
   const bool mask_smem = mask_tile_ok(mask);
   const int qk_steps = (p.head_dim + 7) / 8;    // k8 steps of Q.K^T needed
+  const int qk_steps2 = (qk_steps + 1) & ~1;    // v17: what Q.K^T runs (pairs of steps); Q is split this far
   const int o_tiles = (p.head_dim_v + 7) / 8;   // n8 tiles of O needed
   const int r0 = warp * 16;
   const bool pv_exact = p.tf32_pv_exact;
+  const float scale_log2 = p.scale * kLog2e;
 
   float acc_o[OT][4];
 #pragma unroll
@@ -150,7 +158,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       cp_async_wait_all();
       __syncthreads();
 #pragma unroll 1
-      for (int ks = 0; ks < qk_steps; ++ks) {
+      for (int ks = 0; ks < qk_steps2; ++ks) {
         uint32_t hi[4], lo[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -176,7 +184,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     cp_async_wait_all();
     __syncthreads();
 #pragma unroll 1
-    for (int ks = 0; ks < qk_steps; ++ks)
+    for (int ks = 0; ks < qk_steps2; ++ks)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int w = (r0 + g + 8 * (e & 1)) * PQ + ks * 8 + t + 4 * (e >> 1);
@@ -208,7 +216,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     for (int n = 0; n < NT; ++n) acc_s[n][0] = acc_s[n][1] = acc_s[n][2] = acc_s[n][3] = 0.f;
 #pragma unroll kKsUnroll
     for (int ks = 0; ks < HD / 8; ++ks) {
-      if (ks >= qk_steps) break;
+      if (ks % 2 == 0 && ks >= qk_steps2) break;  // v17: pairs of k8 steps (Q and K are zero past D)
       const float* qa = q_s + (r0 + g) * PQ + ks * 8 + t;
       Tf32Pair a[4];
       if constexpr (kPacked && kQPre) {
@@ -268,19 +276,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       constexpr int kPitch = MaskTile<M, N>::kPitch;
       const unsigned char* row_g = mask_s + (r0 + g) * kPitch;
       with_mask_dtype<float>(mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
+    } else if (plain) {  // v17: one test per step (per element, ptxas branched and reloaded the scale 16 times)
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[n][e] *= scale_log2;
     } else {
 #pragma unroll
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          if (plain) {
-            acc_s[n][e] *= p.scale * kLog2e;
-          } else {
-            const int il = r0 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
-            acc_s[n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
-                                     : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[n][e])) *
-                          kLog2e;
-          }
+          const int il = r0 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
+          acc_s[n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
+                                   : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[n][e])) *
+                        kLog2e;
         }
     }
 
@@ -295,7 +304,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
       const float m_new = fmaxf(m_run[r], mx);
       m_use[r] = m_new == -INFINITY ? 0.f : m_new;
-      alpha[r] = exp2f(m_run[r] - m_use[r]);
+      alpha[r] = exp2_ftz(m_run[r] - m_use[r]);  // v17: one MUFU (score_mods.cuh)
       m_run[r] = m_new;
       l_run[r] *= alpha[r];
     }
@@ -303,7 +312,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     for (int n = 0; n < NT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float pe = exp2f(acc_s[n][e] - m_use[e / 2]);
+        const float pe = exp2_ftz(acc_s[n][e] - m_use[e / 2]);
         l_run[e / 2] += pe;
         acc_s[n][e] = pe;
       }
@@ -374,7 +383,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
         uint4 rs = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
-          if (n >= o_tiles) break;
+          if (n % kPvGroup == 0 && n >= o_tiles) break;
           const uint4 hl = *reinterpret_cast<const uint4*>(vhl + n * 32);
           if (n % 2 == 0) rs = *reinterpret_cast<const uint4*>(vrs + (n / 2) * 32);
           Tf32Triple bv[2];
@@ -385,7 +394,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       } else if (kPacked) {
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
-          if (n >= o_tiles) break;
+          if (n % kPvGroup == 0 && n >= o_tiles) break;
           const uint4 hl = *reinterpret_cast<const uint4*>(vhl + n * 32);
           Tf32Pair bv[2];
           bv[0] = Tf32Pair{hl.x, hl.z};
@@ -395,7 +404,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       } else if (pv_exact) {  // V in three parts (v5, tf32x3.cuh): a row with P = 1 gets V back exactly
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
-          if (n >= o_tiles) break;
+          if (n % kPvGroup == 0 && n >= o_tiles) break;
           Tf32Triple bv[2];
           if constexpr (Tr::kSplitKV) {
             const uint32_t* vh = reinterpret_cast<const uint32_t*>(vb) + n * 8;
@@ -413,7 +422,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       } else {
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
-          if (n >= o_tiles) break;
+          if (n % kPvGroup == 0 && n >= o_tiles) break;
           Tf32Pair bv[2];
           if constexpr (Tr::kSplitKV) {
             const uint32_t* vh = reinterpret_cast<const uint32_t*>(vb) + n * 8;
