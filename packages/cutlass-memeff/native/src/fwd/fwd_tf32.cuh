@@ -136,6 +136,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const int r0 = warp * 16;
   const bool pv_exact = p.tf32_pv_exact;
   const float scale_log2 = p.scale * kLog2e;
+  // Steps that are not plain but have no mask need only the causal / bounds rule: j <= i + coff (coff
+  // clamped so that i + coff cannot overflow; sequence lengths are < 2^21), as in fwd_mma.
+  const bool bounds_only = p.mask_kind == MaskKind::kNone;
+  const int coff = p.causal ? static_cast<int>(max(min(p.causal_offset, static_cast<int64_t>(1) << 30), -(static_cast<int64_t>(1) << 30)))
+                            : (1 << 30);
 
   float acc_o[OT][4];
 #pragma unroll
@@ -281,6 +286,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc_s[n][e] *= scale_log2;
+    } else if (bounds_only) {
+      // v18: no mask: the causal diagonal and the bounds in 32-bit compares (masked_logit's rule, as fwd_mma
+      // does); masked_logit's generic checks per score made diagonal steps several times a plain one.
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = i0 + r0 + g + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+          acc_s[n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? acc_s[n][e] * scale_log2 : -INFINITY;
+        }
     } else {
 #pragma unroll
       for (int n = 0; n < NT; ++n)
