@@ -16,6 +16,7 @@
 #include "common/smem_tile.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
+#include "fwd/fwd_block_order.cuh"
 #include "fwd/mma_traits.h"
 
 namespace memeff {
@@ -36,16 +37,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  // Causal: longest query blocks first over the whole launch (blocks start in linear order, x
-  // fastest): every (b, h) pair's last query block, then the next to last, ... so the tail of the
-  // launch holds the shortest blocks.
-  int m_block = blockIdx.x, bh_local = blockIdx.y;
-  if (p.causal) {
-    const unsigned lin = blockIdx.y * gridDim.x + blockIdx.x;  // < 2^31 (seq_q < 2^21, y < 2^16)
-    m_block = static_cast<int>(gridDim.x - 1 - lin / gridDim.y);
-    bh_local = static_cast<int>(lin % gridDim.y);
-  }
-  const int bh = bh_local + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
+  const FwdBlock blk = fwd_block_of(p);  // causal: longest blocks first (fwd_block_order.cuh)
+  const int m_block = blk.m_block, bh = blk.bh_local + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
   const int i0 = m_block * M;
   const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];

@@ -13,6 +13,7 @@
 #include "common/score_mods.cuh"
 #include "common/tf32_tile.cuh"
 #include "common/tf32x3.cuh"
+#include "fwd/fwd_block_order.cuh"
 #include "fwd/tf32_traits.h"
 
 namespace memeff {
@@ -122,8 +123,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  const int bh = blockIdx.y + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
-  const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  // v19: causal launches run their longest query blocks first over the whole launch, as fwd_mma does (the
+  // order within each (b, h) pair alone left long blocks in the tail).
+  const FwdBlock blk = fwd_block_of(p);
+  const int m_block = blk.m_block, bh = blk.bh_local + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
   const int i0 = m_block * M;
   const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
