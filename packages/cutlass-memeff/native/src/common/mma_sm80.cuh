@@ -29,6 +29,20 @@ __device__ __forceinline__ void cp_async_16_partial(void* smem, const void* gmem
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem), "r"(src_bytes));
 #endif
 }
+// One thread's 16-byte column of a tile load (common/smem_tile.cuh, common/tf32_tile.cuh): kIters copies
+// from src, src + step, ... (rows first_row, first_row + kRowStep, ...) to dst, dst + kDstStep, ...; a copy
+// reads only where col_ok and its row is below `rows`, and zero-fills otherwise (reading `fallback`, which
+// is in bounds). One 64-bit source, then an add per copy.
+template <int kIters, int kRowStep, int kDstStep, typename T>
+__device__ __forceinline__ void cp_async_column(T* dst, const T* src, int64_t step, const T* fallback, bool col_ok, int first_row,
+                                                int rows) {
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const bool ok = col_ok && first_row + it * kRowStep < rows;
+    cp_async_16(dst + it * kDstStep, ok ? src : fallback, ok);
+    src += step;
+  }
+}
 // A barrier of `threads` threads (a multiple of 32) under `id` (1..15; 0 is __syncthreads's); orders
 // their shared-memory accesses as __syncthreads does for the block.
 __device__ __forceinline__ void named_barrier_sync(int id, int threads) {

@@ -57,6 +57,13 @@ __device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView
   return s;
 }
 
+// The causal rule of masked_logit as j <= i + causal_coff(p) in 32-bit compares, for steps without a mask:
+// the offset clamped so that i + coff cannot overflow (sequence lengths are < 2^21); no causal: 2^30.
+__device__ __forceinline__ int causal_coff(const FwdParams& p) {
+  if (!p.causal) return 1 << 30;
+  return static_cast<int>(max(min(p.causal_offset, static_cast<int64_t>(1) << 30), -(static_cast<int64_t>(1) << 30)));
+}
+
 // True when the whole key range [j0, j0 + n) is visible from every query in [i0, i0 + m) and in
 // bounds, with no mask: the kernels then skip the per-element work.
 __device__ __forceinline__ bool tile_unmasked(const FwdParams& p, int i0, int j0, int n) {

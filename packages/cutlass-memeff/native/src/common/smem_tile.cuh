@@ -26,13 +26,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* g, int64_t row
     const bool col_ok = c * 8 < cols;
     T* dst = smem + swizzle<kHeadDim>(r0, c * 8);  // row r0 + k * kRowStep: + k * kRowStep * kHeadDim
     const T* src = g + (static_cast<int64_t>(row0) + r0) * row_stride + c * 8;
-    const int64_t step = kRowStep * row_stride;
-#pragma unroll
-    for (int it = 0; it < kRows / kRowStep; ++it) {
-      const bool ok = col_ok && row0 + r0 + it * kRowStep < rows;
-      cp_async_16(dst + it * kRowStep * kHeadDim, ok ? src : g, ok);
-      src += step;
-    }
+    cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kHeadDim>(dst, src, kRowStep * row_stride, g, col_ok, row0 + r0, rows);
   } else {
 #pragma unroll
     for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {

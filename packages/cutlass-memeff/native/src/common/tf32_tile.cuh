@@ -30,14 +30,8 @@ __device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g,
     const int c = threadIdx.x % kChunks, r0 = threadIdx.x / kChunks;
     const bool col_ok = c * 4 < cols;
     const float* src = g + (row0 + r0) * row_stride + c * 4;
-    const int64_t step = kRowStep * row_stride;
-    float* dst = smem + r0 * kPitch + c * 4;
-#pragma unroll
-    for (int it = 0; it < kRows / kRowStep; ++it) {
-      const bool ok = col_ok && row0 + r0 + it * kRowStep < rows;
-      cp_async_16(dst + it * kRowStep * kPitch, ok ? src : g, ok);
-      src += step;
-    }
+    cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kPitch>(smem + r0 * kPitch + c * 4, src, kRowStep * row_stride, g, col_ok,
+                                                                   row0 + r0, rows);
   } else {
 #pragma unroll
     for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {

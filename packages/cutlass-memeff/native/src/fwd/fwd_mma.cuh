@@ -49,11 +49,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   const int pv_pairs = kFull ? HD / 16 : (p.head_dim_v + 15) / 16;  // pairs of n8 tiles of O needed
   const int row0 = warp * 16 * MT;  // this warp's first row in the block
   const float scale_log2 = p.scale * kLog2e;
-  // Tiles that are not plain but have no mask need only the causal / bounds rule: j <= i + coff
-  // (coff clamped so that i + coff cannot overflow; seq lengths are < 2^21).
+  // Tiles that are not plain but have no mask need only the causal / bounds rule (score_mods.cuh).
   const bool bounds_only = !kMask || p.mask_kind == MaskKind::kNone;
-  const int coff = p.causal ? static_cast<int>(max(min(p.causal_offset, static_cast<int64_t>(1) << 30), -(static_cast<int64_t>(1) << 30)))
-                            : (1 << 30);
+  const int coff = causal_coff(p);
 
   float acc_o[MT][OT][4];
 #pragma unroll

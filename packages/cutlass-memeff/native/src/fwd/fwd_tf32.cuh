@@ -110,6 +110,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   // NOPs, 50% `wait`); kPvGroup tiles between branches give their chains room to interleave. No branch at
   // all let ptxas hoist all 16 tiles' loads at d128 and spill.
   constexpr int kPvGroup = 4;
+  static_assert(OT % kPvGroup == 0 && (HD / 8) % 2 == 0, "whole groups of n8 tiles and pairs of k8 steps");
   // kQPre (kLean, 4 warps): the low TF32 parts of Q ([M][PQ] words, q_s then holds the high parts).
   // kSplitKV: K's low parts [N][PQ], V's low parts [N][PV] and rests [N][PV] (k_s, v_s hold the high
   // parts), each a compile-time number of words after its tile. Then the mask tile.
@@ -139,11 +140,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const int r0 = warp * 16;
   const bool pv_exact = p.tf32_pv_exact;
   const float scale_log2 = p.scale * kLog2e;
-  // Steps that are not plain but have no mask need only the causal / bounds rule: j <= i + coff (coff
-  // clamped so that i + coff cannot overflow; sequence lengths are < 2^21), as in fwd_mma.
+  // Steps that are not plain but have no mask need only the causal / bounds rule (score_mods.cuh).
   const bool bounds_only = p.mask_kind == MaskKind::kNone;
-  const int coff = p.causal ? static_cast<int>(max(min(p.causal_offset, static_cast<int64_t>(1) << 30), -(static_cast<int64_t>(1) << 30)))
-                            : (1 << 30);
+  const int coff = causal_coff(p);
 
   float acc_o[OT][4];
 #pragma unroll
