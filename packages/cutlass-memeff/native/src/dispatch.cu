@@ -240,6 +240,9 @@ bool tf32_bwd_split_enabled() {
   static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_BWD_SPLIT");
   return v;
 }
+// Whether the 3xTF32 backward of this bucket runs the split form: at d128 only (at d64 it measured 0.74-0.76x
+// torch against 0.94-0.99x, NOTES.md v11).
+bool tf32_bwd_split_at(int bucket) { return bucket == 128 && tf32_bwd_split_enabled(); }
 
 // ATTN_MEMEFF_BWD_LEAN=0: the tensor-core backward runs v7's general step everywhere instead of v8's
 // lean step where it applies (BwdParams::bwd_lean), to time the two side by side on one build. Read once.
@@ -314,9 +317,9 @@ bool tf32_bwd_ok(const BwdParams& p, int dtype, int device) {
   const KernelEntry& e = find_kernel(Family::kBwdTf32, kF32, bucket);
   if (kernel_ptx_version(e, device) < 80) return false;
   // The d128 forms take 199-227 KB: sm90's, not sm80's 163 KB or sm86's 99 KB (there: the FMA kernels).
-  const int need = bucket == 64                ? bwd_smem_bytes<Tf32BwdTraits<64>>(p)
-                   : tf32_bwd_split_enabled() ? bwd_smem_bytes<Tf32BwdTraits<128, 2>>(p)
-                                               : bwd_smem_bytes<Tf32BwdTraits<128>>(p);
+  const int need = bucket == 64                  ? bwd_smem_bytes<Tf32BwdTraits<64>>(p)
+                   : tf32_bwd_split_at(bucket) ? bwd_smem_bytes<Tf32BwdTraits<128, 2>>(p)
+                                                : bwd_smem_bytes<Tf32BwdTraits<128>>(p);
   return need <= device_info(device).smem_optin;
 }
 
@@ -485,9 +488,8 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
                             : plan.tf32 ? find_kernel(Family::kBwdTf32, kF32, tf32_bucket(dmax))
                                         : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
   p.dsum_tf32 = plan.tf32;
-  // The split form at d128 only (at d64 it measured 0.74-0.76x torch against 0.94-0.99x, NOTES.md v11), and
-  // then D's two parts as the kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
-  p.tf32_bwd_split = plan.tf32 && tf32_bwd_split_enabled() && tf32_bucket(dmax) == 128;
+  // With the split form, D's two parts as the kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
+  p.tf32_bwd_split = plan.tf32 && tf32_bwd_split_at(tf32_bucket(dmax));
   p.dsum_tf32_half = p.tf32_bwd_split ? Tf32BwdTraits<128, 2>::kKsPart : 0;
   std::vector<std::string> ran;
   const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;

@@ -22,25 +22,15 @@ __device__ __forceinline__ int tf32_pair_index(int r, int c) {
 template <int kRows, int kHeadDim, int kPitch, int kThreads>
 __device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g, int64_t row_stride, int row0, int rows, int cols) {
   constexpr int kChunks = kHeadDim / 4;
-  if constexpr (kThreads % kChunks == 0 && (kRows * kChunks) % kThreads == 0) {
-    // v17: a thread's 16-byte column is the same on every pass and its rows are kRowStep apart: one
-    // 64-bit address, then an add per pass (the loop over idx took a 64-bit multiply and the bounds per
-    // chunk: ~100 issues per tile per warp in the fp32 forward's ncu).
-    constexpr int kRowStep = kThreads / kChunks;
-    const int c = threadIdx.x % kChunks, r0 = threadIdx.x / kChunks;
-    const bool col_ok = c * 4 < cols;
-    const float* src = g + (row0 + r0) * row_stride + c * 4;
-    cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kPitch>(smem + r0 * kPitch + c * 4, src, kRowStep * row_stride, g, col_ok,
-                                                                   row0 + r0, rows);
-  } else {
-#pragma unroll
-    for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {
-      const int r = idx / kChunks, c = idx % kChunks;
-      const bool ok = row0 + r < rows && c * 4 < cols;
-      const float* src = ok ? g + (row0 + r) * row_stride + c * 4 : g;
-      cp_async_16(smem + r * kPitch + c * 4, src, ok);
-    }
-  }
+  // v17: a thread's 16-byte column is the same on every pass and its rows are kRowStep apart: one 64-bit
+  // address, then an add per pass (a loop over chunk indices took a 64-bit multiply and the bounds per chunk:
+  // ~100 issues per tile per warp in the fp32 forward's ncu).
+  static_assert(kThreads % kChunks == 0 && (kRows * kChunks) % kThreads == 0, "threads cover whole rows, whole passes");
+  constexpr int kRowStep = kThreads / kChunks;
+  const int c = threadIdx.x % kChunks, r0 = threadIdx.x / kChunks;
+  const float* src = g + (row0 + r0) * row_stride + c * 4;
+  cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kPitch>(smem + r0 * kPitch + c * 4, src, kRowStep * row_stride, g, c * 4 < cols,
+                                                                 row0 + r0, rows);
 }
 
 // Rows [0, kRows) of a tile (pitch kPitch) split into TF32 parts: the float becomes its high part, the

@@ -134,8 +134,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const MaskView mask = mask_view(p, b, h);
   const bool mask_smem = mask_tile_ok(mask);
-  const int qk_steps = (p.head_dim + 7) / 8;    // k8 steps of Q.K^T needed
-  const int qk_steps2 = (qk_steps + 1) & ~1;    // v17: what Q.K^T runs (pairs of steps); Q is split this far
+  const int qk_steps = (p.head_dim + 15) / 16 * 2;  // k8 steps Q.K^T runs, in pairs (v17); Q is split this far
   const int o_tiles = (p.head_dim_v + 7) / 8;   // n8 tiles of O needed
   const int r0 = warp * 16;
   const bool pv_exact = p.tf32_pv_exact;
@@ -165,7 +164,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       cp_async_wait_all();
       __syncthreads();
 #pragma unroll 1
-      for (int ks = 0; ks < qk_steps2; ++ks) {
+      for (int ks = 0; ks < qk_steps; ++ks) {
         uint32_t hi[4], lo[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
@@ -191,7 +190,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     cp_async_wait_all();
     __syncthreads();
 #pragma unroll 1
-    for (int ks = 0; ks < qk_steps2; ++ks)
+    for (int ks = 0; ks < qk_steps; ++ks)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int w = (r0 + g + 8 * (e & 1)) * PQ + ks * 8 + t + 4 * (e >> 1);
@@ -223,7 +222,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     for (int n = 0; n < NT; ++n) acc_s[n][0] = acc_s[n][1] = acc_s[n][2] = acc_s[n][3] = 0.f;
 #pragma unroll kKsUnroll
     for (int ks = 0; ks < HD / 8; ++ks) {
-      if (ks % 2 == 0 && ks >= qk_steps2) break;  // v17: pairs of k8 steps (Q and K are zero past D)
+      if (ks % 2 == 0 && ks >= qk_steps) break;  // v17: pairs of k8 steps (Q and K are zero past D)
       const float* qa = q_s + (r0 + g) * PQ + ks * 8 + t;
       Tf32Pair a[4];
       if constexpr (kPacked && kQPre) {
