@@ -78,9 +78,52 @@ function cmakeList(list) {
   return `${banner.replace('//', '#')}set(MEMEFF_GENERATED_SOURCES\n${list.map((i) => `  native/src/generated/${i.name}.cu`).join('\n')}\n)\n`;
 }
 
+// wgmma.mma_async m64nNk8 tf32 wrappers for the sm90 fp32 forward (fwd/fwd_tf32_wgmma.cuh). Each instruction
+// names every accumulator register (N / 2 of them), so they are written out here rather than by hand.
+// ss: A and B from shared memory (S = Q.K^T, both K-major); rs: A from registers (P, straight from the
+// softmax), B from shared memory (O = P.V with V stored transposed: K-major, as tf32 requires). scale_d = 0
+// starts a fresh accumulator (d = A.B).
+const WGMMA_TF32_SS = [32, 64];
+const WGMMA_TF32_RS = [64, 128];
+
+function wgmmaTf32(n, form) {
+  const acc = n / 2;
+  const list = Array.from({ length: acc }, (_, i) => `%${i}`).join(', ');
+  const outs = Array.from({ length: acc }, (_, i) => `"+f"(d[${i >> 2}][${i & 3}])`).join(', ');
+  const instr = `wgmma.mma_async.sync.aligned.m64n${n}k8.f32.tf32.tf32`;
+  const a = form === 'ss' ? `%${acc}` : `{%${acc}, %${acc + 1}, %${acc + 2}, %${acc + 3}}`;
+  const b = form === 'ss' ? acc + 1 : acc + 4;
+  const ins = form === 'ss' ? `"l"(desc_a), "l"(desc_b), "r"(scale_d)` : `"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)`;
+  const args = form === 'ss' ? 'uint64_t desc_a' : 'const uint32_t (&a)[4]';
+  return `__device__ __forceinline__ void wgmma_tf32_${form}(float (&d)[${n / 8}][4], ${args}, uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\\n.reg .pred p;\\nsetp.ne.b32 p, %${b + 1}, 0;\\n"
+      "${instr} {${list}}, ${a}, %${b}, p, 1, 1;\\n}\\n"
+      : ${outs}
+      : ${ins});
+}
+`;
+}
+
+function wgmmaHeader() {
+  const parts = [
+    `${banner}// wgmma.mma_async m64nNk8 tf32 wrappers (sm_90a only: include from code compiled for that arch).
+#pragma once
+#include <cstdint>
+
+namespace memeff {
+`,
+  ];
+  for (const n of WGMMA_TF32_SS) parts.push(wgmmaTf32(n, 'ss'));
+  for (const n of WGMMA_TF32_RS) parts.push(wgmmaTf32(n, 'rs'));
+  parts.push('}  // namespace memeff\n');
+  return parts.join('\n');
+}
+
 export function files() {
   const list = instances();
   const out = new Map();
+  out.set('wgmma_tf32.h', wgmmaHeader());
   for (const i of list) out.set(`${i.name}.cu`, unit(i));
   out.set('kernel_table.inc', table(list));
   out.set('sources.cmake', cmakeList(list));

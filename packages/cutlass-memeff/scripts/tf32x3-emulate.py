@@ -15,6 +15,8 @@ is rounding. This emulates, element for element, what the kernel does:
     fp32 add (tf32x3.cuh);
   - v5: P.V with V in three parts (hi, lo, rest = v - hi - lo: exact) and a fourth product hi_p *
     rest_v first in the partial (mma_1688_3xtf32_bexact): a row with P = 1 gets V back bit for bit;
+  - v20 (fwd_tf32_wgmma.cuh): a fresh partial per 4 k8 steps of Q.K^T and per 32 keys of P.V, each
+    chunk's terms grouped by kind (all small terms first, the hi * hi terms last);
   - softmax as the kernel (log2 units, fp32), the FMA path for comparison, and the conformance
     suite's naive fp32 implementation (sequential fp32 sums) that sets the bound:
     error <= 2 x naive error + 1e-6 x max(1, max |ref|)   (test/conformance/src/accuracy.ts).
@@ -47,7 +49,7 @@ def round_acc(x64, mode):
     return np.where(over, np.nextafter(f, np.float32(0)), f).astype(np.float32)
 
 
-def mm_3xtf32(a, b, fresh, mode, b_exact=False):
+def mm_3xtf32(a, b, fresh, mode, b_exact=False, chunk=1, grouped=False):
     k = a.shape[1]
     kp = (k + 7) // 8 * 8  # zero-padded head dim / keys, as the smem tiles
     a = np.pad(a, ((0, 0), (0, kp - k)))
@@ -57,10 +59,14 @@ def mm_3xtf32(a, b, fresh, mode, b_exact=False):
     # v5: the rest of b that bl drops (exact in fp32 and a TF32 value), multiplied by ah first.
     terms = (((ah, (b - bh - bl).astype(np.float32)),) if b_exact else ()) + ((al, bh), (ah, bl), (ah, bh))
     acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
-    for ks in range(0, kp, 8):
-        s = slice(ks, ks + 8)
+    # A fresh partial per `chunk` k8 steps (v20's wgmma: 4 for Q.K^T, a step's 4 key groups for P.V); grouped:
+    # the chunk's terms one kind at a time (every step's smallest first, hi * hi last) instead of step by step.
+    for kc in range(0, kp, 8 * chunk):
         part = np.zeros_like(acc) if fresh else acc
-        for x, y in terms:
+        steps = range(kc, min(kc + 8 * chunk, kp), 8)
+        order = [(x, y, ks) for x, y in terms for ks in steps] if grouped else [(x, y, ks) for ks in steps for x, y in terms]
+        for x, y, ks in order:
+            s = slice(ks, ks + 8)
             part = round_acc(part.astype(np.float64) + x[:, s].astype(np.float64) @ y[s, :].astype(np.float64), mode)
         acc = (acc + part).astype(np.float32) if fresh else part
     return acc
@@ -115,6 +121,13 @@ def run(name, bh, sq, sk, d, trials, rng):
         "v4 3xtf32 (rz)": lambda q, k, v, sc: kernel(q, k, v, sc, lambda a, b: mm_3xtf32(a, b, True, "rz")),
         "v5 3xtf32 (rz)": lambda q, k, v, sc: kernel(
             q, k, v, sc, lambda a, b: mm_3xtf32(a, b, True, "rz"), lambda a, b: mm_3xtf32(a, b, True, "rz", b_exact=True)
+        ),
+        "v20 wgmma": lambda q, k, v, sc: kernel(
+            q, k, v, sc, lambda a, b: mm_3xtf32(a, b, True, "rz", chunk=4, grouped=True),
+            lambda a, b: mm_3xtf32(a, b, True, "rz", b_exact=True, chunk=4, grouped=True),
+        ),
+        "v20 ungrouped": lambda q, k, v, sc: kernel(
+            q, k, v, sc, lambda a, b: mm_3xtf32(a, b, True, "rz", chunk=4), lambda a, b: mm_3xtf32(a, b, True, "rz", b_exact=True, chunk=4)
         ),
         "v3 3xtf32 (rn)": lambda q, k, v, sc: kernel(q, k, v, sc, lambda a, b: mm_3xtf32(a, b, False, "rn")),
         "fma": lambda q, k, v, sc: kernel(q, k, v, sc, mm_fma),

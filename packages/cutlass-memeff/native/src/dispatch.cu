@@ -219,6 +219,19 @@ int tf32_wide_mode() {  // 0 off, 1 wide, 2 wide and packed
   return v;
 }
 
+// ATTN_MEMEFF_TF32_WGMMA=0: fp32 forward calls without a mask run the mma.sync kernel on Hopper too instead of
+// v20's wgmma one (FwdParams::tf32_wgmma), to time the two on one build. Read once.
+bool tf32_wgmma_enabled() {
+  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_WGMMA");
+  return v;
+}
+
+// Whether this addon holds sm_90a machine code (the arch list it was built with): the wgmma kernel's.
+bool built_for_sm90a() {
+  static const bool yes = std::string(ATTN_CUDA_ARCHS_STRING).find("90a") != std::string::npos;
+  return yes;
+}
+
 // ATTN_MEMEFF_DSUM_SEQ=0: the fp32 backward's D = dO . O as v4's warp tree instead of v5's
 // sequential chain in dP's order (BwdParams::dsum_seq), to compare the two on one build. Read once.
 bool dsum_seq_enabled() {
@@ -359,11 +372,17 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   // v8's lean 3xTF32 kernel keeps Q's low parts in shared memory (+33 KB at d128): two blocks per SM
   // still fit on sm90's 228 KB, not on sm80's 164 KB, where it would halve occupancy. Hopper only.
   if (tf32 && device_info(device).major < 9) p.tf32_lean = p.tf32_wide = p.tf32_packed = false;
+  // v20: wgmma needs sm90 and sm_90a code; the kernel takes no mask and carries V in three parts (pv_exact).
+  const DeviceInfo dev = device_info(device);
+  p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() &&
+                 p.mask_kind == MaskKind::kNone && p.tf32_pv_exact;
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
-  named(e.name, [&] { e.fwd(p, stream); });
-  return e.name;
+  // The wgmma form runs under the family's entry; its name says which kernel ran.
+  const std::string name = p.tf32_wgmma ? std::string("fwd_tf32_wgmma_") + (e.name + std::strlen("fwd_tf32_")) : std::string(e.name);
+  named(name.c_str(), [&] { e.fwd(p, stream); });
+  return name;
 }
 
 BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest path) {

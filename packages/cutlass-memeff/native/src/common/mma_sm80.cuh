@@ -16,6 +16,13 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// One 16-byte shared store (the fp32 forwards' split passes): NVVM split some uint4 stores of the parts into 4 STS.32.
+__device__ __forceinline__ void st_shared_v4(uint32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+#ifdef ATTN_MEMEFF_SM80
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr(p)), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
+#endif
+}
+
 // 16 bytes global -> shared; zero-filled when !pred (the source is then not read).
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool pred) {
 #ifdef ATTN_MEMEFF_SM80

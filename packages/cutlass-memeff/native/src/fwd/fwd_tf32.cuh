@@ -14,16 +14,10 @@
 #include "common/tf32_tile.cuh"
 #include "common/tf32x3.cuh"
 #include "fwd/fwd_block_order.cuh"
+#include "fwd/tf32_rows.cuh"
 #include "fwd/tf32_traits.h"
 
 namespace memeff {
-
-// One 16-byte shared store (v9's passes): NVVM split some uint4 stores of the parts into 4 STS.32.
-__device__ __forceinline__ void st_shared_v4(uint32_t* p, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
-#ifdef ATTN_MEMEFF_SM80
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr(p)), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
-#endif
-}
 
 // v9 packed (Tr::kPitchKp, tf32_traits.h): the K tile in the landing tile `in` (pitch kPitchIn floats) into
 // its parts, one 16-byte word per (row, k8 step, column t): {hi(t), hi(t + 4), lo(t), lo(t + 4)}. One item
@@ -282,21 +276,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       constexpr int kPitch = MaskTile<M, N>::kPitch;
       const unsigned char* row_g = mask_s + (r0 + g) * kPitch;
       with_mask_dtype<float>(mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
-    } else if (plain) {  // v17: one test per step (per element, ptxas branched and reloaded the scale 16 times)
-#pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc_s[n][e] *= scale_log2;
     } else if (bounds_only) {
-      // v18: no mask: the causal diagonal and the bounds in 32-bit compares (masked_logit's rule, as fwd_mma
-      // does); masked_logit's generic checks per score made diagonal steps several times a plain one.
-#pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = i0 + r0 + g + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
-          acc_s[n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? acc_s[n][e] * scale_log2 : -INFINITY;
-        }
+      scale_unmasked_scores(acc_s, p, plain, scale_log2, i0 + r0 + g, j0, t, coff);
     } else {
 #pragma unroll
       for (int n = 0; n < NT; ++n)
@@ -309,41 +290,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
         }
     }
 
-    // Online softmax (rows g and g + 8; the quad shares a row).
-    float alpha[2], m_use[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(acc_s[n][2 * r], acc_s[n][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[r], mx);
-      m_use[r] = m_new == -INFINITY ? 0.f : m_new;
-      alpha[r] = exp2_ftz(m_run[r] - m_use[r]);  // v17: one MUFU (score_mods.cuh)
-      m_run[r] = m_new;
-      l_run[r] *= alpha[r];
-    }
-#pragma unroll
-    for (int n = 0; n < NT; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float pe = exp2_ftz(acc_s[n][e] - m_use[e / 2]);
-        l_run[e / 2] += pe;
-        acc_s[n][e] = pe;
-      }
-    if (p.dropout) {
-#pragma unroll
-      for (int n = 0; n < NT; ++n)
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          bool k0, k1;
-          const int i = i0 + r0 + g + 8 * r, j = j0 + n * 8 + 2 * t;
-          dropout_kept_pair(p, b, h, i, j, k0, k1);
-          acc_s[n][2 * r] = k0 ? acc_s[n][2 * r] * p.dropout_keep_scale : 0.f;
-          acc_s[n][2 * r + 1] = k1 ? acc_s[n][2 * r + 1] * p.dropout_keep_scale : 0.f;
-        }
-    }
+    float alpha[2];
+    online_softmax(acc_s, m_run, l_run, alpha);
+    if (p.dropout) drop_probabilities(acc_s, p, b, h, i0 + r0 + g, j0, t);
 #pragma unroll
     for (int n = 0; n < OT; ++n) {
       acc_o[n][0] *= alpha[0];
@@ -460,31 +409,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   // Epilogue: normalize; logsumexp per row; float2 stores straight from the accumulators (a quad
   // writes 32 contiguous bytes of a row).
   float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float l = l_run[r];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;  // fully masked rows: out 0, lse -inf
-    const int i = i0 + r0 + g + 8 * r;
-    if (t == 0 && i < p.seq_q) {
-      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[r] + log2f(l)) * kLn2 : -INFINITY;
-    }
-  }
+  finish_rows(p, m_run, l_run, inv, bh, i0 + r0 + g, t);
   cp_async_wait_all();
-  float* out = static_cast<float*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int i = i0 + r0 + g + 8 * r;
-    if (i >= p.seq_q) continue;
-#pragma unroll
-    for (int n = 0; n < OT; ++n) {
-      const int d = n * 8 + 2 * t;
-      if (d < p.head_dim_v) {  // head_dim_v is a multiple of 4, d even: d + 1 is in range too
-        *reinterpret_cast<float2*>(out + i * p.o_stride[2] + d) = make_float2(acc_o[n][2 * r] * inv[r], acc_o[n][2 * r + 1] * inv[r]);
-      }
-    }
-  }
+  store_rows(p, acc_o, inv, b, h, i0 + r0 + g, t);
 #else
   __trap();  // built without sm80 code: the dispatcher never launches this kernel here
 #endif

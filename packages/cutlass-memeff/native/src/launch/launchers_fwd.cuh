@@ -4,6 +4,7 @@
 #include "fwd/fwd_mma.cuh"
 #include "fwd/fwd_simt.cuh"
 #include "fwd/fwd_tf32.cuh"
+#include "fwd/fwd_tf32_wgmma.cuh"
 #include "launch/launchers.h"
 
 namespace memeff {
@@ -72,8 +73,24 @@ void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
   });
 }
 
+// v20: both GEMMs on wgmma (sm_90a, no mask; FwdParams::tf32_wgmma).
+template <typename Tr>
+void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
+  auto kernel = &fwd_tf32_wgmma_kernel<Tr>;
+  ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
+    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(q);
+    ATTN_LAUNCH_CHECK("memeff fwd_tf32_wgmma_kernel");
+  });
+}
+
 template <typename T, int kBucket>
 void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
+  if (p.tf32_wgmma) {
+    launch_fwd_tf32_wgmma<Tf32WgmmaFwdTraits<kBucket>>(p, stream);
+    return;
+  }
   // v8 wide (FwdParams::tf32_wide, d128 only): 8 warps, K and V split once per step by the block.
   if constexpr (kBucket == 128) {
     if (p.tf32_wide && p.tf32_lean && p.tf32_packed) {

@@ -1,0 +1,111 @@
+// The per-row work of the fp32 forwards (fwd_tf32.cuh on mma.sync, fwd_tf32_wgmma.cuh on wgmma), which share
+// the accumulator layout: a warp owns 16 query rows, a thread rows g and g + 8 (`row` is the query index of
+// row g), columns 8 n + 2 t, + 1 of n8 tile n. Scores in log2 units, online softmax, dropout, the epilogue.
+#pragma once
+#include <cmath>
+
+#include "common/params.h"
+#include "common/score_mods.cuh"
+
+namespace memeff {
+
+// A step without a mask: `plain` steps (every key visible and in bounds) only take the scale (v17: one test
+// per step; per element, ptxas branched and reloaded the scale 16 times); the others the causal / bounds
+// rule in 32-bit compares (v18: masked_logit's rule, as fwd_mma does).
+template <int NT>
+__device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, bool plain, float scale_log2, int row,
+                                                      int j0, int t, int coff) {
+  if (plain) {
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] *= scale_log2;
+    return;
+  }
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = row + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+      s[n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? s[n][e] * scale_log2 : -INFINITY;
+    }
+}
+
+// Online softmax of one step's scores (rows g and g + 8; the quad shares a row): the running max and sum
+// move on, `alpha` is what O's rows are to be multiplied by, and the scores become probabilities.
+template <int NT>
+__device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2]) {
+  float m_use[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int n = 0; n < NT; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(m_run[r], mx);
+    m_use[r] = m_new == -INFINITY ? 0.f : m_new;
+    alpha[r] = exp2_ftz(m_run[r] - m_use[r]);  // v17: one MUFU (score_mods.cuh)
+    m_run[r] = m_new;
+    l_run[r] *= alpha[r];
+  }
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float pe = exp2_ftz(s[n][e] - m_use[e / 2]);
+      l_run[e / 2] += pe;
+      s[n][e] = pe;
+    }
+}
+
+// Dropout on one step's probabilities (after they joined the row sums, as the reference does).
+template <int NT>
+__device__ __forceinline__ void drop_probabilities(float (&s)[NT][4], const FwdParams& p, int b, int h, int row, int j0, int t) {
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      bool k0, k1;
+      dropout_kept_pair(p, b, h, row + 8 * r, j0 + n * 8 + 2 * t, k0, k1);
+      s[n][2 * r] = k0 ? s[n][2 * r] * p.dropout_keep_scale : 0.f;
+      s[n][2 * r + 1] = k1 ? s[n][2 * r + 1] * p.dropout_keep_scale : 0.f;
+    }
+}
+
+// The row sums over the quad and their reciprocals; logsumexp per row (fully masked rows: out 0, lse -inf).
+__device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_run)[2], const float (&l_run)[2], float (&inv)[2], int bh,
+                                            int row, int t) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = l_run[r];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    inv[r] = l > 0.f ? 1.f / l : 0.f;
+    const int i = row + 8 * r;
+    if (t == 0 && i < p.seq_q) {
+      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[r] + log2f(l)) * kLn2 : -INFINITY;
+    }
+  }
+}
+
+// O's rows, normalized, with float2 stores straight from the accumulators (a quad writes 32 contiguous bytes).
+template <int OT>
+__device__ __forceinline__ void store_rows(const FwdParams& p, const float (&acc_o)[OT][4], const float (&inv)[2], int b, int h, int row,
+                                           int t) {
+  float* out = static_cast<float*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int i = row + 8 * r;
+    if (i >= p.seq_q) continue;
+#pragma unroll
+    for (int n = 0; n < OT; ++n) {
+      const int d = n * 8 + 2 * t;
+      if (d < p.head_dim_v) {  // head_dim_v is a multiple of 4, d even: d + 1 is in range too
+        *reinterpret_cast<float2*>(out + i * p.o_stride[2] + d) = make_float2(acc_o[n][2 * r] * inv[r], acc_o[n][2 * r + 1] * inv[r]);
+      }
+    }
+  }
+}
+
+}  // namespace memeff
