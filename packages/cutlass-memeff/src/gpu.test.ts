@@ -84,7 +84,7 @@ describe.skipIf(!env.ok)('memeff-cuda on the GPU', () => {
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 36, 36] }, false).fwd.kernel).toBe('fwd_simt_fp16_d64');
     // fp32: 3xTF32 tensor cores with ATTN_MEMEFF_FP32_TC=1, FMA with =0; unset, the per-arch default
     // in dispatch.cu decides (NOTES.md v4), so either is right. The 3xTF32 forward runs on wgmma on sm90
-    // (an sm_90a build, no mask; NOTES.md v20), on mma.sync elsewhere.
+    // (an sm_90a build; NOTES.md v20), on mma.sync elsewhere.
     const tc = process.env.ATTN_MEMEFF_FP32_TC;
     const tf32Fwd = ['fwd_tf32_fp32_d64', 'fwd_tf32_wgmma_fp32_d64'];
     const fp32Kernels = tc === '1' ? tf32Fwd : tc === '0' ? ['fwd_simt_fp32_d64'] : [...tf32Fwd, 'fwd_simt_fp32_d64'];

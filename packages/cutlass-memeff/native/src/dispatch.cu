@@ -219,7 +219,7 @@ int tf32_wide_mode() {  // 0 off, 1 wide, 2 wide and packed
   return v;
 }
 
-// ATTN_MEMEFF_TF32_WGMMA=0: fp32 forward calls without a mask run the mma.sync kernel on Hopper too instead of
+// ATTN_MEMEFF_TF32_WGMMA=0: fp32 forward calls run the mma.sync kernel on Hopper too instead of
 // v20's wgmma one (FwdParams::tf32_wgmma), to time the two on one build. Read once.
 bool tf32_wgmma_enabled() {
   static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_WGMMA");
@@ -372,10 +372,11 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   // v8's lean 3xTF32 kernel keeps Q's low parts in shared memory (+33 KB at d128): two blocks per SM
   // still fit on sm90's 228 KB, not on sm80's 164 KB, where it would halve occupancy. Hopper only.
   if (tf32 && device_info(device).major < 9) p.tf32_lean = p.tf32_wide = p.tf32_packed = false;
-  // v20: wgmma needs sm90 and sm_90a code; the kernel takes no mask and carries V in three parts (pv_exact).
+  // v20: wgmma needs sm90 and sm_90a code; the kernel carries V in three parts (pv_exact) and takes masks at
+  // d128 only (launch_fwd_tf32_wgmma).
   const DeviceInfo dev = device_info(device);
-  p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() &&
-                 p.mask_kind == MaskKind::kNone && p.tf32_pv_exact;
+  p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() && p.tf32_pv_exact &&
+                 (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128);
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);

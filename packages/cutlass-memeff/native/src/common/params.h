@@ -52,8 +52,9 @@ struct FwdParams {
   // v9 packed, opt-in (ATTN_MEMEFF_TF32_WIDE=2, with tf32_wide): the wide form with each lane's TF32 parts of
   // an mma operand side by side in shared memory, read with LDS.128 (fwd_tf32_kernel kPacked); same bits.
   bool tf32_packed = false;
-  // v20: the 3xTF32 forward on wgmma (fwd/fwd_tf32_wgmma.cuh); dispatch.cu sets it for calls without a mask on
-  // sm90 with an sm_90a build (ATTN_MEMEFF_TF32_WGMMA=0: the mma.sync kernel, to time the two on one build).
+  // v20: the 3xTF32 forward on wgmma (fwd/fwd_tf32_wgmma.cuh); dispatch.cu sets it on sm90 with an sm_90a build for
+  // calls without a mask, and for masked ones at d128 (ATTN_MEMEFF_TF32_WGMMA=0: the mma.sync kernel, to time the
+  // two on one build).
   bool tf32_wgmma = false;
 
   // Causal: key j is visible from query i iff j <= i + causal_offset (0 upper-left, Sk - Sq lower-right).

@@ -2,8 +2,8 @@
 // each operand into TF32 parts (hi, lo; V's rest too, so that P = 1 gives V back exactly), the same
 // online softmax (tf32_rows.cuh), but both GEMMs on wgmma: one instruction covers 64 rows x 32 keys (or
 // x D) x 8, its operands read by the tensor cores from shared memory, where the mma.sync kernel spends
-// most of its issue slots loading fragments (NOTES.md v20). Calls without a mask, with pv_exact (the
-// default); the others stay on fwd_tf32_kernel.
+// most of its issue slots loading fragments (NOTES.md v20). Calls with pv_exact (the default), without a
+// mask or at d128; the others stay on fwd_tf32_kernel.
 //
 // One block: 128 query rows, one warpgroup per 64; 32 keys per step. Per step nb:
 //   wait for K(nb); barrier; split it into K hi / lo (swizzled); barrier; issue V(nb) into the landing tile
@@ -166,7 +166,9 @@ __device__ __forceinline__ void pv_3xtf32(float (&o)[Tr::kOTiles][4], uint32_t (
 }  // namespace wgmma_tf32_detail
 #endif
 
-template <typename Tr>
+// kMasked: a bias or boolean mask, its terms read per step from global memory (load_mask_terms); d128 only
+// (launch_fwd_tf32_wgmma).
+template <typename Tr, bool kMasked>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wgmma_kernel(const FwdParams p) {
 #ifdef ATTN_MEMEFF_SM90A
   namespace w = attn::sm90;
@@ -195,6 +197,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const float scale_log2 = p.scale * kLog2e;
   const int coff = causal_coff(p);
+  const MaskView mask = mask_view(p, b, h);
 
   // Descriptors at each tile's first step; Q's rows of this warpgroup (64 rows x 128 bytes further).
   const uint64_t dq_hi = w::make_desc(smem_addr(q_hi) + wg * 64 * 128, 16, 1024), dq_lo = w::make_desc(smem_addr(q_lo) + wg * 64 * 128, 16, 1024);
@@ -232,9 +235,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
     load_tile_f32_async<N, HD, PL, Tr::kThreads>(land, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
     cp_async_commit();
 
-    float s[NT][4];
+    float s[NT][4], mv[NT][4];
+    if constexpr (kMasked) load_mask_terms(mv, p, mask, row, j0, t);  // in flight under Q.K^T
     x::qk_3xtf32<Tr>(s, dq_hi, dq_lo, dk_hi, dk_lo);
-    scale_unmasked_scores(s, p, tile_unmasked(p, i0, j0, N), scale_log2, row, j0, t, coff);
+    if constexpr (kMasked) {
+      apply_mask_terms(s, mv, p, row, j0, t, coff);
+    } else {
+      scale_unmasked_scores(s, p, tile_unmasked(p, i0, j0, N), scale_log2, row, j0, t, coff);
+    }
     float alpha[2];
     online_softmax(s, m_run, l_run, alpha);
     if (p.dropout) drop_probabilities(s, p, b, h, row, j0, t);

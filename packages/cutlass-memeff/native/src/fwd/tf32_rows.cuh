@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 
+#include "common/dtype_traits.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
 
@@ -28,6 +29,41 @@ __device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const F
     for (int e = 0; e < 4; ++e) {
       const int i = row + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
       s[n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? s[n][e] * scale_log2 : -INFINITY;
+    }
+}
+
+// The mask terms of a thread's scores of one step, read from global memory ahead of Q.K^T (the wgmma
+// forward has no room for a staged mask tile): the bias values, or 0 / -inf for a boolean mask. Elements
+// out of bounds are not read.
+template <int NT>
+__device__ __forceinline__ void load_mask_terms(float (&mv)[NT][4], const FwdParams& p, const MaskView& m, int row, int j0, int t) {
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = row + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+      float v = 0.f;
+      if (i < p.seq_q && j < p.seq_k) {
+        const int64_t off = i * m.stride_i + j * m.stride_j;
+        v = m.kind == MaskKind::kAdditive ? load_any_float(m.base, m.dtype, off)
+                                          : (static_cast<const uint8_t*>(m.base)[off] ? 0.f : -INFINITY);
+      }
+      mv[n][e] = v;
+    }
+}
+
+// Scores of a masked step in log2 units with the terms of load_mask_terms: masked_logit's rule (bounds,
+// causal, a false entry) and one FFMA per kept score, as add_mask_rows.
+template <int NT>
+__device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float (&mv)[NT][4], const FwdParams& p, int row, int j0, int t,
+                                                 int coff) {
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = row + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+      const bool keep = i < p.seq_q && j < p.seq_k && j <= i + coff && mv[n][e] != -INFINITY;
+      s[n][e] = keep ? fmaf(s[n][e], p.scale, mv[n][e]) * kLog2e : -INFINITY;
     }
 }
 

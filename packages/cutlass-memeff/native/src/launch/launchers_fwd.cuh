@@ -1,5 +1,7 @@
 // Forward launch templates (grid shapes; shared memory opt-in for the tensor-core path).
 #pragma once
+#include <stdexcept>
+
 #include "attn/cuda_check.h"
 #include "fwd/fwd_mma.cuh"
 #include "fwd/fwd_simt.cuh"
@@ -73,10 +75,18 @@ void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
   });
 }
 
-// v20: both GEMMs on wgmma (sm_90a, no mask; FwdParams::tf32_wgmma).
+// v20: both GEMMs on wgmma (sm_90a; FwdParams::tf32_wgmma). Masks at d128 only: at d64 the mma.sync kernel
+// stages the mask tile in shared memory with 3 blocks per SM and was faster (NOTES.md v20).
 template <typename Tr>
 void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
-  auto kernel = &fwd_tf32_wgmma_kernel<Tr>;
+  auto kernel = &fwd_tf32_wgmma_kernel<Tr, false>;
+  if (p.mask_kind != MaskKind::kNone) {
+    if constexpr (Tr::kHeadDim == 128) {
+      kernel = &fwd_tf32_wgmma_kernel<Tr, true>;
+    } else {
+      throw std::logic_error("memeff-cuda: the d64 wgmma forward takes no mask (dispatch.cu decides)");
+    }
+  }
   ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
   for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
     const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
