@@ -371,17 +371,17 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   const bool tf32 = path != PathRequest::kSimt && tf32_fwd_ok(p, dtype, device);
   // v8's lean 3xTF32 kernel keeps Q's low parts in shared memory (+33 KB at d128): two blocks per SM
   // still fit on sm90's 228 KB, not on sm80's 164 KB, where it would halve occupancy. Hopper only.
-  if (tf32 && device_info(device).major < 9) p.tf32_lean = p.tf32_wide = p.tf32_packed = false;
+  const DeviceInfo dev = device_info(device);
+  if (tf32 && dev.major < 9) p.tf32_lean = p.tf32_wide = p.tf32_packed = false;
   // v20: wgmma needs sm90 and sm_90a code; the kernel carries V in three parts (pv_exact) and takes masks at
   // d128 only (launch_fwd_tf32_wgmma).
-  const DeviceInfo dev = device_info(device);
   p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() && p.tf32_pv_exact &&
                  (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128);
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
   // The wgmma form runs under the family's entry; its name says which kernel ran.
-  const std::string name = p.tf32_wgmma ? std::string("fwd_tf32_wgmma_") + (e.name + std::strlen("fwd_tf32_")) : std::string(e.name);
+  const std::string name = p.tf32_wgmma ? "fwd_tf32_wgmma_fp32_d" + std::to_string(e.bucket) : std::string(e.name);
   named(name.c_str(), [&] { e.fwd(p, stream); });
   return name;
 }

@@ -80,6 +80,11 @@ __device__ __forceinline__ int key_end_for_queries(const FwdParams& p, int i_las
   return static_cast<int>(e < 0 ? 0 : e > p.seq_k ? p.seq_k : e);
 }
 
+// Key steps of kBlockN keys a query block [i0, i0 + m) walks (its causal bound, rounded up).
+__device__ __forceinline__ int key_blocks_for_queries(const FwdParams& p, int i0, int m, int n) {
+  return (key_end_for_queries(p, min(i0 + m, p.seq_q) - 1) + n - 1) / n;
+}
+
 // First query that can see key j (the causal bound of a key block in the backward).
 __device__ __forceinline__ int query_begin_for_key(const FwdParams& p, int j_first) {
   if (!p.causal) return 0;

@@ -62,8 +62,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 #pragma unroll
   for (int mi = 0; mi < MT; ++mi) m_run[mi][0] = m_run[mi][1] = -INFINITY, l_run[mi][0] = l_run[mi][1] = 0.f;
 
-  const int j_end = key_end_for_queries(p, min(i0 + M, p.seq_q) - 1);
-  const int n_blocks = (j_end + N - 1) / N;
+  const int n_blocks = key_blocks_for_queries(p, i0, M, N);
 
   load_tile_async<T, M, HD, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
   if (n_blocks > 0) {

@@ -137,13 +137,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const bool bounds_only = p.mask_kind == MaskKind::kNone;
   const int coff = causal_coff(p);
 
-  float acc_o[OT][4];
-#pragma unroll
-  for (int n = 0; n < OT; ++n) acc_o[n][0] = acc_o[n][1] = acc_o[n][2] = acc_o[n][3] = 0.f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  float acc_o[OT][4], m_run[2], l_run[2];
+  init_rows(acc_o, m_run, l_run);
 
-  const int j_end = key_end_for_queries(p, min(i0 + M, p.seq_q) - 1);
-  const int n_blocks = (j_end + N - 1) / N;
+  const int n_blocks = key_blocks_for_queries(p, i0, M, N);
 
   load_tile_f32_async<M, HD, PQ, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
   if (!(kPacked && kQPre) && n_blocks > 0) {

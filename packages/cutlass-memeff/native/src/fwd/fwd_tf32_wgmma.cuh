@@ -205,13 +205,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
   const uint64_t dv_hi = w::make_desc(smem_addr(v_hi), 16, 1024), dv_lo = w::make_desc(smem_addr(v_lo), 16, 1024);
   const uint64_t dv_rest = w::make_desc(smem_addr(v_rest), 16, 1024);
 
-  float acc_o[OT][4];
-#pragma unroll
-  for (int n = 0; n < OT; ++n) acc_o[n][0] = acc_o[n][1] = acc_o[n][2] = acc_o[n][3] = 0.f;
-  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  float acc_o[OT][4], m_run[2], l_run[2];
+  init_rows(acc_o, m_run, l_run);
 
-  const int j_end = key_end_for_queries(p, min(i0 + M, p.seq_q) - 1);
-  const int n_blocks = (j_end + N - 1) / N;
+  const int n_blocks = key_blocks_for_queries(p, i0, M, N);
 
   load_tile_f32_async<M, HD, PL, Tr::kThreads>(q_land, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
   cp_async_commit();

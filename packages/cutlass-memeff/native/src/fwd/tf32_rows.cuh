@@ -10,6 +10,15 @@
 
 namespace memeff {
 
+// O's accumulators and the running max and sum of a thread's two rows before the first key step.
+template <int OT>
+__device__ __forceinline__ void init_rows(float (&acc_o)[OT][4], float (&m_run)[2], float (&l_run)[2]) {
+#pragma unroll
+  for (int n = 0; n < OT; ++n) acc_o[n][0] = acc_o[n][1] = acc_o[n][2] = acc_o[n][3] = 0.f;
+  m_run[0] = m_run[1] = -INFINITY;
+  l_run[0] = l_run[1] = 0.f;
+}
+
 // A step without a mask: `plain` steps (every key visible and in bounds) only take the scale (v17: one test
 // per step; per element, ptxas branched and reloaded the scale 16 times); the others the causal / bounds
 // rule in 32-bit compares (v18: masked_logit's rule, as fwd_mma does).

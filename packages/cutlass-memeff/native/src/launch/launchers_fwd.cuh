@@ -11,6 +11,20 @@
 
 namespace memeff {
 
+// A tensor-core forward over its grid, one block per (Tr::kBlockM queries, b and query head), with `smem` bytes of
+// dynamic shared memory (opted in past 48 KB). `what`: the launch error's words ("launch of ..." as ATTN_LAUNCH_CHECK).
+template <typename Tr, typename Kernel>
+void launch_query_blocks(Kernel kernel, int smem, const FwdParams& p, cudaStream_t stream, const char* what) {
+  if (smem > 48 * 1024) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  }
+  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
+    const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
+    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
+    ::attn::cuda_check(gpuGetLastError(), what, __FILE__, __LINE__);
+  });
+}
+
 template <typename T, int kBucket>
 void run_fwd_simt(const FwdParams& p, cudaStream_t stream) {
   using Tr = SimtFwdTraits<kBucket>;
@@ -31,14 +45,7 @@ void launch_fwd_mma(const FwdParams& p, cudaStream_t stream) {
   auto kernel = masked ? &fwd_mma_kernel<T, Tr, kFull, true> : &fwd_mma_kernel<T, Tr, kFull, false>;
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
-  if (smem > 48 * 1024) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  }
-  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
-    const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
-    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
-    ATTN_LAUNCH_CHECK("memeff fwd_mma_kernel");
-  });
+  launch_query_blocks<Tr>(kernel, smem, p, stream, "launch of memeff fwd_mma_kernel");
 }
 
 template <typename T, int kBucket>
@@ -65,14 +72,7 @@ void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
   constexpr int kBytes = kPacked ? Tr::packed_smem_bytes(kLean && kWideQPre) : Tr::kSmemBytes + kQLoBytes;
   static_assert(!kPacked || kBytes + (kWideQPre ? 0 : Tr::kSmemMaskBytes) <= 227 * 1024, "fits sm90's shared memory");
   const int smem = kBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
-  if (smem > 48 * 1024) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  }
-  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
-    const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
-    kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
-    ATTN_LAUNCH_CHECK("memeff fwd_tf32_kernel");
-  });
+  launch_query_blocks<Tr>(kernel, smem, p, stream, "launch of memeff fwd_tf32_kernel");
 }
 
 // v20: both GEMMs on wgmma (sm_90a; FwdParams::tf32_wgmma). Masks at d128 only: at d64 the mma.sync kernel
@@ -87,12 +87,7 @@ void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
       throw std::logic_error("memeff-cuda: the d64 wgmma forward takes no mask (dispatch.cu decides)");
     }
   }
-  ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSmemBytes));
-  for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_q, [&](const FwdParams& q, unsigned n) {
-    const dim3 grid(ceil_div(p.seq_q, Tr::kBlockM), n);
-    kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(q);
-    ATTN_LAUNCH_CHECK("memeff fwd_tf32_wgmma_kernel");
-  });
+  launch_query_blocks<Tr>(kernel, Tr::kSmemBytes, p, stream, "launch of memeff fwd_tf32_wgmma_kernel");
 }
 
 template <typename T, int kBucket>
