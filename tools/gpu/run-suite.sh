@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the GPU host (no Node.js, no registry) after ../shared/gpu/pack.sh packed .gpu/.
+# Runs on the GPU host (no Node.js, no registry) after tools/gpu/pack.sh packed .gpu/.
 # Each step has its own time limit and log; one failing step does not hide the others.
 # Usage: bash tools/gpu/run-suite.sh STEP... (named steps below, or NAME:COMMAND); logs go to $OUT/logs/ as each step
 # ends (so a run cut short by its time limit still returns the finished steps), a summary to stdout.

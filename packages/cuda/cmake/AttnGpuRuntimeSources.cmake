@@ -1,5 +1,5 @@
 # The device runtime's sources, shared by @attn/cuda (nvcc) and @attn/rocm (hipcc, -DATTN_HIP):
-#   include(${CMAKE_CURRENT_LIST_DIR}/../cuda/cmake/AttnGpuRuntimeSources.cmake)   # from packages/rocm
+#   include(${ATTN_DIR_CUDA}/cmake/AttnGpuRuntimeSources.cmake)   # from @attn/rocm
 #   add_library(attn_rocm SHARED ${ATTN_GPU_RUNTIME_SOURCES} ...)
 #   set_source_files_properties(${ATTN_GPU_RUNTIME_KERNEL_SOURCES} PROPERTIES LANGUAGE HIP)
 #   target_include_directories(attn_rocm PRIVATE ${ATTN_GPU_RUNTIME_INCLUDE_DIRS})

@@ -10,13 +10,14 @@ export function createBuildInfo(native: NativeAccess): () => BuildInfo {
     const { load, availability } = native.state();
     const info: Record<string, string | number | boolean | readonly string[]> = {
       package: platform.packageName,
-      addonPath: load.path,
       addonLoaded: load.ok,
       available: availability.ok,
     };
     if (!availability.ok) info.reason = availability.reason;
     if (!load.ok) return info;
     const { addon } = load;
+    info.addonPath = load.path;
+    info.addonOrigin = load.origin;
     const b = callNative(() => addon.buildInfo());
     info.platform = b.platform;
     info.archs = b.archs.split(/[;,]/).filter((a) => a.length > 0);

@@ -1,5 +1,5 @@
 // What holds everywhere: importing registers the runtime and never throws; availability() is either
-// ok or a reason starting with 'unavailable: '; without a device every device call is a typed error.
+// ok or a reason (what is missing, what fixes it); without a device every device call is a typed error.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DeviceError, getDeviceRuntime, tensor } from '@attn/core';
@@ -27,20 +27,20 @@ describe('import', () => {
 });
 
 describe('availability', () => {
-  it("is ok or says 'unavailable: ...' with the reason this machine has", () => {
+  it('is ok or says why, with the reason this machine has', () => {
     const a = cuda.availability();
     if (a.ok) {
       expect(cuda.deviceCount()).toBeGreaterThan(0);
       return;
     }
-    const addonBuilt = existsSync(instance.native.addonPath);
+    const load = instance.native.state().load;
     const skipped = join(PACKAGE_ROOT, 'build', 'SKIPPED');
-    if (!addonBuilt && existsSync(skipped)) {
-      expect(a.reason).toBe(`unavailable: native addon not built: ${readFileSync(skipped, 'utf8').trim()}`);
-    } else if (addonBuilt) {
-      expect(a.reason).toMatch(/^unavailable: no CUDA device \(cuda\w+: .+\)$/);
+    if (load.ok) {
+      expect(a.reason).toMatch(/^no CUDA device \(cuda\w+: .+\)$/);
+    } else if (existsSync(skipped)) {
+      expect(a.reason).toContain(`was not built (${readFileSync(skipped, 'utf8').trim()})`);
     } else {
-      expect(a.reason).toMatch(/^unavailable: native addon not built \(/);
+      expect(a.reason).toMatch(/^no native addon: .*npm install @attn\/cuda-linux-x64-gnu/);
     }
     console.log(`[@attn/cuda] availability here: ${a.reason}`);
   });
@@ -65,7 +65,7 @@ describe('buildInfo', () => {
     expect(typeof info.addonLoaded).toBe('boolean');
     expect(info.available).toBe(cuda.availability().ok);
     if (!info.addonLoaded) {
-      expect(info.reason).toMatch(/^unavailable: /);
+      expect(info.reason).toMatch(/^no native addon: /);
       return;
     }
     expect(info.platform).toBe('CUDA');

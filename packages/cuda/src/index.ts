@@ -14,7 +14,7 @@ registerDeviceRuntime(cuda.runtime);
 /** The DeviceRuntime registered for 'cuda'. */
 export const cudaRuntime = cuda.runtime;
 
-/** Whether the addon loaded and a device is present; otherwise `reason` starts with 'unavailable: '. */
+/** Whether the addon loaded and a device is present; otherwise `reason` says why (what is missing and how to fix it). */
 export const availability = cuda.availability;
 
 export const {

@@ -1,10 +1,9 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BINDING_FUNCTIONS, type NativeBinding, type NativeProbe } from './binding.js';
-import { addonPath, evaluateNative, loadAddon, probeAvailability, type AddonLocation } from './native.js';
+import { evaluateNative, loadAddon, probeAvailability, type AddonLocation } from './native.js';
 import { formatCudaVersion, formatHipVersion, gpuPlatform, hipProbeHint } from './platform.js';
 
 const CUDA = gpuPlatform('cuda');
@@ -16,8 +15,16 @@ function packageDir(): string {
   dirs.push(d);
   return d;
 }
+/** A package folder as @attn/cuda's: its package.json names the addon and the prebuilt package. */
 function at(root: string): AddonLocation {
-  return { packageRoot: root, addonName: 'attn_cuda', buildHint: 'run `pnpm --filter @attn/cuda build:native` where nvcc is installed' };
+  const pkg = {
+    name: '@attn/cuda',
+    version: '0.1.0',
+    attnNative: { addon: 'attn_cuda', toolchain: 'nvcc', requires: 'nvcc' },
+    optionalDependencies: { '@attn/cuda-linux-x64-gnu': '0.1.0' },
+  };
+  writeFileSync(join(root, 'package.json'), JSON.stringify(pkg));
+  return { packageRoot: root, platform: 'linux-x64-gnu' };
 }
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -34,46 +41,34 @@ function fakeAddon(probe: NativeProbe | (() => NativeProbe), driver = 0, runtime
 }
 
 describe('loadAddon', () => {
-  it('reports the reason native-build.mjs recorded when the build was skipped', () => {
+  it('reports the reason the build recorded when it skipped', () => {
     const root = packageDir();
     mkdirSync(join(root, 'build'));
     writeFileSync(join(root, 'build', 'SKIPPED'), 'nvcc (the CUDA compiler) was not found; install the CUDA toolkit or set CUDACXX\n');
     const load = loadAddon(at(root));
-    expect(load).toMatchObject({ ok: false });
-    expect(!load.ok && load.reason).toBe(
-      'unavailable: native addon not built: nvcc (the CUDA compiler) was not found; install the CUDA toolkit or set CUDACXX',
+    expect(load.ok).toBe(false);
+    expect(load.ok ? '' : load.reason).toContain(
+      `${join(root, 'build', 'Release', 'attn_cuda.node')} was not built (nvcc (the CUDA compiler) was not found; install the CUDA toolkit or set CUDACXX)`,
     );
   });
 
-  it('says how to build when there is neither an addon nor a skip record', () => {
-    const root = packageDir();
-    const load = loadAddon(at(root));
-    expect(load.ok).toBe(false);
+  it('names the prebuilt package and the npm command that installs it', () => {
+    const load = loadAddon(at(packageDir()));
     const reason = load.ok ? '' : load.reason;
-    expect(reason).toMatch(/^unavailable: native addon not built \(/);
-    expect(reason).toContain(join(root, 'build', 'Release', 'attn_cuda.node'));
-    expect(reason).toContain('build:native');
-  });
-
-  it('reports a file that is not a loadable addon', () => {
-    const root = packageDir();
-    mkdirSync(join(root, 'build', 'Release'), { recursive: true });
-    writeFileSync(addonPath(at(root)), 'not an ELF file');
-    const load = loadAddon(at(root), createRequire(import.meta.url));
-    expect(load.ok).toBe(false);
-    expect(load.ok ? '' : load.reason).toMatch(/^unavailable: native addon failed to load \(.*attn_cuda\.node\): /);
+    expect(reason).toMatch(/^no native addon: @attn\/cuda-linux-x64-gnu is not installed; /);
+    expect(reason).toContain('`npm install @attn/cuda-linux-x64-gnu@0.1.0`');
+    expect(reason).not.toMatch(/pnpm/);
   });
 
   it('refuses an addon from another version that lacks functions', () => {
     const root = packageDir();
     mkdirSync(join(root, 'build', 'Release'), { recursive: true });
-    writeFileSync(addonPath(at(root)), '');
+    writeFileSync(join(root, 'build', 'Release', 'attn_cuda.node'), '');
     const stale = { probe() {}, allocate() {} };
-    const load = loadAddon(at(root), (() => stale) as unknown as NodeJS.Require);
-    expect(load.ok).toBe(false);
+    const load = loadAddon({ ...at(root), requireFn: (() => stale) as unknown as NodeJS.Require });
     const reason = load.ok ? '' : load.reason;
-    expect(reason).toMatch(/^unavailable: native addon .* is from another version \(missing deviceProperties, /);
-    expect(reason).not.toContain('missing probe');
+    expect(reason).toMatch(/attn_cuda\.node is from another version \(it lacks deviceProperties, /);
+    expect(reason).not.toContain('lacks probe');
   });
 });
 
@@ -88,7 +83,7 @@ describe('probeAvailability', () => {
     expect(a).toEqual({
       ok: false,
       reason:
-        'unavailable: no CUDA device (cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version; no NVIDIA driver is installed)',
+        'no CUDA device (cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version; no NVIDIA driver is installed)',
     });
   });
 
@@ -101,27 +96,27 @@ describe('probeAvailability', () => {
     );
     expect(a.ok).toBe(false);
     expect(a.ok ? '' : a.reason).toBe(
-      "unavailable: no CUDA device (cudaErrorInsufficientDriver: insufficient; the driver supports CUDA 12.4 but this addon's runtime is CUDA 13.0: update the driver)",
+      "no CUDA device (cudaErrorInsufficientDriver: insufficient; the driver supports CUDA 12.4 but this addon's runtime is CUDA 13.0: update the driver)",
     );
   });
 
   it('reports cudaErrorNoDevice and a zero count', () => {
     expect(probeAvailability(CUDA, { count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'no CUDA-capable device is detected' }, 13000, 13000)).toEqual({
       ok: false,
-      reason: 'unavailable: no CUDA device (cudaErrorNoDevice: no CUDA-capable device is detected)',
+      reason: 'no CUDA device (cudaErrorNoDevice: no CUDA-capable device is detected)',
     });
     expect(probeAvailability(CUDA, { count: 0, platform: 'CUDA' }, 13000, 13000)).toEqual({
       ok: false,
-      reason: 'unavailable: no CUDA device (the driver reports 0 devices)',
+      reason: 'no CUDA device (the driver reports 0 devices)',
     });
   });
 
   it('says ROCm for the HIP build, names the error once when HIP repeats it, and adds the /dev/kfd hint', () => {
     const a = probeAvailability(ROCM, { count: 0, platform: 'HIP', errorName: 'hipErrorNoDevice', error: 'hipErrorNoDevice' }, 50221153, 50221153);
-    expect(a).toEqual({ ok: false, reason: `unavailable: no ROCm device (hipErrorNoDevice${hipProbeHint('hipErrorNoDevice')})` });
+    expect(a).toEqual({ ok: false, reason: `no ROCm device (hipErrorNoDevice${hipProbeHint('hipErrorNoDevice')})` });
     expect(probeAvailability(ROCM, { count: 0, platform: 'HIP' }, 50221153, 50221153)).toEqual({
       ok: false,
-      reason: 'unavailable: no ROCm device (the driver reports 0 devices)',
+      reason: 'no ROCm device (the driver reports 0 devices)',
     });
   });
 
@@ -132,14 +127,14 @@ describe('probeAvailability', () => {
 
 describe('evaluateNative', () => {
   it('passes a load failure through as the reason', () => {
-    const state = evaluateNative(CUDA, { ok: false, reason: 'unavailable: native addon not built: why', path: '/x' });
-    expect(state.availability).toEqual({ ok: false, reason: 'unavailable: native addon not built: why' });
+    const state = evaluateNative(CUDA, { ok: false, reason: 'no native addon: why', looked: [] });
+    expect(state.availability).toEqual({ ok: false, reason: 'no native addon: why' });
   });
 
   it('asks the loaded addon for devices', () => {
-    const none = evaluateNative(CUDA, { ok: true, path: '/x', addon: fakeAddon({ count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'none' }) });
-    expect(none.availability).toEqual({ ok: false, reason: 'unavailable: no CUDA device (cudaErrorNoDevice: none)' });
-    const one = evaluateNative(CUDA, { ok: true, path: '/x', addon: fakeAddon({ count: 1, platform: 'CUDA' }) });
+    const none = evaluateNative(CUDA, { ok: true, path: '/x', origin: 'local build', addon: fakeAddon({ count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'none' }) });
+    expect(none.availability).toEqual({ ok: false, reason: 'no CUDA device (cudaErrorNoDevice: none)' });
+    const one = evaluateNative(CUDA, { ok: true, path: '/x', origin: 'local build', addon: fakeAddon({ count: 1, platform: 'CUDA' }) });
     expect(one.availability).toEqual({ ok: true });
     expect(one.deviceCount).toBe(1);
     expect(none.deviceCount).toBe(0);
@@ -149,11 +144,12 @@ describe('evaluateNative', () => {
     const state = evaluateNative(CUDA, {
       ok: true,
       path: '/x',
+      origin: 'local build',
       addon: fakeAddon(() => {
         throw new Error('boom');
       }),
     });
-    expect(state.availability).toEqual({ ok: false, reason: 'unavailable: probing CUDA devices failed: boom' });
+    expect(state.availability).toEqual({ ok: false, reason: 'probing CUDA devices failed: boom' });
   });
 });
 

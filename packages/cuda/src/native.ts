@@ -1,69 +1,36 @@
-// Loads a runtime addon lazily, once, and turns every way it can be missing into the reason that
-// availability(), explain and `attn doctor` show. Nothing here throws at import time. One instance
-// per runtime (createNativeAccess): @attn/cuda's addon and @attn/rocm's are loaded and probed apart.
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
+// A runtime addon's loading (through @attn/native's loader: the prebuilt platform package, then a
+// local build) and device probe, done lazily and once; every way it can be missing becomes the reason
+// that availability(), explain and `attn doctor` show. Nothing here throws at import time. One
+// instance per runtime (createNativeAccess): @attn/cuda's addon and @attn/rocm's are loaded and probed
+// apart. Reasons never start with 'unavailable:'; whoever prints one says that once.
 import { type Availability, DeviceError } from '@attn/core';
+import { loadNativeAddon, type NativeAddonLoad } from '@attn/native';
 import { BINDING_FUNCTIONS, type NativeBinding, type NativeProbe } from './binding.js';
 import type { GpuPlatform } from './platform.js';
 
-/** Where a runtime's addon lives and what to tell the user when it is not built. */
+/** Where a runtime's addon lives: its package (whose package.json names the addon). */
 export interface AddonLocation {
-  /** The package folder (holding package.json and build/). */
+  /** The package folder (holding package.json, npm/ in the monorepo, and build/). */
   readonly packageRoot: string;
-  /** The addon's file name without `.node`; it is looked for in build/Release/. */
-  readonly addonName: string;
-  /** What to do to get the addon, e.g. "run `pnpm --filter @attn/cuda build:native` where nvcc is installed". */
-  readonly buildHint: string;
+  /** Tests: the platform tag and the require used to load (default: this machine's, Node's). */
+  readonly platform?: string;
+  readonly requireFn?: NodeJS.Require;
 }
 
-export type AddonLoad =
-  | { readonly ok: true; readonly addon: NativeBinding; readonly path: string }
-  | { readonly ok: false; readonly reason: string; readonly path: string };
+export type AddonLoad = NativeAddonLoad<NativeBinding>;
 
 function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** build/Release/<addonName>.node under the package root. */
-export function addonPath(location: AddonLocation): string {
-  return join(location.packageRoot, 'build', 'Release', `${location.addonName}.node`);
-}
-
-/** Loads the addon; never throws. `requireFn` is injectable for tests. */
-export function loadAddon(location: AddonLocation, requireFn: NodeJS.Require = createRequire(import.meta.url)): AddonLoad {
-  const path = addonPath(location);
-  const hint = location.buildHint;
-  if (!existsSync(path)) {
-    // native-build.mjs records why it skipped (no nvcc, no hipcc, no cmake); that is the precise reason.
-    const skipped = join(location.packageRoot, 'build', 'SKIPPED');
-    if (existsSync(skipped)) {
-      const why = readFileSync(skipped, 'utf8').trim() || 'no reason recorded';
-      return { ok: false, path, reason: `unavailable: native addon not built: ${why}` };
-    }
-    return { ok: false, path, reason: `unavailable: native addon not built (${path} is missing); ${hint}` };
-  }
-  let addon: Partial<NativeBinding>;
-  try {
-    addon = requireFn(path) as Partial<NativeBinding>;
-  } catch (e) {
-    return { ok: false, path, reason: `unavailable: native addon failed to load (${path}): ${message(e)}` };
-  }
-  const missing = BINDING_FUNCTIONS.filter((name) => typeof addon[name] !== 'function');
-  if (missing.length > 0) {
-    return {
-      ok: false,
-      path,
-      reason: `unavailable: native addon ${path} is from another version (missing ${missing.join(', ')}); ${hint}`,
-    };
-  }
-  return { ok: true, path, addon: addon as NativeBinding };
+/** Loads the addon; never throws. */
+export function loadAddon(location: AddonLocation): AddonLoad {
+  return loadNativeAddon<NativeBinding>({ ...location, requiredFunctions: BINDING_FUNCTIONS });
 }
 
 /** Why a loaded addon sees no device, from its probe and the driver's version (0 = no driver). */
 export function probeAvailability(platform: GpuPlatform, probe: NativeProbe, driverVersion: number, runtimeVersion: number): Availability {
-  const noDevice = `unavailable: no ${platform.name} device`;
+  const noDevice = `no ${platform.name} device`;
   if (probe.errorName !== undefined) {
     // HIP's message is often the error's name again; say it once.
     const detail = probe.error && probe.error !== probe.errorName ? `${probe.errorName}: ${probe.error}` : probe.errorName;
@@ -89,15 +56,13 @@ export function evaluateNative(platform: GpuPlatform, load: AddonLoad): NativeSt
     if (probe.errorName === undefined && probe.count > 0) return { load, availability: { ok: true }, deviceCount: probe.count };
     return { load, availability: probeAvailability(platform, probe, addon.driverVersion(), addon.runtimeVersion()), deviceCount: 0 };
   } catch (e) {
-    return { load, availability: { ok: false, reason: `unavailable: probing ${platform.name} devices failed: ${message(e)}` }, deviceCount: 0 };
+    return { load, availability: { ok: false, reason: `probing ${platform.name} devices failed: ${message(e)}` }, deviceCount: 0 };
   }
 }
 
 /** One runtime's addon, loaded and probed on first use. */
 export interface NativeAccess {
   readonly platform: GpuPlatform;
-  /** Where the addon is looked for. */
-  readonly addonPath: string;
   /** Loads and probes once per process. */
   state(): NativeState;
   /**
@@ -116,7 +81,6 @@ export function createNativeAccess(platform: GpuPlatform, location: AddonLocatio
   const current = (): NativeState => (state ??= evaluateNative(platform, loadAddon(location)));
   return {
     platform,
-    addonPath: addonPath(location),
     state: current,
     require() {
       const s = current();

@@ -21,8 +21,8 @@ import { createGpuRuntime, type GpuRuntime } from './runtime-factory.js';
 const HIP_VERSION = 50221153; // Debian's ROCm 5.2.3
 
 function simulated<T extends 'cuda' | 'rocm'>(type: T, addon: FakeAddon): GpuRuntime<T> {
-  const rt = createGpuRuntime({ type, packageRoot: '/nonexistent', addonName: `attn_${type}`, buildHint: 'build it' });
-  rt.native.setStateForTesting({ load: { ok: true, addon, path: '(simulated)' }, availability: { ok: true }, deviceCount: 2 });
+  const rt = createGpuRuntime({ type, packageRoot: '/nonexistent' });
+  rt.native.setStateForTesting({ load: { ok: true, addon, path: '(simulated)', origin: 'local build' }, availability: { ok: true }, deviceCount: 2 });
   return rt;
 }
 
@@ -37,12 +37,12 @@ function errorOf(fn: () => unknown): Error & { code?: string } {
 
 describe('importing and creating', () => {
   it('registers nothing with core', () => {
-    createGpuRuntime({ type: 'rocm', packageRoot: '/nonexistent', addonName: 'attn_rocm', buildHint: 'build it' });
+    createGpuRuntime({ type: 'rocm', packageRoot: '/nonexistent' });
     expect(listDeviceRuntimes()).toEqual([]);
   });
 
   it('refuses a device type it has no build for', () => {
-    const make = () => createGpuRuntime({ type: 'metal' as 'cuda', packageRoot: '/x', addonName: 'x', buildHint: '' });
+    const make = () => createGpuRuntime({ type: 'metal' as 'cuda', packageRoot: '/x' });
     expect(errorOf(make)).toBeInstanceOf(AttnInputError);
     expect(errorOf(make).message).toMatch(/Unknown GPU runtime type "metal": use 'cuda' or 'rocm'/);
   });
@@ -132,28 +132,36 @@ describe('a rocm runtime without its addon', () => {
   afterAll(() => {
     for (const d of roots) rmSync(d, { recursive: true, force: true });
   });
-  const hint = 'run `pnpm --filter @attn/rocm build:native` where ROCm (hipcc) is installed';
+  /** A package folder as @attn/rocm's: no prebuilt package is published for it. */
+  const rocmPackage = (dir: string) => {
+    const pkg = { name: '@attn/rocm', version: '0.1.0', attnNative: { addon: 'attn_rocm', toolchain: 'hipcc', requires: 'cmake and ROCm (hipcc)' } };
+    writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg));
+    return createGpuRuntime({ type: 'rocm', packageRoot: dir, platform: 'linux-x64-gnu' });
+  };
 
   it('says the addon is not built, where it looked, and how to build it', () => {
     const dir = root();
-    const rocm = createGpuRuntime({ type: 'rocm', packageRoot: dir, addonName: 'attn_rocm', buildHint: hint });
+    const rocm = rocmPackage(dir);
     const a = rocm.availability();
     expect(a).toEqual({
       ok: false,
-      reason: `unavailable: native addon not built (${join(dir, 'build', 'Release', 'attn_rocm.node')} is missing); ${hint}`,
+      reason:
+        `no native addon: @attn/rocm-linux-x64-gnu is not installed; ${join(dir, 'build', 'Release', 'attn_rocm.node')} was not built. ` +
+        'Fix: no prebuilt binary is published for linux-x64-gnu; build from source with `npx @attn/native build @attn/rocm` (needs cmake and ROCm (hipcc))',
     });
     expect(rocm.deviceCount()).toBe(0);
     expect(rocm.buildInfo()).toMatchObject({ package: '@attn/rocm', addonLoaded: false, available: false, reason: a.ok ? '' : a.reason });
     expect(() => rocm.emptyCache()).not.toThrow();
   });
 
-  it('reports the skip recorded by native-build.mjs, and every device call throws it', () => {
+  it('reports the skip the build recorded, and every device call throws it', () => {
     const dir = root();
     mkdirSync(join(dir, 'build'));
     writeFileSync(join(dir, 'build', 'SKIPPED'), 'hipcc (the ROCm compiler) was not found; install ROCm or set HIPCXX\n');
-    const rocm = createGpuRuntime({ type: 'rocm', packageRoot: dir, addonName: 'attn_rocm', buildHint: hint });
-    const reason = 'unavailable: native addon not built: hipcc (the ROCm compiler) was not found; install ROCm or set HIPCXX';
-    expect(rocm.availability()).toEqual({ ok: false, reason });
+    const rocm = rocmPackage(dir);
+    const a = rocm.availability();
+    const reason = a.ok ? '' : a.reason;
+    expect(reason).toContain('attn_rocm.node was not built (hipcc (the ROCm compiler) was not found; install ROCm or set HIPCXX)');
     for (const call of [() => rocm.allocate(4), () => rocm.currentStream(0), () => new rocm.Stream(), () => new rocm.Event(), () => rocm.memoryStats()]) {
       const e = errorOf(call);
       expect(e).toBeInstanceOf(DeviceError);

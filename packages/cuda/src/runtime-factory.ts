@@ -22,7 +22,7 @@ export interface GpuRuntime<T extends GpuType = GpuType> extends Devices<T>, Dev
   readonly type: T;
   /** For registerDeviceRuntime: frozen, its methods bound to this runtime's addon. */
   readonly runtime: DeviceRuntime & { readonly type: T };
-  /** `{ ok: true }`, or `{ ok: false, reason }` with a reason starting 'unavailable: '. Never throws. */
+  /** `{ ok: true }`, or `{ ok: false, reason }` (what is missing and how to fix it). Never throws. */
   availability(): Availability;
   readonly Event: EventClass;
   buildInfo(): BuildInfo;
@@ -31,14 +31,14 @@ export interface GpuRuntime<T extends GpuType = GpuType> extends Devices<T>, Dev
 }
 
 /**
- * The runtime over the addon at `packageRoot`/build/Release/`addonName`.node. Loading and probing
+ * The runtime over the addon of the package at `packageRoot` (see @attn/native's loader). Loading and probing
  * happen on first use and never throw; calls that need a device throw DeviceError
  * ATTN_DEVICE_UNAVAILABLE with the reason. Call once per package: two runtimes over one addon would
  * each think they own its memory.
  */
 export function createGpuRuntime<T extends GpuType>(options: GpuRuntimeOptions<T>): GpuRuntime<T> {
-  const { type, packageRoot, addonName, buildHint } = options;
-  const native = createNativeAccess(gpuPlatform(type), { packageRoot, addonName, buildHint });
+  const { type, ...location } = options;
+  const native = createNativeAccess(gpuPlatform(type), location);
   const devices = createDevices<T>(native);
   const ops = createDeviceOps(native, devices);
   const memory = createMemoryControls(native, devices, ops.isStorage);

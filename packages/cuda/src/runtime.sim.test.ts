@@ -14,7 +14,7 @@ import { cuda as cudaRuntime } from './cuda-runtime.js';
 let fake: FakeAddon;
 beforeAll(() => {
   fake = makeFakeAddon(2);
-  cudaRuntime.native.setStateForTesting({ load: { ok: true, addon: fake, path: '(simulated)' }, availability: { ok: true }, deviceCount: 2 });
+  cudaRuntime.native.setStateForTesting({ load: { ok: true, addon: fake, path: '(simulated)', origin: 'local build' }, availability: { ok: true }, deviceCount: 2 });
 });
 
 describe('tensors on a simulated device', () => {

@@ -14,7 +14,7 @@ function availability(): Availability {
   const load = addonState();
   if (!load.ok) return { ok: false, reason: load.reason };
   const cuda = cudaAvailability();
-  if (!cuda.ok) return { ok: false, reason: `@attn/cuda: ${cuda.reason.replace(/^unavailable: /, '')}` };
+  if (!cuda.ok) return { ok: false, reason: `@attn/cuda: ${cuda.reason}` };
   return { ok: true };
 }
 

@@ -1,9 +1,6 @@
-// Loads build/Release/cutlass_memeff.node lazily, once; a failure is remembered and becomes the
-// reason availability() gives. Nothing here throws at import time.
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// cutlass_memeff.node's interface, and its loading through @attn/native (lazily, once; a failure is
+// remembered and becomes the reason availability() gives). Nothing here throws at import time.
+import { findPackageRoot, lazyNativeAddon, type NativeAddonLoad } from '@attn/native';
 
 /** A device tensor as the addon takes it: the address of its first element and the b, h, s strides in elements. */
 export interface TensorArg {
@@ -106,34 +103,11 @@ export interface MemeffAddon {
 }
 
 const ADDON_FUNCTIONS = ['forward', 'backwardPlan', 'backward', 'deviceSupport'] as const;
-export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const ADDON_PATH = join(PACKAGE_ROOT, 'build', 'Release', 'cutlass_memeff.node');
-const BUILD_HINT = 'run `pnpm --filter @attn/cutlass-memeff build:native` where nvcc is installed';
 
-export type AddonLoad = { readonly ok: true; readonly addon: MemeffAddon } | { readonly ok: false; readonly reason: string };
+/** The package folder (src/ or dist/ sit below it). */
+export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/cutlass-memeff');
 
-/** Loads the addon at `path`; never throws. `requireFn` is injectable for tests. */
-export function loadAddon(path: string = ADDON_PATH, requireFn: NodeJS.Require = createRequire(import.meta.url)): AddonLoad {
-  if (!existsSync(path)) {
-    const skipped = join(dirname(dirname(path)), 'SKIPPED');
-    if (existsSync(skipped)) return { ok: false, reason: `native addon not built: ${readFileSync(skipped, 'utf8').trim()}` };
-    return { ok: false, reason: `native addon not built (${path} is missing); ${BUILD_HINT}` };
-  }
-  let mod: Partial<MemeffAddon>;
-  try {
-    mod = requireFn(path) as Partial<MemeffAddon>;
-  } catch (e) {
-    return { ok: false, reason: `native addon failed to load (${path}): ${e instanceof Error ? e.message : String(e)}` };
-  }
-  const missing = ADDON_FUNCTIONS.filter((f) => typeof mod[f] !== 'function');
-  if (missing.length > 0) return { ok: false, reason: `native addon ${path} is from another version (missing ${missing.join(', ')}); ${BUILD_HINT}` };
-  return { ok: true, addon: mod as MemeffAddon };
-}
+export type AddonLoad = NativeAddonLoad<MemeffAddon>;
 
-let cached: AddonLoad | undefined;
-
-/** The addon, loaded on first call; the outcome (either way) is cached. */
-export function addonState(): AddonLoad {
-  cached ??= loadAddon();
-  return cached;
-}
+/** The addon (the prebuilt platform package, else a local build), loaded on first call; the outcome is cached. */
+export const addonState: () => AddonLoad = lazyNativeAddon<MemeffAddon>({ packageRoot: PACKAGE_ROOT, requiredFunctions: ADDON_FUNCTIONS });

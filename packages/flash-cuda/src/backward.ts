@@ -24,7 +24,7 @@ function vectorFriendly(tensors: readonly Tensor[], varlen: boolean, headDim: nu
 function backwardAddon(): FlashAddon & Required<Pick<FlashAddon, 'backward' | 'backwardPlan'>> {
   const a = requireAddon();
   if (typeof a.backward !== 'function' || typeof a.backwardPlan !== 'function') {
-    throw new DeviceError('ATTN_UNAVAILABLE', 'flash-cuda: the native addon was built without the backward kernels; rebuild it (pnpm build:native).');
+    throw new DeviceError('ATTN_UNAVAILABLE', 'flash-cuda: the native addon was built without the backward kernels; install the matching @attn/flash-cuda-linux-x64-gnu or rebuild it (npx @attn/native build @attn/flash-cuda).');
   }
   return a as FlashAddon & Required<Pick<FlashAddon, 'backward' | 'backwardPlan'>>;
 }

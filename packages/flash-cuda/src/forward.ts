@@ -11,7 +11,7 @@ const U64 = (1n << 64n) - 1n;
 export function requireAddon(): FlashAddon {
   const a = addon();
   const av = availability();
-  if (!a || !av.ok) throw new DeviceError('ATTN_UNAVAILABLE', `flash-cuda is ${av.ok ? 'unavailable' : av.reason}`);
+  if (!a || !av.ok) throw new DeviceError('ATTN_UNAVAILABLE', `flash-cuda is unavailable${av.ok ? '' : `: ${av.reason}`}`);
   return a;
 }
 

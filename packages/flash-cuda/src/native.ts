@@ -1,11 +1,9 @@
-// Loads build/Release/flash_cuda.node lazily, once; a failure is remembered and becomes the backend's
-// availability reason ('unavailable: ...'), as is a missing CUDA runtime or device. Never throws.
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// flash_cuda.node's interface, and its loading through @attn/native (lazily, once; a failure is
+// remembered and becomes the backend's availability reason, as is a missing CUDA runtime or device).
+// Never throws.
 import type { Availability } from '@attn/core';
 import { availability as cudaAvailability } from '@attn/cuda';
+import { findPackageRoot, lazyNativeAddon, type NativeAddonLoad } from '@attn/native';
 
 export interface FlashPlan {
   readonly numSplits: number;
@@ -45,42 +43,26 @@ export interface FlashAddon {
   };
 }
 
-export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const ADDON_PATH = join(PACKAGE_ROOT, 'build', 'Release', 'flash_cuda.node');
-const HINT = 'run `pnpm --filter @attn/flash-cuda build:native` where the CUDA toolkit (nvcc) is installed';
+/** The package folder (src/ or dist/ sit below it). */
+export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/flash-cuda');
 
-type Load = { ok: true; addon: FlashAddon } | { ok: false; reason: string };
-let cached: Load | null = null;
-
-function load(): Load {
-  if (!existsSync(ADDON_PATH)) {
-    const skipped = join(PACKAGE_ROOT, 'build', 'SKIPPED');
-    if (existsSync(skipped)) {
-      return { ok: false, reason: `unavailable: native addon not built: ${readFileSync(skipped, 'utf8').trim()}` };
-    }
-    return { ok: false, reason: `unavailable: native addon not built (${ADDON_PATH} is missing); ${HINT}` };
-  }
-  try {
-    const addon = createRequire(import.meta.url)(ADDON_PATH) as Partial<FlashAddon>;
-    const missing = (['plan', 'forward', 'buildInfo'] as const).filter((f) => typeof addon[f] !== 'function');
-    if (missing.length) return { ok: false, reason: `unavailable: ${ADDON_PATH} is from another version (missing ${missing.join(', ')}); ${HINT}` };
-    return { ok: true, addon: addon as FlashAddon };
-  } catch (e) {
-    return { ok: false, reason: `unavailable: native addon failed to load (${ADDON_PATH}): ${e instanceof Error ? e.message : String(e)}` };
-  }
-}
+/** The addon (the prebuilt platform package, else a local build), loaded on first use. */
+export const addonLoad: () => NativeAddonLoad<FlashAddon> = lazyNativeAddon<FlashAddon>({
+  packageRoot: PACKAGE_ROOT,
+  requiredFunctions: ['plan', 'forward', 'buildInfo'],
+});
 
 /** The addon, loaded on first call; null when it cannot be (see availability()). */
 export function addon(): FlashAddon | null {
-  cached ??= load();
-  return cached.ok ? cached.addon : null;
+  const load = addonLoad();
+  return load.ok ? load.addon : null;
 }
 
 /** ok when the addon loaded and @attn/cuda sees a device; otherwise the first reason why not. */
 export function availability(): Availability {
-  cached ??= load();
-  if (!cached.ok) return { ok: false, reason: cached.reason };
+  const load = addonLoad();
+  if (!load.ok) return { ok: false, reason: load.reason };
   const cuda = cudaAvailability();
-  if (!cuda.ok) return { ok: false, reason: cuda.reason.startsWith('unavailable') ? cuda.reason : `unavailable: ${cuda.reason}` };
+  if (!cuda.ok) return { ok: false, reason: `@attn/cuda: ${cuda.reason}` };
   return { ok: true };
 }

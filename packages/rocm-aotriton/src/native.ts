@@ -1,10 +1,9 @@
-// The AOTriton shim addon (build/Release/attn_aotriton.node), loaded on first use. Its availability
+// The AOTriton shim addon (attn_aotriton.node: a local build; no prebuilt is published), loaded on first use. Its availability
 // includes the version guard: the shim reports the AOTriton version and the params-struct versions it
 // was compiled against, and they must be a pair this binding knows.
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Availability } from '@attn/core';
-import { lazyAddon, rocmAvailability } from '@attn/rocm';
+import { findPackageRoot, lazyNativeAddon } from '@attn/native';
+import { rocmAvailability } from '@attn/rocm';
 import type { AotBwdArgs } from './marshal/backward.js';
 import type { AotFwdArgs } from './marshal/forward.js';
 import type { LseConvertArgs } from './marshal/lse.js';
@@ -28,12 +27,10 @@ export interface AotritonAddon {
 
 const REQUIRED = ['info', 'checkGpu', 'forward', 'backward', 'convertLse'] as const;
 
-export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/rocm-aotriton');
 
-export const loadAotriton = lazyAddon<AotritonAddon>({
-  packageName: '@attn/rocm-aotriton',
+export const loadAotriton = lazyNativeAddon<AotritonAddon>({
   packageRoot: PACKAGE_ROOT,
-  addonName: 'attn_aotriton',
   validate: (m) => {
     const missing = REQUIRED.filter((k) => typeof (m as Record<string, unknown>)[k] !== 'function');
     if (missing.length > 0) return `it lacks ${missing.join(', ')}`;

@@ -1,8 +1,7 @@
-// The CK shim addon (build/Release/attn_ck.node), loaded on first use.
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// The CK shim addon (attn_ck.node: a local build; no prebuilt is published), loaded on first use.
 import type { Availability } from '@attn/core';
-import { lazyAddon, rocmAvailability } from '@attn/rocm';
+import { findPackageRoot, lazyNativeAddon } from '@attn/native';
+import { rocmAvailability } from '@attn/rocm';
 import type { CkFwdArgs, CkFwdTraits } from './marshal/args.js';
 import type { CkBwdTraits } from './marshal/backward.js';
 
@@ -15,12 +14,10 @@ export interface CkAddon {
 
 const REQUIRED = ['info', 'forward', 'backward'] as const;
 
-export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/rocm-ck');
 
-export const loadCk = lazyAddon<CkAddon>({
-  packageName: '@attn/rocm-ck',
+export const loadCk = lazyNativeAddon<CkAddon>({
   packageRoot: PACKAGE_ROOT,
-  addonName: 'attn_ck',
   validate: (m) => {
     const missing = REQUIRED.filter((k) => typeof (m as Record<string, unknown>)[k] !== 'function');
     return missing.length === 0 ? null : `it lacks ${missing.join(', ')}`;

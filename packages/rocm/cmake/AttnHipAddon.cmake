@@ -1,5 +1,5 @@
 # Shared CMake for attn's ROCm addons (@attn/rocm, @attn/rocm-aotriton, @attn/rocm-ck). Include it
-# after project(); AttnHipToolchain.cmake must have been included before project().
+# after project() and @attn/native's AttnNodeAddon.cmake; AttnHipToolchain.cmake before project().
 #   attn_native_skip("<reason>")                      write build/SKIPPED and stop configuring (exit 0)
 #   attn_hip_addon(<target> SOURCES ... [INCLUDES ...] [HOST_ONLY])
 # Arch list: ATTN_ROCM_ARCHS (environment or -D; ';' or ',' separated), default gfx90a;gfx942;gfx950.
@@ -26,7 +26,9 @@ macro(attn_native_skip reason)
   set(ATTN_NATIVE_SKIPPED ON)
 endmacro()
 
-set(ATTN_ROCM_INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/../../cuda/native/include)
+# @attn/cuda's headers (attn/gpu_api.h maps the runtime calls to HIP): @attn/rocm depends on it.
+attn_require_dirs(CUDA)
+set(ATTN_ROCM_INCLUDE_DIR ${ATTN_DIR_CUDA}/native/include)
 
 if(NOT DEFINED ATTN_ROCM_ARCHS AND DEFINED ENV{ATTN_ROCM_ARCHS})
   set(ATTN_ROCM_ARCHS "$ENV{ATTN_ROCM_ARCHS}")
@@ -63,20 +65,12 @@ if(NOT ATTN_ROCM_ARCH_LIST)
 endif()
 string(REPLACE ";" "," ATTN_ROCM_ARCHS_STRING "${ATTN_ROCM_ARCH_LIST}")
 
-# node-addon-api's include dir, resolved from the calling package (pnpm does not hoist it).
-execute_process(
-  COMMAND node -p "require('node-addon-api').include_dir"
-  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
-  OUTPUT_VARIABLE ATTN_NODE_ADDON_API_DIR
-  OUTPUT_STRIP_TRAILING_WHITESPACE)
-
 function(attn_hip_addon target)
   cmake_parse_arguments(ARG "HOST_ONLY" "" "SOURCES;INCLUDES" ${ARGN})
   add_library(${target} SHARED ${ARG_SOURCES} ${CMAKE_JS_SRC})
-  set_target_properties(${target} PROPERTIES PREFIX "" SUFFIX ".node")
-  target_include_directories(${target} PRIVATE ${CMAKE_JS_INC} ${ATTN_NODE_ADDON_API_DIR} ${ATTN_ROCM_INCLUDE_DIR} ${ARG_INCLUDES})
-  target_compile_definitions(${target} PRIVATE ATTN_HIP NAPI_VERSION=8 NODE_ADDON_API_CPP_EXCEPTIONS
-    NODE_ADDON_API_DISABLE_DEPRECATED __HIP_PLATFORM_AMD__
+  attn_node_addon_target(${target})
+  target_include_directories(${target} PRIVATE ${ATTN_ROCM_INCLUDE_DIR} ${ARG_INCLUDES})
+  target_compile_definitions(${target} PRIVATE ATTN_HIP __HIP_PLATFORM_AMD__
     ATTN_ROCM_ARCHS_STRING="${ATTN_ROCM_ARCHS_STRING}" ATTN_CUDA_ARCHS_STRING="${ATTN_ROCM_ARCHS_STRING}")
   target_compile_options(${target} PRIVATE -fexceptions -Wall)
   if(NOT ARG_HOST_ONLY)
@@ -92,5 +86,4 @@ function(attn_hip_addon target)
     endforeach()
     target_compile_options(${target} PRIVATE -x hip ${offload})
   endif()
-  target_link_libraries(${target} PRIVATE ${CMAKE_JS_LIB})
 endfunction()

@@ -1,6 +1,6 @@
 # Include BEFORE project(): makes hipcc the C++ compiler of an attn ROCm addon.
-#   include(${CMAKE_CURRENT_LIST_DIR}/../rocm/cmake/AttnHipToolchain.cmake)   # from a kernel package
-# hipcc comes from -DATTN_HIPCC (native-build.mjs passes it), else HIPCXX, ROCM_PATH or /opt/rocm.
+#   include(${ATTN_DIR_ROCM}/cmake/AttnHipToolchain.cmake)   # from a kernel package
+# hipcc comes from -DATTN_HIPCC (attn-native build passes it), else HIPCXX, ROCM_PATH or /opt/rocm.
 # hipcc is used rather than CMake's HIP language because it works the same on AMD's ROCm packages
 # and on distribution packages (Debian's hip-lang config sits where CMake < 3.28 does not look).
 

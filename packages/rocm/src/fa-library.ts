@@ -78,8 +78,7 @@ export function visibleRocmArchs(): VisibleArchs {
   const rt = getDeviceRuntime('rocm');
   if (!rt) return { ok: false, reason: "no 'rocm' device runtime is registered (import '@attn/rocm')" };
   const a = rt.availability();
-  // The reason already starts 'unavailable: ' (the runtime's convention).
-  if (!a.ok) return { ok: false, reason: `the ROCm runtime is ${a.reason}` };
+  if (!a.ok) return { ok: false, reason: `the ROCm runtime is unavailable: ${a.reason}` };
   const archs: string[] = [];
   for (let i = 0; i < rt.deviceCount(); i++) archs.push(rt.properties(i).arch);
   return { ok: true, archs };

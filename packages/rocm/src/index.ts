@@ -8,7 +8,6 @@ import { rocm } from './runtime.js';
 
 registerDeviceRuntime(rocm.runtime);
 
-export { lazyAddon, loadAddon, type AddonLoad, type AddonSpec } from './addon-loader.js';
 export { effectiveBounds, type Bounds } from './bounds.js';
 export { readEnvFlag, type Env, type EnvFlag } from './env.js';
 export {
@@ -47,7 +46,7 @@ export {
 /** The DeviceRuntime registered for 'rocm'. */
 export const rocmRuntime = rocm.runtime;
 
-/** Whether the addon loaded and HIP sees a GPU; otherwise `reason` starts with 'unavailable: '. Never throws. */
+/** Whether the addon loaded and HIP sees a GPU; otherwise `reason` says why. Never throws. */
 export const availability = rocm.availability;
 /** The same as availability(); the name the ROCm backend packages use. */
 export const rocmAvailability = rocm.availability;

@@ -31,7 +31,7 @@ export const CPU_FLASH_PRIORITY = 50;
 function loaded(): CpuFlashAddon {
   const load = addon();
   // Selection never picks an unavailable backend; this is for direct calls.
-  if (!load.ok) throw new AttnError('ATTN_BACKEND_UNAVAILABLE', `cpu-flash is ${load.reason}`);
+  if (!load.ok) throw new AttnError('ATTN_BACKEND_UNAVAILABLE', `cpu-flash is unavailable: ${load.reason}`);
   return load.addon;
 }
 
@@ -139,6 +139,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
       const out: Record<string, string | number | boolean | readonly string[]> = {
         native: true,
         addon: load.path,
+        addonOrigin: load.origin,
         isa: info.isa,
         compiledIsas: info.compiledIsas,
         runnableIsas: info.runnableIsas,

@@ -1,10 +1,8 @@
-// Loads cpu_flash.node lazily, once, and turns every way it can be missing into the reason that
-// availability(), explain and `attn doctor` show. Nothing here throws at import time.
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+// cpu_flash.node's interface, and its loading through @attn/native (lazily, once; every way it can
+// be missing becomes the reason that availability(), explain and `attn doctor` show). Nothing here
+// throws at import time.
 import type { HostArray } from '@attn/core';
+import { findPackageRoot, lazyNativeAddon, type NativeAddonLoad } from '@attn/native';
 
 /** A strided view as the addon takes it: element (a, b, c, d) at data[offset + a*s0 + b*s1 + c*s2 + d*s3]. */
 export interface NativeView {
@@ -84,60 +82,11 @@ export interface CpuFlashAddon {
 }
 
 const FUNCTIONS = ['forward', 'forwardAsync', 'backward', 'backwardAsync', 'buildInfo'] as const;
-export const ADDON_RELATIVE_PATH = 'build/Release/cpu_flash.node';
-const BUILD_HINT = 'run `pnpm --filter @attn/cpu build:native` (needs cmake and a C++17 compiler)';
 
-export type AddonLoad =
-  | { readonly ok: true; readonly addon: CpuFlashAddon; readonly path: string }
-  | { readonly ok: false; readonly reason: string; readonly path: string };
+/** The package folder (src/flash/ or dist/ sit below it). */
+export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/cpu');
 
-/** The package folder: the nearest one up from this file with @attn/cpu's package.json (src/flash/ or dist/). */
-export function packageRoot(from: string = dirname(fileURLToPath(import.meta.url))): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      try {
-        if ((JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown }).name === '@attn/cpu') return dir;
-      } catch {
-        // not ours; keep looking
-      }
-    }
-    if (dirname(dir) === dir) return join(from, '..', '..');
-  }
-}
+export type AddonLoad = NativeAddonLoad<CpuFlashAddon>;
 
-function message(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
-
-/** Loads the addon under `root`; never throws. `requireFn` is injectable for tests. */
-export function loadAddon(root: string = packageRoot(), requireFn: NodeJS.Require = createRequire(import.meta.url)): AddonLoad {
-  const path = join(root, ADDON_RELATIVE_PATH);
-  if (!existsSync(path)) {
-    const skipped = join(root, 'build', 'SKIPPED');
-    if (existsSync(skipped)) {
-      const why = readFileSync(skipped, 'utf8').trim() || 'no reason recorded';
-      return { ok: false, path, reason: `unavailable: native addon not built: ${why}` };
-    }
-    return { ok: false, path, reason: `unavailable: native addon not built (${path} is missing); ${BUILD_HINT}` };
-  }
-  let addon: Partial<CpuFlashAddon>;
-  try {
-    addon = requireFn(path) as Partial<CpuFlashAddon>;
-  } catch (e) {
-    return { ok: false, path, reason: `unavailable: native addon failed to load (${path}): ${message(e)}` };
-  }
-  const missing = FUNCTIONS.filter((name) => typeof addon[name] !== 'function');
-  if (missing.length > 0) {
-    return { ok: false, path, reason: `unavailable: native addon ${path} is from another version (missing ${missing.join(', ')}); ${BUILD_HINT}` };
-  }
-  return { ok: true, path, addon: addon as CpuFlashAddon };
-}
-
-let cached: AddonLoad | null = null;
-
-/** The process-wide addon, loaded on first use; the failure, if any, is remembered. */
-export function addon(): AddonLoad {
-  cached ??= loadAddon();
-  return cached;
-}
+/** The process-wide addon (the prebuilt platform package, else a local build), loaded on first use. */
+export const addon: () => AddonLoad = lazyNativeAddon<CpuFlashAddon>({ packageRoot: PACKAGE_ROOT, requiredFunctions: FUNCTIONS });

@@ -21,7 +21,7 @@ function memoryLine(m: Facts): string {
   return shown.length ? shown.join(', ') : facts(m);
 }
 
-/** Packages prefix reasons with 'unavailable: '; the line already says so. */
+/** The line already says 'unavailable'; a reason that repeats it is trimmed. */
 function why(reason: string | undefined): string {
   return (reason ?? 'no reason given').replace(/^unavailable:\s*/, '');
 }
