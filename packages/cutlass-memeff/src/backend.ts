@@ -34,6 +34,8 @@ export const memeffCudaBackend: Backend = {
     if (!load.ok) return { built: false, reason: load.reason };
     return {
       built: true,
+      addon: load.path,
+      addonOrigin: load.origin,
       archs: load.addon.archs.split(/[;,]/),
       cudaRuntime: load.addon.cudaRuntimeVersion,
       kernels: load.addon.kernels,

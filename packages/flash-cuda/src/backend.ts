@@ -2,7 +2,7 @@
 import type { Backend } from '@attn/core';
 import { flashBackward } from './backward.js';
 import { flashForward } from './forward.js';
-import { addon, availability } from './native.js';
+import { addonLoad, availability } from './native.js';
 import { FLASH_RULES } from './rules.js';
 
 /** Above 'cutlass-memeff' (80), as PyTorch tries flash before efficient attention. */
@@ -21,11 +21,14 @@ export const flashCudaBackend: Backend = Object.freeze({
   forward: (params) => flashForward(params),
   backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
-    const a = addon();
-    if (!a) return { built: false };
+    const load = addonLoad();
+    if (!load.ok) return { built: false, reason: load.reason };
+    const a = load.addon;
     const info = a.buildInfo();
     return {
       built: true,
+      addon: load.path,
+      addonOrigin: load.origin,
       cudaArchs: info.cudaArchs,
       cudaRuntime: info.cudaRuntime,
       kernels: info.kernels,

@@ -1,12 +1,13 @@
 // describeConformance: the vitest suite a backend package's test file calls. One test per case, then
 // one that fails when too few cases ran (a backend that supports nothing must not pass vacuously).
-import { getBackend, parseDevice, randomSeed } from '@attn/core';
+import { getBackend, parseDevice } from '@attn/core';
 import type { DeviceLike } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { buildCases } from './cases.js';
 import type { CaseOptions } from './cases.js';
 import { REFERENCE, runCase } from './run-case.js';
 import type { Outcome } from './run-case.js';
+import { baseSeed, caseSeed, SEED_ENV } from './seeds.js';
 
 export interface ConformanceOptions extends CaseOptions {
   /** The device the backend's inputs live on; default the backend's device type, index 0. */
@@ -15,19 +16,6 @@ export interface ConformanceOptions extends CaseOptions {
   readonly minCases?: number;
   /** Base seed; default ATTN_CONFORMANCE_SEED, else a fresh random one per run (printed on failure). */
   readonly seed?: bigint | number;
-}
-
-const SEED_ENV = 'ATTN_CONFORMANCE_SEED';
-
-function baseSeed(option: bigint | number | undefined): bigint {
-  if (option !== undefined) return BigInt(option);
-  const env = process.env[SEED_ENV];
-  return env ? BigInt(env) : randomSeed();
-}
-
-/** Seed of case `index`: distinct per case, reproducible from the base seed. */
-function caseSeed(base: bigint, index: number): bigint {
-  return (base + BigInt(index + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
 }
 
 export function describeConformance(backendName: string, options: ConformanceOptions = {}): void {

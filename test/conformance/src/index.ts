@@ -12,3 +12,5 @@ export { naiveAttention } from './naive.js';
 export { REFERENCE, runCase } from './run-case.js';
 export type { Outcome } from './run-case.js';
 export type { NaiveResult } from './naive.js';
+export { checkBackend } from './check.js';
+export type { CaseResult, CheckOptions, CheckReport } from './check.js';

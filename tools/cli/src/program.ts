@@ -3,6 +3,8 @@
 import { formatReport, type SelectionReport } from '@attn/core';
 import { Command, CommanderError } from 'commander';
 import { benchCommand } from './commands/bench.js';
+import { buildCommand } from './commands/build.js';
+import { checkCommand } from './commands/check.js';
 import { openContext, type CommandContext } from './commands/context.js';
 import { doctorCommand } from './commands/doctor.js';
 import { explainCommand } from './commands/explain.js';
@@ -21,7 +23,7 @@ function buildProgram(getContext: () => Promise<CommandContext>, io: CliIO): Com
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride();
-  for (const cmd of [doctorCommand(getContext), explainCommand(getContext), runCommand(getContext), benchCommand(getContext)]) {
+  for (const cmd of [doctorCommand(getContext), explainCommand(getContext), runCommand(getContext), benchCommand(getContext), checkCommand(getContext), buildCommand(io)]) {
     cmd.exitOverride().showHelpAfterError('(run with --help for usage)').configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
     program.addCommand(cmd);
   }
