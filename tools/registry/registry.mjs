@@ -87,3 +87,15 @@ export async function startRegistry(work, log) {
     throw e;
   }
 }
+
+/** The environment of a user's shell: none of pnpm's variables, no workspace bins on PATH. */
+export function userEnv(registryEnv) {
+  const env = {};
+  for (const [k, v] of Object.entries(registryEnv)) {
+    if (/^(npm_|pnpm_|PNPM_|NODE_PATH$|NODE_OPTIONS$|INIT_CWD$)/i.test(k) && !['npm_config_userconfig', 'npm_config_registry', 'npm_config_audit', 'npm_config_fund', 'npm_config_update_notifier'].includes(k)) continue;
+    env[k] = v;
+  }
+  env.PATH = (registryEnv.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
+  return env;
+}
+

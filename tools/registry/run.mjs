@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { publishAll } from './publish.mjs';
-import { startRegistry } from './registry.mjs';
+import { startRegistry, userEnv } from './registry.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -27,17 +27,6 @@ const args = process.argv.slice(2);
 const keep = args.includes('--keep');
 const only = args.includes('--only') ? args[args.indexOf('--only') + 1].split(',') : null;
 const log = (line) => console.log(`[registry] ${line}`);
-
-/** The environment of a user's shell: none of pnpm's variables, no workspace bins on PATH. */
-function userEnv(registryEnv) {
-  const env = {};
-  for (const [k, v] of Object.entries(registryEnv)) {
-    if (/^(npm_|pnpm_|PNPM_|NODE_PATH$|NODE_OPTIONS$|INIT_CWD$)/i.test(k) && !['npm_config_userconfig', 'npm_config_registry', 'npm_config_audit', 'npm_config_fund', 'npm_config_update_notifier'].includes(k)) continue;
-    env[k] = v;
-  }
-  env.PATH = (registryEnv.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
-  return env;
-}
 
 function sh(cmd, cmdArgs, cwd, env) {
   const r = spawnSync(cmd, cmdArgs, { cwd, env, encoding: 'utf8', maxBuffer: 64 << 20 });
