@@ -1,6 +1,6 @@
 // Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) and the one
 // element-to-counter mapping that every backend's dropout uses. Bit-identical to the C++ twin in
-// packages/cuda/native/include/attn/philox.h.
+// packages/native/include/attn/philox.h.
 //
 // THE MAPPING (the only place it is defined; kernels implement exactly this):
 //   key     = [lo32(seed), hi32(seed)]

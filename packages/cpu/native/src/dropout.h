@@ -1,4 +1,4 @@
-// Dropout masks through core's one Philox mapping (packages/cuda/native/include/attn/philox.h).
+// Dropout masks through core's one Philox mapping (packages/native/include/attn/philox.h).
 // Compiled once with baseline flags: SIMD translation units call it rather than inline philox.h.
 #pragma once
 #include <cstdint>

@@ -122,7 +122,7 @@ inline V vgather_stride(const float* p, int32_t stride) {
 inline float fma1(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline bool vany_gt(V a, V b) { return _mm512_cmp_ps_mask(a.r, b.r, _CMP_GT_OQ) != 0; }
 
-// Dropout's Philox4x32-10 (as packages/cuda/native/include/attn/philox.h, bit for bit) on 16
+// Dropout's Philox4x32-10 (as packages/native/include/attn/philox.h, bit for bit) on 16
 // counters at once. Returns bit c set when key j0 + c (c < 64, j0 a multiple of 4) of score row
 // (bh, i) is kept: one counter per 4 keys, word (j & 3) against the threshold.
 inline __m512i mulhi_epu32(__m512i a, __m512i b) {
