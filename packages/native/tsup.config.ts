@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: ['src/index.ts', 'src/build/index.ts', 'src/cli.ts'],
+  entry: ['src/index.ts', 'src/source-build/index.ts', 'src/cli.ts'],
   format: ['esm'],
   dts: true,
   sourcemap: true,

@@ -2,8 +2,8 @@
 //   npx @attn/native build @attn/flash-cuda [--archs 80;90a|default|release] [--jobs N] [--debug]
 //   attn-native build --if-toolchain      (the monorepo's build:native: the package in the working folder)
 import { parseArgs } from 'node:util';
-import { buildAddon, NativeBuildError } from './build/run-build.js';
-import { resolvePackage } from './build/resolve-package.js';
+import { buildAddon, NativeBuildError } from './source-build/run-build.js';
+import { resolvePackage } from './source-build/resolve-package.js';
 
 const USAGE = `usage: attn-native build [package ...] [--archs LIST|default|release] [--jobs N] [--debug] [--if-toolchain]
 

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { dependencyDirs } from '../src/build/dependencies.js';
+import { dependencyDirs } from '../src/source-build/dependencies.js';
 
 const packagesDir = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const addonPackages = readdirSync(packagesDir).filter((p) => existsSync(join(packagesDir, p, 'CMakeLists.txt')));
