@@ -23,7 +23,8 @@ const log = (line) => console.log(`[install-app] ${line}`);
 const work = mkdtempSync(join(tmpdir(), 'attn-install-app-'));
 const registry = await startRegistry(work, log);
 try {
-  publishAll(root, registry, join(work, 'tarballs'), log);
+  const { unbuilt } = publishAll(root, registry, join(work, 'tarballs'), log);
+  if (unbuilt.length > 0) throw new Error(`build these first: ${unbuilt.map((u) => u.name).join(', ')}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'attn-app', version: '1.0.0', private: true, type: 'module' }));

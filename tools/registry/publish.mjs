@@ -17,16 +17,27 @@ export function publicPackages(root) {
   return list.filter((p) => !p.private && p.name).map(({ name, version, path }) => ({ name, version, path }));
 }
 
-/** Packs and publishes each package; returns [{ name, bytes }] (tarball sizes) in publishing order. */
+/**
+ * Packs and publishes each package. Returns { published: [{ name, bytes }] (tarball sizes, in
+ * publishing order), unbuilt: [{ name, reason }] (platform packages left out, and why) }.
+ */
 export function publishAll(root, registry, packDir, log) {
   mkdirSync(packDir, { recursive: true });
   const published = [];
+  const unbuilt = [];
   for (const pkg of publicPackages(root)) {
     const manifest = JSON.parse(readFileSync(join(pkg.path, 'package.json'), 'utf8'));
-    for (const f of manifest.files ?? []) {
-      if (f.endsWith('.node') && !existsSync(join(pkg.path, f))) {
-        throw new Error(`${pkg.name} has no ${f}: build the native addons first (pnpm build:native), on a machine with the toolchain it needs`);
+    const missing = (manifest.files ?? []).filter((f) => f.endsWith('.node') && !existsSync(join(pkg.path, f)));
+    if (missing.length > 0) {
+      // packages/<addon>/npm/<platform>/: the addon package's build says why it skipped, if it did.
+      const skipped = join(pkg.path, '..', '..', 'build', 'SKIPPED');
+      if (!existsSync(skipped)) {
+        throw new Error(`${pkg.name} has no ${missing.join(', ')}: build the native addons first (pnpm build:native)`);
       }
+      const reason = readFileSync(skipped, 'utf8').trim();
+      unbuilt.push({ name: pkg.name, reason });
+      log(`not published: ${pkg.name} (its addon was not built here: ${reason})`);
+      continue;
     }
     const out = run('pnpm', ['pack', '--pack-destination', packDir], { cwd: pkg.path }).trim().split('\n');
     const tarball = out[out.length - 1].trim();
@@ -35,5 +46,5 @@ export function publishAll(root, registry, packDir, log) {
     published.push({ name: pkg.name, bytes });
     log(`published ${pkg.name}@${pkg.version} (${(bytes / 1048576).toFixed(2)} MB packed)`);
   }
-  return published;
+  return { published, unbuilt };
 }

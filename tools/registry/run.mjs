@@ -38,8 +38,8 @@ const results = [];
 let registry;
 try {
   registry = await startRegistry(work, log);
-  const sizes = publishAll(root, registry, join(work, 'tarballs'), log);
-  writeFileSync(join(work, 'sizes.json'), JSON.stringify(sizes, null, 2));
+  const { published, unbuilt } = publishAll(root, registry, join(work, 'tarballs'), log);
+  writeFileSync(join(work, 'sizes.json'), JSON.stringify(published, null, 2));
   const env = userEnv(registry.env);
 
   /** An empty project folder outside the workspace, with the probe scripts copied in. */
@@ -50,8 +50,15 @@ try {
     cpSync(join(here, 'probes'), join(dir, 'probes'), { recursive: true });
     return dir;
   };
-  const check = (name, fn) => {
+  const check = (name, fn, needs = []) => {
     if (only && !only.includes(name)) return;
+    const absent = unbuilt.filter((u) => needs.includes(u.name));
+    if (absent.length > 0) {
+      const why = absent.map((u) => `${u.name} was not built here (${u.reason})`).join('; ');
+      results.push({ name, ok: null, seconds: '0', detail: { why } });
+      console.log(`SKIP ${name}: ${why}`);
+      return;
+    }
     const t0 = Date.now();
     let detail;
     let ok = false;
@@ -80,7 +87,7 @@ try {
       const dir = app(name);
       npmInstall(dir, ['@attn/core', '@attn/cpu'], extra);
       return probe(dir, 'cpu.mjs', ['prebuilt']);
-    });
+    }, ['@attn/cpu-linux-x64-gnu']);
   }
 
   check('flash-cuda-alone', () => {
@@ -104,14 +111,14 @@ try {
       note: `installed ${installed}; ${p.note}`,
       why: `stray: ${stray.join(', ') || 'none'}; missing: ${needed.join(', ') || 'none'}; probe: ${p.out}`,
     };
-  });
+  }, ['@attn/flash-cuda-linux-x64-gnu', '@attn/cuda-linux-x64-gnu']);
 
   check('cli-doctor-npx', () => {
     const dir = app('cli-doctor');
     const r = sh('npx', ['--yes', '@attn/cli', 'doctor'], dir, env);
     const ok = r.status === 0 && /cpu-flash\s.*available/.test(r.out) && !/cpu-flash\s.*unavailable/.test(r.out);
     return { ok, out: r.out, note: (r.out.match(/^.*cpu-flash.*$/m) ?? ['(no cpu-flash line)'])[0].trim() };
-  });
+  }, ['@attn/cpu-linux-x64-gnu']);
 
   check('cpu-source-build', () => {
     const dir = app('cpu-source-build');
@@ -125,7 +132,7 @@ try {
     const p = probe(dir, 'cpu.mjs', ['local build']);
     const built = (b.out.match(/built \S+ \(([\d.]+ MB)\) in (\d+) s/) ?? []).slice(1).join(' in ');
     return { ...p, note: `source build ${built} s; ${p.note}` };
-  });
+  }, ['@attn/cpu-linux-x64-gnu']);
 } catch (e) {
   results.push({ name: 'setup', ok: false, detail: { why: e instanceof Error ? e.stack : String(e) } });
   console.log(`FAIL setup: ${e instanceof Error ? e.message : String(e)}`);
@@ -135,7 +142,8 @@ try {
   if (!keep) rmSync(work, { recursive: true, force: true });
   else log(`kept ${work}`);
 }
-const passed = results.filter((r) => r.ok).length;
-const failed = results.length - passed;
-console.log(`registry: ${passed} passed, ${failed} failed`);
+const passed = results.filter((r) => r.ok === true).length;
+const skipped = results.filter((r) => r.ok === null).length;
+const failed = results.length - passed - skipped;
+console.log(`registry: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed > 0 ? 1 : 0;
