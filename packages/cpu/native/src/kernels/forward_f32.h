@@ -145,12 +145,20 @@ inline void setup_rows(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t
   }
 }
 
-// Adds the mask of the task's rows (one head: hm's) x keys [j0, j0+n) to S^T (st[c * kQB + r]).
+// Applies the mask of the task's rows (one head: hm's) x keys [j0, j0+n) to S^T (st[c * kQB + r]):
+// an additive mask adds; a bool mask replaces masked logits with -inf (adding -inf would keep a
+// NaN logit NaN, where the reference drops the masked key whatever its score).
 inline void add_mask_t(float* st, const HeadMods& hm, const int64_t* ri, int64_t m, int64_t j0, int64_t n,
                        float* tmp) {
+  const bool is_bool = hm.m->mask_is_bool;
   for (int64_t r = 0; r < m; ++r) {
     mask_row(tmp, hm, ri[r], j0, n, n);
-    for (int64_t c = 0; c < n; ++c) st[c * kQB + r] += tmp[c];
+    if (is_bool) {
+      for (int64_t c = 0; c < n; ++c)
+        if (tmp[c] != 0.f) st[c * kQB + r] = kNegInf;
+    } else {
+      for (int64_t c = 0; c < n; ++c) st[c * kQB + r] += tmp[c];
+    }
   }
 }
 
@@ -315,12 +323,13 @@ inline void softmax_block_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32Ti
 }
 
 // The task's output rows from O^T [Dv][kQB]: out[i0 + r] = O^T[:, r] * keep_scale / l[r], and
-// lse = (m + log2 l) ln 2. Rows that saw no key: 0 and -inf.
+// lse = (m + log2 l) ln 2. Rows that saw no key: 0 and -inf. A row whose logits were all NaN keeps
+// m = -inf (the max drops NaN) but its sum l is NaN: it is not empty, and gives NaN out and lse.
 inline void store_out_t(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t m) {
   const Dims& d = p.dims;
   for (int64_t r = 0; r < m; ++r) {
     const int64_t i = t.ri[r], h = t.rh[r];
-    const bool empty = t.m[r] == kNegInf;
+    const bool empty = t.m[r] == kNegInf && t.l[r] == 0.f;
     const float inv = empty ? 0.f : p.mods.keep_scale / t.l[r];
     const V vinv = vset(inv);
     int64_t e = 0;
