@@ -56,7 +56,8 @@ export function sdpaForward(query: Tensor, key: Tensor, value: Tensor, opts?: Sd
 
 /** As sdpaForward, off the event loop where the backend can. Input errors reject the promise. */
 export async function sdpaForwardAsync(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): Promise<ForwardResult> {
-  return runForwardAsync(normalizeCall(query, key, value, opts));
+  // `return await`: the inner promise gets its handler now, not one microtask later.
+  return await runForwardAsync(normalizeCall(query, key, value, opts));
 }
 
 /** The selection report, without running anything. Input errors still throw. */
