@@ -5,10 +5,16 @@
 export { describeConformance } from './describe.js';
 export type { ConformanceOptions } from './describe.js';
 export { buildCases } from './cases.js';
-export type { CaseOptions, CaseSpec, MaskSpec } from './cases.js';
+export type { CaseOptions, CaseSpec, MaskSpec, PoisonSpec } from './cases.js';
 export { judge, NAIVE_SANITY, SLACK } from './accuracy.js';
-export type { Verdict } from './accuracy.js';
+export type { JudgeOptions, Verdict } from './accuracy.js';
 export { naiveAttention } from './naive.js';
 export { REFERENCE, runCase } from './run-case.js';
 export type { Outcome } from './run-case.js';
 export type { NaiveResult } from './naive.js';
+export { describeFuzz, FUZZ_RUNS_ENV, FUZZ_SEED_ENV } from './fuzz/describe-fuzz.js';
+export type { FuzzOptions } from './fuzz/describe-fuzz.js';
+export { caseSpec, describeSpec, POISON_VALUES } from './fuzz/arbitrary.js';
+export { describeSoak, MAX_RSS_GROWTH_MIB } from './soak/describe-soak.js';
+export { runSoak, SOAK_CALLS_ENV } from './soak/soak.js';
+export type { SoakOptions, SoakReport } from './soak/soak.js';

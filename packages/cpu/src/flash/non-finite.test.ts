@@ -120,4 +120,19 @@ describe.skipIf(!load.ok)('cpu-flash non-finite inputs, against cpu-math', () =>
     expect(dv.slice(0, 3 * 8).every(Number.isNaN)).toBe(true);
     expect(dv.slice(3 * 8).every(Number.isFinite)).toBe(true);
   });
+
+  it.each(isas)('isa %s: huge logits (a q element of 1e12 .. 1e20) give the reference one-hot softmax, not l = 0', (isa) => {
+    const flash = createCpuFlashBackend({ isa: isa as 'auto', threads: 1 });
+    for (const value of [1e12, 1e16, 1e20]) {
+      for (const scale of [0.5, -0.5]) {
+        const q = poisoned(randn([1, 1, 4, 72], { seed: 1 }), 72 + 44, value);
+        const p = normalizeParams(q, randn([1, 1, 29, 72], { seed: 2 }), randn([1, 1, 29, 72], { seed: 3 }), { scale });
+        const ref = cpuMathBackend.forward(p);
+        const got = flash.forward(p);
+        expect(pattern(got.logsumexp), `${value} scale ${scale}`).toBe(pattern(ref.logsumexp));
+        const [a, b] = [got.out.toFloat64Array(), ref.out.toFloat64Array()];
+        expect(Math.max(...a.map((x, n) => Math.abs(x - b[n]!))), `${value} scale ${scale}`).toBeLessThan(1e-5);
+      }
+    }
+  });
 });

@@ -50,10 +50,12 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
             if (max !== -Infinity) {
               const sum = expRow(s, lo, hi, max);
               lse = max + Math.log(sum);
-              // Dropout scales the kept probabilities; lse stays that of the undropped softmax.
+              // Dropout scales the kept probabilities; lse stays that of the undropped softmax. A
+              // dropped weight is 0 * inv, not 0: a row whose sum is NaN stays NaN even where dropout
+              // dropped every key it sees (NaN in, NaN out).
               const keep = drop ? drop.keepRow(b, h, i, hi) : null;
               const inv = (drop ? drop.keepScale : 1) / sum;
-              for (let j = lo; j < hi; j++) s[j] = keep && keep[j] === 0 ? 0 : s[j]! * inv;
+              for (let j = lo; j < hi; j++) s[j] = keep && keep[j] === 0 ? 0 * inv : s[j]! * inv;
               addWeightedRows(acc, s, vTile, Dv, lo, hi);
             }
           }
