@@ -18,7 +18,7 @@ function expectTensor(backend: string, what: string, t: unknown, shape: readonly
         'This is a bug in that backend; choose another with the backends option meanwhile.',
     );
   };
-  if (!(t instanceof Tensor)) return fail(t === undefined ? 'nothing' : typeof t);
+  if (!Tensor.isTensor(t)) return fail(t === undefined ? 'nothing' : typeof t);
   if (t.disposed) return fail('a disposed tensor');
   if (!sameShape(t.shape, shape) || t.dtype !== dtype || !sameDevice(t.device, p.device)) {
     fail(`${t.dtype} [${t.shape.join(', ')}] on ${deviceToString(t.device)}`);

@@ -25,6 +25,8 @@ export const VALIDATION_CODES = [
   'ATTN_UNKNOWN_BACKEND', // `backends` names an unregistered backend
   'ATTN_GRAD_OUT', // sdpaBackward: gradOut does not match the forward output
   'ATTN_NO_BACKWARD', // sdpaBackward: the backend that ran forward has no backward
+  'ATTN_FORWARD_RESULT', // sdpaBackward: fwd is not an unchanged result of sdpaForward / sdpaVarlen
+  'ATTN_STORAGE', // a host tensor's ArrayBuffer was detached or shrunk after the tensor was made
 ] as const;
 
 export type ValidationCode = (typeof VALIDATION_CODES)[number];

@@ -29,7 +29,7 @@ export function allocHostArray<D extends DType>(dtype: D, n: number): HostArrayO
   try {
     return new HOST_ARRAY_CTOR[dtype](n) as HostArrayOf[D];
   } catch (cause) {
-    throw new AttnInputError('ATTN_SIZE', `Cannot allocate ${n} ${dtype} elements on the host.`, { cause });
+    throw new AttnInputError('ATTN_SIZE', `The host cannot allocate ${n} ${dtype} elements.`, { cause });
   }
 }
 

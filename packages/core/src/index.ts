@@ -7,6 +7,7 @@ export * from './dtype.js';
 export * from './error-codes.js';
 export * from './errors.js';
 export * from './factory.js';
+export { emptyOutput, OUTPUT_NAMES, type OutputName } from './output-alloc.js';
 export * from './half.js';
 export { allocHostArray, elementDecoder, elementEncoder, isDType, isHostArray, isHostArrayOf } from './host-array.js';
 export { broadcastsTo, contiguousStrides, forEachRow, isContiguousLayout, MAX_DIM } from './layout.js';

@@ -90,6 +90,20 @@ export const noSoftcap: Rule = rule('noSoftcap', (p) => {
   return `Does not support softcap (got ${p.softcap}); set softcap: 0 or choose a backend with softcapping.`;
 });
 
+/**
+ * scale and softcap stay finite once rounded to float32, the precision native kernels take them in:
+ * scale 1e39 is a valid double but +Inf in float32, where a kernel would compute NaN or refuse the
+ * call; declining lets selection fall back to a float64 backend.
+ */
+export const float32Scalars: Rule = rule('float32Scalars', (p) => {
+  const bad = [
+    ['scale', p.scale],
+    ['softcap', p.softcap],
+  ].filter(([, v]) => !Number.isFinite(Math.fround(v as number)));
+  if (bad.length === 0) return null;
+  return `Takes scale and softcap in float32, where ${bad.map(([n, v]) => `${n} ${String(v)}`).join(' and ')} overflows to infinity; use a magnitude below 3.4e38 or cpu-math (float64).`;
+});
+
 export const noVarlen: Rule = rule('noVarlen', (p) => {
   if (!p.varlen) return null;
   return 'Does not support packed variable-length inputs (cuSeqlens); pad to [B, H, S, D] and use sdpa() with a mask.';

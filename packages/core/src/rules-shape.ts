@@ -109,6 +109,12 @@ export function headDimAtMost(n: number): Rule {
   });
 }
 
+/** Dv > 0 (core allows an empty value head dim; kernels without an empty-head path decline it). */
+export const nonzeroHeadDimV: Rule = rule('nonzeroHeadDimV', (p) => {
+  if (p.headDimV > 0) return null;
+  return `Does not support an empty value head dim (value.size(-1) is 0); cpu-math handles it.`;
+});
+
 /** D == Dv (flash and CPU flash need one head dim for q, k and v). */
 export const headDimsEqual: Rule = rule('headDimsEqual', (p) => {
   if (p.headDim === p.headDimV) return null;

@@ -173,6 +173,9 @@ const CASES: Case[] = [
     says: /divide/,
   },
   { rule: () => rules.headDimAtMost(256), pass: () => [P({ D: 256 }), CPU_CTX], fail: () => [P({ D: 64, Dv: 257 }), CPU_CTX], says: /256/ },
+  { rule: () => rules.nonzeroHeadDimV, pass: () => [P({ Dv: 1 }), CPU_CTX], fail: () => [P({ Dv: 0 }), CPU_CTX], says: /empty value head dim/ },
+  { rule: () => rules.float32Scalars, pass: () => [P({}, { scale: 3e38, softcap: 3e38 }), CPU_CTX], fail: () => [P({}, { scale: 1e39 }), CPU_CTX], says: /scale 1e\+39 overflows/ },
+  { rule: () => rules.float32Scalars, pass: () => [P({}, { scale: -1e-50 }), CPU_CTX], fail: () => [P({}, { softcap: 1e39 }), CPU_CTX], says: /softcap 1e\+39/ },
   { rule: () => rules.headDimsEqual, pass: () => [P({ D: 64 }), CPU_CTX], fail: () => [P({ D: 64, Dv: 32 }), CPU_CTX], says: /32/ },
   {
     rule: () => rules.headDimMultipleOf(8),

@@ -45,7 +45,7 @@ describe('sdpa and sdpaForward', () => {
     const fwd = sdpaForward(q, k, v, { dropoutP: 0.25, dropoutSeed: 1234n, dropoutOffset: 9 });
     expect(fwd.backend).toBe('seven');
     expect(fwd.rng).toEqual({ seed: 1234n, offset: 9 });
-    expect(fwd.params.dropout?.seed).toBe(1234n);
+    expect(Object.isFrozen(fwd)).toBe(true);
     expect(fwd.out.shape).toEqual([2, 3, 4, 6]);
     expect(fwd.logsumexp.shape).toEqual([2, 3, 4]);
     expect(sdpaForward(q, k, v).rng).toEqual({ seed: 0n, offset: 0 });
@@ -142,12 +142,29 @@ describe('sdpaBackward', () => {
     const fwd = sdpaForward(q, k, v);
     expect(() => sdpaBackward(zeros([2, 3, 4, 6], { dtype: 'float64' }), fwd)).toThrow(expect.objectContaining({ code: 'ATTN_GRAD_OUT' }));
     expect(() => sdpaBackward('x' as never, fwd)).toThrow(expect.objectContaining({ code: 'ATTN_TYPE' }));
-    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), {} as never)).toThrow(expect.objectContaining({ code: 'ATTN_TYPE' }));
+    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), {} as never)).toThrow(expect.objectContaining({ code: 'ATTN_FORWARD_RESULT' }));
+    // A copy is not the result: it could carry any out, logsumexp or backend.
+    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), { ...fwd })).toThrow(expect.objectContaining({ code: 'ATTN_FORWARD_RESULT' }));
     unregisterBackend('t');
     expect(() => sdpaBackward(zeros([2, 3, 4, 6]), fwd)).toThrow(expect.objectContaining({ code: 'ATTN_NO_BACKWARD' }));
     registerBackend(makeFakeBackend('t', { backward: gradsLike }));
     k.dispose();
     expect(() => sdpaBackward(zeros([2, 3, 4, 6]), fwd)).toThrow(DisposedError);
+  });
+});
+
+describe('sdpaBackward and the forward params', () => {
+  it('runs backward on the params validation produced, which the result does not expose', () => {
+    const seen: SdpaParams[] = [];
+    registerBackend(makeFakeBackend('t', { backward: (p) => (seen.push(p), gradsLike(p)) }));
+    const [q, k, v] = qkv();
+    const fwd = sdpaForward(q, k, v, { scale: 0.5 });
+    expect('params' in fwd).toBe(false);
+    expect(Object.isFrozen(fwd) && Object.isFrozen(fwd.rng)).toBe(true);
+    sdpaBackward(zeros([2, 3, 4, 6]), fwd);
+    expect(seen[0]!.query).toBe(q);
+    expect(seen[0]!.scale).toBe(0.5);
+    expect(seen[0]!.seqK).toBe(k.shape[2]);
   });
 });
 

@@ -1,9 +1,10 @@
 // The dense entry points: validate, select, run, check what came back.
-import type { Gradients } from './backend.js';
+import type { ForwardOutputs, Gradients } from './backend.js';
 import { checkForwardOutputs, checkGradients } from './check-outputs.js';
 import { deviceToString, sameDevice } from './device-parse.js';
-import { AttnInputError, DisposedError } from './errors.js';
-import type { SdpaOptions, SdpaParams } from './params.js';
+import { AttnInputError } from './errors.js';
+import { forwardRecordOf, recordForward } from './forward-record.js';
+import type { SdpaOptions } from './params.js';
 import { getBackend } from './registry.js';
 import type { SelectionReport } from './report.js';
 import { requireBackend, resolveRestriction, selectBackend } from './select.js';
@@ -12,13 +13,19 @@ import { type NormalizedCall, normalizeCall } from './validate.js';
 
 export interface ForwardResult {
   readonly out: Tensor;
-  /** float32 [B, Hq, Sq] (varlen [Hq, totalQ]), natural log; -inf for fully masked rows. */
+  /** float32 [B, Hq, Sq] (varlen [Hq, totalQ]), natural log; -inf for fully masked rows, NaN for rows with a NaN score. */
   readonly logsumexp: Tensor;
   /** The Philox key and counter offset dropout used (seed 0n when dropout was off and no seed given). */
   readonly rng: { readonly seed: bigint; readonly offset: number };
   /** Name of the backend that ran; sdpaBackward runs on the same one. */
   readonly backend: string;
-  readonly params: SdpaParams;
+}
+
+/** The frozen result the user sees; the call's params stay in forward-record.ts for sdpaBackward. */
+function forwardResult(call: NormalizedCall, backend: string, outputs: ForwardOutputs): ForwardResult {
+  const rng = Object.freeze({ seed: call.rng.seed, offset: call.rng.offset });
+  const result: ForwardResult = { out: outputs.out, logsumexp: outputs.logsumexp, rng, backend };
+  return recordForward(result, { params: call.params, out: outputs.out, logsumexp: outputs.logsumexp, backend });
 }
 
 /** Selects and runs forward synchronously. Shared with varlen. */
@@ -26,7 +33,7 @@ export function runForward(call: NormalizedCall): ForwardResult {
   const backend = requireBackend(call.params, resolveRestriction(call.backends));
   const outputs = backend.forward(call.params);
   checkForwardOutputs(backend.name, call.params, outputs);
-  return { out: outputs.out, logsumexp: outputs.logsumexp, rng: call.rng, backend: backend.name, params: call.params };
+  return forwardResult(call, backend.name, outputs);
 }
 
 /** Selects now (inside the caller's sdpaKernel scope), then awaits forwardAsync where the backend has it. */
@@ -34,7 +41,7 @@ export async function runForwardAsync(call: NormalizedCall): Promise<ForwardResu
   const backend = requireBackend(call.params, resolveRestriction(call.backends));
   const outputs = backend.forwardAsync ? await backend.forwardAsync(call.params) : backend.forward(call.params);
   checkForwardOutputs(backend.name, call.params, outputs);
-  return { out: outputs.out, logsumexp: outputs.logsumexp, rng: call.rng, backend: backend.name, params: call.params };
+  return forwardResult(call, backend.name, outputs);
 }
 
 /** Attention output [B, Hq, Sq, Dv]. */
@@ -49,7 +56,8 @@ export function sdpaForward(query: Tensor, key: Tensor, value: Tensor, opts?: Sd
 
 /** As sdpaForward, off the event loop where the backend can. Input errors reject the promise. */
 export async function sdpaForwardAsync(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): Promise<ForwardResult> {
-  return runForwardAsync(normalizeCall(query, key, value, opts));
+  // `return await`: the inner promise gets its handler now, not one microtask later.
+  return await runForwardAsync(normalizeCall(query, key, value, opts));
 }
 
 /** The selection report, without running anything. Input errors still throw. */
@@ -58,25 +66,17 @@ export function explain(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOp
   return selectBackend(call.params, resolveRestriction(call.backends), true).report;
 }
 
-function checkForwardResult(fwd: unknown): ForwardResult {
-  const f = fwd as Partial<ForwardResult> | null;
-  if (typeof f !== 'object' || f === null || !(f.out instanceof Tensor) || !(f.logsumexp instanceof Tensor) || !f.params || typeof f.backend !== 'string') {
-    throw new AttnInputError('ATTN_TYPE', 'sdpaBackward(gradOut, fwd): fwd must be the result of sdpaForward or sdpaVarlen.');
-  }
-  return f as ForwardResult;
-}
-
 /**
  * Gradients of the forward result: dq, dk, dv (and dbias with an additive mask), computed by the
  * backend that ran forward. Its inputs and outputs must still be alive.
  */
 export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
-  const f = checkForwardResult(fwd);
-  if (!(gradOut instanceof Tensor)) throw new AttnInputError('ATTN_TYPE', 'sdpaBackward: gradOut must be a Tensor.');
-  if (gradOut.disposed) throw new DisposedError('gradOut');
-  const { params, out } = f;
-  for (const [name, t] of [['forward out', out], ['forward logsumexp', f.logsumexp], ['query', params.query], ['key', params.key], ['value', params.value]] as const) {
-    if (t.disposed) throw new DisposedError(`${name} (needed by sdpaBackward)`);
+  // The params, outputs and backend of the call that made fwd, never fwd's own (editable) fields.
+  const { params, out, logsumexp, backend: backendName } = forwardRecordOf(fwd);
+  if (!Tensor.isTensor(gradOut)) throw new AttnInputError('ATTN_TYPE', 'sdpaBackward: gradOut must be a Tensor.');
+  gradOut.assertLive('gradOut');
+  for (const [name, t] of [['forward out', out], ['forward logsumexp', logsumexp], ['query', params.query], ['key', params.key], ['value', params.value]] as const) {
+    t.assertLive(`${name} (needed by sdpaBackward)`);
   }
   const sameShape = gradOut.rank === out.rank && gradOut.shape.every((s, i) => s === out.shape[i]);
   if (!sameShape || gradOut.dtype !== out.dtype || !sameDevice(gradOut.device, out.device)) {
@@ -86,17 +86,17 @@ export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
         `got ${gradOut.dtype} [${gradOut.shape.join(', ')}] on ${deviceToString(gradOut.device)}.`,
     );
   }
-  const backend = getBackend(f.backend);
+  const backend = getBackend(backendName);
   if (!backend) {
-    throw new AttnInputError('ATTN_NO_BACKWARD', `Backend '${f.backend}', which ran forward, is no longer registered; register it again to run backward.`);
+    throw new AttnInputError('ATTN_NO_BACKWARD', `Backend '${backendName}', which ran forward, is no longer registered; register it again to run backward.`);
   }
   if (typeof backend.backward !== 'function') {
     throw new AttnInputError(
       'ATTN_NO_BACKWARD',
-      `Backend '${f.backend}' ran forward but has no backward. Pass requiresGrad: true to sdpaForward so that a backend with backward is chosen.`,
+      `Backend '${backendName}' ran forward but has no backward. Pass requiresGrad: true to sdpaForward so that a backend with backward is chosen.`,
     );
   }
-  const grads = backend.backward(params, { out, logsumexp: f.logsumexp }, gradOut);
+  const grads = backend.backward(params, { out, logsumexp }, gradOut);
   checkGradients(backend.name, params, grads);
   return grads;
 }

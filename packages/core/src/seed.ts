@@ -1,5 +1,6 @@
 // 64-bit seeds for Philox: validation of user seeds and fresh random ones.
 import { randomBytes } from 'node:crypto';
+import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 
 const TWO_64 = 1n << 64n;
@@ -21,7 +22,7 @@ export function toSeed(seed: bigint | number, what = 'seed', code = 'ATTN_SEED')
     return BigInt(seed);
   }
   if (typeof seed !== 'bigint' || seed < 0n || seed >= TWO_64) {
-    throw new AttnInputError(code, `${what} must be a bigint in [0, 2^64) or a non-negative safe integer, got ${String(seed)}.`);
+    throw new AttnInputError(code, `${what} must be a bigint in [0, 2^64) or a non-negative safe integer, got ${describeValue(seed)}.`);
   }
   return seed;
 }

@@ -165,3 +165,33 @@ describe('dispose', () => {
     expect([...copy.toFloat64Array()]).toEqual([1, 3, 2, 4]);
   });
 });
+
+describe('storage that changes under a tensor', () => {
+  it('a detached ArrayBuffer is a coded error on every read, never NaN or zeros', () => {
+    const data = new Float32Array([1, 2, 3, 4]);
+    const t = fromStorage(data, [2, 2], { dtype: 'float32' });
+    structuredClone(data.buffer, { transfer: [data.buffer] });
+    for (const read of [() => t.toFloat64Array(), () => t.hostData(), () => t.contiguous(), () => t.transpose(0, 1)]) {
+      expect(read).toThrow(expect.objectContaining({ code: 'ATTN_STORAGE' }));
+    }
+  });
+
+  it('a resizable ArrayBuffer shrunk below the view is the same error', () => {
+    // Resizable buffers are ES2024 (Node 20 has them; the project's TS lib predates them).
+    type Resizable = ArrayBuffer & { resize(bytes: number): void };
+    const buffer = new (ArrayBuffer as unknown as new (bytes: number, o: { maxByteLength: number }) => Resizable)(16, { maxByteLength: 32 });
+    const t = fromStorage(new Float32Array(buffer), [4], { dtype: 'float32' });
+    expect([...t.toFloat64Array()]).toEqual([0, 0, 0, 0]);
+    buffer.resize(8);
+    expect(() => t.toFloat64Array()).toThrow(expect.objectContaining({ code: 'ATTN_STORAGE' }));
+  });
+});
+
+describe('Tensor.isTensor', () => {
+  it('is a brand check: Object.create(Tensor.prototype) is not a tensor', () => {
+    expect(Tensor.isTensor(zeros([1]))).toBe(true);
+    expect(Tensor.isTensor(Object.create(Tensor.prototype))).toBe(false);
+    expect(Tensor.isTensor({ shape: [1], dtype: 'float32' })).toBe(false);
+    expect(Tensor.isTensor(null)).toBe(false);
+  });
+});

@@ -52,6 +52,16 @@ export class Tensor {
   readonly rank: number;
   readonly numel: number;
   readonly #lifetime: Lifetime;
+  /** Host storage: elements the view reaches (max index + 1). A detached or shrunk buffer covers fewer. */
+  readonly #hostSpan: number;
+
+  /**
+   * Whether x was made by this class's constructor (a brand check: `instanceof` is also true for
+   * Object.create(Tensor.prototype), which has no fields and would fail on first use).
+   */
+  static isTensor(x: unknown): x is Tensor {
+    return typeof x === 'object' && x !== null && #lifetime in x;
+  }
 
   /** Wraps storage without copying; checks that every reachable element lies inside it. */
   constructor(init: TensorInit, lifetime?: Lifetime) {
@@ -99,6 +109,7 @@ export class Tensor {
     this.rank = shape.length;
     this.numel = numel;
     this.#lifetime = lifetime ?? { disposed: false };
+    this.#hostSpan = isDeviceStorage(storage) || numel === 0 ? 0 : maxReachableIndex(shape, strides, offset) + 1;
   }
 
   get disposed(): boolean {
@@ -114,9 +125,20 @@ export class Tensor {
     return DTYPE_BYTES[this.dtype];
   }
 
-  /** Throws DisposedError once this tensor (or a view of the same memory) is disposed. */
+  /**
+   * Throws DisposedError once this tensor (or a view of the same memory) is disposed, and
+   * ATTN_STORAGE once its host ArrayBuffer was detached (transferred) or shrunk under it: a detached
+   * typed array reads as empty, and kernels would see zeros or NaN instead of an error.
+   */
   assertLive(what = 'Tensor'): void {
     if (this.disposed) throw new DisposedError(what);
+    if (this.#hostSpan > 0 && (this.storage as HostArray).length < this.#hostSpan) {
+      throw new AttnInputError(
+        'ATTN_STORAGE',
+        `${what}'s ArrayBuffer was detached or shrunk after the tensor was made (it now holds ${(this.storage as HostArray).length} ` +
+          `of the ${this.#hostSpan} elements the view reaches); copy the data before transferring its buffer.`,
+      );
+    }
   }
 
   isContiguous(): boolean {

@@ -1,5 +1,6 @@
 // Checks and defaults for the options shared by sdpa and sdpaVarlen.
 import type { Device } from './device.js';
+import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { Alignment, DropoutParams, SdpaOptions, SdpaParams } from './params.js';
 import { dropoutThreshold } from './philox.js';
@@ -57,18 +58,18 @@ export function checkOptionsObject<T extends object>(opts: unknown, allowed: rea
 
 function bool(v: unknown, name: string): boolean {
   if (v === undefined) return false;
-  if (typeof v !== 'boolean') throw new AttnInputError('ATTN_OPTION', `${name} must be true or false, got ${String(v)}.`);
+  if (typeof v !== 'boolean') throw new AttnInputError('ATTN_OPTION', `${name} must be true or false, got ${describeValue(v)}.`);
   return v;
 }
 
 function checkDropout(opts: Partial<SdpaOptions>): { dropout: DropoutParams | null; rng: CommonOptions['rng'] } {
   const p = opts.dropoutP ?? 0;
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) {
-    throw new AttnInputError('ATTN_DROPOUT', `dropoutP must be a number in [0, 1), got ${String(p)}; use 0 to turn dropout off.`);
+    throw new AttnInputError('ATTN_DROPOUT', `dropoutP must be a number in [0, 1), got ${describeValue(p)}; use 0 to turn dropout off.`);
   }
   const offset = opts.dropoutOffset ?? 0;
   if (!Number.isInteger(offset) || offset < 0 || offset > 0xffffffff) {
-    throw new AttnInputError('ATTN_DROPOUT', `dropoutOffset must be an integer in [0, 2^32), got ${String(offset)}.`);
+    throw new AttnInputError('ATTN_DROPOUT', `dropoutOffset must be an integer in [0, 2^32), got ${describeValue(offset)}.`);
   }
   const given = opts.dropoutSeed === undefined ? null : toSeed(opts.dropoutSeed, 'dropoutSeed', 'ATTN_DROPOUT');
   if (p === 0) return { dropout: null, rng: { seed: given ?? 0n, offset } };
@@ -85,7 +86,7 @@ function checkWindow(w: SdpaOptions['window'] | undefined): SdpaParams['window']
   if (!Array.isArray(w) || w.length !== 2 || !ok(w[0]) || !ok(w[1])) {
     throw new AttnInputError(
       'ATTN_WINDOW',
-      `window must be [left, right] with integers >= 0, or -1 for an unbounded side; got ${JSON.stringify(w)}.`,
+      `window must be [left, right] with integers >= 0, or -1 for an unbounded side; got ${describeValue(w)}.`,
     );
   }
   const left = w[0] === -1 ? null : w[0];
@@ -98,16 +99,16 @@ export function checkCommonOptions(opts: Partial<SdpaOptions>): CommonOptions {
   if (opts.scale !== undefined && (typeof opts.scale !== 'number' || !Number.isFinite(opts.scale) || opts.scale === 0)) {
     throw new AttnInputError(
       'ATTN_SCALE',
-      `scale must be a finite nonzero number, got ${String(opts.scale)}; leave it out for the default 1/sqrt(headDim).`,
+      `scale must be a finite nonzero number, got ${describeValue(opts.scale)}; leave it out for the default 1/sqrt(headDim).`,
     );
   }
   const alignment = opts.alignment ?? 'upperLeft';
   if (alignment !== 'upperLeft' && alignment !== 'lowerRight') {
-    throw new AttnInputError('ATTN_OPTION', `alignment must be 'upperLeft' or 'lowerRight', got ${JSON.stringify(alignment)}.`);
+    throw new AttnInputError('ATTN_OPTION', `alignment must be 'upperLeft' or 'lowerRight', got ${describeValue(alignment)}.`);
   }
   const softcap = opts.softcap ?? 0;
   if (typeof softcap !== 'number' || !Number.isFinite(softcap) || softcap < 0) {
-    throw new AttnInputError('ATTN_SOFTCAP', `softcap must be a finite number >= 0 (0 = off), got ${String(softcap)}.`);
+    throw new AttnInputError('ATTN_SOFTCAP', `softcap must be a finite number >= 0 (0 = off), got ${describeValue(softcap)}.`);
   }
   const { dropout, rng } = checkDropout(opts);
   const alibi = opts.alibiSlopes ?? null;

@@ -3,7 +3,7 @@
 import type { Device } from './device.js';
 import { deviceToString, sameDevice } from './device-parse.js';
 import { type FloatDType, isFloatDType } from './dtype.js';
-import { AttnInputError, DisposedError } from './errors.js';
+import { AttnInputError } from './errors.js';
 import { Tensor } from './tensor.js';
 
 export function shapeStr(t: Tensor): string {
@@ -12,7 +12,7 @@ export function shapeStr(t: Tensor): string {
 
 /** A live Tensor, or ATTN_TYPE / ATTN_DISPOSED. */
 export function checkTensorArg(t: unknown, name: string): Tensor {
-  if (!(t instanceof Tensor)) {
+  if (!Tensor.isTensor(t)) {
     const seen = t === null ? 'null' : typeof t === 'object' ? (t.constructor?.name ?? 'object') : typeof t;
     const hint =
       typeof t === 'object' && t !== null && 'shape' in t && 'dtype' in t
@@ -20,7 +20,7 @@ export function checkTensorArg(t: unknown, name: string): Tensor {
         : '';
     throw new AttnInputError('ATTN_TYPE', `${name} must be a Tensor, got ${seen}${hint}.`);
   }
-  if (t.disposed) throw new DisposedError(name);
+  t.assertLive(name);
   return t;
 }
 

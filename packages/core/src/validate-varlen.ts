@@ -1,5 +1,6 @@
 // normalizeVarlenCall: validation for packed inputs q [totalQ, Hq, D], k [totalK, Hk, D],
 // v [totalK, Hk, Dv] with int32 offsets cuSeqlensQ/K of length B + 1 (FlashAttention's varlen).
+import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { SdpaParams, VarlenOptions, VarlenParams } from './params.js';
 import type { Tensor } from './tensor.js';
@@ -54,7 +55,7 @@ function maxLength(offsets: Int32Array): number {
 
 function checkMaxSeqlen(given: unknown, name: string, actual: number): number {
   if (!Number.isInteger(given) || (given as number) < actual || (given as number) > 2 ** 31 - 1) {
-    throw varlenError(`${name} must be an integer >= the longest sequence (${actual}); got ${String(given)}.`);
+    throw varlenError(`${name} must be an integer >= the longest sequence (${actual}); got ${describeValue(given)}.`);
   }
   return given as number;
 }

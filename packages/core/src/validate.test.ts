@@ -5,11 +5,11 @@ import { VALIDATION_CODES } from './error-codes.js';
 import { AttnError, AttnInputError } from './errors.js';
 import { full, tensor, zeros } from './factory.js';
 import { makeFakeDeviceRuntime } from './fake-device.js';
-import type { SdpaOptions, VarlenOptions } from './params.js';
+import type { SdpaOptions, SdpaParams, VarlenOptions } from './params.js';
 import { dropoutThreshold } from './philox.js';
 import { registerBackend } from './registry.js';
-import { sdpaBackward, sdpaForward } from './sdpa.js';
-import type { Tensor } from './tensor.js';
+import { type ForwardResult, sdpaBackward, sdpaForward } from './sdpa.js';
+import { Tensor } from './tensor.js';
 import { isolateRegistry, makeFakeBackend } from './testing.js';
 import { normalizeParams } from './validate.js';
 import { normalizeVarlenParams } from './varlen.js';
@@ -64,6 +64,17 @@ afterEach(() => restore());
 const CASES: Array<[string, string, () => unknown]> = [
   ['ATTN_TYPE', 'query not a tensor', () => normalizeParams({ shape: [1], dtype: 'float32' } as never, ...qkv().slice(1) as [Tensor, Tensor])],
   ['ATTN_TYPE', 'options not an object', () => norm({}, 5 as never)],
+  ['ATTN_TYPE', 'Object.create(Tensor.prototype) as query (instanceof passes, no fields)', () => {
+    const [, k, v] = qkv();
+    return normalizeParams(Object.create(Tensor.prototype) as Tensor, k, v);
+  }],
+  ['ATTN_TYPE', 'Object.create(Tensor.prototype) as a mask', () => norm({}, { attnMask: Object.create(Tensor.prototype) as Tensor })],
+  ['ATTN_STORAGE', 'query over an ArrayBuffer detached after the tensor was made', () => {
+    const [q, k, v] = qkv();
+    const buffer = q.hostData().buffer as ArrayBuffer;
+    structuredClone(buffer, { transfer: [buffer] });
+    return normalizeParams(q, k, v);
+  }],
   ['ATTN_OPTION', 'unknown option (a typo)', () => norm({}, { is_causal: true } as never)],
   ['ATTN_OPTION', 'isCausal not boolean', () => norm({}, { isCausal: 1 as never })],
   ['ATTN_OPTION', 'unknown alignment', () => norm({}, { alignment: 'center' as never })],
@@ -161,6 +172,21 @@ const CASES: Array<[string, string, () => unknown]> = [
     const [q, k, v] = qkv();
     const fwd = sdpaForward(q, k, v);
     return sdpaBackward(zeros([2, 4, 5, 9]), fwd);
+  }],
+  ['ATTN_FORWARD_RESULT', 'a copy of a forward result with params.seqK replaced', () => {
+    const [q, k, v] = qkv();
+    const fwd = sdpaForward(q, k, v) as ForwardResult & { params?: SdpaParams };
+    return sdpaBackward(zeros([2, 4, 5, 8]), { ...fwd, params: { ...normalizeParams(q, k, v), seqK: 3 } } as never);
+  }],
+  ['ATTN_FORWARD_RESULT', 'a hand-built forward result with fields missing', () => {
+    const [q, k, v] = qkv();
+    const fwd = sdpaForward(q, k, v);
+    return sdpaBackward(zeros([2, 4, 5, 8]), { out: fwd.out, backend: fwd.backend } as never);
+  }],
+  ['ATTN_FORWARD_RESULT', 'null as the forward result', () => sdpaBackward(zeros([2, 4, 5, 8]), null as never)],
+  ['ATTN_TYPE', 'Object.create(Tensor.prototype) as gradOut', () => {
+    const [q, k, v] = qkv();
+    return sdpaBackward(Object.create(Tensor.prototype) as Tensor, sdpaForward(q, k, v));
   }],
   ['ATTN_NO_BACKWARD', 'backend without backward', () => {
     const [q, k, v] = qkv();

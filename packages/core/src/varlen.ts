@@ -13,7 +13,8 @@ export function sdpaVarlen(query: Tensor, key: Tensor, value: Tensor, opts: Varl
 }
 
 export async function sdpaVarlenAsync(query: Tensor, key: Tensor, value: Tensor, opts: VarlenOptions): Promise<ForwardResult> {
-  return runForwardAsync(normalizeVarlenCall(query, key, value, opts));
+  // `return await`: the inner promise gets its handler now, not one microtask later.
+  return await runForwardAsync(normalizeVarlenCall(query, key, value, opts));
 }
 
 export function explainVarlen(query: Tensor, key: Tensor, value: Tensor, opts: VarlenOptions): SelectionReport {

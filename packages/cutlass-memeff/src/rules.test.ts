@@ -39,4 +39,11 @@ describe('memeff-cuda rules', () => {
     const strided = randn([7, 5], { device: 'cuda' }).transpose(0, 1);
     expect(failing({ attnMask: strided })).toEqual(['lastDimContiguous(mask)']);
   });
+
+  it('decline what the kernels cannot compute: an empty value head dim, a scale infinite in float32', () => {
+    expect(failing({}, { Dv: 0 })).toEqual(['nonzeroHeadDims']);
+    // 1e39 is a finite double and +Inf in float32: the kernels would compute NaN.
+    expect(failing({ scale: 1e39 })).toEqual(['float32Scalars']);
+    expect(failing({ scale: 3e38 })).toEqual([]);
+  });
 });

@@ -1,11 +1,13 @@
 // What 'memeff-cuda' accepts: PyTorch's can_use_mem_efficient_attention (sdp-selection.md §4.2) as
 // this kernel supports it. It declines less than PyTorch: no head-dim alignment rule (head dims that
 // are not multiples of 8, or misaligned storage, run on the FMA path instead of the tensor-core one),
-// bf16 on every arch (converted in registers), GQA, and causal in both alignments.
+// bf16 on every arch (converted in registers), GQA, and causal in both alignments. It declines a scale
+// that overflows float32 (float32Scalars): the kernels take it as a float.
 import {
   batchAndHeads,
   denseRank4,
   dtypeIn,
+  float32Scalars,
   lastDimContiguous,
   noAlibi,
   noSoftcap,
@@ -54,6 +56,7 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   dtypeIn(['float32', 'float16', 'bfloat16']),
   nonzeroSeqLens,
   nonzeroHeadDims,
+  float32Scalars,
   seqWithinGrid,
   lastDimContiguous({ mask: true }),
   batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),

@@ -24,7 +24,7 @@ describe('judge (the accuracy rule)', () => {
   it('requires the exact value where the reference is infinite (logsumexp -inf)', () => {
     const v = judge('logsumexp', 'float32', Float64Array.from([1, -2, 0.5, 0]), ref, ref);
     expect(v.ok).toBe(false);
-    expect(v.message).toMatch(/infinite at \[3\]/);
+    expect(v.message).toMatch(/reference is infinite \(-Infinity\) at \[3\]/);
   });
 
   it('fails when the naive implementation and the reference disagree grossly', () => {
@@ -34,5 +34,19 @@ describe('judge (the accuracy rule)', () => {
 
   it('fails on a length mismatch', () => {
     expect(judge('dq', 'float32', ref.subarray(0, 3), ref, ref).ok).toBe(false);
+  });
+
+  it('requires NaN exactly where the reference is NaN (NaN in, NaN out)', () => {
+    const refNaN = Float64Array.from([1, NaN, 0.5, -Infinity]);
+    expect(judge('out', 'float32', Float64Array.from([1, NaN, 0.5, -Infinity]), refNaN, ref, { poisoned: true }).ok).toBe(true);
+    // A NaN row disguised as fully masked: the lse of defect 2.
+    const v = judge('logsumexp', 'float32', Float64Array.from([1, -Infinity, 0.5, -Infinity]), refNaN, ref, { poisoned: true });
+    expect(v.message).toMatch(/reference is NaN at \[1\]/);
+  });
+
+  it('extraNaN allows NaN where the reference is finite, never a number where it is NaN', () => {
+    const refNaN = Float64Array.from([1, NaN, 0.5, 2]);
+    expect(judge('dk', 'float32', Float64Array.from([NaN, NaN, 0.5, 2]), refNaN, refNaN, { extraNaN: true, poisoned: true }).ok).toBe(true);
+    expect(judge('dk', 'float32', Float64Array.from([1, 0, 0.5, 2]), refNaN, refNaN, { extraNaN: true, poisoned: true }).ok).toBe(false);
   });
 });

@@ -12,6 +12,14 @@ export interface MaskSpec {
   readonly fullyMaskedRows?: boolean;
 }
 
+/** A value planted in an input (the fuzz suite's NaN, +-Inf, huge and tiny values). */
+export interface PoisonSpec {
+  readonly tensor: 'q' | 'k' | 'v' | 'mask';
+  /** Element in logical row-major order, taken modulo the tensor's size. */
+  readonly index: number;
+  readonly value: number;
+}
+
 export interface CaseSpec {
   readonly name: string;
   readonly dtype: FloatDType;
@@ -38,6 +46,8 @@ export interface CaseSpec {
   readonly deterministic?: boolean;
   /** Packed varlen: the length of each sequence (batch = their count; seqQ/seqK = the maxima). */
   readonly varlen?: { readonly seqlensQ: readonly number[]; readonly seqlensK: readonly number[] };
+  /** Values planted in q, k, v or an additive mask before rounding to the dtype. */
+  readonly poison?: readonly PoisonSpec[];
 }
 
 export interface CaseOptions {

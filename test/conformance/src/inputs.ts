@@ -3,7 +3,7 @@
 // values), and as plain logical arrays for the naive low-precision implementation.
 import { randn, tensor } from '@attn/core';
 import type { Device, FloatDType, Tensor } from '@attn/core';
-import type { CaseSpec } from './cases.js';
+import type { CaseSpec, PoisonSpec } from './cases.js';
 
 /** What a call takes besides q, k, v; absent fields are absent from the call too. */
 export interface CallTensors {
@@ -117,15 +117,25 @@ function cumulative(lengths: readonly number[]): Int32Array {
   return cu;
 }
 
+/** Plants the case's poison values into the raw values of `which` (before rounding, which keeps NaN and Inf). */
+function planted(values: Float64Array, spec: CaseSpec, which: PoisonSpec['tensor']): Float64Array {
+  for (const p of spec.poison ?? []) {
+    if (p.tensor === which && values.length > 0) values[p.index % values.length] = p.value;
+  }
+  return values;
+}
+
 export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseInputs {
   const next = seedStream(seed);
   const shapes = qkvShapes(spec);
   const { dtype, layout } = spec;
-  const q = roundTo(normals(shapes.q, next()), dtype);
-  const k = roundTo(normals(shapes.k, next()), dtype);
-  const v = roundTo(normals(shapes.v, next()), dtype);
+  const q = roundTo(planted(normals(shapes.q, next()), spec, 'q'), dtype);
+  const k = roundTo(planted(normals(shapes.k, next()), spec, 'k'), dtype);
+  const v = roundTo(planted(normals(shapes.v, next()), spec, 'v'), dtype);
   const gradOut = roundTo(normals(shapes.out, next()), dtype);
-  const rawMask = maskValues(spec, next);
+  const maskRaw = maskValues(spec, next);
+  // Only an additive mask carries values; a bool one is keep / drop.
+  const rawMask = maskRaw && spec.mask?.kind === 'additive' ? planted(maskRaw, spec, 'mask') : maskRaw;
   const mask = rawMask && spec.mask?.kind === 'additive' ? roundTo(rawMask, dtype) : rawMask;
   const slopes = slopeValues(spec);
   const maskDtype = spec.mask?.kind === 'bool' ? 'bool' : dtype;

@@ -205,6 +205,17 @@ describe('attn bench (CPU smoke run)', () => {
     expect(svg).toMatch(/[GT]FLOP\/s/);
   });
 
+  it('refuses an output path it cannot write before running the grid', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
+    for (const flag of ['--plot', '--json']) {
+      const path = join(dir, 'missing', flag === '--plot' ? 'x.svg' : 'x.json');
+      const r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--repeat', '1', '--warmup', '0', flag, path);
+      expect(r.code).toBe(EXIT_USAGE);
+      expect(r.err).toMatch(new RegExp(`${flag} .*missing.* does not exist`));
+      expect(r.out).not.toMatch(/attn bench on/); // failed before the run began
+    }
+  });
+
   it('marks unsupported backends with their reason and still runs the others', async () => {
     const r = await attn('bench', '--device', 'cpu', '--backends', 'test-picky,cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--causal', '--repeat', '1', '--warmup', '0', '--quiet');
     expect(r.code).toBe(EXIT_OK);

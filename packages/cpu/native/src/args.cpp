@@ -167,7 +167,8 @@ void parse_common(const Napi::Env& env, const Napi::Object& o, Call& call, Dims&
   dtype = parse_dtype(env, get_string(env, o, "dtype"));
   if (dtype != DType::kFloat32 && dtype != DType::kFloat16 && dtype != DType::kBFloat16)
     fail(env, "dtype must be float32, float16 or bfloat16");
-  const int64_t big = static_cast<int64_t>(1) << 31;
+  // The limits of src/flash/limits.ts (CPU_FLASH_LIMITS), which limits.test.ts checks against these.
+  const int64_t big = (static_cast<int64_t>(1) << 31) - 1;
   d.B = get_int(env, o, "B", 1, big);
   d.Hq = get_int(env, o, "Hq", 1, big);
   d.Hk = get_int(env, o, "Hk", 1, big);

@@ -1,7 +1,8 @@
 // SdpaParams -> the addon's call descriptors, and the output tensors the kernels write into.
 // Only CPU tensors get here (the rules say so); views are passed as they are, strides included.
-import { AttnInputError, empty } from '@attn/core';
+import { AttnInputError, emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
+import { kernelWindow } from './limits.js';
 import type { NativeBackwardDesc, NativeForwardDesc, NativeView } from './native.js';
 
 type KernelDType = NativeForwardDesc['dtype'];
@@ -59,8 +60,8 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
     softcap: p.softcap,
     causal: p.causal,
     lowerRight: p.alignment === 'lowerRight',
-    windowLeft: p.window?.left ?? -1,
-    windowRight: p.window?.right ?? -1,
+    windowLeft: kernelWindow(p).left,
+    windowRight: kernelWindow(p).right,
     mask: mask
       ? {
           kind: mask.kind,
@@ -107,8 +108,8 @@ export function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
 export function forwardOutputs(p: SdpaParams): ForwardOutputs {
   const shapes = outputShapes(p);
   return {
-    out: empty(shapes.out, { dtype: p.dtype }),
-    logsumexp: empty(shapes.lse, { dtype: 'float32' }),
+    out: emptyOutput(OUTPUT_NAMES.out, shapes.out, { dtype: p.dtype }),
+    logsumexp: emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32' }),
   };
 }
 
@@ -135,9 +136,9 @@ export function backwardBuffers(p: SdpaParams): BackwardBuffers {
   const shape = (tokens: number, heads: number, d: number, seq: number) =>
     p.varlen ? [tokens, heads, d] : [p.batch, heads, seq, d];
   return {
-    dq: empty(shape(t.q, p.headsQ, p.headDim, p.seqQ), { dtype: p.dtype }),
-    dk: empty(shape(t.k, p.headsKV, p.headDim, p.seqK), { dtype: p.dtype }),
-    dv: empty(shape(t.k, p.headsKV, p.headDimV, p.seqK), { dtype: p.dtype }),
+    dq: emptyOutput(OUTPUT_NAMES.dq, shape(t.q, p.headsQ, p.headDim, p.seqQ), { dtype: p.dtype }),
+    dk: emptyOutput(OUTPUT_NAMES.dk, shape(t.k, p.headsKV, p.headDim, p.seqK), { dtype: p.dtype }),
+    dv: emptyOutput(OUTPUT_NAMES.dv, shape(t.k, p.headsKV, p.headDimV, p.seqK), { dtype: p.dtype }),
     dbias: dims ? new Float32Array(dims.reduce((a, b) => a * b, 1)) : null,
     dbiasDims: dims,
   };

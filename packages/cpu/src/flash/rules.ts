@@ -1,14 +1,15 @@
 // What cpu-flash runs, as core's rules: CPU tensors in float32, float16 or bfloat16, non-empty
-// sequences, and sizes the native kernel indexes with int32 counters. Everything else core
-// accepts (strides, masks, causal both ways, window, GQA, ALiBi, softcap, dropout, varlen,
-// backward, deterministic) it runs.
-import { dtypeIn, headDimAtMost, maxBatchAndHeads, nonzeroSeqLens, rule, tensorsOn } from '@attn/core';
+// sequences and value head dims, sizes the native kernel indexes with int32 counters (limits.ts), and
+// scale and softcap finite in float32. Everything else core accepts (strides, masks, causal both
+// ways, window, GQA, ALiBi, softcap, dropout, varlen, backward, deterministic) it runs.
+import { dtypeIn, float32Scalars, headDimAtMost, maxBatchAndHeads, nonzeroHeadDimV, nonzeroSeqLens, rule, tensorsOn } from '@attn/core';
 import type { Rule } from '@attn/core';
+import { CPU_FLASH_LIMITS, kernelWindow } from './limits.js';
 
-/** Largest B, H and S the kernel takes: its dropout counters and row indices are 32-bit. */
-export const MAX_DIM = 2 ** 31 - 1;
-/** Largest head dim: per-thread tiles hold 64 rows of it. */
-export const MAX_HEAD_DIM = 2 ** 16;
+/** Largest B, H and S the kernel takes. */
+export const MAX_DIM = CPU_FLASH_LIMITS.maxDim;
+/** Largest head dim. */
+export const MAX_HEAD_DIM = CPU_FLASH_LIMITS.maxHeadDim;
 
 /** Sq and Sk fit the kernel's 32-bit row counters. (Not in core's library: cpu-flash's own limit.) */
 export const seqLensAtMost = (n: number): Rule =>
@@ -17,11 +18,22 @@ export const seqLensAtMost = (n: number): Rule =>
     return `Supports sequences of at most ${n} tokens. Got seq_len_q ${p.seqQ}, seq_len_kv ${p.seqK}. Split the keys and merge with logsumexp, or choose another backend.`;
   });
 
+/** Window sides, once those that reach every key are unbounded, fit the kernel's counters. */
+export const windowAtMost = (n: number): Rule =>
+  rule(`windowAtMost(${n})`, (p) => {
+    const w = kernelWindow(p);
+    if (w.left <= n && w.right <= n) return null;
+    return `Supports window sides of at most ${n} keys. Got [${w.left}, ${w.right}]; use -1 for an unbounded side, or choose another backend.`;
+  });
+
 export const cpuFlashRules: readonly Rule[] = [
   tensorsOn('cpu'),
   dtypeIn(['float32', 'bfloat16', 'float16']),
   nonzeroSeqLens,
+  nonzeroHeadDimV,
   headDimAtMost(MAX_HEAD_DIM),
   maxBatchAndHeads(MAX_DIM),
   seqLensAtMost(MAX_DIM),
+  windowAtMost(CPU_FLASH_LIMITS.maxWindow),
+  float32Scalars,
 ];

@@ -6,7 +6,7 @@
 //   dV_j += P_ij Z_ij dO_i;  dP_ij = Z_ij (dO_i . v_j);  delta_i = sum_j P_ij dP_ij
 //   dS_ij = P_ij (dP_ij - delta_i)           (gradient of the final score, = dbias)
 //   dX_ij = dS_ij * (1 - tanh^2) with softcap;  dq_i += scale dX_ij k_j;  dk_j += scale dX_ij q_i
-import { empty } from '@attn/core';
+import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, Gradients, SdpaParams, Tensor } from '@attn/core';
 import { BiasGrad } from './bias-grad.js';
 import { gather, scatterRow } from './host-io.js';
@@ -80,9 +80,9 @@ export function backwardMath(params: SdpaParams, _saved: ForwardOutputs, gradOut
   const pb = problemOf(params);
   const { seqs, group, maxSeqK, dropout: drop } = pb;
   const { headsKV, headDim: D, headDimV: Dv, dtype, scale } = params;
-  const dq = empty(params.query.shape, { dtype });
-  const dk = empty(params.key.shape, { dtype });
-  const dv = empty(params.value.shape, { dtype });
+  const dq = emptyOutput(OUTPUT_NAMES.dq, params.query.shape, { dtype });
+  const dk = emptyOutput(OUTPUT_NAMES.dk, params.key.shape, { dtype });
+  const dv = emptyOutput(OUTPUT_NAMES.dv, params.value.shape, { dtype });
   const [dqRows, dkRows, dvRows, gRows] = [pb.rowsQ(dq), pb.rowsK(dk), pb.rowsK(dv), pb.rowsQ(gradOut)];
   const [qData, kData, vData, gData] = [params.query.hostData(), params.key.hostData(), params.value.hostData(), gradOut.hostData()];
   const [dqData, dkData, dvData] = [dq.hostData(), dk.hostData(), dv.hostData()];

@@ -1,6 +1,6 @@
 // The gradient of an additive mask, summed over the dims it was broadcast along, so that it comes
 // back in the mask's own shape (as autograd would give it).
-import { empty } from '@attn/core';
+import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { MaskParams, Tensor } from '@attn/core';
 import { scatterRow } from './host-io.js';
 
@@ -39,7 +39,7 @@ export class BiasGrad {
   /** The gradient as a contiguous tensor of the mask's shape and dtype, rounded once. */
   toTensor(): Tensor {
     const t = this.mask.tensor;
-    const grad = empty(t.shape, { dtype: t.dtype });
+    const grad = emptyOutput(OUTPUT_NAMES.dbias, t.shape, { dtype: t.dtype });
     scatterRow(this.acc, 0, this.acc.length, grad.hostData(), t.dtype, 0, 1);
     return grad;
   }

@@ -1,6 +1,6 @@
 // cpu-math forward: exact softmax attention in float64, one query row at a time (never an Sq x Sk
 // buffer), reading q/k/v through their strides and rounding the output to its dtype once.
-import { empty } from '@attn/core';
+import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams } from '@attn/core';
 import { gather, scatterRow } from './host-io.js';
 import { addWeightedRows, expRow, rowMax } from './kernels.js';
@@ -11,8 +11,8 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
   const pb = problemOf(params);
   const { seqs, group, maxSeqK, dropout: drop } = pb;
   const { headsKV, headDim: D, headDimV: Dv, dtype } = params;
-  const out = empty(pb.outShape, { dtype });
-  const logsumexp = empty(pb.lseShape, { dtype: 'float32' });
+  const out = emptyOutput(OUTPUT_NAMES.out, pb.outShape, { dtype });
+  const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, pb.lseShape, { dtype: 'float32' });
   const outRows = pb.rowsQ(out);
   const outData = out.hostData();
   const lseData = logsumexp.hostData();
@@ -50,10 +50,12 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
             if (max !== -Infinity) {
               const sum = expRow(s, lo, hi, max);
               lse = max + Math.log(sum);
-              // Dropout scales the kept probabilities; lse stays that of the undropped softmax.
+              // Dropout scales the kept probabilities; lse stays that of the undropped softmax. A
+              // dropped weight is 0 * inv, not 0: a row whose sum is NaN stays NaN even where dropout
+              // dropped every key it sees (NaN in, NaN out).
               const keep = drop ? drop.keepRow(b, h, i, hi) : null;
               const inv = (drop ? drop.keepScale : 1) / sum;
-              for (let j = lo; j < hi; j++) s[j] = keep && keep[j] === 0 ? 0 : s[j]! * inv;
+              for (let j = lo; j < hi; j++) s[j] = keep && keep[j] === 0 ? 0 * inv : s[j]! * inv;
               addWeightedRows(acc, s, vTile, Dv, lo, hi);
             }
           }

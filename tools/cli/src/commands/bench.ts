@@ -7,6 +7,7 @@ import { buildReport, writeReport } from '../bench/report.js';
 import { runBench } from '../bench/run-bench.js';
 import { renderSkipped, renderTable } from '../bench/table.js';
 import { println } from '../io.js';
+import { checkOutputWritable } from '../output-path.js';
 import { defaultDType } from '../options/problem-options.js';
 import { plotFormat, writePlot } from '../plot/render.js';
 import { benchBackends } from '../runtime/backends.js';
@@ -24,7 +25,12 @@ export function benchCommand(getContext: ContextProvider): Command {
 async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<void> {
   const { io, packages, setExitCode } = await getContext();
   const threads = cpuThreads(flags.threads);
-  if (flags.plot) plotFormat(flags.plot); // a bad extension fails before the run, not after
+  // A bad extension or an unwritable path fails before the run, not after it.
+  if (flags.plot) {
+    plotFormat(flags.plot);
+    checkOutputWritable(flags.plot, '--plot');
+  }
+  if (flags.json) checkOutputWritable(flags.json, '--json');
   const device = resolveDevice(flags.device);
   const { type } = splitDevice(device);
   const dtype = flags.dtype ?? defaultDType(device);

@@ -90,9 +90,18 @@ struct BwdTiles {
   uint8_t* keep;
 };
 
+// P, PD and dLogit of one row become 0 on the keys j0 + c that the row does not see (outside rr or
+// past the n keys of the block).
+inline void zero_outside_range(float* pr, float* pdr, float* dpr, RowRange rr, int64_t j0, int64_t n) {
+  for (int64_t c = 0; c < kBwdBN; ++c) {
+    const int64_t j = j0 + c;
+    if (c >= n || j < rr.lo || j > rr.hi) pr[c] = pdr[c] = dpr[c] = 0.f;
+  }
+}
+
 // For query rows [i0, i0+m) of head (b, h) against key block kb: P (probabilities), PD (P after
 // dropout), DP (becomes dLogit), CAP (softcapped scores) in t, each [m][kBwdBN]. Rows whose lse is
-// -inf (no visible key in the forward) get P = 0.
+// -inf (no visible key in the forward) get P = 0; rows whose lse is NaN get NaN on their keys.
 inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h, int64_t hk, int64_t i0,
                       int64_t m, int64_t kb, const BwdTiles& t) {
   const BwdProblem& p = *cx.p;
@@ -134,6 +143,10 @@ inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h
       vstore(pdr + c, pd);
       vstore(dpr + c, vmul(pv, vsub(dpv, vdelta)));  // dLogit
     }
+    // A NaN lse (a NaN logit in the forward) makes every P of the row NaN, as the reference's; but
+    // keys outside the row's causal/window range, or past Sk, are not part of its softmax at all
+    // and must not carry the NaN into their dK and dV.
+    if (lse != lse) zero_outside_range(pr, pdr, dpr, key_range(md, d.Sk, i), j0, n);
   }
 }
 

@@ -169,8 +169,9 @@ inline __m512 exp2_for_bf16(__m512 x) {
 }
 
 // softmax_exp_t and pack_p_pairs in one pass (no dropout): P^T goes straight to bf16 pairs and
-// never back to memory in fp32.
-inline void softmax_exp_pack(const F32Tile& t, uint16_t* pb, int64_t n, float unit, const V* shift) {
+// never back to memory in fp32. The exponent is formed as in softmax_exp_t (exp_arg).
+template <bool kRounded>
+inline void softmax_exp_pack_as(const F32Tile& t, uint16_t* pb, int64_t n, float unit, const V* shift) {
   const V vunit = vset(unit);
   V sum[kGroups], neg[kGroups];
   for (int g = 0; g < kGroups; ++g) {
@@ -183,13 +184,18 @@ inline void softmax_exp_pack(const F32Tile& t, uint16_t* pb, int64_t n, float un
     const float* r1 = t.st + c1 * kQB;
 #pragma GCC unroll 4
     for (int g = 0; g < kGroups; ++g) {
-      const V a = c0 < n ? V{exp2_for_bf16(vfma(vload(r0 + g * kLanes), vunit, neg[g]).r)} : vzero();
-      const V b = c1 < n ? V{exp2_for_bf16(vfma(vload(r1 + g * kLanes), vunit, neg[g]).r)} : vzero();
+      const V a = c0 < n ? V{exp2_for_bf16(exp_arg<kRounded>(vload(r0 + g * kLanes), vunit, neg[g]).r)} : vzero();
+      const V b = c1 < n ? V{exp2_for_bf16(exp_arg<kRounded>(vload(r1 + g * kLanes), vunit, neg[g]).r)} : vzero();
       sum[g] = vadd(sum[g], vadd(a, b));
       store_pair(pb + (jp * 64 + g * 16) * 2, a.r, b.r);
     }
   }
   for (int g = 0; g < kGroups; ++g) vstore(t.l + g * kLanes, vadd(vload(t.l + g * kLanes), sum[g]));
+}
+
+inline void softmax_exp_pack(const F32Tile& t, uint16_t* pb, int64_t n, float unit, const V* shift) {
+  if (needs_rounded_exp(shift)) softmax_exp_pack_as<true>(t, pb, n, unit, shift);
+  else softmax_exp_pack_as<false>(t, pb, n, unit, shift);
 }
 
 template <class Prod>

@@ -145,12 +145,20 @@ inline void setup_rows(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t
   }
 }
 
-// Adds the mask of the task's rows (one head: hm's) x keys [j0, j0+n) to S^T (st[c * kQB + r]).
+// Applies the mask of the task's rows (one head: hm's) x keys [j0, j0+n) to S^T (st[c * kQB + r]):
+// an additive mask adds; a bool mask replaces masked logits with -inf (adding -inf would keep a
+// NaN logit NaN, where the reference drops the masked key whatever its score).
 inline void add_mask_t(float* st, const HeadMods& hm, const int64_t* ri, int64_t m, int64_t j0, int64_t n,
                        float* tmp) {
+  const bool is_bool = hm.m->mask_is_bool;
   for (int64_t r = 0; r < m; ++r) {
     mask_row(tmp, hm, ri[r], j0, n, n);
-    for (int64_t c = 0; c < n; ++c) st[c * kQB + r] += tmp[c];
+    if (is_bool) {
+      for (int64_t c = 0; c < n; ++c)
+        if (tmp[c] != 0.f) st[c * kQB + r] = kNegInf;
+    } else {
+      for (int64_t c = 0; c < n; ++c) st[c * kQB + r] += tmp[c];
+    }
   }
 }
 
@@ -271,8 +279,29 @@ inline float softmax_begin_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32T
   }
   return unit;
 }
+// The exponent of P = 2^(s * unit - shift), shift = the row's running max m = max(s) * unit rounded.
+// Fused (the default), s * unit is exact before the subtraction, so the row's max gets the rounding
+// residual of m instead of 0: harmless while |m| < kFusedShiftMax (the residual is at most half an
+// ulp of m, <= 0.5), but for logits beyond that (planted 1e12 .. 1e20) it reaches +-100 and more,
+// and P of the max becomes 0 (l = 0, out Inf or NaN) or Inf. kRounded forms the product rounded,
+// as m was, so the max gets exactly 2^0; blocks take it only when some |shift| is that large.
+constexpr float kFusedShiftMax = 16777216.f;  // 2^24
+
+template <bool kRounded>
+inline V exp_arg(V s, V vunit, V neg) {
+  return kRounded ? vadd(vmul_round(s, vunit), neg) : vfma(s, vunit, neg);
+}
+
+inline bool needs_rounded_exp(const V* shift) {
+  const V th = vset(kFusedShiftMax);
+  bool huge = false;
+  for (int g = 0; g < kGroups; ++g) huge |= vany_gt(vabs(shift[g]), th);
+  return huge;
+}
+
 // P^T = exp2(S^T * unit - shift) in place over n keys, and l += its column sums.
-inline void softmax_exp_t(const F32Tile& t, int64_t n, float unit, const V* shift) {
+template <bool kRounded>
+inline void softmax_exp_t_as(const F32Tile& t, int64_t n, float unit, const V* shift) {
   const V vunit = vset(unit);
   V sum[kGroups], neg[kGroups];
   for (int g = 0; g < kGroups; ++g) {
@@ -283,12 +312,17 @@ inline void softmax_exp_t(const F32Tile& t, int64_t n, float unit, const V* shif
     float* row = t.st + c * kQB;
     for (int g = 0; g < t.ng; ++g) {
       // Exponents are at most kRescaleLog2 (lazy rescaling), so the overflow clamp is not needed.
-      const V pv = vexp2_upto127(vfma(vload(row + g * kLanes), vunit, neg[g]));
+      const V pv = vexp2_upto127(exp_arg<kRounded>(vload(row + g * kLanes), vunit, neg[g]));
       vstore(row + g * kLanes, pv);
       sum[g] = vadd(sum[g], pv);
     }
   }
   for (int g = 0; g < kGroups; ++g) vstore(t.l + g * kLanes, vadd(vload(t.l + g * kLanes), sum[g]));
+}
+
+inline void softmax_exp_t(const F32Tile& t, int64_t n, float unit, const V* shift) {
+  if (needs_rounded_exp(shift)) softmax_exp_t_as<true>(t, n, unit, shift);
+  else softmax_exp_t_as<false>(t, n, unit, shift);
 }
 
 // Dropout on P^T (after l took the undropped sums): element (row r, key j0 + c) is zeroed unless kept.
@@ -315,12 +349,13 @@ inline void softmax_block_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32Ti
 }
 
 // The task's output rows from O^T [Dv][kQB]: out[i0 + r] = O^T[:, r] * keep_scale / l[r], and
-// lse = (m + log2 l) ln 2. Rows that saw no key: 0 and -inf.
+// lse = (m + log2 l) ln 2. Rows that saw no key: 0 and -inf. A row whose logits were all NaN keeps
+// m = -inf (the max drops NaN) but its sum l is NaN: it is not empty, and gives NaN out and lse.
 inline void store_out_t(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t m) {
   const Dims& d = p.dims;
   for (int64_t r = 0; r < m; ++r) {
     const int64_t i = t.ri[r], h = t.rh[r];
-    const bool empty = t.m[r] == kNegInf;
+    const bool empty = t.m[r] == kNegInf && t.l[r] == 0.f;
     const float inv = empty ? 0.f : p.mods.keep_scale / t.l[r];
     const V vinv = vset(inv);
     int64_t e = 0;

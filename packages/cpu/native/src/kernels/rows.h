@@ -100,6 +100,7 @@ inline float logits_row(float* s, int64_t bn, const HeadMods& hm, int64_t i, int
   }
   if (hm.has_mask) mask_row(maskbuf, hm, i, j0, n, bn);
   const bool cap = hm.softcap > 0.f;
+  const bool bool_mask = hm.has_mask && hm.m->mask_is_bool;
   const V vcap = vset(hm.softcap), vinv = vset(hm.inv_softcap), vslope = vset(hm.slope);
   const V vdist0 = vset(static_cast<float>(i + hm.m->align_offset - j0));
   const V step = vset(static_cast<float>(kLanes));
@@ -111,7 +112,8 @@ inline float logits_row(float* s, int64_t bn, const HeadMods& hm, int64_t i, int
       if (capped) vstore(capped + c, x);
     }
     if (hm.has_alibi) x = vsub(x, vmul(vslope, vabs(vsub(vdist0, col))));
-    if (hm.has_mask) x = vadd(x, vload(maskbuf + c));
+    // A bool mask selects (masked keys become -inf even where the logit is NaN); additive adds.
+    if (hm.has_mask) x = bool_mask ? vkeep_range2(x, vload(maskbuf + c), vzero(), vzero()) : vadd(x, vload(maskbuf + c));
     if (ranged) x = vkeep_range(x, col, lo, hi);
     vstore(s + c, x);
     vmx = vmax(x, vmx);

@@ -29,6 +29,15 @@ inline void vstore(float* p, V a) { std::memcpy(p, a.v, sizeof a.v); }
 inline V vadd(V a, V b) { ATTN_LANES(a.v[l] + b.v[l]); }
 inline V vsub(V a, V b) { ATTN_LANES(a.v[l] - b.v[l]); }
 inline V vmul(V a, V b) { ATTN_LANES(a.v[l] * b.v[l]); }
+// a * b rounded to float and never fused into a following add (GCC's default -ffp-contract=fast
+// would make vadd(vmul(a, b), c) one FMA): for a product that must equal the same product computed
+// elsewhere, bit for bit.
+inline V vmul_round(V a, V b) {
+  V out;
+  for (int l = 0; l < kLanes; ++l) out.v[l] = a.v[l] * b.v[l];
+  __asm__("" : "+m"(out));
+  return out;
+}
 inline V vdiv(V a, V b) { ATTN_LANES(a.v[l] / b.v[l]); }
 inline V vfma(V a, V b, V c) { ATTN_LANES(a.v[l] * b.v[l] + c.v[l]); }
 // As x86's maxps: the second operand when either is NaN.

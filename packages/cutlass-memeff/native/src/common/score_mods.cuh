@@ -23,6 +23,13 @@ __device__ __forceinline__ float exp2_ftz(float x) {
   return y;
 }
 
+// A finished row's 1/l and logsumexp from its running max m (log2 units) and sum l. l = 0 only where
+// the row saw no visible key: out 0, lse -inf. fmaxf drops NaN, so a row of NaN logits keeps m = -inf,
+// but exp2(NaN) makes l NaN: such a row gives NaN in out and lse, never the fully masked -inf (an
+// lse merge, split-KV or ring attention, would then silently drop it). +Inf logits make l NaN too.
+__device__ __forceinline__ float row_inv_sum(float l) { return l == 0.f ? 0.f : 1.f / l; }
+__device__ __forceinline__ float row_lse(float m, float l) { return l == 0.f ? -INFINITY : (m + log2f(l)) * kLn2; }
+
 // The mask (or bias) of one (b, h) pair: base pointer with the batch and head strides applied.
 struct MaskView {
   const void* base;

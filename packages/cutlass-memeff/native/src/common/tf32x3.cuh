@@ -6,11 +6,19 @@
 //   B 8x8 col:  b0 (k = t, n = g), b1 (k = t + 4, n = g)
 //   C 16x8:     c0 (g, 2t), c1 (g, 2t + 1), c2 (g + 8, 2t), c3 (g + 8, 2t + 1)
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "common/mma_sm80.cuh"
 
 namespace memeff {
+
+// x - hi, what the TF32 parts below hi must carry. An infinite x is all in hi (Inf - Inf would make
+// every lower part NaN, and a +Inf operand then turns a product the reference gives as +Inf into
+// NaN); a NaN x stays NaN in every part.
+__device__ __forceinline__ float tf32_rest(float x, uint32_t hi) {
+  return fabsf(x) == INFINITY ? 0.f : x - __uint_as_float(hi);
+}
 
 struct Tf32Pair {
   uint32_t hi, lo;
@@ -42,7 +50,7 @@ __device__ __forceinline__ Tf32Pair split_tf32_lean(float x) {
   Tf32Pair r{0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
   r.hi = tf32_rna_bits(x);
-  const float rest = x - __uint_as_float(r.hi);
+  const float rest = tf32_rest(x, r.hi);
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
 #endif
   return r;
@@ -52,7 +60,7 @@ __device__ __forceinline__ Tf32Pair split_tf32(float x) {
   Tf32Pair r{0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.hi) : "f"(x));
-  const float rest = x - __uint_as_float(r.hi);
+  const float rest = tf32_rest(x, r.hi);
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
 #endif
   return r;
@@ -101,7 +109,7 @@ __device__ __forceinline__ Tf32Triple split_tf32_exact(float x) {
   Tf32Triple r{0u, 0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.hi) : "f"(x));
-  const float rest = x - __uint_as_float(r.hi);
+  const float rest = tf32_rest(x, r.hi);
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
   r.rest = __float_as_uint(rest - __uint_as_float(r.lo));
 #endif
@@ -113,7 +121,7 @@ __device__ __forceinline__ Tf32Triple split_tf32_exact_lean(float x) {
   Tf32Triple r{0u, 0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
   r.hi = tf32_rna_bits(x);
-  const float rest = x - __uint_as_float(r.hi);
+  const float rest = tf32_rest(x, r.hi);
   r.lo = tf32_rna_bits(rest);
   r.rest = __float_as_uint(rest - __uint_as_float(r.lo));
 #endif

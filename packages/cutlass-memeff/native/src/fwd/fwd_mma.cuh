@@ -247,10 +247,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
       float l = l_run[mi][r];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
-      inv[mi][r] = l > 0.f ? 1.f / l : 0.f;  // fully masked rows: out 0, lse -inf
+      inv[mi][r] = row_inv_sum(l);  // fully masked rows: out 0, lse -inf; NaN rows stay NaN
       const int i = i0 + row0 + mi * 16 + g + 8 * r;
       if (t == 0 && i < p.seq_q) {
-        p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[mi][r] + log2f(l)) * kLn2 : -INFINITY;
+        p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = row_lse(m_run[mi][r], l);
       }
     }
   cp_async_wait_all();

@@ -128,14 +128,14 @@ __global__ void __launch_bounds__(Tr::kThreads) fwd_simt_kernel(const FwdParams 
     for (int off = 1; off < Tr::kTx; off <<= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
     const int i = i0 + ty + r * Tr::kTy;
     if (i >= p.seq_q) continue;
-    const float inv = l > 0.f ? 1.f / l : 0.f;  // fully masked rows: out 0
+    const float inv = row_inv_sum(l);  // fully masked rows: out 0; NaN rows stay NaN
 #pragma unroll
     for (int c = 0; c < CT; ++c) {
       const int d = dv0 + tx + c * Tr::kTx;
       if (d < p.head_dim_v) out[i * p.o_stride[2] + d] = from_float<T>(o[r][c] * inv);
     }
     if (blockIdx.z == 0 && tx == 0) {
-      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[r] + log2f(l)) * kLn2 : -INFINITY;
+      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = row_lse(m_run[r], l);
     }
   }
 }

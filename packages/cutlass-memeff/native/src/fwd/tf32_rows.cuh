@@ -126,10 +126,10 @@ __device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_
     float l = l_run[r];
     l += __shfl_xor_sync(0xffffffffu, l, 1);
     l += __shfl_xor_sync(0xffffffffu, l, 2);
-    inv[r] = l > 0.f ? 1.f / l : 0.f;
+    inv[r] = row_inv_sum(l);
     const int i = row + 8 * r;
     if (t == 0 && i < p.seq_q) {
-      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = l > 0.f ? (m_run[r] + log2f(l)) * kLn2 : -INFINITY;
+      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = row_lse(m_run[r], l);
     }
   }
 }

@@ -1,0 +1,25 @@
+// cpu-flash's limits, written once: the rules decline past them (rules.ts), marshal.ts hands the
+// addon windows through kernelWindow, and limits.test.ts drives the addon at each limit and one
+// past it, so a change on either side that breaks the agreement fails a test.
+import type { SdpaParams } from '@attn/core';
+
+export const CPU_FLASH_LIMITS = Object.freeze({
+  /** B, Hq, Hk, Sq and Sk: the kernel's row counters and Philox (b, h) words are 32-bit. */
+  maxDim: 2 ** 31 - 1,
+  /** D and Dv: per-thread tiles hold 64 rows of the head dim. There is no empty-head path (Dv >= 1). */
+  minHeadDim: 1,
+  maxHeadDim: 2 ** 16,
+  /** A window side, in keys (-1: unbounded). */
+  maxWindow: 2 ** 31 - 1,
+});
+
+/**
+ * The window sides the kernel gets (-1 = unbounded). A side of Sq + Sk keys or more reaches past
+ * every key from every query, whatever the alignment, so it is the same as unbounded: a window of
+ * 2**40 runs instead of overflowing the kernel's 32-bit counters.
+ */
+export function kernelWindow(p: SdpaParams): { left: number; right: number } {
+  const reach = p.seqQ + p.seqK;
+  const side = (w: number | null | undefined) => (w === null || w === undefined || w >= reach ? -1 : w);
+  return { left: side(p.window?.left), right: side(p.window?.right) };
+}

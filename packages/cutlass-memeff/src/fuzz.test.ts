@@ -1,0 +1,16 @@
+// The fuzz suite on memeff-cuda, on a GPU host (ATTN_FUZZ_RUNS sets a larger budget there); elsewhere
+// skipped with the reason printed. Every case runs in a child process; see @attn/conformance.
+import { fileURLToPath } from 'node:url';
+import { describeFuzz } from '@attn/conformance';
+import { describe, it } from 'vitest';
+import { gpuEnv } from './gpu-env.js';
+
+const env = gpuEnv();
+if (env.ok) {
+  describeFuzz('memeff-cuda', { modules: ['@attn/cpu', fileURLToPath(new URL('./index.ts', import.meta.url))], device: 'cuda:0', dtypes: ['float32', 'float16', 'bfloat16'] });
+} else {
+  console.log(`memeff-cuda fuzz skipped: ${env.reason}`);
+  describe.skip(`fuzz of 'memeff-cuda' (skipped: ${env.reason})`, () => {
+    it('needs a CUDA device', () => {});
+  });
+}

@@ -1,0 +1,81 @@
+// describeFuzz: the property-based suite a backend package's test file calls. Random valid calls
+// (fast-check, arbitrary.ts) must give cpu-math's NaN/Inf pattern and pass the accuracy rule, or be
+// declined properly; random invalid calls must fail with a coded AttnError. Every case runs in a
+// child process (child-pool.ts): a crash or a hang is that case's failure.
+//
+// Budget: a fixed seed and a run count small enough for CI on two cores by default; a GPU host sets
+// ATTN_FUZZ_RUNS (and ATTN_FUZZ_SEED to vary the cases, as ATTN_CONFORMANCE_SEED does for the
+// conformance suite). A failure prints the seed, the case and how to rerun it.
+import fc from 'fast-check';
+import type { DeviceLike, FloatDType } from '@attn/core';
+import { afterAll, describe, expect, it } from 'vitest';
+import { caseSpec, describeSpec } from './arbitrary.js';
+import { FuzzChildPool } from './child-pool.js';
+import { invalidCase } from './invalid.js';
+
+export const FUZZ_SEED_ENV = 'ATTN_FUZZ_SEED';
+export const FUZZ_RUNS_ENV = 'ATTN_FUZZ_RUNS';
+
+export interface FuzzOptions {
+  /** Entry files (absolute paths) or package names the child imports: the reference and the backend register on import. */
+  readonly modules: readonly string[];
+  /** Device of the inputs: 'cpu', 'cuda:0', ... */
+  readonly device: DeviceLike;
+  readonly dtypes?: readonly FloatDType[];
+  /** Valid cases (default ATTN_FUZZ_RUNS, else 300: about 5 s on 2 cores); invalid cases are half as many. */
+  readonly runs?: number;
+  /** Default ATTN_FUZZ_SEED, else 25: CI runs the same cases every time. */
+  readonly seed?: number;
+  /** Per case, in the child. */
+  readonly timeoutMs?: number;
+  /** Of the valid cases, at least this share must run rather than be declined (default 0.3). */
+  readonly minRunShare?: number;
+}
+
+function envInt(name: string): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got '${v}'`);
+  return n;
+}
+
+export function describeFuzz(backend: string, options: FuzzOptions): void {
+  const seed = options.seed ?? envInt(FUZZ_SEED_ENV) ?? 25;
+  const runs = options.runs ?? envInt(FUZZ_RUNS_ENV) ?? 300;
+  const invalidRuns = Math.max(20, Math.floor(runs / 2));
+  const timeoutMs = options.timeoutMs ?? 60_000;
+  const pool = new FuzzChildPool(options.modules, timeoutMs);
+  const rerun = `rerun with ${FUZZ_SEED_ENV}=${seed} ${FUZZ_RUNS_ENV}=${runs}`;
+  // Rough per-case cost on a slow CPU, plus the child's start: the test's own time limit.
+  const testTimeout = 20_000 + runs * 2_000;
+
+  describe(`fuzz: '${backend}' against cpu-math (seed ${seed}, ${runs} cases)`, () => {
+    afterAll(() => pool.close());
+
+    it('valid calls: the reference NaN/Inf pattern and accuracy, or a proper decline; no crash', { timeout: testTimeout }, async () => {
+      const tally = { ok: 0, declined: 0 };
+      await fc.assert(
+        fc.asyncProperty(caseSpec(options.dtypes), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), async (spec, caseSeed) => {
+          const r = await pool.run('runValid', backend, spec, caseSeed, options.device);
+          if (r.status === 'ok') tally.ok++;
+          else if (r.status === 'declined') tally.declined++;
+          else throw new Error(`${r.status}: ${r.message}\n  case: ${describeSpec(spec)}\n  input seed ${caseSeed}; ${rerun}`);
+        }),
+        { seed, numRuns: runs, endOnFailure: true },
+      );
+      console.log(`fuzz '${backend}': ${tally.ok} cases ran and matched cpu-math, ${tally.declined} declined properly (seed ${seed})`);
+      expect(tally.ok, `too few cases ran (${tally.ok} of ${runs}); the backend declines almost everything`).toBeGreaterThanOrEqual(Math.ceil(runs * (options.minRunShare ?? 0.3)));
+    });
+
+    it('invalid calls: an AttnError with a code, never a TypeError, a result or a crash', { timeout: 20_000 + invalidRuns * 1_000 }, async () => {
+      await fc.assert(
+        fc.asyncProperty(invalidCase, async (c) => {
+          const r = await pool.run('runInvalid', c);
+          if (r.status !== 'ok') throw new Error(`${r.status}: ${r.message}\n  case: ${JSON.stringify(c)}; ${rerun}`);
+        }),
+        { seed, numRuns: invalidRuns, endOnFailure: true },
+      );
+    });
+  });
+}
