@@ -15,13 +15,16 @@ function packageDir(): string {
   dirs.push(d);
   return d;
 }
-/** A package folder as @attn/cuda's: its package.json names the addon and the prebuilt package. */
+/**
+ * A package folder shaped as @attn/cuda's: its package.json names the addon and the prebuilt package.
+ * (Another name: under `pnpm exec`, NODE_PATH makes the real @attn/cuda-linux-x64-gnu resolvable anywhere.)
+ */
 function at(root: string): AddonLocation {
   const pkg = {
-    name: '@attn/cuda',
+    name: '@attn-test/cuda',
     version: '0.1.0',
     attnNative: { addon: 'attn_cuda', toolchain: 'nvcc', requires: 'nvcc' },
-    optionalDependencies: { '@attn/cuda-linux-x64-gnu': '0.1.0' },
+    optionalDependencies: { '@attn-test/cuda-linux-x64-gnu': '0.1.0' },
   };
   writeFileSync(join(root, 'package.json'), JSON.stringify(pkg));
   return { packageRoot: root, platform: 'linux-x64-gnu' };
@@ -55,8 +58,8 @@ describe('loadAddon', () => {
   it('names the prebuilt package and the npm command that installs it', () => {
     const load = loadAddon(at(packageDir()));
     const reason = load.ok ? '' : load.reason;
-    expect(reason).toMatch(/^no native addon: @attn\/cuda-linux-x64-gnu is not installed; /);
-    expect(reason).toContain('`npm install @attn/cuda-linux-x64-gnu@0.1.0`');
+    expect(reason).toMatch(/^no native addon: @attn-test\/cuda-linux-x64-gnu is not installed; /);
+    expect(reason).toContain('`npm install @attn-test/cuda-linux-x64-gnu@0.1.0`');
     expect(reason).not.toMatch(/pnpm/);
   });
 
