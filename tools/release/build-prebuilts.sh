@@ -2,14 +2,15 @@
 # Builds the release binaries of every prebuilt platform package (packages/*/npm/linux-x64-gnu/) and
 # reports each package's packed and installed size. CI builds the default archs (80;90a) only; a
 # release builds the list the prebuilt packages promise: SASS for sm80, sm86, sm89 and sm90a plus
-# compute_90 PTX (see @attn/native's archs.ts). On a 2-core machine this takes about an hour.
+# compute_90 PTX (see @attn/native's archs.ts). It needs Node.js, the installed node_modules and
+# @attn/native's dist (pnpm install && pnpm build), cmake, g++ and nvcc, and nothing else: it runs on a
+# GPU host with many cores too. Set ATTN_BUILD_JOBS to the core count (a 2-core machine takes hours).
 # Usage: tools/release/build-prebuilts.sh [--sizes-only]   then publish with pnpm publish -r.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-export NX_DAEMON=false NX_NO_CLOUD=true NX_TUI=false
 if [ "${1:-}" != "--sizes-only" ]; then
-  ATTN_CUDA_ARCHS=release pnpm exec nx run-many -t build:native --skip-nx-cache --parallel 1 \
-    -p @attn/cpu @attn/cuda @attn/flash-cuda @attn/cutlass-memeff
+  node packages/native/bin/attn-native.mjs build ./packages/cpu ./packages/cuda ./packages/flash-cuda \
+    ./packages/cutlass-memeff --archs release
 fi
 out=$(mktemp -d)
 # The archs inside each binary: cuobjdump where the toolkit has it, else the sm_ names in its fatbins.
@@ -19,7 +20,9 @@ for dir in packages/*/npm/linux-x64-gnu; do
   name=$(node -p "require('./$dir/package.json').name")
   bin=$(ls "$dir"/*.node 2>/dev/null | head -1)
   [ -n "$bin" ] || { echo "$name: no binary in $dir (build it first)" >&2; exit 1; }
-  tgz=$(cd "$dir" && pnpm pack --pack-destination "$out" | tail -1)
+  # npm pack's tarball: the package folder gzipped (what `npm pack` would hold, without npm).
+  tgz="$out/$(basename "$(dirname "$(dirname "$dir")")").tgz"
+  tar -czf "$tgz" -C "$dir" .
   if [ -n "$cuobjdump" ]; then
     archs=$("$cuobjdump" --list-elf "$bin" 2>/dev/null | grep -o 'sm_[0-9a-z]*' | sort -u | tr '\n' ' ' || true)
     archs+=$("$cuobjdump" --list-ptx "$bin" 2>/dev/null | grep -o 'sm_[0-9a-z]*' | sort -u | sed 's/^/ptx:/' | tr '\n' ' ' || true)
