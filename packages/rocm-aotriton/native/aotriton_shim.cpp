@@ -13,6 +13,13 @@
 
 #include "lse_convert.h"
 
+// config.h defines AOTRITON_GIT_SHA1 as a bare token (CMake's configure_file of an unquoted
+// @AOTRITON_GIT_SHA1@), e.g. 972223c501ff..., not a string literal: stringify it.
+#define ATTN_AOT_STR2(x) #x
+#define ATTN_AOT_STR(x) ATTN_AOT_STR2(x)
+// AOTriton 0.x.y is at least 0.<minor> (the version macros carry a 'u' suffix; fine in #if).
+#define ATTN_AOT_AT_LEAST(minor) (AOTRITON_VERSION_MAJOR > 0 || AOTRITON_VERSION_MINOR >= (minor))
+
 namespace {
 
 namespace aot = AOTRITON_NS;
@@ -70,10 +77,21 @@ aot::TensorView<0> scalar_view(Napi::Env env, const Napi::Object& parent, const 
   return aot::TensorView<0>(static_cast<intptr_t>(big(env, o.Get("ptr"), name)), static_cast<aot::DType>(int32_field(env, o, "dtype")));
 }
 
-// LazyTensor whose acquire hands out a buffer TS already allocated (and TS frees it).
+#if ATTN_AOT_AT_LEAST(11)
+// A LazyTensor (0.11+) over a buffer TS already allocated (and TS frees it), so AOTriton never calls
+// back for memory. 0.12 changed the callbacks to take the LazyTensor itself (acquire(LazyTensor*))
+// and added `eager`, a ready TensorView used instead of acquire(): set that. 0.11 has only
+// acquire(void* cookie): hand the view back through the cookie.
 template <int R>
 struct Eager {
   aot::TensorView<R> view;
+#if ATTN_AOT_AT_LEAST(12)
+  aot::LazyTensor<R> lazy() {
+    aot::LazyTensor<R> t;
+    t.eager = view;
+    return t;
+  }
+#else
   static aot::TensorView<R> acquire(void* cookie) { return static_cast<Eager*>(cookie)->view; }
   static void dispose(void*) {}
   aot::LazyTensor<R> lazy() {
@@ -83,7 +101,9 @@ struct Eager {
     t.dispose = &Eager::dispose;
     return t;
   }
+#endif
 };
+#endif
 
 hipStream_t stream_of(Napi::Env env, const Napi::Value& v) { return reinterpret_cast<hipStream_t>(big(env, v, "stream")); }
 
@@ -93,7 +113,7 @@ void check(Napi::Env env, hipError_t err, const char* what) {
 
 flash::attn_options options(bool deterministic) {
   flash::attn_options o;
-#if AOTRITON_VERSION_MAJOR > 0 || AOTRITON_VERSION_MINOR >= 12
+#if ATTN_AOT_AT_LEAST(12)
   o.deterministic = deterministic;
 #else
   (void)deterministic;  // TS declines deterministic backward before 0.12 (aotritonDeterministic)
@@ -107,7 +127,7 @@ Napi::Value Info(const Napi::CallbackInfo& info) {
   o.Set("major", Napi::Number::New(env, AOTRITON_VERSION_MAJOR));
   o.Set("minor", Napi::Number::New(env, AOTRITON_VERSION_MINOR));
   o.Set("patch", Napi::Number::New(env, AOTRITON_VERSION_PATCH));
-  o.Set("gitSha", Napi::String::New(env, AOTRITON_GIT_SHA1));
+  o.Set("gitSha", Napi::String::New(env, ATTN_AOT_STR(AOTRITON_GIT_SHA1)));
   o.Set("fwdParamsVersion", Napi::Number::New(env, flash::attn_fwd_params::kVersion));
   o.Set("bwdParamsVersion", Napi::Number::New(env, flash::attn_bwd_params::kVersion));
   o.Set("archs", Napi::String::New(env, ATTN_ROCM_ARCHS_STRING));
@@ -157,8 +177,10 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsObject()) fail(env, "backward(args, stream, deterministic): args must be an object");
   Napi::Object a = info[0].As<Napi::Object>();
+#if ATTN_AOT_AT_LEAST(11)
   Eager<2> delta{tensor_view<2>(env, a, "D")};
   Eager<4> dq_acc{tensor_view<4>(env, a, "DQ_ACC")};
+#endif
   flash::attn_bwd_params p;
   p.Q = tensor_view<4>(env, a, "Q");
   p.K = tensor_view<4>(env, a, "K");
@@ -172,7 +194,11 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   p.DQ = tensor_view<4>(env, a, "DQ");
   p.DB = tensor_view<4>(env, a, "DB");
   p.L = tensor_view<2>(env, a, "L");
+#if ATTN_AOT_AT_LEAST(11)
   p.D = delta.lazy();
+#else
+  p.D = tensor_view<2>(env, a, "D");  // 0.10: a plain T2; dq is written by the dq kernel, no DQ_ACC
+#endif
   p.cu_seqlens_q = tensor_view<1>(env, a, "cu_seqlens_q");
   p.cu_seqlens_k = tensor_view<1>(env, a, "cu_seqlens_k");
   p.Max_seqlen_q = int32_field(env, a, "Max_seqlen_q");
@@ -185,7 +211,9 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   p.varlen_type = static_cast<int8_t>(int32_field(env, a, "varlen_type"));
   p.window_left = int32_field(env, a, "window_left");
   p.window_right = int32_field(env, a, "window_right");
+#if ATTN_AOT_AT_LEAST(11)
   p.DQ_ACC = dq_acc.lazy();
+#endif
   const flash::attn_options opts = options(info[2].ToBoolean());
   check(env, flash::attn_bwd(p, flash::attn_bwd_params::kVersion, stream_of(env, info[1]), &opts), "aotriton::v3::flash::attn_bwd");
   return env.Undefined();

@@ -123,14 +123,17 @@ export const aotritonNoAlibi: Rule = rule('noAlibi', (p) =>
 );
 
 /**
- * attn's dropout is one Philox mapping on every backend (seed, offset -> counter [j>>2, i, b*Hq+h,
- * offset]). AOTriton draws its mask from its own mapping (a linear counter offset per (b, h, i, j)
- * added to philox_offset1 + philox_offset2), so the same seed would drop different elements than
- * every other backend. AOTriton therefore declines dropout rather than break "same seed, same mask".
+ * AOTriton supports dropout, but draws the mask its own way (tritonsrc/dropout.py, fwd_kernel.py at
+ * the checked tags): Triton's tl.randint4x(seed, offset) with one linear counter per group of four
+ * keys, offset = philox_offset1 + philox_offset2 + (b*Hq + h) * Max_seqlen_q * ceil(Sk/4) + i *
+ * ceil(Sk/4) + j/4, keeping an element when the int32 word exceeds the integer threshold.
+ * attn's mapping (core's philox.ts, the same on every backend) is the four-word counter
+ * [j>>2, i, b*Hq+h, offset] keyed by (lo32(seed), hi32(seed)). The two can't be reconciled
+ * without changing AOTriton's kernels, so the rule declines dropout to keep "same seed, same mask".
  */
 export const aotritonNoDropout: Rule = rule('noDropout', (p) =>
   p.dropout
-    ? `AOTriton draws dropout with its own Philox counter layout, not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements here than on every other backend; use dropoutP: 0 here, or another backend for dropout.`
+    ? `AOTriton draws dropout with its own Philox counter layout (tl.randint4x on one linear counter per four keys: philox_offset + (b*Hq+h)*Max_seqlen_q*ceil(Sk/4) + i*ceil(Sk/4) + j/4), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements here than on every other backend; use dropoutP: 0 here, or another backend for dropout.`
     : null,
 );
 

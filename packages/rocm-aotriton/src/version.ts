@@ -15,8 +15,12 @@ export interface ParamsVersions {
   readonly bwd: number;
 }
 
-/** The oldest AOTriton the shim compiles against: 0.11 made v3 the only path (LazyTensor D, DQ_ACC). */
-export const MIN_VERSION: AotritonVersion = { major: 0, minor: 11, patch: 0 };
+/**
+ * The oldest AOTriton the shim compiles against: 0.10b, the first with the v3 attn_fwd/attn_bwd
+ * params structs (PyTorch 2.8's pin). 0.10 passes D as a plain tensor and has no DQ_ACC; 0.11 made
+ * both LazyTensors; the shim handles both (checked with scripts/check-headers.sh).
+ */
+export const MIN_VERSION: AotritonVersion = { major: 0, minor: 10, patch: 0 };
 /** The newest version whose facts (arch lists, params versions) this file records. */
 export const LATEST_KNOWN: AotritonVersion = { major: 0, minor: 14, patch: 0 };
 
@@ -44,14 +48,14 @@ export function expectedParamsVersions(v: AotritonVersion): ParamsVersions | nul
  */
 export function checkParamsVersions(v: AotritonVersion, compiled: ParamsVersions): string | null {
   if (compareVersions(v, MIN_VERSION) < 0) {
-    return `AOTriton ${versionString(v)} is too old: this binding needs ${versionString(MIN_VERSION)} or newer (the v3 flash API with lazy backward buffers); install a newer AOTriton and rebuild`;
+    return `AOTriton ${versionString(v)} is too old: this binding needs ${versionString(MIN_VERSION)} or newer (the v3 flash API, attn_fwd_params/attn_bwd_params); install a newer AOTriton and rebuild`;
   }
   const expected = expectedParamsVersions(v);
   if (expected === null || expected.fwd !== compiled.fwd || expected.bwd !== compiled.bwd) {
     const want = expected === null ? 'unknown' : `fwd ${expected.fwd}, bwd ${expected.bwd}`;
     return (
       `AOTriton ${versionString(v)} headers declare attn_fwd_params v${compiled.fwd} and attn_bwd_params v${compiled.bwd}, ` +
-      `but this binding knows ${want} for that version; use an AOTriton release this binding knows (0.11 to ${LATEST_KNOWN.major}.${LATEST_KNOWN.minor}) or update the binding`
+      `but this binding knows ${want} for that version; use an AOTriton release this binding knows (0.10 to ${LATEST_KNOWN.major}.${LATEST_KNOWN.minor}) or update the binding`
     );
   }
   return null;

@@ -5,7 +5,7 @@ import { currentStream, type FaLibraryDeps } from '@attn/rocm';
 import { forwardArgs, forwardTraits } from './marshal/args.js';
 import { backwardArgs, backwardTraits, dqAccSplits } from './marshal/backward.js';
 import { ckAvailability, loadCk, type CkAddon } from './native.js';
-import { efficientRules, flashRules } from './rules.js';
+import { efficientRules, flashRules, type BwdLayoutProbe } from './rules.js';
 
 export type CkKind = 'flash' | 'efficient';
 
@@ -57,7 +57,7 @@ function backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradie
   return dbias ? { dq, dk, dv, dbias } : { dq, dk, dv };
 }
 
-export function makeCkBackend(kind: CkKind, fa?: () => FaLibraryDeps): Backend {
+export function makeCkBackend(kind: CkKind, fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe): Backend {
   return {
     name: `ck-${kind}`,
     deviceType: 'rocm',
@@ -67,12 +67,14 @@ export function makeCkBackend(kind: CkKind, fa?: () => FaLibraryDeps): Backend {
         ? "Composable Kernel's tile fmha (PyTorch's CK flash path): fp16/bf16, GQA, causal/window, ALiBi, varlen, backward"
         : "Composable Kernel's tile fmha with an additive bias (PyTorch's CK memory-efficient path): fp16/bf16, no GQA",
     availability: ckAvailability,
-    rules: kind === 'flash' ? flashRules(fa) : efficientRules(fa),
+    rules: kind === 'flash' ? flashRules(fa, bwdLayout) : efficientRules(fa, bwdLayout),
     forward,
     backward,
     buildInfo: (): Record<string, string> => {
       const load = loadCk();
-      return load.ok ? { library: 'CK', ...load.addon.info() } : { library: 'CK', unavailable: load.reason };
+      if (!load.ok) return { library: 'CK', unavailable: load.reason };
+      const info = load.addon.info();
+      return { library: 'CK', archs: info.archs, ckCommit: info.ckCommit, backward: info.bwdDqAccLayout ? 'dq_acc layout' : 'declined (workspace layout)' };
     },
   };
 }

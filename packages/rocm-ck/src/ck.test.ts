@@ -117,15 +117,15 @@ describe('CK args', () => {
   });
 });
 
-function report(t: Qkv, opts: SdpaOptions, preferCk = true): SelectionReport {
+function report(t: Qkv, opts: SdpaOptions, preferCk = true, bwdDqAccLayout: boolean | null = null): SelectionReport {
   const fa = (): FaLibraryDeps => ({
     env: preferCk ? { ATTN_ROCM_FA_PREFER_CK: '1' } : {},
     probe: (lib) => (lib === 'ck' ? { library: 'ck', availability: () => ({ ok: true }), archs: ['gfx90a', 'gfx942', 'gfx950'] } : undefined),
     visibleArchs: () => ({ ok: true, archs: ['gfx942'] }),
   });
   return withIsolatedRegistry(() => {
-    registerBackend(makeCkBackend('flash', fa));
-    registerBackend(makeCkBackend('efficient', fa));
+    registerBackend(makeCkBackend('flash', fa, () => bwdDqAccLayout));
+    registerBackend(makeCkBackend('efficient', fa, () => bwdDqAccLayout));
     return explain(t.q, t.k, t.v, opts);
   });
 }
@@ -153,12 +153,21 @@ describe('CK rules', () => {
     expect(failing(report(t, { enableGqa: true }), 'ck-flash')).toEqual([]);
     expect(failing(report(t, { enableGqa: true }), 'ck-efficient')).toContain('batchAndHeads(gqa=false, sameKvHeads=true, mqa=false)');
     expect(failing(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash')).toEqual(['ckGqaBackward']);
+    expect(message(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash', 'ckGqaBackward')).toMatch(/per query head \(8 heads; .* sum each group of 4 into the 2/);
+  });
+  it("backward is declined on a CK whose fmha_bwd_args has the workspace layout; forward still runs", () => {
+    const t = qkv(1, 2, 16, 16, 64);
+    for (const b of ['ck-flash', 'ck-efficient']) {
+      expect(message(report(t, { requiresGrad: true }, true, false), b, 'ckBackwardLayout')).toMatch(/workspace_ptr, sized by fmha_bwd_launcher/);
+      expect(failing(report(t, {}, true, false), b)).toEqual([]);
+      expect(failing(report(t, { requiresGrad: true }, true, true), b)).toEqual([]);
+    }
   });
   it('bias on efficient only; dropout declined', () => {
     const t = qkv(1, 2, 16, 16, 64);
     const r = report(t, { attnMask: rocmTensor([16, 16]) });
     expect(failing(r, 'ck-flash')).toContain('noAttnMask');
     expect(failing(r, 'ck-efficient')).toEqual([]);
-    expect(message(report(t, { dropoutP: 0.2 }), 'ck-flash', 'noDropout')).toMatch(/own Philox counter layout/);
+    expect(message(report(t, { dropoutP: 0.2 }), 'ck-flash', 'noDropout')).toMatch(/own Philox counter layout \(8-bit random values per warp tile, kept when <= floor\(\(1 - p\) \* 255\)/);
   });
 });

@@ -6,7 +6,8 @@ import type { CkFwdArgs, CkFwdTraits } from './marshal/args.js';
 import type { CkBwdTraits } from './marshal/backward.js';
 
 export interface CkAddon {
-  info(): { readonly archs: string; readonly ckCommit: string };
+  /** bwdDqAccLayout: this CK's fmha_bwd_args has dq_acc_ptr and its strides (see rules.ts ckBackwardLayout). */
+  info(): { readonly archs: string; readonly ckCommit: string; readonly bwdDqAccLayout: boolean };
   /** Returns fmha_fwd's result: < 0 when no compiled instance matches the traits. */
   forward(traits: CkFwdTraits, args: CkFwdArgs, stream: bigint): number;
   backward(traits: CkBwdTraits, args: Record<string, bigint | number>, stream: bigint): number;

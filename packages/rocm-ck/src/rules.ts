@@ -15,6 +15,7 @@ import {
   type Rule,
 } from '@attn/core';
 import { rocmFaLibraryRule, type FaLibraryDeps } from '@attn/rocm';
+import { loadCk } from './native.js';
 
 export const CK_ARCHS: readonly string[] = ['gfx90a', 'gfx942', 'gfx950'];
 
@@ -30,10 +31,15 @@ export const ckHeadDim: Rule = rule('ckHeadDim', (p) => {
   return `CK's fmha instances cover head dims 32 to 256; got ${p.headDim} (value ${p.headDimV}). Pad to 32 or split, or use AOTriton (up to 512).`;
 });
 
-/** CK's dropout uses its own Philox layout, not attn's (seed, offset) mapping: declined, as AOTriton's. */
+/**
+ * CK supports dropout, but draws the mask its own way (ck_tile BlockDropout, fmha_fwd_kernel.hpp):
+ * Philox get_random_16x8 per warp tile, counter from the tile's (row, col) block coordinates, 8-bit
+ * random values kept when randval <= floor((1 - p) * 255). So the keep probability is quantized to
+ * 1/255 and the counter layout differs from attn's [j>>2, i, b*Hq+h, offset]: declined, as AOTriton's.
+ */
 export const ckNoDropout: Rule = rule('noDropout', (p) =>
   p.dropout
-    ? "CK draws dropout with its own Philox counter layout, not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements than on every other backend; use dropoutP: 0 here."
+    ? `CK draws dropout with its own Philox counter layout (8-bit random values per warp tile, kept when <= floor((1 - p) * 255), so p is also rounded to 1/255), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements than on every other backend; use dropoutP: 0 here.`
     : null,
 );
 
@@ -58,20 +64,52 @@ export const ckAlibiSlopes: Rule = rule('ckAlibi', (p) => {
   return null;
 });
 
-/** PyTorch's CK backward computes dk/dv per query head and sums groups; this binding has no such reduction. */
+/**
+ * CK's fmha_bwd takes nhead_q/nhead_k, but its dq_dk_dv kernel writes dK/dV per query head (the
+ * example's runner and PyTorch's mha_bwd_ck allocate dk/dv with h_q heads, "dk_expanded", and sum
+ * each group of h_q/h_k heads afterwards). attn has no device reduction to do that sum, so GQA/MQA
+ * backward is declined here (forward is fine; AOTriton's backward reduces inside the library).
+ */
 export const ckGqaBackward: Rule = rule('ckGqaBackward', (p) =>
   p.requiresGrad && p.headsQ !== p.headsKV
-    ? `CK's backward writes dk/dv per query head (${p.headsQ}) and needs a reduction to ${p.headsKV} heads that this binding does not have; repeat the key/value heads for training, or use AOTriton.`
+    ? `CK's backward writes dK/dV per query head (${p.headsQ} heads; callers such as PyTorch sum each group of ${p.headsQ / p.headsKV} into the ${p.headsKV} key/value heads), and this binding has no device reduction for that sum; repeat the key/value heads for training, or use AOTriton, whose backward reduces the groups itself.`
     : null,
 );
+
+/**
+ * Whether the loaded addon's CK has the dq_acc backward layout (fmha_bwd_args with dq_acc_ptr and
+ * its strides), which the binding marshals; null when the addon is not loaded (then the backend is
+ * unavailable anyway).
+ */
+export type BwdLayoutProbe = () => boolean | null;
+
+export const addonBwdLayout: BwdLayoutProbe = () => {
+  const load = loadCk();
+  return load.ok ? load.addon.info().bwdDqAccLayout : null;
+};
+
+/**
+ * The newest CK revisions replaced fmha_bwd_args' dq_acc_ptr and its strides with workspace_ptr,
+ * sized and filled by fmha_bwd_launcher (host-packed metadata plus the dq accumulator, prepared on
+ * the stream through pinned host memory). The binding marshals the dq_acc layout only, so with such
+ * a CK the forward runs and the backward is declined.
+ */
+export function ckBackwardLayout(layout: BwdLayoutProbe = addonBwdLayout): Rule {
+  return rule('ckBackwardLayout', (p) =>
+    p.requiresGrad && layout() === false
+      ? "This CK's fmha_bwd takes a workspace (workspace_ptr, sized by fmha_bwd_launcher) instead of the dq_acc buffer this binding passes, so its backward is not wired; build @attn/rocm-ck against a CK with the dq_acc layout (see its README), or use AOTriton for training."
+      : null,
+  );
+}
 
 function common(fa?: () => FaLibraryDeps): Rule[] {
   return [tensorsOn('rocm'), rocmFaLibraryRule('ck', fa), ckArch];
 }
 
-export function flashRules(fa?: () => FaLibraryDeps): Rule[] {
+export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe): Rule[] {
   return [
     ...common(fa),
+    ckBackwardLayout(bwdLayout),
     noAttnMask,
     ckHeadDim,
     headDimMultipleOf(8),
@@ -87,9 +125,10 @@ export function flashRules(fa?: () => FaLibraryDeps): Rule[] {
   ];
 }
 
-export function efficientRules(fa?: () => FaLibraryDeps): Rule[] {
+export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe): Rule[] {
   return [
     ...common(fa),
+    ckBackwardLayout(bwdLayout),
     ckHeadDim,
     headDimMultipleOf(8),
     headDimVMultipleOf(8),

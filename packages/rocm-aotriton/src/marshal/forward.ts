@@ -22,7 +22,7 @@ export interface ForwardBuffers {
   readonly philox?: PhiloxBuffers;
 }
 
-/** Field names and order as attn_fwd_params (AOTriton 0.11+); seq_strides_* (0.12+) stay null. */
+/** Field names and order as attn_fwd_params (AOTriton 0.10+); seq_strides_* (0.12+) stay null. */
 export interface AotFwdArgs {
   readonly Q: TensorViewArg;
   readonly K: TensorViewArg;
