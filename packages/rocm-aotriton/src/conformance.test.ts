@@ -4,9 +4,8 @@
 // ATTN_REQUIRE_ROCM=1 (the documented AMD-host command) the reason is a failure instead of a skip.
 // Run on an AMD host: see README "Conformance on AMD hardware".
 import '@attn/cpu';
-import { describeConformance } from '@attn/conformance';
+import { describeConformanceWhereRunnable } from '@attn/conformance';
 import { preferredRocmFaLibrary } from '@attn/rocm';
-import { describe, expect, it } from 'vitest';
 import { aotritonFlash } from './index.js';
 
 /** Why the suite cannot run here, or null when it can (AOTriton loads, a ROCm GPU is visible). */
@@ -22,20 +21,4 @@ function blocker(): string | null {
   return null;
 }
 
-const reason = blocker();
-for (const name of ['aotriton-flash', 'aotriton-efficient']) {
-  if (reason === null) {
-    describeConformance(name, { quick: true });
-  } else if (process.env.ATTN_REQUIRE_ROCM === '1') {
-    describe(`conformance of '${name}'`, () => {
-      it('runs (ATTN_REQUIRE_ROCM=1)', () => {
-        expect.fail(`'${name}' cannot run: ${reason}`);
-      });
-    });
-  } else {
-    console.log(`[@attn/rocm-aotriton] conformance of '${name}' skipped: ${reason}`);
-    describe.skip(`conformance of '${name}' (skipped: ${reason})`, () => {
-      it('needs a ROCm device and an AOTriton build of this addon', () => {});
-    });
-  }
-}
+describeConformanceWhereRunnable(['aotriton-flash', 'aotriton-efficient'], { reason: blocker(), requireEnv: 'ATTN_REQUIRE_ROCM', needs: 'a ROCm device and an AOTriton build of this addon', quick: true });

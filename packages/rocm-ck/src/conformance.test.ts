@@ -5,9 +5,8 @@
 // documented AMD-host command) the reason is a failure instead of a skip.
 // Run on an AMD host: see README "Conformance on AMD hardware".
 import '@attn/cpu';
-import { describeConformance } from '@attn/conformance';
+import { describeConformanceWhereRunnable } from '@attn/conformance';
 import { preferredRocmFaLibrary } from '@attn/rocm';
-import { describe, expect, it } from 'vitest';
 import { ckFlash } from './index.js';
 
 /** Why the suite cannot run here, or null when it can. */
@@ -23,20 +22,4 @@ function blocker(): string | null {
   return null;
 }
 
-const reason = blocker();
-for (const name of ['ck-flash', 'ck-efficient']) {
-  if (reason === null) {
-    describeConformance(name, { quick: true });
-  } else if (process.env.ATTN_REQUIRE_ROCM === '1') {
-    describe(`conformance of '${name}'`, () => {
-      it('runs (ATTN_REQUIRE_ROCM=1)', () => {
-        expect.fail(`'${name}' cannot run: ${reason}`);
-      });
-    });
-  } else {
-    console.log(`[@attn/rocm-ck] conformance of '${name}' skipped: ${reason}`);
-    describe.skip(`conformance of '${name}' (skipped: ${reason})`, () => {
-      it('needs a ROCm device and a CK build of this addon', () => {});
-    });
-  }
-}
+describeConformanceWhereRunnable(['ck-flash', 'ck-efficient'], { reason: blocker(), requireEnv: 'ATTN_REQUIRE_ROCM', needs: 'a ROCm device and a CK build of this addon', quick: true });

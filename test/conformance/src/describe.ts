@@ -62,3 +62,36 @@ export function describeConformance(backendName: string, options: ConformanceOpt
     });
   });
 }
+
+export interface GatedConformance extends ConformanceOptions {
+  /** Why the backends cannot run here (no device, no build), or null when they can. */
+  readonly reason: string | null;
+  /** The environment variable that, set to '1', turns the skip into a failure (on the host meant to run it). */
+  readonly requireEnv: string;
+  /** What the suite needs, for the skipped test's title: 'a ROCm device and a CK build of this addon'. */
+  readonly needs: string;
+}
+
+/**
+ * describeConformance for each backend where it can run; elsewhere a skip that prints the reason (a
+ * skip is never a pass), or, with `requireEnv` set to '1', a failure that says why it could not run.
+ */
+export function describeConformanceWhereRunnable(names: readonly string[], gate: GatedConformance): void {
+  const { reason, requireEnv, needs, ...options } = gate;
+  for (const name of names) {
+    if (reason === null) {
+      describeConformance(name, options);
+    } else if (process.env[requireEnv] === '1') {
+      describe(`conformance of '${name}'`, () => {
+        it(`runs (${requireEnv}=1)`, () => {
+          expect.fail(`'${name}' cannot run: ${reason}`);
+        });
+      });
+    } else {
+      console.log(`conformance of '${name}' skipped: ${reason}`);
+      describe.skip(`conformance of '${name}' (skipped: ${reason})`, () => {
+        it(`needs ${needs}`, () => {});
+      });
+    }
+  }
+}

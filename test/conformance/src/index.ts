@@ -2,8 +2,8 @@
 //   import '@attn/cpu';            // the reference
 //   import '@attn/your-backend';   // registers the backend under test
 //   describeConformance('your-backend', { quick: true });
-export { describeConformance } from './describe.js';
-export type { ConformanceOptions } from './describe.js';
+export { describeConformance, describeConformanceWhereRunnable } from './describe.js';
+export type { ConformanceOptions, GatedConformance } from './describe.js';
 export { buildCases } from './cases.js';
 export type { CaseOptions, CaseSpec, MaskSpec, PoisonSpec } from './cases.js';
 export { judge, NAIVE_SANITY, SLACK } from './accuracy.js';
