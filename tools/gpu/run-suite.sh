@@ -7,8 +7,12 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/attn-out}; LOGS="$OUT/logs"; mkdir -p "$LOGS"
 export NODE_OPTIONS="${NODE_OPTIONS:-}" PYTHONUNBUFFERED=1
+ROOT=$PWD
 node_cmd() { bash .gpu/run.sh node "$@"; }
-vitest() { node_cmd node_modules/vitest/vitest.mjs run --root "$@"; }
+# Each package's suite runs from its own folder, as `pnpm test` runs it (the fuzz suite's child
+# processes resolve the backend packages from the working folder).
+vitest() { (cd "$1" && PATH="$ROOT/.gpu/bin:$PATH" node "$ROOT/node_modules/vitest/vitest.mjs" run); }
+export ROOT
 export -f node_cmd vitest
 declare -A STATUS
 
