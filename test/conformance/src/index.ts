@@ -12,7 +12,7 @@ export { naiveAttention } from './naive.js';
 export { REFERENCE, runCase } from './run-case.js';
 export type { Outcome } from './run-case.js';
 export type { NaiveResult } from './naive.js';
-export { describeFuzz, FUZZ_RUNS_ENV, FUZZ_SEED_ENV } from './fuzz/describe-fuzz.js';
+export { describeFuzz, FUZZ_RUNS_ENV, FUZZ_SANITIZER_ENV, FUZZ_SEED_ENV } from './fuzz/describe-fuzz.js';
 export type { FuzzOptions } from './fuzz/describe-fuzz.js';
 export { caseSpec, describeSpec, POISON_VALUES } from './fuzz/arbitrary.js';
 export { describeSoak, MAX_RSS_GROWTH_MIB } from './soak/describe-soak.js';
