@@ -34,7 +34,11 @@ export function emptyOutput(name: OutputName, shape: readonly number[], opts: Te
     const dtype = opts.dtype ?? 'float32';
     const bytes = shape.reduce((a, s) => a * s, 1) * DTYPE_BYTES[dtype];
     const message = `Cannot allocate ${name.what}, ${dtype} [${shape.join(', ')}] (${formatBytes(bytes)}): ${e.message} To fit, ${name.shrink}.`;
-    if (e instanceof OutOfMemoryError) throw Object.assign(new OutOfMemoryError(message, e.requestedBytes), { cause: e });
+    if (e.code === 'ATTN_OUT_OF_MEMORY') {
+      // By code, not class: the device package may hold another copy of core.
+      const requested = (e as Partial<OutOfMemoryError>).requestedBytes ?? bytes;
+      throw Object.assign(new OutOfMemoryError(message, requested), { cause: e });
+    }
     throw new AttnInputError('ATTN_SIZE', message, { cause: e });
   }
 }

@@ -1,6 +1,6 @@
 // One forward or backward call: outputs and workspace allocated through the registered 'cuda'
 // runtime (@attn/cuda's caching allocator), kernels launched on @attn/cuda's current stream.
-import { AttnError, DeviceError, empty, zeros, type DType, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { AttnError, DeviceError, type DType, empty, emptyOutput, type ForwardOutputs, type Gradients, OUTPUT_NAMES, type SdpaParams, type Tensor, zeros } from '@attn/core';
 import { currentStream } from '@attn/cuda';
 import { backwardArgs, forwardArgs } from './launch-args.js';
 import { addonState, type BackwardPlan, type KernelPath, type MemeffAddon } from './native.js';
@@ -32,8 +32,8 @@ export interface ForwardRun {
 export function runForward(p: SdpaParams, path: KernelPath = 'auto'): ForwardRun {
   const addon = requireAddon();
   const device = p.device;
-  const out = empty([p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
-  const logsumexp = empty([p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
+  const out = emptyOutput(OUTPUT_NAMES.out, [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+  const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
   if (logsumexp.numel === 0) return { outputs: { out, logsumexp }, kernel: '' };
   try {
     const kernel = callNative('forward', () => addon.forward(forwardArgs(p, out, logsumexp, currentStream(device.index), path)));

@@ -3,7 +3,7 @@
 // saved logsumexp), the backward's own arguments beside them, one addon call that queues
 // Dsum -> (zero the dQ workspace) -> dK/dV kernel -> dQ conversion (or the deterministic dQ kernel) on
 // @attn/cuda's current stream. Workspaces are freed right after: the caching allocator is stream-ordered.
-import { DeviceError, empty, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { DeviceError, empty, emptyOutput, type ForwardOutputs, type Gradients, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream } from '@attn/cuda';
 import { NUM, PTR } from './abi.js';
 import { BWD_NUM, BWD_PTR, bwdArgArrays } from './bwd-abi.js';
@@ -82,9 +82,9 @@ export function flashBackward(p: SdpaParams, saved: ForwardOutputs, gradOut: Ten
     rethrow(e);
   }
 
-  const dq = empty(p.query.shape, { dtype: p.dtype, device });
-  const dk = empty(p.key.shape, { dtype: p.dtype, device });
-  const dv = empty(p.value.shape, { dtype: p.dtype, device });
+  const dq = emptyOutput(OUTPUT_NAMES.dq, p.query.shape, { dtype: p.dtype, device });
+  const dk = emptyOutput(OUTPUT_NAMES.dk, p.key.shape, { dtype: p.dtype, device });
+  const dv = emptyOutput(OUTPUT_NAMES.dv, p.value.shape, { dtype: p.dtype, device });
   try {
     const totalQ = varlen ? p.query.shape[0]! : 0;
     const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;

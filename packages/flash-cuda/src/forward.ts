@@ -1,7 +1,7 @@
 // One forward call: outputs allocated through @attn/cuda on the device, arguments packed into the abi
 // arrays, the split count planned by the addon (split-KV partials in a scratch buffer), one launch
 // (two with split-KV) on @attn/cuda's current stream.
-import { AttnInputError, DeviceError, empty, type ForwardOutputs, type SdpaParams, type Tensor } from '@attn/core';
+import { AttnInputError, DeviceError, empty, emptyOutput, type ForwardOutputs, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream, deviceProperties } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
 import { addon, availability, type FlashAddon, type FlashPlan } from './native.js';
@@ -178,11 +178,11 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
   const varlen = p.varlen !== null;
   const totalQ = varlen ? p.query.shape[0]! : 0;
   const out = varlen
-    ? empty([totalQ, p.headsQ, p.headDimV], { dtype: p.dtype, device })
-    : empty([p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+    ? emptyOutput(OUTPUT_NAMES.out, [totalQ, p.headsQ, p.headDimV], { dtype: p.dtype, device })
+    : emptyOutput(OUTPUT_NAMES.out, [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
   const lse = varlen
-    ? empty([p.headsQ, totalQ], { dtype: 'float32', device })
-    : empty([p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
+    ? emptyOutput(OUTPUT_NAMES.logsumexp, [p.headsQ, totalQ], { dtype: 'float32', device })
+    : emptyOutput(OUTPUT_NAMES.logsumexp, [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
   const scratch: Tensor[] = [];
   try {
     [nums[NUM.oBatchStride], nums[NUM.oHeadStride], nums[NUM.oRowStride]] = strides3(out, varlen);

@@ -14,7 +14,7 @@ export type { Outcome } from './run-case.js';
 export type { NaiveResult } from './naive.js';
 export { checkBackend } from './check.js';
 export type { CaseResult, CheckOptions, CheckReport } from './check.js';
-export { describeFuzz, FUZZ_RUNS_ENV, FUZZ_SEED_ENV } from './fuzz/describe-fuzz.js';
+export { describeFuzz, FUZZ_RUNS_ENV, FUZZ_SANITIZER_ENV, FUZZ_SEED_ENV } from './fuzz/describe-fuzz.js';
 export type { FuzzOptions } from './fuzz/describe-fuzz.js';
 export { caseSpec, describeSpec, POISON_VALUES } from './fuzz/arbitrary.js';
 export { describeSoak, MAX_RSS_GROWTH_MIB } from './soak/describe-soak.js';

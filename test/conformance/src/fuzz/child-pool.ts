@@ -1,7 +1,7 @@
 // The parent side of child.mjs: one child process at a time runs cases in turn. When it dies in
 // the middle of a case (a signal, an exit) or a case runs past its time limit, that case is a
 // failure that says so, and the next case starts a fresh child.
-import { type ChildProcess, fork } from 'node:child_process';
+import { type ChildProcess, fork, spawn, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CaseResult } from './worker.js';
 
@@ -21,19 +21,29 @@ export class FuzzChildPool {
   #pending = new Map<number, Pending>();
   #nextId = 0;
 
-  /** modules: absolute paths of the backend packages' entry files (they register on import). */
+  /** How every child this pool started ended (a sanitizer reports its findings in the exit code). */
+  readonly #exits: { code: number | null; signal: NodeJS.Signals | null }[] = [];
+
+  /**
+   * modules: absolute paths (or package names) of the backends' entry files, which register on
+   * import. sanitizer: a command line the child runs under, e.g. compute-sanitizer's.
+   */
   constructor(
     private readonly modules: readonly string[],
     private readonly timeoutMs: number,
+    private readonly sanitizer: readonly string[] | null = null,
   ) {}
 
   #start(): Promise<void> {
-    const child = fork(CHILD, [JSON.stringify({ modules: this.modules, worker: WORKER })], {
-      serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      execArgv: [],
-    });
+    const arg = JSON.stringify({ modules: this.modules, worker: WORKER });
+    const options = { serialization: 'advanced' as const, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as StdioOptions };
+    // Under a sanitizer (compute-sanitizer memcheck on a GPU host) the child is its target; the
+    // IPC channel's descriptor and NODE_CHANNEL_FD pass through to the node process it starts.
+    const child = this.sanitizer
+      ? spawn(this.sanitizer[0]!, [...this.sanitizer.slice(1), process.execPath, CHILD, arg], options)
+      : fork(CHILD, [arg], { ...options, execArgv: [] });
     this.#child = child;
+    child.once('exit', (code, signal) => this.#exits.push({ code, signal }));
     const ready = new Promise<void>((resolve, reject) => {
       child.once('message', (m: { ready?: boolean }) => (m.ready ? resolve() : reject(new Error('fuzz child: unexpected first message'))));
       child.once('exit', (code, signal) => reject(new Error(`fuzz child exited while loading (code ${code}, signal ${signal})`)));
@@ -87,10 +97,16 @@ export class FuzzChildPool {
     });
   }
 
-  close(): void {
+  /** Ends the current child and resolves with how every child of this pool exited. */
+  async close(): Promise<readonly { code: number | null; signal: NodeJS.Signals | null }[]> {
     const child = this.#child;
     this.#child = null;
     this.#ready = null;
-    if (child && child.connected) child.disconnect();
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      if (child.connected) child.disconnect();
+      await exited;
+    }
+    return this.#exits;
   }
 }

@@ -15,6 +15,19 @@ import { invalidCase } from './invalid.js';
 
 export const FUZZ_SEED_ENV = 'ATTN_FUZZ_SEED';
 export const FUZZ_RUNS_ENV = 'ATTN_FUZZ_RUNS';
+/**
+ * Set to 'memcheck' (or another compute-sanitizer tool) on a GPU host to run the children under
+ * compute-sanitizer; pair it with a small ATTN_FUZZ_RUNS (a slice: the sanitizer is ~100x slower).
+ * Any error it finds fails the suite through the child's exit code.
+ */
+export const FUZZ_SANITIZER_ENV = 'ATTN_FUZZ_SANITIZER';
+const SANITIZER_EXIT_CODE = 86;
+
+function sanitizerCommand(): string[] | null {
+  const tool = process.env[FUZZ_SANITIZER_ENV];
+  if (!tool) return null;
+  return ['compute-sanitizer', '--tool', tool, '--error-exitcode', String(SANITIZER_EXIT_CODE), '--leak-check', 'none'];
+}
 
 export interface FuzzOptions {
   /** Entry files (absolute paths) or package names the child imports: the reference and the backend register on import. */
@@ -45,12 +58,13 @@ export function describeFuzz(backend: string, options: FuzzOptions): void {
   const runs = options.runs ?? envInt(FUZZ_RUNS_ENV) ?? 300;
   const invalidRuns = Math.max(20, Math.floor(runs / 2));
   const timeoutMs = options.timeoutMs ?? 60_000;
-  const pool = new FuzzChildPool(options.modules, timeoutMs);
+  const sanitizer = sanitizerCommand();
+  const pool = new FuzzChildPool(options.modules, sanitizer ? timeoutMs * 50 : timeoutMs, sanitizer);
   const rerun = `rerun with ${FUZZ_SEED_ENV}=${seed} ${FUZZ_RUNS_ENV}=${runs}`;
   // Rough per-case cost on a slow CPU, plus the child's start: the test's own time limit.
   const testTimeout = 20_000 + runs * 2_000;
 
-  describe(`fuzz: '${backend}' against cpu-math (seed ${seed}, ${runs} cases)`, () => {
+  describe(`fuzz: '${backend}' against cpu-math (seed ${seed}, ${runs} cases${sanitizer ? `, under ${sanitizer.slice(0, 3).join(' ')}` : ''})`, () => {
     afterAll(() => pool.close());
 
     it('valid calls: the reference NaN/Inf pattern and accuracy, or a proper decline; no crash', { timeout: testTimeout }, async () => {
@@ -76,6 +90,12 @@ export function describeFuzz(backend: string, options: FuzzOptions): void {
         }),
         { seed, numRuns: invalidRuns, endOnFailure: true },
       );
+    });
+
+    it.runIf(sanitizer !== null)('the sanitizer found nothing in any child', { timeout: 120_000 }, async () => {
+      const exits = await pool.close();
+      const bad = exits.filter((e) => e.code === SANITIZER_EXIT_CODE);
+      expect(bad, `${bad.length} child process(es) exited with the sanitizer's error code; its report is in the output above`).toEqual([]);
     });
   });
 }

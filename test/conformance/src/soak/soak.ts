@@ -22,7 +22,7 @@ export interface SoakOptions {
 export interface SoakReport {
   readonly calls: number;
   readonly counts: Readonly<Record<'sync' | 'async' | 'backward' | 'error' | 'disposedMidFlight', number>>;
-  /** Resident set size after the warm-up (the first tenth of the calls) and at the end, in MiB. */
+  /** Resident set size after the warm-up (the first 30% of the calls) and at the end, in MiB. */
   readonly rssWarmMiB: number;
   readonly rssEndMiB: number;
   readonly deviceBytesBefore: number | null;
@@ -97,7 +97,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
 
   try {
     for (let call = 0; call < total; call++) {
-      if (call === Math.floor(total / 10)) {
+      // The baseline after 30% of the calls: the first thousands grow malloc arenas and JIT code
+      // (measured: +20 MiB by call 10,000, then flat to 40,000), which is no leak.
+      if (call === Math.floor(total * 0.3)) {
         await Promise.all(inFlight);
         rssWarm = await residentMiB();
       }
