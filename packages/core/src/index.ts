@@ -23,4 +23,5 @@ export { randomSeed } from './seed.js';
 export * from './storage.js';
 export { fromHostArray, isDeviceStorage, Tensor, type TensorInit } from './tensor.js';
 export { normalizeParams } from './validate.js';
+export { kernelWindow } from './window.js';
 export { explainVarlen, normalizeVarlenParams, sdpaVarlen, sdpaVarlenAsync } from './varlen.js';

@@ -7,7 +7,14 @@ import { gpuEnv } from './gpu-env.js';
 
 const env = gpuEnv();
 if (env.ok) {
-  describeFuzz('memeff-cuda', { modules: ['@attn/cpu', fileURLToPath(new URL('./index.ts', import.meta.url))], device: 'cuda:0', dtypes: ['float32', 'float16', 'bfloat16'] });
+  // memeff declines window, ALiBi, softcap and varlen until they land (issue "every valid call runs
+  // on a CUDA device"), so it runs about one random case in twenty; each decline is still checked.
+  describeFuzz('memeff-cuda', {
+    modules: ['@attn/cpu', fileURLToPath(new URL('./index.ts', import.meta.url))],
+    device: 'cuda:0',
+    dtypes: ['float32', 'float16', 'bfloat16'],
+    minRunShare: 0.03,
+  });
 } else {
   console.log(`memeff-cuda fuzz skipped: ${env.reason}`);
   describe.skip(`fuzz of 'memeff-cuda' (skipped: ${env.reason})`, () => {

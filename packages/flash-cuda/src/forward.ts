@@ -1,7 +1,7 @@
 // One forward call: outputs allocated through @attn/cuda on the device, arguments packed into the abi
 // arrays, the split count planned by the addon (split-KV partials in a scratch buffer), one launch
 // (two with split-KV) on @attn/cuda's current stream.
-import { AttnInputError, DeviceError, empty, emptyOutput, type ForwardOutputs, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
+import { AttnInputError, DeviceError, empty, emptyOutput, type ForwardOutputs, kernelWindow, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream, deviceProperties } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
 import { addon, availability, type FlashAddon, type FlashPlan } from './native.js';
@@ -77,8 +77,10 @@ export function packArgs(
   nums[NUM.scale] = p.scale;
   nums[NUM.causal] = p.causal ? 1 : 0;
   nums[NUM.lowerRight] = p.alignment === 'lowerRight' ? 1 : 0;
-  nums[NUM.windowLeft] = p.window?.left ?? -1;
-  nums[NUM.windowRight] = p.window?.right ?? -1;
+  // A side that reaches every key is unbounded (-1): the kernel's window counters are 32-bit.
+  const window = kernelWindow(p);
+  nums[NUM.windowLeft] = window.left;
+  nums[NUM.windowRight] = window.right;
   nums[NUM.softcap] = p.softcap;
   if (p.alibiSlopes) {
     ptrs[PTR.alibi] = p.alibiSlopes.dataPointer();

@@ -13,13 +13,5 @@ export const CPU_FLASH_LIMITS = Object.freeze({
   maxWindow: 2 ** 31 - 1,
 });
 
-/**
- * The window sides the kernel gets (-1 = unbounded). A side of Sq + Sk keys or more reaches past
- * every key from every query, whatever the alignment, so it is the same as unbounded: a window of
- * 2**40 runs instead of overflowing the kernel's 32-bit counters.
- */
-export function kernelWindow(p: SdpaParams): { left: number; right: number } {
-  const reach = p.seqQ + p.seqK;
-  const side = (w: number | null | undefined) => (w === null || w === undefined || w >= reach ? -1 : w);
-  return { left: side(p.window?.left), right: side(p.window?.right) };
-}
+/** The window sides the kernel gets (-1 = unbounded): core's kernelWindow, shared with the GPU backends. */
+export { kernelWindow } from '@attn/core';
