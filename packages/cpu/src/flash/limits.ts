@@ -1,7 +1,6 @@
 // cpu-flash's limits, written once: the rules decline past them (rules.ts), marshal.ts hands the
 // addon windows through kernelWindow, and limits.test.ts drives the addon at each limit and one
 // past it, so a change on either side that breaks the agreement fails a test.
-import type { SdpaParams } from '@attn/core';
 
 export const CPU_FLASH_LIMITS = Object.freeze({
   /** B, Hq, Hk, Sq and Sk: the kernel's row counters and Philox (b, h) words are 32-bit. */
