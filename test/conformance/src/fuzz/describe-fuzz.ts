@@ -26,7 +26,7 @@ const SANITIZER_EXIT_CODE = 86;
 function sanitizerCommand(): string[] | null {
   const tool = process.env[FUZZ_SANITIZER_ENV];
   if (!tool) return null;
-  return ['compute-sanitizer', '--tool', tool, '--error-exitcode', String(SANITIZER_EXIT_CODE), '--leak-check', 'none'];
+  return ['compute-sanitizer', '--tool', tool, '--error-exitcode', String(SANITIZER_EXIT_CODE), '--leak-check', 'no'];
 }
 
 export interface FuzzOptions {
