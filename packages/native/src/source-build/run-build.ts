@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { nativeConfig, readPackageJson } from '../package-json.js';
 import { platformTag } from '../platform.js';
 import { cudaArchs } from './archs.js';
@@ -116,7 +116,7 @@ export function buildAddon(options: BuildOptions): BuildResult {
 function copyIntoPlatformPackage(root: string, addon: string, say: (line: string) => void): string | null {
   const dir = join(root, 'npm', platformTag());
   if (!existsSync(join(dir, 'package.json'))) return null;
-  const target = join(dir, addon.split('/').pop()!);
+  const target = join(dir, basename(addon));
   copyFileSync(addon, target);
   say(`copied into ${target} (the prebuilt package ${readPackageJson(dir).name})`);
   return target;
