@@ -1,5 +1,5 @@
-// The rule library: one named, parametrized function per PyTorch sdp_utils check (see
-// ../shared/reference/sdp-selection.md §4). A backend lists the rules it needs, in order;
+// The rule library: one named, parametrized function per PyTorch sdp_utils check (PyTorch's
+// aten/src/ATen/native/transformers/sdp_utils_cpp.h and cuda/sdp_utils.cpp). A backend lists the rules it needs, in order;
 // selection reports every one that fails, with its name and a message that says what to change.
 import type { Rule } from './backend.js';
 import { noAttnMask } from './rules-feature.js';

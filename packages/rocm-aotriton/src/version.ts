@@ -1,6 +1,7 @@
 // AOTriton versions this binding knows, and what changes between them: the v3 params struct
 // versions (the ABI guard), the window_right bug, head-dim limits, the deterministic option.
-// Source: ../shared/reference/rocm-backends.md §1.2-1.6 and sdp-selection.md §6.
+// Source: AOTriton's release headers (checked in README.md, scripts/check-headers.sh) and PyTorch's
+// ROCm selection code (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp).
 
 export interface AotritonVersion {
   readonly major: number;
