@@ -2,11 +2,12 @@
 // addon at the limit and one past it, and through the rules, and the two verdicts must agree.
 // Selection then falls back to cpu-math for what cpu-flash cannot run, and explain says so.
 import { explain, normalizeParams, randn, registerBackend, sdpa, zeros } from '@attn/core';
+import { kernelWindow } from '@attn/core';
 import type { SdpaOptions, SdpaParams } from '@attn/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cpuMathBackend } from '../math/backend.js';
 import { createCpuFlashBackend } from './backend.js';
-import { CPU_FLASH_LIMITS, kernelWindow } from './limits.js';
+import { CPU_FLASH_LIMITS } from './limits.js';
 import { forwardDesc, forwardOutputs } from './marshal.js';
 import { addon } from './native.js';
 import type { NativeForwardDesc } from './native.js';

@@ -1,5 +1,5 @@
 // cpu-flash's limits, written once: the rules decline past them (rules.ts), marshal.ts hands the
-// addon windows through kernelWindow, and limits.test.ts drives the addon at each limit and one
+// addon windows through core's kernelWindow, and limits.test.ts drives the addon at each limit and one
 // past it, so a change on either side that breaks the agreement fails a test.
 
 export const CPU_FLASH_LIMITS = Object.freeze({
@@ -11,6 +11,3 @@ export const CPU_FLASH_LIMITS = Object.freeze({
   /** A window side, in keys (-1: unbounded). */
   maxWindow: 2 ** 31 - 1,
 });
-
-/** The window sides the kernel gets (-1 = unbounded): core's kernelWindow, shared with the GPU backends. */
-export { kernelWindow } from '@attn/core';

@@ -1,8 +1,8 @@
 // SdpaParams -> the addon's call descriptors, and the output tensors the kernels write into.
 // Only CPU tensors get here (the rules say so); views are passed as they are, strides included.
-import { AttnInputError, emptyOutput, OUTPUT_NAMES } from '@attn/core';
+import { AttnInputError, emptyOutput, kernelWindow, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
-import { kernelWindow } from './limits.js';
+
 import type { NativeBackwardDesc, NativeForwardDesc, NativeView } from './native.js';
 
 type KernelDType = NativeForwardDesc['dtype'];
@@ -60,8 +60,7 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
     softcap: p.softcap,
     causal: p.causal,
     lowerRight: p.alignment === 'lowerRight',
-    windowLeft: kernelWindow(p).left,
-    windowRight: kernelWindow(p).right,
+    ...windowSides(kernelWindow(p)),
     mask: mask
       ? {
           kind: mask.kind,
@@ -164,4 +163,9 @@ export function backwardDesc(
     dv: view(bufs.dv, 'dv', packed),
     dbias: bufs.dbias ? { data: bufs.dbias, offset: 0, dims: bufs.dbiasDims! } : null,
   };
+}
+
+/** The addon's two window fields (-1 = unbounded). */
+function windowSides(w: { left: number; right: number }): { windowLeft: number; windowRight: number } {
+  return { windowLeft: w.left, windowRight: w.right };
 }

@@ -2,9 +2,9 @@
 // sequences and value head dims, sizes the native kernel indexes with int32 counters (limits.ts), and
 // scale and softcap finite in float32. Everything else core accepts (strides, masks, causal both
 // ways, window, GQA, ALiBi, softcap, dropout, varlen, backward, deterministic) it runs.
-import { dtypeIn, float32Scalars, headDimAtMost, maxBatchAndHeads, nonzeroHeadDimV, nonzeroSeqLens, rule, tensorsOn } from '@attn/core';
+import { dtypeIn, float32Scalars, headDimAtMost, kernelWindow, maxBatchAndHeads, nonzeroHeadDimV, nonzeroSeqLens, rule, tensorsOn } from '@attn/core';
 import type { Rule } from '@attn/core';
-import { CPU_FLASH_LIMITS, kernelWindow } from './limits.js';
+import { CPU_FLASH_LIMITS } from './limits.js';
 
 /** Largest B, H and S the kernel takes. */
 export const MAX_DIM = CPU_FLASH_LIMITS.maxDim;

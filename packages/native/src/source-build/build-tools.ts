@@ -3,11 +3,11 @@
 // build installs the versions pinned in @attn/native's package.json ("buildTools") into a cache
 // folder once, with npm from the same registry the user installs from.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { findPackageRoot, readPackageJson } from '../package-json.js';
 
 export interface BuildTools {
   /** cmake-js's command-line script. */
@@ -32,15 +32,11 @@ function resolveFrom(dir: string): BuildTools | null {
   }
 }
 
-/** The versions @attn/native pins for source builds. */
+/** The versions @attn/native pins for source builds (its package.json's "buildTools"). */
 export function pinnedBuildTools(): Record<string, string> {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dirname(dir) !== dir; dir = dirname(dir)) {
-    const pkg = join(dir, 'package.json');
-    if (!existsSync(pkg)) continue;
-    const json = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; buildTools?: Record<string, string> };
-    if (json.name === '@attn/native' && json.buildTools) return json.buildTools;
-  }
-  throw new Error("@attn/native's package.json (with its buildTools field) was not found");
+  const pkg = readPackageJson(findPackageRoot(import.meta.url, '@attn/native')) as { buildTools?: Record<string, string> };
+  if (!pkg.buildTools) throw new Error("@attn/native's package.json has no buildTools field");
+  return pkg.buildTools;
 }
 
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
