@@ -28,7 +28,7 @@ try {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'attn-app', version: '1.0.0', private: true, type: 'module' }));
-  const r = spawnSync('npm', ['install', ...pkgs], { cwd: dir, env: userEnv(registry.env), stdio: 'inherit' });
+  const r = spawnSync('npm', ['install', ...pkgs], { cwd: dir, env: userEnv(registry), stdio: 'inherit' });
   if (r.status !== 0) throw new Error(`npm install failed (exit ${r.status})`);
   log(`installed ${pkgs.join(' ')} into ${dir}`);
 } finally {

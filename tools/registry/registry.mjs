@@ -80,22 +80,21 @@ export async function startRegistry(work, log) {
     const npmrc = join(work, 'npmrc');
     writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\n`);
     log(`verdaccio on ${url} (storage ${join(work, 'storage')}, everything but @attn/* from ${upstream})`);
-    const env = { ...process.env, npm_config_userconfig: npmrc, npm_config_registry: url, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
-    return { url, env, logFile, stop };
+    // npm's settings for every call of the test: this registry, its token, no audit or fund requests.
+    const npmConfig = { npm_config_userconfig: npmrc, npm_config_registry: url, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+    return { url, env: { ...process.env, ...npmConfig }, npmConfig, logFile, stop };
   } catch (e) {
     stop();
     throw e;
   }
 }
 
-/** The environment of a user's shell: none of pnpm's variables, no workspace bins on PATH. */
-export function userEnv(registryEnv) {
+/** The environment of a user's shell: none of pnpm's variables, no workspace bins on PATH; npm set to the registry. */
+export function userEnv(registry) {
   const env = {};
-  for (const [k, v] of Object.entries(registryEnv)) {
-    if (/^(npm_|pnpm_|PNPM_|NODE_PATH$|NODE_OPTIONS$|INIT_CWD$)/i.test(k) && !['npm_config_userconfig', 'npm_config_registry', 'npm_config_audit', 'npm_config_fund', 'npm_config_update_notifier'].includes(k)) continue;
-    env[k] = v;
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!/^(npm_|pnpm_|PNPM_|NODE_PATH$|NODE_OPTIONS$|INIT_CWD$)/i.test(k)) env[k] = v;
   }
-  env.PATH = (registryEnv.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
-  return env;
+  env.PATH = (process.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
+  return { ...env, ...registry.npmConfig };
 }
-

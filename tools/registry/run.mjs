@@ -40,7 +40,7 @@ try {
   registry = await startRegistry(work, log);
   const { published, unbuilt } = publishAll(root, registry, join(work, 'tarballs'), log);
   writeFileSync(join(work, 'sizes.json'), JSON.stringify(published, null, 2));
-  const env = userEnv(registry.env);
+  const env = userEnv(registry);
 
   /** An empty project folder outside the workspace, with the probe scripts copied in. */
   const app = (name) => {
