@@ -11,7 +11,8 @@
 # Usage: pack.sh [--exclude GLOB]...   (extra tar excludes, to drop what a run does not need)
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
-mkdir -p .git/info; grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)  # a worktree's .git is a file: ask git where info/ lives
+mkdir -p "$(dirname "$exclude")"; grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 mkdir -p .gpu
 excludes=(--exclude='node_modules/.pnpm/nx@*' --exclude='node_modules/.pnpm/@nx+*'
           --exclude='node_modules/.pnpm/typescript@*' --exclude='node_modules/.pnpm/@napi-rs+wasm-runtime*'
