@@ -20,6 +20,7 @@ export const SDPA_OPTION_KEYS: readonly (keyof SdpaOptions)[] = [
   'window',
   'alibiSlopes',
   'softcap',
+  'sequsedK',
   'dropoutSeed',
   'dropoutOffset',
   'backends',
