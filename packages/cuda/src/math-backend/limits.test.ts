@@ -82,8 +82,11 @@ describe.skipIf(!load.ok)('cuda-math limits, against the addon', () => {
 
   it('refuses an argument object whose tensors do not fit the call or their buffers', () => {
     const args = argsOf(call(8));
-    expect(addonVerdict({ ...args, q: { ...args.q, shape: [1, 2, 4, 8] } })).toMatchObject({ code: 'ATTN_BAD_ARGUMENT' });
-    expect(addonVerdict({ ...args, q: { ...args.q, dtype: 0 } })).toMatchObject({ code: 'ATTN_BAD_ARGUMENT' });
+    // Inside its buffer but not the call's shape or dtype: refused by the shape check.
+    expect(addonVerdict({ ...args, q: { ...args.q, shape: [1, 2, 2, 8] } })).toMatchObject({ code: 'ATTN_BAD_ARGUMENT' });
+    expect(addonVerdict({ ...args, q: { ...args.q, dtype: 2 } })).toMatchObject({ code: 'ATTN_BAD_ARGUMENT' });
+    // Past its buffer: refused by the range check.
+    expect(addonVerdict({ ...args, q: { ...args.q, shape: [1, 2, 4, 8] } })).toMatchObject({ code: 'ATTN_OUT_OF_BOUNDS' });
     expect(addonVerdict({ ...args, k: { ...args.k, strides: [80, 1e6, 8, 1] } })).toMatchObject({ code: 'ATTN_OUT_OF_BOUNDS' });
     expect(addonVerdict({ ...args, out: { ...args.out, ptr: args.out.ptr + 4n } })).toMatchObject({ code: 'ATTN_OUT_OF_BOUNDS' });
     expect(addonVerdict({ ...args, cuSeqlensQ: Int32Array.of(0, 3), cuSeqlensK: null })?.message).toContain('come together');

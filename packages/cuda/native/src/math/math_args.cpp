@@ -113,8 +113,8 @@ Tensor tensor_arg(const Napi::Object& o, const char* key, int device) {
   out.dtype = static_cast<DType>(code);
   out.shape = int_array(t, "shape");
   out.strides = int_array(t, "strides");
-  if (out.shape.size() != out.strides.size() || out.shape.empty() || out.shape.size() > 4) {
-    bad(std::string("'") + key + "' must have 1 to 4 dims with one stride each");
+  if (out.shape.size() != out.strides.size() || out.shape.size() > 4) {
+    bad(std::string("'") + key + "' must have at most 4 dims with one stride each");
   }
   // The largest element offset, in 128 bits: sizes and strides up to 2^53 cannot overflow it.
   __int128 last = 0;
