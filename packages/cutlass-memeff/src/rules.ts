@@ -14,6 +14,7 @@ import {
   noVarlen,
   noWindow,
   nonzeroSeqLens,
+  noSequsedK,
   rule,
   smRange,
   tensorsOn,
@@ -63,4 +64,5 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   noWindow,
   noAlibi,
   noSoftcap,
+  noSequsedK,
 ]);

@@ -135,7 +135,7 @@ export function compareWithReference(
 /** Frees a case's device inputs. */
 export function disposeInputs(inputs: CaseInputs): void {
   const t = inputs.test;
-  disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK);
+  disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK, t.sequsedK);
 }
 
 export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: Device): Outcome {
