@@ -33,7 +33,7 @@ export interface MathForwardArgs {
   /** Varlen: host copies of the offsets (core validated them); the addon checks and uploads them. */
   readonly cuSeqlensQ: Int32Array | null;
   readonly cuSeqlensK: Int32Array | null;
-  /** Keys used per sequence (host copy), or null. */
+  /** Keys used per sequence (core's validated host copy; the addon checks and uploads it), or null. */
   readonly sequsedK: Int32Array | null;
   readonly q: MathTensorArg;
   readonly k: MathTensorArg;

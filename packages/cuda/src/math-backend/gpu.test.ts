@@ -284,6 +284,33 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     }
   });
 
+  it('sequsedK: each row as the call on its first keys; unused keys get zero gradients; a row with none gives 0 and -inf', () => {
+    for (const dtype of ['float64', 'float16'] as const) {
+      const r = expectMatches((device) => {
+        const x = rand(device, dtype, 81);
+        return {
+          q: x([3, 2, 6, 8]),
+          k: x([3, 2, 11, 8]),
+          v: x([3, 2, 11, 8]),
+          opts: {
+            sequsedK: tensor(Int32Array.of(4, 0, 11), [3], { dtype: 'int32', device }),
+            isCausal: true,
+            alignment: 'lowerRight',
+            attnMask: x([6, 11]),
+            dropoutP: 0.2,
+            dropoutSeed: 9n,
+          },
+        };
+      }, dtype);
+      const dk = r.gpuGrads!.dk.toFloat64Array();
+      // Row 0 uses keys 0..3: keys 4..10 of both heads have zero gradient; row 1 uses none.
+      for (const h of [0, 1]) expect(dk.subarray((0 * 2 + h) * 88 + 4 * 8, (0 * 2 + h + 1) * 88).every((x) => x === 0)).toBe(true);
+      expect(dk.subarray(2 * 88, 4 * 88).every((x) => x === 0)).toBe(true);
+      const lse = r.gpu.logsumexp.toFloat64Array();
+      expect(lse.subarray(12, 24).every((x) => x === -Infinity)).toBe(true);
+    }
+  });
+
   it('dbias of masks broadcast along any dims (rank 0 included), in the mask dtype', () => {
     for (const [dtype, maskDtype, shape] of [
       ['float64', 'float64', [9]],

@@ -43,6 +43,13 @@ describe('forwardArgs', () => {
     expect(a.dropout).toEqual({ threshold: 2 ** 30, offset: 9, seed: 2n ** 63n + 5n, keepScale: 1 / 0.75 });
   });
 
+  it("passes sequsedK as core's host copy", () => {
+    const used = tensor(Int32Array.of(7, 0), [2], { dtype: 'int32', device: 'cuda' });
+    const p = params({ sequsedK: used });
+    const { out, lse } = outputs();
+    expect(Array.from(forwardArgs(p, out, lse).sequsedK!)).toEqual([7, 0]);
+  });
+
   it('passes varlen offsets as host copies', () => {
     const cu = tensor(Int32Array.of(0, 2, 5), [3], { dtype: 'int32', device: 'cuda' });
     const q = randn([5, 4, 8], dev);

@@ -24,7 +24,7 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwar
     headDimV: p.headDimV,
     cuSeqlensQ: p.varlen ? p.varlen.seqlensQ : null,
     cuSeqlensK: p.varlen ? p.varlen.seqlensK : null,
-    sequsedK: null,
+    sequsedK: p.sequsedK ? p.sequsedK.lengths : null,
     q: tensorArg(p.query),
     k: tensorArg(p.key),
     v: tensorArg(p.value),

@@ -37,6 +37,7 @@ describe('cuda-math rules', () => {
     const q = randn([2, 4, 8, 5], { device: 'cuda' }).transpose(2, 3); // last dim not contiguous
     const k = randn([2, 4, 7, 8], { device: 'cuda' });
     expect(failing(normalizeParams(q, k, k))).toEqual([]);
+    expect(failing(params({ sequsedK: tensor(Int32Array.of(3, 0), [2], { dtype: 'int32', device: 'cuda' }), isCausal: true }))).toEqual([]);
     const bool = zeros([5, 7], { dtype: 'bool', device: 'cuda' });
     expect(failing(params({ attnMask: bool }))).toEqual([]);
   });

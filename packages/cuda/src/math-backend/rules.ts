@@ -1,7 +1,7 @@
 // What 'cuda-math' runs: every call cpu-math runs, on a CUDA device whose arch the addon was built
 // for, up to the kernels' head dim and sequence limits (limits.ts). Any strides (the last dim too),
 // every dtype, masks of any layout, causal both ways, window, ALiBi, softcap, dropout, GQA/MQA,
-// varlen, zero lengths, Dv = 0, backward and deterministic mode are all taken.
+// varlen, sequsedK, zero lengths, Dv = 0, backward and deterministic mode are all taken.
 import { rule, tensorsOn, type Rule } from '@attn/core';
 import { mathLoad } from './binding.js';
 import { CUDA_MATH_LIMITS } from './limits.js';

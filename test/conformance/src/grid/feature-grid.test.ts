@@ -10,7 +10,7 @@ describe('the feature grid', () => {
   const combos = featureCombinations();
 
   it('is every combination of its axes, once', () => {
-    expect(combos).toHaveLength(7 * 15 * 2 ** 3);
+    expect(combos).toHaveLength(7 * 15 * 2 ** 4);
     expect(new Set(combos.map((f) => JSON.stringify(f))).size).toBe(combos.length);
     expect(combos.filter((f) => f.layout === 'varlen' && f.mask !== null)).toEqual([]);
   });

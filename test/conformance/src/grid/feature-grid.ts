@@ -1,5 +1,5 @@
 // The feature grid: every combination of the features a call can have (layout, mask kind, causal,
-// alignment, window, ALiBi, softcap, dropout, GQA) on shapes that fused kernels decline (zero
+// alignment, window, ALiBi, softcap, dropout, GQA, sequsedK) on shapes that fused kernels decline (zero
 // lengths, Dv = 0, head dims up to 512) as well as an ordinary one, in every dtype. A device whose
 // backends are all imported must run each of them (its fallback included): the grid walk checks
 // that selection never ends in NoBackendError and that what runs matches cpu-math.
@@ -41,11 +41,13 @@ export interface GridFeatures {
   readonly dropout: boolean;
   /** Query heads per key/value head: 1 (MHA) or 2 (GQA). */
   readonly group: 1 | 2;
+  /** Keys used per row: all but two in the first rows, none in the last (usedKeys). */
+  readonly sequsedK: boolean;
 }
 
 /**
  * Every combination of the feature axes: 7 layout/mask pairs x 15 causal/window/ALiBi/alignment
- * settings (the alignment only where one of the three anchors on the diagonal) x 2^3 = 840.
+ * settings (the alignment only where one of the three anchors on the diagonal) x 2^4 = 1680.
  */
 export function featureCombinations(): GridFeatures[] {
   const pairs: [Layout, GridFeatures['mask']][] = [];
@@ -60,7 +62,8 @@ export function featureCombinations(): GridFeatures[] {
             if (alignment === 'lowerRight' && !(causal || window || alibi)) continue;
             for (const softcap of [false, true])
               for (const dropout of [false, true])
-                for (const group of [1, 2] as const) out.push({ layout, mask, causal, alignment, window, alibi, softcap, dropout, group });
+                for (const group of [1, 2] as const)
+                  for (const sequsedK of [false, true]) out.push({ layout, mask, causal, alignment, window, alibi, softcap, dropout, group, sequsedK });
           }
   return out;
 }
@@ -70,6 +73,11 @@ function varlenLengths(shape: GridShape): { seqlensQ: number[]; seqlensK: number
   const seqlensQ = Array.from({ length: shape.batch }, (_, b) => Math.max(0, shape.seqQ - 2 * b));
   const seqlensK = Array.from({ length: shape.batch }, (_, b) => Math.max(0, shape.seqK - 3 * b));
   return { seqlensQ, seqlensK };
+}
+
+/** sequsedK of a case: all keys but two in each row but the last, which uses none. */
+function usedKeys(seqlensK: readonly number[]): number[] {
+  return seqlensK.map((sk, b) => (b === seqlensK.length - 1 ? 0 : Math.max(0, sk - 2)));
 }
 
 export function gridName(shape: string, dtype: FloatDType, f: GridFeatures): string {
@@ -82,6 +90,7 @@ export function gridName(shape: string, dtype: FloatDType, f: GridFeatures): str
   if (f.softcap) parts.push('softcap');
   if (f.dropout) parts.push('dropout');
   if (f.group > 1) parts.push('gqa');
+  if (f.sequsedK) parts.push('sequsedK');
   return parts.join(' ');
 }
 
@@ -91,6 +100,7 @@ export function gridCase(shapeName: string, dtype: FloatDType, f: GridFeatures):
   if (!shape) throw new Error(`no grid shape '${shapeName}'`);
   const headsQ = shape.headsKV * f.group;
   const varlen = f.layout === 'varlen' ? varlenLengths(shape) : undefined;
+  const keysPerRow = varlen ? varlen.seqlensK : Array<number>(shape.batch).fill(shape.seqK);
   const mask: MaskSpec | undefined =
     f.mask === 'bool'
       ? { kind: 'bool', shape: [shape.seqQ, shape.seqK], fullyMaskedRows: true }
@@ -117,6 +127,7 @@ export function gridCase(shapeName: string, dtype: FloatDType, f: GridFeatures):
     softcap: f.softcap ? 2.5 : 0,
     dropoutP: f.dropout ? 0.3 : 0,
     ...(varlen ? { varlen } : {}),
+    ...(f.sequsedK ? { sequsedK: usedKeys(keysPerRow) } : {}),
   };
 }
 
