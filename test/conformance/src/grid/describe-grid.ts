@@ -38,6 +38,9 @@ export function describeGridWalk(options: GridWalkOptions): void {
         index += combos.length;
         it(`${shape}, ${dtype}: ${combos.length} combinations`, () => {
           const failures: string[] = [];
+          // What went wrong, counted: 'NoBackendError', '<backend> threw <code>', '<backend>: <output>'.
+          const kinds = new Map<string, number>();
+          const count = (kind: string) => kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
           combos.forEach((features, n) => {
             const spec = gridCase(shape, dtype, features);
             const inputs = makeInputs(spec, caseSeed(seed, first + n), device);
@@ -45,16 +48,20 @@ export function describeGridWalk(options: GridWalkOptions): void {
               const { backend, verdicts } = compareWithReference(spec, inputs, device, null, true);
               ranOn.set(backend, (ranOn.get(backend) ?? 0) + 1);
               const bad = verdicts.filter((v) => !v.ok).map((v) => v.message);
+              for (const m of bad) count(`${backend}: ${m.split(':')[0]}`);
               if (bad.length > 0) failures.push(`${spec.name} (ran on ${backend}): ${bad.join('; ')}`);
             } catch (e) {
-              const what = e instanceof NoBackendError ? `NoBackendError:\n${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e);
+              const noBackend = e instanceof NoBackendError || (e as { code?: unknown }).code === 'ATTN_NO_BACKEND';
+              count(noBackend ? 'NoBackendError' : `threw ${String((e as { code?: unknown }).code ?? (e as Error).name)}`);
+              const what = noBackend ? `NoBackendError:\n${(e as Error).message}` : e instanceof Error ? (e.stack ?? e.message) : String(e);
               failures.push(`${spec.name}: ${what}`);
             } finally {
               disposeInputs(inputs);
             }
           });
+          const summary = [...kinds].map(([k, c]) => `${c} x ${k}`).join(', ');
           const shown = failures.slice(0, SHOWN).join('\n');
-          expect(failures.length, `${failures.length} of ${combos.length} failed, ${rerun}:\n${shown}`).toBe(0);
+          expect(failures.length, `${failures.length} of ${combos.length} failed (${summary}), ${rerun}:\n${shown}`).toBe(0);
         });
       }
     }

@@ -170,8 +170,11 @@ bool float32_finite(double x) {
   return std::fabs(x) < static_cast<double>(std::numeric_limits<float>::max()) + std::ldexp(1.0, 103);
 }
 
-// Row-major without gaps; size-1 dims may have any stride.
+// Row-major without gaps; size-1 dims may have any stride, and an empty tensor is contiguous (as core says).
 bool contiguous(const Tensor& t) {
+  for (const int64_t n : t.shape) {
+    if (n == 0) return true;
+  }
   int64_t expected = 1;
   for (size_t d = t.shape.size(); d-- > 0;) {
     if (t.shape[d] != 1 && t.strides[d] != expected) return false;
