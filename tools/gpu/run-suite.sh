@@ -36,6 +36,11 @@ for s in "$@"; do
     memeff)     step memeff 480 vitest packages/cutlass-memeff ;;
     memeff-check) step memeff-check 480 node_cmd packages/cutlass-memeff/scripts/gpu-check.mjs ;;
     cpu)        step cpu 300 vitest packages/cpu ;;
+    grid)       step grid 480 vitest test/cuda-grid ;;  # every feature combination, all CUDA backends: no NoBackendError
+    cuda-math-sanitize)  # a slice of cuda-math's GPU tests under compute-sanitizer (vitest forks: follow every process)
+      for tool in memcheck racecheck; do
+        step "cuda-math-$tool" 480 "cd packages/cuda && PATH=\"\$ROOT/.gpu/bin:\$PATH\" compute-sanitizer --tool $tool --target-processes all --error-exitcode 86 --report-api-errors no node \"\$ROOT/node_modules/vitest/vitest.mjs\" run src/math-backend/gpu.test.ts -t 'every feature|zero lengths|varlen|dbias|reproducible'"
+      done ;;
     *:*)        step "${s%%:*}" 480 "${s#*:}" ;;  # NAME:COMMAND
     *)          echo "unknown step $s (use NAME:COMMAND)"; exit 2 ;;
   esac

@@ -45,6 +45,11 @@ export interface Backend {
   readonly deviceType: DeviceType;
   /** Higher runs first among the backends of a device. */
   readonly defaultPriority: number;
+  /**
+   * The device type's catch-all: it runs every call core accepts there, within limits its rules state,
+   * so it is tried last. explain labels it, so a report that selects it says the call fell back.
+   */
+  readonly fallback?: boolean;
   readonly description: string;
   /** Loads native code lazily; never throws. A failure is remembered and reported as the reason. */
   availability(): Availability;

@@ -5,6 +5,8 @@ import { AttnError } from './errors.js';
 export interface CandidateReport {
   readonly backend: string;
   readonly priority: number;
+  /** The backend declares itself its device's fallback (Backend.fallback). */
+  readonly fallback?: boolean;
   readonly available: boolean;
   readonly unavailableReason?: string;
   /** Every failing rule, in the backend's rule order. Empty when all pass. */
@@ -29,7 +31,7 @@ export interface SelectionReport {
 }
 
 function candidateLines(c: CandidateReport, index: number): string[] {
-  const head = `  ${index + 1}. ${c.backend} (priority ${c.priority})`;
+  const head = `  ${index + 1}. ${c.backend} (priority ${c.priority}${c.fallback ? ', fallback' : ''})`;
   let status: string;
   if (c.selected) status = 'selected';
   else if (!c.available) status = `unavailable: ${c.unavailableReason ?? 'no reason given'}`;
@@ -41,9 +43,10 @@ function candidateLines(c: CandidateReport, index: number): string[] {
 /** Readable text: one line per candidate and one per reason. What NoBackendError and `attn explain` print. */
 export function formatReport(report: SelectionReport): string {
   const lines: string[] = [];
+  const chosen = report.candidates.find((c) => c.selected);
   lines.push(
     report.selected
-      ? `attn: ${report.selected} runs this call on ${report.device}.`
+      ? `attn: ${report.selected} runs this call on ${report.device}${chosen?.fallback ? ", the device's fallback" : ''}.`
       : `attn: no backend can run this call on ${report.device}.`,
   );
   lines.push(`  call: ${report.call}`);

@@ -80,6 +80,20 @@ describe('selection', () => {
     expect(formatReport(report)).toMatch(/^attn: a runs this call on cpu\./);
   });
 
+  it("labels a backend that declares itself the device's fallback, and says so when it is selected", () => {
+    registerBackend(makeFakeBackend('fast', { priority: 2, rules: [R.noDropout] }));
+    registerBackend({ ...makeFakeBackend('catch-all', { priority: 0 }), fallback: true });
+    const report = explain(q(), q(), q(), { dropoutP: 0.2 });
+    expect(report.candidates.map((c) => [c.backend, c.fallback ?? false])).toEqual([
+      ['fast', false],
+      ['catch-all', true],
+    ]);
+    const text = formatReport(report);
+    expect(text).toMatch(/^attn: catch-all runs this call on cpu, the device's fallback\./);
+    expect(text).toContain('2. catch-all (priority 0, fallback): selected');
+    expect(formatReport(explain(q(), q(), q()))).toMatch(/^attn: fast runs this call on cpu\.$/m);
+  });
+
   it('per-call backends restrict and order the candidates', () => {
     registerBackend(makeFakeBackend('first', { priority: 9 }));
     registerBackend(makeFakeBackend('second', { priority: 1 }));

@@ -95,6 +95,7 @@ export function selectBackend(params: SdpaParams, restriction: Restriction, exha
     reports.push({
       backend: entry.name,
       priority: entry.priority,
+      ...(entry.backend.fallback ? { fallback: true } : {}),
       available: avail.available,
       ...(avail.available ? {} : { unavailableReason: avail.reason ?? 'no reason given' }),
       reasons,

@@ -1,15 +1,18 @@
 // @attn/cuda: the CUDA device runtime. Importing it registers device 'cuda' with @attn/core, so
-// tensor(..., { device: 'cuda' }), t.to('cuda') and toFloat32Array() work. The native addon loads
-// on first use; when it or a device is missing, availability() says why and nothing throws here.
-// The runtime itself is built by ./runtime-factory.ts, which @attn/rocm shares.
-import { registerDeviceRuntime } from '@attn/core';
+// tensor(..., { device: 'cuda' }), t.to('cuda') and toFloat32Array() work, and the 'cuda-math'
+// backend, the CUDA fallback every CUDA backend package brings through this dependency. The native
+// addon loads on first use; when it or a device is missing, availability() says why and nothing
+// throws here. The runtime itself is built by ./runtime-factory.ts, which @attn/rocm shares.
+import { registerBackend, registerDeviceRuntime } from '@attn/core';
 import { cuda } from './cuda-runtime.js';
+import { cudaMathBackend } from './math-backend/backend.js';
 import type { GpuDeviceProperties } from './devices.js';
 import type { GpuEvent } from './event.js';
 import type { GpuStorage } from './storage.js';
 import type { GpuStream } from './stream.js';
 
 registerDeviceRuntime(cuda.runtime);
+registerBackend(cudaMathBackend);
 
 /** The DeviceRuntime registered for 'cuda'. */
 export const cudaRuntime = cuda.runtime;
@@ -60,3 +63,9 @@ export type { EventOptions } from './event.js';
 export type { MemoryStats } from './memory-stats.js';
 export type { StreamOptions } from './stream.js';
 export { CudaError, CudaOutOfMemoryError } from './errors.js';
+
+export { cudaMathBackend, CUDA_MATH_PRIORITY } from './math-backend/backend.js';
+export { cudaMathRules } from './math-backend/rules.js';
+export { CUDA_MATH_LIMITS } from './math-backend/limits.js';
+export { runBackward as cudaMathBackward, runForward as cudaMathForward } from './math-backend/run.js';
+export type { BackwardRun as CudaMathBackwardRun, ForwardRun as CudaMathForwardRun } from './math-backend/run.js';

@@ -89,6 +89,13 @@ describe('flash-cuda rules', () => {
     expect(why).toMatch(/needs 102912 bytes .* allows 101376/);
   });
 
+  it('decline an empty batch (the addon takes batch in [1, 65535]), dense and varlen', () => {
+    expect(failing(normalizeParams(...qkv({ b: 0 })))).toEqual(['nonzeroBatchAndHeads']);
+    const cu = tensor(Int32Array.of(0), [1], { dtype: 'int32', device: DEV.sm90 });
+    const [q, k, v] = [randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 }), randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 }), randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 })];
+    expect(failing(normalizeVarlenParams(q, k, v, { cuSeqlensQ: cu, cuSeqlensK: cu, maxSeqlenQ: 5, maxSeqlenK: 5 }))).toEqual(['nonzeroBatchAndHeads']);
+  });
+
   it('decline CPU tensors and a non-contiguous last dim', () => {
     const [q, k, v] = qkv({ device: 'cpu' });
     expect(failing(normalizeParams(q, k, v))).toContain('tensorsOn(cuda)');

@@ -42,6 +42,12 @@ export const varlenOffsetsOnDevice: Rule = rule('varlenOffsetsOnDevice', (p) => 
   return `Requires cuSeqlensQ and cuSeqlensK as contiguous int32 tensors on ${p.device.type}:${p.device.index}; move them with .to() and .contiguous().`;
 });
 
+/** B >= 1 and Hq >= 1: the addon's grid takes batch and heads in [1, 65535] (maxBatchAndHeads is the upper bound). */
+export const nonzeroBatchAndHeads: Rule = rule('nonzeroBatchAndHeads', (p) => {
+  if (p.batch > 0 && p.headsQ > 0) return null;
+  return `Does not support an empty batch or no heads (got batch ${p.batch}, heads ${p.headsQ}); cuda-math handles them.`;
+});
+
 export const FLASH_RULES: readonly Rule[] = Object.freeze([
   tensorsOn('cuda'),
   denseRank4OrVarlen,
@@ -55,6 +61,7 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   lastDimContiguous({ ignoreSingletonDim: true }),
   float32Scalars,
   maxBatchAndHeads(65535),
+  nonzeroBatchAndHeads,
   alibiHeadContiguous,
   varlenOffsetsOnDevice,
   backwardSharedMemory,

@@ -7,7 +7,8 @@ import type { CallTensors, CaseInputs } from './inputs.js';
 
 export type CallOptions = SdpaOptions | VarlenOptions;
 
-export function callOptions(spec: CaseSpec, t: CallTensors, inputs: CaseInputs, backend: string, requiresGrad: boolean): CallOptions {
+/** backend: the one backend to run (a `backends` restriction), or null for core's own selection. */
+export function callOptions(spec: CaseSpec, t: CallTensors, inputs: CaseInputs, backend: string | null, requiresGrad: boolean): CallOptions {
   const common: SdpaOptions = {
     scale: spec.scale,
     isCausal: spec.causal ?? false,
@@ -20,7 +21,7 @@ export function callOptions(spec: CaseSpec, t: CallTensors, inputs: CaseInputs, 
     dropoutP: spec.dropoutP ?? 0,
     dropoutSeed: inputs.dropoutSeed,
     dropoutOffset: inputs.dropoutOffset,
-    backends: [backend],
+    backends: backend === null ? undefined : [backend],
     requiresGrad,
     deterministic: spec.deterministic ?? false,
   };

@@ -8,7 +8,7 @@ describe('the case list', () => {
 
   it('covers the odd shapes', () => {
     for (const s of [1, 17, 1000]) has(`S = ${s}`, (c) => c.seqQ === s || c.seqK === s);
-    for (const d of [8, 72, 256]) has(`D = ${d}`, (c) => c.headDim === d);
+    for (const d of [8, 72, 256, 512]) has(`D = ${d}`, (c) => c.headDim === d);
     has('Hq != Hk', (c) => c.headsQ !== c.headsKV);
     has('MQA', (c) => c.headsKV === 1 && c.headsQ > 1);
     has('Sq < Sk', (c) => c.seqQ < c.seqK);
@@ -16,6 +16,13 @@ describe('the case list', () => {
     has('batch > 1', (c) => c.batch > 1);
     has('strided inputs', (c) => c.layout === 'bshd');
     has('Dv != D', (c) => c.headDimV !== c.headDim);
+    for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) {
+      has(`Sq = 0 in ${dtype}`, (c) => c.dtype === dtype && c.seqQ === 0);
+      has(`Sk = 0 in ${dtype}`, (c) => c.dtype === dtype && c.seqK === 0);
+      has(`B = 0 in ${dtype}`, (c) => c.dtype === dtype && c.batch === 0);
+      has(`Dv = 0 in ${dtype}`, (c) => c.dtype === dtype && c.headDimV === 0);
+      has(`an empty varlen sequence in ${dtype}`, (c) => c.dtype === dtype && (c.varlen?.seqlensQ.includes(0) ?? false));
+    }
   });
 
   it('covers every feature of SdpaParams, in every dtype', () => {

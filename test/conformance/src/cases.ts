@@ -81,12 +81,14 @@ const SHAPES: Record<string, Shape> = {
 };
 
 const d256: Shape = { ...base, batch: 1, seqQ: 17, seqK: 33, headDim: 256, headDimV: 256 };
+const d512: Shape = { ...d256, headDim: 512, headDimV: 512 };
 const s1000: Shape = { ...base, batch: 1, seqQ: 1000, seqK: 1000, headDim: 64, headDimV: 64 };
 const s1000Causal: Shape = { ...s1000, headsQ: 2, headsKV: 2, causal: true, layout: 'bshd' };
 
 /** Large shapes, each with its quick form: one dtype only, and S = 1000 non-causal with one head. */
 const LARGE_SHAPES: Record<string, { readonly full: Shape; readonly quick: Shape }> = {
   'd256': { full: d256, quick: d256 },
+  'd512': { full: d512, quick: d512 },
   's1000-d64': { full: { ...s1000, headsQ: 2, headsKV: 1, enableGqa: true }, quick: { ...s1000, headsQ: 1, headsKV: 1 } },
   's1000-d64-causal-bshd': { full: s1000Causal, quick: s1000Causal },
 };
@@ -99,6 +101,19 @@ const packed: Shape = {
   seqQ: Math.max(...varlenQ),
   seqK: Math.max(...varlenK),
   varlen: { seqlensQ: varlenQ, seqlensK: varlenK },
+};
+
+/**
+ * Sizes core accepts that fused kernels decline (nonzeroSeqLens, nonzeroHeadDimV) and a device's
+ * fallback must run: no queries, no keys (every row fully masked: out 0, logsumexp -inf), no batch,
+ * an empty value head dim, and varlen sequences of length 0.
+ */
+const EMPTY_SHAPES: Record<string, Shape> = {
+  'sq0': { ...base, seqQ: 0 },
+  'sk0': { ...base, seqK: 0 },
+  'b0': { ...base, batch: 0 },
+  'dv0': { ...base, headDimV: 0 },
+  'varlen-empty-sequences': { ...packed, seqQ: 5, seqK: 6, varlen: { seqlensQ: [0, 5, 3], seqlensK: [4, 0, 6] } },
 };
 
 /** One feature (or a combination) each, on small shapes with Sq != Sk where it matters. */
@@ -164,6 +179,7 @@ export function buildCases(options: CaseOptions = {}): CaseSpec[] {
   };
   add('plain', base, FLOAT_DTYPES);
   for (const [name, shape] of Object.entries(SHAPES)) add(name, shape, FLOAT_DTYPES);
+  for (const [name, shape] of Object.entries(EMPTY_SHAPES)) add(name, shape, FLOAT_DTYPES);
   for (const [name, shape] of Object.entries(FEATURES)) add(name, shape, FLOAT_DTYPES);
   // Quick mode keeps each large shape, in one dtype, rotating so that together they cover several.
   const rotation: FloatDType[] = ['float32', 'float16', 'bfloat16'];

@@ -14,6 +14,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   attn::bind_streams(env, exports);
   attn::bind_testing(env, exports);
   attn::bind_build_info(env, exports);
+#ifdef ATTN_CUDA_MATH
+  attn::bind_math(env, exports);  // the cuda-math backend's kernels: attn_cuda.node only
+#endif
   return exports;
 }
 

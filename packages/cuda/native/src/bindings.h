@@ -10,5 +10,7 @@ void bind_async_read(Napi::Env env, Napi::Object exports);
 void bind_streams(Napi::Env env, Napi::Object exports);
 void bind_testing(Napi::Env env, Napi::Object exports);
 void bind_build_info(Napi::Env env, Napi::Object exports);
+// native/src/math/: built into @attn/cuda's addon only (ATTN_CUDA_MATH), not into @attn/rocm's.
+void bind_math(Napi::Env env, Napi::Object exports);
 
 }  // namespace attn

@@ -7,6 +7,7 @@ describe('attn build', () => {
   it('maps backends to the packages to build, runtimes first and each once', () => {
     expect(packagesFor(['flash-cuda', 'memeff-cuda'])).toEqual(['@attn/cuda', '@attn/flash-cuda', '@attn/cutlass-memeff']);
     expect(packagesFor(['cpu-flash'])).toEqual(['@attn/cpu']);
+    expect(packagesFor(['cuda-math', 'flash-cuda'])).toEqual(['@attn/cuda', '@attn/flash-cuda']);
     expect(packagesFor(['@attn/rocm-ck'])).toEqual(['@attn/rocm-ck']);
   });
 

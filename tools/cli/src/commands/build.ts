@@ -15,6 +15,7 @@ export const BUILDABLE: Readonly<Record<string, readonly string[]>> = {
   cuda: ['@attn/cuda'],
   'flash-cuda': ['@attn/cuda', '@attn/flash-cuda'],
   'memeff-cuda': ['@attn/cuda', '@attn/cutlass-memeff'],
+  'cuda-math': ['@attn/cuda'],
   rocm: ['@attn/rocm'],
   aotriton: ['@attn/rocm', '@attn/rocm-aotriton'],
   ck: ['@attn/rocm', '@attn/rocm-ck'],

@@ -1,0 +1,74 @@
+// SdpaParams (validated by core and by the rules) into the addon's argument objects. Pure: no native
+// calls, so it is tested on the CPU with a fake device runtime.
+import { kernelWindow, type DType, type SdpaParams, type Tensor } from '@attn/core';
+import type { MathBackwardArgs, MathForwardArgs, MathTensorArg } from './binding.js';
+
+/** attn/tensor_ref.h's DType codes. */
+export const DTYPE_CODE: Readonly<Record<DType, number>> = { float64: 0, float32: 1, float16: 2, bfloat16: 3, bool: 4, int32: 5 };
+
+export function tensorArg(t: Tensor): MathTensorArg {
+  return { ptr: t.dataPointer(), dtype: DTYPE_CODE[t.dtype], shape: t.shape, strides: t.strides };
+}
+
+export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwardArgs {
+  const window = kernelWindow(p);
+  return {
+    device: p.device.index,
+    dtype: DTYPE_CODE[p.dtype],
+    batch: p.batch,
+    headsQ: p.headsQ,
+    headsKV: p.headsKV,
+    seqQ: p.seqQ,
+    seqK: p.seqK,
+    headDim: p.headDim,
+    headDimV: p.headDimV,
+    cuSeqlensQ: p.varlen ? p.varlen.seqlensQ : null,
+    cuSeqlensK: p.varlen ? p.varlen.seqlensK : null,
+    sequsedK: p.sequsedK ? p.sequsedK.lengths : null,
+    q: tensorArg(p.query),
+    k: tensorArg(p.key),
+    v: tensorArg(p.value),
+    out: tensorArg(out),
+    lse: tensorArg(lse),
+    scale: p.scale,
+    softcap: p.softcap,
+    causal: p.causal,
+    lowerRight: p.alignment === 'lowerRight',
+    windowLeft: window.left,
+    windowRight: window.right,
+    alibi: p.alibiSlopes ? tensorArg(p.alibiSlopes) : null,
+    mask: p.mask ? tensorArg(p.mask.tensor) : null,
+    dropout: p.dropout
+      ? { threshold: p.dropout.threshold, offset: p.dropout.offset, seed: BigInt.asUintN(64, p.dropout.seed), keepScale: p.dropout.keepScale }
+      : null,
+  };
+}
+
+export interface BackwardTensors {
+  readonly out: Tensor;
+  readonly lse: Tensor;
+  readonly gradOut: Tensor;
+  readonly dq: Tensor;
+  readonly dk: Tensor;
+  readonly dv: Tensor;
+  readonly dbias: Tensor | null;
+}
+
+export function backwardArgs(p: SdpaParams, t: BackwardTensors): MathBackwardArgs {
+  return {
+    ...forwardArgs(p, t.out, t.lse),
+    dout: tensorArg(t.gradOut),
+    dq: tensorArg(t.dq),
+    dk: tensorArg(t.dk),
+    dv: tensorArg(t.dv),
+    dbias: t.dbias ? tensorArg(t.dbias) : null,
+  };
+}
+
+/**
+ * Whether the kernels accumulate in float64: for float64 inputs, and where scale or softcap overflow
+ * float32 (core's float32Scalars), which cpu-math computes in float64 and so must this fallback.
+ */
+export function accumulatesInFloat64(p: Pick<SdpaParams, 'dtype' | 'scale' | 'softcap'>): boolean {
+  return p.dtype === 'float64' || !Number.isFinite(Math.fround(p.scale)) || !Number.isFinite(Math.fround(p.softcap));
+}

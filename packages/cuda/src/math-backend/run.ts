@@ -1,0 +1,71 @@
+// One forward or backward call: outputs allocated through the registered 'cuda' runtime (this
+// package's caching allocator, core's emptyOutput naming the tensor on failure), kernels queued on
+// the device's current stream by the addon. Nothing here waits for the device.
+import { emptyOutput, OUTPUT_NAMES, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { callNative } from '../errors.js';
+import { requireMath } from './binding.js';
+import { backwardArgs, forwardArgs } from './launch-args.js';
+
+export interface ForwardRun {
+  readonly outputs: ForwardOutputs;
+  /** The kernel instance that ran ('' when there were no query rows). */
+  readonly kernel: string;
+}
+
+export interface BackwardRun {
+  readonly gradients: Gradients;
+  readonly kernels: readonly string[];
+}
+
+function disposeAll(ts: readonly (Tensor | null)[]): void {
+  for (const t of ts) t?.dispose();
+}
+
+export function runForward(p: SdpaParams): ForwardRun {
+  const addon = requireMath();
+  const device = p.device;
+  const totalQ = p.varlen ? p.query.shape[0]! : 0;
+  const outShape = p.varlen ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV];
+  const lseShape = p.varlen ? [p.headsQ, totalQ] : [p.batch, p.headsQ, p.seqQ];
+  const out = emptyOutput(OUTPUT_NAMES.out, outShape, { dtype: p.dtype, device });
+  let lse: Tensor | null = null;
+  try {
+    lse = emptyOutput(OUTPUT_NAMES.logsumexp, lseShape, { dtype: 'float32', device });
+    const args = forwardArgs(p, out, lse);
+    const kernel = callNative(() => addon.mathForward(args));
+    return { outputs: { out, logsumexp: lse }, kernel };
+  } catch (e) {
+    disposeAll([out, lse]);
+    throw e;
+  }
+}
+
+export function runBackward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): BackwardRun {
+  const addon = requireMath();
+  const device = p.device;
+  const additive = p.mask?.kind === 'additive' ? p.mask.tensor : null;
+  const made: Tensor[] = [];
+  const alloc = (name: (typeof OUTPUT_NAMES)[keyof typeof OUTPUT_NAMES], like: Tensor, dtype = p.dtype): Tensor => {
+    const t = emptyOutput(name, like.shape, { dtype, device });
+    made.push(t);
+    return t;
+  };
+  try {
+    const t = {
+      out: saved.out,
+      lse: saved.logsumexp,
+      gradOut,
+      dq: alloc(OUTPUT_NAMES.dq, p.query),
+      dk: alloc(OUTPUT_NAMES.dk, p.key),
+      dv: alloc(OUTPUT_NAMES.dv, p.value),
+      dbias: additive ? alloc(OUTPUT_NAMES.dbias, additive, additive.dtype as SdpaParams['dtype']) : null,
+    };
+    const args = backwardArgs(p, t);
+    const kernels = callNative(() => addon.mathBackward(args));
+    const g: Gradients = { dq: t.dq, dk: t.dk, dv: t.dv };
+    return { gradients: t.dbias ? { ...g, dbias: t.dbias } : g, kernels };
+  } catch (e) {
+    disposeAll(made);
+    throw e;
+  }
+}
