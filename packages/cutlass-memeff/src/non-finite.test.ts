@@ -1,10 +1,15 @@
 // Non-finite inputs on memeff-cuda against cpu-math (issue 25, defect 2), on a GPU host; elsewhere
 // skipped with the reason printed. NaN in q, k or an additive mask gives NaN logsumexp and output
 // (never the fully masked -inf); -Inf in one element of k leaves finite what the reference leaves
-// finite; +Inf in v gives +Inf where the reference does.
+// finite; +Inf in v gives +Inf where the reference does. The last test runs each planted value
+// through the conformance harness (runCase): forward and backward against cpu-math in float64 with
+// the fuzz suite's rules for poisoned inputs, so the finite elements meet the accuracy rule too and
+// the gradients keep every NaN of the reference with no wrong number or infinity.
 import '@attn/cpu';
-import { randn, sdpaForward, tensor } from '@attn/core';
+import { parseDevice, randn, sdpaForward, tensor } from '@attn/core';
 import type { DeviceLike, FloatDType, SdpaOptions, Tensor } from '@attn/core';
+import { runCase } from '@attn/conformance';
+import type { CaseSpec, PoisonSpec } from '@attn/conformance';
 import { describe, expect, it } from 'vitest';
 import { gpuEnv } from './gpu-env.js';
 import './index.js';
@@ -63,6 +68,35 @@ if (!env.ok) {
     it.each(dtypes)('%s: +Inf in v gives +Inf where the reference does', (dtype) => {
       const { got, ref } = both(dtype, 'v', Infinity);
       expect(pattern(got.out)).toBe(pattern(ref.out));
+    });
+
+    // The planted values of the tests above and the other infinities, forward and backward.
+    const planted: [PoisonSpec['tensor'], number][] = [
+      ['q', NaN], ['k', NaN], ['v', NaN], ['mask', NaN],
+      ['q', Infinity], ['q', -Infinity], ['k', Infinity], ['k', -Infinity], ['v', Infinity], ['v', -Infinity], ['mask', Infinity],
+    ];
+    it.each(dtypes)('%s: each planted value, forward and backward, meets the accuracy rule against cpu-math (runCase)', (dtype) => {
+      for (const [where, value] of planted) {
+        const S = 37;
+        const spec: CaseSpec = {
+          name: `${dtype} ${where}[11]=${value}`,
+          dtype,
+          batch: 1,
+          headsQ: 2,
+          headsKV: 2,
+          seqQ: S,
+          seqK: S,
+          headDim: 64,
+          headDimV: 64,
+          layout: 'bhsd',
+          ...(where === 'mask' ? { mask: { kind: 'additive', shape: [S, S] } } : {}),
+          poison: [{ tensor: where, index: 8 + 3, value }],
+        };
+        const outcome = runCase('memeff-cuda', spec, 25n, parseDevice('cuda:0'));
+        expect(outcome.ran, spec.name).toBe('forward+backward');
+        const failed = outcome.ran === 'declined' ? [] : outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
+        expect(failed, spec.name).toEqual([]);
+      }
     });
   });
 }

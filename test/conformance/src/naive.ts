@@ -19,7 +19,48 @@ export interface NaiveResult {
   readonly dk: Float64Array;
   readonly dv: Float64Array;
   readonly dbias: Float64Array | null;
+  /** Per gradient element, what the fused (FlashAttention) form of the backward may add to this naive error: see flashFormAllowance. */
+  readonly allowance: GradientAllowance | null;
 }
+
+/**
+ * Per element of each gradient, the size of the error that FlashAttention's form of the backward
+ * has and this naive (autograd) form has not (judge's `allowance`). Both forms compute
+ * dS = P * (dP~ - Delta) and the gradients from it; they differ in two inputs:
+ *
+ * 1. Delta. Autograd takes Delta_i = sum_j P_ij dP~_ij from the same rounded dP~ as dS, so the
+ *    rounding of dP~ cancels where P sits on one key (one visible key: dS = 0 exactly). The fused
+ *    form takes Delta_i = rowsum(dO_i * O_i) from the output it stored, rounded to the dtype, in fp32,
+ *    independently of dP~. First order, with u the dtype's unit roundoff and u32 fp32's:
+ *      |dDelta_i| <= u sum_c |dO_ic| |O_ic|   (O stored: each O_ic rounded by at most u |O_ic|; a
+ *                                               bound, not an estimate: ~sqrt(Dv) times the typical
+ *                                               size, since the roundings' signs are independent)
+ *                  + 2 u32 M_i                 (O and dP~_ij = dO_i . V_j summed in fp32, and
+ *                                               rowsum(dO * O): sums that no longer cancel; a
+ *                                               length-n fp32 sum of random terms errs by about
+ *                                               u32 n sigma / sqrt(6), below u32 sum |x_c y_c|)
+ *    with M_i = sum_c |dO_ic| sum_j P~_ij |V_jc|.
+ * 2. P. The fused form recomputes P_ij = exp(s_ij - lse_i) from the logsumexp stored in fp32
+ *    (DESIGN.md: lse is float32 for every dtype); the two fp32 numbers in that exponent are each
+ *    rounded, so P_ij carries a relative error eps_ij = u32 (|s_ij| + |lse_i|), which grows with
+ *    the logits (an explicit scale above 1, softcap 30). Autograd's P comes from the forward's own
+ *    softmax, normalized exactly.
+ * Propagated as dS is (first order, absolute values, so no cancellation is assumed):
+ *    a_ij = P_ij (|dDelta_i| + eps_ij |dP~_ij - Delta_i|),  x (1 - tanh^2) under softcap
+ *    dQ_i: |scale| sum_j a_ij |K_j|,  dK_j: |scale| sum_i a_ij |Q_i|,  dbias: sum of a_ij as dbias sums dS,
+ *    dV_j: sum_i P~_ij eps_ij |dO_i| (P~ in dV = P~^T dO).
+ * In float64 both u and u32 are float64's (a float64 backend must keep its logsumexp in float64 to
+ * pass at all), so the allowance is ~1e-16 relative there.
+ */
+export interface GradientAllowance {
+  readonly dq: Float64Array;
+  readonly dk: Float64Array;
+  readonly dv: Float64Array;
+  readonly dbias: Float64Array | null;
+}
+
+/** Unit roundoff (half an ulp at 1) of the dtype values are stored in. */
+const UNIT_ROUNDOFF = { float64: 2 ** -53, float32: 2 ** -24, float16: 2 ** -11, bfloat16: 2 ** -8 } as const;
 
 export interface NaiveDropout {
   readonly seed: bigint;
@@ -112,6 +153,11 @@ export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDrop
   const dkAcc = new Float64Array(backward ? x.k.length : 0);
   const dvAcc = new Float64Array(backward ? x.v.length : 0);
   const dbiasAcc = backward && spec.mask?.kind === 'additive' ? new Float64Array(x.mask!.length) : null;
+  const allowance: GradientAllowance | null = backward
+    ? { dq: new Float64Array(x.q.length), dk: new Float64Array(x.k.length), dv: new Float64Array(x.v.length), dbias: dbiasAcc ? new Float64Array(dbiasAcc.length) : null }
+    : null;
+  const uOut = UNIT_ROUNDOFF[spec.dtype];
+  const uAcc = f32 ? UNIT_ROUNDOFF.float32 : UNIT_ROUNDOFF.float64;
 
   for (let b = 0; b < lensQ.length; b++) {
     const sq = lensQ[b]!;
@@ -127,6 +173,7 @@ export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDrop
       const T = new Float64Array(cap > 0 ? sq * sk : 0); // tanh of the capped scores
       const P = new Float64Array(sq * sk); // softmax
       const PD = new Float64Array(sq * sk); // softmax after dropout
+      const SA = new Float64Array(backward ? sq * sk : 0); // |logit| of the visible keys (the allowance's eps)
 
       for (let i = 0; i < sq; i++) {
         const diag = i + (lowerRight ? sk - sq : 0);
@@ -145,6 +192,7 @@ export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDrop
           if (x.slopes) s = r(s - r(slope * Math.abs(diag - j)));
           if (maskAt && !boolMask) s = r(s + x.mask![maskAt(b, h, i, j)]!);
           S[j] = s;
+          if (backward) SA[i * sk + j] = Math.abs(s);
         }
         const max = S.reduce((m, s) => Math.max(m, s), -Infinity);
         if (max === -Infinity) {
@@ -172,6 +220,9 @@ export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDrop
       const dQ = new Float64Array(sq * D);
       const dK = new Float64Array(sk * D);
       const dV = new Float64Array(sk * Dv);
+      const aQ = new Float64Array(sq * D); // the allowance (GradientAllowance), unscaled
+      const aK = new Float64Array(sk * D);
+      const aV = new Float64Array(sk * Dv);
       for (let i = 0; i < sq; i++) {
         const dP = new Float64Array(sk);
         let delta = 0;
@@ -185,25 +236,48 @@ export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDrop
           if (pd === 0) continue;
           for (let c = 0; c < Dv; c++) dV[j * Dv + c] = f32 ? Math.fround(dV[j * Dv + c]! + Math.fround(pd * G[i * Dv + c]!)) : dV[j * Dv + c]! + pd * G[i * Dv + c]!;
         }
+        // Allowance: |dDelta_i| from |dO| . |O| and M_i, and |lse_i| for eps_ij (GradientAllowance).
+        let M = 0;
+        let dOO = 0;
+        const o = oRows.at(b, h, i);
+        for (let c = 0; c < Dv; c++) {
+          let w = 0;
+          for (let j = 0; j < sk; j++) w += PD[i * sk + j]! * Math.abs(V[j * Dv + c]!);
+          M += Math.abs(G[i * Dv + c]!) * w;
+          dOO += Math.abs(G[i * Dv + c]! * out[o + c]!);
+        }
+        const dDelta = uOut * dOO + 2 * uAcc * M;
+        const lseAbs = Math.abs(lse[lseAt(b, h, i)]!);
         for (let j = 0; j < sk; j++) {
           const pij = P[i * sk + j]!;
           if (pij === 0) continue;
           const ds = r(acc(pij * acc(dP[j]! - delta)));
+          const eps = uAcc * (SA[i * sk + j]! + lseAbs);
+          const a = pij * (dDelta + eps * Math.abs(dP[j]! - delta));
           if (dbiasAcc) {
             const m = maskAt!(b, h, i, j);
             dbiasAcc[m] = acc(dbiasAcc[m]! + ds);
+            allowance!.dbias![m] = allowance!.dbias![m]! + a;
           }
           const t = cap > 0 ? T[i * sk + j]! : 0;
           const dx = cap > 0 ? r(ds * r(1 - t * t)) : ds;
+          const ax = cap > 0 ? a * Math.abs(1 - t * t) : a;
           for (let d = 0; d < D; d++) {
             dQ[i * D + d] = f32 ? Math.fround(dQ[i * D + d]! + Math.fround(dx * K[j * D + d]!)) : dQ[i * D + d]! + dx * K[j * D + d]!;
             dK[j * D + d] = f32 ? Math.fround(dK[j * D + d]! + Math.fround(dx * Q[i * D + d]!)) : dK[j * D + d]! + dx * Q[i * D + d]!;
+            aQ[i * D + d] = aQ[i * D + d]! + ax * Math.abs(K[j * D + d]!);
+            aK[j * D + d] = aK[j * D + d]! + ax * Math.abs(Q[i * D + d]!);
           }
+          const pd = PD[i * sk + j]!;
+          if (pd !== 0) for (let c = 0; c < Dv; c++) aV[j * Dv + c] = aV[j * Dv + c]! + pd * eps * Math.abs(G[i * Dv + c]!);
         }
       }
       qRows.add(dq, b, h, dQ.map((g) => r(r(g) * scale)), (v) => v);
       kRows.add(dkAcc, b, hk, dK, acc);
       vRows.add(dvAcc, b, hk, dV, acc);
+      qRows.add(allowance!.dq, b, h, aQ.map((g) => g * Math.abs(scale)), (v) => v);
+      kRows.add(allowance!.dk, b, hk, aK.map((g) => g * Math.abs(scale)), (v) => v);
+      vRows.add(allowance!.dv, b, hk, aV, (v) => v);
     }
   }
   return {
@@ -213,5 +287,6 @@ export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDrop
     dk: dkAcc.map((g) => r(r(g) * scale)),
     dv: dvAcc.map(r),
     dbias: dbiasAcc ? dbiasAcc.map(r) : null,
+    allowance,
   };
 }

@@ -5,7 +5,7 @@ import type { Backend, ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
 import { buildCases, runCase } from '@attn/conformance';
 import type { Outcome } from '@attn/conformance';
 import { describe, expect, it } from 'vitest';
-import { cpuMathBackend, forwardMath } from '../index.js';
+import { backwardMath, cpuMathBackend, forwardMath } from '../index.js';
 
 const CPU = { type: 'cpu', index: 0 } as const;
 const cases = buildCases({ quick: true });
@@ -64,6 +64,20 @@ describe('the conformance suite fails a faulty backend', () => {
       forward: (p) => forwardMath(p.dropout ? { ...p, dropout: { ...p.dropout, offset: p.dropout.offset + 1 } } : p),
     });
     expect(failed(run(b, 'dropout/bfloat16'), 'out')).toBeDefined();
+  });
+
+  it('a gradient off by 0.1% (float32) or 10% (half types), whatever the gradient allowance (the fused form\'s Delta and P) permits', () => {
+    const off = (factor: number) =>
+      variant(`fault-dq-x${factor}`, {
+        backward: (p, saved, gradOut) => {
+          const g = backwardMath(p, saved, gradOut);
+          return { ...g, dq: mapped(g.dq, (x) => x * factor) };
+        },
+      });
+    const [small, large] = [off(1.001), off(1.1)];
+    for (const [b, name] of [[small, 'plain/float32'], [small, 'softcap/float32'], [small, 'dropout-causal-gqa/float32'], [large, 'plain/bfloat16'], [large, 'dropout/bfloat16'], [large, 'scale/float16']] as const) {
+      expect(failed(run(b, name), 'dq'), name).toMatch(/dq: error \(beyond 2 x its allowance\) .* > bound/);
+    }
   });
 
   it('declines reported by rules are declines, with the reasons', () => {

@@ -43,9 +43,14 @@ export function caseSpec(dtypes: readonly (typeof FLOAT_DTYPES)[number][] = FLOA
       layout: fc.constantFrom('bhsd', 'bshd'),
       varlen: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }),
       lens: fc.array(fc.tuple(fc.integer({ min: 0, max: 12 }), fc.integer({ min: 0, max: 12 })), { minLength: 3, maxLength: 3 }),
-      // Explicit scales up to 1: above it the accuracy rule's 2x margin is within the noise of the
-      // fp32 backward's logsumexp-based P (issue 25's report: cpu-flash dk at scale 1.11, 3.8x naive).
-      scale: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.double({ min: 0.05, max: 1, noNaN: true }) }, { weight: 1, arbitrary: fc.constantFrom(-0.5, 1e39) }),
+      // Explicit scales up to 4: logits to ~30 on these inputs, as softcap 30 gives. The backward's
+      // extra error there (P from the fp32 logsumexp) is the accuracy rule's gradient allowance
+      // (naive.ts). Beyond ~30 two more things would need a rule of their own: the naive
+      // implementation in a half type rounds each logit to the dtype (half an ulp is 0.125 at 60 in
+      // bf16) and drifts from the reference past NAIVE_SANITY, and a fused forward's exp of the logit
+      // against the row max, both fp32, errs by u32 |logit| where the naive's errs by u32 |logit - max|
+      // (cpu-flash out at scale 15: 3.7x naive).
+      scale: fc.oneof({ weight: 6, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.double({ min: 0.05, max: 4, noNaN: true }) }, { weight: 1, arbitrary: fc.constantFrom(-0.5, 1e39) }),
       mask: fc.constantFrom(null, null, 'bool', 'additive'),
       causal: fc.boolean(),
       alignment: fc.constantFrom('upperLeft', 'lowerRight'),

@@ -100,7 +100,7 @@ inline void zero_outside_range(float* pr, float* pdr, float* dpr, RowRange rr, i
 }
 
 // For query rows [i0, i0+m) of head (b, h) against key block kb: P (probabilities), PD (P after
-// dropout), DP (becomes dLogit), CAP (softcapped scores) in t, each [m][kBwdBN]. Rows whose lse is
+// dropout), DP (becomes dLogit), CAP (the softcap's tanh) in t, each [m][kBwdBN]. Rows whose lse is
 // -inf (no visible key in the forward) get P = 0; rows whose lse is NaN get NaN on their keys.
 inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h, int64_t hk, int64_t i0,
                       int64_t m, int64_t kb, const BwdTiles& t) {
@@ -150,11 +150,11 @@ inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h
   }
 }
 
-// dX = dLogit * (1 - (capped / softcap)^2), in place over [m][kBwdBN].
-inline void softcap_grad(float* ds, const float* cap, int64_t m, float inv_softcap) {
-  const V vinv = vset(inv_softcap), one = vset(1.f);
+// dX = dLogit * (1 - t^2) with t the softcap's tanh (logits_row), in place over [m][kBwdBN].
+inline void softcap_grad(float* ds, const float* tanh_t, int64_t m) {
+  const V one = vset(1.f);
   for (int64_t e = 0; e < m * kBwdBN; e += kLanes) {
-    const V tt = vmul(vload(cap + e), vinv);
+    const V tt = vload(tanh_t + e);
     vstore(ds + e, vmul(vload(ds + e), vsub(one, vmul(tt, tt))));
   }
 }
@@ -225,7 +225,7 @@ inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
       const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
       if (!block_visible(p.mods, d, i0, m, kb)) continue;
       bwd_block(cx, hm, b, h, hk, i0, m, kb, tl);
-      if (p.mods.softcap > 0.f) softcap_grad(tl.dp, tl.cap, m, hm.inv_softcap);
+      if (p.mods.softcap > 0.f) softcap_grad(tl.dp, tl.cap, m);
       const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
       const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
       // dV[c][:] += sum_r PD[r][c] dO[r][:];  dK[c][:] += sum_r dX[r][c] Q[r][:]
@@ -275,7 +275,7 @@ inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
         }
       }
     }
-    if (md.softcap > 0.f) softcap_grad(tl.dp, tl.cap, m, hm.inv_softcap);
+    if (md.softcap > 0.f) softcap_grad(tl.dp, tl.cap, m);
     gemm<true>(m, cx.dp, n, tl.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
   }
   for (int64_t r = 0; r < m; ++r)

@@ -13,39 +13,65 @@
 
 namespace memeff {
 
-// x - hi, what the TF32 parts below hi must carry. An infinite x is all in hi (Inf - Inf would make
-// every lower part NaN, and a +Inf operand then turns a product the reference gives as +Inf into
-// NaN); a NaN x stays NaN in every part.
-__device__ __forceinline__ float tf32_rest(float x, uint32_t hi) {
-  return fabsf(x) == INFINITY ? 0.f : x - __uint_as_float(hi);
-}
-
-struct Tf32Pair {
-  uint32_t hi, lo;
-};
-
-// v8: cvt.rna.tf32.f32 of x in 3 issues where ptxas's own expansion takes 4 (ncu SASS of v7's
-// fwd_tf32: VIADD x + 0x1000, FSETP |x| < inf, SEL, LOP3 & 0xffffe000 per conversion whose result is
-// used again in fp32 arithmetic). The same function bit for bit: finite x gets half a TF32 ulp added
-// to its bits and the low 13 bits cleared (round to nearest, ties away; a carry into the exponent is
-// the right rounding), Inf and NaN are only truncated, as that SEL does. Here the add is predicated.
+// Non-finite operands. Every 3xTF32 product here sums a.lo*b.hi + a.hi*b.lo + a.hi*b.hi (with a
+// three-part B, a.hi*b.rest too): an operand's high part meets every part of the other, its lower
+// parts meet only the other's high part. A non-finite x therefore goes whole into a lower part, with
+// hi = 0 (and, for a three-part B, lo = 0 and rest = x): x then meets only the other operand's high
+// part y_hi, and its one product x * y_hi has the sign of x * y; every other term is 0 * finite = 0.
+// Kept in hi instead, x would meet the other's lower parts too: y_lo = 0 (y exact in TF32) gives
+// 0 * Inf = NaN, and y_lo of the other sign gives +Inf + -Inf = NaN (issue 25: -Inf in one element of
+// k made its rows NaN; +Inf in v gave NaN where the reference gives +Inf). NaN goes the same way and
+// stays NaN (NaN * y_hi is NaN even where y_hi = 0). Checked for every product the fp32 kernels form:
+// Q.K^T (fwd_tf32, the wgmma forward, the backward's recompute), P.V (P in two parts, V in two or
+// three), dO.V^T, P^T.dO, dS.K, dS^T.Q and rowsum(dO * O) (bwd_dsum_tf32). Where the reference
+// differs:
+// - x and y both infinite at the same coordinate (q and k, or O and dO): x * 0 = NaN where the
+//   reference gives +-Inf;
+// - x infinite against a y whose TF32 rounding is 0, y subnormal below 2^-137 (or any subnormal on a
+//   tensor core that flushes them), or a probability exp flushed to 0: NaN where the reference gives
+//   +-Inf (a zero weight meeting an infinite value, as every tiled kernel's masked keys do);
+// - a finite |x| within half a TF32 ulp of FLT_MAX rounds to hi = Inf, and x - hi is -Inf: NaN.
+//
+// The high part's bits: x rounded to TF32 (round to nearest, ties away, as cvt.rna; a carry into the
+// exponent is the right rounding), or 0 where x is not finite. v8: computed on the bits (half a TF32
+// ulp added, the low 13 bits cleared, a select on |x| < inf) where the value feeds fp32 arithmetic
+// again, since ptxas's own expansion of cvt.rna there took more issues (ncu SASS of v7's fwd_tf32).
+// The lower part is then x - hi, which is x itself where hi = 0: no guard on that subtraction.
 __device__ __forceinline__ uint32_t tf32_rna_bits(float x) {
   uint32_t r = 0u;
 #ifdef ATTN_MEMEFF_SM80
-  asm("{\n\t.reg .pred fin;\n\t.reg .f32 ax;\n\t"
+  asm("{\n\t.reg .pred fin;\n\t.reg .f32 ax;\n\t.reg .b32 t;\n\t"
       "abs.f32 ax, %1;\n\t"
       "setp.lt.f32 fin, ax, 0f7F800000;\n\t"
-      "mov.b32 %0, %1;\n\t"
-      "@fin add.u32 %0, %0, 4096;\n\t"
-      "and.b32 %0, %0, -8192;\n\t}"
+      "mov.b32 t, %1;\n\t"
+      "add.u32 t, t, 4096;\n\t"
+      "and.b32 t, t, -8192;\n\t"
+      "selp.b32 %0, t, 0, fin;\n\t}"
       : "=r"(r)
       : "f"(x));
 #endif
   return r;
 }
 
+// cvt.rna.tf32.f32 of a finite x, 0 for a non-finite one: tf32_rna_bits's bits where the value only
+// feeds the mma (ptxas takes 2 issues for the cvt there).
+__device__ __forceinline__ uint32_t tf32_hi_cvt(float x) {
+  uint32_t r = 0u;
+#ifdef ATTN_MEMEFF_SM80
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+#endif
+  return fabsf(x) < INFINITY ? r : 0u;
+}
+
+// x - hi, what the TF32 parts below hi carry: all of x where x is not finite (hi = 0).
+__device__ __forceinline__ float tf32_rest(float x, uint32_t hi) { return x - __uint_as_float(hi); }
+
+struct Tf32Pair {
+  uint32_t hi, lo;
+};
+
 // split_tf32 with hi from tf32_rna_bits (lo keeps cvt.rna: it only feeds the mma, where ptxas
-// already drops the mask and takes 2 issues). Same bits as split_tf32.
+// already drops the mask and takes 2 issues). Same bits as split_tf32; a non-finite x is {0, x}.
 __device__ __forceinline__ Tf32Pair split_tf32_lean(float x) {
   Tf32Pair r{0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
@@ -59,7 +85,7 @@ __device__ __forceinline__ Tf32Pair split_tf32_lean(float x) {
 __device__ __forceinline__ Tf32Pair split_tf32(float x) {
   Tf32Pair r{0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.hi) : "f"(x));
+  r.hi = tf32_hi_cvt(x);
   const float rest = tf32_rest(x, r.hi);
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
 #endif
@@ -100,7 +126,8 @@ __device__ __forceinline__ void mma_1688_3xtf32(float (&d)[4], const Tf32Pair (&
 
 // A B operand in three TF32 parts, x = hi + lo + rest exactly: hi and lo hold 11 significant bits
 // each, x - hi has up to 13, so tf32(x - hi) can drop its last 2 bits; rest = x - hi - lo (exact in
-// fp32, at most 2 significant bits) is a TF32 value as it stands, no cvt needed.
+// fp32, at most 2 significant bits) is a TF32 value as it stands, no cvt needed. A non-finite x is
+// {0, 0, x}: rest meets only A's high part (see "Non-finite operands" above).
 struct Tf32Triple {
   uint32_t hi, lo, rest;
 };
@@ -108,9 +135,9 @@ struct Tf32Triple {
 __device__ __forceinline__ Tf32Triple split_tf32_exact(float x) {
   Tf32Triple r{0u, 0u, 0u};
 #ifdef ATTN_MEMEFF_SM80
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.hi) : "f"(x));
+  r.hi = tf32_hi_cvt(x);
   const float rest = tf32_rest(x, r.hi);
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
+  r.lo = tf32_hi_cvt(rest);
   r.rest = __float_as_uint(rest - __uint_as_float(r.lo));
 #endif
   return r;
