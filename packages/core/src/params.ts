@@ -28,6 +28,13 @@ export interface SdpaOptions {
   alibiSlopes?: Tensor | null;
   /** > 0: scores become softcap * tanh(scores / softcap) before masks and ALiBi. */
   softcap?: number;
+  /**
+   * int32 [B], on the query's device: keys used per batch row (dense) or sequence (varlen), as
+   * FlashAttention's seqused_k. Row b behaves exactly as if its key and value held only their first
+   * sequsedK[b] keys: the causal diagonal, the window and ALiBi distances anchor at that length, the
+   * keys after it get no weight and their gradients are 0. 0 <= sequsedK[b] <= the row's key count.
+   */
+  sequsedK?: Tensor | null;
   /** Philox key; default: a fresh random seed per call (returned in the result). */
   dropoutSeed?: bigint | number;
   /** Philox counter word 3; default 0. */
@@ -64,6 +71,13 @@ export interface MaskParams {
   readonly tensor: Tensor;
   /** Strides of the mask expanded to [B, Hq, Sq, Sk]: 0 on broadcast dims. */
   readonly expandedStrides: readonly [number, number, number, number];
+}
+
+export interface SequsedKParams {
+  /** The user's int32 [B] tensor (kernels read it on the device). */
+  readonly tensor: Tensor;
+  /** Host copy of the validated lengths: 0 <= lengths[b] <= the key count of row b. */
+  readonly lengths: Int32Array;
 }
 
 export interface VarlenParams {
@@ -106,6 +120,8 @@ export interface SdpaParams {
   readonly dropout: DropoutParams | null;
   readonly enableGqa: boolean;
   readonly varlen: VarlenParams | null;
+  /** Keys used per batch row; null = all of them. */
+  readonly sequsedK: SequsedKParams | null;
   readonly requiresGrad: boolean;
   readonly deterministic: boolean;
 }

@@ -45,11 +45,12 @@ export function lastStride(t: Tensor): number {
 
 /** Query and key lengths of every sequence: one pair for dense calls, one per sequence for varlen. */
 export function sequencePairs(p: SdpaParams): Array<[number, number]> {
-  if (!p.varlen) return [[p.seqQ, p.seqK]];
+  const used = p.sequsedK?.lengths ?? null;
+  if (!p.varlen) return used ? Array.from(used, (sk): [number, number] => [p.seqQ, sk]) : [[p.seqQ, p.seqK]];
   const { seqlensQ, seqlensK } = p.varlen;
   const pairs: Array<[number, number]> = [];
   for (let b = 1; b < seqlensQ.length; b++) {
-    pairs.push([seqlensQ[b]! - seqlensQ[b - 1]!, seqlensK[b]! - seqlensK[b - 1]!]);
+    pairs.push([seqlensQ[b]! - seqlensQ[b - 1]!, used ? used[b - 1]! : seqlensK[b]! - seqlensK[b - 1]!]);
   }
   return pairs;
 }

@@ -109,6 +109,12 @@ export const noVarlen: Rule = rule('noVarlen', (p) => {
   return 'Does not support packed variable-length inputs (cuSeqlens); pad to [B, H, S, D] and use sdpa() with a mask.';
 });
 
+/** No sequsedK (keys used per batch row): the kernel reads every key of a row. */
+export const noSequsedK: Rule = rule('noSequsedK', (p) => {
+  if (!p.sequsedK) return null;
+  return 'Does not support sequsedK (keys used per batch row); slice key and value to the used keys, or choose a backend that takes sequsedK.';
+});
+
 /** No backward pass: declines calls made with requiresGrad. */
 export const noBackward: Rule = rule('noBackward', (p) => {
   if (!p.requiresGrad) return null;

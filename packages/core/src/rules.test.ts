@@ -230,6 +230,7 @@ const CASES: Case[] = [
   { rule: () => rules.noAlibi, pass: () => [P(), CPU_CTX], fail: () => [P({}, { alibiSlopes: full([4], 0.5) }), CPU_CTX] },
   { rule: () => rules.noSoftcap, pass: () => [P({}, { softcap: 0 }), CPU_CTX], fail: () => [P({}, { softcap: 30 }), CPU_CTX], says: /softcap: 0/ },
   { rule: () => rules.noVarlen, pass: () => [P(), CPU_CTX], fail: () => [varlen([2], [2]), CPU_CTX] },
+  { rule: () => rules.noSequsedK, pass: () => [P(), CPU_CTX], fail: () => [P({ B: 2 }, { sequsedK: tensor([1, 2], [2], { dtype: 'int32' }) }), CPU_CTX], says: /sequsedK/ },
   { rule: () => rules.noBackward, pass: () => [P(), CPU_CTX], fail: () => [P({}, { requiresGrad: true }), CPU_CTX], says: /requiresGrad: false/ },
   { rule: () => rules.noDeterministic, pass: () => [P(), CPU_CTX], fail: () => [P({}, { deterministic: true }), CPU_CTX] },
   { rule: () => rules.noBoolMask, pass: () => [P({}, { attnMask: zeros([6, 6]) }), CPU_CTX], fail: () => [P({}, { attnMask: zeros([6, 6], { dtype: 'bool' }) }), CPU_CTX] },

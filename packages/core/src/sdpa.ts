@@ -3,7 +3,7 @@ import type { ForwardOutputs, Gradients } from './backend.js';
 import { checkForwardOutputs, checkGradients } from './check-outputs.js';
 import { deviceToString, sameDevice } from './device-parse.js';
 import { AttnInputError } from './errors.js';
-import { forwardRecordOf, recordForward } from './forward-record.js';
+import { type ForwardResult, forwardRecordOf, recordForward } from './forward-record.js';
 import type { SdpaOptions } from './params.js';
 import { getBackend } from './registry.js';
 import type { SelectionReport } from './report.js';
@@ -11,21 +11,12 @@ import { requireBackend, resolveRestriction, selectBackend } from './select.js';
 import { Tensor } from './tensor.js';
 import { type NormalizedCall, normalizeCall } from './validate.js';
 
-export interface ForwardResult {
-  readonly out: Tensor;
-  /** float32 [B, Hq, Sq] (varlen [Hq, totalQ]), natural log; -inf for fully masked rows, NaN for rows with a NaN score. */
-  readonly logsumexp: Tensor;
-  /** The Philox key and counter offset dropout used (seed 0n when dropout was off and no seed given). */
-  readonly rng: { readonly seed: bigint; readonly offset: number };
-  /** Name of the backend that ran; sdpaBackward runs on the same one. */
-  readonly backend: string;
-}
+export type { ForwardResult } from './forward-record.js';
 
-/** The frozen result the user sees; the call's params stay in forward-record.ts for sdpaBackward. */
+/** The frozen result the user sees; the call's params stay in it, out of reach, for sdpaBackward. */
 function forwardResult(call: NormalizedCall, backend: string, outputs: ForwardOutputs): ForwardResult {
   const rng = Object.freeze({ seed: call.rng.seed, offset: call.rng.offset });
-  const result: ForwardResult = { out: outputs.out, logsumexp: outputs.logsumexp, rng, backend };
-  return recordForward(result, { params: call.params, out: outputs.out, logsumexp: outputs.logsumexp, backend });
+  return recordForward(call.params, outputs.out, outputs.logsumexp, rng, backend);
 }
 
 /** Selects and runs forward synchronously. Shared with varlen. */

@@ -55,6 +55,7 @@ export function describeCall(p: SdpaParams): string {
   const shape = (s: readonly number[]): string => `[${s.join(', ')}]`;
   const parts = [`${p.dtype} q${shape(p.query.shape)} k${shape(p.key.shape)} v${shape(p.value.shape)}`];
   if (p.varlen) parts.push(`varlen (${p.batch} sequences, max ${p.seqQ}/${p.seqK})`);
+  if (p.sequsedK) parts.push('sequsedK');
   if (p.mask) parts.push(`${p.mask.kind} mask ${shape(p.mask.tensor.shape)} ${p.mask.tensor.dtype}`);
   if (p.causal) parts.push(`causal (${p.alignment})`);
   if (p.window) parts.push(`window [${p.window.left ?? -1}, ${p.window.right ?? -1}]`);

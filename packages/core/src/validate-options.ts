@@ -20,6 +20,7 @@ export const SDPA_OPTION_KEYS: readonly (keyof SdpaOptions)[] = [
   'window',
   'alibiSlopes',
   'softcap',
+  'sequsedK',
   'dropoutSeed',
   'dropoutOffset',
   'backends',
@@ -44,12 +45,27 @@ export interface CommonOptions {
   readonly alibiSlopes: Tensor | null;
 }
 
+const allowedSets = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+/** The key list as a set, built once per list (every call checks its option keys against one). */
+function allowedSet(allowed: readonly string[]): ReadonlySet<string> {
+  let set = allowedSets.get(allowed);
+  if (!set) {
+    set = new Set(allowed);
+    allowedSets.set(allowed, set);
+  }
+  return set;
+}
+
 export function checkOptionsObject<T extends object>(opts: unknown, allowed: readonly string[], fn: string): Partial<T> {
   if (opts === undefined || opts === null) return {};
   if (typeof opts !== 'object' || Array.isArray(opts)) {
     throw new AttnInputError('ATTN_TYPE', `${fn}: options must be an object, got ${Array.isArray(opts) ? 'an array' : typeof opts}.`);
   }
-  const unknown = Object.keys(opts).filter((k) => !allowed.includes(k));
+  const known = allowedSet(allowed);
+  let clean = true;
+  for (const k in opts) if (Object.hasOwn(opts, k) && !known.has(k)) clean = false;
+  const unknown = clean ? [] : Object.keys(opts).filter((k) => !known.has(k));
   if (unknown.length > 0) {
     throw new AttnInputError('ATTN_OPTION', `${fn}: unknown option ${unknown.join(', ')}; the options are ${allowed.join(', ')}.`);
   }

@@ -13,6 +13,7 @@ import {
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
+import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
 const VARLEN_OPTION_KEYS: readonly string[] = [
@@ -110,6 +111,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
   const maxSeqlenK = checkMaxSeqlen(opts.maxSeqlenK, 'maxSeqlenK', maxLength(seqlensK));
   checkCounterRange(batch, headsQ);
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
+  const sequsedK = checkSequsedK(opts.sequsedK, batch, (b) => seqlensK[b + 1]! - seqlensK[b]!, device);
 
   const varlen: VarlenParams = { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ, maxSeqlenK, seqlensQ, seqlensK };
   const params: SdpaParams = {
@@ -135,6 +137,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
     dropout: common.dropout,
     enableGqa: common.enableGqa,
     varlen: Object.freeze(varlen),
+    sequsedK,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
   };

@@ -11,6 +11,7 @@ import { registerBackend } from './registry.js';
 import { type ForwardResult, sdpaBackward, sdpaForward } from './sdpa.js';
 import { Tensor } from './tensor.js';
 import { isolateRegistry, makeFakeBackend } from './testing.js';
+import { sequencePairs } from './rule.js';
 import { normalizeParams } from './validate.js';
 import { normalizeVarlenParams } from './varlen.js';
 
@@ -163,6 +164,14 @@ const CASES: Array<[string, string, () => unknown]> = [
   ['ATTN_VARLEN', 'maxSeqlenQ below the longest sequence', packed({ maxSeqlenQ: 3 })],
   ['ATTN_VARLEN', 'maxSeqlenK missing', packed({ maxSeqlenK: undefined })],
   ['ATTN_VARLEN', 'strided offsets', packed({ cuSeqlensQ: tensor([0, 9, 3, 9, 3, 9, 7, 9], [8], { dtype: 'int32' }).reshape([4, 2]).narrow(1, 0, 1).reshape([4]) })],
+  ['ATTN_SEQUSED_K', 'sequsedK float32', () => norm({ B: 2 }, { sequsedK: tensor([3, 4], [2]) })],
+  ['ATTN_SEQUSED_K', 'sequsedK of shape [B + 1]', () => norm({ B: 2 }, { sequsedK: tensor([3, 4, 5], [3], { dtype: 'int32' }) })],
+  ['ATTN_SEQUSED_K', 'sequsedK above Sk', () => norm({ B: 2, Sk: 7 }, { sequsedK: tensor([3, 8], [2], { dtype: 'int32' }) })],
+  ['ATTN_SEQUSED_K', 'negative sequsedK', () => norm({ B: 2 }, { sequsedK: tensor([-1, 2], [2], { dtype: 'int32' }) })],
+  ['ATTN_SEQUSED_K', 'strided sequsedK', () => norm({ B: 2 }, { sequsedK: tensor([1, 9, 2, 9], [2, 2], { dtype: 'int32' }).narrow(1, 0, 1).reshape([2]) })],
+  ['ATTN_SEQUSED_K', 'varlen sequsedK above its sequence', packed({ sequsedK: tensor([2, 6, 1], [3], { dtype: 'int32' }) })],
+  ['ATTN_DEVICE_MISMATCH', 'sequsedK on cuda', () => norm({ B: 2 }, { sequsedK: zeros([2], { dtype: 'int32', device: 'cuda' }) })],
+  ['ATTN_TYPE', 'sequsedK an array', () => norm({ B: 2 }, { sequsedK: [1, 2] as never })],
   ['ATTN_RANK', 'varlen with 4-D inputs', () => {
     const t = zeros([1, 7, 4, 8]);
     return normalizeVarlenParams(t, t, t, { cuSeqlensQ: tensor([0, 7], [2], { dtype: 'int32' }), cuSeqlensK: tensor([0, 7], [2], { dtype: 'int32' }), maxSeqlenQ: 7, maxSeqlenK: 7 });
@@ -219,7 +228,7 @@ describe('normalized params', () => {
     const p = norm({ D: 16, Dv: 4 });
     expect(p).toMatchObject({ batch: 2, headsQ: 4, headsKV: 4, seqQ: 5, seqK: 7, headDim: 16, headDimV: 4 });
     expect(p.scale).toBe(0.25);
-    expect(p).toMatchObject({ causal: false, alignment: 'upperLeft', window: null, mask: null, softcap: 0, dropout: null, varlen: null });
+    expect(p).toMatchObject({ causal: false, alignment: 'upperLeft', window: null, mask: null, softcap: 0, dropout: null, varlen: null, sequsedK: null });
     expect(Object.isFrozen(p)).toBe(true);
   });
 
@@ -272,5 +281,15 @@ describe('normalized params', () => {
     expect([...p.varlen!.seqlensQ]).toEqual([0, 3, 3, 7]);
     expect([...p.varlen!.seqlensK]).toEqual([0, 2, 7, 8]);
     expect(packed({ maxSeqlenQ: 100 })().seqQ).toBe(100);
+  });
+
+  it('keeps sequsedK with a host copy; rules see each row\'s used key count as its Sk', () => {
+    const p = norm({ B: 2, Sk: 7 }, { sequsedK: tensor([0, 7], [2], { dtype: 'int32' }) });
+    expect([...p.sequsedK!.lengths]).toEqual([0, 7]);
+    expect(sequencePairs(p)).toEqual([[5, 0], [5, 7]]);
+    const v = packed({ sequsedK: tensor([2, 0, 1], [3], { dtype: 'int32' }) })();
+    expect([...v.sequsedK!.lengths]).toEqual([2, 0, 1]);
+    expect(sequencePairs(v)).toEqual([[3, 2], [0, 0], [4, 1]]);
+    expect(norm({}).sequsedK).toBeNull();
   });
 });

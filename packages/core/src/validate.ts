@@ -24,6 +24,7 @@ import {
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
+import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
 /** Validated params plus what the entry points need beside them. */
@@ -149,6 +150,7 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     checkSameDevice(m, 'attnMask', device);
   }
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
+  const sequsedK = checkSequsedK(opts.sequsedK, batch, () => seqK, device);
 
   const params: SdpaParams = {
     query: q,
@@ -173,6 +175,7 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     dropout: common.dropout,
     enableGqa: common.enableGqa,
     varlen: null,
+    sequsedK,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
   };

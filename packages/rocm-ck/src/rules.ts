@@ -9,6 +9,7 @@ import {
   lastDimContiguous,
   noAttnMask,
   noSoftcap,
+  noSequsedK,
   nonzeroSeqLens,
   rule,
   tensorsOn,
@@ -121,6 +122,7 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     dtypeIn(['float16', 'bfloat16']),
     ckAlibiSlopes,
     noSoftcap,
+    noSequsedK,
     ckNoDropout,
   ];
 }
@@ -139,6 +141,7 @@ export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutPr
     ckBiasRule,
     ckAlibiSlopes,
     noSoftcap,
+    noSequsedK,
     ckNoDropout,
   ];
 }

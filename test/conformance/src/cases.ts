@@ -46,6 +46,8 @@ export interface CaseSpec {
   readonly deterministic?: boolean;
   /** Packed varlen: the length of each sequence (batch = their count; seqQ/seqK = the maxima). */
   readonly varlen?: { readonly seqlensQ: readonly number[]; readonly seqlensK: readonly number[] };
+  /** Keys used per batch row or sequence (SdpaOptions.sequsedK). */
+  readonly sequsedK?: readonly number[];
   /** Values planted in q, k, v or an additive mask before rounding to the dtype. */
   readonly poison?: readonly PoisonSpec[];
 }
@@ -130,6 +132,12 @@ const FEATURES: Record<string, Shape> = {
   'varlen-causal-lower-right-gqa': { ...packed, headsQ: 4, headsKV: 2, enableGqa: true, causal: true, alignment: 'lowerRight' },
   'varlen-window-dropout': { ...packed, window: [4, 1], dropoutP: 0.3 },
   'varlen-alibi-softcap': { ...packed, alibi: 'perBatchHead', softcap: 3 },
+  // sequsedK: a row with no used key, rows cut mid-sequence, anchored at the used length.
+  'sequsedK': { ...base, sequsedK: [19, 0] },
+  'sequsedK-causal-lower-right': { ...base, sequsedK: [11, 23], causal: true, alignment: 'lowerRight' },
+  'sequsedK-window-alibi-dropout': { ...base, sequsedK: [5, 17], window: [4, 1], alignment: 'lowerRight', alibi: 'perHead', dropoutP: 0.3 },
+  'sequsedK-additive-mask-softcap': { ...base, sequsedK: [20, 1], mask: { kind: 'additive', shape: [2, 2, 17, 23] }, softcap: 3 },
+  'varlen-sequsedK-causal-lower-right-gqa': { ...packed, headsQ: 4, headsKV: 2, enableGqa: true, sequsedK: [3, 9, 0], causal: true, alignment: 'lowerRight' },
   'combo-gqa-mask-softcap-causal-strided': {
     ...square,
     headsQ: 4,

@@ -15,6 +15,7 @@ export interface CallTensors {
   readonly slopes: Tensor | null;
   readonly cuSeqlensQ: Tensor | null;
   readonly cuSeqlensK: Tensor | null;
+  readonly sequsedK: Tensor | null;
 }
 
 /** Logical row-major values (already rounded to the case's dtype). */
@@ -151,6 +152,7 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
     slopes: slopes ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], { dtype: 'float32', device: where }) : null,
     cuSeqlensQ: cuQ ? tensor(cuQ, [cuQ.length], { dtype: 'int32', device: where }) : null,
     cuSeqlensK: cuK ? tensor(cuK, [cuK.length], { dtype: 'int32', device: where }) : null,
+    sequsedK: spec.sequsedK ? tensor(spec.sequsedK, [spec.sequsedK.length], { dtype: 'int32', device: where }) : null,
   });
   const cpu: Device = { type: 'cpu', index: 0 };
   const dropoutSeed = next();

@@ -115,7 +115,8 @@ export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDrop
 
   for (let b = 0; b < lensQ.length; b++) {
     const sq = lensQ[b]!;
-    const sk = lensK[b]!;
+    // sequsedK: the row's first sequsedK[b] keys are all it has (the rest keep zero gradients).
+    const sk = spec.sequsedK ? spec.sequsedK[b]! : lensK[b]!;
     for (let h = 0; h < Hq; h++) {
       const hk = Math.floor(h / group);
       const Q = qRows.read(x.q, b, h, sq);

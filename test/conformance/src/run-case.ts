@@ -136,6 +136,6 @@ export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: D
     disposeAll(fwd.out, fwd.logsumexp);
     return { ran: backward ? 'forward+backward' : 'forward', verdicts };
   } finally {
-    disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK);
+    disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK, t.sequsedK);
   }
 }

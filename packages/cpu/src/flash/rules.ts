@@ -2,7 +2,18 @@
 // sequences and value head dims, sizes the native kernel indexes with int32 counters (limits.ts), and
 // scale and softcap finite in float32. Everything else core accepts (strides, masks, causal both
 // ways, window, GQA, ALiBi, softcap, dropout, varlen, backward, deterministic) it runs.
-import { dtypeIn, float32Scalars, headDimAtMost, kernelWindow, maxBatchAndHeads, nonzeroHeadDimV, nonzeroSeqLens, rule, tensorsOn } from '@attn/core';
+import {
+  dtypeIn,
+  float32Scalars,
+  headDimAtMost,
+  kernelWindow,
+  maxBatchAndHeads,
+  nonzeroHeadDimV,
+  nonzeroSeqLens,
+  noSequsedK,
+  rule,
+  tensorsOn,
+} from '@attn/core';
 import type { Rule } from '@attn/core';
 import { CPU_FLASH_LIMITS } from './limits.js';
 
@@ -36,4 +47,5 @@ export const cpuFlashRules: readonly Rule[] = [
   seqLensAtMost(MAX_DIM),
   windowAtMost(CPU_FLASH_LIMITS.maxWindow),
   float32Scalars,
+  noSequsedK,
 ];

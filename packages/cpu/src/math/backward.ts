@@ -131,6 +131,7 @@ export function backwardMath(params: SdpaParams, _saved: ForwardOutputs, gradOut
           scatterRow(w.dqRow, 0, D, dqData, dtype, dqRows.base(b, h) + i * dqRows.rowStride, dqRows.colStride);
         }
       }
+      // Keys after sequsedK[b] (j >= sk) are never written: host outputs start zeroed, their gradient.
       for (let j = 0; j < sk; j++) {
         scatterRow(w.dkAcc, j * D, D, dkData, dtype, dkRows.base(b, hk) + j * dkRows.rowStride, dkRows.colStride);
         scatterRow(w.dvAcc, j * Dv, Dv, dvData, dtype, dvRows.base(b, hk) + j * dvRows.rowStride, dvRows.colStride);

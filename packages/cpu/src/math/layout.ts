@@ -9,7 +9,11 @@ export interface RowAddressing {
   readonly colStride: number;
 }
 
-/** The sequences of a call: how many, and the query and key length of each. */
+/**
+ * The sequences of a call: how many, and the query and key length of each. With sequsedK the key
+ * length of sequence b is sequsedK[b]: its keys stay where they are (startK), only the first that
+ * many are read, so a call behaves exactly as one on the truncated key and value.
+ */
 export interface Sequences {
   readonly count: number;
   seqQ(b: number): number;
@@ -21,11 +25,12 @@ export interface Sequences {
 
 export function sequencesOf(params: SdpaParams): Sequences {
   const v = params.varlen;
+  const used = params.sequsedK?.lengths ?? null;
   if (!v) {
     return {
       count: params.batch,
       seqQ: () => params.seqQ,
-      seqK: () => params.seqK,
+      seqK: used ? (b) => used[b]! : () => params.seqK,
       startQ: () => 0,
       startK: () => 0,
     };
@@ -35,7 +40,7 @@ export function sequencesOf(params: SdpaParams): Sequences {
   return {
     count: cuQ.length - 1,
     seqQ: (b) => cuQ[b + 1]! - cuQ[b]!,
-    seqK: (b) => cuK[b + 1]! - cuK[b]!,
+    seqK: used ? (b) => used[b]! : (b) => cuK[b + 1]! - cuK[b]!,
     startQ: (b) => cuQ[b]!,
     startK: (b) => cuK[b]!,
   };
