@@ -65,6 +65,12 @@ describe('forwardArgs', () => {
     expect(a.out.strides).toEqual([0, 16, 4 * 16]);
   });
 
+  it('passes sequsedK as the device address of its int32 lengths', () => {
+    const used = tensor([3, 7], [2], { dtype: 'int32', device: 'cuda' });
+    const a = forwardArgs(params({ sequsedK: used }), zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }), zeros([2, 4, 5], { device: 'cuda' }), 0n, 'auto');
+    expect(a.sequsedK).toBe(used.dataPointer());
+  });
+
   it('passes a transposed (BSHD) view with its strides', () => {
     const dev = { dtype: 'float32' as const, device: 'cuda' as const };
     const q = randn([2, 5, 3, 8], dev).transpose(1, 2);

@@ -72,7 +72,7 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor, stream: big
     softcap: p.softcap,
     alibi: alibiArg(p),
     varlen: varlenArg(p),
-    sequsedK: null,
+    sequsedK: p.sequsedK ? p.sequsedK.tensor.dataPointer() : null,
     q: tensorArg(p.query),
     k: tensorArg(p.key),
     v: tensorArg(p.value),

@@ -61,6 +61,11 @@ describe('memeff-cuda rules', () => {
     const p = normalizeVarlenParams(q, kv, kv, opts);
     const names = (x: typeof p) => memeffRules.filter((r) => r.name !== 'builtForDevice' && r.check(x, sm(9, 0)) !== null).map((r) => r.name);
     expect(names(p)).toEqual([]);
+    expect(names(normalizeVarlenParams(q, kv, kv, { ...opts, sequsedK: cu([5, 0, 3]) }))).toEqual([]);
+  });
+
+  it('accept sequsedK on dense calls', () => {
+    expect(failing({ sequsedK: tensor([7, 0], [2], { dtype: 'int32', device: 'cuda' }), isCausal: true, alignment: 'lowerRight' })).toEqual([]);
   });
 
   it('decline float64, pre-sm50 GPUs, a strided mask and a softcap float32 cannot hold', () => {

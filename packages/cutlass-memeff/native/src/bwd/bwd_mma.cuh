@@ -45,18 +45,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   const int j0 = blockIdx.x * N;
   const int bhk = blockIdx.y + params.bh_base, b = bhk / params.heads_kv, hk = bhk % params.heads_kv;
   const int split = blockIdx.z;
-  BwdParams p = params;
-  if constexpr (kFeat) {
-    bind_sequence(p, b, sizeof(T));
-    if (j0 >= p.seq_k_rows) return;  // a varlen sequence shorter than the longest
-  }
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  BwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, sizeof(T));
+  const BwdParams& p = kFeat ? bound : params;
+  if (kFeat && j0 >= p.seq_k_rows) return;  // a varlen sequence shorter than the longest
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
   load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
 
   // Steps: (query head of the group, query block of this split), heads outer (inner with dbias_presum).
-  const BwdSteps<M, N, kMask> walk_of(p, bhk, hk, j0, split);
+  const BwdSteps<M, N, kMask, kFeat> walk_of(p, bhk, hk, j0, split);
   const int steps = walk_of.steps;
   const bool presum = walk_of.presum;
   auto load_step = [&](int h, int i0, int buf) {

@@ -21,15 +21,16 @@ namespace memeff {
 
 // A key block's walk: (query head of the GQA group, query block of this split), heads outer (inner
 // with dbias_presum), M queries per step, over the query blocks that see a key of [j0, j0 + N) (none past
-// sequsedK's keys).
-template <int M, int N, bool kMask>
+// sequsedK's keys; kFeat: the feature kernels', which have a left bound and sequsedK to look at).
+template <int M, int N, bool kMask, bool kFeat>
 struct BwdSteps {
   const BwdParams& p;
   int hk, split, q_first, per_head, steps, rot;
   bool presum;
   __device__ __forceinline__ BwdSteps(const BwdParams& params, int bhk, int hk_, int j0, int split_) : p(params), hk(hk_), split(split_) {
     q_first = query_begin_for_key(p, j0) / M;
-    const int q_blocks = j0 < p.seq_k ? (query_end_for_key(p, min(j0 + N, p.seq_k) - 1) + M - 1) / M : 0;
+    const int q_end = !kFeat ? p.seq_q : j0 < p.seq_k ? query_end_for_key(p, min(j0 + N, p.seq_k) - 1) : 0;
+    const int q_blocks = (q_end + M - 1) / M;
     per_head = q_first + split < q_blocks ? (q_blocks - q_first - split + p.query_splits - 1) / p.query_splits : 0;
     steps = per_head * p.group;
     // v7, BwdParams::dbias_stagger: each (b, kv head) starts its query walk at its own offset, so blocks of

@@ -118,17 +118,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
   const int j0 = blockIdx.x * N;
   const int bhk = blockIdx.y + params.bh_base, b = bhk / params.heads_kv, hk = bhk % params.heads_kv;
   const int split = blockIdx.z;
-  BwdParams p = params;
-  if constexpr (kFeat) {
-    bind_sequence(p, b, 4);
-    if (j0 >= p.seq_k_rows) return;  // a varlen sequence shorter than the longest
-  }
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  BwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, 4);
+  const BwdParams& p = kFeat ? bound : params;
+  if (kFeat && j0 >= p.seq_k_rows) return;  // a varlen sequence shorter than the longest
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   load_tile_f32_async<N, HD, HD, Tr::kThreads>(v2_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
   load_tile_f32_async<N, HD, HD, Tr::kThreads>(v2_s + N * HD, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
 
-  const BwdSteps<M, N, kMask> walk_of(p, bhk, hk, j0, split);
+  const BwdSteps<M, N, kMask, kFeat> walk_of(p, bhk, hk, j0, split);
   const int steps = walk_of.steps;
   auto load_step = [&](int h, int i0, int buf) {
     const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];

@@ -80,7 +80,7 @@ __device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& 
   if (!sc.kb.visible(i, j)) return -INFINITY;
   const unsigned char* row = tile + il * MaskTile<kRows, kCols>::kPitch;
   if (m.dtype == kBoolean && row[jl] == 0) return -INFINITY;
-  float s = kFeat ? modded_score<kAccurate>(p, sc.slope, i, j, dot, dcap) : dot * p.scale;
+  float s = kFeat ? modded_score<kAccurate>(p, sc, i, j, dot, dcap) : dot * p.scale;
   switch (m.dtype) {
     case kBoolean: return s;
     case kF16: return s + __half2float(reinterpret_cast<const __half*>(row)[jl]);

@@ -105,14 +105,18 @@ __device__ __forceinline__ int left_coff(const FwdParams& p) { return p.has_left
 
 __device__ __forceinline__ KeyBounds key_bounds(const FwdParams& p) { return KeyBounds{p.seq_q, p.seq_k, right_coff(p), left_coff(p)}; }
 
-// What the per-element rule needs of one (b, h): its visibility bounds and ALiBi slope (0 without ALiBi).
+// What the per-element rule needs of one (b, h): its visibility bounds, its ALiBi slope (0 without ALiBi) and
+// diagonal offset as a float (ALiBi's distance |i - j + diag_offset| in float arithmetic: no overflow at any
+// length, exact below 2^24).
 struct ScoreCtx {
   KeyBounds kb;
   float slope;
+  float diag;
 };
 
 __device__ __forceinline__ ScoreCtx score_ctx(const FwdParams& p, int b, int h) {
-  return ScoreCtx{key_bounds(p), p.alibi != nullptr ? p.alibi[b * p.alibi_stride[0] + h * p.alibi_stride[1]] : 0.f};
+  const float slope = p.alibi != nullptr ? p.alibi[b * p.alibi_stride[0] + h * p.alibi_stride[1]] : 0.f;
+  return ScoreCtx{key_bounds(p), slope, static_cast<float>(p.diag_offset)};
 }
 
 // The call has per-score modifiers (softcap or ALiBi): no tile of it is plain scale * dot.
@@ -133,7 +137,7 @@ __device__ __forceinline__ float softcap_tanh(float x) {
 // scale * dot with softcap and ALiBi, in natural-log units and in DESIGN.md's order (softcap, then ALiBi; the mask
 // comes after). dcap: d(score) / d(scale * dot), 1 - tanh^2 with softcap, else 1 (the backward's chain rule).
 template <bool kAccurate>
-__device__ __forceinline__ float modded_score(const FwdParams& p, float slope, int i, int j, float dot, float& dcap) {
+__device__ __forceinline__ float modded_score(const FwdParams& p, const ScoreCtx& sc, int i, int j, float dot, float& dcap) {
   float s;
   dcap = 1.f;
   if (p.softcap != 0.f) {
@@ -143,10 +147,7 @@ __device__ __forceinline__ float modded_score(const FwdParams& p, float slope, i
   } else {
     s = dot * p.scale;
   }
-  if (p.alibi != nullptr) {
-    const int64_t d = static_cast<int64_t>(i) + p.diag_offset - j;
-    s = fmaf(-slope, static_cast<float>(d < 0 ? -d : d), s);
-  }
+  if (p.alibi != nullptr) s = fmaf(-sc.slope, fabsf(static_cast<float>(i - j) + sc.diag), s);
   return s;
 }
 
@@ -160,7 +161,7 @@ __device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView
   dcap = 1.f;
   if (!sc.kb.visible(i, j)) return -INFINITY;
   if (m.kind == MaskKind::kBool && static_cast<const uint8_t*>(m.base)[i * m.stride_i + j * m.stride_j] == 0) return -INFINITY;
-  float s = kFeat ? modded_score<kAccurate>(p, sc.slope, i, j, dot, dcap) : dot * p.scale;
+  float s = kFeat ? modded_score<kAccurate>(p, sc, i, j, dot, dcap) : dot * p.scale;
   if (m.kind == MaskKind::kAdditive) s += load_any_float(m.base, m.dtype, i * m.stride_i + j * m.stride_j);
   return s;
 }

@@ -125,11 +125,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const int m_block = blk.m_block, bh = blk.bh_local + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q;
   const int hk = h / params.group;
   const int i0 = m_block * M;
-  FwdParams p = params;
-  if constexpr (kFeat) {
-    bind_sequence(p, b, 4);
-    if (i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
-  }
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  FwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, 4);
+  const FwdParams& p = kFeat ? bound : params;
+  if (kFeat && i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];

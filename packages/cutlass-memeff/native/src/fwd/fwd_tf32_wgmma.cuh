@@ -194,11 +194,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
   const int m_block = blk.m_block, bh = blk.bh_local + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q;
   const int hk = h / params.group;
   const int i0 = m_block * M, row = i0 + warp * 16 + g;
-  FwdParams p = params;
-  if constexpr (kFeat) {
-    bind_sequence(p, b, 4);
-    if (i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
-  }
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  FwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, 4);
+  const FwdParams& p = kFeat ? bound : params;
+  if (kFeat && i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
@@ -284,10 +284,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
       for (int e = 0; e < 4; ++e) acc_o[n][e] = fmaf(acc_o[n][e], alpha[e / 2], o[n][e]);
   }
 
+  // The feature kernel binds its sequence again for the epilogue instead of holding its o and lse rows in
+  // registers through the key loop (the d64 form runs at 128 registers, two blocks per SM).
+  FwdParams tail = params;
+  if constexpr (kFeat) bind_sequence(tail, b, 4);
+  const FwdParams& pe = kFeat ? tail : params;
   float inv[2];
-  finish_rows(p, m_run, l_run, inv, b, h, row, t);
+  finish_rows(pe, m_run, l_run, inv, b, h, row, t);
   cp_async_wait_all();
-  store_rows(p, acc_o, inv, b, h, row, t);
+  store_rows(pe, acc_o, inv, b, h, row, t);
 #else
   __trap();  // built without sm_90a code: the dispatcher never launches this kernel there
 #endif

@@ -98,7 +98,7 @@ __device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float 
       const bool keep = vis && mv[n][e] != -INFINITY;
       float dcap;
       s[n][e] = !keep ? -INFINITY
-                : kFeat ? (modded_score<true>(p, sc.slope, i, j, s[n][e], dcap) + mv[n][e]) * kLog2e
+                : kFeat ? (modded_score<true>(p, sc, i, j, s[n][e], dcap) + mv[n][e]) * kLog2e
                         : fmaf(s[n][e], p.scale, mv[n][e]) * kLog2e;
     }
 }
