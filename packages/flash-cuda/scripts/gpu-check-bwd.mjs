@@ -78,6 +78,13 @@ function runCase(c) {
     devOpts.alibiSlopes = st.to(DEV);
     cpuOpts.alibiSlopes = st;
   }
+  if (c.used) {
+    // Keys used per batch row: the poisoned allocator below makes every unused key's dK/dV NaN unless the
+    // backward writes it.
+    const st = core.tensor(c.used, [c.used.length], { dtype: 'int32' });
+    devOpts.sequsedK = st.to(DEV);
+    cpuOpts.sequsedK = st;
+  }
   let gpu, ref, fwd;
   if (c.varlen) {
     const { q: lq, k: lk } = c.varlen;
@@ -168,6 +175,13 @@ function cases() {
   add('varlen causal lowerRight gqa', { Hq: 4, Hk: 2, varlen: { q: [5, 130, 1], k: [9, 120, 300] }, opts: { isCausal: true, alignment: 'lowerRight', enableGqa: true } });
   add('varlen window dropout', { varlen: { q: [70, 3], k: [90, 200] }, opts: { window: [20, 3], dropoutP: 0.3 } });
   add('varlen deterministic alibi softcap', { D: 128, alibi: 'h', varlen: { q: [40, 7], k: [33, 90] }, opts: { deterministic: true, softcap: 4 } });
+  // sequsedK: rows using all, some and none of their keys (the dK/dV of the rest must come out 0).
+  add('sequsedK', { B: 3, Sq: 130, Sk: 300, used: [300, 0, 77] });
+  add('sequsedK causal lowerRight gqa D128', { B: 3, Hq: 4, Hk: 2, D: 128, Sq: 100, Sk: 260, used: [1, 259, 0], opts: { isCausal: true, alignment: 'lowerRight', enableGqa: true } });
+  add('sequsedK window alibi dropout lowerRight', { B: 2, Sq: 90, Sk: 200, alibi: 'bh', used: [150, 33], opts: { window: [20, 5], alignment: 'lowerRight', dropoutP: 0.2 } });
+  add('sequsedK deterministic causal D256', { B: 2, D: 256, Sq: 70, Sk: 150, used: [0, 100], opts: { deterministic: true, isCausal: true } });
+  add('sequsedK fp16 misaligned D72', { dtype: 'float16', misalign: true, D: 72, Sq: 60, Sk: 80, used: [13, 80] });
+  add('varlen sequsedK causal lowerRight', { varlen: { q: [5, 130, 1, 40], k: [9, 120, 300, 60] }, used: [0, 100, 300, 7], opts: { isCausal: true, alignment: 'lowerRight' } });
   return only ? list.filter((c) => c.name.includes(only)) : list;
 }
 

@@ -2,7 +2,7 @@
 // reads the header and fails when the two lists drift apart.
 
 export const PTR_NAMES = [
-  'q', 'k', 'v', 'out', 'lse', 'alibi', 'cuSeqlensQ', 'cuSeqlensK', 'oaccum', 'lseAccum', 'stream', 'seed',
+  'q', 'k', 'v', 'out', 'lse', 'alibi', 'cuSeqlensQ', 'cuSeqlensK', 'oaccum', 'lseAccum', 'stream', 'seed', 'sequsedK',
 ] as const;
 
 export const NUM_NAMES = [

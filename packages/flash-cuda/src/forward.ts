@@ -97,6 +97,8 @@ export function packArgs(
     ptrs[PTR.cuSeqlensQ] = p.varlen!.cuSeqlensQ.dataPointer();
     ptrs[PTR.cuSeqlensK] = p.varlen!.cuSeqlensK.dataPointer();
   }
+  // Keys used per batch row, read by the kernels on the device (core checked each count on the host).
+  if (p.sequsedK) ptrs[PTR.sequsedK] = p.sequsedK.tensor.dataPointer();
   nums[NUM.device] = p.device.index;
   nums[NUM.smCount] = facts.smCount;
   nums[NUM.smemOptin] = facts.smemOptin;

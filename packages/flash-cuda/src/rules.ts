@@ -1,8 +1,9 @@
 // What 'flash-cuda' supports, as PyTorch's can_use_flash_attention (sdp-selection.md §4.1) adapted to
 // this kernel: no mask (causal, window, ALiBi, softcap instead), fp16/bf16 on sm80..sm121, D == Dv <= 256
 // (any D: non-multiples of 8 are zero-padded in the kernel's loads), GQA/MQA, varlen, both causal
-// alignments (so no noCausalNonSquare), dropout; backward (and its deterministic mode) wherever the
-// backward tiles fit the GPU's shared memory (backwardSharedMemory, rules-backward.ts).
+// alignments (so no noCausalNonSquare), dropout, sequsedK (keys used per batch row, read on the device);
+// backward (and its deterministic mode) wherever the backward tiles fit the GPU's shared memory
+// (backwardSharedMemory, rules-backward.ts).
 import {
   batchAndHeads,
   denseRank4,
@@ -14,7 +15,6 @@ import {
   maxBatchAndHeads,
   noAttnMask,
   nonzeroSeqLens,
-  noSequsedK,
   rule,
   smRange,
   tensorsOn,
@@ -52,7 +52,6 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   dtypeIn(['float16', 'bfloat16']),
   batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
   nonzeroSeqLens,
-  noSequsedK,
   lastDimContiguous({ ignoreSingletonDim: true }),
   float32Scalars,
   maxBatchAndHeads(65535),

@@ -5,7 +5,8 @@ Reads one JSON request on stdin, writes one JSON answer on stdout, progress on s
 a missing torch, device or backend becomes a reason in the answer.
 
 Request:  {"device": "cuda"|"cpu", "deviceIndex": 0, "threads": 2, "dtype": "bfloat16",
-           "warmup": 2, "warmupMs": 200, "repeat": 10, "budgetMs": 3000, "modes": ["fwd", "bwd", "fwdbwd"],
+           "warmup": 2, "warmupMs": 200, "repeat": 10, "budgetMs": 3000, "callsPerSample": 1,
+           "modes": ["fwd", "bwd", "fwdbwd"],
            "backends": ["flash", "efficient", "cudnn", "math"],
            "cases": [{"id": 0, "batch": 2, "headsQ": 8, "headsKV": 8, "seqQ": 512, "seqK": 512,
                       "headDim": 64, "headDimV": 64, "causal": true, "alignment": "upperLeft",
@@ -18,7 +19,9 @@ Answer:   {"available": true, "torch": "2.x", "device": "...", "threads": 2, "ti
 
 Timing: warm-up calls, then timed calls rotating among several input sets (so that caches do not
 flatter), median of the samples. CUDA: torch.cuda.Event pairs around each call (as triton's
-do_bench); CPU: time.perf_counter with torch.set_num_threads(threads).
+do_bench); CPU: time.perf_counter with torch.set_num_threads(threads). With callsPerSample > 1
+(`attn bench --overhead`) each sample is a loop of that many back-to-back calls, each dropping its
+outputs as a user's loop does, and the reported times are per call: what the loop pays, host included.
 
 Masks ("mask": "bool" | "additive", as `attn bench --mask`): one random [B, 1, Sq, Sk] mask per input
 set, made before timing as the CLI makes ours (tools/cli/src/runtime/inputs.ts): additive N(0, 1) in
@@ -203,10 +206,16 @@ def bench_one(torch, timer, case, mode, sets, req):
         i += 1
     samples, spent = [], 0.0
     budget = float(req.get("budgetMs", 3000))
+    k = max(1, int(req.get("callsPerSample", 1)))
+
+    def loop(i):
+        for _ in range(k):
+            op(i)
+
     while len(samples) < max(1, int(req.get("repeat", 10))):
-        ms = timer.time(lambda: op(n))
+        ms = timer.time(lambda: loop(n))
         n += 1
-        samples.append(ms)
+        samples.append(ms / k)
         spent += ms
         if spent > budget and len(samples) >= 3:
             break

@@ -107,6 +107,7 @@ describe('attn run', () => {
     expect(r.out).toMatch(/test-picky.*rejected/);
     expect(r.out).toMatch(/^backend\s+cpu-(math|flash)$/m);
     expect(r.out).toMatch(/^time\s+[\d.]+ (us|ms|s) median of 3/m);
+    expect(r.out).toMatch(/^loop\s+[\d.]+ (us|ms|s) per call over \d+ back-to-back calls with their outputs disposed/m);
     expect(r.out).toMatch(/^rate\s+[\d.]+ [GT]FLOP\/s$/m);
     expect(r.out).toMatch(/^error\s+out max abs \d\.\d\de-\d+.*vs cpu-math \(float64\)/m);
   });
@@ -119,6 +120,9 @@ describe('attn run', () => {
     expect(res.flops).toBe(3.5 * 4 * 1 * 2 * 16 * 16 * 8);
     expect(res.flopsPerSecond).toBeGreaterThan(0);
     expect(res.timing.count).toBe(2);
+    expect(res.loop).toMatchObject({ loops: 5, calls: expect.any(Number) });
+    expect(res.loop.perCallMs).toBeGreaterThan(0);
+    expect(res.loop.hostPerCallMs).toBeGreaterThan(0);
     expect(res.check.status).toBe('ok');
     expect(Object.keys(res.check.errors)).toEqual(['out', 'dq', 'dk', 'dv']);
     for (const e of Object.values(res.check.errors) as { maxRel: number }[]) expect(e.maxRel).toBeLessThan(1e-4);
@@ -228,7 +232,7 @@ describe('attn bench (CPU smoke run)', () => {
     const json = join(dir, 'o.json');
     const r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--overhead', '--non-causal', '--repeat', '2', '--warmup', '0', '--quiet', '--json', json);
     expect(r.code).toBe(EXIT_OK);
-    expect(r.out).toMatch(/overhead grid, 1 case\(s\).*samples of 20 calls/);
+    expect(r.out).toMatch(/overhead grid, 1 case\(s\).*loops of 200 back-to-back calls, each disposing its outputs/);
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
     expect(rows).toEqual([expect.objectContaining({ batch: 1, headsQ: 1, seqQ: 16, headDim: 64, status: 'ok' })]);
   });

@@ -159,6 +159,27 @@ void parse_varlen(const Napi::Env& env, const Napi::Object& o, const Dims& d, Ca
   *total_k = cu[1][d.B];
 }
 
+// o.sequsedK = Int32Array of B counts, or absent. Each row's count lies in [0, its key count]
+// (dense: Sk; varlen: cu_k[b + 1] - cu_k[b]); the counts are copied into call.used_k.
+void parse_seqused(const Napi::Env& env, const Napi::Object& o, const Dims& d, const Varlen& vl, Call& call,
+                   SequsedK& su) {
+  Napi::Value v = o.Get("sequsedK");
+  if (v.IsNull() || v.IsUndefined()) return;
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    fail(env, "sequsedK must be an Int32Array or null");
+  const Napi::TypedArray ta = v.As<Napi::TypedArray>();
+  if (static_cast<int64_t>(ta.ElementLength()) != d.B) fail(env, "sequsedK needs B counts");
+  const int32_t* used = reinterpret_cast<const int32_t*>(array_base(ta));
+  call.used_k.assign(used, used + d.B);
+  for (int64_t b = 0; b < d.B; ++b) {
+    const int64_t keys = vl.cu_k ? static_cast<int64_t>(vl.cu_k[b + 1]) - vl.cu_k[b] : d.Sk;
+    if (call.used_k[b] < 0 || call.used_k[b] > keys)
+      fail(env, "sequsedK[" + std::to_string(b) + "] = " + std::to_string(call.used_k[b]) + " is outside [0, " +
+                    std::to_string(keys) + "], the keys of its row");
+  }
+  su.used_k = call.used_k.data();
+}
+
 void parse_common(const Napi::Env& env, const Napi::Object& o, Call& call, Dims& d, DType& dtype, ScoreMods& m,
                   int& threads) {
   const std::string isa = get_string(env, o, "isa");
@@ -246,6 +267,7 @@ Sizes parse_shared(const Napi::Env& env, const Napi::Object& o, Call& call, Prob
   parse_common(env, o, call, p.dims, p.dtype, p.mods, p.threads);
   int64_t tq, tk;
   parse_varlen(env, o, p.dims, call, p.varlen, &tq, &tk);
+  parse_seqused(env, o, p.dims, p.varlen, call, p.seqused);
   const Sizes z = sizes_of(p.dims, p.varlen.cu_q != nullptr, tq, tk);
   p.q = parse_view(env, o, "q", p.dtype, z.q, call);
   p.k = parse_view(env, o, "k", p.dtype, z.k, call);

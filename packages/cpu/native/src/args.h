@@ -17,6 +17,9 @@ struct Call {
   BwdProblem bwd;
   // The typed arrays the views point into, kept alive while an async call runs.
   std::vector<Napi::ObjectReference> keep;
+  // A copy of the checked sequsedK counts (SequsedK::used_k points here; a move keeps the buffer), so
+  // that JS changing its array during an async call cannot move a row past its keys.
+  std::vector<int32_t> used_k;
 };
 
 Call parse_forward(const Napi::Env& env, const Napi::Value& desc);

@@ -59,10 +59,18 @@ enum class Isa : int32_t { kAuto = -1, kPortable = 0, kAvx2 = 1, kAvx512 = 2, kA
 // Packed variable-length batches (FlashAttention's varlen): sequence b has queries
 // cu_q[b] .. cu_q[b+1]-1 and keys cu_k[b] .. cu_k[b+1]-1 of [total, H, D] tensors, given as views
 // with strides [0, head, token, dim]; Dims.Sq / Sk are the longest lengths. The kernels run each
-// sequence as a dense problem (split_sequence in varlen.cpp).
+// sequence as a dense problem (sequence_problem in varlen.cpp).
 struct Varlen {
   const int32_t* cu_q = nullptr;  // B + 1 offsets; null = dense
   const int32_t* cu_k = nullptr;
+};
+
+// Keys used per batch row (FlashAttention's seqused_k): row b of a dense call, or sequence b of a
+// varlen call, sees only its first used_k[b] keys (0 <= used_k[b] <= its key count). The kernels
+// never see it: varlen.cpp runs such rows as problems of their own with Sk = used_k[b], and writes
+// the gradients of the unused keys as 0.
+struct SequsedK {
+  const int32_t* used_k = nullptr;  // B counts; null = every row uses all its keys
 };
 
 struct FwdProblem {
@@ -73,6 +81,7 @@ struct FwdProblem {
   int64_t lse_sb = 0, lse_sh = 0; // dense: [B, Hq, Sq] contiguous; varlen: [Hq, totalQ]
   ScoreMods mods;
   Varlen varlen;
+  SequsedK seqused;
   int threads = 1;
 };
 
@@ -84,6 +93,7 @@ struct BwdProblem {
   int64_t lse_sb = 0, lse_sh = 0;
   ScoreMods mods;
   Varlen varlen;
+  SequsedK seqused;
   float* dbias = nullptr;         // contiguous fp32 [db, dh, di, dj], or null (no additive mask)
   int64_t dbias_dims[4] = {1, 1, 1, 1};  // each 1 (reduced) or the full size of that dim
   int threads = 1;

@@ -23,13 +23,17 @@ function kernelDType(p: SdpaParams): KernelDType {
   throw new AttnInputError('ATTN_DTYPE', `cpu-flash runs float32, float16 and bfloat16, not ${p.dtype}.`);
 }
 
-/** FLOPs of the forward as FlashAttention counts them (4 B H Sq Sk D; causal halves it). */
+/** FLOPs of the forward as FlashAttention counts them (4 B H Sq Sk D per used key; causal halves it). */
 export function forwardFlops(p: SdpaParams): number {
-  let pairs = p.batch * p.seqQ * p.seqK;
   const v = p.varlen;
-  if (v) {
+  const used = p.sequsedK?.lengths ?? null;
+  let pairs = p.batch * p.seqQ * p.seqK;
+  if (v || used) {
     pairs = 0;
-    for (let b = 0; b < p.batch; b++) pairs += (v.seqlensQ[b + 1]! - v.seqlensQ[b]!) * (v.seqlensK[b + 1]! - v.seqlensK[b]!);
+    for (let b = 0; b < p.batch; b++) {
+      const sq = v ? v.seqlensQ[b + 1]! - v.seqlensQ[b]! : p.seqQ;
+      pairs += sq * (used ? used[b]! : v ? v.seqlensK[b + 1]! - v.seqlensK[b]! : p.seqK);
+    }
   }
   return (4 * pairs * p.headsQ * Math.max(p.headDim, p.headDimV)) / (p.causal ? 2 : 1);
 }
@@ -88,6 +92,7 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
         }
       : null,
     varlen: p.varlen ? { cuQ: p.varlen.seqlensQ, cuK: p.varlen.seqlensK } : null,
+    sequsedK: p.sequsedK?.lengths ?? null,
   };
 }
 

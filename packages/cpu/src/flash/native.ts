@@ -40,6 +40,8 @@ export interface NativeForwardDesc {
   readonly alibi: { readonly data: Float32Array; readonly offset: number; readonly strideB: number; readonly strideH: number } | null;
   /** Packed sequences: B + 1 offsets into the [total, H, D] tensors (then Sq, Sk are the longest). */
   readonly varlen: { readonly cuQ: Int32Array; readonly cuK: Int32Array } | null;
+  /** Keys used per batch row or sequence (B counts, each within its row's keys); null = all. */
+  readonly sequsedK: Int32Array | null;
   readonly dropout: {
     readonly seedLo: number;
     readonly seedHi: number;

@@ -6,7 +6,7 @@ namespace attn::flash::abi {
 
 // BigUint64Array: device addresses (0 = absent), the stream, the dropout seed.
 enum Ptr : int {
-  kQ, kK, kV, kOut, kLse, kAlibi, kCuSeqlensQ, kCuSeqlensK, kOaccum, kLseAccum, kStream, kSeed,
+  kQ, kK, kV, kOut, kLse, kAlibi, kCuSeqlensQ, kCuSeqlensK, kOaccum, kLseAccum, kStream, kSeed, kSequsedK,
   kPtrCount
 };
 

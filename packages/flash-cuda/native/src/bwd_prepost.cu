@@ -145,6 +145,26 @@ __global__ void __launch_bounds__(256) bwd_convert_dq_kernel(const __grid_consta
   for (int d = lane; d < f.head_dim; d += 32) dst[d] = MmaOp<E>::from_float(src[d] * p.scale);
 }
 
+// One warp per key row j of (b, hk) (grid: key rows / 8, Hk, B): rows the batch holds past seqused_k[b]
+// get dK = dV = 0. Element-wise stores: any strides, any D; these rows are few bytes of the call.
+template <typename E>
+__global__ void __launch_bounds__(256) bwd_zero_unused_keys_kernel(const __grid_constant__ BwdParams p) {
+  const FwdParams& f = p.f;
+  const int j = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  const int hk = blockIdx.y, b = blockIdx.z;
+  const bool varlen = f.cu_seqlens_k != nullptr;
+  const int keys = varlen ? f.cu_seqlens_k[b + 1] - f.cu_seqlens_k[b] : f.seqlen_k;
+  if (j < f.seqused_k[b] || j >= keys) return;
+  const int64_t row = varlen ? int64_t(f.cu_seqlens_k[b]) + j : j;
+  E* dk = static_cast<E*>(p.dk) + (varlen ? 0 : b * p.dk_batch_stride) + hk * p.dk_head_stride + row * p.dk_row_stride;
+  E* dv = static_cast<E*>(p.dv) + (varlen ? 0 : b * p.dv_batch_stride) + hk * p.dv_head_stride + row * p.dv_row_stride;
+  const E zero = MmaOp<E>::from_float(0.f);
+  for (int d = lane; d < f.head_dim; d += 32) {
+    dk[d] = zero;
+    dv[d] = zero;
+  }
+}
+
 // Rows per 256-thread block: a group of lanes per row on the vector path, a warp per row otherwise.
 unsigned blocks_for(const BwdParams& p, int64_t rows) {
   const int per_block = p.f.aligned16 ? 256 / lanes_per_row(p.f.head_dim) : 8;
@@ -169,9 +189,20 @@ void run_bwd_convert_dq(const BwdParams& p, cudaStream_t stream) {
   ATTN_LAUNCH_CHECK("flash_bwd_convert_dq_kernel");
 }
 
+template <typename E>
+void run_bwd_zero_unused_keys(const BwdParams& p, cudaStream_t stream) {
+  if (p.f.seqused_k == nullptr || p.f.seqlen_k == 0) return;
+  const dim3 grid(static_cast<unsigned>((int64_t(p.f.seqlen_k) + 7) / 8), static_cast<unsigned>(p.f.heads_k),
+                  static_cast<unsigned>(p.f.batch));
+  bwd_zero_unused_keys_kernel<E><<<grid, 256, 0, stream>>>(p);
+  ATTN_LAUNCH_CHECK("flash_bwd_zero_unused_keys_kernel");
+}
+
 template void run_bwd_dsum<__half>(const BwdParams&, cudaStream_t);
 template void run_bwd_dsum<__nv_bfloat16>(const BwdParams&, cudaStream_t);
 template void run_bwd_convert_dq<__half>(const BwdParams&, cudaStream_t);
 template void run_bwd_convert_dq<__nv_bfloat16>(const BwdParams&, cudaStream_t);
+template void run_bwd_zero_unused_keys<__half>(const BwdParams&, cudaStream_t);
+template void run_bwd_zero_unused_keys<__nv_bfloat16>(const BwdParams&, cudaStream_t);
 
 }  // namespace attn::flash

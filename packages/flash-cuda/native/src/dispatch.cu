@@ -297,6 +297,7 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
   p.total_q = varlen ? total_q : 0;
   p.cu_seqlens_q = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensQ]) : nullptr;
   p.cu_seqlens_k = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensK]) : nullptr;
+  p.seqused_k = reinterpret_cast<const int*>(ptrs[kSequsedK]);
 
   constexpr float kLog2e = 1.4426950408889634f;
   const double scale = nums[kScale], softcap = nums[kSoftcap];

@@ -21,7 +21,8 @@
 
 namespace attn::flash {
 
-// This CTA's sequence extents (varlen: from cu_seqlens).
+// This CTA's sequence extents (varlen: from cu_seqlens; seq_k: seqused_k[b] where given, the keys the
+// row uses; run_bwd_zero_unused_keys writes the gradients of the others).
 struct BwdSeq {
   int seq_q, seq_k;
   int64_t q_start, k_start;
@@ -37,6 +38,7 @@ struct BwdSeq {
       k_start = f.cu_seqlens_k[b];
       seq_k = f.cu_seqlens_k[b + 1] - f.cu_seqlens_k[b];
     }
+    if (f.seqused_k != nullptr) seq_k = f.seqused_k[b];
   }
   // Element offset of row i of (b, h) in a tensor with these strides.
   __device__ __forceinline__ int64_t q_row(int b, int h, int i, int64_t bs, int64_t hs, int64_t rs) const {

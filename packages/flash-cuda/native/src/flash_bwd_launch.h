@@ -2,6 +2,7 @@
 // generated files in bwd_instantiations/:
 //   Dsum = rowsum(dO * O)  ->  default: zero the dQ workspace, dK/dV kernel with dQ atomics, convert dQ
 //                              deterministic: dK/dV kernel, then the dQ kernel (fixed key order)
+//   (with seqused_k, a pass that zeroes dK/dV of the unused keys, which no kernel above writes)
 // all on the caller's stream.
 #pragma once
 #include <cuda_runtime.h>
@@ -57,6 +58,7 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
 
   run_bwd_dsum<E>(p, stream);  // also zeroes the dQ workspace (default mode)
+  run_bwd_zero_unused_keys<E>(p, stream);  // seqused_k only: dK/dV of the keys past it
   const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
                   static_cast<unsigned>(p.f.batch));
   kernel<<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);

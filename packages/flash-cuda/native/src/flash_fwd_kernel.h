@@ -53,6 +53,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     k_start = p.cu_seqlens_k[b];
     seq_k = p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
   }
+  if (p.seqused_k != nullptr) seq_k = p.seqused_k[b];  // the row's first seq_k keys are all it has
   const int group = p.group;
   const int rows_total = p.pack_gqa ? seq_q * group : seq_q;
   const int row0 = m_block * kM;

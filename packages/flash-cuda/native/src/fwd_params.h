@@ -25,6 +25,10 @@ struct FwdParams {
   int head_dim;                        // real D (== Dv); the kernel's bucket may be larger
   const int* cu_seqlens_q;             // int32 [batch + 1] on the device, or null (dense)
   const int* cu_seqlens_k;
+  // int32 [batch] on the device, or null: keys used per batch row (FlashAttention's seqused_k). Where
+  // set, row b's key length is seqused_k[b] (<= the keys it holds): its tiles, masks, causal/window/ALiBi
+  // offsets and split-KV ranges see only those; the backward writes 0 to the gradients of the rest.
+  const int* seqused_k;
 
   // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in).
   float score_mul;

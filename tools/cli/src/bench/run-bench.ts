@@ -44,7 +44,7 @@ export async function runBench(
   const comparable = plan.problems.filter((p) => torchIncompatibility(p) === null);
   const torchSkipped = [...new Set(plan.problems.map(torchIncompatibility).filter((x): x is string => x !== null))];
   if (comparable.length === 0) return { rows, torch: null, torchSkipped };
-  const timing = { warmup: settings.warmup, warmupMs: settings.warmupMs, repeat: settings.repeat, budgetMs: settings.budgetMs };
+  const timing = { warmup: settings.warmup, warmupMs: settings.warmupMs, repeat: settings.repeat, budgetMs: settings.budgetMs, callsPerSample: settings.callsPerSample };
   const answer = await runTorch(torchRequest(comparable, modes, timing, torch.threads, torch.backends), torch.python, torch.log);
   return { rows: [...rows, ...torchRows(comparable, answer)], torch: answer, torchSkipped };
 }

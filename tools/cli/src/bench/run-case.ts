@@ -15,9 +15,17 @@ export interface CaseSettings {
   readonly warmupMs: number;
   readonly repeat: number;
   readonly budgetMs: number;
-  /** Calls per timed sample; the per-call time is the sample / callsPerSample (--overhead). */
+  /**
+   * Calls per timed sample; the per-call time is the sample / callsPerSample. Above 1 (--overhead),
+   * each call's cleanup (disposing its outputs) runs right after it inside the timed loop, as in a
+   * user's loop of sdpa() then dispose(): the figure is what such a loop pays per call, host included.
+   * At 1 the cleanup runs outside the timed region (the kernel's time).
+   */
   readonly callsPerSample: number;
 }
+
+/** Calls per sample of `attn bench --overhead`, on our side and torch's. */
+export const OVERHEAD_LOOP_CALLS = 200;
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
@@ -44,8 +52,8 @@ function timeOne(p: ProblemSpec, mode: Mode, backend: string, sets: ProblemInput
       const k = Math.max(1, s.callsPerSample);
       const m = measure(
         (i) => {
-          const cleanups = Array.from({ length: k }, () => op.call(i));
-          return () => cleanups.forEach((c) => c());
+          if (k === 1) return op.call(i);
+          for (let c = 0; c < k; c++) op.call(i)();
         },
         target.clock,
         { warmup: s.warmup, warmupMs: s.warmupMs, repeat: s.repeat, budgetMs: s.budgetMs, minSamples: 3, sets: sets.length },

@@ -4,6 +4,7 @@ import { addBenchOptions, type BenchFlags } from '../bench/options.js';
 import { benchPlan } from '../bench/plan.js';
 import { makeProgress } from '../bench/progress.js';
 import { buildReport, writeReport } from '../bench/report.js';
+import { OVERHEAD_LOOP_CALLS } from '../bench/run-case.js';
 import { runBench } from '../bench/run-bench.js';
 import { renderSkipped, renderTable } from '../bench/table.js';
 import { println } from '../io.js';
@@ -37,11 +38,11 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   const target = resolveTarget(device, runtimeModuleFor(packages, device)); // first: says why a GPU is unusable
   const backends = benchBackends(type, flags.backends ?? null, packages);
   const plan = benchPlan(flags, device, dtype, type);
-  const settings = { warmup: flags.warmup, warmupMs: flags.warmupMs, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: plan.kind === 'overhead' ? 20 : 1 };
+  const settings = { warmup: flags.warmup, warmupMs: flags.warmupMs, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: plan.kind === 'overhead' ? OVERHEAD_LOOP_CALLS : 1 };
   println(
     io.stdout,
     `attn bench on ${target.name}: ${plan.gridName} grid, ${plan.problems.length} case(s) x ${flags.mode.join(',')} x ${backends.map((b) => b.name).join(', ')}; ${dtype}; ` +
-      `warm-up ${settings.warmup} calls and ${settings.warmupMs} ms, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` samples of ${settings.callsPerSample} calls` : ''}; ${target.clock.description}` +
+      `warm-up ${settings.warmup} calls and ${settings.warmupMs} ms, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` loops of ${settings.callsPerSample} back-to-back calls, each disposing its outputs (torch: the same loop)` : ''}; ${target.clock.description}` +
       (type === 'cpu' ? `; ${threads} CPU threads` : ''),
   );
   const torch = flags.compare === 'torch' ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: io.stderr } : null;

@@ -21,6 +21,19 @@ function checkLines(c: CheckResult): string[] {
   );
 }
 
+/** The loop figure and where its time goes: host (issuing the call and disposing its outputs) or device. */
+function loopLines(r: RunResult): string[] {
+  const l = r.loop;
+  const t = r.timing;
+  if (!l || !t) return [];
+  const lines = [`loop      ${formatTime(l.perCallMs)} per call over ${l.calls} back-to-back calls with their outputs disposed (median of ${l.loops} loops)`];
+  // On the CPU the host does the work itself; on a device it only issues it.
+  if (String(r.problem.device).startsWith('cpu')) return lines;
+  const bound = l.hostPerCallMs >= 0.9 * l.perCallMs ? 'host-bound: the host issues calls no faster than this' : 'device-bound: the host issues calls faster';
+  lines.push(`          host ${formatTime(l.hostPerCallMs)} per call to issue and dispose, ${bound}; device ${formatTime(t.medianMs)} per call alone`);
+  return lines;
+}
+
 export function formatRun(r: RunResult): string {
   const p = r.problem;
   const lines = [
@@ -36,7 +49,8 @@ export function formatRun(r: RunResult): string {
   const t = r.timing;
   lines.push(
     `backend   ${r.backend}`,
-    `time      ${formatTime(t.medianMs)} median of ${t.count} (p20 ${formatTime(t.p20Ms)}, p80 ${formatTime(t.p80Ms)}; ${t.sets} input set${t.sets > 1 ? 's' : ''} rotated; ${t.clock})`,
+    `time      ${formatTime(t.medianMs)} median of ${t.count} (p20 ${formatTime(t.p20Ms)}, p80 ${formatTime(t.p80Ms)}; ${t.sets} input set${t.sets > 1 ? 's' : ''} rotated; ${t.clock} around each call)`,
+    ...loopLines(r),
     `work      ${(r.flops / 1e9).toPrecision(4)} GFLOP = ${flopNote(r)}`,
     `rate      ${formatRate(r.flopsPerSecond ?? Number.NaN)}`,
     ...checkLines(r.check),

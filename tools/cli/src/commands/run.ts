@@ -17,6 +17,7 @@ interface RunFlags extends ShapeFlags {
   mode: Mode;
   repeat: number;
   warmup: number;
+  warmupMs: number;
   budget: number;
   check: boolean;
   checkLimit: number;
@@ -30,6 +31,11 @@ export function runCommand(getContext: ContextProvider): Command {
     .addOption(new Option('--mode <mode>', 'fwd, bwd (backward only) or fwdbwd').choices(MODES).default('fwd'))
     .addOption(new Option('--repeat <n>', 'timed calls (median reported)').argParser(parsePositiveInt).default(10))
     .addOption(new Option('--warmup <n>', 'untimed calls first').argParser(parseNonNegativeInt).default(2))
+    .addOption(
+      new Option('--warmup-ms <ms>', 'and untimed calls until this long went into them (the steady state: JavaScript call paths are optimized after hundreds of calls)')
+        .argParser(parseNonNegativeInt)
+        .default(200),
+    )
     .addOption(new Option('--budget <seconds>', 'stop timing after this long (at least 3 calls)').argParser(parsePositiveNumber).default(10))
     .addOption(new Option('--no-check', 'skip the comparison with cpu-math'))
     .addOption(new Option('--check-limit <n>', 'largest B*H*Sq*Sk compared with cpu-math').argParser(parsePositiveInt).default(DEFAULT_CHECK_LIMIT))
@@ -47,6 +53,7 @@ async function run(flags: RunFlags, getContext: ContextProvider): Promise<void> 
     mode: flags.mode,
     backends: flags.backends ?? null,
     warmup: flags.warmup,
+    warmupMs: flags.warmupMs,
     repeat: flags.repeat,
     budgetMs: flags.budget * 1000,
     checkLimit: flags.check ? flags.checkLimit : null,

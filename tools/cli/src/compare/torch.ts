@@ -41,6 +41,8 @@ export interface TorchRequest {
   readonly warmupMs: number;
   readonly repeat: number;
   readonly budgetMs: number;
+  /** Calls per timed sample (the loop of `attn bench --overhead`); the script reports per call. */
+  readonly callsPerSample: number;
   readonly modes: readonly Mode[];
   readonly backends: readonly string[];
   readonly cases: readonly TorchCase[];
@@ -77,7 +79,7 @@ export function torchIncompatibility(p: ProblemSpec): string | null {
 export function torchRequest(
   problems: readonly ProblemSpec[],
   modes: readonly Mode[],
-  timing: { warmup: number; warmupMs: number; repeat: number; budgetMs: number },
+  timing: { warmup: number; warmupMs: number; repeat: number; budgetMs: number; callsPerSample?: number },
   threads: number,
   backends: readonly string[] | null,
 ): TorchRequest {
@@ -90,6 +92,7 @@ export function torchRequest(
     threads,
     dtype: first?.dtype ?? 'float32',
     ...timing,
+    callsPerSample: timing.callsPerSample ?? 1,
     modes,
     backends: backends ?? (gpu ? TORCH_BACKENDS.gpu : TORCH_BACKENDS.cpu),
     cases: problems.map((p, id) => ({

@@ -22,7 +22,7 @@ struct WithThreads : Tr {
 template <typename E>
 struct CtaWork {
   int row0;          // first query row of the CTA
-  int seq_q, seq_k;  // this batch's lengths (varlen: from cu_seqlens)
+  int seq_q, seq_k;  // this batch's lengths (varlen: from cu_seqlens; seq_k: seqused_k where given)
   int off;           // causal / window alignment offset
   int h, b;
   int64_t q_start;   // varlen: first packed row of this batch
@@ -52,6 +52,7 @@ __device__ __forceinline__ bool cta_work(const FwdParams& p, CtaWork<typename Tr
     k_start = p.cu_seqlens_k[w.b];
     w.seq_k = p.cu_seqlens_k[w.b + 1] - p.cu_seqlens_k[w.b];
   }
+  if (p.seqused_k != nullptr) w.seq_k = p.seqused_k[w.b];  // the row's first seq_k keys are all it has
   w.row0 = m_block * Tr::kBlockM;
   if (w.row0 >= w.seq_q) return false;
   const int hk = w.h / p.group;
