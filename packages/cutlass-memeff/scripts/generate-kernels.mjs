@@ -2,7 +2,8 @@
 /* global process, console */
 // Generates the kernel instantiations of @attn/cutlass-memeff: one .cu per (family, dtype, head-dim
 // bucket), the table dispatch.cu looks kernels up in, and the CMake source list. Features (masks,
-// causal, dropout, GQA, strides) are run-time, so the list stays short for CI's 2-core builds.
+// causal, windows, ALiBi, softcap, varlen, dropout, GQA, strides) are run-time, so the list stays short for
+// CI's 2-core builds; a tensor-core unit holds its mask and feature variants (kMask, kFeat) itself.
 //
 //   node scripts/generate-kernels.mjs          write native/src/generated/
 //   node scripts/generate-kernels.mjs --check  exit 1 if the files on disk differ (CI, tests)

@@ -11,7 +11,7 @@
 // fixed, two runs under different switches (e.g. ATTN_MEMEFF_TF32_WIDE=1 and =2) print the same digests
 // where their forwards are bit-identical.
 import { performance } from 'node:perf_hooks';
-import { normalizeParams, randn, sdpaBackward, sdpaForward, tensor } from '@attn/core';
+import { normalizeParams, normalizeVarlenParams, randn, sdpaBackward, sdpaForward, sdpaVarlen, tensor } from '@attn/core';
 import { allocate, deviceProperties, fill, synchronize } from '@attn/cuda';
 import '@attn/cpu';
 import { memeffCudaBackend, runBackward, runForward } from '@attn/cutlass-memeff';
@@ -84,12 +84,35 @@ function bshd(t) {
   return t.transpose(1, 2).contiguous().transpose(1, 2);
 }
 
+const cumulative = (lens) => tensor([0, ...lens.map((_, i) => lens.slice(0, i + 1).reduce((a, b) => a + b, 0))], [lens.length + 1], { dtype: 'int32' });
+
 function makeCase(c) {
   const { dtype, B, Hq, Hk = Hq, Sq, Sk, D, Dv = D } = c;
-  let q = input([B, Hq, Sq, D], dtype), k = input([B, Hk, Sk, D], dtype), v = input([B, Hk, Sk, Dv], dtype);
-  const gradOut = input([B, Hq, Sq, Dv], dtype);
-  const opts = { enableGqa: Hk !== Hq, isCausal: !!c.causal, alignment: c.causal === 'lowerRight' ? 'lowerRight' : 'upperLeft', deterministic: !!c.deterministic };
+  // Varlen (c.varlen: per-sequence lengths): packed [total, H, D]; Sq / Sk are the longest.
+  const total = (lens) => lens.reduce((a, b) => a + b, 0);
+  const qs = c.varlen ? [total(c.varlen.q), Hq, D] : [B, Hq, Sq, D];
+  const ks = c.varlen ? [total(c.varlen.k), Hk, D] : [B, Hk, Sk, D];
+  const vs = c.varlen ? [total(c.varlen.k), Hk, Dv] : [B, Hk, Sk, Dv];
+  const os = c.varlen ? [total(c.varlen.q), Hq, Dv] : [B, Hq, Sq, Dv];
+  let q = input(qs, dtype), k = input(ks, dtype), v = input(vs, dtype);
+  const gradOut = input(os, dtype);
+  const alignment = c.alignment ?? (c.causal === 'lowerRight' ? 'lowerRight' : 'upperLeft');
+  const opts = { enableGqa: Hk !== Hq, isCausal: !!c.causal, alignment, deterministic: !!c.deterministic };
   if (c.dropoutP) Object.assign(opts, { dropoutP: c.dropoutP, dropoutSeed: 0x5eed_0000n + nextSeed(), dropoutOffset: 7 });
+  if (c.window) opts.window = c.window;
+  if (c.softcap) opts.softcap = c.softcap;
+  // Device-read tensors (ALiBi slopes, sequsedK, cuSeqlens) are made here on the CPU; underTest moves them.
+  const extra = {};
+  if (c.alibi) {
+    const rows = c.alibi === 'perBatchHead' ? B : 1;
+    const x = Array.from({ length: rows * Hq }, (_, n) => 2 ** ((-8 * ((n % Hq) + 1)) / Hq) * (1 + 0.25 * Math.floor(n / Hq)));
+    extra.alibiSlopes = tensor(x, rows > 1 ? [B, Hq] : [Hq], { dtype: 'float32' });
+  }
+  if (c.sequsedK) extra.sequsedK = tensor(c.sequsedK, [c.sequsedK.length], { dtype: 'int32' });
+  if (c.varlen) {
+    Object.assign(extra, { cuSeqlensQ: cumulative(c.varlen.q), cuSeqlensK: cumulative(c.varlen.k) });
+    Object.assign(opts, { maxSeqlenQ: Sq, maxSeqlenK: Sk });
+  }
   let mask = null;
   if (c.mask) {
     const n = c.mask.shape.reduce((a, b) => a * b, 1);
@@ -103,8 +126,10 @@ function makeCase(c) {
       mask = tensor(bias, c.mask.shape, { dtype: c.mask.dtype ?? dtype });
     }
   }
-  return { q, k, v, gradOut, mask, opts };
+  return { q, k, v, gradOut, mask, opts, extra };
 }
+
+const onDevice = (extra) => Object.fromEntries(Object.entries(extra).map(([n, t]) => [n, t.to('cuda')]));
 
 /** The GPU copy of an input: same values, in the case's layout; 'misalign' views it one element into a wider row. */
 function toCuda(t, c) {
@@ -121,10 +146,12 @@ function toCuda(t, c) {
 }
 
 /** The call under test: memeff-cuda on the GPU, or (--cpu-selftest) cpu-math on the CPU in the case dtype. */
-function underTest(c, q, k, v, gradOut, mask, opts) {
+function underTest(c, q, k, v, gradOut, mask, opts, extra) {
   const bwdPath = c.path === 'simt' ? 'simt' : 'auto';
   if (selftest) {
-    const f = sdpaForward(q, k, v, { ...opts, attnMask: mask, backends: ['cpu-math'], requiresGrad: true });
+    const f = c.varlen
+      ? sdpaVarlen(q, k, v, { ...opts, ...extra, backends: ['cpu-math'], requiresGrad: true })
+      : sdpaForward(q, k, v, { ...opts, ...extra, attnMask: mask, backends: ['cpu-math'], requiresGrad: true });
     return {
       fwd: { outputs: f, kernel: 'cpu-math' },
       backward: () => ({ gradients: sdpaBackward(gradOut, f), kernels: ['cpu-math'], plan: null }),
@@ -132,7 +159,10 @@ function underTest(c, q, k, v, gradOut, mask, opts) {
   }
   const dev = (t) => toCuda(t, c);
   const dog = dev(gradOut);
-  const p = normalizeParams(dev(q), dev(k), dev(v), { ...opts, attnMask: mask ? mask.to('cuda') : null, requiresGrad: c.backward !== false });
+  const callOpts = { ...opts, ...onDevice(extra), requiresGrad: c.backward !== false };
+  const p = c.varlen
+    ? normalizeVarlenParams(dev(q), dev(k), dev(v), callOpts)
+    : normalizeParams(dev(q), dev(k), dev(v), { ...callOpts, attnMask: mask ? mask.to('cuda') : null });
   poison();
   const fwd = runForward(p, c.path ?? 'auto');
   return {
@@ -155,12 +185,14 @@ function fnv1a(arrays) {
 }
 
 function runOne(c) {
-  const { q, k, v, gradOut, mask, opts } = makeCase(c);
-  const run = underTest(c, q, k, v, gradOut, mask, opts);
+  const { q, k, v, gradOut, mask, opts, extra } = makeCase(c);
+  const run = underTest(c, q, k, v, gradOut, mask, opts, extra);
   const fwd = run.fwd;
   const f64 = (t) => t.toDType('float64');
-  const refOpts = { ...opts, attnMask: mask ? (mask.dtype === 'bool' ? mask : f64(mask)) : null, backends: ['cpu-math'], requiresGrad: true };
-  const ref = sdpaForward(f64(q), f64(k), f64(v), refOpts);
+  const refOpts = { ...opts, ...extra, backends: ['cpu-math'], requiresGrad: true };
+  const ref = c.varlen
+    ? sdpaVarlen(f64(q), f64(k), f64(v), refOpts)
+    : sdpaForward(f64(q), f64(k), f64(v), { ...refOpts, attnMask: mask ? (mask.dtype === 'bool' ? mask : f64(mask)) : null });
   const res = {
     kernel: fwd.kernel,
     out: relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()),
@@ -270,6 +302,20 @@ add('simt forced', { B: 2, Hq: 2, Sq: 100, Sk: 130, D: 64, path: 'simt', causal:
 add('simt forced + bias + dropout + gqa', { B: 2, Hq: 4, Hk: 2, Sq: 70, Sk: 90, D: 128, path: 'simt', dropoutP: 0.2, mask: { kind: 'additive', shape: [2, 4, 70, 90] } }, ['float16', 'bfloat16']);
 add('mma forced', { B: 2, Hq: 2, Sq: 100, Sk: 130, D: 128, path: 'mma', causal: 'upperLeft' }, ['float16', 'bfloat16']);
 add('S=1000 d128', { B: 1, Hq: 2, Sq: 1000, Sk: 1000, D: 128, causal: quick ? undefined : 'upperLeft' });
+// Issue 21: the seeds' features over several key blocks (the window skips blocks on both sides), on the
+// tensor-core kernels and, forced, the FMA ones; varlen with empty sequences; sequsedK.
+add('window 50,10 alibi softcap gqa', { B: 1, Hq: 4, Hk: 2, Sq: 200, Sk: 260, D: 64, window: [50, 10], alibi: 'perHead', softcap: 4 });
+add('window lr causal bias dropout d128', { B: 2, Hq: 2, Sq: 190, Sk: 130, D: 128, window: [40, -1], causal: 'lowerRight', dropoutP: 0.2, mask: { kind: 'additive', shape: [2, 1, 190, 130] } });
+add('window right bool mask softcap', { B: 1, Hq: 2, Sq: 150, Sk: 150, D: 64, window: [-1, 20], softcap: 2, mask: { kind: 'bool', shape: [150, 150] } });
+add('window lr alibi [B,H] sequsedK', { B: 2, Hq: 2, Hk: 1, Sq: 120, Sk: 300, D: 64, window: [30, 30], alignment: 'lowerRight', alibi: 'perBatchHead', sequsedK: [170, 0] });
+add('window d96 bias dbias gqa (tf32 d128 bucket)', { B: 2, Hq: 4, Hk: 2, Sq: 260, Sk: 333, D: 96, window: [64, 16], mask: { kind: 'additive', shape: [1, 4, 260, 333] } });
+add('simt forced window alibi softcap dropout', { B: 1, Hq: 2, Sq: 100, Sk: 130, D: 64, path: 'simt', window: [20, 5], alibi: 'perHead', softcap: 3, dropoutP: 0.2 }, ['float16', 'bfloat16']);
+add('deterministic window softcap sequsedK', { B: 2, Hq: 4, Hk: 2, Sq: 100, Sk: 200, D: 64, deterministic: true, window: [40, 0], softcap: 5, sequsedK: [150, 37] });
+add('varlen window alibi softcap dropout sequsedK (empty sequences)', {
+  B: 4, Hq: 4, Hk: 2, Sq: 201, Sk: 260, D: 64, varlen: { q: [150, 0, 70, 201], k: [180, 40, 0, 260] },
+  window: [60, 5], alignment: 'lowerRight', alibi: 'perHead', softcap: 3, dropoutP: 0.1, sequsedK: [100, 40, 0, 260],
+});
+add('varlen causal d128 (query splits)', { B: 3, Hq: 2, Sq: 1500, Sk: 64, D: 128, varlen: { q: [1500, 7, 900], k: [64, 33, 0] }, causal: 'lowerRight' });
 
 let failed = 0, ran = 0;
 const fmt = (x) => (x === undefined ? '' : typeof x === 'number' ? x.toExponential(2) : String(x));

@@ -1,6 +1,6 @@
 // 'memeff-cuda': the general-purpose CUDA backend (our own kernels after PyTorch's mem_eff_attention
-// / xFormers cutlassF/B design). Runs where flash-cuda declines: fp32, bias or boolean masks, odd head
-// dims, Dv != D, GPUs from sm50 on.
+// / xFormers cutlassF/B design). Runs where flash-cuda declines: fp32, bias or boolean masks (with
+// windows, ALiBi, softcap), odd head dims, Dv != D, GPUs from sm50 on.
 import type { Availability, Backend } from '@attn/core';
 import { availability as cudaAvailability } from '@attn/cuda';
 import { addonState } from './native.js';
@@ -24,7 +24,8 @@ export const memeffCudaBackend: Backend = {
   defaultPriority: MEMEFF_PRIORITY,
   description:
     'Memory-efficient attention on CUDA (mem_eff_attention design, own kernels): fp32/fp16/bf16, any head dims, bias and ' +
-    'boolean masks, causal, dropout, GQA, forward and backward; tensor cores for fp16/bf16 on sm80+ and for fp32 (3xTF32) on sm90, FMA elsewhere.',
+    'boolean masks, causal, sliding windows, ALiBi, softcap, varlen, sequsedK, dropout, GQA, forward and backward; ' +
+    'tensor cores for fp16/bf16 on sm80+ and for fp32 (3xTF32) on sm90, FMA elsewhere.',
   availability,
   rules: memeffRules,
   forward: (p) => runForward(p).outputs,

@@ -1,14 +1,16 @@
 // The suite every backend runs against cpu-math, forward and backward, on a GPU host. Without a
-// device it is skipped with the reason printed (a skip is never a pass).
+// device it is skipped with the reason printed (a skip is never a pass). memeff-cuda declines only
+// float64 in this grid (the seeds' features, empty sequences and odd sizes all run): every other case
+// must run, so a feature the rules start to decline fails here.
 import '@attn/cpu';
-import { describeConformance } from '@attn/conformance';
+import { buildCases, describeConformance } from '@attn/conformance';
 import { describe, it } from 'vitest';
 import { gpuEnv } from './gpu-env.js';
 import './index.js';
 
 const env = gpuEnv();
 if (env.ok) {
-  describeConformance('memeff-cuda', { minCases: 40 });
+  describeConformance('memeff-cuda', { minCases: buildCases().filter((c) => c.dtype !== 'float64').length });
 } else {
   console.log(`memeff-cuda conformance skipped: ${env.reason}`);
   describe.skip(`conformance of 'memeff-cuda' (skipped: ${env.reason})`, () => {

@@ -2,7 +2,18 @@
 // bitwise-reproducible deterministic backward, query splits, broadcast dbias, fully masked rows.
 // Skipped with the reason printed where no CUDA device (or no built addon) is present.
 import '@attn/cpu';
-import { normalizeParams, randn, sdpaBackward, sdpaForward, tensor, type FloatDType, type SdpaOptions, type Tensor } from '@attn/core';
+import {
+  normalizeParams,
+  normalizeVarlenParams,
+  randn,
+  sdpaBackward,
+  sdpaForward,
+  sdpaVarlen,
+  tensor,
+  type FloatDType,
+  type SdpaOptions,
+  type Tensor,
+} from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { gpuEnv } from './gpu-env.js';
 import { runBackward, runForward, type KernelPath } from './index.js';
@@ -34,7 +45,20 @@ interface Case {
   opts?: SdpaOptions;
   /** dtype: of an additive mask (default the case's). */
   mask?: { shape: number[]; kind: 'bool' | 'additive'; dtype?: FloatDType };
+  /** ALiBi slopes [Hq] or [B, Hq] (made on the host, moved to the GPU for the call). */
+  alibi?: 'perHead' | 'perBatchHead';
+  /** Keys used per batch row. */
+  sequsedK?: number[];
   path?: KernelPath;
+}
+
+/** The geometric ALiBi slopes, varied per batch row for [B, Hq]. */
+function slopes(c: Case): Tensor | null {
+  if (!c.alibi) return null;
+  const [B, Hq] = c.shape;
+  const rows = c.alibi === 'perBatchHead' ? B : 1;
+  const x = Array.from({ length: rows * Hq }, (_, n) => 2 ** ((-8 * ((n % Hq) + 1)) / Hq) * (1 + 0.25 * Math.floor(n / Hq)));
+  return tensor(x, c.alibi === 'perBatchHead' ? [B, Hq] : [Hq], { dtype: 'float32' });
 }
 
 let seed = 1;
@@ -54,11 +78,20 @@ function inputs(c: Case) {
 function check(c: Case, backward = true) {
   const { q, k, v, dout, mask } = inputs(c);
   const opts: SdpaOptions = { enableGqa: c.shape[1] !== c.shape[2], requiresGrad: true, ...c.opts };
-  const p = normalizeParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), { ...opts, attnMask: mask?.to('cuda') ?? null });
+  const alibi = slopes(c);
+  const used = c.sequsedK ? tensor(c.sequsedK, [c.sequsedK.length], { dtype: 'int32' }) : null;
+  const p = normalizeParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), {
+    ...opts,
+    attnMask: mask?.to('cuda') ?? null,
+    alibiSlopes: alibi?.to('cuda') ?? null,
+    sequsedK: used?.to('cuda') ?? null,
+  });
   const f64 = (t: Tensor) => t.toDType('float64');
   const ref = sdpaForward(f64(q), f64(k), f64(v), {
     ...opts,
     attnMask: mask ? (mask.dtype === 'bool' ? mask : f64(mask)) : null,
+    alibiSlopes: alibi,
+    sequsedK: used,
     backends: ['cpu-math'],
   });
   const fwd = runForward(p, c.path ?? 'auto');
@@ -123,6 +156,71 @@ describe.skipIf(!env.ok)('memeff-cuda on the GPU', () => {
       });
     }
   }
+
+  // The seeds' features on every path: windows over many key blocks (both sides skipped), both alignments, ALiBi,
+  // softcap, masks with causal and the window, dropout, sequsedK; 'simt' forces the FMA kernels, 'auto' takes the
+  // tensor-core ones (3xTF32 for fp32 where the arch default allows).
+  for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
+    for (const path of ['auto', 'simt'] as const) {
+      it(`${dtype} ${path}: windows, ALiBi, softcap, with causal, masks, dropout and sequsedK agree with cpu-math`, () => {
+        check({ dtype, path, shape: [1, 4, 2, 200, 260, 64, 64], opts: { window: [50, 10], softcap: 4 }, alibi: 'perHead' });
+        check({
+          dtype,
+          path,
+          shape: [2, 2, 2, 190, 130, 128, 128],
+          opts: { window: [40, -1], isCausal: true, alignment: 'lowerRight', dropoutP: 0.2, dropoutSeed: 5n },
+          mask: { kind: 'additive', shape: [2, 1, 190, 130] },
+        });
+        check({ dtype, path, shape: [1, 2, 2, 150, 150, 64, 64], opts: { window: [-1, 20], softcap: 2 }, mask: { kind: 'bool', shape: [150, 150] } });
+        check({ dtype, path, shape: [2, 2, 1, 120, 300, 64, 64], opts: { window: [30, 30], alignment: 'lowerRight' }, alibi: 'perBatchHead', sequsedK: [170, 0] });
+        check({ dtype, path, shape: [2, 4, 4, 100, 200, 128, 128], opts: { isCausal: true, alignment: 'lowerRight', deterministic: true }, sequsedK: [150, 37] });
+      });
+    }
+  }
+
+  it('varlen: packed sequences (some empty) with windows, ALiBi, softcap, sequsedK and dropout agree with cpu-math', () => {
+    for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
+      const lensQ = [150, 0, 70, 201], lensK = [180, 40, 0, 260];
+      const cu = (xs: number[]) => tensor([0, ...xs.map((_, i) => xs.slice(0, i + 1).reduce((a, b) => a + b, 0))], [xs.length + 1], { dtype: 'int32' });
+      const tq = lensQ.reduce((a, b) => a + b), tk = lensK.reduce((a, b) => a + b);
+      const cpu = (shape: number[]) => randn(shape, { dtype, seed: seed++ });
+      const q = cpu([tq, 4, 64]), k = cpu([tk, 2, 64]), v = cpu([tk, 2, 64]), dout = cpu([tq, 4, 64]);
+      const alibi = tensor([0.5, 0.25, 0.125, 0.0625], [4], { dtype: 'float32' });
+      const used = tensor([100, 40, 0, 260], [4], { dtype: 'int32' });
+      const base = { maxSeqlenQ: 201, maxSeqlenK: 260, enableGqa: true, requiresGrad: true, window: [60, 5] as const, softcap: 3, dropoutP: 0.1, dropoutSeed: 3n, alignment: 'lowerRight' as const };
+      const p = normalizeVarlenParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), {
+        ...base,
+        cuSeqlensQ: cu(lensQ).to('cuda'),
+        cuSeqlensK: cu(lensK).to('cuda'),
+        alibiSlopes: alibi.to('cuda'),
+        sequsedK: used.to('cuda'),
+      });
+      const f64 = (t: Tensor) => t.toDType('float64');
+      const ref = sdpaVarlen(f64(q), f64(k), f64(v), { ...base, cuSeqlensQ: cu(lensQ), cuSeqlensK: cu(lensK), alibiSlopes: alibi, sequsedK: used, backends: ['cpu-math'] });
+      const fwd = runForward(p);
+      expect(relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()), `${dtype} out (${fwd.kernel})`).toBeLessThanOrEqual(TOL[dtype]);
+      expect(relErr(fwd.outputs.logsumexp.toFloat64Array(), ref.logsumexp.toFloat64Array()), `${dtype} lse`).toBeLessThanOrEqual(1e-4);
+      const bwd = runBackward(p, fwd.outputs, dout.to('cuda'));
+      const g = sdpaBackward(f64(dout), ref);
+      for (const n of ['dq', 'dk', 'dv'] as const) {
+        expect(relErr(bwd.gradients[n].toFloat64Array(), g[n].toFloat64Array()), `${dtype} ${n} (${bwd.kernels.join('+')})`).toBeLessThanOrEqual(GRAD_TOL[dtype]);
+      }
+    }
+  });
+
+  it('empty sequences: no key gives out 0 and logsumexp -inf, no query gives zero gradients, nothing launched', () => {
+    for (const [Sq, Sk] of [[5, 0], [0, 7]] as const) {
+      const dev = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+      const p = normalizeParams(randn([2, 2, Sq, 8], dev), randn([2, 2, Sk, 8], dev), randn([2, 2, Sk, 8], dev), { requiresGrad: true });
+      const fwd = runForward(p);
+      expect(fwd.kernel).toBe('');
+      expect(Array.from(fwd.outputs.out.toFloat32Array()).every((x) => x === 0)).toBe(true);
+      expect(Array.from(fwd.outputs.logsumexp.toFloat32Array()).every((x) => x === -Infinity)).toBe(true);
+      const bwd = runBackward(p, fwd.outputs, randn([2, 2, Sq, 8], dev));
+      expect(bwd.kernels).toEqual([]);
+      for (const n of ['dq', 'dk', 'dv'] as const) expect(Array.from(bwd.gradients[n].toFloat32Array()).every((x) => x === 0)).toBe(true);
+    }
+  });
 
   it('float32 with odd head dims, Dv != D, bool mask with fully masked rows', () => {
     check({ dtype: 'float32', shape: [2, 3, 3, 33, 47, 7, 13], mask: { kind: 'bool', shape: [2, 1, 33, 47] } });

@@ -1,6 +1,6 @@
 // The argument objects the addon receives, built from real SdpaParams on a fake 'cuda' device.
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
-import { normalizeParams, randn, registerDeviceRuntime, zeros, type SdpaOptions } from '@attn/core';
+import { normalizeParams, normalizeVarlenParams, randn, registerDeviceRuntime, tensor, zeros, type SdpaOptions } from '@attn/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DTYPE_CODE, backwardArgs, dbiasLayout, forwardArgs } from './launch-args.js';
 
@@ -28,14 +28,47 @@ describe('forwardArgs', () => {
     expect(a.scale).toBeCloseTo(1 / Math.sqrt(8));
     expect(a.mask).toBeNull();
     expect(a.dropout).toBeNull();
-    expect(a.causal).toBe(0);
+    expect(a).toMatchObject({ causal: false, lowerRight: false, window: [-1, -1], softcap: 0, alibi: null, varlen: null, sequsedK: null });
   });
 
-  it('codes causal alignment as 1 (upper-left) and 2 (lower-right)', () => {
+  it('passes causal, the alignment and the window (a side reaching every key unbounded)', () => {
     const out = zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' });
     const lse = zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' });
-    expect(forwardArgs(params({ isCausal: true }), out, lse, 0n, 'auto').causal).toBe(1);
-    expect(forwardArgs(params({ isCausal: true, alignment: 'lowerRight' }), out, lse, 0n, 'auto').causal).toBe(2);
+    expect(forwardArgs(params({ isCausal: true }), out, lse, 0n, 'auto')).toMatchObject({ causal: true, lowerRight: false });
+    expect(forwardArgs(params({ isCausal: true, alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({ causal: true, lowerRight: true });
+    expect(forwardArgs(params({ window: [3, 0], alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({ lowerRight: true, window: [3, 0] });
+    expect(forwardArgs(params({ window: [2 ** 40, 2] }), out, lse, 0n, 'auto').window).toEqual([-1, 2]);
+  });
+
+  it('passes softcap, and ALiBi slopes with their (batch, head) strides', () => {
+    const out = zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' });
+    const lse = zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' });
+    const perHead = randn([4], { device: 'cuda' });
+    const a = forwardArgs(params({ softcap: 30, alibiSlopes: perHead }), out, lse, 0n, 'auto');
+    expect(a).toMatchObject({ softcap: 30, alibi: { ptr: perHead.dataPointer(), strides: [0, 1] } });
+    const perBatch = randn([2, 4], { device: 'cuda' });
+    expect(forwardArgs(params({ alibiSlopes: perBatch }), out, lse, 0n, 'auto').alibi).toEqual({ ptr: perBatch.dataPointer(), strides: [4, 1] });
+  });
+
+  it('passes varlen as packed tensors (batch stride 0) with the offsets and totals', () => {
+    const dev = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+    const q = randn([9, 4, 8], dev);
+    const k = randn([12, 2, 8], dev);
+    const v = randn([12, 2, 16], dev);
+    const cuQ = tensor([0, 4, 4, 9], [4], { dtype: 'int32', device: 'cuda' });
+    const cuK = tensor([0, 5, 7, 12], [4], { dtype: 'int32', device: 'cuda' });
+    const p = normalizeVarlenParams(q, k, v, { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ: 5, maxSeqlenK: 5, enableGqa: true });
+    const a = forwardArgs(p, zeros([9, 4, 16], dev), zeros([4, 9], { device: 'cuda' }), 0n, 'auto');
+    expect(a).toMatchObject({ batch: 3, seqQ: 5, seqK: 5, varlen: { cuSeqlensQ: cuQ.dataPointer(), cuSeqlensK: cuK.dataPointer(), totalQ: 9, totalK: 12 } });
+    expect(a.q.strides).toEqual([0, 8, 4 * 8]);
+    expect(a.v.strides).toEqual([0, 16, 2 * 16]);
+    expect(a.out.strides).toEqual([0, 16, 4 * 16]);
+  });
+
+  it('passes sequsedK as the device address of its int32 lengths', () => {
+    const used = tensor([3, 7], [2], { dtype: 'int32', device: 'cuda' });
+    const a = forwardArgs(params({ sequsedK: used }), zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }), zeros([2, 4, 5], { device: 'cuda' }), 0n, 'auto');
+    expect(a.sequsedK).toBe(used.dataPointer());
   });
 
   it('passes a transposed (BSHD) view with its strides', () => {

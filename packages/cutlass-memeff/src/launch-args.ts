@@ -1,14 +1,28 @@
 // SdpaParams (validated by core and by this backend's rules) into the addon's argument objects.
 // Pure: no native calls, so it is tested on the CPU with a fake device runtime.
-import { contiguousStrides, type DType, type SdpaParams, type Tensor } from '@attn/core';
-import type { BackwardArgs, DbiasArg, ForwardArgs, KernelPath, MaskArg, TensorArg } from './native.js';
+import { contiguousStrides, type DType, kernelWindow, type SdpaParams, type Tensor } from '@attn/core';
+import type { AlibiArg, BackwardArgs, DbiasArg, ForwardArgs, KernelPath, MaskArg, TensorArg, VarlenArg } from './native.js';
 
 /** ElemType codes of native/src/common/params.h (the same numbers as attn/tensor_ref.h's DType). */
 export const DTYPE_CODE: Readonly<Record<DType, number>> = { float64: 0, float32: 1, float16: 2, bfloat16: 3, bool: 4, int32: 5 };
 
+/** Dense [B, H, S, D]: its b, h, s strides; packed varlen [total, H, D]: batch stride 0, then h and row strides. */
 export function tensorArg(t: Tensor): TensorArg {
   const s = t.strides;
+  if (t.rank === 3) return { ptr: t.dataPointer(), strides: [0, s[1]!, s[0]!] };
   return { ptr: t.dataPointer(), strides: [s[0]!, s[1]!, s[2]!] };
+}
+
+function alibiArg(p: SdpaParams): AlibiArg | null {
+  const s = p.alibiSlopes;
+  if (!s) return null;
+  return { ptr: s.dataPointer(), strides: s.rank === 2 ? [s.strides[0]!, s.strides[1]!] : [0, s.strides[0]!] };
+}
+
+function varlenArg(p: SdpaParams): VarlenArg | null {
+  const v = p.varlen;
+  if (!v) return null;
+  return { cuSeqlensQ: v.cuSeqlensQ.dataPointer(), cuSeqlensK: v.cuSeqlensK.dataPointer(), totalQ: p.query.shape[0]!, totalK: p.key.shape[0]! };
 }
 
 function maskArg(p: SdpaParams): MaskArg | null {
@@ -32,6 +46,12 @@ export function dbiasLayout(maskShape: readonly number[]): { sizes: [number, num
   return { sizes, strides };
 }
 
+/** [left, right], -1 unbounded; a side that reaches every key is unbounded (kernelWindow: 32-bit-safe). */
+function windowArg(p: SdpaParams): [number, number] {
+  const w = kernelWindow(p);
+  return [w.left, w.right];
+}
+
 export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor, stream: bigint, path: KernelPath): ForwardArgs {
   return {
     dtype: DTYPE_CODE[p.dtype],
@@ -46,7 +66,13 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor, stream: big
     headDim: p.headDim,
     headDimV: p.headDimV,
     scale: p.scale,
-    causal: !p.causal ? 0 : p.alignment === 'lowerRight' ? 2 : 1,
+    causal: p.causal,
+    lowerRight: p.alignment === 'lowerRight',
+    window: windowArg(p),
+    softcap: p.softcap,
+    alibi: alibiArg(p),
+    varlen: varlenArg(p),
+    sequsedK: p.sequsedK ? p.sequsedK.tensor.dataPointer() : null,
     q: tensorArg(p.query),
     k: tensorArg(p.key),
     v: tensorArg(p.value),

@@ -2,7 +2,10 @@
 // remembered and becomes the reason availability() gives). Nothing here throws at import time.
 import { findPackageRoot, lazyNativeAddon, type NativeAddonLoad } from '@attn/native';
 
-/** A device tensor as the addon takes it: the address of its first element and the b, h, s strides in elements. */
+/**
+ * A device tensor as the addon takes it: the address of its first element and the b, h, s strides in elements
+ * (a packed varlen [total, H, D] tensor: batch stride 0, its head and row strides).
+ */
 export interface TensorArg {
   readonly ptr: bigint;
   readonly strides: readonly [number, number, number];
@@ -25,6 +28,20 @@ export interface DropoutArg {
   readonly keepScale: number;
 }
 
+/** ALiBi slopes: float32 [Hq] or [B, Hq] on the device; strides along (batch, head) in elements (0 for [Hq]). */
+export interface AlibiArg {
+  readonly ptr: bigint;
+  readonly strides: readonly [number, number];
+}
+
+/** Varlen: device int32 offsets [B + 1] of each sequence in the packed q and k, and their totals. */
+export interface VarlenArg {
+  readonly cuSeqlensQ: bigint;
+  readonly cuSeqlensK: bigint;
+  readonly totalQ: number;
+  readonly totalK: number;
+}
+
 /** 'simt' forces the FMA path, 'mma' the tensor-core path (an error where it cannot run). */
 export type KernelPath = 'auto' | 'simt' | 'mma';
 
@@ -41,8 +58,17 @@ export interface ForwardArgs {
   readonly headDim: number;
   readonly headDimV: number;
   readonly scale: number;
-  /** 0 none, 1 upper-left, 2 lower-right. */
-  readonly causal: 0 | 1 | 2;
+  readonly causal: boolean;
+  /** Causal, the window and ALiBi measure from the lower-right diagonal (i + Sk - Sq; per sequence under varlen). */
+  readonly lowerRight: boolean;
+  /** [left, right] keys around the diagonal, -1 unbounded (core's kernelWindow). */
+  readonly window: readonly [number, number];
+  /** 0: off. */
+  readonly softcap: number;
+  readonly alibi: AlibiArg | null;
+  readonly varlen: VarlenArg | null;
+  /** Device int32 [B]: keys used per sequence (sequsedK); null: all. */
+  readonly sequsedK: bigint | null;
   readonly q: TensorArg;
   readonly k: TensorArg;
   readonly v: TensorArg;

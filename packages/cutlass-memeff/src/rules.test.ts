@@ -1,7 +1,17 @@
 // Which calls 'memeff-cuda' declines, and that it declines nothing PyTorch's mem-eff alignment rule
-// would (odd head dims run on the FMA path).
+// would (odd head dims run on the FMA path) nor any of the seeds' features (windows, ALiBi, softcap, varlen).
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
-import { normalizeParams, randn, registerDeviceRuntime, type DeviceProperties, type FloatDType, type RuleContext, type SdpaOptions } from '@attn/core';
+import {
+  normalizeParams,
+  normalizeVarlenParams,
+  randn,
+  registerDeviceRuntime,
+  tensor,
+  type DeviceProperties,
+  type FloatDType,
+  type RuleContext,
+  type SdpaOptions,
+} from '@attn/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { memeffRules } from './rules.js';
 
@@ -30,14 +40,42 @@ describe('memeff-cuda rules', () => {
     expect(failing({}, { dtype: 'bfloat16' }, sm(5, 0))).toEqual([]);
   });
 
-  it('decline float64, pre-sm50 GPUs, windows, ALiBi, softcap and a strided mask', () => {
+  it('accept the seeds\' features: windows both ways, ALiBi, softcap, mask with causal and window, dropout, empty sequences', () => {
+    expect(failing({ window: [2, 0] })).toEqual([]);
+    expect(failing({ window: [3, -1], alignment: 'lowerRight' })).toEqual([]);
+    expect(failing({ window: [-1, 2], isCausal: true, attnMask: randn([5, 7], { device: 'cuda' }), dropoutP: 0.2 })).toEqual([]);
+    expect(failing({ softcap: 30, alibiSlopes: randn([4], { device: 'cuda' }) })).toEqual([]);
+    expect(failing({ alibiSlopes: randn([2, 4], { device: 'cuda' }), isCausal: true, alignment: 'lowerRight' })).toEqual([]);
+    for (const dtype of ['float32', 'float16', 'bfloat16'] as const) expect(failing({ window: [4, 4], softcap: 5 }, { dtype })).toEqual([]);
+    const dev = { device: 'cuda' as const };
+    const empty = normalizeParams(randn([2, 4, 5, 8], dev), randn([2, 4, 0, 8], dev), randn([2, 4, 0, 8], dev));
+    expect(memeffRules.filter((r) => r.name !== 'builtForDevice' && r.check(empty, sm(9, 0)) !== null).map((r) => r.name)).toEqual([]);
+  });
+
+  it('accept varlen', () => {
+    const dev = { device: 'cuda' as const };
+    const q = randn([9, 4, 8], dev);
+    const kv = randn([12, 2, 8], dev);
+    const cu = (xs: number[]) => tensor(xs, [xs.length], { dtype: 'int32', device: 'cuda' });
+    const opts = { cuSeqlensQ: cu([0, 4, 4, 9]), cuSeqlensK: cu([0, 5, 7, 12]), maxSeqlenQ: 5, maxSeqlenK: 5, enableGqa: true, window: [2, 1] as const };
+    const p = normalizeVarlenParams(q, kv, kv, opts);
+    const names = (x: typeof p) => memeffRules.filter((r) => r.name !== 'builtForDevice' && r.check(x, sm(9, 0)) !== null).map((r) => r.name);
+    expect(names(p)).toEqual([]);
+    expect(names(normalizeVarlenParams(q, kv, kv, { ...opts, sequsedK: cu([5, 0, 3]) }))).toEqual([]);
+  });
+
+  it('accept sequsedK on dense calls', () => {
+    expect(failing({ sequsedK: tensor([7, 0], [2], { dtype: 'int32', device: 'cuda' }), isCausal: true, alignment: 'lowerRight' })).toEqual([]);
+  });
+
+  it('decline float64, pre-sm50 GPUs, a strided mask and a softcap float32 cannot hold', () => {
     expect(failing({}, { dtype: 'float64' })).toEqual(['dtypeIn(float32, float16, bfloat16)']);
     expect(failing({}, {}, sm(3, 7))).toEqual(['smRange(50, 121)']);
-    expect(failing({ window: [2, 0] })).toEqual(['noWindow']);
-    expect(failing({ softcap: 30 })).toEqual(['noSoftcap']);
-    expect(failing({ alibiSlopes: randn([4], { device: 'cuda' }) })).toEqual(['noAlibi']);
     const strided = randn([7, 5], { device: 'cuda' }).transpose(0, 1);
     expect(failing({ attnMask: strided })).toEqual(['lastDimContiguous(mask)']);
+    expect(failing({ softcap: 1e-40 })).toEqual(['softcapInFloat32']);
+    expect(failing({ softcap: 1e-30, scale: 1e10 })).toEqual(['softcapInFloat32']);
+    expect(failing({ softcap: 1e-30, scale: 1e-20 })).toEqual([]);
   });
 
   it('decline what the kernels cannot compute: an empty value head dim, a scale infinite in float32', () => {

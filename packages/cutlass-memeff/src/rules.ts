@@ -1,20 +1,15 @@
 // What 'memeff-cuda' accepts: PyTorch's can_use_mem_efficient_attention (sdp-selection.md §4.2) as
 // this kernel supports it. It declines less than PyTorch: no head-dim alignment rule (head dims that
 // are not multiples of 8, or misaligned storage, run on the FMA path instead of the tensor-core one),
-// bf16 on every arch (converted in registers), GQA, and causal in both alignments. It declines a scale
-// that overflows float32 (float32Scalars): the kernels take it as a float.
+// bf16 on every arch (converted in registers), GQA, causal in both alignments, sliding windows, ALiBi,
+// softcap, varlen and empty sequences (the seeds' features: every path of the kernels takes them). It
+// declines a scale that overflows float32 (float32Scalars): the kernels take it as a float.
 import {
   batchAndHeads,
   denseRank4,
   dtypeIn,
   float32Scalars,
   lastDimContiguous,
-  noAlibi,
-  noSoftcap,
-  noVarlen,
-  noWindow,
-  nonzeroSeqLens,
-  noSequsedK,
   rule,
   smRange,
   tensorsOn,
@@ -48,21 +43,34 @@ export const builtForDevice: Rule = rule('builtForDevice', (p) => {
   }
 });
 
+/**
+ * Dense [B, H, S, D], or packed varlen [total, H, D]: core validated the varlen layout and put the offsets (and
+ * ALiBi slopes) on the query's device, contiguous, where the kernels read them.
+ */
+export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) => (p.varlen ? null : denseRank4.check(p, ctx)));
+
+/**
+ * Softcap runs as softcap * tanh(dot * (scale / softcap)) in float32: both factors must be normal float32
+ * numbers (a softcap that rounds to 0 would turn the feature off, a quotient that overflows would give NaN).
+ */
+export const softcapInFloat32: Rule = rule('softcapInFloat32', (p) => {
+  if (p.softcap === 0) return null;
+  const cap = Math.fround(p.softcap);
+  const ratio = Math.fround(p.scale / p.softcap);
+  if (cap >= 2 ** -126 && Number.isFinite(ratio) && (ratio === 0 || Math.abs(ratio) >= 2 ** -126)) return null;
+  return `Takes softcap and scale / softcap as float32 numbers, where softcap ${p.softcap} with scale ${p.scale} falls outside its normal range; use a softcap nearer the scores' size, or cpu-math (float64).`;
+});
+
 export const memeffRules: readonly Rule[] = Object.freeze([
   tensorsOn('cuda'),
   smRange(50, 121),
   builtForDevice,
-  denseRank4,
-  noVarlen,
+  denseRank4OrVarlen,
   dtypeIn(['float32', 'float16', 'bfloat16']),
-  nonzeroSeqLens,
   nonzeroHeadDims,
   float32Scalars,
   seqWithinGrid,
   lastDimContiguous({ mask: true }),
   batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
-  noWindow,
-  noAlibi,
-  noSoftcap,
-  noSequsedK,
+  softcapInFloat32,
 ]);

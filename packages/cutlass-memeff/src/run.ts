@@ -1,6 +1,19 @@
 // One forward or backward call: outputs and workspace allocated through the registered 'cuda'
 // runtime (@attn/cuda's caching allocator), kernels launched on @attn/cuda's current stream.
-import { AttnError, DeviceError, type DType, empty, emptyOutput, type ForwardOutputs, type Gradients, OUTPUT_NAMES, type SdpaParams, type Tensor, zeros } from '@attn/core';
+import {
+  AttnError,
+  DeviceError,
+  type DType,
+  empty,
+  emptyOutput,
+  type ForwardOutputs,
+  full,
+  type Gradients,
+  OUTPUT_NAMES,
+  type SdpaParams,
+  type Tensor,
+  zeros,
+} from '@attn/core';
 import { currentStream } from '@attn/cuda';
 import { backwardArgs, forwardArgs } from './launch-args.js';
 import { addonState, type BackwardPlan, type KernelPath, type MemeffAddon } from './native.js';
@@ -29,11 +42,32 @@ export interface ForwardRun {
   readonly kernel: string;
 }
 
+/** out and logsumexp: dense [B, Hq, Sq, Dv] and [B, Hq, Sq], varlen [totalQ, Hq, Dv] and [Hq, totalQ]. */
+function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
+  if (p.varlen) {
+    const totalQ = p.query.shape[0]!;
+    return { out: [totalQ, p.headsQ, p.headDimV], lse: [p.headsQ, totalQ] };
+  }
+  return { out: [p.batch, p.headsQ, p.seqQ, p.headDimV], lse: [p.batch, p.headsQ, p.seqQ] };
+}
+
+/** No key at all (Sk = 0, or every varlen sequence empty): every row is fully masked, nothing to launch. */
+function noKeys(p: SdpaParams): boolean {
+  return p.seqK === 0 || p.key.shape[0] === 0 || p.headsKV === 0;
+}
+
 export function runForward(p: SdpaParams, path: KernelPath = 'auto'): ForwardRun {
   const addon = requireAddon();
   const device = p.device;
-  const out = emptyOutput(OUTPUT_NAMES.out, [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
-  const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
+  const shapes = outputShapes(p);
+  if (noKeys(p)) {
+    // Rows that see no key: out 0, logsumexp -inf (cpu-math's fully masked rows).
+    const out = zeros(shapes.out, { dtype: p.dtype, device });
+    const logsumexp = full(shapes.lse, -Infinity, { dtype: 'float32', device });
+    return { outputs: { out, logsumexp }, kernel: '' };
+  }
+  const out = emptyOutput(OUTPUT_NAMES.out, shapes.out, { dtype: p.dtype, device });
+  const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32', device });
   if (logsumexp.numel === 0) return { outputs: { out, logsumexp }, kernel: '' };
   try {
     const kernel = callNative('forward', () => addon.forward(forwardArgs(p, out, logsumexp, currentStream(device.index), path)));
@@ -56,13 +90,14 @@ export function runBackward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tenso
   const device = p.device;
   const additive = p.mask?.kind === 'additive' ? p.mask.tensor : null;
   const alloc = (shape: readonly number[], dtype: DType = p.dtype): Tensor => empty(shape, { dtype, device });
-  if (p.batch === 0 || p.headsQ === 0) {
+  if (p.query.numel === 0 || noKeys(p)) {
+    // No query or no key: every gradient is 0 (or empty).
     const z = (shape: readonly number[], dtype: DType = p.dtype): Tensor => zeros(shape, { dtype, device });
     const g: Gradients = { dq: z(p.query.shape), dk: z(p.key.shape), dv: z(p.value.shape) };
     return { gradients: additive ? { ...g, dbias: z(additive.shape, additive.dtype) } : g, kernels: [], plan: null };
   }
   // The kernels read dO with any strides but a contiguous last dim.
-  const dout = gradOut.strides[3] === 1 ? gradOut : gradOut.contiguous();
+  const dout = gradOut.strides[gradOut.rank - 1] === 1 ? gradOut : gradOut.contiguous();
   const t = {
     out: saved.out,
     lse: saved.logsumexp,

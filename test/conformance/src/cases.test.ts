@@ -47,6 +47,24 @@ describe('the case list', () => {
     }
   });
 
+  it('covers the features together and empty sequences', () => {
+    const combos: [string, (c: CaseSpec) => boolean][] = [
+      ['a mask with causal and a window', (c) => c.mask !== undefined && c.causal === true && c.window !== undefined],
+      ['a mask with a lower-right window', (c) => c.mask !== undefined && c.window !== undefined && c.alignment === 'lowerRight'],
+      ['dropout with a mask, window, ALiBi and softcap', (c) => (c.dropoutP ?? 0) > 0 && !!c.mask && !!c.window && !!c.alibi && (c.softcap ?? 0) > 0],
+      ['a deterministic backward with a window and softcap', (c) => c.deterministic === true && !!c.window && (c.softcap ?? 0) > 0],
+      ['features at a head dim no tensor core takes', (c) => c.headDim % 4 !== 0 && !!c.window && !!c.alibi && (c.softcap ?? 0) > 0],
+      ['features at D = 256', (c) => c.headDim === 256 && !!c.window && (c.softcap ?? 0) > 0],
+      ['a window over many key blocks', (c) => !!c.window && c.seqK >= 300 && c.window[0] >= 0 && c.window[0] < 100],
+      ['no key', (c) => c.seqK === 0],
+      ['no query', (c) => c.seqQ === 0],
+      ['varlen sequences of length 0', (c) => !!c.varlen && c.varlen.seqlensQ.includes(0) && c.varlen.seqlensK.includes(0)],
+    ];
+    for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) {
+      for (const [name, pred] of combos) has(`${name} in ${dtype}`, (c) => c.dtype === dtype && pred(c));
+    }
+  });
+
   it('has unique names', () => {
     expect(new Set(all.map((c) => c.name)).size).toBe(all.length);
   });

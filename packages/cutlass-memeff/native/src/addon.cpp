@@ -1,4 +1,4 @@
-// N-API surface of cutlass_memeff.node: argument objects from src/launch.ts become FwdParams /
+// N-API surface of cutlass_memeff.node: argument objects from src/launch-args.ts become FwdParams /
 // BwdParams; every C++ exception becomes a JS Error (code ATTN_MEMEFF_ARGS or ATTN_CUDA_ERROR).
 #include <napi.h>
 
@@ -73,11 +73,43 @@ void parse_fwd(const Napi::Object& a, FwdParams& p) {
   p.seq_k = static_cast<int32_t>(get_int(a, "seqK"));
   p.head_dim = static_cast<int32_t>(get_int(a, "headDim"));
   p.head_dim_v = static_cast<int32_t>(get_int(a, "headDimV"));
-  p.scale = static_cast<float>(get_num(a, "scale"));
-  const int64_t causal = get_int(a, "causal");  // 0 none, 1 upper-left, 2 lower-right
-  if (causal < 0 || causal > 2) throw std::invalid_argument("memeff-cuda: 'causal' must be 0, 1 or 2");
-  p.causal = causal != 0;
-  p.causal_offset = causal == 2 ? static_cast<int64_t>(p.seq_k) - p.seq_q : 0;
+  const double scale = get_num(a, "scale");
+  p.scale = static_cast<float>(scale);
+  // Causal and the window ([left, right], -1 unbounded: core's kernelWindow) as the bounds around the diagonal.
+  const bool causal = get(a, "causal").ToBoolean().Value();
+  p.lower_right = get(a, "lowerRight").ToBoolean().Value();
+  int64_t window[2];
+  get_strides(a, "window", window);
+  if (window[0] < -1 || window[1] < -1) throw std::invalid_argument("memeff-cuda: window sides must be >= -1");
+  p.has_right = causal || window[1] >= 0;
+  p.window_right = causal ? 0 : window[1];  // causal with a right side: min(right, 0) = 0
+  p.has_left = window[0] >= 0;
+  p.window_left = window[0] >= 0 ? window[0] : 0;
+  const double softcap = get_num(a, "softcap");
+  if (!(softcap >= 0)) throw std::invalid_argument("memeff-cuda: 'softcap' must be >= 0");
+  p.softcap = static_cast<float>(softcap);
+  p.softcap_in = softcap > 0 ? static_cast<float>(scale / softcap) : 0.f;
+  Napi::Value alibi = a.Get("alibi");
+  if (alibi.IsObject()) {
+    Napi::Object s = alibi.As<Napi::Object>();
+    p.alibi = reinterpret_cast<const float*>(static_cast<uintptr_t>(get_u64(s, "ptr")));
+    get_strides(s, "strides", p.alibi_stride);
+  }
+  Napi::Value varlen = a.Get("varlen");
+  if (varlen.IsObject()) {
+    Napi::Object v = varlen.As<Napi::Object>();
+    p.cu_seqlens_q = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(get_u64(v, "cuSeqlensQ")));
+    p.cu_seqlens_k = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(get_u64(v, "cuSeqlensK")));
+    p.total_q = static_cast<int32_t>(get_int(v, "totalQ"));
+    p.total_k = static_cast<int32_t>(get_int(v, "totalK"));
+  }
+  Napi::Value used = a.Get("sequsedK");
+  if (used.IsBigInt()) p.seqused_k = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(get_u64(a, "sequsedK")));
+  p.seq_k_rows = p.seq_k;
+  memeff::set_bounds(p);
+  // logsumexp (and the backward's D and dQ rows): dense [B, Hq, Sq], varlen [Hq, totalQ].
+  p.lse_stride[0] = p.cu_seqlens_q != nullptr ? 0 : static_cast<int64_t>(p.heads_q) * p.seq_q;
+  p.lse_stride[1] = p.cu_seqlens_q != nullptr ? p.total_q : p.seq_q;
   Napi::Value mask = a.Get("mask");
   if (mask.IsObject()) {
     Napi::Object m = mask.As<Napi::Object>();
@@ -99,6 +131,7 @@ void parse_fwd(const Napi::Object& a, FwdParams& p) {
     p.dropout_offset = static_cast<uint32_t>(get_int(d, "offset"));
     p.dropout_keep_scale = static_cast<float>(get_num(d, "keepScale"));
   }
+  p.features = memeff::needs_features(p);
 }
 
 cudaStream_t get_stream(const Napi::Object& a) {
@@ -160,6 +193,11 @@ void parse_bwd(const Napi::Object& a, BwdParams& p) {
     for (int i = 0; i < 4; ++i) p.dbias_size[i] = static_cast<int32_t>(sizes[i]);
   }
   p.deterministic = get(a, "deterministic").ToBoolean().Value();
+  // The query splits' dK / dV partials: rows as the keys, dense [B, Hk, Sk], varlen [Hk, totalK].
+  const bool varlen = p.cu_seqlens_k != nullptr;
+  p.kv_accum_stride[0] = varlen ? 0 : static_cast<int64_t>(p.heads_kv) * p.seq_k;
+  p.kv_accum_stride[1] = varlen ? p.total_k : p.seq_k;
+  p.kv_accum_rows = static_cast<int64_t>(p.heads_kv) * (varlen ? p.total_k : static_cast<int64_t>(p.batch) * p.seq_k);
 }
 
 Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {

@@ -104,6 +104,13 @@ void check_common(const FwdParams& p, int dtype) {
           "an additive mask must be float32 or the query's dtype");  // core's rule; the staged tiles rely on it
   require(!p.dropout || p.dropout_keep_scale >= 1.f, "dropout keep scale must be 1 / (1 - p)");
   require(static_cast<int64_t>(p.seq_q) <= 65535LL * 32, "seq_q too large for the grid");
+  require((p.cu_seqlens_q == nullptr) == (p.cu_seqlens_k == nullptr), "varlen needs both cu_seqlens_q and cu_seqlens_k");
+  require(p.cu_seqlens_q == nullptr || (p.mask_kind == MaskKind::kNone && p.total_q > 0 && p.total_k >= 0 && p.q_stride[0] == 0 &&
+                                        p.k_stride[0] == 0 && p.v_stride[0] == 0 && p.o_stride[0] == 0),
+          "varlen takes packed [total, H, D] tensors (batch strides 0) and no mask");
+  require(!p.has_left || p.window_left >= 0, "the window's left side must be >= 0");
+  require(p.softcap >= 0.f && p.softcap < INFINITY, "softcap must be finite and >= 0 (0: off)");
+  require(p.features == needs_features(p), "features must match the call (needs_features)");
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
@@ -376,7 +383,7 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   // v20: wgmma needs sm90 and sm_90a code; the kernel carries V in three parts (pv_exact) and takes masks at
   // d128 only (launch_fwd_tf32_wgmma).
   p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() && p.tf32_pv_exact &&
-                 (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128);
+                 (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128 || p.features);
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
@@ -386,9 +393,33 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   return name;
 }
 
+// Rows of lse (and D, dQ's workspace) and of the keys over all sequences: packed under varlen.
+int64_t query_rows(const FwdParams& p) {
+  return static_cast<int64_t>(p.heads_q) * (p.cu_seqlens_q != nullptr ? p.total_q : static_cast<int64_t>(p.batch) * p.seq_q);
+}
+int64_t key_rows(const FwdParams& p) {
+  return static_cast<int64_t>(p.heads_kv) * (p.cu_seqlens_k != nullptr ? p.total_k : static_cast<int64_t>(p.batch) * p.seq_k);
+}
+
+// The passes around the backward's main kernel (D, dQ's conversion, the split reduction) see a varlen call as
+// one packed sequence of total_q queries and total_k keys: their rows are the packed rows, whatever the
+// sequences (lse, D and the workspaces are laid out so).
+BwdParams packed_view(const BwdParams& p) {
+  BwdParams q = p;
+  if (p.cu_seqlens_q != nullptr) {
+    q.batch = 1;
+    q.seq_q = p.total_q;
+    q.seq_k = p.total_k;
+    q.seq_k_rows = p.total_k;
+    q.cu_seqlens_q = q.cu_seqlens_k = nullptr;
+    q.seqused_k = nullptr;
+  }
+  return q;
+}
+
 BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest path) {
   BwdPlan plan;
-  const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
+  const int64_t rows_q = query_rows(p);
   const std::string refusal = path == PathRequest::kSimt
                                   ? "simt path requested"
                                   : mma_refusal(p, dtype, device, kMmaBwdMaxHeadDim, Family::kBwdMma, p.dout, p.do_stride);
@@ -460,7 +491,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
   const int64_t blocks = ((p.seq_k + key_block - 1) / key_block) * static_cast<int64_t>(p.batch) * p.heads_kv * n_z;
   const int64_t target = (tc ? 2LL : 4LL) * device_info(device).sm_count;
   const int64_t q_blocks = (p.seq_q + query_block - 1) / query_block;
-  const int64_t kv_elems = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k * (p.head_dim + p.head_dim_v);
+  const int64_t kv_elems = key_rows(p) * (p.head_dim + p.head_dim_v);
   int64_t splits = blocks >= target ? 1 : (target + blocks - 1) / blocks;
   splits = std::min<int64_t>({splits, q_blocks, 16, std::max<int64_t>(1, (256LL << 20) / (4 * kv_elems))});
   plan.query_splits = static_cast<int>(std::max<int64_t>(1, splits));
@@ -474,7 +505,7 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
   plan.off_dsum = carve(rows_q);
   plan.off_dq = p.deterministic ? 0 : carve(rows_q * p.head_dim);
   if (plan.query_splits > 1) {
-    const int64_t kv_rows = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k;
+    const int64_t kv_rows = key_rows(p);
     plan.off_dk = carve(plan.query_splits * kv_rows * p.head_dim);
     plan.off_dv = carve(plan.query_splits * kv_rows * p.head_dim_v);
   }
@@ -512,7 +543,7 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   p.tf32_bwd_split = plan.tf32 && tf32_bwd_split_at(tf32_bucket(dmax));
   p.dsum_tf32_half = p.tf32_bwd_split ? Tf32BwdTraits<128, 2>::kKsPart : 0;
   std::vector<std::string> ran;
-  const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
+  const int64_t rows_q = query_rows(p);
   if (p.dq_accum) ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows_q * p.head_dim * 4, stream));
 
   // dbias: the main kernel writes an unbroadcast one where tiles are visited; zero it first so the
@@ -532,7 +563,7 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
     main_p.dbias_stride[0] = main_p.dbias_stride[1] * p.heads_q;
     p.dbias_ws = dws;
     // Causal skips whole tiles, which the head sum then reads: zero them. Otherwise every element is written.
-    if (p.causal) ATTN_CUDA_CHECK(cudaMemsetAsync(dws, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * 2, stream));
+    if (p.has_right) ATTN_CUDA_CHECK(cudaMemsetAsync(dws, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * 2, stream));
   } else if (plan.dbias_atomic) {
     main_p.dbias_accum = p.mask_dtype == kF32 ? static_cast<float*>(p.dbias) : reinterpret_cast<float*>(ws + plan.off_dbias);
     p.dbias_accum = main_p.dbias_accum;
@@ -542,11 +573,12 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
     const int esize = p.mask_dtype == kF64 ? 8 : p.mask_dtype == kF32 ? 4 : 2;
     ATTN_CUDA_CHECK(cudaMemsetAsync(main_p.dbias, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * esize, stream));
   }
-  named(aux.name, [&] { aux.aux(p, BwdStage::kDsum, stream); });
+  const BwdParams packed = packed_view(p);
+  named(aux.name, [&] { aux.aux(packed, BwdStage::kDsum, stream); });
   named(main.name, [&] { main.bwd(main_p, stream); });
   ran.push_back(main.name);
-  if (!p.deterministic) named(aux.name, [&] { aux.aux(p, BwdStage::kDqConvert, stream); });
-  if (plan.query_splits > 1) named(aux.name, [&] { aux.aux(p, BwdStage::kKvReduce, stream); });
+  if (!p.deterministic) named(aux.name, [&] { aux.aux(packed, BwdStage::kDqConvert, stream); });
+  if (plan.query_splits > 1) named(aux.name, [&] { aux.aux(packed, BwdStage::kKvReduce, stream); });
   if (plan.dbias_atomic && p.mask_dtype != kF32) named(aux.name, [&] { aux.aux(p, BwdStage::kDbiasConvert, stream); });
   if (plan.dbias_workspace) named(aux.name, [&] { aux.aux(p, BwdStage::kDbiasHeadSum, stream); });
   if (plan.dbias_reduced && !plan.dbias_atomic && !plan.dbias_workspace) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });

@@ -24,11 +24,15 @@ __global__ void __launch_bounds__(128, 4) bwd_dbias_simt_kernel(const BwdParams 
   const int j_lo = sum_j ? 0 : oj0, j_hi = sum_j ? p.seq_k : min(oj0 + 32, p.seq_k);
   for (int b = b_lo; b < b_hi; ++b)
     for (int h = h_lo; h < h_hi; ++h) {
-      const BwdHeadView<T> hv = bwd_head_view<T>(p, b, h);
+      // dbias needs a mask, so the call is dense: only sequsedK can bind a shorter key range.
+      BwdParams pb = p;
+      bind_sequence(pb, b, sizeof(T));
+      const BwdHeadView<T> hv = bwd_head_view<T>(pb, b, h);
       for (int i0 = i_lo; i0 < i_hi; i0 += 32)
         for (int j0 = j_lo; j0 < j_hi; j0 += 32) {
-          if (p.causal && j0 > min(i0 + 31, p.seq_q - 1) + p.causal_offset) continue;  // dS = 0 there
-          bwd_tile(p, hv, sm, i0, j0);
+          if (pb.has_right && j0 > min(i0 + 31, p.seq_q - 1) + pb.right_offset) continue;  // dS = 0 there
+          if (pb.has_left && j0 + 31 < i0 + pb.left_offset) continue;
+          bwd_tile(pb, hv, sm, i0, j0);
           if (!sum_i && !sum_j) {
 #pragma unroll
             for (int r = 0; r < 2; ++r)

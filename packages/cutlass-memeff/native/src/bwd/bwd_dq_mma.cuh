@@ -1,6 +1,7 @@
 // Deterministic dQ of the tensor-core path: one block per 64 queries of one (b, h) walks the key
 // blocks in order (S = Q K^T, dP = dO V^T, dS, dQ += dS K, all mma.sync) and writes dQ once: no
 // atomics, so the result is bitwise reproducible. The key-split kernel (bwd_mma) then skips dQ.
+// Every feature at run time (as the SIMT kernels: bind_sequence, then masked_logit's rule).
 #pragma once
 #include <cmath>
 
@@ -15,7 +16,7 @@
 namespace memeff {
 
 template <typename T, typename Tr>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_kernel(const BwdParams p) {
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_kernel(const BwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, DT = Tr::kDTiles;
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -25,31 +26,36 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
   T* v_s = k_s + 2 * Tr::kSmemTile;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-  const int bh = blockIdx.y + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
+  const int bh = blockIdx.y + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q, hk = h / params.group;
   const int i0 = blockIdx.x * M;
+  BwdParams p = params;
+  bind_sequence(p, b, sizeof(T));
+  if (i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const T* dout = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const MaskView mask = mask_view(p, b, h);
+  const ScoreCtx sc = score_ctx(p, b, h);
 
   // This thread's two rows: logsumexp (log2 units; -inf for padding and fully masked rows) and D.
   float lse2[2], dsum[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int i = i0 + warp * 16 + g + 8 * r;
-    const int64_t row = static_cast<int64_t>(bh) * p.seq_q + i;
+    const int64_t row = lse_row(p, b, h, i);
     lse2[r] = i < p.seq_q ? p.lse[row] * kLog2e : -INFINITY;
     dsum[r] = i < p.seq_q ? p.dsum[row] : 0.f;
   }
 
   const int j_end = key_end_for_queries(p, min(i0 + M, p.seq_q) - 1);
   const int n_blocks = (j_end + N - 1) / N;
+  const int nb0 = key_step_begin(p, i0, N);  // a window's left side skips the keys before it
   load_tile_async<T, M, HD, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
   load_tile_async<T, M, HD, Tr::kThreads>(do_s, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
-  if (n_blocks > 0) {
-    load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
-    load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], 0, p.seq_k, p.head_dim_v);
+  if (nb0 < n_blocks) {
+    load_tile_async<T, N, HD, Tr::kThreads>(k_s + (nb0 & 1) * Tr::kSmemTile, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
+    load_tile_async<T, N, HD, Tr::kThreads>(v_s + (nb0 & 1) * Tr::kSmemTile, v, p.v_stride[2], nb0 * N, p.seq_k, p.head_dim_v);
   }
   cp_async_commit();
 
@@ -58,7 +64,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
 #pragma unroll
   for (int n = 0; n < DT; ++n) acc_dq[n][0] = acc_dq[n][1] = acc_dq[n][2] = acc_dq[n][3] = 0.f;
 
-  for (int nb = 0; nb < n_blocks; ++nb) {
+  for (int nb = nb0; nb < n_blocks; ++nb) {
     const int j0 = nb * N, buf = nb & 1;
     cp_async_wait_all();
     __syncthreads();  // K(nb), V(nb) landed; every warp is done with the other buffer
@@ -102,20 +108,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
       }
     }
 
-    const bool plain = tile_unmasked(p, i0, j0, N);
+    const bool plain = tile_unmasked<true>(p, i0, M, j0, N);
 #pragma unroll
     for (int n = 0; n < NT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e / 2, i = i0 + warp * 16 + g + 8 * r, j = j0 + n * 8 + 2 * t + (e % 2);
-        float pr = 0.f;
+        float pr = 0.f, dcap = 1.f;
         if (lse2[r] != -INFINITY) {
-          const float logit2 = plain ? acc_s[n][e] * (p.scale * kLog2e) : masked_logit(p, mask, i, j, acc_s[n][e]) * kLog2e;
+          const float logit2 = plain ? acc_s[n][e] * (p.scale * kLog2e) : masked_logit<true, false>(p, mask, sc, i, j, acc_s[n][e], dcap) * kLog2e;
           pr = exp2f(logit2 - lse2[r]);
         }
         float keep = 1.f;
         if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
-        acc_s[n][e] = pr * (acc_dp[n][e] * keep - dsum[r]);  // dS
+        acc_s[n][e] = pr * (acc_dp[n][e] * keep - dsum[r]) * dcap;  // dS times the softcap derivative
       }
 
     // dQ += dS K: dS's accumulator layout is the A operand's, K transposed out of its row-major tile.

@@ -11,20 +11,24 @@
 namespace memeff {
 
 template <typename T, typename Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdParams p, int n_z) {
+__global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdParams params, int n_z) {
   constexpr int CT = Tr::kTile / 8;
   __shared__ BwdTileSmem sm;
   const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
   const int j0 = blockIdx.x * 32;
-  const int bhk = blockIdx.y + p.bh_base, b = bhk / p.heads_kv, hk = bhk % p.heads_kv;
+  const int bhk = blockIdx.y + params.bh_base, b = bhk / params.heads_kv, hk = bhk % params.heads_kv;
+  BwdParams p = params;
+  bind_sequence(p, b, sizeof(T));
+  if (j0 >= p.seq_k_rows) return;  // a varlen sequence shorter than the longest
   const int z = blockIdx.z % n_z, split = blockIdx.z / n_z;
   const int c0 = z * Tr::kTile;
   const bool dbias_direct = p.dbias != nullptr && z == 0;
   const bool dq_atomic = !p.deterministic && z == 0;
 
   float dk[2][CT] = {}, dv[2][CT] = {};
+  // The queries that see a key of the block (none past sequsedK's keys: their dK and dV are 0).
   const int q_first = query_begin_for_key(p, j0) / 32;
-  const int q_blocks = (p.seq_q + 31) / 32;
+  const int q_blocks = j0 < p.seq_k ? (query_end_for_key(p, min(j0 + 32, p.seq_k) - 1) + 31) / 32 : 0;
   for (int hh = 0; hh < p.group; ++hh) {
     const int h = hk * p.group + hh;
     const BwdHeadView<T> hv = bwd_head_view<T>(p, b, h);
@@ -55,7 +59,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
           __syncthreads();
 #pragma unroll 8
           for (int ii = 0; ii < 32; ++ii) {
-            const float w0 = sm.ds[ii][ty], w1 = sm.ds[ii][ty + 16];
+            const float w0 = sm.dx[ii][ty], w1 = sm.dx[ii][ty + 16];
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
               const float x = sm.a[ii][tx + 8 * c];
@@ -66,7 +70,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
         }
       }
       if (dq_atomic) {  // dQ += scale * dS K, all of D, into the fp32 workspace
-        float* dq_rows = p.dq_accum + (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q * p.head_dim;
+        float* dq_rows = p.dq_accum + lse_row(p, b, h, 0) * p.head_dim;
         for (int d0 = 0; d0 < p.head_dim; d0 += 32) {
           __syncthreads();
           load_chunk(sm.b, hv.k, p.k_stride[2], j0, p.seq_k, d0, p.head_dim);
@@ -77,7 +81,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
             float acc[4] = {};
 #pragma unroll 8
             for (int jj = 0; jj < 32; ++jj) {
-              const float w = sm.ds[ty + 16 * r][jj];
+              const float w = sm.dx[ty + 16 * r][jj];
 #pragma unroll
               for (int c = 0; c < 4; ++c) acc[c] = fmaf(w, sm.b[jj][tx + 8 * c], acc[c]);
             }
@@ -108,7 +112,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int j = j0 + ty + 16 * r;
-    if (j >= p.seq_k) continue;
+    if (j >= p.seq_k_rows) continue;
 #pragma unroll
     for (int q = 0; q < Tr::kChunksPerTile; ++q)
 #pragma unroll

@@ -23,8 +23,9 @@ namespace memeff {
 
 // kFull: D == Dv == the bucket; the head-dim loops are then compile-time (as fwd_mma_kernel's).
 // kMask: the call has a mask or bias; without one the mask code is compiled out (as fwd_mma_kernel's).
-template <typename T, typename Tr, bool kFull, bool kMask>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_kernel(const BwdParams p) {
+// kFeat: the feature kernel (FwdParams::features, built with kMask; as fwd_mma_kernel's).
+template <typename T, typename Tr, bool kFull, bool kMask, bool kFeat>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_kernel(const BwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles;
   constexpr int DS = Tr::kDsStride;
@@ -42,15 +43,20 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const int j0 = blockIdx.x * N;
-  const int bhk = blockIdx.y + p.bh_base, b = bhk / p.heads_kv, hk = bhk % p.heads_kv;
+  const int bhk = blockIdx.y + params.bh_base, b = bhk / params.heads_kv, hk = bhk % params.heads_kv;
   const int split = blockIdx.z;
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  BwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, sizeof(T));
+  const BwdParams& p = kFeat ? bound : params;
+  if (kFeat && j0 >= p.seq_k_rows) return;  // a varlen sequence shorter than the longest
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
   load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
 
   // Steps: (query head of the group, query block of this split), heads outer (inner with dbias_presum).
-  const BwdSteps<M, kMask> walk_of(p, bhk, hk, j0, split);
+  const BwdSteps<M, N, kMask, kFeat> walk_of(p, bhk, hk, j0, split);
   const int steps = walk_of.steps;
   const bool presum = walk_of.presum;
   auto load_step = [&](int h, int i0, int buf) {
@@ -137,8 +143,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));  // same decision as load_step's for this step
     staged_cur = staged_next;
-    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group, true}, mask,
-                                                  mask_smem, mask_s + buf * MaskT::kBytes,
+    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group, true},
+                                                         mask, score_ctx(p, b, h), mask_smem, mask_s + buf * MaskT::kBytes,
                                                   reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x, lse_s + buf * M,
                                                   dsum_s + buf * M, acc_st, acc_dpt);
 
@@ -204,7 +210,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
           mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
         }
       }
-      float* dq_rows = p.dq_accum + (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q * p.head_dim;
+      float* dq_rows = p.dq_accum + lse_row(p, b, h, 0) * p.head_dim;
       // Columns 2t, 2t + 1 of each n8 tile as one vector reduction (head_dim is a multiple of 8 here,
       // so both are in range when the first is, and the address is 8-byte aligned).
 #pragma unroll

@@ -6,18 +6,21 @@
 namespace memeff {
 
 template <typename T, typename Tr>
-__global__ void __launch_bounds__(Tr::kThreads, 4) bwd_q_simt_kernel(const BwdParams p) {
+__global__ void __launch_bounds__(Tr::kThreads, 4) bwd_q_simt_kernel(const BwdParams params) {
   constexpr int CT = Tr::kTile / 8;
   __shared__ BwdTileSmem sm;
   const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
   const int i0 = blockIdx.x * 32;
-  const int bh = blockIdx.y + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q;
+  const int bh = blockIdx.y + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q;
+  BwdParams p = params;
+  bind_sequence(p, b, sizeof(T));
+  if (i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const int c0 = blockIdx.z * Tr::kTile;
   const BwdHeadView<T> hv = bwd_head_view<T>(p, b, h);
 
   float dq[2][CT] = {};
   const int j_end = key_end_for_queries(p, min(i0 + 32, p.seq_q) - 1);
-  for (int j0 = 0; j0 < j_end; j0 += 32) {
+  for (int j0 = key_step_begin(p, i0, 32) * 32; j0 < j_end; j0 += 32) {
     bwd_tile(p, hv, sm, i0, j0);
 #pragma unroll
     for (int q = 0; q < Tr::kChunksPerTile; ++q) {
@@ -28,7 +31,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 4) bwd_q_simt_kernel(const BwdPa
       __syncthreads();
 #pragma unroll 8
       for (int jj = 0; jj < 32; ++jj) {
-        const float w0 = sm.ds[ty][jj], w1 = sm.ds[ty + 16][jj];
+        const float w0 = sm.dx[ty][jj], w1 = sm.dx[ty + 16][jj];
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
           const float y = sm.b[jj][tx + 8 * c];

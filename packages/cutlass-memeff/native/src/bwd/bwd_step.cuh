@@ -6,6 +6,7 @@
 // same code for both (moved here from bwd_mma.cuh).
 #pragma once
 #include <cmath>
+#include <type_traits>
 
 #include "bwd/bwd_lean.cuh"
 #include "bwd/dkdv_store.cuh"
@@ -19,15 +20,17 @@
 namespace memeff {
 
 // A key block's walk: (query head of the GQA group, query block of this split), heads outer (inner
-// with dbias_presum), M queries per step.
-template <int M, bool kMask>
+// with dbias_presum), M queries per step, over the query blocks that see a key of [j0, j0 + N) (none past
+// sequsedK's keys; kFeat: the feature kernels', which have a left bound and sequsedK to look at).
+template <int M, int N, bool kMask, bool kFeat>
 struct BwdSteps {
   const BwdParams& p;
   int hk, split, q_first, per_head, steps, rot;
   bool presum;
   __device__ __forceinline__ BwdSteps(const BwdParams& params, int bhk, int hk_, int j0, int split_) : p(params), hk(hk_), split(split_) {
     q_first = query_begin_for_key(p, j0) / M;
-    const int q_blocks = (p.seq_q + M - 1) / M;
+    const int q_end = !kFeat ? p.seq_q : j0 < p.seq_k ? query_end_for_key(p, min(j0 + N, p.seq_k) - 1) : 0;
+    const int q_blocks = (q_end + M - 1) / M;
     per_head = q_first + split < q_blocks ? (q_blocks - q_first - split + p.query_splits - 1) / p.query_splits : 0;
     steps = per_head * p.group;
     // v7, BwdParams::dbias_stagger: each (b, kv head) starts its query walk at its own offset, so blocks of
@@ -53,7 +56,7 @@ template <int M>
 __device__ __forceinline__ void load_step_rows(const BwdParams& p, int b, int h, int i0, float* lse_b, float* dsum_b) {
   if (threadIdx.x < M) {
     const int i = i0 + threadIdx.x;
-    const int64_t row = (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q + i;
+    const int64_t row = lse_row(p, b, h, i);
     lse_b[threadIdx.x] = i < p.seq_q ? p.lse[row] * kLog2e : -INFINITY;
     dsum_b[threadIdx.x] = i < p.seq_q ? p.dsum[row] : 0.f;
   }
@@ -83,20 +86,24 @@ struct BwdStepAt {
 };
 
 // P^T, dropout, dS^T = P^T * (dP^T * keep / (1 - p) - D) for a warp's [16 keys][QT * 8 queries]: acc_st
-// (S^T = K Q^T, unscaled) becomes Pd^T, acc_dpt (dP^T) dS^T; then dS goes to dbias where the call has one.
+// (S^T = K Q^T, unscaled) becomes Pd^T, acc_dpt (dP^T) dS^T times the softcap derivative (the gradient of
+// scale * q.k, which dK and dQ take); dS itself goes to dbias where the call has one.
 // mask_smem: the step's mask tile was staged at maskb_s. lse_b, dsum_b: the step's rows (load_step_rows).
-// presum_slot: this thread's dbias_presum slots (QT * 4 floats, kThreads apart).
-template <typename T, int M, int N, int kThreads, bool kMask, int QT>
-__device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepAt& at, const MaskView& mask, bool mask_smem,
-                                              const unsigned char* maskb_s, float* presum_slot, const float* lse_b,
+// presum_slot: this thread's dbias_presum slots (QT * 4 floats, kThreads apart). kFeat: the feature kernel
+// (softcap and ALiBi by masked_logit's rule, sc: this head's ScoreCtx).
+template <typename T, int M, int N, int kThreads, bool kMask, bool kFeat, int QT>
+__device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepAt& at, const MaskView& mask, const ScoreCtx& sc,
+                                              bool mask_smem, const unsigned char* maskb_s, float* presum_slot, const float* lse_b,
                                               const float* dsum_b, float (&acc_st)[QT][4], float (&acc_dpt)[QT][4]) {
+  constexpr bool kAccurate = std::is_same_v<T, float>;
   const int b = at.b, h = at.h, i0 = at.i0, j0 = at.j0, warp = at.warp, lane = at.lane, gh = at.gh, g = lane / 4, t = lane % 4;
   const bool interior = i0 + M <= p.seq_q && j0 + N <= p.seq_k;  // v8: every row and key of the step in bounds
-  const bool plain = tile_unmasked(p, i0, j0, N);
+  const bool plain = tile_unmasked<kFeat>(p, i0, M, j0, N);
   // v4, as the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
   // every query, S^T becomes dot * scale + mask term in place, one LDS and one FFMA per score
   // instead of tile_logit's rules and dtype switch (padded rows are skipped below by lse = -inf).
-  const bool mask_fast = mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N);
+  const bool mask_fast = mask_smem && p.mask_tile_fast && tile_keys_visible<kFeat>(p, i0, M, j0, N);
+  float ds[QT][4];  // dS (dbias); acc_dpt ends as dS times the softcap derivative
   if (mask_fast) {
     with_mask_dtype<T>(p.mask_dtype, [&](auto dt) {  // = mask.dtype
       constexpr int kDt = decltype(dt)::value;
@@ -138,6 +145,7 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         const float x = exp2f(acc_st[n][e] * sl2 - lse2);
         const float pr = lse2 != -INFINITY ? x : 0.f;
         acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+        ds[n][e] = acc_dpt[n][e];
         acc_st[n][e] = pr;
       }
   } else {
@@ -148,28 +156,24 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         const int il = n * 8 + 2 * t + (e % 2), i = i0 + il;
         const int j = j0 + warp * 16 + g + 8 * (e / 2);
         const float lse2 = lse_b[il];
-        float pr = 0.f;
+        float pr = 0.f, dcap = 1.f;
         if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
           const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
                                : plain     ? acc_st[n][e] * (p.scale * kLog2e)
-                               : mask_smem ? tile_logit<M, N>(p, mask, maskb_s, i, j, il, j - j0, acc_st[n][e]) * kLog2e
-                                           : masked_logit(p, mask, i, j, acc_st[n][e]) * kLog2e;
+                               : mask_smem ? tile_logit<M, N, kFeat, kAccurate>(p, mask, sc, maskb_s, i, j, il, j - j0, acc_st[n][e], dcap) * kLog2e
+                                           : masked_logit<kFeat, kAccurate>(p, mask, sc, i, j, acc_st[n][e], dcap) * kLog2e;
           pr = exp2f(logit2 - lse2);
         }
         float keep = 1.f;
         if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
-        acc_dpt[n][e] = pr * (acc_dpt[n][e] * keep - dsum_b[il]);
+        ds[n][e] = pr * (acc_dpt[n][e] * keep - dsum_b[il]);
+        acc_dpt[n][e] = kFeat ? ds[n][e] * dcap : ds[n][e];
         acc_st[n][e] = pr * keep;
       }
   }
   // A dbias needs an additive mask (dispatch.cu), so the mask-free kernels compile this out.
   // v7 presum: ds is this head's dS plus the group's earlier heads' (kept in this thread's smem slots);
   // every head but the group's last stores it back and sends nothing.
-  float ds[QT][4];
-#pragma unroll
-  for (int n = 0; n < QT; ++n)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) ds[n][e] = acc_dpt[n][e];
   bool send = at.dbias_owner;
   if (kMask && p.dbias_presum && send) {
 #pragma unroll
@@ -239,7 +243,7 @@ __device__ __forceinline__ void store_dk_dv(const BwdParams& p, const float (&ac
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = j0 + warp * 16 + g + 8 * (e / 2), d = d0 + n * 8 + 2 * t + (e % 2);
-      if (j >= p.seq_k) continue;
+      if (j >= p.seq_k_rows) continue;
       const float gk = acc_dk[n][e] * p.scale, gv = acc_dv[n][e];
       store_dkdv_element<T>(p, b, hk, j, d, split, gk, gv);
     }

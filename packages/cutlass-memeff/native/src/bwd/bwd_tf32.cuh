@@ -87,9 +87,10 @@ __device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const flo
   }
 }
 
-// kFull: D == Dv == the bucket (compile-time head-dim loops). kMask: the call has a mask or bias.
-template <typename Tr, bool kFull, bool kMask>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_kernel(const BwdParams p) {
+// kFull: D == Dv == the bucket (compile-time head-dim loops). kMask: the call has a mask or bias. kFeat: the
+// feature kernel (FwdParams::features, built with kMask; as bwd_mma_kernel's).
+template <typename Tr, bool kFull, bool kMask, bool kFeat>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_kernel(const BwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles, DQT = Tr::kDqTiles;
   constexpr int KSP = Tr::kKsPart, DSPLIT = Tr::kDSplit;
@@ -115,14 +116,19 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
   // kw: the warp's 16 keys; dh: its part of the head dim (v11, kDSplit; 0 without).
   const int kw = warp % Tr::kKeyWarps, dh = warp / Tr::kKeyWarps;
   const int j0 = blockIdx.x * N;
-  const int bhk = blockIdx.y + p.bh_base, b = bhk / p.heads_kv, hk = bhk % p.heads_kv;
+  const int bhk = blockIdx.y + params.bh_base, b = bhk / params.heads_kv, hk = bhk % params.heads_kv;
   const int split = blockIdx.z;
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  BwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, 4);
+  const BwdParams& p = kFeat ? bound : params;
+  if (kFeat && j0 >= p.seq_k_rows) return;  // a varlen sequence shorter than the longest
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   load_tile_f32_async<N, HD, HD, Tr::kThreads>(v2_s, k, p.k_stride[2], j0, p.seq_k, p.head_dim);
   load_tile_f32_async<N, HD, HD, Tr::kThreads>(v2_s + N * HD, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
 
-  const BwdSteps<M, kMask> walk_of(p, bhk, hk, j0, split);
+  const BwdSteps<M, N, kMask, kFeat> walk_of(p, bhk, hk, j0, split);
   const int steps = walk_of.steps;
   auto load_step = [&](int h, int i0, int buf) {
     const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
@@ -200,7 +206,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && staged_cur;  // the staging's decision for this step (mask_tile_ok)
     if (MB == 2) staged_cur = staged_next;
-    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask>(p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, mask_smem,
+    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, score_ctx(p, b, h),
+                                                           mask_smem,
                                                     mask_s + (MB == 2 ? buf : 0) * MaskT::kBytes,
                                                     reinterpret_cast<float*>(mask_s + MB * MaskT::kBytes) + threadIdx.x,
                                                     lse_s + buf * M, dsum_s + buf * M, acc_st, acc_dpt);
@@ -257,7 +264,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
           mma_1688_3xtf32(acc_dq[n], a, bk);
         }
       }
-      float* dq_rows = p.dq_accum + (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q * p.head_dim;
+      float* dq_rows = p.dq_accum + lse_row(p, b, h, 0) * p.head_dim;
 #pragma unroll
       for (int n = 0; n < DQT; ++n)
 #pragma unroll

@@ -1,8 +1,11 @@
 // The recompute step every SIMT backward kernel shares: for one (b, h) and a 32x32 tile of the
 // score matrix, S = Q K^T and dP = dO V^T from chunks in shared memory, then P from the saved
-// logsumexp, the dropout mask replayed from (seed, offset), and dS = P * (dP * keep / (1 - p) - D).
+// logsumexp (every score rule of masked_logit, softcap and ALiBi included), the dropout mask replayed from
+// (seed, offset), dS = P * (dP * keep / (1 - p) - D) and dX = dS times the softcap derivative.
+// The SIMT kernels take every feature at run time: each binds its sequence first (bind_sequence).
 #pragma once
 #include <cmath>
+#include <type_traits>
 
 #include "bwd/simt_bwd_traits.h"
 #include "common/dtype_traits.cuh"
@@ -17,18 +20,19 @@ struct BwdHeadView {
   const T *q, *k, *v, *dout;
   const float *lse, *dsum;  // row i at [i]
   MaskView mask;
+  ScoreCtx sc;
   int b, h;
 };
 
 template <typename T>
 __device__ __forceinline__ BwdHeadView<T> bwd_head_view(const BwdParams& p, int b, int h) {
   const int hk = h / p.group;
-  const int64_t row = (static_cast<int64_t>(b) * p.heads_q + h) * p.seq_q;
+  const int64_t row = lse_row(p, b, h, 0);
   return BwdHeadView<T>{static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1],
                         static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1],
                         static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1],
                         static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1],
-                        p.lse + row, p.dsum + row, mask_view(p, b, h), b, h};
+                        p.lse + row, p.dsum + row, mask_view(p, b, h), score_ctx(p, b, h), b, h};
 }
 
 // rows x 32 columns [c0, c0 + 32) of a [seq][dim] matrix into s (zero outside the bounds).
@@ -79,15 +83,17 @@ __device__ __forceinline__ void bwd_tile(const BwdParams& p, const BwdHeadView<T
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
       const int j = j0 + tx + 8 * c;
-      float pr = 0.f;
+      float pr = 0.f, dcap = 1.f;
       if (row_ok && lse != -INFINITY) {  // fully masked rows: P = 0, never exp(-inf + inf)
-        const float logit = masked_logit(p, hv.mask, i, j, s[r][c]);
+        const float logit = masked_logit<true, std::is_same_v<T, float>>(p, hv.mask, hv.sc, i, j, s[r][c], dcap);
         pr = exp2f((logit - lse) * kLog2e);
       }
       float scale_keep = 1.f;
       if (p.dropout) scale_keep = (j < p.seq_k && row_ok && dropout_kept(p, hv.b, hv.h, i, j)) ? p.dropout_keep_scale : 0.f;
+      const float ds = pr * (dp[r][c] * scale_keep - dsum);
       sm.pd[ty + 16 * r][tx + 8 * c] = pr * scale_keep;
-      sm.ds[ty + 16 * r][tx + 8 * c] = pr * (dp[r][c] * scale_keep - dsum);
+      sm.ds[ty + 16 * r][tx + 8 * c] = ds;
+      sm.dx[ty + 16 * r][tx + 8 * c] = ds * dcap;
     }
   }
   __syncthreads();

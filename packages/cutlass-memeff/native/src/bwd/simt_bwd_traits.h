@@ -23,7 +23,8 @@ struct BwdTileSmem {
   float a[32][33];   // rows = queries (Q or dO chunk)
   float b[32][33];   // rows = keys (K or V chunk)
   float pd[32][33];  // P with dropout applied (dV += Pd^T dO)
-  float ds[32][33];  // dS = P * (dP - D) (dK += dS^T Q, dQ += dS K, dbias)
+  float ds[32][33];  // dS = P * (dP - D), the gradient of the score (dbias)
+  float dx[32][33];  // dS times the softcap derivative, the gradient of scale * q.k (dK += dX^T Q, dQ += dX K)
 };
 
 }  // namespace memeff

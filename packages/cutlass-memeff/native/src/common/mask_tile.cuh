@@ -73,30 +73,42 @@ __device__ __forceinline__ void load_mask_tile_async(unsigned char* tile, const 
 }
 
 // masked_logit with the mask element read from the staged tile at (il, jl) = (i - i0, j - j0).
-template <int kRows, int kCols>
-__device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& m, const unsigned char* tile, int i, int j, int il,
-                                            int jl, float dot) {
-  if (i >= p.seq_q || j >= p.seq_k || (p.causal && j > i + p.causal_offset)) return -INFINITY;
+template <int kRows, int kCols, bool kFeat, bool kAccurate>
+__device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, const unsigned char* tile, int i, int j,
+                                            int il, int jl, float dot, float& dcap) {
+  dcap = 1.f;
+  if (!sc.kb.visible(i, j)) return -INFINITY;
   const unsigned char* row = tile + il * MaskTile<kRows, kCols>::kPitch;
-  float s = dot * p.scale;
+  if (m.dtype == kBoolean && row[jl] == 0) return -INFINITY;
+  float s = kFeat ? modded_score<kAccurate>(p, sc, i, j, dot, dcap) : dot * p.scale;
   switch (m.dtype) {
-    case kBoolean: return row[jl] == 0 ? -INFINITY : s;
+    case kBoolean: return s;
     case kF16: return s + __half2float(reinterpret_cast<const __half*>(row)[jl]);
     case kBF16: return s + __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(row)[jl]);
     default: return s + reinterpret_cast<const float*>(row)[jl];
   }
 }
+template <int kRows, int kCols, bool kFeat, bool kAccurate>
+__device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, const unsigned char* tile, int i, int j,
+                                            int il, int jl, float dot) {
+  float dcap;
+  return tile_logit<kRows, kCols, kFeat, kAccurate>(p, m, sc, tile, i, j, il, jl, dot, dcap);
+}
 
 // v4: the staged tile of an interior step (tile_keys_visible: every key in bounds and visible from
-// every query of the block) needs no per-element rule: each score becomes dot * scale + mask term
+// every query of the block [i0, i0 + m), no softcap or ALiBi) needs no per-element rule: each score becomes
+// dot * scale + mask term
 // (fwd_mma d64 folds log2 e into the exp2's FFMA, sl2 = kLog2e; d128 and fwd_tf32 multiply by log2 e
 // here, add_mask_rows' kLog2). A thread's two
 // adjacent keys (jl even) come from one 32-bit (16-bit masks), 64-bit (fp32) or 16-bit (bool) shared
 // load. v2/v3 ran tile_logit per element: bounds and causal compares, a run-time switch on the dtype
 // and a 16-bit load per score, about 15 issues per score against 1 FFMA + 1.5 here.
-__device__ __forceinline__ bool tile_keys_visible(const FwdParams& p, int i0, int j0, int n) {
+template <bool kFeat>
+__device__ __forceinline__ bool tile_keys_visible(const FwdParams& p, int i0, int m, int j0, int n) {
+  if (kFeat && has_score_mods(p)) return false;
   if (j0 + n > p.seq_k) return false;
-  if (p.causal && j0 + n - 1 > i0 + p.causal_offset) return false;
+  if (p.has_right && j0 + n - 1 > i0 + p.right_offset) return false;
+  if (kFeat && p.has_left && j0 < static_cast<int64_t>(i0) + m - 1 + p.left_offset) return false;
   return true;
 }
 

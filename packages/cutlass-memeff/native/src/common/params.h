@@ -3,6 +3,12 @@
 #pragma once
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define MEMEFF_HOST_DEVICE __host__ __device__
+#else
+#define MEMEFF_HOST_DEVICE
+#endif
+
 namespace memeff {
 
 enum class MaskKind : int32_t { kNone = 0, kAdditive = 1, kBool = 2 };
@@ -20,7 +26,10 @@ struct FwdParams {
   int64_t k_stride[3] = {0, 0, 0};
   int64_t v_stride[3] = {0, 0, 0};
   int64_t o_stride[3] = {0, 0, 0};
-  float* lse = nullptr;  // [B, Hq, Sq], contiguous
+  // logsumexp of (b, h, i) at lse[b * lse_stride[0] + h * lse_stride[1] + i] (dense [B, Hq, Sq], varlen [Hq, totalQ]);
+  // the backward's D and fp32 dQ rows (dsum, dq_accum) are laid out alike.
+  float* lse = nullptr;
+  int64_t lse_stride[2] = {0, 0};
 
   int32_t batch = 0, heads_q = 0, heads_kv = 0, group = 1;  // group = Hq / Hk
   int32_t seq_q = 0, seq_k = 0, head_dim = 0, head_dim_v = 0;
@@ -57,9 +66,43 @@ struct FwdParams {
   // two on one build).
   bool tf32_wgmma = false;
 
-  // Causal: key j is visible from query i iff j <= i + causal_offset (0 upper-left, Sk - Sq lower-right).
-  bool causal = false;
-  int64_t causal_offset = 0;
+  // Which keys query i sees, around its diagonal key i + diag_offset (diag_offset = Sk - Sq lower-right, 0
+  // upper-left): key j < seq_k is visible iff
+  //   j <= i + right_offset when has_right (causal, or a window's right side), and
+  //   j >= i + left_offset when has_left (a window's left side).
+  // right_offset = diag_offset + window_right and left_offset = diag_offset - window_left (window_right already
+  // min'd with 0 under causal): set_bounds (common/score_mods.cuh) derives them, on the host for the whole call
+  // and in the kernels per sequence (varlen, sequsedK: bind_sequence).
+  bool has_right = false;
+  int64_t right_offset = 0;
+  bool has_left = false;
+  int64_t left_offset = 0;
+  int64_t diag_offset = 0;
+  bool lower_right = false;
+  int64_t window_right = 0, window_left = 0;
+
+  // ALiBi: scores get -slope * |i + diag_offset - j|, slope = alibi[b * alibi_stride[0] + h * alibi_stride[1]]
+  // (float32 [Hq] or [B, Hq]); null: off.
+  const float* alibi = nullptr;
+  int64_t alibi_stride[2] = {0, 0};
+  // Softcap: scores become softcap * tanh(dot * softcap_in), softcap_in = scale / softcap, before ALiBi and the
+  // mask; 0: off.
+  float softcap = 0.f;
+  float softcap_in = 0.f;
+
+  // Varlen: q, k, v, o are packed [total, H, D] (batch strides 0) and sequence b's rows start at cu_seqlens_q[b]
+  // / cu_seqlens_k[b] (device int32 [B + 1]); seq_q and seq_k are the longest lengths. null: dense.
+  const int32_t* cu_seqlens_q = nullptr;
+  const int32_t* cu_seqlens_k = nullptr;
+  int32_t total_q = 0, total_k = 0;  // varlen: rows of the packed q and k
+  // sequsedK (device int32 [B]): sequence b behaves as if it had only its first seqused_k[b] keys. null: all.
+  const int32_t* seqused_k = nullptr;
+  // Rows of K and V in the sequence a kernel works on (seq_k before sequsedK): dK and dV rows in [seq_k,
+  // seq_k_rows) are written as 0. bind_sequence sets it per sequence; the host sets it to seq_k.
+  int32_t seq_k_rows = 0;
+  // The call runs the feature kernels (kFeat, common/score_mods.cuh): a left bound, ALiBi, softcap, varlen or
+  // sequsedK (set_features). Causal and a window's right side alone do not need them.
+  bool features = false;
 
   // Dropout with core's Philox mapping (attn/philox.h).
   bool dropout = false;
@@ -125,12 +168,29 @@ struct BwdParams : FwdParams {
   bool bwd_lean = true;
 
   // fp32 workspaces (carved by dispatch.cu out of one buffer that TS allocates).
-  float* dsum = nullptr;      // [B, Hq, Sq]: rowsum(dO * O)
-  float* dq_accum = nullptr;  // [B, Hq, Sq, D] when dq is accumulated with atomics
-  float* dk_accum = nullptr;  // [splits, B, Hk, Sk, D] when the query range is split
-  float* dv_accum = nullptr;  // [splits, B, Hk, Sk, Dv]
+  float* dsum = nullptr;      // rowsum(dO * O), rows as lse's
+  float* dq_accum = nullptr;  // [lse rows][D] when dq is accumulated with atomics
+  float* dk_accum = nullptr;  // [splits][kv rows][D] when the query range is split
+  float* dv_accum = nullptr;  // [splits][kv rows][Dv]
+  // Row of key j of (b, kv head hk) in the partials: split * kv_accum_rows + b * kv_accum_stride[0] +
+  // hk * kv_accum_stride[1] + j (dense [B, Hk, Sk], varlen [Hk, totalK]; bind_sequence adds the sequence's start).
+  int64_t kv_accum_stride[2] = {0, 0};
+  int64_t kv_accum_rows = 0;
   int32_t query_splits = 1;
   bool deterministic = false;
 };
+
+// The bound offsets of FwdParams from seq_q, seq_k, lower_right and the window sides: once for the whole call on
+// the host, per sequence in the kernels (bind_sequence).
+MEMEFF_HOST_DEVICE inline void set_bounds(FwdParams& p) {
+  p.diag_offset = p.lower_right ? static_cast<int64_t>(p.seq_k) - p.seq_q : 0;
+  p.right_offset = p.diag_offset + p.window_right;
+  p.left_offset = p.diag_offset - p.window_left;
+}
+
+// Whether the call needs the feature kernels (FwdParams::features).
+inline bool needs_features(const FwdParams& p) {
+  return p.has_left || p.alibi != nullptr || p.softcap != 0.f || p.cu_seqlens_q != nullptr || p.seqused_k != nullptr;
+}
 
 }  // namespace memeff

@@ -1,6 +1,7 @@
-// What every kernel does to one score element (b, h, i, j): scale, causal, bias or boolean mask,
-// and the dropout decision with core's Philox mapping. Kept apart from the kernel bodies so the
-// forward, the backward and both paths agree bit for bit on which elements are masked and dropped.
+// What every kernel does to one score element (b, h, i, j): scale, softcap, ALiBi, the causal and window bounds,
+// bias or boolean mask, and the dropout decision with core's Philox mapping; and what a kernel does to find its
+// sequence (varlen, sequsedK: bind_sequence). Kept apart from the kernel bodies so that the forward, the backward
+// and every path agree bit for bit on which elements are masked and dropped.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -30,6 +31,41 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 __device__ __forceinline__ float row_inv_sum(float l) { return l == 0.f ? 0.f : 1.f / l; }
 __device__ __forceinline__ float row_lse(float m, float l) { return l == 0.f ? -INFINITY : (m + log2f(l)) * kLn2; }
 
+// Sequence b of a varlen or sequsedK call into p: its lengths (seq_q, seq_k after sequsedK, seq_k_rows before
+// it), its bound offsets, and the row starts of the per-sequence pointers (varlen: cu_seqlens; the batch strides
+// are 0 there). Dense calls without sequsedK leave p as it is. esize: bytes per q / k / v / o element.
+__device__ __forceinline__ void bind_sequence(FwdParams& p, int b, int esize) {
+  if (p.cu_seqlens_q != nullptr) {
+    const int q0 = p.cu_seqlens_q[b], k0 = p.cu_seqlens_k[b];
+    p.seq_q = p.cu_seqlens_q[b + 1] - q0;
+    p.seq_k = p.cu_seqlens_k[b + 1] - k0;
+    p.q = static_cast<const char*>(p.q) + q0 * p.q_stride[2] * esize;
+    p.k = static_cast<const char*>(p.k) + k0 * p.k_stride[2] * esize;
+    p.v = static_cast<const char*>(p.v) + k0 * p.v_stride[2] * esize;
+    p.o = static_cast<char*>(p.o) + q0 * p.o_stride[2] * esize;
+    p.lse += q0;
+  }
+  p.seq_k_rows = p.seq_k;
+  if (p.seqused_k != nullptr) p.seq_k = max(0, min(p.seq_k, p.seqused_k[b]));
+  if (p.cu_seqlens_q != nullptr || p.seqused_k != nullptr) set_bounds(p);
+}
+
+// ... and the backward's per-sequence pointers: dO, the gradients, D and the fp32 workspaces.
+__device__ __forceinline__ void bind_sequence(BwdParams& p, int b, int esize) {
+  if (p.cu_seqlens_q != nullptr) {
+    const int q0 = p.cu_seqlens_q[b], k0 = p.cu_seqlens_k[b];
+    p.dout = static_cast<const char*>(p.dout) + q0 * p.do_stride[2] * esize;
+    p.dq = static_cast<char*>(p.dq) + q0 * p.dq_stride[2] * esize;
+    p.dk = static_cast<char*>(p.dk) + k0 * p.dk_stride[2] * esize;
+    p.dv = static_cast<char*>(p.dv) + k0 * p.dv_stride[2] * esize;
+    p.dsum += q0;
+    if (p.dq_accum != nullptr) p.dq_accum += static_cast<int64_t>(q0) * p.head_dim;
+    if (p.dk_accum != nullptr) p.dk_accum += static_cast<int64_t>(k0) * p.head_dim;
+    if (p.dv_accum != nullptr) p.dv_accum += static_cast<int64_t>(k0) * p.head_dim_v;
+  }
+  bind_sequence(static_cast<FwdParams&>(p), b, esize);
+}
+
 // The mask (or bias) of one (b, h) pair: base pointer with the batch and head strides applied.
 struct MaskView {
   const void* base;
@@ -50,53 +86,140 @@ __device__ __forceinline__ MaskView mask_view(const FwdParams& p, int b, int h) 
   return m;
 }
 
-// The logit of element (i, j) given dot = q_i . k_j: scale * dot plus the bias, or -inf where the
-// causal rule, a false mask entry or the bounds remove it (padding rows and keys of a tile never
-// read the mask).
-__device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView& m, int i, int j, float dot) {
-  if (i >= p.seq_q || j >= p.seq_k || (p.causal && j > i + p.causal_offset)) return -INFINITY;
-  float s = dot * p.scale;
-  if (m.kind == MaskKind::kAdditive) {
-    s += load_any_float(m.base, m.dtype, i * m.stride_i + j * m.stride_j);
-  } else if (m.kind == MaskKind::kBool) {
-    if (static_cast<const uint8_t*>(m.base)[i * m.stride_i + j * m.stride_j] == 0) return -INFINITY;
+// The visibility rule of one block in 32-bit compares: key j is visible from query i iff i < sq, j < sk,
+// j <= i + rc and j >= i + lc. rc and lc are the bound offsets clamped to +-2^30 (query indices are < 2^21, so
+// i + rc cannot overflow), 2^30 / -2^30 for an unbounded side.
+struct KeyBounds {
+  int sq, sk, rc, lc;
+  __device__ __forceinline__ bool visible(int i, int j) const { return i < sq && j < sk && j <= i + rc && j >= i + lc; }
+};
+
+__device__ __forceinline__ int clamp_offset(int64_t x) {
+  constexpr int64_t kLim = static_cast<int64_t>(1) << 30;
+  return static_cast<int>(x < -kLim ? -kLim : x > kLim ? kLim : x);
+}
+
+// The right bound as j <= i + right_coff(p) in 32-bit compares, for steps without a mask: 2^30 when unbounded.
+__device__ __forceinline__ int right_coff(const FwdParams& p) { return p.has_right ? clamp_offset(p.right_offset) : 1 << 30; }
+__device__ __forceinline__ int left_coff(const FwdParams& p) { return p.has_left ? clamp_offset(p.left_offset) : -(1 << 30); }
+
+__device__ __forceinline__ KeyBounds key_bounds(const FwdParams& p) { return KeyBounds{p.seq_q, p.seq_k, right_coff(p), left_coff(p)}; }
+
+// What the per-element rule needs of one (b, h): its visibility bounds, its ALiBi slope (0 without ALiBi) and
+// diagonal offset as a float (ALiBi's distance |i - j + diag_offset| in float arithmetic: no overflow at any
+// length, exact below 2^24).
+struct ScoreCtx {
+  KeyBounds kb;
+  float slope;
+  float diag;
+};
+
+__device__ __forceinline__ ScoreCtx score_ctx(const FwdParams& p, int b, int h) {
+  const float slope = p.alibi != nullptr ? p.alibi[b * p.alibi_stride[0] + h * p.alibi_stride[1]] : 0.f;
+  return ScoreCtx{key_bounds(p), slope, static_cast<float>(p.diag_offset)};
+}
+
+// The call has per-score modifiers (softcap or ALiBi): no tile of it is plain scale * dot.
+__device__ __forceinline__ bool has_score_mods(const FwdParams& p) { return p.softcap != 0.f || p.alibi != nullptr; }
+
+// tanh for softcap: kAccurate (fp32 kernels) CUDA's tanhf (2 ulp); otherwise one MUFU.EX2 and a fast division,
+// ~1e-7 absolute (flash-cuda's, enough for 16-bit outputs). Both give +-1 at +-Inf and NaN for NaN.
+template <bool kAccurate>
+__device__ __forceinline__ float softcap_tanh(float x) {
+  if constexpr (kAccurate) {
+    return tanhf(x);
+  } else {
+    const float e = exp2_ftz(2.8853900817779268f * fabsf(x));  // exp(2|x|)
+    return copysignf(1.f - __fdividef(2.f, e + 1.f), x);
   }
+}
+
+// scale * dot with softcap and ALiBi, in natural-log units and in DESIGN.md's order (softcap, then ALiBi; the mask
+// comes after). dcap: d(score) / d(scale * dot), 1 - tanh^2 with softcap, else 1 (the backward's chain rule).
+template <bool kAccurate>
+__device__ __forceinline__ float modded_score(const FwdParams& p, const ScoreCtx& sc, int i, int j, float dot, float& dcap) {
+  float s;
+  dcap = 1.f;
+  if (p.softcap != 0.f) {
+    const float th = softcap_tanh<kAccurate>(dot * p.softcap_in);
+    s = p.softcap * th;
+    dcap = fmaf(-th, th, 1.f);
+  } else {
+    s = dot * p.scale;
+  }
+  if (p.alibi != nullptr) s = fmaf(-sc.slope, fabsf(static_cast<float>(i - j) + sc.diag), s);
   return s;
 }
 
-// The causal rule of masked_logit as j <= i + causal_coff(p) in 32-bit compares, for steps without a mask:
-// the offset clamped so that i + coff cannot overflow (sequence lengths are < 2^21); no causal: 2^30.
-__device__ __forceinline__ int causal_coff(const FwdParams& p) {
-  if (!p.causal) return 1 << 30;
-  return static_cast<int>(max(min(p.causal_offset, static_cast<int64_t>(1) << 30), -(static_cast<int64_t>(1) << 30)));
+// The logit of element (i, j) given dot = q_i . k_j, natural-log units: scale * dot (kFeat: softcap and ALiBi,
+// modded_score) plus the bias, or -inf where the bounds, causal, the window or a false mask entry remove it
+// (padding rows and keys of a tile never read the mask). kFeat = false: the kernels built without the features,
+// where the call has none (dispatch.cu). dcap as modded_score's (1 without kFeat).
+template <bool kFeat, bool kAccurate>
+__device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, int i, int j, float dot,
+                                              float& dcap) {
+  dcap = 1.f;
+  if (!sc.kb.visible(i, j)) return -INFINITY;
+  if (m.kind == MaskKind::kBool && static_cast<const uint8_t*>(m.base)[i * m.stride_i + j * m.stride_j] == 0) return -INFINITY;
+  float s = kFeat ? modded_score<kAccurate>(p, sc, i, j, dot, dcap) : dot * p.scale;
+  if (m.kind == MaskKind::kAdditive) s += load_any_float(m.base, m.dtype, i * m.stride_i + j * m.stride_j);
+  return s;
+}
+template <bool kFeat, bool kAccurate>
+__device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, int i, int j, float dot) {
+  float dcap;
+  return masked_logit<kFeat, kAccurate>(p, m, sc, i, j, dot, dcap);
 }
 
-// True when the whole key range [j0, j0 + n) is visible from every query in [i0, i0 + m) and in
-// bounds, with no mask: the kernels then skip the per-element work.
-__device__ __forceinline__ bool tile_unmasked(const FwdParams& p, int i0, int j0, int n) {
-  if (p.mask_kind != MaskKind::kNone) return false;
+// True when every score of the tile [i0, i0 + m) x [j0, j0 + n) is plain scale * dot: every key in bounds and
+// visible from every query, no mask, no softcap or ALiBi. The kernels then skip the per-element work. kFeat =
+// false: a kernel without the features (no left bound, softcap or ALiBi to look at).
+template <bool kFeat>
+__device__ __forceinline__ bool tile_unmasked(const FwdParams& p, int i0, int m, int j0, int n) {
+  if (p.mask_kind != MaskKind::kNone || (kFeat && has_score_mods(p))) return false;
   if (j0 + n > p.seq_k) return false;
-  if (p.causal && j0 + n - 1 > i0 + p.causal_offset) return false;
+  if (p.has_right && j0 + n - 1 > i0 + p.right_offset) return false;
+  if (kFeat && p.has_left && j0 < static_cast<int64_t>(i0) + m - 1 + p.left_offset) return false;
   return true;
 }
 
-// Keys [0, end) can be visible from queries [i0, i1): the causal bound of a query block.
+// The first key visible from query i_first (the window's left bound of a query block [i_first, ...]).
+__device__ __forceinline__ int key_begin_for_queries(const FwdParams& p, int i_first) {
+  if (!p.has_left) return 0;
+  const int64_t b = static_cast<int64_t>(i_first) + p.left_offset;
+  return static_cast<int>(b < 0 ? 0 : b > p.seq_k ? p.seq_k : b);
+}
+
+// Keys [0, end) can be visible from queries [i0, i_last]: the right bound of a query block.
 __device__ __forceinline__ int key_end_for_queries(const FwdParams& p, int i_last) {
-  if (!p.causal) return p.seq_k;
-  const int64_t e = static_cast<int64_t>(i_last) + p.causal_offset + 1;
+  if (!p.has_right) return p.seq_k;
+  const int64_t e = static_cast<int64_t>(i_last) + p.right_offset + 1;
   return static_cast<int>(e < 0 ? 0 : e > p.seq_k ? p.seq_k : e);
 }
 
-// Key steps of kBlockN keys a query block [i0, i0 + m) walks (its causal bound, rounded up).
+// Key steps of n keys a query block [i0, i0 + m) walks: [key_step_begin, key_step_end) (its bounds, rounded out).
+__device__ __forceinline__ int key_step_begin(const FwdParams& p, int i0, int n) { return key_begin_for_queries(p, i0) / n; }
 __device__ __forceinline__ int key_blocks_for_queries(const FwdParams& p, int i0, int m, int n) {
   return (key_end_for_queries(p, min(i0 + m, p.seq_q) - 1) + n - 1) / n;
 }
 
-// First query that can see key j (the causal bound of a key block in the backward).
+// First query that can see key j_first (the right bound of a key block in the backward).
 __device__ __forceinline__ int query_begin_for_key(const FwdParams& p, int j_first) {
-  if (!p.causal) return 0;
-  const int64_t b = static_cast<int64_t>(j_first) - p.causal_offset;
+  if (!p.has_right) return 0;
+  const int64_t b = static_cast<int64_t>(j_first) - p.right_offset;
   return static_cast<int>(b < 0 ? 0 : b > p.seq_q ? p.seq_q : b);
+}
+
+// Queries [0, end) can see a key of [j_first, j_last] (the left bound of a key block in the backward).
+__device__ __forceinline__ int query_end_for_key(const FwdParams& p, int j_last) {
+  if (!p.has_left) return p.seq_q;
+  const int64_t e = static_cast<int64_t>(j_last) - p.left_offset + 1;
+  return static_cast<int>(e < 0 ? 0 : e > p.seq_q ? p.seq_q : e);
+}
+
+// Where logsumexp (and the backward's D) of row i of (b, h) is.
+__device__ __forceinline__ int64_t lse_row(const FwdParams& p, int b, int h, int i) {
+  return b * p.lse_stride[0] + h * p.lse_stride[1] + i;
 }
 
 __device__ __forceinline__ bool dropout_kept(const FwdParams& p, int b, int h, int i, int j) {

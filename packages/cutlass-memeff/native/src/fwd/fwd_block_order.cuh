@@ -12,7 +12,7 @@ struct FwdBlock {
 };
 
 __device__ __forceinline__ FwdBlock fwd_block_of(const FwdParams& p) {
-  if (!p.causal) return FwdBlock{static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y)};
+  if (!p.has_right) return FwdBlock{static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y)};
   const unsigned lin = blockIdx.y * gridDim.x + blockIdx.x;  // < 2^31 (seq_q < 2^21, y < 2^16)
   return FwdBlock{static_cast<int>(gridDim.x - 1 - lin / gridDim.y), static_cast<int>(lin % gridDim.y)};
 }

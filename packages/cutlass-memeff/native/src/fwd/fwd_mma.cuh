@@ -24,8 +24,10 @@ namespace memeff {
 // kMask: the call has a mask or bias. Without one the mask code is compiled out: v4's staged-mask path,
 // compiled into one kernel with the plain one, made the no-mask forward 10-18% slower (H200, bf16, same
 // run as v3's build: D128 S4k 151.6 vs 178.5 TFLOP/s) with registers unchanged (246 vs 242).
-template <typename T, typename Tr, bool kFull, bool kMask>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_kernel(const FwdParams p) {
+// kFeat: the feature kernel (FwdParams::features: a window's left side, softcap, ALiBi, varlen, sequsedK),
+// built with kMask; calls without those features run kernels that have no code for them.
+template <typename T, typename Tr, bool kFull, bool kMask, bool kFeat>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_kernel(const FwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
   constexpr int MT = Tr::kMTiles;
@@ -37,9 +39,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  const FwdBlock blk = fwd_block_of(p);  // causal: longest blocks first (fwd_block_order.cuh)
-  const int m_block = blk.m_block, bh = blk.bh_local + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
+  const FwdBlock blk = fwd_block_of(params);  // causal: longest blocks first (fwd_block_order.cuh)
+  const int m_block = blk.m_block, bh = blk.bh_local + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q;
+  const int hk = h / params.group;
   const int i0 = m_block * M;
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  FwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, sizeof(T));
+  const FwdParams& p = kFeat ? bound : params;
+  if (kFeat && i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
@@ -51,7 +59,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   const float scale_log2 = p.scale * kLog2e;
   // Tiles that are not plain but have no mask need only the causal / bounds rule (score_mods.cuh).
   const bool bounds_only = !kMask || p.mask_kind == MaskKind::kNone;
-  const int coff = causal_coff(p);
+  const int coff = right_coff(p);
+  const ScoreCtx sc = score_ctx(p, b, h);
+  const bool mods = kFeat && has_score_mods(p);  // softcap or ALiBi: every score takes the per-element rule
 
   float acc_o[MT][OT][4];
 #pragma unroll
@@ -63,16 +73,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   for (int mi = 0; mi < MT; ++mi) m_run[mi][0] = m_run[mi][1] = -INFINITY, l_run[mi][0] = l_run[mi][1] = 0.f;
 
   const int n_blocks = key_blocks_for_queries(p, i0, M, N);
+  const int nb0 = kFeat ? key_step_begin(p, i0, N) : 0;  // a window's left side skips the keys before it
 
   load_tile_async<T, M, HD, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
-  if (n_blocks > 0) {
-    load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
-    if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
+  if (nb0 < n_blocks) {
+    load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
+    if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, nb0 * N, p.seq_q, p.seq_k);
   }
   cp_async_commit();
 
 #pragma unroll 1
-  for (int nb = 0; nb < n_blocks; ++nb) {
+  for (int nb = nb0; nb < n_blocks; ++nb) {
     const int j0 = nb * N;
     cp_async_wait_all();
     __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
@@ -104,7 +115,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
     }
 
     // Logits in log2 units; masking only where the tile needs it.
-    const bool plain = tile_unmasked(p, i0, j0, N);
+    const bool plain = tile_unmasked<kFeat>(p, i0, M, j0, N);
     // Plain tiles with a positive scale keep the raw dot products: the scale (times log2 e) is folded
     // into the softmax (row max times sl2, then one FFMA per score before the exp2); other tiles are
     // scaled here and use sl2 = 1. d64 only: at d128 / d256 (242-250 regs) the fold made ptxas spill.
@@ -120,7 +131,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 #else
     constexpr bool kMaskFastShape = HD <= 128;
 #endif
-    const bool mask_fast = kMaskFastShape && mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N);
+    const bool mask_fast = kMaskFastShape && mask_smem && p.mask_tile_fast && tile_keys_visible<kFeat>(p, i0, M, j0, N);
     constexpr bool kMaskLog2 = HD != 64;
     const float sl2 = fold ? scale_log2 : (!kMaskLog2 && mask_fast) ? kLog2e : 1.f;
     if (mask_fast) {
@@ -143,14 +154,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
               // raw dot product: scaled in the softmax below
             } else if (plain) {
               acc_s[mi][n][e] *= scale_log2;
-            } else if (bounds_only) {
-              // No mask: the causal diagonal and the bounds, in 32-bit compares (masked_logit's rule).
+            } else if (bounds_only && !mods) {
+              // No mask: the causal / window bounds, in 32-bit compares (masked_logit's rule).
               const int i = i0 + row0 + mi * 16 + g + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
-              acc_s[mi][n][e] = (i < p.seq_q && j < p.seq_k && j <= i + coff) ? acc_s[mi][n][e] * scale_log2 : -INFINITY;
+              const bool vis = kFeat ? sc.kb.visible(i, j) : (i < p.seq_q && j < p.seq_k && j <= i + coff);
+              acc_s[mi][n][e] = vis ? acc_s[mi][n][e] * scale_log2 : -INFINITY;
             } else {
               const int il = row0 + mi * 16 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
-              acc_s[mi][n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
-                                           : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[mi][n][e])) *
+              acc_s[mi][n][e] = (mask_smem ? tile_logit<M, N, kFeat, false>(p, mask, sc, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
+                                           : masked_logit<kFeat, false>(p, mask, sc, i0 + il, j0 + jl, acc_s[mi][n][e])) *
                                 kLog2e;
             }
           }
@@ -250,7 +262,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
       inv[mi][r] = row_inv_sum(l);  // fully masked rows: out 0, lse -inf; NaN rows stay NaN
       const int i = i0 + row0 + mi * 16 + g + 8 * r;
       if (t == 0 && i < p.seq_q) {
-        p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = row_lse(m_run[mi][r], l);
+        p.lse[lse_row(p, b, h, i)] = row_lse(m_run[mi][r], l);
       }
     }
   cp_async_wait_all();

@@ -1,7 +1,9 @@
 // Forward kernel of the SIMT path: FMA on fp32 registers, online softmax, any head dims, every
-// feature at run time. One block: kBlockM queries of one (b, h) and one tile of value columns.
+// feature at run time (varlen and sequsedK through bind_sequence, softcap and ALiBi through masked_logit).
+// One block: kBlockM queries of one (b, h) and one tile of value columns.
 #pragma once
 #include <cmath>
+#include <type_traits>
 
 #include "common/dtype_traits.cuh"
 #include "common/params.h"
@@ -11,7 +13,7 @@
 namespace memeff {
 
 template <typename T, typename Tr>
-__global__ void __launch_bounds__(Tr::kThreads) fwd_simt_kernel(const FwdParams p) {
+__global__ void __launch_bounds__(Tr::kThreads) fwd_simt_kernel(const FwdParams params) {
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, C = Tr::kChunk, DVT = Tr::kDvTile;
   constexpr int RT = Tr::kRowsPerThread, KT = Tr::kKeysPerThread, CT = Tr::kColsPerThread;
   __shared__ float q_s[M][C + Tr::kPad];
@@ -20,14 +22,18 @@ __global__ void __launch_bounds__(Tr::kThreads) fwd_simt_kernel(const FwdParams 
   __shared__ float v_s[N][DVT];
 
   const int tid = threadIdx.x, tx = tid % Tr::kTx, ty = tid / Tr::kTx;
-  const int bh = blockIdx.y + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
-  const int m_block = p.causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heavy causal blocks first
+  const int bh = blockIdx.y + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q, hk = h / params.group;
+  const int m_block = params.has_right ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heavy causal blocks first
   const int i0 = m_block * M;
+  FwdParams p = params;
+  bind_sequence(p, b, sizeof(T));
+  if (i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const int dv0 = blockIdx.z * DVT;
   const T* q = static_cast<const T*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const MaskView mask = mask_view(p, b, h);
+  const ScoreCtx sc = score_ctx(p, b, h);
 
   float o[RT][CT], m_run[RT], l_run[RT];
 #pragma unroll
@@ -39,7 +45,7 @@ __global__ void __launch_bounds__(Tr::kThreads) fwd_simt_kernel(const FwdParams 
   }
 
   const int j_end = key_end_for_queries(p, min(i0 + M, p.seq_q) - 1);
-  for (int j0 = 0; j0 < j_end; j0 += N) {
+  for (int j0 = key_step_begin(p, i0, N) * N; j0 < j_end; j0 += N) {
     // S = Q K^T over head-dim chunks.
     float s[RT][KT];
 #pragma unroll
@@ -79,7 +85,7 @@ __global__ void __launch_bounds__(Tr::kThreads) fwd_simt_kernel(const FwdParams 
 #pragma unroll
       for (int c = 0; c < KT; ++c) {
         const int j = j0 + tx + c * Tr::kTx;
-        s[r][c] = masked_logit(p, mask, i, j, s[r][c]) * kLog2e;
+        s[r][c] = masked_logit<true, std::is_same_v<T, float>>(p, mask, sc, i, j, s[r][c]) * kLog2e;
         mx = fmaxf(mx, s[r][c]);
       }
 #pragma unroll
@@ -135,7 +141,7 @@ __global__ void __launch_bounds__(Tr::kThreads) fwd_simt_kernel(const FwdParams 
       if (d < p.head_dim_v) out[i * p.o_stride[2] + d] = from_float<T>(o[r][c] * inv);
     }
     if (blockIdx.z == 0 && tx == 0) {
-      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = row_lse(m_run[r], l);
+      p.lse[lse_row(p, b, h, i)] = row_lse(m_run[r], l);
     }
   }
 }

@@ -77,8 +77,9 @@ __device__ __forceinline__ void split_v_packed(const float* in, uint32_t* out) {
 // so that one lane's operand words are adjacent (tf32_traits.h): one LDS.128 per K fragment (was 4 LDS), 1.5
 // per V fragment (was 6), 2 per Q fragment (was 8). K and V share one landing tile, so the step splits K
 // before it issues V, and V before it issues the next K. Same mma operands in the same order: same bits.
-template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_kernel(const FwdParams p) {
+// kFeat: the feature kernel (FwdParams::features; as fwd_mma's), built in the plain 4-warp form only.
+template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false, bool kFeat = false>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_kernel(const FwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
   constexpr int PQ = Tr::kPitchQK, PV = Tr::kPitchV;
@@ -120,9 +121,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const int g = lane / 4, t = lane % 4;
   // v19: causal launches run their longest query blocks first over the whole launch, as fwd_mma does (the
   // order within each (b, h) pair alone left long blocks in the tail).
-  const FwdBlock blk = fwd_block_of(p);
-  const int m_block = blk.m_block, bh = blk.bh_local + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
+  const FwdBlock blk = fwd_block_of(params);
+  const int m_block = blk.m_block, bh = blk.bh_local + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q;
+  const int hk = h / params.group;
   const int i0 = m_block * M;
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  FwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, 4);
+  const FwdParams& p = kFeat ? bound : params;
+  if (kFeat && i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
@@ -135,21 +142,23 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const float scale_log2 = p.scale * kLog2e;
   // Steps that are not plain but have no mask need only the causal / bounds rule (score_mods.cuh).
   const bool bounds_only = p.mask_kind == MaskKind::kNone;
-  const int coff = causal_coff(p);
+  const int coff = right_coff(p);
+  const ScoreCtx sc = score_ctx(p, b, h);
 
   float acc_o[OT][4], m_run[2], l_run[2];
   init_rows(acc_o, m_run, l_run);
 
   const int n_blocks = key_blocks_for_queries(p, i0, M, N);
+  const int nb0 = kFeat ? key_step_begin(p, i0, N) : 0;  // a window's left side skips the keys before it
 
   load_tile_f32_async<M, HD, PQ, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
-  if (!(kPacked && kQPre) && n_blocks > 0) {
-    load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
-    if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
+  if (!(kPacked && kQPre) && nb0 < n_blocks) {
+    load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
+    if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, nb0 * N, p.seq_q, p.seq_k);
   }
   cp_async_commit();
   if constexpr (kPacked && kQPre) {
-    if (n_blocks > 0) {
+    if (nb0 < n_blocks) {
       // Q landed: each lane splits its own A fragments (rows r0 + g, + 8; columns 8 ks + t, + 4) into its
       // two 16-byte words of qp_s; then K(0) lands over Q's floats once every thread has read them.
       cp_async_wait_all();
@@ -168,11 +177,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
         st_shared_v4(dst + 128, lo[0], lo[1], lo[2], lo[3]);
       }
       __syncthreads();
-      load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
-      if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, 0, p.seq_q, p.seq_k);
+      load_tile_f32_async<N, HD, PQ, Tr::kThreads>(k_s, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
+      if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, nb0 * N, p.seq_q, p.seq_k);
       cp_async_commit();
     }
-  } else if (kQPre && n_blocks > 0) {
+  } else if (kQPre && nb0 < n_blocks) {
     // Q (and K(0)) landed once every thread's copies are waited for and the block has met. Each Q
     // element is read by exactly one thread (rows r0 + g, + 8; columns ks * 8 + t, + 4): that thread
     // splits it in place, the high part over the float and the low part into qlo_s, before the key
@@ -192,7 +201,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   }
 
 #pragma unroll 1
-  for (int nb = 0; nb < n_blocks; ++nb) {
+  for (int nb = nb0; nb < n_blocks; ++nb) {
     const int j0 = nb * N;
     cp_async_wait_all();
     __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
@@ -268,21 +277,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
 
     // Logits in log2 units; masking only where the tile needs it. v4: a staged mask on an interior
     // step takes one FFMA per score (mask_tile.cuh), as in fwd_mma.
-    const bool plain = tile_unmasked(p, i0, j0, N);
-    if (mask_smem && p.mask_tile_fast && tile_keys_visible(p, i0, j0, N)) {
+    const bool plain = tile_unmasked<kFeat>(p, i0, M, j0, N);
+    if (mask_smem && p.mask_tile_fast && tile_keys_visible<kFeat>(p, i0, M, j0, N)) {
       constexpr int kPitch = MaskTile<M, N>::kPitch;
       const unsigned char* row_g = mask_s + (r0 + g) * kPitch;
       with_mask_dtype<float>(mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
     } else if (bounds_only) {
-      scale_unmasked_scores(acc_s, p, plain, scale_log2, i0 + r0 + g, j0, t, coff);
+      scale_unmasked_scores<kFeat>(acc_s, p, sc, plain, scale_log2, i0 + r0 + g, j0, t, coff);
     } else {
 #pragma unroll
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int il = r0 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
-          acc_s[n][e] = (mask_smem ? tile_logit<M, N>(p, mask, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
-                                   : masked_logit(p, mask, i0 + il, j0 + jl, acc_s[n][e])) *
+          acc_s[n][e] = (mask_smem ? tile_logit<M, N, kFeat, true>(p, mask, sc, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
+                                   : masked_logit<kFeat, true>(p, mask, sc, i0 + il, j0 + jl, acc_s[n][e])) *
                         kLog2e;
         }
     }
@@ -406,7 +415,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   // Epilogue: normalize; logsumexp per row; float2 stores straight from the accumulators (a quad
   // writes 32 contiguous bytes of a row).
   float inv[2];
-  finish_rows(p, m_run, l_run, inv, bh, i0 + r0 + g, t);
+  finish_rows(p, m_run, l_run, inv, b, h, i0 + r0 + g, t);
   cp_async_wait_all();
   store_rows(p, acc_o, inv, b, h, i0 + r0 + g, t);
 #else

@@ -167,9 +167,10 @@ __device__ __forceinline__ void pv_3xtf32(float (&o)[Tr::kOTiles][4], uint32_t (
 #endif
 
 // kMasked: a bias or boolean mask, its terms read per step from global memory (load_mask_terms); d128 only
-// (launch_fwd_tf32_wgmma).
-template <typename Tr, bool kMasked>
-__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wgmma_kernel(const FwdParams p) {
+// (launch_fwd_tf32_wgmma), and at d64 in the feature kernel. kFeat: the feature kernel (FwdParams::features;
+// as fwd_mma's).
+template <typename Tr, bool kMasked, bool kFeat>
+__global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wgmma_kernel(const FwdParams params) {
 #ifdef ATTN_MEMEFF_SM90A
   namespace w = attn::sm90;
   namespace x = wgmma_tf32_detail;
@@ -189,15 +190,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4;
   const int g = lane / 4, t = lane % 4;
-  const FwdBlock blk = fwd_block_of(p);
-  const int m_block = blk.m_block, bh = blk.bh_local + p.bh_base, b = bh / p.heads_q, h = bh % p.heads_q, hk = h / p.group;
+  const FwdBlock blk = fwd_block_of(params);
+  const int m_block = blk.m_block, bh = blk.bh_local + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q;
+  const int hk = h / params.group;
   const int i0 = m_block * M, row = i0 + warp * 16 + g;
+  // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
+  FwdParams bound = params;
+  if constexpr (kFeat) bind_sequence(bound, b, 4);
+  const FwdParams& p = kFeat ? bound : params;
+  if (kFeat && i0 >= p.seq_q) return;  // a varlen sequence shorter than the longest
   const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
   const float* k = static_cast<const float*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const float scale_log2 = p.scale * kLog2e;
-  const int coff = causal_coff(p);
+  const int coff = right_coff(p);
   const MaskView mask = mask_view(p, b, h);
+  const ScoreCtx sc = score_ctx(p, b, h);
 
   // Descriptors at each tile's first step; Q's rows of this warpgroup (64 rows x 128 bytes further).
   const uint64_t dq_hi = w::make_desc(smem_addr(q_hi) + wg * 64 * 128, 16, 1024), dq_lo = w::make_desc(smem_addr(q_lo) + wg * 64 * 128, 16, 1024);
@@ -209,20 +217,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
   init_rows(acc_o, m_run, l_run);
 
   const int n_blocks = key_blocks_for_queries(p, i0, M, N);
+  const int nb0 = kFeat ? key_step_begin(p, i0, N) : 0;  // a window's left side skips the keys before it
 
   load_tile_f32_async<M, HD, PL, Tr::kThreads>(q_land, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
   cp_async_commit();
-  if (n_blocks > 0) {
+  if (nb0 < n_blocks) {
     cp_async_wait_all();
     __syncthreads();  // Q landed
     split_rows_swizzled<M, HD, PL, Tr::kThreads>(q_land, q_hi, q_lo);
-    __syncthreads();  // every thread has read Q's floats: K(0) lands over them
-    load_tile_f32_async<N, HD, PL, Tr::kThreads>(land, k, p.k_stride[2], 0, p.seq_k, p.head_dim);
+    __syncthreads();  // every thread has read Q's floats: K(nb0) lands over them
+    load_tile_f32_async<N, HD, PL, Tr::kThreads>(land, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
     cp_async_commit();
   }
 
 #pragma unroll 1
-  for (int nb = 0; nb < n_blocks; ++nb) {
+  for (int nb = nb0; nb < n_blocks; ++nb) {
     const int j0 = nb * N;
     cp_async_wait_all();
     __syncthreads();  // K(nb) landed; every warpgroup is done with K(nb - 1)'s parts
@@ -236,9 +245,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
     if constexpr (kMasked) load_mask_terms(mv, p, mask, row, j0, t);  // in flight under Q.K^T
     x::qk_3xtf32<Tr>(s, dq_hi, dq_lo, dk_hi, dk_lo);
     if constexpr (kMasked) {
-      apply_mask_terms(s, mv, p, row, j0, t, coff);
+      apply_mask_terms<kFeat>(s, mv, p, sc, row, j0, t, coff);
     } else {
-      scale_unmasked_scores(s, p, tile_unmasked(p, i0, j0, N), scale_log2, row, j0, t, coff);
+      scale_unmasked_scores<kFeat>(s, p, sc, tile_unmasked<kFeat>(p, i0, M, j0, N), scale_log2, row, j0, t, coff);
     }
     float alpha[2];
     online_softmax(s, m_run, l_run, alpha);
@@ -275,10 +284,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
       for (int e = 0; e < 4; ++e) acc_o[n][e] = fmaf(acc_o[n][e], alpha[e / 2], o[n][e]);
   }
 
+  // The feature kernel binds its sequence again for the epilogue instead of holding its o and lse rows in
+  // registers through the key loop (the d64 form runs at 128 registers, two blocks per SM).
+  FwdParams tail = params;
+  if constexpr (kFeat) bind_sequence(tail, b, 4);
+  const FwdParams& pe = kFeat ? tail : params;
   float inv[2];
-  finish_rows(p, m_run, l_run, inv, bh, row, t);
+  finish_rows(pe, m_run, l_run, inv, b, h, row, t);
   cp_async_wait_all();
-  store_rows(p, acc_o, inv, b, h, row, t);
+  store_rows(pe, acc_o, inv, b, h, row, t);
 #else
   __trap();  // built without sm_90a code: the dispatcher never launches this kernel there
 #endif

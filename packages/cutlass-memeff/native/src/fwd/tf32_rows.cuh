@@ -19,17 +19,39 @@ __device__ __forceinline__ void init_rows(float (&acc_o)[OT][4], float (&m_run)[
   l_run[0] = l_run[1] = 0.f;
 }
 
-// A step without a mask: `plain` steps (every key visible and in bounds) only take the scale (v17: one test
-// per step; per element, ptxas branched and reloaded the scale 16 times); the others the causal / bounds
-// rule in 32-bit compares (v18: masked_logit's rule, as fwd_mma does).
-template <int NT>
-__device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, bool plain, float scale_log2, int row,
-                                                      int j0, int t, int coff) {
+// A step without a mask: `plain` steps (every key visible and in bounds, no softcap or ALiBi) only take the
+// scale (v17: one test per step; per element, ptxas branched and reloaded the scale 16 times); the others the
+// causal / bounds rule in 32-bit compares (v18: masked_logit's rule, as fwd_mma does). kFeat (the feature
+// kernels): the window's left side too, and softcap / ALiBi by masked_logit's rule where the call has them.
+template <bool kFeat, int NT>
+__device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, const ScoreCtx& sc, bool plain, float scale_log2,
+                                                      int row, int j0, int t, int coff) {
   if (plain) {
 #pragma unroll
     for (int n = 0; n < NT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[n][e] *= scale_log2;
+    return;
+  }
+  if constexpr (kFeat) {
+    if (has_score_mods(p)) {
+      const MaskView none{nullptr, 0, 0, MaskKind::kNone, kF32};
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = row + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+          s[n][e] = masked_logit<true, true>(p, none, sc, i, j, s[n][e]) * kLog2e;
+        }
+    } else {
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = row + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
+          s[n][e] = sc.kb.visible(i, j) ? s[n][e] * scale_log2 : -INFINITY;
+        }
+    }
     return;
   }
 #pragma unroll
@@ -62,17 +84,22 @@ __device__ __forceinline__ void load_mask_terms(float (&mv)[NT][4], const FwdPar
 }
 
 // Scores of a masked step in log2 units with the terms of load_mask_terms: masked_logit's rule (bounds,
-// causal, a false entry) and one FFMA per kept score, as add_mask_rows.
-template <int NT>
-__device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float (&mv)[NT][4], const FwdParams& p, int row, int j0, int t,
-                                                 int coff) {
+// causal, a false entry) and one FFMA per kept score, as add_mask_rows. kFeat: the window's left side, softcap
+// and ALiBi too (modded_score).
+template <bool kFeat, int NT>
+__device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float (&mv)[NT][4], const FwdParams& p, const ScoreCtx& sc, int row,
+                                                 int j0, int t, int coff) {
 #pragma unroll
   for (int n = 0; n < NT; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = row + 8 * (e / 2), j = j0 + n * 8 + 2 * t + (e % 2);
-      const bool keep = i < p.seq_q && j < p.seq_k && j <= i + coff && mv[n][e] != -INFINITY;
-      s[n][e] = keep ? fmaf(s[n][e], p.scale, mv[n][e]) * kLog2e : -INFINITY;
+      const bool vis = kFeat ? sc.kb.visible(i, j) : (i < p.seq_q && j < p.seq_k && j <= i + coff);
+      const bool keep = vis && mv[n][e] != -INFINITY;
+      float dcap;
+      s[n][e] = !keep ? -INFINITY
+                : kFeat ? (modded_score<true>(p, sc, i, j, s[n][e], dcap) + mv[n][e]) * kLog2e
+                        : fmaf(s[n][e], p.scale, mv[n][e]) * kLog2e;
     }
 }
 
@@ -119,8 +146,8 @@ __device__ __forceinline__ void drop_probabilities(float (&s)[NT][4], const FwdP
 }
 
 // The row sums over the quad and their reciprocals; logsumexp per row (fully masked rows: out 0, lse -inf).
-__device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_run)[2], const float (&l_run)[2], float (&inv)[2], int bh,
-                                            int row, int t) {
+__device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_run)[2], const float (&l_run)[2], float (&inv)[2], int b,
+                                            int h, int row, int t) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float l = l_run[r];
@@ -129,7 +156,7 @@ __device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_
     inv[r] = row_inv_sum(l);
     const int i = row + 8 * r;
     if (t == 0 && i < p.seq_q) {
-      p.lse[static_cast<int64_t>(bh) * p.seq_q + i] = row_lse(m_run[r], l);
+      p.lse[lse_row(p, b, h, i)] = row_lse(m_run[r], l);
     }
   }
 }

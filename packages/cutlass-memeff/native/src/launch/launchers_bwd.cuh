@@ -58,10 +58,13 @@ template <typename T, int kBucket> const void* probe_bwd_simt() {
   return reinterpret_cast<const void*>(&bwd_kv_simt_kernel<T, SimtBwdTraits<kBucket>>);
 }
 
+// Calls with features take the feature kernel, the others the mask-free one unless they have a mask.
 template <typename T, typename Tr, bool kFull>
 void launch_bwd_mma(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
-  auto kernel = masked ? &bwd_mma_kernel<T, Tr, kFull, true> : &bwd_mma_kernel<T, Tr, kFull, false>;
+  auto kernel = p.features ? &bwd_mma_kernel<T, Tr, kFull, true, true>
+                : masked   ? &bwd_mma_kernel<T, Tr, kFull, true, false>
+                           : &bwd_mma_kernel<T, Tr, kFull, false, false>;
   static_assert(Tr::kSmemMaskBytes == 2 * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   launch_key_split<Tr>(kernel, p, stream);
 }
@@ -88,14 +91,16 @@ void run_bwd_mma(const BwdParams& p, cudaStream_t stream) {
   }
 }
 template <typename T, int kBucket> const void* probe_bwd_mma() {
-  return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false, true>);
+  return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false, true, false>);
 }
 
 // fp32 on tensor cores (3xTF32, bwd_tf32.cuh).
 template <typename Tr, bool kFull>
 void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
-  auto kernel = masked ? &bwd_tf32_kernel<Tr, kFull, true> : &bwd_tf32_kernel<Tr, kFull, false>;
+  auto kernel = p.features ? &bwd_tf32_kernel<Tr, kFull, true, true>
+                : masked   ? &bwd_tf32_kernel<Tr, kFull, true, false>
+                           : &bwd_tf32_kernel<Tr, kFull, false, false>;
   static_assert(Tr::kSmemMaskBytes == Tr::kMaskBufs * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   launch_key_split<Tr>(kernel, p, stream);
 }
@@ -124,7 +129,7 @@ void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   if (p.deterministic) launch_bwd_q_simt<T, kBucket>(p, stream);
 }
 template <typename T, int kBucket> const void* probe_bwd_tf32() {
-  return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdTraits<kBucket>, false, true>);
+  return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdTraits<kBucket>, false, true, false>);
 }
 
 template <typename T>

@@ -38,11 +38,14 @@ template <typename T, int kBucket> const void* probe_fwd_simt() {
   return reinterpret_cast<const void*>(&fwd_simt_kernel<T, SimtFwdTraits<kBucket>>);
 }
 
-// D == Dv == the bucket takes the kernel with compile-time head-dim loops (fwd_mma.cuh).
+// D == Dv == the bucket takes the kernel with compile-time head-dim loops (fwd_mma.cuh). Calls with features
+// (FwdParams::features) take the feature kernel, the others the mask-free one unless they have a mask.
 template <typename T, typename Tr, bool kFull>
 void launch_fwd_mma(const FwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
-  auto kernel = masked ? &fwd_mma_kernel<T, Tr, kFull, true> : &fwd_mma_kernel<T, Tr, kFull, false>;
+  auto kernel = p.features ? &fwd_mma_kernel<T, Tr, kFull, true, true>
+                : masked   ? &fwd_mma_kernel<T, Tr, kFull, true, false>
+                           : &fwd_mma_kernel<T, Tr, kFull, false, false>;
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
   launch_query_blocks<Tr>(kernel, smem, p, stream, "launch of memeff fwd_mma_kernel");
@@ -58,14 +61,14 @@ void run_fwd_mma(const FwdParams& p, cudaStream_t stream) {
   }
 }
 template <typename T, int kBucket> const void* probe_fwd_mma() {
-  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, MmaFwdTraits<kBucket>, false, true>);
+  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, MmaFwdTraits<kBucket>, false, true, false>);
 }
 
 // fp32 on tensor cores (3xTF32). T is float; it is a parameter only so that the generated units
 // name every family the same way.
-template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false>
+template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false, bool kFeat = false>
 void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
-  auto kernel = &fwd_tf32_kernel<Tr, kLean, kWideQPre, kPacked>;
+  auto kernel = &fwd_tf32_kernel<Tr, kLean, kWideQPre, kPacked, kFeat>;
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   constexpr int kQLoBytes = kLean && (!Tr::kSplitKV || kWideQPre) ? Tr::kSmemQ * 4 : 0;  // the kernel's kQPre array
   // v9 packed: its own carve (tf32_traits.h); sm90's opt-in limit is 227 KB per block.
@@ -76,15 +79,19 @@ void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
 }
 
 // v20: both GEMMs on wgmma (sm_90a; FwdParams::tf32_wgmma). Masks at d128 only: at d64 the mma.sync kernel
-// stages the mask tile in shared memory with 3 blocks per SM and was faster (NOTES.md v20).
+// stages the mask tile in shared memory with 3 blocks per SM and was faster (NOTES.md v20). Calls with
+// features take the feature kernel, with or without a mask, at both head dims.
 template <typename Tr>
 void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
-  auto kernel = &fwd_tf32_wgmma_kernel<Tr, false>;
-  if (p.mask_kind != MaskKind::kNone) {
+  const bool masked = p.mask_kind != MaskKind::kNone;
+  auto kernel = &fwd_tf32_wgmma_kernel<Tr, false, false>;
+  if (p.features) {
+    kernel = masked ? &fwd_tf32_wgmma_kernel<Tr, true, true> : &fwd_tf32_wgmma_kernel<Tr, false, true>;
+  } else if (masked) {
     if constexpr (Tr::kHeadDim == 128) {
-      kernel = &fwd_tf32_wgmma_kernel<Tr, true>;
+      kernel = &fwd_tf32_wgmma_kernel<Tr, true, false>;
     } else {
-      throw std::logic_error("memeff-cuda: the d64 wgmma forward takes no mask (dispatch.cu decides)");
+      throw std::logic_error("memeff-cuda: the d64 wgmma forward takes a mask only with features (dispatch.cu decides)");
     }
   }
   launch_query_blocks<Tr>(kernel, Tr::kSmemBytes, p, stream, "launch of memeff fwd_tf32_wgmma_kernel");
@@ -94,6 +101,11 @@ template <typename T, int kBucket>
 void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
   if (p.tf32_wgmma) {
     launch_fwd_tf32_wgmma<Tf32WgmmaFwdTraits<kBucket>>(p, stream);
+    return;
+  }
+  // Calls with features off wgmma (sm80-89, or ATTN_MEMEFF_TF32_WGMMA=0): the 4-warp kernel of v7's form.
+  if (p.features) {
+    launch_fwd_tf32<Tf32FwdTraits<kBucket>, false, false, false, true>(p, stream);
     return;
   }
   // v8 wide (FwdParams::tf32_wide, d128 only): 8 warps, K and V split once per step by the block.
