@@ -214,9 +214,7 @@ const FEATURES: Record<string, Shape> = {
     softcap: 5,
     dropoutP: 0.1,
   },
-  // Empty sequences: no key (out 0, logsumexp -inf), no query, and varlen sequences of length 0.
-  'sk0': { ...base, seqK: 0 },
-  'sq0': { ...base, seqQ: 0 },
+  // Varlen sequences of length 0 under a window (the plain empty sizes are EMPTY_SHAPES).
   'varlen-empty-sequences-window': {
     ...base,
     batch: 4,
