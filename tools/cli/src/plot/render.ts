@@ -1,6 +1,6 @@
 // Renders the chart headless with Vega (no browser, no canvas): SVG, or an HTML page around the SVG.
 import { writeFile } from 'node:fs/promises';
-import * as vega from 'vega';
+import type * as Vega from 'vega';
 import type { BenchRow } from '../bench/row.js';
 import { CliUsageError, OutputFileError } from '../errors.js';
 import { chartSpec, plotData } from './spec.js';
@@ -16,7 +16,9 @@ export function plotFormat(path: string): PlotFormat {
 export async function renderSvg(rows: readonly BenchRow[], title: string, subtitle: string): Promise<string> {
   const data = plotData(rows);
   if (data.points.length === 0) throw new CliUsageError('nothing to plot: no backend ran any case (see the reasons above).');
-  const view = new vega.View(vega.parse(chartSpec(data, title, subtitle) as vega.Spec), { renderer: 'none' });
+  // Loaded here, not at startup: every command but `bench --plot` runs without Vega (and starts faster).
+  const vega: typeof Vega = await import('vega');
+  const view = new vega.View(vega.parse(chartSpec(data, title, subtitle) as Vega.Spec), { renderer: 'none' });
   try {
     return await view.toSVG();
   } finally {
