@@ -28,7 +28,7 @@ const FAMILIES = [
   // fp32 on tensor cores (3xTF32), opt-in: ATTN_MEMEFF_FP32_TC=1 (see NOTES.md v2).
   { family: 'kFwdTf32', stem: 'fwd_tf32', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'fwd' },
   { family: 'kBwdSimt', stem: 'bwd_simt', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'bwd' },
-  { family: 'kBwdMma', stem: 'bwd_mma', header: 'launch/launchers_bwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128], kind: 'bwd' },
+  { family: 'kBwdMma', stem: 'bwd_mma', header: 'launch/launchers_bwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 256], kind: 'bwd' },
   // fp32 backward on tensor cores (3xTF32; NOTES.md v10).
   { family: 'kBwdTf32', stem: 'bwd_tf32', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'bwd' },
   { family: 'kBwdAux', stem: 'bwd_aux', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [0], kind: 'aux' },

@@ -241,6 +241,13 @@ add('d7 dv13 (simt)', { B: 2, Hq: 2, Sq: 33, Sk: 47, D: 7, Dv: 13 });
 add('d64 dv128', { B: 1, Hq: 2, Sq: 100, Sk: 200, D: 64, Dv: 128 });
 add('d160 dv40 (two z tiles on simt)', { B: 1, Hq: 2, Sq: 70, Sk: 90, D: 160, Dv: 40 });
 add('d256', { B: 1, Hq: 2, Sq: 129, Sk: 257, D: 256 });
+// Head dims above 128 on the tensor-core backward: dK/dV/dQ columns split over two blocks (balanced
+// halves: 80 + 80 at D 160, 96 + 96 at 192), masks read from global memory, dbias from the first block only.
+add('d160 col-split', { B: 1, Hq: 2, Sq: 100, Sk: 300, D: 160 }, ['float16', 'bfloat16']);
+add('d192 bias gqa col-split', { B: 2, Hq: 4, Hk: 2, Sq: 70, Sk: 260, D: 192, mask: { kind: 'additive', shape: [1, 4, 70, 260] } }, ['float16', 'bfloat16']);
+add('d256 causal dropout col-split', { B: 1, Hq: 2, Sq: 200, Sk: 256, D: 256, causal: 'lowerRight', dropoutP: 0.2 }, ['float16', 'bfloat16']);
+add('d256 bool mask deterministic col-split', { B: 1, Hq: 2, Sq: 90, Sk: 270, D: 256, deterministic: true, mask: { kind: 'bool', shape: [1, 1, 90, 270] } }, ['float16', 'bfloat16']);
+add('d256 dv128 col-split', { B: 1, Hq: 2, Sq: 64, Sk: 200, D: 256, Dv: 128 }, ['float16', 'bfloat16']);
 add('d300 (simt only)', { B: 1, Hq: 1, Sq: 40, Sk: 50, D: 300, Dv: 300 });
 add('misaligned storage (simt)', { B: 2, Hq: 2, Sq: 40, Sk: 60, D: 64, misalign: true });
 add('bshd layout', { B: 2, Hq: 4, Sq: 77, Sk: 77, D: 64, layout: 'bshd' });

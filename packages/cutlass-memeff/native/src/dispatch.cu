@@ -127,7 +127,10 @@ std::string smem_refusal(int need, int have) {
   return "needs " + std::to_string(need / 1024) + " KB of shared memory per block, the device allows " + std::to_string(have / 1024);
 }
 
-int mma_bwd_bucket(const FwdParams& p) { return std::max(p.head_dim, p.head_dim_v) <= 64 ? 64 : 128; }
+int mma_bwd_bucket(const FwdParams& p) {
+  const int d = std::max(p.head_dim, p.head_dim_v);
+  return d <= 64 ? 64 : d <= 128 ? 128 : 256;
+}
 
 // Why a tensor-core kernel cannot take this call (empty: it can). `extra` are further operands it
 // reads with cp.async (the forward's output, the backward's dO).
@@ -146,7 +149,9 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   const KernelEntry& e = find_kernel(family, dtype, bucket);
   if (kernel_ptx_version(e, device) < 80) return "addon built without sm80+ code for this device";
   if (family == Family::kBwdMma) {
-    const int need = bucket == 64 ? bwd_smem_bytes<MmaBwdTraits<64>>(p) : bwd_smem_bytes<MmaBwdTraits<128>>(p);
+    const int need = bucket == 64    ? bwd_smem_bytes<MmaBwdTraits<64>>(p)
+                     : bucket == 128 ? bwd_smem_bytes<MmaBwdTraits<128>>(p)
+                                     : bwd_smem_bytes<MmaBwdTraits<256>>(p);
     if (need > d.smem_optin) return smem_refusal(need, d.smem_optin);
   }
   return "";

@@ -1,5 +1,5 @@
-// Backward of the tensor-core path (fp16/bf16, sm80+): key-split, one block per (128 keys, b, kv head,
-// query split). Each step takes 32 queries of one query head of the GQA group: S^T = K Q^T and
+// Backward of the tensor-core path (fp16/bf16, sm80+): key-split, one block per (128 keys and a
+// kColSplit-th of their dK/dV/dQ columns, b, kv head, query split). Each step takes 32 queries of one query head of the GQA group: S^T = K Q^T and
 // dP^T = V dO^T with mma.sync, P^T from the saved logsumexp, dropout replayed, dS^T; then
 // dV += Pd^T dO and dK += dS^T Q from registers, and dQ = dS K from dS^T staged in shared memory,
 // added to the fp32 workspace with atomics (the deterministic mode computes dQ in bwd_q_simt).
@@ -42,7 +42,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   using MaskT = MaskTile<M, N>;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-  const int j0 = blockIdx.x * N;
+  // Column split (Tr::kColSplit > 1: head dims above 128): the blocks of one key block own the dK, dV and
+  // dQ columns [c0, c0 + cols), balanced halves in whole k16 steps (D 160: 80 + 80, 192: 96 + 96), and
+  // each recomputes S^T and dP^T over the whole head dim. Invariant: cols <= Tr::kColumns, a multiple of 16.
+  constexpr int CS = Tr::kColSplit;
+  const int cb = CS == 1 ? 0 : static_cast<int>(blockIdx.x % CS);
+  const int j0 = static_cast<int>(CS == 1 ? blockIdx.x : blockIdx.x / CS) * N;
+  const int dmax = params.head_dim > params.head_dim_v ? params.head_dim : params.head_dim_v;
+  const int cols = CS == 1 || kFull ? Tr::kColumns : ((dmax + CS - 1) / CS + 15) / 16 * 16;
+  const int c0 = cb * cols, c0_steps = c0 / 16, col_steps = cols / 16;
   const int bhk = blockIdx.y + params.bh_base, b = bhk / params.heads_kv, hk = bhk % params.heads_kv;
   const int split = blockIdx.z;
   // The feature kernel binds its sequence (varlen, sequsedK); the others read the call's parameters as they are.
@@ -64,7 +72,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const T* dout = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
     load_tile_async<T, M, HD, Tr::kThreads>(q_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
     load_tile_async<T, M, HD, Tr::kThreads>(do_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
-    const bool staged = stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
+    const bool staged = stage_step_mask<M, N, Tr::kThreads, kMask && Tr::kStageMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
     load_step_rows<M>(p, b, h, i0, lse_s + buf * M, dsum_s + buf * M);
     return staged;
   };
@@ -141,12 +149,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     // P^T, dropout, dS^T; acc_st becomes Pd^T, acc_dpt dS^T (bwd_step.cuh).
     // Without kMask the view is empty at compile time, so masked_logit keeps only causal and bounds.
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
-    const bool mask_smem = kMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));  // same decision as load_step's for this step
+    // The same decision as load_step's for this step.
+    const bool mask_smem = kMask && Tr::kStageMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));
     staged_cur = staged_next;
-    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group, true},
+    // Every column block computes the same dS: only the first sends it to dbias.
+    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group, cb == 0},
                                                          mask, score_ctx(p, b, h), mask_smem, mask_s + buf * MaskT::kBytes,
-                                                  reinterpret_cast<float*>(mask_s + 2 * MaskT::kBytes) + threadIdx.x, lse_s + buf * M,
-                                                  dsum_s + buf * M, acc_st, acc_dpt);
+                                                         reinterpret_cast<float*>(mask_s + (Tr::kStageMask ? 2 * MaskT::kBytes : 0)) + threadIdx.x,
+                                                         lse_s + buf * M, dsum_s + buf * M, acc_st, acc_dpt);
 
     // A operands over the queries (k = 16 per step), and dS^T to shared memory for dQ.
     uint32_t pa[QT / 2][4], da[QT / 2][4];
@@ -167,22 +177,22 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       *reinterpret_cast<uint32_t*>(dst_s + (warp * 16 + g + 8) * DS + n * 8 + 2 * t) = n % 2 == 0 ? da[n / 2][1] : da[n / 2][3];
     }
 
-    // dV += Pd^T dO, dK += dS^T Q (B operands transposed out of the row-major tiles).
+    // dV += Pd^T dO, dK += dS^T Q over this block's columns (B operands transposed out of the row-major tiles).
 #pragma unroll
     for (int kk = 0; kk < QT / 2; ++kk) {
 #pragma unroll
       for (int dp = 0; dp < DT / 2; ++dp) {
-        if (!kFull && dp >= v_steps) break;
+        if (!kFull && (dp >= col_steps || c0_steps + dp >= v_steps)) break;
         uint32_t bv[4];
-        ldmatrix_x4_trans(bv, dob_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        ldmatrix_x4_trans(bv, dob_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
         mma_16816<T>(acc_dv[2 * dp], pa[kk], bv[0], bv[1]);
         mma_16816<T>(acc_dv[2 * dp + 1], pa[kk], bv[2], bv[3]);
       }
 #pragma unroll
       for (int dp = 0; dp < DT / 2; ++dp) {
-        if (!kFull && dp >= qk_steps) break;
+        if (!kFull && (dp >= col_steps || c0_steps + dp >= qk_steps)) break;
         uint32_t bq[4];
-        ldmatrix_x4_trans(bq, qb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        ldmatrix_x4_trans(bq, qb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
         mma_16816<T>(acc_dk[2 * dp], da[kk], bq[0], bq[1]);
         mma_16816<T>(acc_dk[2 * dp + 1], da[kk], bq[2], bq[3]);
       }
@@ -190,10 +200,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
 
     if (!p.deterministic) {
       __syncthreads();  // dS^T complete
-      // dQ = dS K: warp (w % 2) takes 16 queries, (w / 2) a slice of kDqCols head-dim columns; fp32
+      // dQ = dS K: warp (w % 2) takes 16 queries, (w / 2) a slice of kDqCols of the block's columns; fp32
       // atomics (red.global.add.f32: the result is unused).
       constexpr int DC = Tr::kDqCols;
-      const int qh = warp % 2, c0 = (warp / 2) * DC;
+      const int qh = warp % 2, cq = c0 + (warp / 2) * DC, c_end = c0 + cols < p.head_dim ? c0 + cols : p.head_dim;
       float acc_dq[DC / 8][4];
 #pragma unroll
       for (int n = 0; n < DC / 8; ++n) acc_dq[n][0] = acc_dq[n][1] = acc_dq[n][2] = acc_dq[n][3] = 0.f;
@@ -203,9 +213,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         ldmatrix_x4_trans(a, dst_s + (kk * 16 + (lane % 8) + (lane / 16) * 8) * DS + qh * 16 + ((lane / 8) % 2) * 8);
 #pragma unroll
         for (int dp = 0; dp < DC / 16; ++dp) {
-          if (!kFull && c0 + dp * 16 >= p.head_dim) break;
+          if (!kFull && cq + dp * 16 >= c_end) break;
           uint32_t bk[4];
-          ldmatrix_x4_trans(bk, k_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
+          ldmatrix_x4_trans(bk, k_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, cq + dp * 16 + (lane / 16) * 8));
           mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
           mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
         }
@@ -217,8 +227,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       for (int n = 0; n < DC / 8; ++n)
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-          const int i = i0 + qh * 16 + g + 8 * r, d = c0 + n * 8 + 2 * t;
-          if (i < p.seq_q && d < p.head_dim) {
+          const int i = i0 + qh * 16 + g + 8 * r, d = cq + n * 8 + 2 * t;
+          if (i < p.seq_q && d < c_end) {
             red_add_f32x2(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][2 * r] * p.scale, acc_dq[n][2 * r + 1] * p.scale);
           }
         }
@@ -226,7 +236,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   }
   cp_async_wait_all();
 
-  store_dk_dv<T, DT>(p, acc_dk, acc_dv, b, hk, j0, warp, lane, split);
+  store_dk_dv<T, DT>(p, acc_dk, acc_dv, b, hk, j0, warp, lane, split, c0, c0 + cols);
 #else
   __trap();  // built without sm80 code: the dispatcher never launches this kernel here
 #endif

@@ -233,17 +233,17 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
 
 // dK (scaled) and dV of a warp's 16 keys from its accumulators (m16n8 layout): into dk / dv, or into
 // this split's fp32 partials when the query range is split.
-// d0: the head-dim column of the accumulators' first tile.
+// d0: the head-dim column of the accumulators' first tile; d_end: the first column this block does not own.
 template <typename T, int DT>
 __device__ __forceinline__ void store_dk_dv(const BwdParams& p, const float (&acc_dk)[DT][4], const float (&acc_dv)[DT][4], int b,
-                                            int hk, int j0, int warp, int lane, int split, int d0 = 0) {
+                                            int hk, int j0, int warp, int lane, int split, int d0 = 0, int d_end = 1 << 30) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int n = 0; n < DT; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int j = j0 + warp * 16 + g + 8 * (e / 2), d = d0 + n * 8 + 2 * t + (e % 2);
-      if (j >= p.seq_k_rows) continue;
+      if (j >= p.seq_k_rows || d >= d_end) continue;  // d_end: where the next column block's columns start
       const float gk = acc_dk[n][e] * p.scale, gv = acc_dv[n][e];
       store_dkdv_element<T>(p, b, hk, j, d, split, gk, gv);
     }

@@ -1,5 +1,6 @@
 // Tile shapes of the tensor-core backward (fp16/bf16, sm80+, head dims multiples of 8 up to the
-// bucket). One block owns kBlockN keys of one kv head; each step takes kBlockM queries.
+// bucket). One block owns kBlockN keys of one kv head and kColSplit-th of their dK/dV/dQ columns; each
+// step takes kBlockM queries.
 #pragma once
 
 namespace memeff {
@@ -17,9 +18,16 @@ struct MmaBwdTraits {
   static constexpr int kBlockM = 32;            // queries per step
   static constexpr int kChunks = kHeadDim / 8;
   static constexpr int kQTiles = kBlockM / 8;   // n8 tiles of S^T per warp
-  static constexpr int kDTiles = kHeadDim / 8;  // n8 tiles of dK / dV per warp
-  // dQ = dS K: warps split 2 (query halves of 16) x kNWarps / 2 (head-dim slices of kDqCols).
-  static constexpr int kDqCols = kHeadDim * 2 / kNWarps;
+  // Above 128 columns a warp's 16 keys x D accumulators of dK and dV (2 * D / 4 floats a thread) would
+  // not fit in registers, so the dK/dV/dQ columns split over kColSplit blocks of the same keys. Each
+  // recomputes S^T and dP^T over the whole head dim (2 of the backward's 5 GEMMs run twice: 7/5 of the
+  // FLOPs, on tensor cores, against the FMA path's dozen times slower rate) and owns kColumns columns:
+  // the register footprint of the d128 kernel.
+  static constexpr int kColSplit = kHeadDim > 128 ? 2 : 1;
+  static constexpr int kColumns = kHeadDim / kColSplit;
+  static constexpr int kDTiles = kColumns / 8;  // n8 tiles of dK / dV per warp
+  // dQ = dS K: warps split 2 (query halves of 16) x kNWarps / 2 (slices of kDqCols of the block's columns).
+  static constexpr int kDqCols = kColumns * 2 / kNWarps;
   static_assert(kDqCols % 16 == 0, "dQ column slices are whole k16 pairs of n8 tiles");
   static constexpr int kDsStride = kBlockM + 8;  // dS^T row stride (elements): conflict-free ldmatrix
   // K, V (kBlockN rows), Q and dO double-buffered (kBlockM rows), dS^T, then lse and D (floats).
@@ -27,8 +35,11 @@ struct MmaBwdTraits {
   static constexpr int kSmemQ = kBlockM * kHeadDim;
   static constexpr int kSmemDs = kBlockN * kDsStride;
   static constexpr int kSmemBytes = (2 * kSmemK + 4 * kSmemQ + kSmemDs) * 2 + 2 * 2 * kBlockM * 4;
-  // Plus, when the call has a mask, two [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
+  // Plus, when the call has a mask, two [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh),
+  // except where the tiles above leave no room for them (d256: 207 KB of 227): the steps then read the
+  // mask from global memory.
   static constexpr int kSmemMaskBytes = 2 * kBlockM * (kBlockN * 4 + 16);
+  static constexpr bool kStageMask = kHeadDim <= 128;
   // Plus, with BwdParams::dbias_presum (v7), each thread's dS fragment (kQTiles x 4 floats) summed over
   // the GQA group's heads so far, [kQTiles * 4][kThreads] (thread-private slots, conflict-free).
   static constexpr int kSmemPresumBytes = kQTiles * 4 * kThreads * 4;
@@ -52,7 +63,7 @@ struct MmaDqTraits {
   static constexpr int kMinBlocksPerSm = kHeadDim <= 64 ? 2 : 1;
 };
 
-constexpr int kMmaBwdBuckets[] = {64, 128};
-constexpr int kMmaBwdMaxHeadDim = 128;
+constexpr int kMmaBwdBuckets[] = {64, 128, 256};
+constexpr int kMmaBwdMaxHeadDim = 256;
 
 }  // namespace memeff

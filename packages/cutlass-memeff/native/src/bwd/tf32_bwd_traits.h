@@ -16,6 +16,8 @@ struct Tf32BwdTraits {
   static constexpr int kNWarps = kKeyWarps * kDSplit;
   static constexpr int kThreads = kNWarps * 32;
   static constexpr int kBlockN = 16 * kKeyWarps;  // keys: each key warp owns 16 (rows of S^T, dK, dV)
+  static constexpr int kColSplit = 1;             // one block owns every column of its keys
+  static constexpr bool kStageMask = true;
   // Queries per step: 16, not the 16-bit kernel's 32. K and V stay in shared memory as TF32 parts (hi
   // and lo pairs, 2 x 66 KB at d128), Q and dO as parts and as their landing tiles; 32 queries would not fit.
   static constexpr int kBlockM = 16;

@@ -22,8 +22,10 @@ set(MEMEFF_GENERATED_SOURCES
   native/src/generated/bwd_simt_bf16_d128.cu
   native/src/generated/bwd_mma_fp16_d64.cu
   native/src/generated/bwd_mma_fp16_d128.cu
+  native/src/generated/bwd_mma_fp16_d256.cu
   native/src/generated/bwd_mma_bf16_d64.cu
   native/src/generated/bwd_mma_bf16_d128.cu
+  native/src/generated/bwd_mma_bf16_d256.cu
   native/src/generated/bwd_tf32_fp32_d64.cu
   native/src/generated/bwd_tf32_fp32_d128.cu
   native/src/generated/bwd_aux_fp32.cu

@@ -61,7 +61,7 @@ void for_each_bh_chunk(const P& p, int64_t bh_total, Fn&& fn) {
 // tiles, plus the mask tiles with a mask and the GQA presum slots with dbias_presum.
 template <typename Tr>
 constexpr int key_split_smem_bytes(bool mask, bool presum) {
-  return Tr::kSmemBytes + (mask ? Tr::kSmemMaskBytes : 0) + (presum ? Tr::kSmemPresumBytes : 0);
+  return Tr::kSmemBytes + (mask && Tr::kStageMask ? Tr::kSmemMaskBytes : 0) + (presum ? Tr::kSmemPresumBytes : 0);
 }
 
 inline unsigned ceil_div(int64_t a, int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }

@@ -26,9 +26,9 @@ void launch_bwd_q_simt(const BwdParams& p, cudaStream_t stream) {
   });
 }
 
-// A tensor-core key-split main kernel (bwd_mma, bwd_tf32) over its grid, one block per (Tr::kBlockN keys,
-// b and kv head, query split), with the shared memory the call needs: the tiles, the mask tiles with a mask,
-// the GQA presum slots with dbias_presum.
+// A tensor-core key-split main kernel (bwd_mma, bwd_tf32) over its grid, one block per (Tr::kBlockN keys and
+// a kColSplit-th of their columns, b and kv head, query split), with the shared memory the call needs: the
+// tiles, the mask tiles with a mask (where the traits stage them), the GQA presum slots with dbias_presum.
 template <typename Tr, typename Kernel>
 void launch_key_split(Kernel kernel, const BwdParams& p, cudaStream_t stream) {
   const int smem = key_split_smem_bytes<Tr>(p.mask_kind != MaskKind::kNone, p.dbias_presum);
@@ -36,7 +36,7 @@ void launch_key_split(Kernel kernel, const BwdParams& p, cudaStream_t stream) {
     ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   }
   for_each_bh_chunk(p, static_cast<int64_t>(p.batch) * p.heads_kv, [&](const BwdParams& q, unsigned n) {
-    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN), n, p.query_splits);
+    const dim3 grid(ceil_div(p.seq_k, Tr::kBlockN) * Tr::kColSplit, n, p.query_splits);
     kernel<<<grid, Tr::kThreads, smem, stream>>>(q);
     ATTN_LAUNCH_CHECK("memeff key-split backward kernel");
   });
