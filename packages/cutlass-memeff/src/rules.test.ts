@@ -84,4 +84,11 @@ describe('memeff-cuda rules', () => {
     expect(failing({ scale: 1e39 })).toEqual(['float32Scalars']);
     expect(failing({ scale: 3e38 })).toEqual([]);
   });
+
+  it('decline a backward above head dim 256 (its FMA gradients exceed the accuracy rule there), not the forward', () => {
+    expect(failing({ requiresGrad: true }, { dtype: 'bfloat16', D: 512 })).toEqual(['backwardHeadDimAtMost(256)']);
+    expect(failing({ requiresGrad: true }, { D: 8, Dv: 264 })).toEqual(['backwardHeadDimAtMost(256)']);
+    expect(failing({}, { D: 512 })).toEqual([]);
+    expect(failing({ requiresGrad: true }, { dtype: 'bfloat16', D: 256 })).toEqual([]);
+  });
 });

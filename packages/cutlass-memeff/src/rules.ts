@@ -61,6 +61,20 @@ export const softcapInFloat32: Rule = rule('softcapInFloat32', (p) => {
   return `Takes softcap and scale / softcap as float32 numbers, where softcap ${p.softcap} with scale ${p.scale} falls outside its normal range; use a softcap nearer the scores' size, or cpu-math (float64).`;
 });
 
+/** Largest head dim (D or Dv) whose backward meets the accuracy rule. */
+export const MAX_BACKWARD_HEAD_DIM = 256;
+
+/**
+ * Backward up to D, Dv = 256. Above it every backward runs on the FMA kernels, whose gradients an H200 run
+ * of the conformance grid measured at 1.1-2.5x the accuracy bound at D = 512 (float32 dq/dk/dv; float16 and
+ * bfloat16 dbias with dropout): such calls go to the device's fallback (cuda-math), the forward alone stays.
+ */
+export const backwardHeadDimWithinRule: Rule = rule(`backwardHeadDimAtMost(${MAX_BACKWARD_HEAD_DIM})`, (p) => {
+  const d = Math.max(p.headDim, p.headDimV);
+  if (!p.requiresGrad || d <= MAX_BACKWARD_HEAD_DIM) return null;
+  return `Its backward is accurate up to head dim ${MAX_BACKWARD_HEAD_DIM} (got ${d}, requiresGrad); cuda-math runs this call, or leave out requiresGrad for the forward.`;
+});
+
 export const memeffRules: readonly Rule[] = Object.freeze([
   tensorsOn('cuda'),
   smRange(50, 121),
@@ -73,4 +87,5 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   lastDimContiguous({ mask: true }),
   batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
   softcapInFloat32,
+  backwardHeadDimWithinRule,
 ]);
