@@ -12,6 +12,7 @@ Request:  {"device": "cuda"|"cpu", "deviceIndex": 0, "threads": 2, "dtype": "bfl
                       "headDim": 64, "headDimV": 64, "causal": true, "alignment": "upperLeft",
                       "dropoutP": 0.0, "mask": null}]}
 Answer:   {"available": true, "torch": "2.x", "device": "...", "threads": 2, "timer": "...",
+           (device on the CPU: "cpu (ATen capability AVX2)", the SIMD level torch dispatches to)
            "results": [{"case": 0, "mode": "fwd", "backend": "flash", "ok": true,
                         "medianMs": 1.0, "p20Ms": 0.9, "p80Ms": 1.1, "samples": 10}
                        | {"case": 0, "mode": "fwd", "backend": "flash", "ok": false, "reason": "..."}]}
@@ -222,6 +223,14 @@ def bench_one(torch, timer, case, mode, sets, req):
     return median_and_quantiles(samples)
 
 
+def cpu_capability(torch):
+    """The SIMD level torch's CPU kernels dispatch to (AVX2, AVX512, ...), shown beside ours."""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except Exception:  # an old torch, or a stand-in without it
+        return "unknown"
+
+
 def run(req):
     try:
         import torch
@@ -247,7 +256,7 @@ def run(req):
         threads = int(req.get("threads", 0))
         if threads > 0:
             torch.set_num_threads(threads)
-        name = "cpu"
+        name = "cpu (ATen capability %s)" % cpu_capability(torch)
         cache = 32 * 2**20
         memory = 8 * 2**30
 

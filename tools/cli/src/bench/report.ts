@@ -13,7 +13,10 @@ export interface BenchReport {
   readonly clock: string;
   readonly flopConvention: string;
   readonly settings: Readonly<Record<string, unknown>>;
-  readonly torch: { readonly available: boolean; readonly version?: string; readonly reason?: string; readonly timer?: string; readonly threads?: number } | null;
+  /** Each benched backend's buildInfo(): its ISA, kernel paths and build (bench/paths.ts). */
+  readonly backends: Readonly<Record<string, unknown>>;
+  /** torch's device: on the CPU it names the SIMD level torch's kernels dispatch to. */
+  readonly torch: { readonly available: boolean; readonly version?: string; readonly device?: string; readonly reason?: string; readonly timer?: string; readonly threads?: number } | null;
   readonly rows: readonly BenchRow[];
   readonly ratios: readonly RatioEntry[];
 }
@@ -25,6 +28,8 @@ export function buildReport(args: {
   device: string;
   clock: string;
   settings: Record<string, unknown>;
+  /** Each benched backend's buildInfo() (bench/paths.ts). */
+  backends?: Record<string, unknown>;
   rows: readonly BenchRow[];
   torch: TorchAnswer | null;
 }): BenchReport {
@@ -37,7 +42,8 @@ export function buildReport(args: {
     clock: args.clock,
     flopConvention: FLOP_CONVENTION,
     settings: args.settings,
-    torch: t === null ? null : t.available ? { available: true, version: t.torch, timer: t.timer, threads: t.threads } : { available: false, reason: t.reason },
+    backends: args.backends ?? {},
+    torch: t === null ? null : t.available ? { available: true, version: t.torch, device: t.device, timer: t.timer, threads: t.threads } : { available: false, reason: t.reason },
     rows: args.rows,
     ratios: allRatios(args.rows),
   };

@@ -4,6 +4,7 @@ import { addBenchOptions, type BenchFlags } from '../bench/options.js';
 import { benchPlan } from '../bench/plan.js';
 import { makeProgress } from '../bench/progress.js';
 import { buildReport, writeReport } from '../bench/report.js';
+import { backendBuilds, pathLines } from '../bench/paths.js';
 import { OVERHEAD_LOOP_CALLS } from '../bench/run-case.js';
 import { runBench } from '../bench/run-bench.js';
 import { renderSkipped, renderTable } from '../bench/table.js';
@@ -45,6 +46,8 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
       `warm-up ${settings.warmup} calls and ${settings.warmupMs} ms, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` loops of ${settings.callsPerSample} back-to-back calls, each disposing its outputs (torch: the same loop)` : ''}; ${target.clock.description}` +
       (type === 'cpu' ? `; ${threads} CPU threads` : ''),
   );
+  const builds = backendBuilds(backends);
+  for (const line of pathLines(builds, dtype)) println(io.stdout, `  ${line}`);
   const torch = flags.compare === 'torch' ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: io.stderr } : null;
   const outcome = await runBench(plan, flags.mode, backends, target, settings, makeProgress(io.stderr, flags.quiet), torch);
 
@@ -58,7 +61,14 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   for (const s of outcome.torchSkipped) println(io.stdout, `torch: ${s}`);
 
   if (flags.json) {
-    const report = buildReport({ device: target.name, clock: target.clock.description, settings: { ...flags, threads, plan: plan.gridName }, rows: outcome.rows, torch: outcome.torch });
+    const report = buildReport({
+      device: target.name,
+      clock: target.clock.description,
+      settings: { ...flags, threads, plan: plan.gridName },
+      backends: builds,
+      rows: outcome.rows,
+      torch: outcome.torch,
+    });
     await writeReport(flags.json, report);
     println(io.stdout, `wrote ${flags.json}`);
   }
