@@ -10,7 +10,7 @@ import type { Tensor } from './tensor.js';
 import { checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
 /** Every key of SdpaOptions: anything else is a typo, and a typo must not be ignored silently. */
-export const SDPA_OPTION_KEYS: readonly (keyof SdpaOptions)[] = [
+export const SDPA_OPTION_KEYS: ReadonlySet<keyof SdpaOptions> = new Set<keyof SdpaOptions>([
   'attnMask',
   'dropoutP',
   'isCausal',
@@ -26,7 +26,7 @@ export const SDPA_OPTION_KEYS: readonly (keyof SdpaOptions)[] = [
   'backends',
   'requiresGrad',
   'deterministic',
-];
+]);
 
 export interface CommonOptions {
   readonly explicitScale: number | null;
@@ -45,29 +45,17 @@ export interface CommonOptions {
   readonly alibiSlopes: Tensor | null;
 }
 
-const allowedSets = new WeakMap<readonly string[], ReadonlySet<string>>();
-
-/** The key list as a set, built once per list (every call checks its option keys against one). */
-function allowedSet(allowed: readonly string[]): ReadonlySet<string> {
-  let set = allowedSets.get(allowed);
-  if (!set) {
-    set = new Set(allowed);
-    allowedSets.set(allowed, set);
-  }
-  return set;
-}
-
-export function checkOptionsObject<T extends object>(opts: unknown, allowed: readonly string[], fn: string): Partial<T> {
+export function checkOptionsObject<T extends object>(opts: unknown, allowed: ReadonlySet<string>, fn: string): Partial<T> {
   if (opts === undefined || opts === null) return {};
   if (typeof opts !== 'object' || Array.isArray(opts)) {
     throw new AttnInputError('ATTN_TYPE', `${fn}: options must be an object, got ${Array.isArray(opts) ? 'an array' : typeof opts}.`);
   }
-  const known = allowedSet(allowed);
+  // No allocation when every key is known (the call path); the list only for the error.
   let clean = true;
-  for (const k in opts) if (Object.hasOwn(opts, k) && !known.has(k)) clean = false;
-  const unknown = clean ? [] : Object.keys(opts).filter((k) => !known.has(k));
+  for (const k in opts) if (Object.hasOwn(opts, k) && !allowed.has(k)) clean = false;
+  const unknown = clean ? [] : Object.keys(opts).filter((k) => !allowed.has(k));
   if (unknown.length > 0) {
-    throw new AttnInputError('ATTN_OPTION', `${fn}: unknown option ${unknown.join(', ')}; the options are ${allowed.join(', ')}.`);
+    throw new AttnInputError('ATTN_OPTION', `${fn}: unknown option ${unknown.join(', ')}; the options are ${[...allowed].join(', ')}.`);
   }
   return opts as Partial<T>;
 }

@@ -16,13 +16,13 @@ import {
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
-const VARLEN_OPTION_KEYS: readonly string[] = [
-  ...SDPA_OPTION_KEYS.filter((k) => k !== 'attnMask'),
+const VARLEN_OPTION_KEYS: ReadonlySet<string> = new Set([
+  ...[...SDPA_OPTION_KEYS].filter((k) => k !== 'attnMask'),
   'cuSeqlensQ',
   'cuSeqlensK',
   'maxSeqlenQ',
   'maxSeqlenK',
-];
+]);
 
 function varlenError(message: string): AttnInputError {
   return new AttnInputError('ATTN_VARLEN', message);

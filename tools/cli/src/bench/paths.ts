@@ -23,13 +23,12 @@ export function backendBuilds(backends: readonly Backend[]): Record<string, Buil
 export function pathLines(builds: Record<string, BuildInfo | { error: string }>, dtype: string): string[] {
   const lines: string[] = [];
   for (const [name, info] of Object.entries(builds)) {
-    const facts = (
-      [
-        ['isa', info['isa' as keyof typeof info]],
-        ['forward', info[`forward.${dtype}` as keyof typeof info]],
-        ['backward', info[`backward.${dtype}` as keyof typeof info]],
-      ] as const
-    ).filter(([, v]) => v !== undefined);
+    const fact = (key: string): unknown => (info as Record<string, unknown>)[key];
+    const facts = [
+      ['isa', fact('isa')],
+      ['forward', fact(`forward.${dtype}`)],
+      ['backward', fact(`backward.${dtype}`)],
+    ].filter(([, v]) => v !== undefined);
     if (facts.length > 0) lines.push(`${name}: ${facts.map(([k, v]) => `${k} ${String(v)}`).join(', ')}`);
   }
   return lines;

@@ -16,21 +16,13 @@
 namespace attn::math {
 
 // ------------------------------------------------------------------ elements ---------------------
+// double and float convert with a cast; the 16-bit types below through their intrinsics.
 template <typename T>
-struct Io;
-template <>
-struct Io<double> {
+struct Io {
   template <typename Acc>
-  static __device__ __forceinline__ Acc load(const double* p) { return static_cast<Acc>(*p); }
+  static __device__ __forceinline__ Acc load(const T* p) { return static_cast<Acc>(*p); }
   template <typename Acc>
-  static __device__ __forceinline__ void store(double* p, Acc x) { *p = static_cast<double>(x); }
-};
-template <>
-struct Io<float> {
-  template <typename Acc>
-  static __device__ __forceinline__ Acc load(const float* p) { return static_cast<Acc>(*p); }
-  template <typename Acc>
-  static __device__ __forceinline__ void store(float* p, Acc x) { *p = static_cast<float>(x); }
+  static __device__ __forceinline__ void store(T* p, Acc x) { *p = static_cast<T>(x); }
 };
 template <>
 struct Io<__half> {
@@ -52,10 +44,10 @@ struct Io<__nv_bfloat16> {
 template <typename Acc>
 __device__ __forceinline__ Acc load_any(const void* base, int64_t index, DType dtype) {
   switch (dtype) {
-    case DType::kFloat64: return static_cast<Acc>(static_cast<const double*>(base)[index]);
-    case DType::kFloat32: return static_cast<Acc>(static_cast<const float*>(base)[index]);
-    case DType::kFloat16: return static_cast<Acc>(__half2float(static_cast<const __half*>(base)[index]));
-    case DType::kBFloat16: return static_cast<Acc>(__bfloat162float(static_cast<const __nv_bfloat16*>(base)[index]));
+    case DType::kFloat64: return Io<double>::template load<Acc>(static_cast<const double*>(base) + index);
+    case DType::kFloat32: return Io<float>::template load<Acc>(static_cast<const float*>(base) + index);
+    case DType::kFloat16: return Io<__half>::template load<Acc>(static_cast<const __half*>(base) + index);
+    case DType::kBFloat16: return Io<__nv_bfloat16>::template load<Acc>(static_cast<const __nv_bfloat16*>(base) + index);
     default: return static_cast<const uint8_t*>(base)[index] != 0 ? Acc(1) : Acc(0);
   }
 }
@@ -63,8 +55,8 @@ __device__ __forceinline__ Acc load_any(const void* base, int64_t index, DType d
 template <typename Acc>
 __device__ __forceinline__ void store_any(void* base, int64_t index, DType dtype, Acc x) {
   switch (dtype) {
-    case DType::kFloat64: static_cast<double*>(base)[index] = static_cast<double>(x); break;
-    case DType::kFloat32: static_cast<float*>(base)[index] = static_cast<float>(x); break;
+    case DType::kFloat64: Io<double>::store(static_cast<double*>(base) + index, x); break;
+    case DType::kFloat32: Io<float>::store(static_cast<float*>(base) + index, x); break;
     case DType::kFloat16: Io<__half>::store(static_cast<__half*>(base) + index, x); break;
     case DType::kBFloat16: Io<__nv_bfloat16>::store(static_cast<__nv_bfloat16*>(base) + index, x); break;
     default: break;  // a dbias is never bool: bind_math.cpp refuses it
