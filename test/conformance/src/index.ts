@@ -11,6 +11,8 @@ export type { JudgeOptions, Verdict } from './accuracy.js';
 export { naiveAttention } from './naive.js';
 export { compareWithReference, disposeInputs, REFERENCE, runCase } from './run-case.js';
 export { makeInputs } from './inputs.js';
+export { fromPool, pagedLayout, toPool } from './paged.js';
+export type { PagedLayout } from './paged.js';
 export type { CaseInputs } from './inputs.js';
 export { describeGridWalk } from './grid/describe-grid.js';
 export type { GridWalkOptions } from './grid/describe-grid.js';

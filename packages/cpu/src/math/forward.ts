@@ -2,7 +2,7 @@
 // buffer), reading q/k/v through their strides and rounding the output to its dtype once.
 import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams } from '@attn/core';
-import { gather, scatterRow } from './host-io.js';
+import { gather, gatherRows, scatterRow } from './host-io.js';
 import { addWeightedRows, expRow, rowMax } from './kernels.js';
 import { problemOf } from './problem.js';
 import { ScoreRow } from './scores.js';
@@ -32,18 +32,16 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
     const sk = seqs.seqK(b);
     for (let hk = 0; hk < headsKV; hk++) {
       // One kv head serves `group` query heads (GQA): gather its keys and values once.
-      gather(kData, dtype, pb.k.base(b, hk), sk, pb.k.rowStride, D, pb.k.colStride, kTile);
-      gather(vData, dtype, pb.v.base(b, hk), sk, pb.v.rowStride, Dv, pb.v.colStride, vTile);
+      gatherRows(kData, dtype, pb.k, b, hk, sk, D, kTile);
+      gatherRows(vData, dtype, pb.v, b, hk, sk, Dv, vTile);
       for (let h = hk * group; h < (hk + 1) * group; h++) {
-        const qBase = pb.q.base(b, h);
-        const oBase = outRows.base(b, h);
         for (let i = 0; i < sq; i++) {
           scores.visible(i, sq, sk);
           const { lo, hi } = scores;
           let lse = -Infinity;
           acc.fill(0);
           if (lo < hi) {
-            gather(qData, dtype, qBase + i * pb.q.rowStride, 1, 0, D, pb.q.colStride, qRow);
+            gather(qData, dtype, pb.q.row(b, h, i), 1, 0, D, pb.q.colStride, qRow);
             scores.compute(qRow, kTile, D, b, h, i, sq, sk, s);
             const max = rowMax(s, lo, hi);
             // max = -Infinity: every visible key is masked; the row stays 0 with lse -inf (never NaN).
@@ -59,7 +57,7 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
               addWeightedRows(acc, s, vTile, Dv, lo, hi);
             }
           }
-          scatterRow(acc, 0, Dv, outData, dtype, oBase + i * outRows.rowStride, outRows.colStride);
+          scatterRow(acc, 0, Dv, outData, dtype, outRows.row(b, h, i), outRows.colStride);
           lseData[pb.lseIndex(b, h, i)] = lse;
         }
       }

@@ -2,7 +2,7 @@
 // GQA head mapping, the dropout decision, and the shapes of the tensors they allocate.
 import { dropoutKeepRow, seedKey } from '@attn/core';
 import type { SdpaParams, Tensor } from '@attn/core';
-import { rowsOf, sequencesOf } from './layout.js';
+import { pagedRowsOf, rowsOf, sequencesOf } from './layout.js';
 import type { RowAddressing, Sequences } from './layout.js';
 
 export interface Problem {
@@ -22,7 +22,10 @@ export interface Problem {
   readonly lseShape: readonly number[];
   /** Index of (b, h, i) in the logsumexp tensor. */
   lseIndex(b: number, h: number, i: number): number;
-  /** Rows of a tensor shaped like the query side (out, gradOut, dq) or the key side (dk, dv). */
+  /**
+   * Rows of a tensor shaped like the query side (out, gradOut, dq) or the key side (dk, dv; packed
+   * or dense, never paged: paged K/V is inference only).
+   */
   rowsQ(t: Tensor): RowAddressing;
   rowsK(t: Tensor): RowAddressing;
   /** Dropout of the call, or null without dropout. */
@@ -67,8 +70,8 @@ export function problemOf(params: SdpaParams): Problem {
     params,
     seqs,
     q: rowsOf(params.query, startQ),
-    k: rowsOf(params.key, startK),
-    v: rowsOf(params.value, startK),
+    k: params.paged ? pagedRowsOf(params.key, params.paged) : rowsOf(params.key, startK),
+    v: params.paged ? pagedRowsOf(params.value, params.paged) : rowsOf(params.value, startK),
     group: headsQ / params.headsKV,
     maxSeqK,
     totalQ,
