@@ -18,6 +18,15 @@ function view(t: Tensor, what: string, packed: boolean): NativeView {
   return { data: t.hostData(), offset: t.offset, strides };
 }
 
+/** A paged block pool [numBlocks, blockSize, H, D] as [numBlocks, H, blockSize, D] (strides [block, head, row, dim]). */
+function poolView(t: Tensor, what: string): NativeView {
+  if (t.rank !== 4) {
+    throw new AttnInputError('ATTN_RANK', `cpu-flash: paged ${what} must be a block pool [numBlocks, blockSize, H, D], got [${t.shape.join(', ')}].`);
+  }
+  const s = t.strides;
+  return { data: t.hostData(), offset: t.offset, strides: [s[0]!, s[2]!, s[1]!, s[3]!] };
+}
+
 function kernelDType(p: SdpaParams): KernelDType {
   if (p.dtype === 'float32' || p.dtype === 'float16' || p.dtype === 'bfloat16') return p.dtype;
   throw new AttnInputError('ATTN_DTYPE', `cpu-flash runs float32, float16 and bfloat16, not ${p.dtype}.`);
@@ -56,8 +65,8 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
     D: p.headDim,
     Dv: p.headDimV,
     q: view(p.query, 'query', packed),
-    k: view(p.key, 'key', packed),
-    v: view(p.value, 'value', packed),
+    k: p.paged ? poolView(p.key, 'key') : view(p.key, 'key', packed),
+    v: p.paged ? poolView(p.value, 'value') : view(p.value, 'value', packed),
     out: view(out, 'out', packed),
     lse: { data: lse.hostData() as Float32Array, offset: lse.offset },
     scale: p.scale,
@@ -93,6 +102,9 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
       : null,
     varlen: p.varlen ? { cuQ: p.varlen.seqlensQ, cuK: p.varlen.seqlensK } : null,
     sequsedK: p.sequsedK?.lengths ?? null,
+    paged: p.paged
+      ? { table: p.paged.table, tableStride: p.paged.maxBlocksPerSeq, blockSize: p.paged.blockSize, numBlocks: p.paged.numBlocks }
+      : null,
   };
 }
 

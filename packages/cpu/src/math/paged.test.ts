@@ -13,7 +13,7 @@ const HK = 2;
 const D = 5;
 const DV = 3;
 
-const int32 = (xs: readonly number[], shape = [xs.length]) => tensor(xs, shape, { dtype: 'int32' });
+const int32 = (xs: ArrayLike<number>, shape = [xs.length]) => tensor(xs, shape, { dtype: 'int32' });
 const offsets = (l: readonly number[]) => l.reduce<number[]>((a, n) => [...a, a[a.length - 1]! + n], [0]);
 
 interface Layout {
