@@ -12,6 +12,8 @@ export { naiveAttention } from './naive.js';
 export { compareWithReference, disposeInputs, REFERENCE, runCase } from './run-case.js';
 export { makeInputs } from './inputs.js';
 export { fromPool, pagedLayout, toPool } from './paged.js';
+export { buildKvCacheCases, runKvCacheCase } from './kv-cache.js';
+export type { KvCacheCaseSpec, KvCacheOutcome } from './kv-cache.js';
 export type { PagedLayout } from './paged.js';
 export type { CaseInputs } from './inputs.js';
 export { describeGridWalk } from './grid/describe-grid.js';

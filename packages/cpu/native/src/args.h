@@ -22,6 +22,7 @@ struct Call {
   std::vector<int32_t> used_k;
   // A copy of the checked block table (PagedKv::table points here), for the same reason.
   std::vector<int32_t> block_table;
+  std::vector<int32_t> key_start;
 };
 
 Call parse_forward(const Napi::Env& env, const Napi::Value& desc);

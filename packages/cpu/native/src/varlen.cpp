@@ -71,6 +71,7 @@ void move_kv(FwdProblem& s, const FwdProblem& p, const Part& r) {
     return;
   }
   s.paged.table = p.paged.table + r.b0 * p.paged.table_stride;
+  if (p.paged.key_start) s.paged.key_start = p.paged.key_start + r.b0;
 }
 void move_kv(BwdProblem& s, const BwdProblem& p, const Part& r) {
   s.k = moved(p.k, r.b0, r.k0);

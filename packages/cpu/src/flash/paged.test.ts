@@ -109,7 +109,8 @@ describe.skipIf(!load.ok)('the addon re-checks the block table', () => {
     ['a table too narrow for the longest sequence', (d) => ({ ...d, paged: { ...d.paged!, tableStride: 2 } })],
     ['a pool smaller than numBlocks says', (d) => ({ ...d, paged: { ...d.paged!, numBlocks: d.paged!.numBlocks + 50 } })],
     ['a table that is not an Int32Array', (d) => ({ ...d, paged: { ...d.paged!, table: Float32Array.from(d.paged!.table) } })],
-    ['paged without varlen', (d) => ({ ...d, varlen: null })],
+    ['a keyStart that moves a row past its blocks', (d) => ({ ...d, paged: { ...d.paged!, keyStart: Int32Array.from([0, 0, 0, 300]) } })],
+    ['a negative keyStart', (d) => ({ ...d, paged: { ...d.paged!, keyStart: Int32Array.from([0, -1, 0, 0]) } })],
   ];
   for (const [name, patch] of bad) {
     it(`throws ATTN_CPU_FLASH_ARGS for ${name}`, () => {

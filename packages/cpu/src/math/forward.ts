@@ -4,14 +4,18 @@ import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams } from '@attn/core';
 import { gather, gatherRows, scatterRow } from './host-io.js';
 import { addWeightedRows, expRow, rowMax } from './kernels.js';
+import { appendToCache, rotatedQuery } from '../kv-cache/host.js';
 import { problemOf } from './problem.js';
 import { ScoreRow } from './scores.js';
 
-export function forwardMath(params: SdpaParams): ForwardOutputs {
+export function forwardMath(call: SdpaParams): ForwardOutputs {
+  const params = withKvCache(call);
   const pb = problemOf(params);
   const { seqs, group, maxSeqK, dropout: drop } = pb;
   const { headsKV, headDim: D, headDimV: Dv, dtype } = params;
-  const out = emptyOutput(OUTPUT_NAMES.out, pb.outShape, { dtype });
+  const out = params.kvCache
+    ? emptyOutput(OUTPUT_NAMES.out, [params.batch, params.seqQ, params.headsQ, Dv], { dtype }).transpose(1, 2) // stored [B, Sq, Hq, Dv]
+    : emptyOutput(OUTPUT_NAMES.out, pb.outShape, { dtype });
   const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, pb.lseShape, { dtype: 'float32' });
   const outRows = pb.rowsQ(out);
   const outData = out.hostData();
@@ -41,7 +45,7 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
           let lse = -Infinity;
           acc.fill(0);
           if (lo < hi) {
-            gather(qData, dtype, pb.q.row(b, h, i), 1, 0, D, pb.q.colStride, qRow);
+            gather(qData, params.query.dtype, pb.q.row(b, h, i), 1, 0, D, pb.q.colStride, qRow);
             scores.compute(qRow, kTile, D, b, h, i, sq, sk, s);
             const max = rowMax(s, lo, hi);
             // max = -Infinity: every visible key is masked; the row stays 0 with lse -inf (never NaN).
@@ -64,4 +68,15 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
     }
   }
   return { out, logsumexp };
+}
+
+/**
+ * A kv-cache call's host work before attention: kNew / vNew appended to the cache, and the query
+ * rotated in float64 (the reference keeps it unrounded). Other calls pass through.
+ */
+function withKvCache(params: SdpaParams): SdpaParams {
+  const kv = params.kvCache;
+  if (!kv) return params;
+  appendToCache(params, kv);
+  return kv.rotary ? { ...params, query: rotatedQuery(params, kv, 'float64') } : params;
 }

@@ -28,6 +28,11 @@ export interface Sequences {
 }
 
 export function sequencesOf(params: SdpaParams): Sequences {
+  const kv = params.kvCache;
+  if (kv) {
+    // KV cache: row b attends to keyCount[b] keys; the addressing starts them at keyStart[b].
+    return { count: params.batch, seqQ: () => params.seqQ, seqK: (b) => kv.keyCount[b]!, startQ: () => 0, startK: () => 0 };
+  }
   const v = params.varlen;
   const used = params.sequsedK?.lengths ?? null;
   if (!v) {
@@ -67,20 +72,33 @@ export function rowsOf(t: Tensor, start: ((b: number) => number) | null): RowAdd
   return { row: (b, h, r) => offset + (start(b) + r) * st + h * sh, colStride: sd };
 }
 
+/** Blocks of a pool: key position pos of sequence b is in block table[b * tableStride + floor(pos / blockSize)]. */
+export interface PoolPages {
+  readonly table: Int32Array;
+  readonly tableStride: number;
+  readonly blockSize: number;
+}
+
 /**
- * Addressing of a block pool [numBlocks, blockSize, H, D]: row r of sequence b is row r % blockSize
- * of block table[b, floor(r / blockSize)] (validation put every entry a sequence reads in the pool).
+ * Addressing of a block pool [numBlocks, blockSize, H, D]: row r of sequence b is key position
+ * r + start[b] (start null: r) of its blocks (validation put every block a sequence reads in the pool).
  */
-export function pagedRowsOf(t: Tensor, paged: PagedKvParams): RowAddressing {
+export function pagedRowsOf(t: Tensor, pages: PoolPages, start: Int32Array | null): RowAddressing {
   if (t.rank !== 4) throw new RangeError(`cpu-math: expected a block pool [numBlocks, blockSize, H, D], got shape [${t.shape.join(', ')}]`);
   const [sn, sr, sh, sd] = t.strides as [number, number, number, number];
   const offset = t.offset;
-  const { table, blockSize, maxBlocksPerSeq } = paged;
+  const { table, blockSize, tableStride } = pages;
   return {
     row: (b, h, r) => {
-      const block = table[b * maxBlocksPerSeq + Math.floor(r / blockSize)]!;
-      return offset + block * sn + (r % blockSize) * sr + h * sh;
+      const pos = start ? r + start[b]! : r;
+      const block = table[b * tableStride + Math.floor(pos / blockSize)]!;
+      return offset + block * sn + (pos % blockSize) * sr + h * sh;
     },
     colStride: sd,
   };
+}
+
+/** The pages of a varlen call's paged K/V. */
+export function varlenPages(paged: PagedKvParams): PoolPages {
+  return { table: paged.table, tableStride: paged.maxBlocksPerSeq, blockSize: paged.blockSize };
 }

@@ -37,6 +37,7 @@ struct Rows {
   DType dt;
   const int32_t* table = nullptr;  // the sequence's row of the block table; null = plain rows
   int64_t bs = 0, block_stride = 0;
+  int64_t first = 0;  // position of key 0 in the row's blocks (sdpaKvCache's leftpadK)
   template <class F>
   void with_elements(const F& f) const {  // f(const T* base) with T the element type
     switch (dt) {
@@ -56,7 +57,7 @@ struct Rows {
         return;
       }
       for (int64_t c0 = 0; c0 < n;) {
-        const int64_t j = j0 + c0, blk = j / bs, r = j - blk * bs;
+        const int64_t j = first + j0 + c0, blk = j / bs, r = j - blk * bs;
         const int64_t len = n - c0 < bs - r ? n - c0 : bs - r;
         f(c0, len, b + table[blk] * block_stride + r * rs);
         c0 += len;
@@ -69,7 +70,7 @@ struct Rows {
 inline Rows view_rows(const View4& v, const PagedKv& pg, int64_t b, int64_t h) {
   if (!pg.table) return {elem_ptr(v, b, h, 0, 0), v.strides[2], v.strides[3], v.dtype};
   return {elem_ptr(v, 0, h, 0, 0), v.strides[2], v.strides[3], v.dtype, pg.table + b * pg.table_stride, pg.block_size,
-          v.strides[0]};
+          v.strides[0], pg.key_start ? pg.key_start[b] : 0};
 }
 
 struct FwdF32Ctx {
