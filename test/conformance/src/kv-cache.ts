@@ -10,7 +10,7 @@ import { judge } from './accuracy.js';
 import type { Verdict } from './accuracy.js';
 import type { CaseSpec } from './cases.js';
 import { naiveAttention } from './naive.js';
-import { pagedLayout, toPool } from './paged.js';
+import { pagedLayout } from './paged.js';
 import type { PagedLayout } from './paged.js';
 import { rounder } from './rounding.js';
 import { REFERENCE } from './run-case.js';
