@@ -11,6 +11,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "dropout.h"
 #include "kernels/order.h"
@@ -62,6 +64,27 @@ struct Rows {
         f(c0, len, b + table[blk] * block_stride + r * rs);
         c0 += len;
       }
+    });
+  }
+  // f(rows, rs, es) with the keys [j0, j0 + n) as one run: these rows themselves for plain views,
+  // else their `len` elements each copied, in order, into buf as contiguous rows (rs = len, es = 1).
+  // For blocks shorter than a key tile: one product call per tile instead of one per block.
+  template <class F>
+  void as_one_run(int64_t j0, int64_t n, int64_t len, void* buf, const F& f) const {
+    if (!table) return with_elements([&](auto* b) { f(b + j0 * rs, rs, es); });
+    with_elements([&](auto* b) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(b)>>;
+      T* dst = static_cast<T*>(buf);
+      for (int64_t c = 0; c < n; ++c) {
+        const int64_t j = first + j0 + c;
+        const T* row = b + table[j / bs] * block_stride + (j % bs) * rs;
+        if (es == 1) {
+          std::memcpy(dst + c * len, row, static_cast<size_t>(len) * sizeof(T));
+        } else {
+          for (int64_t e = 0; e < len; ++e) dst[c * len + e] = row[e * es];
+        }
+      }
+      f(static_cast<const T*>(dst), len, int64_t{1});
     });
   }
 };
@@ -125,6 +148,7 @@ struct F32Tile {
   int64_t *rlo, *rhi;
   int64_t *rh, *ri;  // query head and position of each row (rows of one head, or of a GQA group)
   uint8_t* keep;
+  void* kvg;  // a key tile of K and of V rows gathered from blocks shorter than it (paged K/V)
   int ng = kGroups;  // vector groups in use: ceil(rows / kLanes); columns past them are not computed
   bool cmax_ready = false;  // cmax holds the column max of the raw S^T of this block
   // tmp holds a row of Q, of O, of the mask, or kQB alphas.
@@ -135,7 +159,7 @@ struct F32Tile {
   }
   static size_t bytes(const Dims& d) {
     const size_t f = static_cast<size_t>(d.D * kQB + kKB * kQB + d.Dv * kQB + 7 * kQB + tmp_len(d));
-    return f * 4 + 4 * kQB * 8 + kKB + 256;
+    return f * 4 + 4 * kQB * 8 + kKB + 256 + static_cast<size_t>(kKB * (d.D + d.Dv)) * 4 + 64;
   }
   static F32Tile carve(void* base, const Dims& d) {
     F32Tile t;
@@ -155,6 +179,7 @@ struct F32Tile {
     t.rh = t.rhi + kQB;
     t.ri = t.rh + kQB;
     t.keep = reinterpret_cast<uint8_t*>(t.ri + kQB);
+    t.kvg = reinterpret_cast<void*>(round_up(reinterpret_cast<uintptr_t>(t.keep + kKB), 64));
     return t;
   }
 };
@@ -443,6 +468,7 @@ inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
   const RowRange first = key_range(md, d.Sk, ifirst), last = key_range(md, d.Sk, ilast);
   const Rows kr = cx.k_rows(b, hk), vr = cx.v_rows(b, hk);
   const bool stream = d.Sk * (d.D + d.Dv) * 4 > (int64_t{1} << 20);
+  const bool small_blocks = kr.table && kr.bs < kKB;  // both K and V come paged, or neither
   if (first.lo <= last.hi) {
     for (int64_t kb = first.lo / kKB; kb <= last.hi / kKB; ++kb) {
       const int64_t j0 = kb * kKB, n = d.Sk - j0 < kKB ? d.Sk - j0 : kKB;
@@ -457,6 +483,19 @@ inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
       const bool full = hm.simple && hm.scale > 0.f && last.lo <= j0 && first.hi >= j0 + n - 1;
       if (full)
         for (int64_t r = 0; r < kQB; ++r) t.cmax[r] = kNegInf;
+      if (small_blocks) {
+        // Blocks shorter than the tile: each product runs once on the tile's rows gathered together.
+        char* kg = static_cast<char*>(t.kvg);
+        kr.as_one_run(j0, n, d.D, kg, [&](auto* k, int64_t rs, int64_t es) {
+          gemm<false>(n, t.ng * kLanes, d.D, k, rs, es, t.qt, kQB, t.st, kQB, full ? t.cmax : nullptr);
+        });
+        t.cmax_ready = full;
+        softmax_block_t(cx, hm, t, b, m, j0, n, full);
+        vr.as_one_run(j0, n, d.Dv, kg + kKB * d.D * 4, [&](auto* v, int64_t rs, int64_t es) {
+          gemm<true>(d.Dv, t.ng * kLanes, n, v, es, rs, t.st, kQB, t.ot, kQB);
+        });
+        continue;
+      }
       kr.for_runs(j0, n, [&](int64_t c0, int64_t len, auto* k) {
         gemm<false>(len, t.ng * kLanes, d.D, k, kr.rs, kr.es, t.qt, kQB, t.st + c0 * kQB, kQB, full ? t.cmax : nullptr);
       });
