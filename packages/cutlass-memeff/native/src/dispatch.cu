@@ -145,7 +145,7 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   if (!strides_mult8(p.q_stride) || !strides_mult8(p.k_stride) || !strides_mult8(p.v_stride) || !strides_mult8(extra_stride)) {
     return "strides not multiples of 8 elements";
   }
-  const int bucket = family == Family::kFwdMma ? mma_bucket(std::max(p.head_dim, p.head_dim_v)) : mma_bwd_bucket(p);
+  const int bucket = family == Family::kFwdMma ? mma_fwd_head_dim(p.head_dim, p.head_dim_v, p.features) : mma_bwd_bucket(p);
   const KernelEntry& e = find_kernel(family, dtype, bucket);
   if (kernel_ptx_version(e, device) < 80) return "addon built without sm80+ code for this device";
   if (family == Family::kBwdMma) {
@@ -389,7 +389,7 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   // d128 only (launch_fwd_tf32_wgmma).
   p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() && p.tf32_pv_exact &&
                  (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128 || p.features);
-  const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
+  const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_fwd_head_dim(p.head_dim, p.head_dim_v, p.features))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
   // The wgmma form runs under the family's entry; its name says which kernel ran.
