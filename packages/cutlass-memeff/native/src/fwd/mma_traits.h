@@ -53,9 +53,10 @@ struct MmaFwdTraits {
 };
 
 inline int mma_bucket(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : 256; }
-// The forward kernel a call runs (its KernelEntry's bucket): the exact head dim's where it has one.
-inline int mma_fwd_head_dim(int d, int dv, bool features) {
-  if (d == dv && !features && mma_exact_head_dim(d)) return d;
+// The forward kernel a call runs (its KernelEntry's bucket): the exact head dim's where it has one and the
+// call may take it (`exact`: no features).
+inline int mma_fwd_head_dim(int d, int dv, bool exact) {
+  if (exact && d == dv && mma_exact_head_dim(d)) return d;
   return mma_bucket(d > dv ? d : dv);
 }
 constexpr int kMmaMaxHeadDim = 256;
