@@ -34,9 +34,13 @@ export function smLabel(ctx: RuleContext): string {
   return d.type === 'cuda' ? `a sm ${d.major}.${d.minor} gpu` : `${d.type} (${d.arch})`;
 }
 
-/** Head counts as the tensors give them (dense dim 1 of [B,H,S,D], varlen dim 1 of [T,H,D]). */
+/**
+ * Head counts as the tensors give them (dense dim 1 of [B,H,S,D], varlen dim 1 of [T,H,D], paged
+ * K/V dim 2 of [N,blockSize,H,D]).
+ */
 export function headCounts(p: SdpaParams): { hq: number; hk: number; hv: number } {
-  return { hq: p.query.shape[1]!, hk: p.key.shape[1]!, hv: p.value.shape[1]! };
+  const kvDim = p.paged ? 2 : 1;
+  return { hq: p.query.shape[1]!, hk: p.key.shape[kvDim]!, hv: p.value.shape[kvDim]! };
 }
 
 export function lastStride(t: Tensor): number {

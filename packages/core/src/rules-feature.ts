@@ -115,6 +115,11 @@ export const noSequsedK: Rule = rule('noSequsedK', (p) => {
   return 'Does not support sequsedK (keys used per batch row); slice key and value to the used keys, or choose a backend that takes sequsedK.';
 });
 
+export const noPagedKv: Rule = rule('noPagedKv', (p) => {
+  if (!p.paged) return null;
+  return 'Does not support paged K/V (blockTable); gather the blocks into packed key and value, or choose a backend that takes blockTable.';
+});
+
 /** No backward pass: declines calls made with requiresGrad. */
 export const noBackward: Rule = rule('noBackward', (p) => {
   if (!p.requiresGrad) return null;

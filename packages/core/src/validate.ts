@@ -176,6 +176,7 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     enableGqa: common.enableGqa,
     varlen: null,
     sequsedK,
+    paged: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
   };
