@@ -19,12 +19,13 @@ const DTYPES = {
   fp16: { cpp: '__half', elem: 'kF16' },
   bf16: { cpp: '__nv_bfloat16', elem: 'kBF16' },
 };
-// Must agree with kSimtBuckets (fwd/simt_traits.h), kMmaBuckets (fwd/mma_traits.h), kMmaBwdBuckets
-// (bwd/mma_bwd_traits.h), kTf32Buckets (fwd/tf32_traits.h) and kTf32BwdBuckets (bwd/tf32_bwd_traits.h);
-// src/generated.test.ts checks it.
+// Must agree with kSimtBuckets (fwd/simt_traits.h), kMmaBuckets and kMmaExactHeadDims (fwd/mma_traits.h),
+// kMmaBwdBuckets (bwd/mma_bwd_traits.h), kTf32Buckets (fwd/tf32_traits.h) and kTf32BwdBuckets
+// (bwd/tf32_bwd_traits.h); src/generated.test.ts checks it.
 const FAMILIES = [
   { family: 'kFwdSimt', stem: 'fwd_simt', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'fwd' },
-  { family: 'kFwdMma', stem: 'fwd_mma', header: 'launch/launchers_fwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 256], kind: 'fwd' },
+  // 160 and 192: exact head dims (D == Dv, no features), compile-time loops where the d256 bucket's stop at run time.
+  { family: 'kFwdMma', stem: 'fwd_mma', header: 'launch/launchers_fwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 160, 192, 256], kind: 'fwd' },
   // fp32 on tensor cores (3xTF32), opt-in: ATTN_MEMEFF_FP32_TC=1 (see NOTES.md v2).
   { family: 'kFwdTf32', stem: 'fwd_tf32', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'fwd' },
   { family: 'kBwdSimt', stem: 'bwd_simt', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'bwd' },

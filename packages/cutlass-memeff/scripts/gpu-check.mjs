@@ -248,6 +248,12 @@ add('d192 bias gqa col-split', { B: 2, Hq: 4, Hk: 2, Sq: 70, Sk: 260, D: 192, ma
 add('d256 causal dropout col-split', { B: 1, Hq: 2, Sq: 200, Sk: 256, D: 256, causal: 'lowerRight', dropoutP: 0.2 }, ['float16', 'bfloat16']);
 add('d256 bool mask deterministic col-split', { B: 1, Hq: 2, Sq: 90, Sk: 270, D: 256, deterministic: true, mask: { kind: 'bool', shape: [1, 1, 90, 270] } }, ['float16', 'bfloat16']);
 add('d256 dv128 col-split', { B: 1, Hq: 2, Sq: 64, Sk: 200, D: 256, Dv: 128 }, ['float16', 'bfloat16']);
+// D == Dv 160 and 192 run their exact head dim's forward (fwd/mma_traits.h; 192-wide shared tiles at 160);
+// with a window's left side (a feature) the d256 bucket's feature kernel.
+add('d160 causal dropout exact-fwd', { B: 2, Hq: 3, Sq: 333, Sk: 333, D: 160, causal: 'upperLeft', dropoutP: 0.15 }, ['float16', 'bfloat16']);
+add('d192 causal lr bool mask exact-fwd', { B: 1, Hq: 2, Sq: 97, Sk: 301, D: 192, causal: 'lowerRight', mask: { kind: 'bool', shape: [1, 1, 97, 301] } }, ['float16', 'bfloat16']);
+add('d160 bias gqa exact-fwd', { B: 1, Hq: 4, Hk: 1, Sq: 65, Sk: 190, D: 160, mask: { kind: 'additive', shape: [1, 4, 65, 190] } }, ['float16', 'bfloat16']);
+add('d192 window softcap (d256 feature kernel) exact-fwd', { B: 1, Hq: 2, Sq: 150, Sk: 200, D: 192, window: [40, 8], softcap: 3 }, ['float16', 'bfloat16']);
 add('d300 (simt only)', { B: 1, Hq: 1, Sq: 40, Sk: 50, D: 300, Dv: 300 });
 add('misaligned storage (simt)', { B: 2, Hq: 2, Sq: 40, Sk: 60, D: 64, misalign: true });
 add('bshd layout', { B: 2, Hq: 4, Sq: 77, Sk: 77, D: 64, layout: 'bshd' });

@@ -27,7 +27,8 @@ describe('generated kernels', () => {
     const buckets = (stem: string) => [...new Set(list.filter((i) => i.stem === stem).map((i) => i.bucket))].sort((a, b) => a - b);
     expect(buckets('fwd_simt')).toEqual(bucketsIn('fwd/simt_traits.h', 'kSimtBuckets'));
     expect(buckets('bwd_simt')).toEqual(bucketsIn('fwd/simt_traits.h', 'kSimtBuckets'));
-    expect(buckets('fwd_mma')).toEqual(bucketsIn('fwd/mma_traits.h', 'kMmaBuckets'));
+    const mmaFwd = [...bucketsIn('fwd/mma_traits.h', 'kMmaBuckets'), ...bucketsIn('fwd/mma_traits.h', 'kMmaExactHeadDims')];
+    expect(buckets('fwd_mma')).toEqual(mmaFwd.sort((a, b) => a - b));
     expect(buckets('bwd_mma')).toEqual(bucketsIn('bwd/mma_bwd_traits.h', 'kMmaBwdBuckets'));
     expect(buckets('fwd_tf32')).toEqual(bucketsIn('fwd/tf32_traits.h', 'kTf32Buckets'));
     expect(buckets('bwd_tf32')).toEqual(bucketsIn('bwd/tf32_bwd_traits.h', 'kTf32BwdBuckets'));

@@ -120,6 +120,13 @@ describe.skipIf(!env.ok)('memeff-cuda on the GPU', () => {
     const d256Bwd = major === 9 || major === 10 ? 'bwd_mma_fp16_d256' : 'bwd_simt_fp16_d128';
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 40, 50, 256, 256] }).bwd!.kernels[0]).toBe(d256Bwd);
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 72, 40] }, false).fwd.kernel).toBe('fwd_mma_fp16_d128');
+    // D == Dv 160 or 192 without features: the exact head dim's forward (mma_traits.h); other head dims above 128,
+    // and calls with features, the d256 bucket's.
+    expect(check({ dtype: 'bfloat16', shape: [1, 2, 2, 130, 97, 160, 160], opts: { isCausal: true } }, false).fwd.kernel).toBe('fwd_mma_bf16_d160');
+    expect(check({ dtype: 'float16', shape: [2, 2, 1, 70, 150, 192, 192], mask: { kind: 'additive', shape: [2, 1, 70, 150] } }, false).fwd.kernel).toBe('fwd_mma_fp16_d192');
+    expect(check({ dtype: 'bfloat16', shape: [1, 2, 2, 70, 90, 160, 128] }, false).fwd.kernel).toBe('fwd_mma_bf16_d256');
+    expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 176, 176] }, false).fwd.kernel).toBe('fwd_mma_fp16_d256');
+    expect(check({ dtype: 'float16', shape: [1, 2, 2, 100, 200, 192, 192], opts: { window: [40, 8] } }, false).fwd.kernel).toBe('fwd_mma_fp16_d256');
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 36, 36] }, false).fwd.kernel).toBe('fwd_simt_fp16_d64');
     // fp32: 3xTF32 tensor cores with ATTN_MEMEFF_FP32_TC=1, FMA with =0; unset, the per-arch default
     // in dispatch.cu decides (NOTES.md v4), so either is right. The 3xTF32 forward runs on wgmma on sm90

@@ -127,6 +127,22 @@ std::string smem_refusal(int need, int have) {
   return "needs " + std::to_string(need / 1024) + " KB of shared memory per block, the device allows " + std::to_string(have / 1024);
 }
 
+// The side-by-side switches below: the newer form unless the variable is "0".
+bool on_unless_zero(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::strcmp(e, "0") != 0;
+}
+
+// ATTN_MEMEFF_EXACT_HEAD_DIMS=0: D == Dv 160 and 192 run the d256 bucket's forward (run-time head-dim loops)
+// instead of their own (fwd/mma_traits.h), to time the two side by side on one build. Read once.
+bool exact_head_dims_enabled() {
+  static const bool v = on_unless_zero("ATTN_MEMEFF_EXACT_HEAD_DIMS");
+  return v;
+}
+
+// The tensor-core forward's KernelEntry bucket for this call: calls with features take the buckets' feature kernels.
+int mma_fwd_kernel_dim(const FwdParams& p) { return mma_fwd_head_dim(p.head_dim, p.head_dim_v, !p.features && exact_head_dims_enabled()); }
+
 int mma_bwd_bucket(const FwdParams& p) {
   const int d = std::max(p.head_dim, p.head_dim_v);
   return d <= 64 ? 64 : d <= 128 ? 128 : 256;
@@ -145,7 +161,7 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   if (!strides_mult8(p.q_stride) || !strides_mult8(p.k_stride) || !strides_mult8(p.v_stride) || !strides_mult8(extra_stride)) {
     return "strides not multiples of 8 elements";
   }
-  const int bucket = family == Family::kFwdMma ? mma_bucket(std::max(p.head_dim, p.head_dim_v)) : mma_bwd_bucket(p);
+  const int bucket = family == Family::kFwdMma ? mma_fwd_kernel_dim(p) : mma_bwd_bucket(p);
   const KernelEntry& e = find_kernel(family, dtype, bucket);
   if (kernel_ptx_version(e, device) < 80) return "addon built without sm80+ code for this device";
   if (family == Family::kBwdMma) {
@@ -176,12 +192,6 @@ bool fp32_tensor_cores_enabled(int major) {
   const int env = fp32_tensor_cores_env();
   if (env >= 0) return env == 1;
   return kFp32TcDefaultMinMajor > 0 && major >= kFp32TcDefaultMinMajor && major <= kFp32TcDefaultMaxMajor;
-}
-
-// The side-by-side switches below: the newer form unless the variable is "0".
-bool on_unless_zero(const char* name) {
-  const char* e = std::getenv(name);
-  return e == nullptr || std::strcmp(e, "0") != 0;
 }
 
 // ATTN_MEMEFF_MASK_FREE=0: calls without a mask run the tensor-core kernels built with mask code
@@ -389,7 +399,7 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   // d128 only (launch_fwd_tf32_wgmma).
   p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() && p.tf32_pv_exact &&
                  (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128 || p.features);
-  const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_bucket(dmax))
+  const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_fwd_kernel_dim(p))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
                                          : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
   // The wgmma form runs under the family's entry; its name says which kernel ran.

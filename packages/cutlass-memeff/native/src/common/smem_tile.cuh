@@ -8,17 +8,19 @@
 
 namespace memeff {
 
-// Rows [row0, row0 + kRows) of a [seq][dim] matrix (row stride in elements) into a swizzled tile;
-// rows past `rows` and columns past `cols` are zero-filled.
+// Rows [row0, row0 + kRows) of a [seq][dim] matrix (row stride in elements) into a swizzled tile of
+// kHeadDim columns; rows past `rows` and columns past `cols` are zero-filled. Only the first kCols
+// columns are written (a tile wider than the kernel's head dim: the rest is never read).
 //
 // v3, flash-cuda's load_rows geometry: when the threads cover whole rows and the row step is a
 // multiple of the swizzle period (8 rows), each thread owns one 16-byte column chunk of rows r0,
 // r0 + kRowStep, ...: the shared destinations differ by compile-time constants and the sources by one
 // 64-bit step, instead of one precomputed 64-bit source and shared address per copy (register
 // pressure in the kernels that hold S and O while they issue K and V).
-template <typename T, int kRows, int kHeadDim, int kThreads>
+template <typename T, int kRows, int kHeadDim, int kThreads, int kCols = kHeadDim>
 __device__ __forceinline__ void load_tile_async(T* smem, const T* g, int64_t row_stride, int row0, int rows, int cols) {
-  constexpr int kChunks = kHeadDim / 8;
+  static_assert(kCols % 8 == 0 && kCols <= kHeadDim, "whole chunks of the tile");
+  constexpr int kChunks = kCols / 8;
   constexpr bool kStrided = kThreads % kChunks == 0 && (kThreads / kChunks) % 8 == 0 && kRows % (kThreads / kChunks) == 0;
   if constexpr (kStrided) {
     constexpr int kRowStep = kThreads / kChunks;

@@ -4,9 +4,10 @@
 // boolean mask tile staged in shared memory by cp.async with K, see common/mask_tile.cuh).
 //
 // Each warp owns Tr::kMTiles 16-row tiles (rows warp * 16 * MT + mi * 16 + ...), so one K or V
-// fragment feeds MT mma. kFull: D == Dv == the bucket, the head-dim loops are compile-time (no
+// fragment feeds MT mma. kFull: D == Dv == Tr::kHeadDim, the head-dim loops are compile-time (no
 // run-time exits between ldmatrix and mma, which would cut ptxas's scheduling into small blocks);
-// otherwise they stop at the real D / Dv (e.g. D = 80 in the 128 bucket).
+// otherwise they stop at the real D / Dv (e.g. D = 80 in the 128 bucket). Shared-memory tiles are
+// Tr::kTileDim wide; only the first Tr::kHeadDim columns are loaded and read.
 #pragma once
 #include <cmath>
 
@@ -29,7 +30,7 @@ namespace memeff {
 template <typename T, typename Tr, bool kFull, bool kMask, bool kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_kernel(const FwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
-  constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
+  constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, TD = Tr::kTileDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
   constexpr int MT = Tr::kMTiles;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);
@@ -75,9 +76,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   const int n_blocks = key_blocks_for_queries(p, i0, M, N);
   const int nb0 = kFeat ? key_step_begin(p, i0, N) : 0;  // a window's left side skips the keys before it
 
-  load_tile_async<T, M, HD, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
+  load_tile_async<T, M, TD, Tr::kThreads, HD>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
   if (nb0 < n_blocks) {
-    load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
+    load_tile_async<T, N, TD, Tr::kThreads, HD>(k_s, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
     if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, nb0 * N, p.seq_q, p.seq_k);
   }
   cp_async_commit();
@@ -87,7 +88,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
     const int j0 = nb * N;
     cp_async_wait_all();
     __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
-    load_tile_async<T, N, HD, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
+    load_tile_async<T, N, TD, Tr::kThreads, HD>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
     cp_async_commit();
 
     // S = Q K^T for this warp's MT x 16 rows: one K fragment feeds MT mma.
@@ -101,11 +102,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
       if (!kFull && ks >= qk_steps) break;
       uint32_t a[MT][4];
 #pragma unroll
-      for (int mi = 0; mi < MT; ++mi) ldmatrix_x4(a[mi], q_s + swizzle<HD>(row0 + mi * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
+      for (int mi = 0; mi < MT; ++mi) ldmatrix_x4(a[mi], q_s + swizzle<TD>(row0 + mi * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
         uint32_t bk[4];
-        ldmatrix_x4(bk, k_s + swizzle<HD>(np * 16 + (lane % 8) + (lane / 16) * 8, ks * 16 + ((lane / 8) % 2) * 8));
+        ldmatrix_x4(bk, k_s + swizzle<TD>(np * 16 + (lane % 8) + (lane / 16) * 8, ks * 16 + ((lane / 8) % 2) * 8));
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
           mma_16816<T>(acc_s[mi][2 * np], a[mi], bk[0], bk[1]);
@@ -219,7 +220,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
     cp_async_wait_all();
     __syncthreads();  // V(nb) landed; every warp is done with K(nb) and the mask tile
     if (nb + 1 < n_blocks) {
-      load_tile_async<T, N, HD, Tr::kThreads>(k_s, k, p.k_stride[2], j0 + N, p.seq_k, p.head_dim);
+      load_tile_async<T, N, TD, Tr::kThreads, HD>(k_s, k, p.k_stride[2], j0 + N, p.seq_k, p.head_dim);
       if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, j0 + N, p.seq_q, p.seq_k);
       cp_async_commit();
     }
@@ -240,7 +241,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
       for (int dp = 0; dp < OT / 2; ++dp) {
         if (!kFull && dp >= pv_pairs) break;
         uint32_t bv[4];
-        ldmatrix_x4_trans(bv, v_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        ldmatrix_x4_trans(bv, v_s + swizzle<TD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
           mma_16816<T>(acc_o[mi][2 * dp], a[mi], bv[0], bv[1]);
@@ -272,16 +273,16 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 #pragma unroll
     for (int n = 0; n < OT; ++n) {
       const int col = n * 8 + 2 * t, r0 = row0 + mi * 16 + g;
-      *reinterpret_cast<uint32_t*>(q_s + swizzle<HD>(r0, col)) = pack2<T>(acc_o[mi][n][0] * inv[mi][0], acc_o[mi][n][1] * inv[mi][0]);
-      *reinterpret_cast<uint32_t*>(q_s + swizzle<HD>(r0 + 8, col)) = pack2<T>(acc_o[mi][n][2] * inv[mi][1], acc_o[mi][n][3] * inv[mi][1]);
+      *reinterpret_cast<uint32_t*>(q_s + swizzle<TD>(r0, col)) = pack2<T>(acc_o[mi][n][0] * inv[mi][0], acc_o[mi][n][1] * inv[mi][0]);
+      *reinterpret_cast<uint32_t*>(q_s + swizzle<TD>(r0 + 8, col)) = pack2<T>(acc_o[mi][n][2] * inv[mi][1], acc_o[mi][n][3] * inv[mi][1]);
     }
   __syncthreads();
   T* out = static_cast<T*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
-  constexpr int kChunks = Tr::kChunks;
+  constexpr int kChunks = HD / 8;  // the columns of O (q_s rows are TD wide)
   for (int idx = threadIdx.x; idx < M * kChunks; idx += Tr::kThreads) {
     const int r = idx / kChunks, c = idx % kChunks, i = i0 + r;
     if (i < p.seq_q && c * 8 < p.head_dim_v) {
-      *reinterpret_cast<uint4*>(out + i * p.o_stride[2] + c * 8) = *reinterpret_cast<const uint4*>(q_s + swizzle<HD>(r, c * 8));
+      *reinterpret_cast<uint4*>(out + i * p.o_stride[2] + c * 8) = *reinterpret_cast<const uint4*>(q_s + swizzle<TD>(r, c * 8));
     }
   }
 #else

@@ -1,12 +1,29 @@
-// Tile shapes of the tensor-core path (fp16/bf16, sm80+, head dims multiples of 8). kHeadDim is a
-// bucket: D and Dv up to it run, zero-padded in shared memory to the bucket.
+// Tile shapes of the tensor-core path (fp16/bf16, sm80+, head dims multiples of 8). kHeadDim is the
+// compile-time head dim, the bound of the head-dim loops: either a bucket (kMmaBuckets: D and Dv up to
+// it run, zero-padded in shared memory) or an exact head dim (kMmaExactHeadDims: only D == Dv == it
+// runs). Shared-memory rows are kTileDim wide, kHeadDim rounded up to 64 elements: the XOR swizzle
+// permutes 16-byte chunks in groups of 8.
 #pragma once
 
 namespace memeff {
 
+constexpr int kMmaBuckets[] = {64, 128, 256};
+// Head dims between the buckets with a forward of their own (D == Dv, calls without FwdParams::features):
+// in the d256 bucket their head-dim loops would stop at run time, whose exits keep ptxas from hoisting
+// the ldmatrix loads (NOTES.md, "exact head dims").
+constexpr int kMmaExactHeadDims[] = {160, 192};
+constexpr bool mma_exact_head_dim(int d) {
+  for (int e : kMmaExactHeadDims) {
+    if (d == e) return true;
+  }
+  return false;
+}
+
 template <int kHeadDim_>
 struct MmaFwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kExact = mma_exact_head_dim(kHeadDim);
+  static constexpr int kTileDim = (kHeadDim + 63) / 64 * 64;
   static constexpr int kNWarps = 4;
   static constexpr int kThreads = kNWarps * 32;
   // v2: each warp owns kMTiles 16-row tiles, so every K and V fragment read from shared memory feeds
@@ -21,21 +38,27 @@ struct MmaFwdTraits {
   static constexpr int kMinBlocksPerSm = kHeadDim == 64 ? 3 : kHeadDim <= 128 ? 2 : 1;
   static constexpr int kBlockM = 16 * kNWarps * kMTiles;     // query rows per block
   static constexpr int kBlockN = kHeadDim <= 64 ? 64 : 32;   // keys per step
-  static constexpr int kChunks = kHeadDim / 8;               // 16-byte chunks per smem row
+  static constexpr int kChunks = kTileDim / 8;               // 16-byte chunks per smem row
   static constexpr int kNTiles = kBlockN / 8;                // n8 tiles of S per row tile
   static constexpr int kOTiles = kHeadDim / 8;               // n8 tiles of O per row tile
   // Q, K, V tiles in 16-bit elements, one buffer each (K(j+1) loads during P.V, V(j) during Q.K^T).
-  static constexpr int kSmemQ = kBlockM * kHeadDim;
-  static constexpr int kSmemK = kBlockN * kHeadDim;
+  static constexpr int kSmemQ = kBlockM * kTileDim;
+  static constexpr int kSmemK = kBlockN * kTileDim;
   static constexpr int kSmemBytes = (kSmemQ + 2 * kSmemK) * 2;
   // Plus, when the call has a mask, its [kBlockM][kBlockN] tile (MaskTile in common/mask_tile.cuh:
   // pitch kBlockN * 4 + 16 bytes, the widest element plus padding).
   static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);
-  static_assert(kChunks >= 8, "the XOR swizzle needs at least 8 chunks per row");
+  static_assert(kChunks % 8 == 0, "the XOR swizzle permutes chunks in groups of 8");
+  static_assert(kHeadDim % 16 == 0, "the head-dim loops run whole k16 steps");
 };
 
-constexpr int kMmaBuckets[] = {64, 128, 256};
 inline int mma_bucket(int d) { return d <= 64 ? 64 : d <= 128 ? 128 : 256; }
+// The forward kernel a call runs (its KernelEntry's bucket): the exact head dim's where it has one and the
+// call may take it (`exact`: no features).
+inline int mma_fwd_head_dim(int d, int dv, bool exact) {
+  if (exact && d == dv && mma_exact_head_dim(d)) return d;
+  return mma_bucket(d > dv ? d : dv);
+}
 constexpr int kMmaMaxHeadDim = 256;
 
 // Element offset of (row, col) in a [rows][kHeadDim] tile whose 16-byte chunks are XOR-swizzled by

@@ -8,9 +8,13 @@ set(MEMEFF_GENERATED_SOURCES
   native/src/generated/fwd_simt_bf16_d128.cu
   native/src/generated/fwd_mma_fp16_d64.cu
   native/src/generated/fwd_mma_fp16_d128.cu
+  native/src/generated/fwd_mma_fp16_d160.cu
+  native/src/generated/fwd_mma_fp16_d192.cu
   native/src/generated/fwd_mma_fp16_d256.cu
   native/src/generated/fwd_mma_bf16_d64.cu
   native/src/generated/fwd_mma_bf16_d128.cu
+  native/src/generated/fwd_mma_bf16_d160.cu
+  native/src/generated/fwd_mma_bf16_d192.cu
   native/src/generated/fwd_mma_bf16_d256.cu
   native/src/generated/fwd_tf32_fp32_d64.cu
   native/src/generated/fwd_tf32_fp32_d128.cu

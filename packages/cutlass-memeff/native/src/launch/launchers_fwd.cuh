@@ -39,29 +39,39 @@ template <typename T, int kBucket> const void* probe_fwd_simt() {
 }
 
 // D == Dv == the bucket takes the kernel with compile-time head-dim loops (fwd_mma.cuh). Calls with features
-// (FwdParams::features) take the feature kernel, the others the mask-free one unless they have a mask.
+// (FwdParams::features) take the feature kernel, the others the mask-free one unless they have a mask. An exact
+// head dim (mma_traits.h) has only the compile-time form and no feature kernel: dispatch.cu sends it only
+// D == Dv == its head dim without features.
 template <typename T, typename Tr, bool kFull>
 void launch_fwd_mma(const FwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
-  auto kernel = p.features ? &fwd_mma_kernel<T, Tr, kFull, true, true>
-                : masked   ? &fwd_mma_kernel<T, Tr, kFull, true, false>
-                           : &fwd_mma_kernel<T, Tr, kFull, false, false>;
+  auto kernel = masked ? &fwd_mma_kernel<T, Tr, kFull, true, false> : &fwd_mma_kernel<T, Tr, kFull, false, false>;
+  if constexpr (!Tr::kExact) {
+    if (p.features) kernel = &fwd_mma_kernel<T, Tr, kFull, true, true>;
+  }
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   const int smem = Tr::kSmemBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
   launch_query_blocks<Tr>(kernel, smem, p, stream, "launch of memeff fwd_mma_kernel");
 }
 
-template <typename T, int kBucket>
+template <typename T, int kHeadDim>
 void run_fwd_mma(const FwdParams& p, cudaStream_t stream) {
-  using Tr = MmaFwdTraits<kBucket>;
-  if (p.head_dim == kBucket && p.head_dim_v == kBucket) {
+  using Tr = MmaFwdTraits<kHeadDim>;
+  const bool full = p.head_dim == kHeadDim && p.head_dim_v == kHeadDim;
+  if constexpr (Tr::kExact) {
+    if (!full || p.features) {
+      throw std::logic_error("memeff-cuda: an exact head dim's forward runs only D == Dv == it without features (dispatch.cu decides)");
+    }
+    launch_fwd_mma<T, Tr, true>(p, stream);
+  } else if (full) {
     launch_fwd_mma<T, Tr, true>(p, stream);
   } else {
     launch_fwd_mma<T, Tr, false>(p, stream);
   }
 }
-template <typename T, int kBucket> const void* probe_fwd_mma() {
-  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, MmaFwdTraits<kBucket>, false, true, false>);
+template <typename T, int kHeadDim> const void* probe_fwd_mma() {
+  using Tr = MmaFwdTraits<kHeadDim>;
+  return reinterpret_cast<const void*>(&fwd_mma_kernel<T, Tr, Tr::kExact, true, false>);
 }
 
 // fp32 on tensor cores (3xTF32). T is float; it is a parameter only so that the generated units
