@@ -133,15 +133,8 @@ bool on_unless_zero(const char* name) {
   return e == nullptr || std::strcmp(e, "0") != 0;
 }
 
-// ATTN_MEMEFF_EXACT_HEAD_DIMS=0: D == Dv 160 and 192 run the d256 bucket's forward (run-time head-dim loops)
-// instead of their own (fwd/mma_traits.h), to time the two side by side on one build. Read once.
-bool exact_head_dims_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_EXACT_HEAD_DIMS");
-  return v;
-}
-
 // The tensor-core forward's KernelEntry bucket for this call: calls with features take the buckets' feature kernels.
-int mma_fwd_kernel_dim(const FwdParams& p) { return mma_fwd_head_dim(p.head_dim, p.head_dim_v, !p.features && exact_head_dims_enabled()); }
+int mma_fwd_kernel_dim(const FwdParams& p) { return mma_fwd_head_dim(p.head_dim, p.head_dim_v, !p.features); }
 
 int mma_bwd_bucket(const FwdParams& p) {
   const int d = std::max(p.head_dim, p.head_dim_v);
