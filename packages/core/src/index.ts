@@ -2,7 +2,7 @@
 export * from './backend.js';
 export * from './device.js';
 export { CPU, DEVICE_TYPES, deviceToString, isDeviceType, parseDevice, sameDevice } from './device-parse.js';
-export { requireDeviceRuntime } from './device-registry.js';
+export { deviceCapturing, noteCaptureUse, requireDeviceRuntime } from './device-registry.js';
 export * from './dtype.js';
 export * from './error-codes.js';
 export * from './errors.js';

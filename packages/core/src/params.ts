@@ -76,8 +76,12 @@ export interface MaskParams {
 export interface SequsedKParams {
   /** The user's int32 [B] tensor (kernels read it on the device). */
   readonly tensor: Tensor;
-  /** Host copy of the validated lengths: 0 <= lengths[b] <= the key count of row b. */
-  readonly lengths: Int32Array;
+  /**
+   * Host copy of the validated lengths: 0 <= lengths[b] <= the key count of row b. Null when the
+   * call was validated during graph capture (params.capturing): the values were not read, and kernels
+   * clamp what they read on the device.
+   */
+  readonly lengths: Int32Array | null;
 }
 
 export interface VarlenParams {
@@ -85,9 +89,13 @@ export interface VarlenParams {
   readonly cuSeqlensK: Tensor;
   readonly maxSeqlenQ: number;
   readonly maxSeqlenK: number;
-  /** Host copies of the offsets (validated: start at 0, non-decreasing, end at total). */
-  readonly seqlensQ: Int32Array;
-  readonly seqlensK: Int32Array;
+  /**
+   * Host copies of the offsets (validated: start at 0, non-decreasing, end at total). Null when the
+   * call was validated during graph capture (params.capturing): only shape, dtype and device were
+   * checked, and kernels clamp the offsets they read on the device.
+   */
+  readonly seqlensQ: Int32Array | null;
+  readonly seqlensK: Int32Array | null;
 }
 
 /**
@@ -124,4 +132,12 @@ export interface SdpaParams {
   readonly sequsedK: SequsedKParams | null;
   readonly requiresGrad: boolean;
   readonly deterministic: boolean;
+  /**
+   * The call was validated while its device's current stream captured a graph (deviceCapturing).
+   * Device-resident index tensors (cuSeqlensQ/K, sequsedK) were checked for shape, dtype and
+   * device only: their values were not read (a synchronizing read would break the capture, and
+   * replays may change them), so their host copies are null. A backend that needs the values on
+   * the host declines such calls (indexValuesOnHost); kernels that read them on the device clamp them.
+   */
+  readonly capturing: boolean;
 }

@@ -1,6 +1,6 @@
 // Where the rows of one (sequence, head) live in a tensor, for both layouts the backend receives:
 // dense [B, H, S, D] (any strides) and varlen packed [total, H, D] with cumulative offsets.
-import type { SdpaParams, Tensor } from '@attn/core';
+import { hostIndexCopies, type SdpaParams, type Tensor } from '@attn/core';
 
 /** Row r of head h of sequence b starts at base(b, h) + r * rowStride; column c adds c * colStride. */
 export interface RowAddressing {
@@ -25,7 +25,7 @@ export interface Sequences {
 
 export function sequencesOf(params: SdpaParams): Sequences {
   const v = params.varlen;
-  const used = params.sequsedK?.lengths ?? null;
+  const { seqlensQ, seqlensK, sequsedK: used } = hostIndexCopies(params);
   if (!v) {
     return {
       count: params.batch,
@@ -35,8 +35,8 @@ export function sequencesOf(params: SdpaParams): Sequences {
       startK: () => 0,
     };
   }
-  const cuQ = v.seqlensQ;
-  const cuK = v.seqlensK;
+  const cuQ = seqlensQ!;
+  const cuK = seqlensK!;
   return {
     count: cuQ.length - 1,
     seqQ: (b) => cuQ[b + 1]! - cuQ[b]!,
