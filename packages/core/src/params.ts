@@ -53,6 +53,14 @@ export interface VarlenOptions extends Omit<SdpaOptions, 'attnMask'> {
   cuSeqlensK: Tensor;
   maxSeqlenQ: number;
   maxSeqlenK: number;
+  /**
+   * Paged K/V (FlashAttention's block_table): int32 [B, maxBlocksPerSeq] on the query's device. Key
+   * and value are then [numBlocks, blockSize, Hk, D] and [numBlocks, blockSize, Hk, Dv], and key j of
+   * sequence b lives in block blockTable[b, floor(j / blockSize)], row j % blockSize. cuSeqlensK then
+   * gives only the key count of each sequence (its offsets address nothing); sequsedK may shorten it.
+   * Entries past a sequence's last block are never read. Inference only (no requiresGrad).
+   */
+  blockTable?: Tensor | null;
 }
 
 export interface DropoutParams {
@@ -84,6 +92,22 @@ export interface SequsedKParams {
   readonly lengths: Int32Array | null;
 }
 
+export interface PagedKvParams {
+  /** The user's int32 [B, maxBlocksPerSeq] tensor (kernels read it on the device). */
+  readonly blockTable: Tensor;
+  /** Keys per block: dim 1 of key and value. */
+  readonly blockSize: number;
+  /** Blocks in the pool: dim 0 of key and value. */
+  readonly numBlocks: number;
+  readonly maxBlocksPerSeq: number;
+  /**
+   * Host copy of the table, row-major [B, maxBlocksPerSeq]. Every entry a sequence reads (its first
+   * ceil(keys / blockSize)) is in [0, numBlocks); the others are unchecked and never read. Null when
+   * the call was validated during graph capture (params.capturing): entries unread, kernels clamp them.
+   */
+  readonly table: Int32Array | null;
+}
+
 export interface VarlenParams {
   readonly cuSeqlensQ: Tensor;
   readonly cuSeqlensK: Tensor;
@@ -100,8 +124,9 @@ export interface VarlenParams {
 
 /**
  * Normalized parameters of one call. Dense: query [B, Hq, Sq, D], key [B, Hk, Sk, D],
- * value [B, Hk, Sk, Dv]. Varlen: query [totalQ, Hq, D], key [totalK, Hk, D], value [totalK, Hk, Dv],
- * and batch/seqQ/seqK are the count and the max lengths.
+ * value [B, Hk, Sk, Dv]. Varlen: query [totalQ, Hq, D], key [totalK, Hk, D], value [totalK, Hk, Dv]
+ * (paged: key [numBlocks, blockSize, Hk, D], value [numBlocks, blockSize, Hk, Dv]), and
+ * batch/seqQ/seqK are the count and the max lengths.
  */
 export interface SdpaParams {
   readonly query: Tensor;
@@ -130,11 +155,13 @@ export interface SdpaParams {
   readonly varlen: VarlenParams | null;
   /** Keys used per batch row; null = all of them. */
   readonly sequsedK: SequsedKParams | null;
+  /** Varlen only: K/V in pages addressed through a block table; null = packed [totalK, Hk, D]. */
+  readonly paged: PagedKvParams | null;
   readonly requiresGrad: boolean;
   readonly deterministic: boolean;
   /**
    * The call was validated while its device's current stream captured a graph (deviceCapturing).
-   * Device-resident index tensors (cuSeqlensQ/K, sequsedK) were checked for shape, dtype and
+   * Device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were checked for shape, dtype and
    * device only: their values were not read (a synchronizing read would break the capture, and
    * replays may change them), so their host copies are null. A backend that needs the values on
    * the host declines such calls (indexValuesOnHost); kernels that read them on the device clamp them.

@@ -35,9 +35,13 @@ export function smLabel(ctx: RuleContext): string {
   return d.type === 'cuda' ? `a sm ${d.major}.${d.minor} gpu` : `${d.type} (${d.arch})`;
 }
 
-/** Head counts as the tensors give them (dense dim 1 of [B,H,S,D], varlen dim 1 of [T,H,D]). */
+/**
+ * Head counts as the tensors give them (dense dim 1 of [B,H,S,D], varlen dim 1 of [T,H,D], paged
+ * K/V dim 2 of [N,blockSize,H,D]).
+ */
 export function headCounts(p: SdpaParams): { hq: number; hk: number; hv: number } {
-  return { hq: p.query.shape[1]!, hk: p.key.shape[1]!, hv: p.value.shape[1]! };
+  const kvDim = p.paged ? 2 : 1;
+  return { hq: p.query.shape[1]!, hk: p.key.shape[kvDim]!, hv: p.value.shape[kvDim]! };
 }
 
 export function lastStride(t: Tensor): number {
@@ -68,6 +72,8 @@ export interface HostIndexCopies {
   readonly seqlensK: Int32Array | null;
   /** Keys used per row [B]; null when the call has no sequsedK. */
   readonly sequsedK: Int32Array | null;
+  /** Block table [B, maxBlocksPerSeq] row-major; null without paged K/V. */
+  readonly blockTable: Int32Array | null;
 }
 
 /**
@@ -77,12 +83,17 @@ export interface HostIndexCopies {
  */
 export function hostIndexCopies(p: SdpaParams): HostIndexCopies {
   const v = p.varlen;
-  const missing = (v && (!v.seqlensQ || !v.seqlensK)) || (p.sequsedK && !p.sequsedK.lengths);
+  const missing = (v && (!v.seqlensQ || !v.seqlensK)) || (p.sequsedK && !p.sequsedK.lengths) || (p.paged && !p.paged.table);
   if (missing) {
     throw new GraphError(
       'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
       'This backend needs the values of cuSeqlensQ/K and sequsedK on the host, and the call was made during graph capture, where they are not read; its rules should include indexValuesOnHost.',
     );
   }
-  return { seqlensQ: v ? v.seqlensQ : null, seqlensK: v ? v.seqlensK : null, sequsedK: p.sequsedK ? p.sequsedK.lengths : null };
+  return {
+    seqlensQ: v ? v.seqlensQ : null,
+    seqlensK: v ? v.seqlensK : null,
+    sequsedK: p.sequsedK ? p.sequsedK.lengths : null,
+    blockTable: p.paged ? p.paged.table : null,
+  };
 }

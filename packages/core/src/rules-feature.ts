@@ -119,6 +119,11 @@ export const noSequsedK: Rule = rule('noSequsedK', (p) => {
   return 'Does not support sequsedK (keys used per batch row); slice key and value to the used keys, or choose a backend that takes sequsedK.';
 });
 
+export const noPagedKv: Rule = rule('noPagedKv', (p) => {
+  if (!p.paged) return null;
+  return 'Does not support paged K/V (blockTable); gather the blocks into packed key and value, or choose a backend that takes blockTable.';
+});
+
 /** No backward pass: declines calls made with requiresGrad. */
 export const noBackward: Rule = rule('noBackward', (p) => {
   if (!p.requiresGrad) return null;
@@ -132,11 +137,11 @@ export const noDeterministic: Rule = rule('noDeterministic', (p) => {
 });
 
 /**
- * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK) were read on the host: a
+ * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were read on the host: a
  * backend that plans or uploads from those host copies needs them, and a call validated during graph
  * capture (params.capturing) has none.
  */
 export const indexValuesOnHost: Rule = rule('indexValuesOnHost', (p) => {
-  if (!p.capturing || (!p.varlen && !p.sequsedK)) return null;
-  return 'Needs the values of cuSeqlensQ/K and sequsedK on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
+  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged)) return null;
+  return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
 });

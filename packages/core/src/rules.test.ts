@@ -49,6 +49,19 @@ function varlen(lensQ: number[], lensK: number[], opts: Partial<VarlenOptions> =
   });
 }
 
+/** Two sequences of 5 and 3 keys in a pool of 4 blocks of 4 keys, the blocks shuffled. */
+function pagedVarlen(): SdpaParams {
+  const q = zeros([2, 4, 64], { dtype: 'float16' });
+  const k = zeros([4, 4, 4, 64], { dtype: 'float16' });
+  return normalizeVarlenParams(q, k, k, {
+    cuSeqlensQ: tensor([0, 1, 2], [3], { dtype: 'int32' }),
+    cuSeqlensK: tensor([0, 5, 8], [3], { dtype: 'int32' }),
+    maxSeqlenQ: 1,
+    maxSeqlenK: 5,
+    blockTable: tensor([3, 1, 0, -1], [2, 2], { dtype: 'int32' }),
+  });
+}
+
 /** A params object with some tensors swapped: for states validation never lets through. */
 function patched(p: SdpaParams, patch: Partial<Record<'query' | 'key' | 'value', Tensor>>): SdpaParams {
   return { ...p, ...patch };
@@ -231,6 +244,13 @@ const CASES: Case[] = [
   { rule: () => rules.noSoftcap, pass: () => [P({}, { softcap: 0 }), CPU_CTX], fail: () => [P({}, { softcap: 30 }), CPU_CTX], says: /softcap: 0/ },
   { rule: () => rules.noVarlen, pass: () => [P(), CPU_CTX], fail: () => [varlen([2], [2]), CPU_CTX] },
   { rule: () => rules.noSequsedK, pass: () => [P(), CPU_CTX], fail: () => [P({ B: 2 }, { sequsedK: tensor([1, 2], [2], { dtype: 'int32' }) }), CPU_CTX], says: /sequsedK/ },
+  { rule: () => rules.noPagedKv, pass: () => [varlen([2], [2]), CPU_CTX], fail: () => [pagedVarlen(), CPU_CTX], says: /blockTable/ },
+  {
+    rule: () => rules.indexValuesOnHost,
+    pass: () => [varlen([2], [2]), CPU_CTX],
+    fail: () => [{ ...varlen([2], [2]), capturing: true }, CPU_CTX],
+    says: /graph capture/,
+  },
   { rule: () => rules.noBackward, pass: () => [P(), CPU_CTX], fail: () => [P({}, { requiresGrad: true }), CPU_CTX], says: /requiresGrad: false/ },
   { rule: () => rules.noDeterministic, pass: () => [P(), CPU_CTX], fail: () => [P({}, { deterministic: true }), CPU_CTX] },
   { rule: () => rules.noBoolMask, pass: () => [P({}, { attnMask: zeros([6, 6]) }), CPU_CTX], fail: () => [P({}, { attnMask: zeros([6, 6], { dtype: 'bool' }) }), CPU_CTX] },

@@ -4,7 +4,7 @@
 import type { Rule } from './backend.js';
 import { noAttnMask } from './rules-feature.js';
 
-export { type HostIndexCopies, hostIndexCopies, type PerDType, rule } from './rule.js';
+export { type PerDType, rule } from './rule.js';
 export * from './rules-device.js';
 export * from './rules-feature.js';
 export * from './rules-shape.js';

@@ -22,7 +22,7 @@ function forwardResult(call: NormalizedCall, backend: string, outputs: ForwardOu
 
 /** Every tensor a call reads. */
 function callInputs(p: SdpaParams): Array<Tensor | null | undefined> {
-  return [p.query, p.key, p.value, p.mask?.tensor, p.alibiSlopes, p.varlen?.cuSeqlensQ, p.varlen?.cuSeqlensK, p.sequsedK?.tensor];
+  return [p.query, p.key, p.value, p.mask?.tensor, p.alibiSlopes, p.varlen?.cuSeqlensQ, p.varlen?.cuSeqlensK, p.sequsedK?.tensor, p.paged?.blockTable];
 }
 
 /** Selects and runs forward synchronously. Shared with varlen. */

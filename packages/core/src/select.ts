@@ -56,6 +56,7 @@ export function describeCall(p: SdpaParams): string {
   const parts = [`${p.dtype} q${shape(p.query.shape)} k${shape(p.key.shape)} v${shape(p.value.shape)}`];
   if (p.varlen) parts.push(`varlen (${p.batch} sequences, max ${p.seqQ}/${p.seqK})`);
   if (p.sequsedK) parts.push('sequsedK');
+  if (p.paged) parts.push(`paged K/V (${p.paged.numBlocks} blocks of ${p.paged.blockSize})`);
   if (p.mask) parts.push(`${p.mask.kind} mask ${shape(p.mask.tensor.shape)} ${p.mask.tensor.dtype}`);
   if (p.causal) parts.push(`causal (${p.alignment})`);
   if (p.window) parts.push(`window [${p.window.left ?? -1}, ${p.window.right ?? -1}]`);

@@ -1,5 +1,6 @@
 // normalizeVarlenCall: validation for packed inputs q [totalQ, Hq, D], k [totalK, Hk, D],
-// v [totalK, Hk, Dv] with int32 offsets cuSeqlensQ/K of length B + 1 (FlashAttention's varlen).
+// v [totalK, Hk, Dv] with int32 offsets cuSeqlensQ/K of length B + 1 (FlashAttention's varlen), or
+// with paged K/V: k [numBlocks, blockSize, Hk, D], v [numBlocks, blockSize, Hk, Dv] and a blockTable.
 import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { SdpaParams, VarlenOptions, VarlenParams } from './params.js';
@@ -14,6 +15,7 @@ import {
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
 import { deviceCapturing } from './device-registry.js';
+import { blockTableError, checkBlockTable, pagedPoolShape } from './validate-block-table.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
@@ -23,6 +25,7 @@ const VARLEN_OPTION_KEYS: ReadonlySet<string> = new Set([
   'cuSeqlensK',
   'maxSeqlenQ',
   'maxSeqlenK',
+  'blockTable',
 ]);
 
 function varlenError(message: string): AttnInputError {
@@ -37,8 +40,11 @@ function checkOffsetsLayout(t: Tensor, name: string): void {
   if (!t.isContiguous()) throw varlenError(`${name} must be contiguous (kernels read it as a plain array); call .contiguous().`);
 }
 
-/** Offsets: from 0, non-decreasing, ending at total. Returns a host copy (a synchronizing read on a device). */
-function checkOffsets(t: Tensor, name: string, total: number): Int32Array {
+/**
+ * Offsets: from 0, non-decreasing, ending at total (null: any end, for paged keys, whose offsets only
+ * give lengths). Returns a host copy (a synchronizing read on a device).
+ */
+function checkOffsets(t: Tensor, name: string, total: number | null): Int32Array {
   const offsets = Int32Array.from(t.toFloat64Array());
   if (offsets[0] !== 0) throw varlenError(`${name}[0] must be 0, got ${offsets[0]}.`);
   for (let b = 1; b < offsets.length; b++) {
@@ -47,7 +53,7 @@ function checkOffsets(t: Tensor, name: string, total: number): Int32Array {
     }
   }
   const last = offsets[offsets.length - 1]!;
-  if (last !== total) {
+  if (total !== null && last !== total) {
     throw varlenError(`${name} ends at ${last} but the packed tensor holds ${total} tokens (dim 0); the last offset must equal it.`);
   }
   return offsets;
@@ -68,16 +74,20 @@ function checkMaxSeqlen(given: unknown, name: string, actual: number | null): nu
   return given as number;
 }
 
-function checkPackedShapes(q: Tensor, k: Tensor, v: Tensor, enableGqa: boolean): void {
-  if (q.rank !== 3 || k.rank !== 3 || v.rank !== 3) {
+/** Heads and head dims of q [T, Hq, D] and of k/v: [T, H, D] packed or [N, blockSize, H, D] paged. */
+function checkPackedShapes(q: Tensor, k: Tensor, v: Tensor, enableGqa: boolean, paged: boolean): void {
+  const kvRank = paged ? 4 : 3;
+  if (q.rank !== 3 || k.rank !== kvRank || v.rank !== kvRank) {
+    const kvForm = paged ? 'block pools [numBlocks, blockSize, heads, headDim] (blockTable given)' : 'packed [totalTokens, heads, headDim]';
     throw new AttnInputError(
       'ATTN_RANK',
-      `sdpaVarlen takes packed [totalTokens, heads, headDim] inputs; got query ${shapeStr(q)}, key ${shapeStr(k)}, value ${shapeStr(v)}.`,
+      `sdpaVarlen takes query [totalTokens, heads, headDim] and key/value ${kvForm}; got query ${shapeStr(q)}, key ${shapeStr(k)}, value ${shapeStr(v)}.`,
     );
   }
   const [, hq, dq] = q.shape as [number, number, number];
-  const [tk, hk, dk] = k.shape as [number, number, number];
-  const [tv, hv] = v.shape as [number, number, number];
+  const hk = k.shape[kvRank - 2]!;
+  const dk = k.shape[kvRank - 1]!;
+  const hv = v.shape[kvRank - 2]!;
   if (hk !== hv) throw new AttnInputError('ATTN_HEADS', `key and value must have the same number of heads; got ${hk} and ${hv}.`);
   if (hq !== hk && !enableGqa) {
     throw new AttnInputError('ATTN_GQA', `query has ${hq} heads but key/value have ${hk}: pass enableGqa: true for grouped-query attention.`);
@@ -87,7 +97,9 @@ function checkPackedShapes(q: Tensor, k: Tensor, v: Tensor, enableGqa: boolean):
   }
   if (dq !== dk) throw new AttnInputError('ATTN_HEAD_DIM', `query and key must have the same head dim; got ${dq} and ${dk}.`);
   if (dq === 0) throw new AttnInputError('ATTN_HEAD_DIM', 'The head dim must be at least 1; got 0.');
-  if (tk !== tv) throw new AttnInputError('ATTN_SEQ_LEN', `key and value must hold the same number of tokens; got ${tk} and ${tv}.`);
+  if (!paged && k.shape[0] !== v.shape[0]) {
+    throw new AttnInputError('ATTN_SEQ_LEN', `key and value must hold the same number of tokens; got ${k.shape[0]} and ${v.shape[0]}.`);
+  }
 }
 
 export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown, options: VarlenOptions): NormalizedCall {
@@ -100,30 +112,38 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
   const v = checkTensorArg(value, 'value');
   const { dtype, device } = checkQkv(q, k, v);
   const common = checkCommonOptions(opts);
-  checkPackedShapes(q, k, v, common.enableGqa);
+  const pagedGiven = opts.blockTable !== undefined && opts.blockTable !== null;
+  if (pagedGiven && common.requiresGrad) {
+    throw blockTableError('Paged K/V (blockTable) is for inference: requiresGrad must be false. For training, pass packed key and value.');
+  }
+  checkPackedShapes(q, k, v, common.enableGqa, pagedGiven);
+  const pool = pagedGiven ? pagedPoolShape(k, v) : null;
   if (!opts.cuSeqlensQ || !opts.cuSeqlensK) throw varlenError('sdpaVarlen needs cuSeqlensQ and cuSeqlensK (int32 [batch + 1]).');
   const cuQ = checkTensorArg(opts.cuSeqlensQ, 'cuSeqlensQ');
   const cuK = checkTensorArg(opts.cuSeqlensK, 'cuSeqlensK');
   checkSameDevice(cuQ, 'cuSeqlensQ', device);
   checkSameDevice(cuK, 'cuSeqlensK', device);
   const [totalQ, headsQ, headDim] = q.shape as [number, number, number];
-  const [totalK, headsKV] = k.shape as [number, number, number];
+  const headsKV = k.shape[k.rank - 2]!;
   checkOffsetsLayout(cuQ, 'cuSeqlensQ');
   checkOffsetsLayout(cuK, 'cuSeqlensK');
   if (cuQ.numel !== cuK.numel) {
     throw varlenError(`cuSeqlensQ and cuSeqlensK must have the same length (batch + 1); got ${cuQ.numel} and ${cuK.numel}.`);
   }
-  // During graph capture the offsets stay on the device: reading them would break the capture, and
-  // each replay may bring new ones. The kernels clamp what they read (params.capturing says so).
+  // During graph capture the offsets, sequsedK and the block table stay on the device: reading them
+  // would break the capture, and each replay may bring new ones. The kernels clamp what they read
+  // (params.capturing says the host copies are absent).
   const capturing = deviceCapturing(device);
   const seqlensQ = capturing ? null : checkOffsets(cuQ, 'cuSeqlensQ', totalQ);
-  const seqlensK = capturing ? null : checkOffsets(cuK, 'cuSeqlensK', totalK);
+  const seqlensK = capturing ? null : checkOffsets(cuK, 'cuSeqlensK', pool ? null : k.shape[0]!);
   const batch = cuQ.numel - 1;
   const maxSeqlenQ = checkMaxSeqlen(opts.maxSeqlenQ, 'maxSeqlenQ', seqlensQ && maxLength(seqlensQ));
   const maxSeqlenK = checkMaxSeqlen(opts.maxSeqlenK, 'maxSeqlenK', seqlensK && maxLength(seqlensK));
   checkCounterRange(batch, headsQ);
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
-  const sequsedK = checkSequsedK(opts.sequsedK, batch, (b) => seqlensK![b + 1]! - seqlensK![b]!, device, capturing);
+  const keysOf = (b: number): number => seqlensK![b + 1]! - seqlensK![b]!;
+  const sequsedK = checkSequsedK(opts.sequsedK, batch, keysOf, device, capturing);
+  const paged = pool ? checkBlockTable(opts.blockTable, batch, capturing ? null : keysOf, pool, device) : null;
 
   const varlen: VarlenParams = { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ, maxSeqlenK, seqlensQ, seqlensK };
   const params: SdpaParams = {
@@ -138,7 +158,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
     seqQ: maxSeqlenQ,
     seqK: maxSeqlenK,
     headDim,
-    headDimV: v.shape[2]!,
+    headDimV: v.shape[v.rank - 1]!,
     scale: resolveScale(common.explicitScale, headDim),
     causal: common.causal,
     alignment: common.alignment,
@@ -150,6 +170,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
     enableGqa: common.enableGqa,
     varlen: Object.freeze(varlen),
     sequsedK,
+    paged,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
     capturing,

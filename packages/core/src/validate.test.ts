@@ -12,6 +12,7 @@ import { type ForwardResult, sdpaBackward, sdpaForward } from './sdpa.js';
 import { Tensor } from './tensor.js';
 import { isolateRegistry, makeFakeBackend } from './testing.js';
 import { sequencePairs } from './rule.js';
+import { describeCall } from './select.js';
 import { normalizeParams } from './validate.js';
 import { normalizeVarlenParams } from './varlen.js';
 
@@ -49,6 +50,23 @@ function packed(opts: Partial<VarlenOptions> = {}, lens: { q: number[]; k: numbe
     maxSeqlenQ: Math.max(...lens.q),
     maxSeqlenK: Math.max(...lens.k),
     enableGqa: true,
+  };
+  return () => normalizeVarlenParams(q, k, v, { ...base, ...opts });
+}
+
+/** Paged K/V: sequences of 2, 5 and 1 keys (as packed() has) in a pool of blocks of 2 keys. */
+// Sequence 0 reads one block, 1 three, 2 one: the entries after each row's last block are never read.
+function paged(opts: Partial<VarlenOptions> = {}, pool: { k?: number[]; v?: number[] } = {}, table = [4, -7, 99, 0, 2, 1, 3, -1, 99]) {
+  const q = zeros([7, 4, 8]);
+  const k = zeros(pool.k ?? [6, 2, 2, 8]);
+  const v = zeros(pool.v ?? [6, 2, 2, 6]);
+  const base: VarlenOptions = {
+    cuSeqlensQ: tensor([0, 3, 3, 7], [4], { dtype: 'int32' }),
+    cuSeqlensK: tensor([0, 2, 7, 8], [4], { dtype: 'int32' }),
+    maxSeqlenQ: 4,
+    maxSeqlenK: 5,
+    enableGqa: true,
+    blockTable: tensor(table, [3, table.length / 3], { dtype: 'int32' }),
   };
   return () => normalizeVarlenParams(q, k, v, { ...base, ...opts });
 }
@@ -172,6 +190,18 @@ const CASES: Array<[string, string, () => unknown]> = [
   ['ATTN_SEQUSED_K', 'varlen sequsedK above its sequence', packed({ sequsedK: tensor([2, 6, 1], [3], { dtype: 'int32' }) })],
   ['ATTN_DEVICE_MISMATCH', 'sequsedK on cuda', () => norm({ B: 2 }, { sequsedK: zeros([2], { dtype: 'int32', device: 'cuda' }) })],
   ['ATTN_TYPE', 'sequsedK an array', () => norm({ B: 2 }, { sequsedK: [1, 2] as never })],
+  ['ATTN_BLOCK_TABLE', 'blockTable float32', paged({ blockTable: tensor([0, 1, 2], [3, 1]) })],
+  ['ATTN_BLOCK_TABLE', 'blockTable of rank 1', paged({ blockTable: tensor([0, 1, 2], [3], { dtype: 'int32' }) })],
+  ['ATTN_BLOCK_TABLE', 'blockTable with a row per token', paged({ blockTable: tensor([0, 1, 2, 3], [4, 1], { dtype: 'int32' }) })],
+  ['ATTN_BLOCK_TABLE', 'blockTable too narrow for 5 keys in blocks of 2', paged({}, {}, [4, 0, 3, 2, 1, 5])],
+  ['ATTN_BLOCK_TABLE', 'a read entry past the pool', paged({}, {}, [4, 0, 0, 0, 2, 6, 3, 0, 0])],
+  ['ATTN_BLOCK_TABLE', 'a read entry below 0', paged({}, {}, [-1, 0, 0, 0, 2, 1, 3, 0, 0])],
+  ['ATTN_BLOCK_TABLE', 'strided blockTable', paged({ blockTable: tensor([4, 0, 3, 0, 2, 0, 1, 0, 0, 0, 0, 0], [3, 4], { dtype: 'int32' }).narrow(1, 0, 3) })],
+  ['ATTN_BLOCK_TABLE', 'key and value pools of different block sizes', paged({}, { v: [12, 1, 2, 6] })],
+  ['ATTN_BLOCK_TABLE', 'blockTable with requiresGrad', paged({ requiresGrad: true })],
+  ['ATTN_RANK', 'packed key with blockTable', paged({}, { k: [12, 2, 8], v: [12, 2, 6] })],
+  ['ATTN_DEVICE_MISMATCH', 'blockTable on cuda', () => paged({ blockTable: zeros([3, 3], { dtype: 'int32', device: 'cuda' }) })()],
+  ['ATTN_OPTION', 'blockTable on a dense call', () => norm({}, { blockTable: tensor([0], [1, 1], { dtype: 'int32' }) } as never)],
   ['ATTN_RANK', 'varlen with 4-D inputs', () => {
     const t = zeros([1, 7, 4, 8]);
     return normalizeVarlenParams(t, t, t, { cuSeqlensQ: tensor([0, 7], [2], { dtype: 'int32' }), cuSeqlensK: tensor([0, 7], [2], { dtype: 'int32' }), maxSeqlenQ: 7, maxSeqlenK: 7 });
@@ -291,5 +321,16 @@ describe('normalized params', () => {
     expect([...v.sequsedK!.lengths!]).toEqual([2, 0, 1]);
     expect(sequencePairs(v)).toEqual([[3, 2], [0, 0], [4, 1]]);
     expect(norm({}).sequsedK).toBeNull();
+  });
+
+  it('takes paged K/V: pool geometry, a host copy of the table, heads from dim 2, lengths from cuSeqlensK', () => {
+    const p = paged({ sequsedK: tensor([1, 4, 0], [3], { dtype: 'int32' }) })();
+    expect(p).toMatchObject({ batch: 3, headsQ: 4, headsKV: 2, seqQ: 4, seqK: 5, headDim: 8, headDimV: 6 });
+    expect(p.paged).toMatchObject({ blockSize: 2, numBlocks: 6, maxBlocksPerSeq: 3 });
+    expect([...p.paged!.table!]).toEqual([4, -7, 99, 0, 2, 1, 3, -1, 99]);
+    expect(sequencePairs(p)).toEqual([[3, 1], [0, 4], [4, 0]]);
+    expect(describeCall(p)).toContain('paged K/V (6 blocks of 2)');
+    expect(packed()().paged).toBeNull();
+    expect(norm({}).paged).toBeNull();
   });
 });

@@ -178,6 +178,7 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     enableGqa: common.enableGqa,
     varlen: null,
     sequsedK,
+    paged: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
     capturing,

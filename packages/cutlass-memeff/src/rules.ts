@@ -5,6 +5,7 @@
 // softcap, varlen and empty sequences (the seeds' features: every path of the kernels takes them). It
 // declines a scale that overflows float32 (float32Scalars): the kernels take it as a float.
 import {
+  noPagedKv,
   batchAndHeads,
   denseRank4,
   dtypeIn,
@@ -88,4 +89,5 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
   softcapInFloat32,
   backwardHeadDimWithinRule,
+  noPagedKv,
 ]);

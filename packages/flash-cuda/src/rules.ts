@@ -5,6 +5,7 @@
 // backward (and its deterministic mode) wherever the backward tiles fit the GPU's shared memory
 // (backwardSharedMemory, rules-backward.ts).
 import {
+  noPagedKv,
   batchAndHeads,
   denseRank4,
   dtypeIn,
@@ -65,4 +66,5 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   alibiHeadContiguous,
   varlenOffsetsOnDevice,
   backwardSharedMemory,
+  noPagedKv,
 ]);

@@ -3,6 +3,7 @@
 // below. Version-dependent rules read the AOTriton version the addon reports; without the addon
 // (the backend is unavailable then anyway) they assume the newest version this binding knows.
 import {
+  noPagedKv,
   batchAndHeads,
   dtypeIn,
   headDimsEqual,
@@ -181,6 +182,7 @@ export function flashRules(deps: AotritonRuleDeps): Rule[] {
     aotritonNoAlibi,
     noSoftcap,
     noSequsedK,
+    noPagedKv,
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),
@@ -200,6 +202,7 @@ export function efficientRules(deps: AotritonRuleDeps): Rule[] {
     aotritonNoAlibi,
     noSoftcap,
     noSequsedK,
+    noPagedKv,
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),

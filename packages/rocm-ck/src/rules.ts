@@ -2,6 +2,7 @@
 // §2.7/§2.9): gfx90a/gfx942/gfx950, fp16/bf16, head dims 32..256 in multiples of 8, GQA on flash only,
 // an additive bias on efficient only, ALiBi and windows on both.
 import {
+  noPagedKv,
   batchAndHeads,
   dtypeIn,
   headDimMultipleOf,
@@ -123,6 +124,7 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     ckAlibiSlopes,
     noSoftcap,
     noSequsedK,
+    noPagedKv,
     ckNoDropout,
   ];
 }
@@ -142,6 +144,7 @@ export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutPr
     ckAlibiSlopes,
     noSoftcap,
     noSequsedK,
+    noPagedKv,
     ckNoDropout,
   ];
 }

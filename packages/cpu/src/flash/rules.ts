@@ -3,6 +3,7 @@
 // scale and softcap finite in float32. Everything else core accepts (strides, masks, causal both
 // ways, window, GQA, ALiBi, softcap, dropout, varlen, sequsedK, backward, deterministic) it runs.
 import {
+  noPagedKv,
   dtypeIn,
   float32Scalars,
   headDimAtMost,
@@ -46,4 +47,5 @@ export const cpuFlashRules: readonly Rule[] = [
   seqLensAtMost(MAX_DIM),
   windowAtMost(CPU_FLASH_LIMITS.maxWindow),
   float32Scalars,
+  noPagedKv,
 ];
