@@ -85,6 +85,8 @@ export interface NativeBinding {
   graphLaunch(graph: bigint, stream: bigint): void;
   /** Waits for the graph's launches, destroys it, releases its memory pool. */
   graphDestroy(graph: bigint): void;
+  /** Nodes (kernels, copies, memsets) the capture recorded. */
+  graphNodeCount(graph: bigint): number;
 
   philoxRaw(device: number, inputs: Uint32Array): Uint32Array;
   /** attn/philox.h's host path; needs no device. */
@@ -108,6 +110,6 @@ export const BINDING_FUNCTIONS: readonly (keyof NativeBinding)[] = [
   'streamCreate', 'streamDestroy', 'streamSynchronize', 'streamQuery', 'streamDevice',
   'currentStream', 'defaultStream', 'setCurrentStream',
   'eventCreate', 'eventDestroy', 'eventRecord', 'eventSynchronize', 'eventQuery', 'eventElapsedMs', 'streamWaitEvent',
-  'graphBegin', 'graphEnd', 'graphAbort', 'graphLaunch', 'graphDestroy',
+  'graphBegin', 'graphEnd', 'graphAbort', 'graphLaunch', 'graphDestroy', 'graphNodeCount',
   'philoxRaw', 'philoxRawHost', 'dropoutWords',
 ];

@@ -73,6 +73,7 @@ describe('captureGraph on a simulated device', () => {
     expect(fake.capturing()).toBeNull();
     expect(graph.device).toBe(0);
     expect(graph.trackedStorages).toBe(2); // x (read) and y (written, allocated in the capture)
+    expect(graph.nodeCount).toBe(2); // zeros' fill and the copy
     graph.replay();
     graph.replay(new cuda.Stream());
     expect(graph.replayCount).toBe(2);

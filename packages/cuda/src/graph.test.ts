@@ -46,6 +46,7 @@ describe.skipIf(!gpu)('CUDA graphs', () => {
       return y;
     });
     const y = graph.result;
+    expect(graph.nodeCount).toBe(3); // zeros' memset, the copy, the fill
     // Nothing ran during the capture (zeros() itself is a captured memset): the first replay writes y.
     graph.replay();
     const first = [...y.toFloat64Array()];

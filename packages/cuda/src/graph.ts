@@ -95,6 +95,13 @@ export class GpuGraph<T = unknown> {
     return this.#replays;
   }
 
+  /** Nodes the capture recorded (kernels, copies, memsets): what one replay launches. */
+  get nodeCount(): number {
+    const id = this.#id;
+    if (this.#disposed) throw new GraphError('ATTN_GRAPH_DISPOSED', 'nodeCount after dispose().');
+    return callNative(() => this.#addon.graphNodeCount(id));
+  }
+
   /** How many storages the graph reads or writes (inputs, outputs); replay() checks each is alive. */
   get trackedStorages(): number {
     return this.#tracked.length;

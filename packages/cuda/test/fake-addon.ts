@@ -13,7 +13,7 @@ export interface FakeAddon extends NativeBinding {
   /** Live buffers by base address. */
   readonly blocks: Map<bigint, Uint8Array>;
   /** Instantiated graphs by id: their device and how often they were launched. */
-  readonly graphs: Map<bigint, { device: number; launches: number }>;
+  readonly graphs: Map<bigint, { device: number; launches: number; nodes: number }>;
   /** The capture underway (device), or null. */
   capturing(): number | null;
   /** Makes the next graphEnd fail as CUDA does for an invalidated capture. */
@@ -35,7 +35,8 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
   }
   const events = new Map<bigint, { device: number; timing: boolean; recorded: boolean }>();
   const stats = { allocRequests: 0, freeRequests: 0 };
-  const graphs = new Map<bigint, { device: number; launches: number }>();
+  const graphs = new Map<bigint, { device: number; launches: number; nodes: number }>();
+  let nodes = 0; // device operations recorded by the capture underway
   let capture: number | null = null;
   let failEnd = false;
 
@@ -114,8 +115,13 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
       checkDevice(dd);
       checkDevice(sd);
       range(dst, bytes).set(range(src, bytes).slice());
+      if (capture !== null) nodes++;
     },
-    fill: (d, dst, value, bytes) => (checkDevice(d), range(dst, bytes).fill(value)),
+    fill: (d, dst, value, bytes) => {
+      checkDevice(d);
+      range(dst, bytes).fill(value);
+      if (capture !== null) nodes++;
+    },
     synchronize: (d) => checkDevice(d),
     streamCreate: (d) => {
       checkDevice(d);
@@ -171,6 +177,7 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
       checkDevice(d);
       if (capture !== null) fail('ATTN_GRAPH_NESTED', 'a capture is already underway');
       capture = d;
+      nodes = 0;
     },
     graphEnd: (d) => {
       if (capture !== d) fail('ATTN_BAD_HANDLE', `device ${d} is not capturing`);
@@ -182,7 +189,7 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
         });
       }
       const id = handles++;
-      graphs.set(id, { device: d, launches: 0 });
+      graphs.set(id, { device: d, launches: 0, nodes });
       return id;
     },
     graphAbort: (d) => {
@@ -196,6 +203,7 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
     graphDestroy: (id) => {
       if (!graphs.delete(id)) fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle');
     },
+    graphNodeCount: (id) => (graphs.get(id) ?? fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle')).nodes,
     philoxRaw: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),
     philoxRawHost: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),
     dropoutWords: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),

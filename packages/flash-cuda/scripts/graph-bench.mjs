@@ -12,7 +12,7 @@
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
-import '@attn/flash-cuda';
+import { flashForward } from '@attn/flash-cuda';
 
 const L = 32;
 const STEPS = 50;
@@ -37,11 +37,19 @@ function time(step, calls, steps = STEPS) {
   return { deviceUsPerCall: (start.elapsedMs(end) * 1e3) / (steps * calls), hostUsPerCall: ((t1 - t0) * 1e3) / (steps * calls) };
 }
 
+/** A device copy of t (core.randn fills on the host: one random set, copied per layer). */
+function copyOf(t) {
+  const c = core.empty(t.shape, o);
+  cuda.copyDeviceToDevice(c.storage, 0, t.storage, 0, t.storage.bytes);
+  return c;
+}
+
 function layers({ B, Hq, Hk, Sk, D }) {
   const ls = [];
+  const k0 = core.randn([B * Sk, Hk, D], { ...o, seed: 100 });
+  const v0 = core.randn([B * Sk, Hk, D], { ...o, seed: 200 });
   for (let l = 0; l < L; l++) {
-    const k = core.randn([B * Sk, Hk, D], { ...o, seed: 100 + l });
-    const v = core.randn([B * Sk, Hk, D], { ...o, seed: 200 + l });
+    const [k, v] = l === 0 ? [k0, v0] : [copyOf(k0), copyOf(v0)];
     ls.push({ k, v, k4: k.reshape([B, Sk, Hk, D]).transpose(1, 2), v4: v.reshape([B, Sk, Hk, D]).transpose(1, 2) });
   }
   const q3 = core.randn([B, Hq, D], { ...o, seed: 1 });
@@ -62,17 +70,26 @@ for (const shape of SHAPES) {
     varlen: (l) =>
       core.sdpaVarlen(q3, l.k, l.v, { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ: 1, maxSeqlenK: shape.Sk, sequsedK: used, enableGqa: true, backends: ['flash-cuda'] }).out,
   };
+  // The dense call with split-KV off (params validated once, flash-cuda called directly): one kernel per
+  // call, to tell the kernels' time from the graph's per-node cost.
+  for (const l of ls) l.params = core.normalizeParams(q4, l.k4, l.v4, { enableGqa: true });
+  forms['dense 1 split'] = (l) => {
+    const r = flashForward(l.params, { numSplits: 1 });
+    r.logsumexp.dispose();
+    return r.out;
+  };
   for (const [form, call] of Object.entries(forms)) {
     const eager = time(() => {
       for (const l of ls) call(l).dispose();
     }, L);
     const graph = cuda.captureGraph(() => ls.map((l) => call(l)));
     const replay = time(() => graph.replay(), L);
-    const row = { shape, form, layers: L, steps: STEPS, eager, graph: replay };
+    const nodesPerCall = graph.nodeCount / L;
+    const row = { shape, form, layers: L, steps: STEPS, eager, graph: replay, nodesPerCall };
     rows.push(row);
     console.log(
-      `${shape.name.padEnd(7)} ${form.padEnd(7)} eager ${eager.deviceUsPerCall.toFixed(2)} us/call (host ${eager.hostUsPerCall.toFixed(2)}), ` +
-        `graph ${replay.deviceUsPerCall.toFixed(2)} us/call (host ${replay.hostUsPerCall.toFixed(3)} us/call)`,
+      `${shape.name.padEnd(7)} ${form.padEnd(13)} eager ${eager.deviceUsPerCall.toFixed(2)} us/call (host ${eager.hostUsPerCall.toFixed(2)}), ` +
+        `graph ${replay.deviceUsPerCall.toFixed(2)} us/call (host ${replay.hostUsPerCall.toFixed(3)} us/call, ${nodesPerCall} nodes/call)`,
     );
     graph.dispose();
     for (const t of graph.result) t.dispose();

@@ -1,4 +1,5 @@
-// Graph capture and replay (graphs.h): graphBegin, graphEnd, graphAbort, graphLaunch, graphDestroy.
+// Graph capture and replay (graphs.h): graphBegin, graphEnd, graphAbort, graphLaunch, graphDestroy,
+// graphNodeCount.
 // Graph ids are bigints, checked against the registry.
 #include "bindings.h"
 #include "graphs.h"
@@ -44,6 +45,12 @@ Napi::Value GraphDestroy(const Napi::CallbackInfo& info) {
   });
 }
 
+Napi::Value GraphNodeCount(const Napi::CallbackInfo& info) {
+  return guarded(info, [&]() -> Napi::Value {
+    return Napi::Number::New(info.Env(), static_cast<double>(GraphRegistry::instance().node_count(arg_u64(info, 0, "graph"))));
+  });
+}
+
 }  // namespace
 
 void bind_graphs(Napi::Env env, Napi::Object exports) {
@@ -52,6 +59,7 @@ void bind_graphs(Napi::Env env, Napi::Object exports) {
   exports.Set("graphAbort", Napi::Function::New(env, GraphAbort, "graphAbort"));
   exports.Set("graphLaunch", Napi::Function::New(env, GraphLaunch, "graphLaunch"));
   exports.Set("graphDestroy", Napi::Function::New(env, GraphDestroy, "graphDestroy"));
+  exports.Set("graphNodeCount", Napi::Function::New(env, GraphNodeCount, "graphNodeCount"));
 }
 
 }  // namespace attn

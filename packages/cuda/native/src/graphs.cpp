@@ -74,6 +74,8 @@ std::uint64_t GraphRegistry::end(int device) {
   gpuError_t err = gpuStreamEndCapture(capture.stream, &graph);
   allocator.end_capture(device);
   gpuGraphExec_t exec = nullptr;
+  std::size_t nodes = 0;
+  if (err == gpuSuccess) err = gpuGraphGetNodes(graph, nullptr, &nodes);
   if (err == gpuSuccess) {
     err = gpuGraphInstantiateWithFlags(&exec, graph, 0);
     (void)gpuGraphDestroy(graph);  // the instantiated graph does not need it
@@ -86,7 +88,7 @@ std::uint64_t GraphRegistry::end(int device) {
     ATTN_CUDA_CHECK(err);
   }
   const std::uint64_t id = next_id_++;
-  graphs_[id] = Graph{device, exec, capture.pool, {}};
+  graphs_[id] = Graph{device, exec, capture.pool, nodes, {}};
   return id;
 }
 
@@ -153,6 +155,11 @@ void GraphRegistry::destroy(std::uint64_t graph) {
   const int device = g.device, pool = g.pool;
   graphs_.erase(graph);
   CachingAllocator::instance().release_pool(device, pool);
+}
+
+std::size_t GraphRegistry::node_count(std::uint64_t graph) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return find_locked(graph).nodes;
 }
 
 int GraphRegistry::capturing_device() {

@@ -6,6 +6,7 @@
 // (caching_allocator.h), released when the graph is destroyed. Graphs cross into JS as integer ids,
 // checked against this registry.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -40,6 +41,8 @@ class GraphRegistry {
   void launch(std::uint64_t graph, gpuStream_t stream);
   // Waits for the graph's launches, destroys it and releases its memory pool.
   void destroy(std::uint64_t graph);
+  // Nodes (kernels, copies, memsets) the capture recorded.
+  std::size_t node_count(std::uint64_t graph);
   // The device whose current stream is capturing, or -1.
   int capturing_device();
 
@@ -52,6 +55,7 @@ class GraphRegistry {
     int device;
     gpuGraphExec_t exec;
     int pool;
+    std::size_t nodes;
     std::vector<gpuStream_t> launched_on;
   };
   Graph& find_locked(std::uint64_t graph);

@@ -97,6 +97,7 @@ using gpuStreamCaptureMode = hipStreamCaptureMode;
 #define gpuGraphLaunch hipGraphLaunch
 #define gpuGraphExecDestroy hipGraphExecDestroy
 #define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphGetNodes hipGraphGetNodes
 
 #else
 // ---------------------------------------------------------------- CUDA ------------------------
@@ -183,6 +184,7 @@ using gpuStreamCaptureMode = cudaStreamCaptureMode;
 #define gpuGraphLaunch cudaGraphLaunch
 #define gpuGraphExecDestroy cudaGraphExecDestroy
 #define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphGetNodes cudaGraphGetNodes
 #endif
 
 namespace attn {
