@@ -74,21 +74,15 @@ std::uint64_t GraphRegistry::end(int device) {
   gpuError_t err = gpuStreamEndCapture(capture.stream, &graph);
   allocator.end_capture(device);
   gpuGraphExec_t exec = nullptr;
-  std::size_t nodes = 0;
-  if (err == gpuSuccess) err = gpuGraphGetNodes(graph, nullptr, &nodes);
-  if (err == gpuSuccess) {
-    err = gpuGraphInstantiateWithFlags(&exec, graph, 0);
-    (void)gpuGraphDestroy(graph);  // the instantiated graph does not need it
-  } else if (graph != nullptr) {
-    (void)gpuGraphDestroy(graph);
-  }
+  if (err == gpuSuccess) err = gpuGraphInstantiateWithFlags(&exec, graph, 0);
   if (err != gpuSuccess) {
+    if (graph != nullptr) (void)gpuGraphDestroy(graph);
     // Nothing captured ever ran, so the pool's memory is free of device work.
     allocator.release_pool(device, capture.pool);
     ATTN_CUDA_CHECK(err);
   }
   const std::uint64_t id = next_id_++;
-  graphs_[id] = Graph{device, exec, capture.pool, nodes, {}};
+  graphs_[id] = Graph{device, graph, exec, capture.pool, {}};
   return id;
 }
 
@@ -152,6 +146,7 @@ void GraphRegistry::destroy(std::uint64_t graph) {
     if (live) ATTN_CUDA_CHECK(gpuStreamSynchronize(s));
   }
   ATTN_CUDA_CHECK(gpuGraphExecDestroy(g.exec));
+  (void)gpuGraphDestroy(g.graph);
   const int device = g.device, pool = g.pool;
   graphs_.erase(graph);
   CachingAllocator::instance().release_pool(device, pool);
@@ -159,7 +154,11 @@ void GraphRegistry::destroy(std::uint64_t graph) {
 
 std::size_t GraphRegistry::node_count(std::uint64_t graph) {
   std::lock_guard<std::mutex> lock(mu_);
-  return find_locked(graph).nodes;
+  Graph& g = find_locked(graph);
+  DeviceGuard guard(g.device);
+  std::size_t nodes = 0;
+  ATTN_CUDA_CHECK(gpuGraphGetNodes(g.graph, nullptr, &nodes));
+  return nodes;
 }
 
 int GraphRegistry::capturing_device() {

@@ -53,9 +53,9 @@ class GraphRegistry {
   };
   struct Graph {
     int device;
+    gpuGraph_t graph;  // what was captured, kept for node_count; the exec is what launches
     gpuGraphExec_t exec;
     int pool;
-    std::size_t nodes;
     std::vector<gpuStream_t> launched_on;
   };
   Graph& find_locked(std::uint64_t graph);
