@@ -5,6 +5,7 @@
 // backward (and its deterministic mode) wherever the backward tiles fit the GPU's shared memory
 // (backwardSharedMemory, rules-backward.ts).
 import {
+  noKvCache,
   noPagedKv,
   batchAndHeads,
   denseRank4,
@@ -67,4 +68,5 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   varlenOffsetsOnDevice,
   backwardSharedMemory,
   noPagedKv,
+  noKvCache,
 ]);
