@@ -4,7 +4,8 @@ import type { Device, DeviceType } from './device.js';
 import { deviceToString, isDeviceType } from './device-parse.js';
 import { AttnInputError, DeviceError } from './errors.js';
 import { registryState } from './registry-state.js';
-import type { DeviceRuntime } from './storage.js';
+import type { DeviceRuntime, DeviceStorage } from './storage.js';
+import type { Tensor } from './tensor.js';
 
 /** The package that provides each runtime, for error messages. */
 const RUNTIME_PACKAGES: Readonly<Record<Exclude<DeviceType, 'cpu'>, string>> = {
@@ -94,4 +95,27 @@ export function requireDeviceRuntime(device: Device): DeviceRuntime {
     );
   }
   return runtime;
+}
+
+/**
+ * True while work issued now on `device` is being captured into a graph (its runtime says so; the
+ * CPU never captures). Core then skips value checks that would read device memory.
+ */
+export function deviceCapturing(device: Device): boolean {
+  if (device.type === 'cpu') return false;
+  const runtime = registryState().runtimes.get(device.type);
+  return runtime?.capturing?.(device.index) === true;
+}
+
+/** Reports the device storages of `tensors` (CPU ones and nulls skipped) to the capturing runtime. */
+export function noteCaptureUse(device: Device, tensors: readonly (Tensor | null | undefined)[]): void {
+  if (device.type === 'cpu') return;
+  const runtime = registryState().runtimes.get(device.type);
+  if (!runtime?.noteCaptureUse) return;
+  const storages: DeviceStorage[] = [];
+  for (const t of tensors) {
+    const s = t?.storage as { kind?: unknown } | undefined;
+    if (s?.kind === 'device') storages.push(s as DeviceStorage);
+  }
+  runtime.noteCaptureUse(device.index, storages);
 }

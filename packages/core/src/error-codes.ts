@@ -33,3 +33,17 @@ export const VALIDATION_CODES = [
 ] as const;
 
 export type ValidationCode = (typeof VALIDATION_CODES)[number];
+
+// The stable codes of GraphError, raised by a device runtime's graph capture and replay
+// (@attn/cuda's captureGraph). Tests cover each one.
+export const GRAPH_CODES = [
+  'ATTN_GRAPH_DISPOSED', // replay() after dispose()
+  'ATTN_GRAPH_TENSOR_DISPOSED', // replay() after a tensor the graph reads or writes was disposed
+  'ATTN_GRAPH_CAPTURE_UNSUPPORTED', // during capture: a host read or write, a sync, emptyCache, another stream
+  'ATTN_GRAPH_NESTED', // captureGraph inside captureGraph
+  'ATTN_GRAPH_DEVICE', // work on another device during capture, or replay on another device's stream
+  'ATTN_GRAPH_ASYNC', // the captured function returned a promise
+  'ATTN_GRAPH_CAPTURE_FAILED', // the runtime invalidated the capture or could not instantiate the graph
+] as const;
+
+export type GraphCode = (typeof GRAPH_CODES)[number];

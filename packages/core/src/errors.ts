@@ -22,6 +22,12 @@ export class DisposedError extends AttnError {
 /** A device runtime failed (CUDA error, missing device). Carries the runtime's message. */
 export class DeviceError extends AttnError {}
 
+/**
+ * Graph capture or replay was misused, or the runtime refused the capture. Codes: GRAPH_CODES
+ * ('ATTN_GRAPH_DISPOSED', 'ATTN_GRAPH_CAPTURE_UNSUPPORTED', ...); the message says what to do instead.
+ */
+export class GraphError extends AttnError {}
+
 /** Allocation failed; says how much was asked for and what the allocator holds. */
 export class OutOfMemoryError extends DeviceError {
   readonly requestedBytes: number;

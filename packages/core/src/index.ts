@@ -2,7 +2,7 @@
 export * from './backend.js';
 export * from './device.js';
 export { CPU, DEVICE_TYPES, deviceToString, isDeviceType, parseDevice, sameDevice } from './device-parse.js';
-export { requireDeviceRuntime } from './device-registry.js';
+export { deviceCapturing, noteCaptureUse, requireDeviceRuntime } from './device-registry.js';
 export * from './dtype.js';
 export * from './error-codes.js';
 export * from './errors.js';
@@ -16,6 +16,7 @@ export * from './philox.js';
 export * from './registry.js';
 export * from './report.js';
 export * from './rules.js';
+export { type HostIndexCopies, hostIndexCopies } from './rule.js';
 export { describeCall, failingRules, type Restriction, resolveRestriction, selectBackend, type Selection } from './select.js';
 export { explain, type ForwardResult, sdpa, sdpaBackward, sdpaForward, sdpaForwardAsync } from './sdpa.js';
 export { currentKernelScope, sdpaKernel } from './scope.js';

@@ -129,8 +129,12 @@ export interface MaskParams {
 export interface SequsedKParams {
   /** The user's int32 [B] tensor (kernels read it on the device). */
   readonly tensor: Tensor;
-  /** Host copy of the validated lengths: 0 <= lengths[b] <= the key count of row b. */
-  readonly lengths: Int32Array;
+  /**
+   * Host copy of the validated lengths: 0 <= lengths[b] <= the key count of row b. Null when the
+   * call was validated during graph capture (params.capturing): the values were not read, and kernels
+   * clamp what they read on the device.
+   */
+  readonly lengths: Int32Array | null;
 }
 
 export interface PagedKvParams {
@@ -143,9 +147,10 @@ export interface PagedKvParams {
   readonly maxBlocksPerSeq: number;
   /**
    * Host copy of the table, row-major [B, maxBlocksPerSeq]. Every entry a sequence reads (its first
-   * ceil(keys / blockSize)) is in [0, numBlocks); the others are unchecked and never read.
+   * ceil(keys / blockSize)) is in [0, numBlocks); the others are unchecked and never read. Null when
+   * the call was validated during graph capture (params.capturing): entries unread, kernels clamp them.
    */
-  readonly table: Int32Array;
+  readonly table: Int32Array | null;
 }
 
 /**
@@ -206,9 +211,13 @@ export interface VarlenParams {
   readonly cuSeqlensK: Tensor;
   readonly maxSeqlenQ: number;
   readonly maxSeqlenK: number;
-  /** Host copies of the offsets (validated: start at 0, non-decreasing, end at total). */
-  readonly seqlensQ: Int32Array;
-  readonly seqlensK: Int32Array;
+  /**
+   * Host copies of the offsets (validated: start at 0, non-decreasing, end at total). Null when the
+   * call was validated during graph capture (params.capturing): only shape, dtype and device were
+   * checked, and kernels clamp the offsets they read on the device.
+   */
+  readonly seqlensQ: Int32Array | null;
+  readonly seqlensK: Int32Array | null;
 }
 
 /**
@@ -254,4 +263,12 @@ export interface SdpaParams {
   readonly kvCache: KvCacheParams | null;
   readonly requiresGrad: boolean;
   readonly deterministic: boolean;
+  /**
+   * The call was validated while its device's current stream captured a graph (deviceCapturing).
+   * Device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were checked for shape, dtype and
+   * device only: their values were not read (a synchronizing read would break the capture, and
+   * replays may change them), so their host copies are null. A backend that needs the values on
+   * the host declines such calls (indexValuesOnHost); kernels that read them on the device clamp them.
+   */
+  readonly capturing: boolean;
 }

@@ -1,6 +1,7 @@
 // Building blocks shared by the rule library.
 import type { Rule, RuleContext } from './backend.js';
 import type { FloatDType } from './dtype.js';
+import { GraphError } from './errors.js';
 import type { SdpaParams } from './params.js';
 import type { Tensor } from './tensor.js';
 
@@ -47,15 +48,53 @@ export function lastStride(t: Tensor): number {
   return t.rank === 0 ? 1 : t.strides[t.rank - 1]!;
 }
 
-/** Query and key lengths of every sequence: one pair for dense calls, one per sequence for varlen. */
-export function sequencePairs(p: SdpaParams): Array<[number, number]> {
+/**
+ * Query and key lengths of every sequence: one pair for dense calls, one per sequence for varlen.
+ * Null when they live on the device only (a call validated during graph capture: params.capturing).
+ */
+export function sequencePairs(p: SdpaParams): Array<[number, number]> | null {
   if (p.kvCache) return Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]);
   const used = p.sequsedK?.lengths ?? null;
+  if (p.sequsedK && !used) return null;
   if (!p.varlen) return used ? Array.from(used, (sk): [number, number] => [p.seqQ, sk]) : [[p.seqQ, p.seqK]];
   const { seqlensQ, seqlensK } = p.varlen;
+  if (!seqlensQ || !seqlensK) return null;
   const pairs: Array<[number, number]> = [];
   for (let b = 1; b < seqlensQ.length; b++) {
     pairs.push([seqlensQ[b]! - seqlensQ[b - 1]!, used ? used[b - 1]! : seqlensK[b]! - seqlensK[b - 1]!]);
   }
   return pairs;
+}
+
+/** Host copies of a call's index tensors, for backends that compute from them (CPU ones, cuda-math). */
+export interface HostIndexCopies {
+  /** Offsets [B + 1] of a varlen call; null for dense calls. */
+  readonly seqlensQ: Int32Array | null;
+  readonly seqlensK: Int32Array | null;
+  /** Keys used per row [B]; null when the call has no sequsedK. */
+  readonly sequsedK: Int32Array | null;
+  /** Block table [B, maxBlocksPerSeq] row-major; null without paged K/V. */
+  readonly blockTable: Int32Array | null;
+}
+
+/**
+ * The host copies validation made. A call validated during graph capture has none (params.capturing);
+ * backends that need them decline it by the indexValuesOnHost rule, so reaching here then is a bug in
+ * that backend's rules, reported as GraphError ATTN_GRAPH_CAPTURE_UNSUPPORTED.
+ */
+export function hostIndexCopies(p: SdpaParams): HostIndexCopies {
+  const v = p.varlen;
+  const missing = (v && (!v.seqlensQ || !v.seqlensK)) || (p.sequsedK && !p.sequsedK.lengths) || (p.paged && !p.paged.table);
+  if (missing) {
+    throw new GraphError(
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'This backend needs the values of cuSeqlensQ/K and sequsedK on the host, and the call was made during graph capture, where they are not read; its rules should include indexValuesOnHost.',
+    );
+  }
+  return {
+    seqlensQ: v ? v.seqlensQ : null,
+    seqlensK: v ? v.seqlensK : null,
+    sequsedK: p.sequsedK ? p.sequsedK.lengths : null,
+    blockTable: p.paged ? p.paged.table : null,
+  };
 }

@@ -57,7 +57,11 @@ export function dropoutResolution(n: number): Rule {
 /** isCausal only with Sq == Sk (check_flash_causal_non_square_seqlens), per sequence for varlen. */
 export const noCausalNonSquare: Rule = rule('noCausalNonSquare', (p) => {
   if (!p.causal) return null;
-  const bad = sequencePairs(p).find(([sq, sk]) => sq !== sk);
+  const pairs = sequencePairs(p);
+  if (!pairs) {
+    return 'Does not support isCausal with lengths read on the device during graph capture (they may differ per replay); capture with a backend that supports non-square causal.';
+  }
+  const bad = pairs.find(([sq, sk]) => sq !== sk);
   if (!bad) return null;
   return `Does not support isCausal when seqlen_q != seqlen_k. Got seqlen_q: ${bad[0]}, seqlen_k: ${bad[1]}. Pass an explicit mask, or choose a backend with non-square causal.`;
 });
@@ -70,7 +74,7 @@ export function alignmentIn(alignments: readonly Alignment[]): Rule {
   return rule(`alignmentIn(${alignments.join(', ')})`, (p) => {
     if (alignments.includes(p.alignment)) return null;
     if (!(p.causal || p.window || p.alibiSlopes)) return null;
-    if (sequencePairs(p).every(([sq, sk]) => sq === sk)) return null;
+    if (sequencePairs(p)?.every(([sq, sk]) => sq === sk)) return null;
     return `Supports alignment ${alignments.map((a) => `'${a}'`).join(' or ')} when seqlen_q != seqlen_k; got '${p.alignment}' with seqlen_q ${p.seqQ}, seqlen_k ${p.seqK}.`;
   });
 }
@@ -139,4 +143,14 @@ export const noBackward: Rule = rule('noBackward', (p) => {
 export const noDeterministic: Rule = rule('noDeterministic', (p) => {
   if (!p.deterministic) return null;
   return 'Is not deterministic; set deterministic: false or choose a backend with a deterministic backward.';
+});
+
+/**
+ * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were read on the host: a
+ * backend that plans or uploads from those host copies needs them, and a call validated during graph
+ * capture (params.capturing) has none.
+ */
+export const indexValuesOnHost: Rule = rule('indexValuesOnHost', (p) => {
+  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged)) return null;
+  return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
 });

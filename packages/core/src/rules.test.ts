@@ -255,6 +255,12 @@ const CASES: Case[] = [
   { rule: () => rules.noVarlen, pass: () => [P(), CPU_CTX], fail: () => [varlen([2], [2]), CPU_CTX] },
   { rule: () => rules.noSequsedK, pass: () => [P(), CPU_CTX], fail: () => [P({ B: 2 }, { sequsedK: tensor([1, 2], [2], { dtype: 'int32' }) }), CPU_CTX], says: /sequsedK/ },
   { rule: () => rules.noPagedKv, pass: () => [varlen([2], [2]), CPU_CTX], fail: () => [pagedVarlen(), CPU_CTX], says: /blockTable/ },
+  {
+    rule: () => rules.indexValuesOnHost,
+    pass: () => [varlen([2], [2]), CPU_CTX],
+    fail: () => [{ ...varlen([2], [2]), capturing: true }, CPU_CTX],
+    says: /graph capture/,
+  },
   { rule: () => rules.noKvCache, pass: () => [pagedVarlen(), CPU_CTX], fail: () => [kvCacheCall(), CPU_CTX], says: /sdpaKvCache/ },
   { rule: () => rules.noBackward, pass: () => [P(), CPU_CTX], fail: () => [P({}, { requiresGrad: true }), CPU_CTX], says: /requiresGrad: false/ },
   { rule: () => rules.noDeterministic, pass: () => [P(), CPU_CTX], fail: () => [P({}, { deterministic: true }), CPU_CTX] },

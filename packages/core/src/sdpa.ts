@@ -4,7 +4,8 @@ import { checkForwardOutputs, checkGradients } from './check-outputs.js';
 import { deviceToString, sameDevice } from './device-parse.js';
 import { AttnInputError } from './errors.js';
 import { type ForwardResult, forwardRecordOf, recordForward } from './forward-record.js';
-import type { SdpaOptions } from './params.js';
+import { deviceCapturing, noteCaptureUse } from './device-registry.js';
+import type { SdpaOptions, SdpaParams } from './params.js';
 import { getBackend } from './registry.js';
 import type { SelectionReport } from './report.js';
 import { requireBackend, resolveRestriction, selectBackend } from './select.js';
@@ -19,9 +20,16 @@ function forwardResult(call: NormalizedCall, backend: string, outputs: ForwardOu
   return recordForward(call.params, outputs.out, outputs.logsumexp, rng, backend);
 }
 
+/** Every tensor a call reads. */
+function callInputs(p: SdpaParams): Array<Tensor | null | undefined> {
+  return [p.query, p.key, p.value, p.mask?.tensor, p.alibiSlopes, p.varlen?.cuSeqlensQ, p.varlen?.cuSeqlensK, p.sequsedK?.tensor, p.paged?.blockTable];
+}
+
 /** Selects and runs forward synchronously. Shared with varlen. */
 export function runForward(call: NormalizedCall): ForwardResult {
   const backend = requireBackend(call.params, resolveRestriction(call.backends));
+  // Outputs are allocated during the capture, so the runtime sees them; the inputs it learns here.
+  if (call.params.capturing) noteCaptureUse(call.params.device, callInputs(call.params));
   const outputs = backend.forward(call.params);
   checkForwardOutputs(backend.name, call.params, outputs);
   return forwardResult(call, backend.name, outputs);
@@ -87,6 +95,7 @@ export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
       `Backend '${backendName}' ran forward but has no backward. Pass requiresGrad: true to sdpaForward so that a backend with backward is chosen.`,
     );
   }
+  if (deviceCapturing(gradOut.device)) noteCaptureUse(gradOut.device, [gradOut, out, logsumexp, ...callInputs(params)]);
   const grads = backend.backward(params, { out, logsumexp }, gradOut);
   checkGradients(backend.name, params, grads);
   return grads;

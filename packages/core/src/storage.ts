@@ -37,4 +37,13 @@ export interface DeviceRuntime {
   /** Fills bytes with a repeated byte value (used to poison outputs in tests). */
   fill(dst: DeviceStorage, dstOffsetBytes: number, bytes: number, byteValue: number): void;
   synchronize(index: number): void;
+  /**
+   * Graph capture (optional: a runtime without graphs leaves it out). True while work issued now on
+   * device `index` is recorded into a graph instead of running: validation must not read device
+   * memory then (a synchronizing read would break the capture), and what a call reads is reported
+   * through noteCaptureUse. Called on every call on the device, so it must be cheap.
+   */
+  capturing?(index: number): boolean;
+  /** While capturing: storages a captured call reads or writes, so the graph can refuse to replay once one is disposed. */
+  noteCaptureUse?(index: number, storages: readonly DeviceStorage[]): void;
 }

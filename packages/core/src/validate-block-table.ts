@@ -34,12 +34,13 @@ export function pagedPoolShape(k: Tensor, v: Tensor): { numBlocks: number; block
 /**
  * int32 [batch, maxBlocksPerSeq], contiguous, on the call's device; every block a sequence reads
  * (its first ceil(keys(b) / blockSize)) indexes the pool. Returns the params with a host copy of the
- * table (reading a device tensor synchronizes, as cuSeqlens does).
+ * table (reading a device tensor synchronizes, as cuSeqlens does). `keys` null: the call is being
+ * captured into a graph, so the entries are not read (table null) and the kernels clamp each one.
  */
 export function checkBlockTable(
   value: unknown,
   batch: number,
-  keys: (b: number) => number,
+  keys: ((b: number) => number) | null,
   pool: { numBlocks: number; blockSize: number },
   device: Device,
 ): PagedKvParams {
@@ -51,6 +52,7 @@ export function checkBlockTable(
   checkSameDevice(t, 'blockTable', device);
   const { numBlocks, blockSize } = pool;
   const maxBlocksPerSeq = t.shape[1]!;
+  if (keys === null) return Object.freeze({ blockTable: t, blockSize, numBlocks, maxBlocksPerSeq, table: null });
   const table = Int32Array.from(t.toFloat64Array());
   for (let b = 0; b < batch; b++) {
     const n = keys(b);

@@ -269,6 +269,9 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     kvCache,
     requiresGrad: false,
     deterministic: false,
+    // The host copies above were read: during graph capture that read is refused
+    // (ATTN_GRAPH_CAPTURE_UNSUPPORTED) before this point, so a validated call never captures.
+    capturing: false,
   };
   return { params: Object.freeze(params), backends: common.backends, rng: common.rng };
 }

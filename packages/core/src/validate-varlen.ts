@@ -14,6 +14,7 @@ import {
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
+import { deviceCapturing } from './device-registry.js';
 import { blockTableError, checkBlockTable, pagedPoolShape } from './validate-block-table.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
@@ -31,15 +32,19 @@ function varlenError(message: string): AttnInputError {
   return new AttnInputError('ATTN_VARLEN', message);
 }
 
-/**
- * Offsets: int32 [B + 1], contiguous, from 0, non-decreasing, ending at total (null: any end, for
- * paged keys, whose offsets only give lengths). Returns a host copy.
- */
-function checkOffsets(t: Tensor, name: string, total: number | null): Int32Array {
+/** int32 [B + 1], contiguous: what can be checked without reading the values. */
+function checkOffsetsLayout(t: Tensor, name: string): void {
   if (t.dtype !== 'int32' || t.rank !== 1 || t.numel < 1) {
     throw varlenError(`${name} must be an int32 tensor of shape [batch + 1]; got ${t.dtype} ${shapeStr(t)}.`);
   }
   if (!t.isContiguous()) throw varlenError(`${name} must be contiguous (kernels read it as a plain array); call .contiguous().`);
+}
+
+/**
+ * Offsets: from 0, non-decreasing, ending at total (null: any end, for paged keys, whose offsets only
+ * give lengths). Returns a host copy (a synchronizing read on a device).
+ */
+function checkOffsets(t: Tensor, name: string, total: number | null): Int32Array {
   const offsets = Int32Array.from(t.toFloat64Array());
   if (offsets[0] !== 0) throw varlenError(`${name}[0] must be 0, got ${offsets[0]}.`);
   for (let b = 1; b < offsets.length; b++) {
@@ -60,9 +65,11 @@ function maxLength(offsets: Int32Array): number {
   return max;
 }
 
-function checkMaxSeqlen(given: unknown, name: string, actual: number): number {
-  if (!Number.isInteger(given) || (given as number) < actual || (given as number) > 2 ** 31 - 1) {
-    throw varlenError(`${name} must be an integer >= the longest sequence (${actual}); got ${describeValue(given)}.`);
+/** `actual` null: the offsets were not read (graph capture), so only the range is checked. */
+function checkMaxSeqlen(given: unknown, name: string, actual: number | null): number {
+  if (!Number.isInteger(given) || (given as number) < (actual ?? 0) || (given as number) > 2 ** 31 - 1) {
+    const bound = actual === null ? 'in [0, 2^31 - 1]' : `>= the longest sequence (${actual})`;
+    throw varlenError(`${name} must be an integer ${bound}; got ${describeValue(given)}.`);
   }
   return given as number;
 }
@@ -118,19 +125,25 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
   checkSameDevice(cuK, 'cuSeqlensK', device);
   const [totalQ, headsQ, headDim] = q.shape as [number, number, number];
   const headsKV = k.shape[k.rank - 2]!;
-  const seqlensQ = checkOffsets(cuQ, 'cuSeqlensQ', totalQ);
-  const seqlensK = checkOffsets(cuK, 'cuSeqlensK', pool ? null : k.shape[0]!);
-  if (seqlensQ.length !== seqlensK.length) {
-    throw varlenError(`cuSeqlensQ and cuSeqlensK must have the same length (batch + 1); got ${seqlensQ.length} and ${seqlensK.length}.`);
+  checkOffsetsLayout(cuQ, 'cuSeqlensQ');
+  checkOffsetsLayout(cuK, 'cuSeqlensK');
+  if (cuQ.numel !== cuK.numel) {
+    throw varlenError(`cuSeqlensQ and cuSeqlensK must have the same length (batch + 1); got ${cuQ.numel} and ${cuK.numel}.`);
   }
-  const batch = seqlensQ.length - 1;
-  const maxSeqlenQ = checkMaxSeqlen(opts.maxSeqlenQ, 'maxSeqlenQ', maxLength(seqlensQ));
-  const maxSeqlenK = checkMaxSeqlen(opts.maxSeqlenK, 'maxSeqlenK', maxLength(seqlensK));
+  // During graph capture the offsets, sequsedK and the block table stay on the device: reading them
+  // would break the capture, and each replay may bring new ones. The kernels clamp what they read
+  // (params.capturing says the host copies are absent).
+  const capturing = deviceCapturing(device);
+  const seqlensQ = capturing ? null : checkOffsets(cuQ, 'cuSeqlensQ', totalQ);
+  const seqlensK = capturing ? null : checkOffsets(cuK, 'cuSeqlensK', pool ? null : k.shape[0]!);
+  const batch = cuQ.numel - 1;
+  const maxSeqlenQ = checkMaxSeqlen(opts.maxSeqlenQ, 'maxSeqlenQ', seqlensQ && maxLength(seqlensQ));
+  const maxSeqlenK = checkMaxSeqlen(opts.maxSeqlenK, 'maxSeqlenK', seqlensK && maxLength(seqlensK));
   checkCounterRange(batch, headsQ);
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
-  const keysOf = (b: number): number => seqlensK[b + 1]! - seqlensK[b]!;
-  const sequsedK = checkSequsedK(opts.sequsedK, batch, keysOf, device);
-  const paged = pool ? checkBlockTable(opts.blockTable, batch, keysOf, pool, device) : null;
+  const keysOf = (b: number): number => seqlensK![b + 1]! - seqlensK![b]!;
+  const sequsedK = checkSequsedK(opts.sequsedK, batch, keysOf, device, capturing);
+  const paged = pool ? checkBlockTable(opts.blockTable, batch, capturing ? null : keysOf, pool, device) : null;
 
   const varlen: VarlenParams = { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ, maxSeqlenK, seqlensQ, seqlensK };
   const params: SdpaParams = {
@@ -161,6 +174,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
     kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
+    capturing,
   };
   return { params: Object.freeze(params), backends: common.backends, rng: common.rng };
 }

@@ -315,17 +315,17 @@ describe('normalized params', () => {
   it('normalizes varlen calls', () => {
     const p = packed()();
     expect(p).toMatchObject({ batch: 3, headsQ: 4, headsKV: 2, seqQ: 4, seqK: 5, headDim: 8, headDimV: 6 });
-    expect([...p.varlen!.seqlensQ]).toEqual([0, 3, 3, 7]);
-    expect([...p.varlen!.seqlensK]).toEqual([0, 2, 7, 8]);
+    expect([...p.varlen!.seqlensQ!]).toEqual([0, 3, 3, 7]);
+    expect([...p.varlen!.seqlensK!]).toEqual([0, 2, 7, 8]);
     expect(packed({ maxSeqlenQ: 100 })().seqQ).toBe(100);
   });
 
   it('keeps sequsedK with a host copy; rules see each row\'s used key count as its Sk', () => {
     const p = norm({ B: 2, Sk: 7 }, { sequsedK: tensor([0, 7], [2], { dtype: 'int32' }) });
-    expect([...p.sequsedK!.lengths]).toEqual([0, 7]);
+    expect([...p.sequsedK!.lengths!]).toEqual([0, 7]);
     expect(sequencePairs(p)).toEqual([[5, 0], [5, 7]]);
     const v = packed({ sequsedK: tensor([2, 0, 1], [3], { dtype: 'int32' }) })();
-    expect([...v.sequsedK!.lengths]).toEqual([2, 0, 1]);
+    expect([...v.sequsedK!.lengths!]).toEqual([2, 0, 1]);
     expect(sequencePairs(v)).toEqual([[3, 2], [0, 0], [4, 1]]);
     expect(norm({}).sequsedK).toBeNull();
   });
@@ -334,7 +334,7 @@ describe('normalized params', () => {
     const p = paged({ sequsedK: tensor([1, 4, 0], [3], { dtype: 'int32' }) })();
     expect(p).toMatchObject({ batch: 3, headsQ: 4, headsKV: 2, seqQ: 4, seqK: 5, headDim: 8, headDimV: 6 });
     expect(p.paged).toMatchObject({ blockSize: 2, numBlocks: 6, maxBlocksPerSeq: 3 });
-    expect([...p.paged!.table]).toEqual([4, -7, 99, 0, 2, 1, 3, -1, 99]);
+    expect([...p.paged!.table!]).toEqual([4, -7, 99, 0, 2, 1, 3, -1, 99]);
     expect(sequencePairs(p)).toEqual([[3, 1], [0, 4], [4, 0]]);
     expect(describeCall(p)).toContain('paged K/V (6 blocks of 2)');
     expect(packed()().paged).toBeNull();

@@ -25,6 +25,7 @@ import {
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
 import { checkSequsedK } from './validate-sequsedk.js';
+import { deviceCapturing } from './device-registry.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
 /** Validated params plus what the entry points need beside them. */
@@ -150,7 +151,8 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     checkSameDevice(m, 'attnMask', device);
   }
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
-  const sequsedK = checkSequsedK(opts.sequsedK, batch, () => seqK, device);
+  const capturing = deviceCapturing(device);
+  const sequsedK = checkSequsedK(opts.sequsedK, batch, () => seqK, device, capturing);
 
   const params: SdpaParams = {
     query: q,
@@ -180,6 +182,7 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
+    capturing,
   };
   return { params: Object.freeze(params), backends: common.backends, rng: common.rng };
 }

@@ -13,6 +13,7 @@ set(ATTN_GPU_RUNTIME_HOST_SOURCES
   ${ATTN_GPU_RUNTIME_DIR}/src/bind_async_read.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/bind_build_info.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/bind_devices.cpp
+  ${ATTN_GPU_RUNTIME_DIR}/src/bind_graphs.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/bind_memory.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/bind_streams.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/bind_testing.cpp
@@ -20,6 +21,7 @@ set(ATTN_GPU_RUNTIME_HOST_SOURCES
   ${ATTN_GPU_RUNTIME_DIR}/src/copies.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/devices.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/events.cpp
+  ${ATTN_GPU_RUNTIME_DIR}/src/graphs.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/host_staging.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/napi_errors.cpp
   ${ATTN_GPU_RUNTIME_DIR}/src/streams.cpp)

@@ -76,6 +76,18 @@ export interface NativeBinding {
   eventElapsedMs(start: bigint, end: bigint): number;
   streamWaitEvent(stream: bigint, event: bigint): void;
 
+  /** Starts capturing the device's current stream. */
+  graphBegin(device: number): void;
+  /** Ends the capture and instantiates the graph: its id. */
+  graphEnd(device: number): bigint;
+  /** Ends a failed capture, discarding it. */
+  graphAbort(device: number): void;
+  graphLaunch(graph: bigint, stream: bigint): void;
+  /** Waits for the graph's launches, destroys it, releases its memory pool. */
+  graphDestroy(graph: bigint): void;
+  /** Nodes (kernels, copies, memsets) the capture recorded. */
+  graphNodeCount(graph: bigint): number;
+
   philoxRaw(device: number, inputs: Uint32Array): Uint32Array;
   /** attn/philox.h's host path; needs no device. */
   philoxRawHost(inputs: Uint32Array): Uint32Array;
@@ -98,5 +110,6 @@ export const BINDING_FUNCTIONS: readonly (keyof NativeBinding)[] = [
   'streamCreate', 'streamDestroy', 'streamSynchronize', 'streamQuery', 'streamDevice',
   'currentStream', 'defaultStream', 'setCurrentStream',
   'eventCreate', 'eventDestroy', 'eventRecord', 'eventSynchronize', 'eventQuery', 'eventElapsedMs', 'streamWaitEvent',
+  'graphBegin', 'graphEnd', 'graphAbort', 'graphLaunch', 'graphDestroy', 'graphNodeCount',
   'philoxRaw', 'philoxRawHost', 'dropoutWords',
 ];

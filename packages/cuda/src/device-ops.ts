@@ -4,8 +4,10 @@
 import { AttnInputError, type DeviceStorage } from '@attn/core';
 import type { Devices } from './devices.js';
 import { callNative, translateNativeError } from './errors.js';
+import { type CaptureSlot, checkCaptureWork, refuseDuringCapture } from './graph.js';
 import type { NativeAccess } from './native.js';
 import { GpuStorage } from './storage.js';
+import type { Streams } from './stream.js';
 import { checkByteCount, checkByteValue, checkHostBytes, checkRange } from './validate.js';
 
 export interface DeviceOps {
@@ -31,7 +33,10 @@ function describe(v: unknown): string {
   return typeof v === 'object' && v !== null ? Object.prototype.toString.call(v) : String(v);
 }
 
-export function createDeviceOps(native: NativeAccess, devices: Devices): DeviceOps {
+const HOST_WRITE_INSTEAD = 'Create input tensors before the capture, and copy new values into them between replays.';
+const HOST_READ_INSTEAD = 'Read results after the capture ends, or after a replay.';
+
+export function createDeviceOps(native: NativeAccess, devices: Devices, streams: Streams, capture: CaptureSlot): DeviceOps {
   const { platform } = native;
   const isStorage = (s: unknown): s is GpuStorage => GpuStorage.is(s) && s.device.type === platform.type;
 
@@ -54,8 +59,11 @@ export function createDeviceOps(native: NativeAccess, devices: Devices): DeviceO
       const addon = native.require();
       devices.checkIndex(index);
       checkByteCount('allocate: bytes', bytes);
+      const state = checkCaptureWork(capture, streams, index, 'allocating');
       const pointer = callNative(() => addon.allocate(index, bytes));
-      return new GpuStorage(addon, platform.type, index, pointer, bytes);
+      const storage = new GpuStorage(addon, platform.type, index, pointer, bytes);
+      state?.allocated.push(storage);
+      return storage;
     },
 
     copyHostToDevice(dst, dstOffsetBytes, src) {
@@ -64,6 +72,7 @@ export function createDeviceOps(native: NativeAccess, devices: Devices): DeviceO
       const bytes = checkHostBytes('copyHostToDevice: src', src);
       checkRange('copyHostToDevice destination', dstOffsetBytes, bytes.byteLength, d.bytes);
       if (bytes.byteLength === 0) return;
+      refuseDuringCapture(capture, 'Copying host data to the device (tensor(..., { device }), .to(device))', HOST_WRITE_INSTEAD);
       callNative(() => addon.copyHostToDevice(d.device.index, d.pointer + BigInt(dstOffsetBytes), bytes));
     },
 
@@ -73,6 +82,7 @@ export function createDeviceOps(native: NativeAccess, devices: Devices): DeviceO
       const bytes = checkHostBytes('copyDeviceToHost: dst', dst);
       checkRange('copyDeviceToHost source', srcOffsetBytes, bytes.byteLength, s.bytes);
       if (bytes.byteLength === 0) return;
+      refuseDuringCapture(capture, 'Reading device memory on the host (toFloat32Array, toFloat64Array, .to(\'cpu\'))', HOST_READ_INSTEAD);
       callNative(() => addon.copyDeviceToHost(s.device.index, bytes, s.pointer + BigInt(srcOffsetBytes)));
     },
 
@@ -82,6 +92,7 @@ export function createDeviceOps(native: NativeAccess, devices: Devices): DeviceO
       const bytes = checkHostBytes('copyDeviceToHostAsync: dst', dst);
       checkRange('copyDeviceToHostAsync source', srcOffsetBytes, bytes.byteLength, s.bytes);
       if (bytes.byteLength === 0) return;
+      refuseDuringCapture(capture, 'Reading device memory on the host (copyDeviceToHostAsync)', HOST_READ_INSTEAD);
       const pending = callNative(() => addon.copyDeviceToHostAsync(s.device.index, bytes, s.pointer + BigInt(srcOffsetBytes)));
       try {
         await pending;
@@ -103,6 +114,12 @@ export function createDeviceOps(native: NativeAccess, devices: Devices): DeviceO
           'copyDeviceToDevice: source and destination ranges overlap in one buffer; copy through a temporary buffer.',
         );
       }
+      const state = checkCaptureWork(capture, streams, d.device.index, 'copyDeviceToDevice');
+      if (state) {
+        checkCaptureWork(capture, streams, s.device.index, 'copyDeviceToDevice');
+        state.used.add(d);
+        state.used.add(s);
+      }
       callNative(() =>
         addon.copyDeviceToDevice(
           d.device.index,
@@ -120,12 +137,14 @@ export function createDeviceOps(native: NativeAccess, devices: Devices): DeviceO
       checkRange('fill', dstOffsetBytes, bytes, d.bytes);
       const value = checkByteValue(byteValue);
       if (bytes === 0) return;
+      checkCaptureWork(capture, streams, d.device.index, 'fill')?.used.add(d);
       callNative(() => addon.fill(d.device.index, d.pointer + BigInt(dstOffsetBytes), value, bytes));
     },
 
     synchronize(index = 0) {
       const addon = native.require();
       devices.checkIndex(index);
+      refuseDuringCapture(capture, 'synchronize()', 'Synchronize after the capture ends.');
       callNative(() => addon.synchronize(index));
     },
   };

@@ -1,6 +1,6 @@
 // The addon throws plain JS errors with a stable `code` (native/src/napi_errors.cpp). These become
 // core's error classes here, so callers can rely on `instanceof` and on codes alike.
-import { AttnInputError, DeviceError, OutOfMemoryError } from '@attn/core';
+import { AttnInputError, DeviceError, GRAPH_CODES, GraphError, OutOfMemoryError } from '@attn/core';
 import type { MemoryStats } from './memory-stats.js';
 
 /**
@@ -83,6 +83,7 @@ export function translateNativeError(e: unknown): unknown {
     case 'ATTN_NATIVE_ERROR':
       return new DeviceError(f.code, e.message, opts);
   }
+  if ((GRAPH_CODES as readonly string[]).includes(f.code)) return new GraphError(f.code, e.message, opts);
   const inputCode = INPUT_CODES[f.code];
   if (inputCode !== undefined) return new AttnInputError(inputCode, e.message, opts);
   return e;

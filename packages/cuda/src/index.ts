@@ -8,6 +8,7 @@ import { cuda } from './cuda-runtime.js';
 import { cudaMathBackend } from './math-backend/backend.js';
 import type { GpuDeviceProperties } from './devices.js';
 import type { GpuEvent } from './event.js';
+import type { GpuGraph } from './graph.js';
 import type { GpuStorage } from './storage.js';
 import type { GpuStream } from './stream.js';
 
@@ -40,7 +41,11 @@ export const {
   setCurrentStream,
   withStream,
   buildInfo,
+  captureGraph,
 } = cuda;
+
+/** A captured CUDA graph (captureGraph's result): replay(), dispose(), result, replayCount. */
+export type CudaGraph<T = unknown> = GpuGraph<T>;
 
 /** A stream of the CUDA runtime: `new Stream({ device })`, `Stream.current(i)`. */
 export const Stream = cuda.Stream;
@@ -60,6 +65,7 @@ export function isCudaStorage(s: unknown): s is GpuStorage {
 
 export type { BuildInfo } from './build-info.js';
 export type { EventOptions } from './event.js';
+export type { CaptureOptions } from './graph.js';
 export type { MemoryStats } from './memory-stats.js';
 export type { StreamOptions } from './stream.js';
 export { CudaError, CudaOutOfMemoryError } from './errors.js';

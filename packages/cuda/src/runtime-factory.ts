@@ -7,6 +7,7 @@ import { createBuildInfo, type BuildInfo } from './build-info.js';
 import { createDeviceOps, type DeviceOps } from './device-ops.js';
 import { createDevices, type Devices } from './devices.js';
 import { createEventClass, type EventClass } from './event.js';
+import { type CaptureSlot, createGraphs, type Graphs } from './graph.js';
 import { createMemoryControls, type MemoryControls } from './memory.js';
 import { createNativeAccess, type AddonLocation, type NativeAccess } from './native.js';
 import { gpuPlatform, type GpuType } from './platform.js';
@@ -18,7 +19,7 @@ export interface GpuRuntimeOptions<T extends GpuType = GpuType> extends AddonLoc
 }
 
 /** A runtime's DeviceRuntime (what core registers) and the extras kernel packages and users call. */
-export interface GpuRuntime<T extends GpuType = GpuType> extends Devices<T>, DeviceOps, MemoryControls, Streams {
+export interface GpuRuntime<T extends GpuType = GpuType> extends Devices<T>, DeviceOps, MemoryControls, Streams, Pick<Graphs, 'captureGraph'> {
   readonly type: T;
   /** For registerDeviceRuntime: frozen, its methods bound to this runtime's addon. */
   readonly runtime: DeviceRuntime & { readonly type: T };
@@ -40,9 +41,11 @@ export function createGpuRuntime<T extends GpuType>(options: GpuRuntimeOptions<T
   const { type, ...location } = options;
   const native = createNativeAccess(gpuPlatform(type), location);
   const devices = createDevices<T>(native);
-  const ops = createDeviceOps(native, devices);
-  const memory = createMemoryControls(native, devices, ops.isStorage);
+  const capture: CaptureSlot = { state: null };
   const streams = createStreams(native, devices);
+  const ops = createDeviceOps(native, devices, streams, capture);
+  const memory = createMemoryControls(native, devices, ops.isStorage);
+  const graphs = createGraphs(native, devices, streams, capture, ops.isStorage);
   const availability = (): Availability => native.state().availability;
 
   const runtime = Object.freeze({
@@ -56,6 +59,8 @@ export function createGpuRuntime<T extends GpuType>(options: GpuRuntimeOptions<T
     copyDeviceToDevice: ops.copyDeviceToDevice,
     fill: ops.fill,
     synchronize: ops.synchronize,
+    capturing: graphs.capturing,
+    noteCaptureUse: graphs.noteCaptureUse,
   });
 
   return Object.freeze({
@@ -63,6 +68,7 @@ export function createGpuRuntime<T extends GpuType>(options: GpuRuntimeOptions<T
     ...ops,
     ...memory,
     ...streams,
+    captureGraph: graphs.captureGraph,
     type,
     runtime,
     availability,
@@ -76,6 +82,8 @@ export type { AddonLocation, AddonLoad, NativeAccess, NativeState } from './nati
 export type { NativeBinding, NativeBuildInfo, NativeDeviceProperties, NativeProbe } from './binding.js';
 export type { GpuDeviceProperties } from './devices.js';
 export type { EventClass, EventOptions } from './event.js';
+export type { CaptureOptions } from './graph.js';
+export { GpuGraph } from './graph.js';
 export type { MemoryStats } from './memory-stats.js';
 export type { StreamClass, StreamOptions } from './stream.js';
 export type { BuildInfo, DeviceOps, Devices, MemoryControls, Streams };

@@ -12,6 +12,12 @@ function fail(code: string, message: string): never {
 export interface FakeAddon extends NativeBinding {
   /** Live buffers by base address. */
   readonly blocks: Map<bigint, Uint8Array>;
+  /** Instantiated graphs by id: their device and how often they were launched. */
+  readonly graphs: Map<bigint, { device: number; launches: number; nodes: number }>;
+  /** The capture underway (device), or null. */
+  capturing(): number | null;
+  /** Makes the next graphEnd fail as CUDA does for an invalidated capture. */
+  failNextGraphEnd(): void;
 }
 
 export function makeFakeAddon(deviceCount = 1): FakeAddon {
@@ -29,6 +35,10 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
   }
   const events = new Map<bigint, { device: number; timing: boolean; recorded: boolean }>();
   const stats = { allocRequests: 0, freeRequests: 0 };
+  const graphs = new Map<bigint, { device: number; launches: number; nodes: number }>();
+  let nodes = 0; // device operations recorded by the capture underway
+  let capture: number | null = null;
+  let failEnd = false;
 
   const checkDevice = (d: number) => {
     if (!Number.isInteger(d) || d < 0 || d >= deviceCount) fail('ATTN_DEVICE_INDEX', `device index ${d} is out of range`);
@@ -54,6 +64,11 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
 
   return {
     blocks,
+    graphs,
+    capturing: () => capture,
+    failNextGraphEnd: () => {
+      failEnd = true;
+    },
     probe: () => ({ count: deviceCount, platform: 'CUDA' }),
     deviceProperties: (d) => {
       checkDevice(d);
@@ -85,7 +100,11 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
     resetPeakMemoryStats: (d) => checkDevice(d),
     emptyCache: () => {},
     copyHostToDevice: (d, dst, src) => (checkDevice(d), range(dst, src.length).set(src)),
-    copyDeviceToHost: (d, dst, src) => (checkDevice(d), dst.set(range(src, dst.length))),
+    copyDeviceToHost: (d, dst, src) => {
+      checkDevice(d);
+      if (capture !== null) fail('ATTN_GRAPH_CAPTURE_UNSUPPORTED', 'a synchronizing read during capture');
+      dst.set(range(src, dst.length));
+    },
     copyDeviceToHostAsync: async (d, dst, src) => {
       checkDevice(d);
       const bytes = range(src, dst.length).slice();
@@ -96,8 +115,13 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
       checkDevice(dd);
       checkDevice(sd);
       range(dst, bytes).set(range(src, bytes).slice());
+      if (capture !== null) nodes++;
     },
-    fill: (d, dst, value, bytes) => (checkDevice(d), range(dst, bytes).fill(value)),
+    fill: (d, dst, value, bytes) => {
+      checkDevice(d);
+      range(dst, bytes).fill(value);
+      if (capture !== null) nodes++;
+    },
     synchronize: (d) => checkDevice(d),
     streamCreate: (d) => {
       checkDevice(d);
@@ -149,6 +173,37 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
       stream(s);
       if (!event(h).recorded) fail('ATTN_EVENT_NOT_RECORDED', 'not recorded');
     },
+    graphBegin: (d) => {
+      checkDevice(d);
+      if (capture !== null) fail('ATTN_GRAPH_NESTED', 'a capture is already underway');
+      capture = d;
+      nodes = 0;
+    },
+    graphEnd: (d) => {
+      if (capture !== d) fail('ATTN_BAD_HANDLE', `device ${d} is not capturing`);
+      capture = null;
+      if (failEnd) {
+        failEnd = false;
+        throw Object.assign(new Error('operation not permitted when stream is capturing'), {
+          code: 'ATTN_GPU_ERROR', gpuError: 'cudaErrorStreamCaptureInvalidated', gpuErrorNumber: 901,
+        });
+      }
+      const id = handles++;
+      graphs.set(id, { device: d, launches: 0, nodes });
+      return id;
+    },
+    graphAbort: (d) => {
+      if (capture === d) capture = null;
+    },
+    graphLaunch: (id, s) => {
+      const g = graphs.get(id) ?? fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle');
+      if (stream(s) !== g.device) fail('ATTN_GRAPH_DEVICE', 'a stream of another device');
+      g.launches++;
+    },
+    graphDestroy: (id) => {
+      if (!graphs.delete(id)) fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle');
+    },
+    graphNodeCount: (id) => (graphs.get(id) ?? fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle')).nodes,
     philoxRaw: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),
     philoxRawHost: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),
     dropoutWords: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),

@@ -1,6 +1,6 @@
 // SdpaParams -> the addon's call descriptors, and the output tensors the kernels write into.
 // Only CPU tensors get here (the rules say so); views are passed as they are, strides included.
-import { AttnInputError, emptyOutput, kernelWindow, OUTPUT_NAMES } from '@attn/core';
+import { AttnInputError, emptyOutput, hostIndexCopies, kernelWindow, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
 
 import { cachePages } from '../kv-cache/host.js';
@@ -35,14 +35,14 @@ function kernelDType(p: SdpaParams): KernelDType {
 
 /** FLOPs of the forward as FlashAttention counts them (4 B H Sq Sk D per used key; causal halves it). */
 export function forwardFlops(p: SdpaParams): number {
-  const v = p.varlen;
-  const used = p.sequsedK?.lengths ?? p.kvCache?.keyCount ?? null;
+  const { seqlensQ: cuQ, seqlensK: cuK, sequsedK } = hostIndexCopies(p);
+  const used = sequsedK ?? p.kvCache?.keyCount ?? null;
   let pairs = p.batch * p.seqQ * p.seqK;
-  if (v || used) {
+  if (cuQ || used) {
     pairs = 0;
     for (let b = 0; b < p.batch; b++) {
-      const sq = v ? v.seqlensQ[b + 1]! - v.seqlensQ[b]! : p.seqQ;
-      pairs += sq * (used ? used[b]! : v ? v.seqlensK[b + 1]! - v.seqlensK[b]! : p.seqK);
+      const sq = cuQ ? cuQ[b + 1]! - cuQ[b]! : p.seqQ;
+      pairs += sq * (used ? used[b]! : cuK ? cuK[b + 1]! - cuK[b]! : p.seqK);
     }
   }
   return (4 * pairs * p.headsQ * Math.max(p.headDim, p.headDimV)) / (p.causal ? 2 : 1);
@@ -50,6 +50,7 @@ export function forwardFlops(p: SdpaParams): number {
 
 /** The descriptor of a forward call writing into `out` and `lse`. */
 export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string, threads: number): NativeForwardDesc {
+  const index = hostIndexCopies(p);
   const mask = p.mask;
   const packed = p.varlen !== null;
   const slopes = p.alibiSlopes;
@@ -101,8 +102,8 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
           keepScale: drop.keepScale,
         }
       : null,
-    varlen: p.varlen ? { cuQ: p.varlen.seqlensQ, cuK: p.varlen.seqlensK } : null,
-    sequsedK: p.sequsedK?.lengths ?? p.kvCache?.keyCount ?? null,
+    varlen: index.seqlensQ ? { cuQ: index.seqlensQ, cuK: index.seqlensK! } : null,
+    sequsedK: index.sequsedK ?? p.kvCache?.keyCount ?? null,
     paged: pagedDesc(p),
   };
 }
@@ -115,13 +116,15 @@ function pagedDesc(p: SdpaParams): NativeForwardDesc['paged'] {
   const kv = p.kvCache;
   if (kv) return { ...cachePages(p, kv), keyStart: kv.keyStart };
   if (!p.paged) return null;
-  const { table, maxBlocksPerSeq, blockSize, numBlocks } = p.paged;
+  const { maxBlocksPerSeq, blockSize, numBlocks } = p.paged;
+  const table = hostIndexCopies(p).blockTable!;
   return { table, tableStride: maxBlocksPerSeq, blockSize, numBlocks, keyStart: null };
 }
 
 /** Tokens of the query and key side: varlen totals, or dense B and S (for shapes). */
 function totals(p: SdpaParams): { q: number; k: number } {
-  return p.varlen ? { q: p.varlen.seqlensQ[p.batch]!, k: p.varlen.seqlensK[p.batch]! } : { q: p.seqQ, k: p.seqK };
+  const { seqlensQ, seqlensK } = hostIndexCopies(p);
+  return seqlensQ ? { q: seqlensQ[p.batch]!, k: seqlensK![p.batch]! } : { q: p.seqQ, k: p.seqK };
 }
 
 /** The shapes of out and logsumexp: dense [B, Hq, Sq, Dv] and [B, Hq, Sq]; varlen [totalQ, Hq, Dv] and [Hq, totalQ]. */

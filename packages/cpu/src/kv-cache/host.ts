@@ -2,7 +2,7 @@
 // in exactly the same state: the cache seen as a pool of blocks (a contiguous cache is a pool of Bc
 // blocks of Sc keys whose table is the cache row of each batch row), the append of kNew / vNew into
 // it (kNew rotated in float64, then rounded once to the cache's dtype), and the rotated query.
-import { empty } from '@attn/core';
+import { empty, hostIndexCopies } from '@attn/core';
 import type { FloatDType, KvCacheParams, KvCacheRotary, SdpaParams, Tensor } from '@attn/core';
 import { gather, scatterRow } from '../math/host-io.js';
 
@@ -16,8 +16,8 @@ export interface CachePages {
 
 export function cachePages(p: SdpaParams, kv: KvCacheParams): CachePages {
   if (p.paged) {
-    const { table, maxBlocksPerSeq, blockSize, numBlocks } = p.paged;
-    return { table, tableStride: maxBlocksPerSeq, blockSize, numBlocks };
+    const { maxBlocksPerSeq, blockSize, numBlocks } = p.paged;
+    return { table: hostIndexCopies(p).blockTable!, tableStride: maxBlocksPerSeq, blockSize, numBlocks };
   }
   const [rows, seq] = kv.kCache.shape as [number, number];
   return { table: kv.cacheRows!, tableStride: 1, blockSize: seq, numBlocks: rows };

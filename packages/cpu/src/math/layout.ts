@@ -1,7 +1,7 @@
 // Where the rows of one (sequence, head) live in a tensor, for every layout the backend receives:
 // dense [B, H, S, D] (any strides), varlen packed [total, H, D] with cumulative offsets, and paged
 // block pools [numBlocks, blockSize, H, D] addressed through a block table.
-import type { PagedKvParams, SdpaParams, Tensor } from '@attn/core';
+import { hostIndexCopies, type PagedKvParams, type SdpaParams, type Tensor } from '@attn/core';
 
 /**
  * Row r of head h of sequence b starts at element row(b, h, r); column c adds c * colStride. One
@@ -34,7 +34,7 @@ export function sequencesOf(params: SdpaParams): Sequences {
     return { count: params.batch, seqQ: () => params.seqQ, seqK: (b) => kv.keyCount[b]!, startQ: () => 0, startK: () => 0 };
   }
   const v = params.varlen;
-  const used = params.sequsedK?.lengths ?? null;
+  const { seqlensQ, seqlensK, sequsedK: used } = hostIndexCopies(params);
   if (!v) {
     return {
       count: params.batch,
@@ -44,8 +44,8 @@ export function sequencesOf(params: SdpaParams): Sequences {
       startK: () => 0,
     };
   }
-  const cuQ = v.seqlensQ;
-  const cuK = v.seqlensK;
+  const cuQ = seqlensQ!;
+  const cuK = seqlensK!;
   return {
     count: cuQ.length - 1,
     seqQ: (b) => cuQ[b + 1]! - cuQ[b]!,
@@ -98,7 +98,7 @@ export function pagedRowsOf(t: Tensor, pages: PoolPages, start: Int32Array | nul
   };
 }
 
-/** The pages of a varlen call's paged K/V. */
-export function varlenPages(paged: PagedKvParams): PoolPages {
-  return { table: paged.table, tableStride: paged.maxBlocksPerSeq, blockSize: paged.blockSize };
+/** The pages of a varlen call's paged K/V (its host copy of the block table). */
+export function varlenPages(params: SdpaParams, paged: PagedKvParams): PoolPages {
+  return { table: hostIndexCopies(params).blockTable!, tableStride: paged.maxBlocksPerSeq, blockSize: paged.blockSize };
 }

@@ -59,7 +59,7 @@ function rowDropout(params: SdpaParams, maxSeqK: number): RowDropout | null {
 function kvRows(params: SdpaParams, t: Tensor, startK: ((b: number) => number) | null): RowAddressing {
   const kv = params.kvCache;
   if (kv) return pagedRowsOf(t, cachePages(params, kv), kv.keyStart);
-  if (params.paged) return pagedRowsOf(t, varlenPages(params.paged), null);
+  if (params.paged) return pagedRowsOf(t, varlenPages(params, params.paged), null);
   return rowsOf(t, startK);
 }
 

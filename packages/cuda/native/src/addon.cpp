@@ -12,6 +12,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   attn::bind_memory(env, exports);
   attn::bind_async_read(env, exports);
   attn::bind_streams(env, exports);
+  attn::bind_graphs(env, exports);
   attn::bind_testing(env, exports);
   attn::bind_build_info(env, exports);
 #ifdef ATTN_CUDA_MATH

@@ -1,6 +1,7 @@
 // Streams and events as bigint handles; every handle is checked against its registry.
 #include "bindings.h"
 #include "events.h"
+#include "graphs.h"
 #include "handles.h"
 #include "napi_args.h"
 #include "napi_errors.h"
@@ -30,6 +31,7 @@ Napi::Value StreamDestroy(const Napi::CallbackInfo& info) {
 
 Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
+    refuse_during_capture("Stream.synchronize()", "Wait for or time the work after the capture ends (time replays instead).");
     StreamRegistry::instance().synchronize(arg_stream(info, 0));
     return info.Env().Undefined();
   });
@@ -37,6 +39,7 @@ Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
 
 Napi::Value StreamQuery(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
+    refuse_during_capture("Stream.query()", "Wait for or time the work after the capture ends (time replays instead).");
     return Napi::Boolean::New(info.Env(), StreamRegistry::instance().query(arg_stream(info, 0)));
   });
 }
@@ -90,6 +93,7 @@ Napi::Value EventRecord(const Napi::CallbackInfo& info) {
 
 Napi::Value EventSynchronize(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
+    refuse_during_capture("Event.synchronize()", "Wait for or time the work after the capture ends (time replays instead).");
     EventRegistry::instance().synchronize(arg_event(info, 0, "event"));
     return info.Env().Undefined();
   });
@@ -97,12 +101,14 @@ Napi::Value EventSynchronize(const Napi::CallbackInfo& info) {
 
 Napi::Value EventQuery(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
+    refuse_during_capture("Event.query()", "Wait for or time the work after the capture ends (time replays instead).");
     return Napi::Boolean::New(info.Env(), EventRegistry::instance().query(arg_event(info, 0, "event")));
   });
 }
 
 Napi::Value EventElapsedMs(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
+    refuse_during_capture("Event.elapsedMs()", "Wait for or time the work after the capture ends (time replays instead).");
     const float ms = EventRegistry::instance().elapsed_ms(arg_event(info, 0, "start"), arg_event(info, 1, "end"));
     return Napi::Number::New(info.Env(), ms);
   });

@@ -34,19 +34,22 @@ void* CachingAllocator::allocate(int device, std::size_t bytes, gpuStream_t stre
   std::lock_guard<std::mutex> lock(mu_);
   DeviceState& st = state_locked(device);
   ++st.stats.alloc_requests;
-  process_pending_locked(st);
+  const bool in_capture = st.capture_pool != 0;
+  // gpuEventQuery is illegal while capturing: pending frees wait for the capture to end.
+  if (!in_capture) process_pending_locked(st);
+  const int pool = in_capture && stream == st.capture_stream ? st.capture_pool : 0;
 
-  Block key{device, nullptr, size, 0, stream, {}};
+  Block key{device, nullptr, size, 0, stream, pool, {}};
   Block* block = nullptr;
   auto it = st.pool.lower_bound(&key);
-  if (it != st.pool.end() && (*it)->stream == stream && (*it)->size == size) {
+  if (it != st.pool.end() && (*it)->pool == pool && (*it)->stream == stream && (*it)->size == size) {
     block = *it;
     st.pool.erase(it);
     --st.stats.cached_blocks;
     ++st.stats.cache_hits;
   } else {
     void* ptr = device_malloc_locked(st, device, size, bytes);
-    block = new Block{device, ptr, size, 0, stream, {}};
+    block = new Block{device, ptr, size, 0, stream, pool, {}};
   }
   block->requested = bytes;
   st.live[reinterpret_cast<std::uintptr_t>(block->ptr)] = block;
@@ -60,12 +63,26 @@ void* CachingAllocator::allocate(int device, std::size_t bytes, gpuStream_t stre
 void* CachingAllocator::device_malloc_locked(DeviceState& st, int device, std::size_t size, std::size_t bytes) {
   DeviceGuard guard(device);
   void* ptr = nullptr;
-  gpuError_t err = gpuMalloc(&ptr, size);
+  const bool in_capture = st.capture_pool != 0;
+  gpuError_t err;
+  if (in_capture) {
+    // A gpuMalloc is not captured: the address it returns is the graph's at every replay. The relaxed
+    // mode lets this thread call it while its capture (thread-local mode) is underway.
+    gpuStreamCaptureMode mode = gpuStreamCaptureModeRelaxed;
+    ATTN_CUDA_CHECK(gpuThreadExchangeStreamCaptureMode(&mode));
+    err = gpuMalloc(&ptr, size);
+    ATTN_CUDA_CHECK(gpuThreadExchangeStreamCaptureMode(&mode));
+  } else {
+    err = gpuMalloc(&ptr, size);
+  }
   if (err == gpuErrorMemoryAllocation) {
     (void)gpuGetLastError();  // an allocation failure is not sticky; do not leave it for launch checks
-    ++st.stats.cache_flushes;
-    release_cache_locked(st, device);
-    err = gpuMalloc(&ptr, size);
+    // Releasing the cache syncs the device and calls gpuFree, which would break a capture.
+    if (!in_capture) {
+      ++st.stats.cache_flushes;
+      release_cache_locked(st, device);
+      err = gpuMalloc(&ptr, size);
+    }
     if (err == gpuErrorMemoryAllocation) {
       (void)gpuGetLastError();
       ++st.stats.ooms;
@@ -79,7 +96,9 @@ void* CachingAllocator::device_malloc_locked(DeviceState& st, int device, std::s
           format_bytes(device_free) + " free of " + format_bytes(device_total) + "; attn's allocator holds " +
           format_bytes(s.reserved_bytes) + " reserved, " + format_bytes(s.allocated_bytes) + " in " +
           std::to_string(s.active_blocks) + " live block(s), " + std::to_string(s.cached_blocks) +
-          " cached block(s) after releasing the cache. Dispose tensors you no longer need, or use smaller inputs.";
+          (in_capture ? " cached block(s); the cache is not released during graph capture. Capture with more free memory"
+                      : " cached block(s) after releasing the cache.") +
+          " Dispose tensors you no longer need, or use smaller inputs.";
       throw OutOfMemory(message, device, bytes, s, device_free, device_total);
     }
   }
@@ -95,7 +114,8 @@ void CachingAllocator::release_cache_locked(DeviceState& st, int device) {
   // Pending frees complete once the device is idle; then every cached block is safe to give back.
   ATTN_CUDA_CHECK(gpuDeviceSynchronize());
   process_pending_locked(st);
-  while (!st.pool.empty()) {
+  // Blocks of graph-private pools (ordered after the general cache) stay: their graphs own the addresses.
+  while (!st.pool.empty() && (*st.pool.begin())->pool == 0) {
     Block* block = *st.pool.begin();
     ATTN_CUDA_CHECK(gpuFree(block->ptr));
     st.pool.erase(st.pool.begin());
@@ -165,6 +185,23 @@ void CachingAllocator::free(int device, void* ptr) {
   st.stats.requested_bytes -= block->requested;
   --st.stats.active_blocks;
   block->requested = 0;
+  if (st.capture_pool != 0) {
+    if (block->pool != st.capture_pool) {
+      // Allocated outside this capture: captured work may read it at every replay.
+      st.held.emplace_back(st.capture_pool, block);
+      ++st.stats.pending_free_blocks;
+      return;
+    }
+    // Later allocations of this capture run after its users at every replay too (stream order).
+    block->used_on.clear();
+    st.pool.insert(block);
+    ++st.stats.cached_blocks;
+    return;
+  }
+  return_block_locked(st, device, block);
+}
+
+void CachingAllocator::return_block_locked(DeviceState& st, int device, Block* block) {
   if (block->used_on.empty()) {
     // Stream-ordered: later work on block->stream runs after everything that used the block.
     st.pool.insert(block);
@@ -215,7 +252,7 @@ void CachingAllocator::check_range(int device, const void* ptr, std::size_t byte
 MemoryStats CachingAllocator::stats(int device) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceState& st = state_locked(device);
-  process_pending_locked(st);
+  if (st.capture_pool == 0) process_pending_locked(st);
   return st.stats;
 }
 
@@ -228,6 +265,13 @@ void CachingAllocator::reset_peak_stats(int device) {
 
 void CachingAllocator::empty_cache(int device) {
   std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [index, st] : devices_) {
+    if (st.capture_pool != 0 && (device < 0 || device == index)) {
+      throw InvalidArgument("emptyCache cannot run while device " + std::to_string(index) +
+                                " captures a graph (it waits for the device); call it before or after the capture",
+                            "ATTN_GRAPH_CAPTURE_UNSUPPORTED");
+    }
+  }
   if (device >= 0) {
     auto it = devices_.find(device);
     if (it != devices_.end()) release_cache_locked(it->second, device);
@@ -259,6 +303,75 @@ void CachingAllocator::retag_stream(int device, gpuStream_t from, gpuStream_t to
   for (Block* b : moved) {
     b->stream = to;
     st.pool.insert(b);
+  }
+}
+
+}  // namespace attn
+
+namespace attn {
+
+void CachingAllocator::begin_capture(int device, gpuStream_t stream, int pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DeviceState& st = state_locked(device);
+  if (st.capture_pool != 0) {
+    throw InvalidArgument("device " + std::to_string(device) + " is already capturing a graph; captures do not nest",
+                          "ATTN_GRAPH_NESTED");
+  }
+  st.capture_pool = pool;
+  st.capture_stream = stream;
+}
+
+void CachingAllocator::end_capture(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DeviceState& st = state_locked(device);
+  st.capture_pool = 0;
+  st.capture_stream = nullptr;
+}
+
+bool CachingAllocator::capturing(int device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_locked(device).capture_pool != 0;
+}
+
+void CachingAllocator::release_pool(int device, int pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DeviceState& st = state_locked(device);
+  for (auto& [addr, block] : st.live) {
+    if (block->pool == pool) block->pool = 0;  // freed into the general cache later
+  }
+  std::vector<Block*> cached;
+  for (auto it = st.pool.begin(); it != st.pool.end();) {
+    if ((*it)->pool == pool) {
+      cached.push_back(*it);
+      it = st.pool.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (Block* b : cached) {
+    b->pool = 0;
+    st.pool.insert(b);
+  }
+  for (auto& pending : st.pending) {
+    if (pending.block->pool == pool) pending.block->pool = 0;
+  }
+  for (auto& [holder, block] : st.held) {
+    if (block->pool == pool) block->pool = 0;  // held by another capture: general once that one ends
+  }
+  std::vector<Block*> released;
+  for (auto it = st.held.begin(); it != st.held.end();) {
+    if (it->first == pool) {
+      released.push_back(it->second);
+      it = st.held.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (Block* b : released) {
+    --st.stats.pending_free_blocks;
+    if (b->pool == pool) b->pool = 0;
+    // A block of another, still living graph returns to that graph's pool.
+    return_block_locked(st, device, b);
   }
 }
 

@@ -7,6 +7,7 @@
 #include "device_guard.h"
 #include "devices.h"
 #include "errors.h"
+#include "graphs.h"
 #include "host_staging.h"
 #include "streams.h"
 
@@ -18,6 +19,9 @@ void copy_host_to_device(int device, void* dst, const void* src, std::size_t byt
   CachingAllocator::instance().check_range(device, dst, bytes, "copyHostToDevice destination");
   gpuStream_t stream = StreamRegistry::instance().current(device);
   DeviceGuard guard(device);
+  // A captured copy would read a staging buffer that later copies reuse.
+  throw_if_capturing(stream, "copying host data to the device (tensor(..., { device }), .to(device))",
+                     "Create input tensors before the capture, and copy new values into them between replays.");
   if (HostStaging::instance().copy_to_device(device, dst, src, bytes, stream)) return;
   // Not staged: the source is pageable memory owned by JS, so wait until the runtime has read it.
   ATTN_CUDA_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyHostToDevice, stream));
@@ -30,6 +34,8 @@ void copy_device_to_host(int device, void* dst, const void* src, std::size_t byt
   CachingAllocator::instance().check_range(device, src, bytes, "copyDeviceToHost source");
   gpuStream_t stream = StreamRegistry::instance().current(device);
   DeviceGuard guard(device);
+  throw_if_capturing(stream, "reading device memory on the host (toFloat32Array, toFloat64Array, .to('cpu'))",
+                     "Read results after the capture ends, or after a replay.");
   ATTN_CUDA_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToHost, stream));
   ATTN_CUDA_CHECK(gpuStreamSynchronize(stream));
 }
@@ -38,6 +44,11 @@ HostStaging::Buffer* begin_device_to_host_async(int device, const void* src, std
   check_device_index(device);
   CachingAllocator::instance().check_range(device, src, bytes, "copyDeviceToHostAsync source");
   gpuStream_t stream = StreamRegistry::instance().current(device);
+  {
+    DeviceGuard guard(device);
+    throw_if_capturing(stream, "reading device memory on the host (copyDeviceToHostAsync)",
+                       "Read results after the capture ends, or after a replay.");
+  }
   return HostStaging::instance().begin_read(device, src, bytes, stream);
 }
 
@@ -66,6 +77,7 @@ void copy_device_to_device(int dst_device, void* dst, int src_device, const void
     ATTN_CUDA_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, dst_stream));
     return;
   }
+  refuse_during_capture("a copy between two devices", "A graph holds the work of one device; copy before or after the capture.");
   // Across devices: the copy runs on the destination's stream after the source's pending writes, and
   // the source's stream waits for the copy before it may reuse or overwrite the source.
   gpuStream_t src_stream = streams.current(src_device);
@@ -107,6 +119,7 @@ void fill_bytes(int device, void* dst, int value, std::size_t bytes) {
 
 void synchronize_device(int device) {
   check_device_index(device);
+  refuse_during_capture("synchronize()", "Synchronize after the capture ends.");
   DeviceGuard guard(device);
   ATTN_CUDA_CHECK(gpuDeviceSynchronize());
 }

@@ -36,6 +36,11 @@ void StreamRegistry::destroy(gpuStream_t stream) {
     if (stream == fallback) {
       throw InvalidArgument("a device's default stream cannot be destroyed", "ATTN_BAD_HANDLE");
     }
+    if (CachingAllocator::instance().capturing(device)) {
+      throw InvalidArgument("a stream cannot be destroyed while device " + std::to_string(device) +
+                                " captures a graph (destroying waits for its work); dispose it after the capture",
+                            "ATTN_GRAPH_CAPTURE_UNSUPPORTED");
+    }
     device_of_.erase(it);
     if (current_[device] == stream) current_[device] = fallback;
   }

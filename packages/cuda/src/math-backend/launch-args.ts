@@ -1,6 +1,6 @@
 // SdpaParams (validated by core and by the rules) into the addon's argument objects. Pure: no native
 // calls, so it is tested on the CPU with a fake device runtime.
-import { kernelWindow, type DType, type SdpaParams, type Tensor } from '@attn/core';
+import { hostIndexCopies, kernelWindow, type DType, type SdpaParams, type Tensor } from '@attn/core';
 import type { MathBackwardArgs, MathForwardArgs, MathTensorArg } from './binding.js';
 
 /** attn/tensor_ref.h's DType codes. */
@@ -12,6 +12,7 @@ export function tensorArg(t: Tensor): MathTensorArg {
 
 export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwardArgs {
   const window = kernelWindow(p);
+  const index = hostIndexCopies(p);
   return {
     device: p.device.index,
     dtype: DTYPE_CODE[p.dtype],
@@ -22,9 +23,9 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwar
     seqK: p.seqK,
     headDim: p.headDim,
     headDimV: p.headDimV,
-    cuSeqlensQ: p.varlen ? p.varlen.seqlensQ : null,
-    cuSeqlensK: p.varlen ? p.varlen.seqlensK : null,
-    sequsedK: p.sequsedK ? p.sequsedK.lengths : null,
+    cuSeqlensQ: index.seqlensQ,
+    cuSeqlensK: index.seqlensK,
+    sequsedK: index.sequsedK,
     q: tensorArg(p.query),
     k: tensorArg(p.key),
     v: tensorArg(p.value),

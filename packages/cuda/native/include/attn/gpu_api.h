@@ -23,6 +23,10 @@ using gpuStream_t = hipStream_t;
 using gpuEvent_t = hipEvent_t;
 using gpuDeviceProp_t = hipDeviceProp_t;
 using gpuDeviceAttr_t = hipDeviceAttribute_t;
+using gpuGraph_t = hipGraph_t;
+using gpuGraphExec_t = hipGraphExec_t;
+using gpuStreamCaptureStatus = hipStreamCaptureStatus;
+using gpuStreamCaptureMode = hipStreamCaptureMode;
 
 #define gpuSuccess hipSuccess
 #define gpuErrorMemoryAllocation hipErrorOutOfMemory
@@ -82,6 +86,18 @@ using gpuDeviceAttr_t = hipDeviceAttribute_t;
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventQuery hipEventQuery
 #define gpuEventElapsedTime hipEventElapsedTime
+#define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
+#define gpuStreamCaptureStatusNone hipStreamCaptureStatusNone
+#define gpuStreamBeginCapture hipStreamBeginCapture
+#define gpuStreamEndCapture hipStreamEndCapture
+#define gpuStreamIsCapturing hipStreamIsCapturing
+#define gpuThreadExchangeStreamCaptureMode hipThreadExchangeStreamCaptureMode
+#define gpuGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define gpuGraphLaunch hipGraphLaunch
+#define gpuGraphExecDestroy hipGraphExecDestroy
+#define gpuGraphDestroy hipGraphDestroy
+#define gpuGraphGetNodes hipGraphGetNodes
 
 #else
 // ---------------------------------------------------------------- CUDA ------------------------
@@ -94,6 +110,10 @@ using gpuStream_t = cudaStream_t;
 using gpuEvent_t = cudaEvent_t;
 using gpuDeviceProp_t = cudaDeviceProp;
 using gpuDeviceAttr_t = cudaDeviceAttr;
+using gpuGraph_t = cudaGraph_t;
+using gpuGraphExec_t = cudaGraphExec_t;
+using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
+using gpuStreamCaptureMode = cudaStreamCaptureMode;
 
 #define gpuSuccess cudaSuccess
 #define gpuErrorMemoryAllocation cudaErrorMemoryAllocation
@@ -153,6 +173,18 @@ using gpuDeviceAttr_t = cudaDeviceAttr;
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventQuery cudaEventQuery
 #define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define gpuStreamCaptureStatusNone cudaStreamCaptureStatusNone
+#define gpuStreamBeginCapture cudaStreamBeginCapture
+#define gpuStreamEndCapture cudaStreamEndCapture
+#define gpuStreamIsCapturing cudaStreamIsCapturing
+#define gpuThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
+#define gpuGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define gpuGraphLaunch cudaGraphLaunch
+#define gpuGraphExecDestroy cudaGraphExecDestroy
+#define gpuGraphDestroy cudaGraphDestroy
+#define gpuGraphGetNodes cudaGraphGetNodes
 #endif
 
 namespace attn {
