@@ -25,6 +25,8 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwar
     cuSeqlensQ: p.varlen ? p.varlen.seqlensQ : null,
     cuSeqlensK: p.varlen ? p.varlen.seqlensK : null,
     sequsedK: p.sequsedK ? p.sequsedK.lengths : null,
+    blockTable: p.paged ? p.paged.table : null,
+    blockSize: p.paged ? p.paged.blockSize : 0,
     q: tensorArg(p.query),
     k: tensorArg(p.key),
     v: tensorArg(p.value),

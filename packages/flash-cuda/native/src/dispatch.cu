@@ -126,6 +126,7 @@ struct Shape {
   int sm_count, smem_optin;
   int cc_major, cc_minor;
   bool varlen;
+  bool paged;  // K/V through a block table: the sm80-family kernels only
 };
 
 // Which Hopper kernels the automatic choice may use: ATTN_FLASH_FWD_KERNEL=auto (the default: the
@@ -161,6 +162,8 @@ Shape read_shape(const double* nums, bool varlen) {
   s.cc_major = as_int(nums, kCcMajor, "compute capability", 0, 1000);
   s.cc_minor = as_int(nums, kCcMinor, "compute capability", 0, 1000);
   s.varlen = varlen;
+  s.paged = as_int(nums, kPageSize, "page size", 0, 2147483647.0) > 0;
+  require(!s.paged || varlen, "paged K/V (a block table) needs varlen offsets");
   return s;
 }
 
@@ -183,7 +186,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
     if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin) continue;
     if (c.sm90) {
       const bool allowed = sm90_use() == Sm90Use::kAuto || (sm90_use() == Sm90Use::kPlainOnly && !c.warp_specialized);
-      if (lean && on_sm90 && !pack && allowed && hopper < 0) hopper = i;
+      if (lean && on_sm90 && !pack && !s.paged && allowed && hopper < 0) hopper = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -213,6 +216,9 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
     if (c.sm90 && (pack || requested_splits > 1))
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " has no split-KV or packed GQA (short queries with GQA)");
+    if (c.sm90 && s.paged)
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
+                                  " has no paged K/V (block table); the sm80-family kernels take it");
     cfg = forced;
   } else if (hopper >= 0 && rows > 64 && requested_splits <= 1) {
     // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile.
@@ -298,6 +304,18 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
   p.cu_seqlens_q = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensQ]) : nullptr;
   p.cu_seqlens_k = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensK]) : nullptr;
   p.seqused_k = reinterpret_cast<const int*>(ptrs[kSequsedK]);
+  // Packed K/V rows, the bound of cu_seqlens_k's offsets on the device (seq_extents.h).
+  p.total_k = varlen && !s.paged ? as_i64(nums, kTotalK, "total key length") : 0;
+  require(p.total_k >= 0, "total key length must be >= 0");
+  if (s.paged) {
+    p.block_table = reinterpret_cast<const int*>(ptrs[kBlockTable]);
+    require(p.block_table != nullptr, "paged K/V needs the block table's device address");
+    p.page_size = as_int(nums, kPageSize, "page size", 1, 2147483647.0);
+    p.num_pages = as_int(nums, kNumPages, "page count", 0, 2147483647.0);
+    p.max_pages_per_seq = as_int(nums, kMaxPagesPerSeq, "block table width", 0, 2147483647.0);
+    p.k_page_stride = as_i64(nums, kKPageStride, "k page stride");
+    p.v_page_stride = as_i64(nums, kVPageStride, "v page stride");
+  }
 
   constexpr float kLog2e = 1.4426950408889634f;
   const double scale = nums[kScale], softcap = nums[kSoftcap];

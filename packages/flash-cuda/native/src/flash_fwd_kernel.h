@@ -11,6 +11,7 @@
 // Tr::kExtras = false compiles the lean kernel: no ALiBi / softcap / dropout / left window code, scores
 // kept raw and the scale folded into the softmax's exp2 (FFMA + MUFU.EX2 per score).
 #pragma once
+#include <climits>
 #include <cstdint>
 
 #include "fwd_gemm.h"
@@ -18,6 +19,7 @@
 #include "kernel_traits.h"
 #include "ptx.h"
 #include "row_state.h"
+#include "seq_extents.h"
 #include "tile_io.h"
 
 namespace attn::flash {
@@ -44,18 +46,12 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   if (p.causal) m_block = p.m_blocks - 1 - m_block;  // heaviest row blocks first
   const int hy = blockIdx.y, b = blockIdx.z;
 
-  // ---- this CTA's sequence extents and row -> (i, h) mapping
-  int seq_q = p.seqlen_q, seq_k = p.seqlen_k;
-  int64_t q_start = 0, k_start = 0;
-  if (p.cu_seqlens_q != nullptr) {
-    q_start = p.cu_seqlens_q[b];
-    seq_q = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
-    k_start = p.cu_seqlens_k[b];
-    seq_k = p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
-  }
-  if (p.seqused_k != nullptr) seq_k = p.seqused_k[b];  // the row's first seq_k keys are all it has
+  // ---- this CTA's sequence extents (clamped: seq_extents.h) and row -> (i, h) mapping
+  const SeqExtents ext = seq_extents(p, b);
+  const int seq_q = ext.seq_q, seq_k = ext.seq_k;  // seq_k: seqused_k where given
+  const int64_t q_start = ext.q_start, k_start = ext.k_start;
   const int group = p.group;
-  const int rows_total = p.pack_gqa ? seq_q * group : seq_q;
+  const int rows_total = p.pack_gqa ? static_cast<int>(min64(int64_t(seq_q) * group, INT_MAX)) : seq_q;
   const int row0 = m_block * kM;
   if (row0 >= rows_total) return;
   const int hk = p.pack_gqa ? hy : hy / group;
@@ -63,10 +59,12 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   const bool varlen = p.cu_seqlens_q != nullptr;
 
   const E* q_bh = static_cast<const E*>(p.q) + (varlen ? q_start * p.q_row_stride : b * p.q_batch_stride);
+  const bool paged = p.block_table != nullptr;  // then k_start is 0: rows come from the pages
   const E* k_bh = static_cast<const E*>(p.k) + (varlen ? k_start * p.k_row_stride : b * p.k_batch_stride) +
                   hk * p.k_head_stride;
   const E* v_bh = static_cast<const E*>(p.v) + (varlen ? k_start * p.v_row_stride : b * p.v_batch_stride) +
                   hk * p.v_head_stride;
+  const int* table_row = paged ? p.block_table + int64_t(b) * p.max_pages_per_seq : nullptr;
   auto row_i = [&](int r) { return p.pack_gqa ? r / group : r; };
   auto row_h = [&](int r) { return p.pack_gqa ? hk * group + r % group : hy; };
 
@@ -107,12 +105,23 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
       p.head_dim, p.aligned16, q_bh, tid);
   cp_async_commit();
   const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
-  // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled.
+  // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged: each row through
+  // the block table (one uniform branch per tile).
   auto load_k = [&](int n) {
-    IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
+    if (paged) {
+      const PagedRows<E> pg{k_bh, table_row, p.page_size, p.num_pages - 1, p.k_page_stride, k_rs};
+      IO::template load_rows_paged<kN>(sK, pg, n * kN, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
+    } else {
+      IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
+    }
   };
   auto load_v = [&](int n) {
-    IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
+    if (paged) {
+      const PagedRows<E> pg{v_bh, table_row, p.page_size, p.num_pages - 1, p.v_page_stride, v_rs};
+      IO::template load_rows_paged<kN>(sV, pg, n * kN, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
+    } else {
+      IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
+    }
   };
   if (n_end > n_begin) {
     load_k(n_end - 1);

@@ -10,6 +10,24 @@
 
 namespace attn::flash {
 
+// Paged K/V rows of one sequence and head (FwdParams.block_table): key j is row j % page_size of page
+// table[j / page_size]. Page indices read from the device are clamped to [0, last_page] (seq_extents.h:
+// the replay rule), so no table value can move a load outside the pool.
+template <typename E>
+struct PagedRows {
+  const E* head_base;  // element 0 of page 0 for this KV head
+  const int* table;    // this sequence's row of the block table
+  int page_size, last_page;
+  int64_t page_stride, row_stride;
+
+  __device__ __forceinline__ const E* page_row(int page, int in_page) const {
+    int blk = __ldg(table + page);
+    blk = blk < 0 ? 0 : (blk > last_page ? last_page : blk);
+    return head_base + int64_t(blk) * page_stride + int64_t(in_page) * row_stride;
+  }
+  __device__ __forceinline__ const E* row(int j) const { return page_row(j / page_size, j % page_size); }
+};
+
 template <typename Tr>
 struct TileIO {
   using E = typename Tr::Element;
@@ -88,6 +106,48 @@ struct TileIO {
           smem, [=](int row) -> const E* { return row < rows_valid ? tile_row0 + row * row_stride : nullptr; }, d,
           aligned16, zero_src, tid);
     }
+  }
+
+  // load_rows for paged K/V: rows j0 .. j0 + kRows - 1 of the sequence, the first rows_valid real. Each
+  // row's address comes from its page (one L1-resident table read per 16-byte copy); in the strided
+  // geometry a thread walks its rows r0, r0 + kRowStep, ... with a running (page, row-in-page) pair, so
+  // a division happens once per tile, not per row.
+  template <int kRows>
+  __device__ __forceinline__ static void load_rows_paged(E* smem, const PagedRows<E>& pg, int j0, int rows_valid, int d,
+                                                         bool aligned16, const E* zero_src, int tid) {
+    constexpr bool kStrided = Tr::kNThreads % Tr::kChunksPerRow == 0 && (Tr::kNThreads / Tr::kChunksPerRow) % 8 == 0;
+    if constexpr (kStrided) {
+      if (aligned16) {
+        constexpr int kRowStep = Tr::kNThreads / Tr::kChunksPerRow;
+        const int chunk = tid % Tr::kChunksPerRow, r0 = tid / Tr::kChunksPerRow;
+        const bool col_ok = chunk * 8 < d;
+        const uint32_t dst = smem_addr(smem + swizzle_offset<Tr>(r0, chunk, kRows));
+        const int j = j0 + r0;
+        int page = j / pg.page_size, in_page = j - page * pg.page_size;
+#pragma unroll
+        for (int it = 0; it < kRows / kRowStep; ++it) {
+          const bool ok = col_ok && r0 + it * kRowStep < rows_valid;
+          const E* src = ok ? pg.page_row(page, in_page) + chunk * 8 : zero_src;
+          cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, src, ok ? 16 : 0);
+          in_page += kRowStep;
+          if (in_page >= pg.page_size) {
+            page += in_page / pg.page_size;
+            in_page %= pg.page_size;
+          }
+        }
+        return;
+      }
+    }
+    load_rows_paged_generic<kRows>(smem, pg, j0, rows_valid, d, aligned16, zero_src, tid);
+  }
+
+  // Out of line on purpose (see load_rows): other geometries and misaligned tensors.
+  template <int kRows>
+  __device__ __noinline__ static void load_rows_paged_generic(E* smem, const PagedRows<E> pg, int j0, int rows_valid, int d,
+                                                              bool aligned16, const E* zero_src, int tid) {
+    load<kRows>(
+        smem, [&](int row) -> const E* { return row < rows_valid ? pg.row(j0 + row) : nullptr; }, d, aligned16,
+        zero_src, tid);
   }
 
   // Out of line on purpose (see load_rows).
