@@ -12,7 +12,7 @@
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
-// --ncu: only 20 kernel-path calls of each of dense, paged 16 and paged 256 (for ncu's kernel sections).
+// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256 (for ncu's kernel sections).
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
@@ -98,7 +98,7 @@ const apiCall = (v) => () => {
 
 if (process.argv.includes('--ncu')) {
   for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
-    for (let i = 0; i < 20; i++) kernelCall(v, {})();
+    for (let i = 0; i < 3; i++) kernelCall(v, {})();
   }
   cuda.synchronize(0);
   process.exit(0);

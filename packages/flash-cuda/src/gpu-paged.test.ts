@@ -154,7 +154,8 @@ describe.skipIf(!av.ok)('flash-cuda paged K/V on a GPU', () => {
   cases.push(
     ['D 256, fp16, block 16', { lensQ: [3, 70], lensK: [33, 200], hq: 2, hk: 2, d: 256, bs: 16, dtype: 'float16' }],
     ['D 96 (generic tile loads), block 64', { lensQ: [20, 1], lensK: [150, 65], hq: 4, hk: 4, d: 96, bs: 64 }],
-    ['D 72 (misaligned: element-wise loads), block 16', { lensQ: [7, 33], lensK: [100, 47], hq: 2, hk: 1, d: 72, bs: 16 }],
+    ['D 72 (generic tile loads), block 16', { lensQ: [7, 33], lensK: [100, 47], hq: 2, hk: 1, d: 72, bs: 16 }],
+    ['D 20 (not a multiple of 8: element-wise loads), block 16', { lensQ: [9, 1], lensK: [70, 33], hq: 4, hk: 2, d: 20, bs: 16 }],
     [
       'window lower-right, softcap, ALiBi, block 16',
       {

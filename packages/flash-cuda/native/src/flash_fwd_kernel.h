@@ -107,10 +107,12 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
   // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged: each row through
   // the block table (one uniform branch per tile).
+  // With K_n, the table entries of tile n - 1 go into L1: one iteration ahead of their loads.
   auto load_k = [&](int n) {
     if (paged) {
       const PagedRows<E> pg{k_bh, table_row, p.page_size, p.num_pages - 1, p.k_page_stride, k_rs};
       IO::template load_rows_paged<kN>(sK, pg, n * kN, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
+      if (n > n_begin) pg.prefetch_entries((n - 1) * kN, n * kN, tid, Tr::kNThreads);
     } else {
       IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
     }

@@ -26,6 +26,14 @@ struct PagedRows {
     return head_base + int64_t(blk) * page_stride + int64_t(in_page) * row_stride;
   }
   __device__ __forceinline__ const E* row(int j) const { return page_row(j / page_size, j % page_size); }
+  // The table entries of keys [j0, j1) into L1, one line per thread from `tid` (nThreads threads): a
+  // tile's loads then wait for an L1 hit, not an L2 round trip, before their cp.async can issue.
+  __device__ __forceinline__ void prefetch_entries(int j0, int j1, int tid, int n_threads) const {
+    if (j1 <= j0) return;
+    // Entries first, first + 32, ..., and last: every 128-byte line between them holds one of these.
+    const int first = j0 / page_size, last = (j1 - 1) / page_size;
+    for (int e = first + tid * 32; e < last + 32; e += n_threads * 32) prefetch_l1(table + (e < last ? e : last));
+  }
 };
 
 template <typename Tr>
