@@ -12,7 +12,8 @@
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
-// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256 (for ncu's kernel sections).
+// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256, and of varlen on the one-warp
+// 'decode' tile (for ncu's kernel sections).
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
@@ -100,6 +101,7 @@ if (process.argv.includes('--ncu')) {
   for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
     for (let i = 0; i < 3; i++) kernelCall(v, {})();
   }
+  for (let i = 0; i < 3; i++) kernelCall(variants[1], { kernel: 'bf16_d128_decode' })();
   cuda.synchronize(0);
   process.exit(0);
 }
@@ -117,12 +119,17 @@ function loopUs(fn) {
   return (start.elapsedMs(end) * 1e3) / N;
 }
 
-// Same outputs from every layout (same bytes, same plan): a check that the bench times correct calls.
+// The bench times correct calls: dense and paged with the identity table read the varlen call's bytes in
+// its order and give its bits (the timed paged variants read a shuffled table: other keys, other numbers).
 const ref = flashForward(variants[1].params).out.toFloat64Array();
-for (const v of variants) {
-  const got = flashForward(v.params).out.toFloat64Array();
-  const same = got.every((x, i) => Object.is(x, ref[i]));
-  if (!same) console.log(`WARNING: ${v.name} output differs from varlen`);
+const identity = (bs) =>
+  core.normalizeVarlenParams(qPacked, kPacked.reshape([(B * Sk) / bs, bs, Hk, D]), vPacked.reshape([(B * Sk) / bs, bs, Hk, D]), {
+    ...varlenOpts,
+    blockTable: i32(Array.from({ length: (B * Sk) / bs }, (_, i) => i), [B, Sk / bs]),
+  });
+for (const [name, params] of [['dense', variants[0].params], ...[16, 64, 256].map((bs) => [`paged ${bs} (identity table)`, identity(bs)])]) {
+  const got = flashForward(params).out.toFloat64Array();
+  if (!got.every((x, i) => Object.is(x, ref[i]))) console.log(`WARNING: ${name} output differs from varlen`);
 }
 
 const rows = [];
@@ -137,6 +144,18 @@ for (const v of variants) {
   console.log(
     `${v.name.padEnd(10)} ${plan.kernel} splits ${plan.numSplits}: kernel path ${kernelUs.toFixed(1)} us (${((100 * floorUs) / kernelUs).toFixed(0)}% of the HBM floor), ` +
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
+  );
+}
+// The one-warp 'decode' tile (forced by name) at the heuristic's split count and fixed ones.
+const DECODE = 'bf16_d128_decode';
+for (const v of variants.filter((x) => ['varlen', 'paged 16', 'paged 256'].includes(x.name))) {
+  const plan = planFor(v.params, { kernel: DECODE });
+  const kernelUs = loopUs(kernelCall(v, { kernel: DECODE }));
+  const splits = {};
+  for (const s of [4, 8, 12, 16, 24, 32]) splits[s] = Number(loopUs(kernelCall(v, { kernel: DECODE, numSplits: s })).toFixed(2));
+  rows.push({ variant: `${v.name}, ${DECODE}`, kernel: plan.kernel, numSplits: plan.numSplits, kernelUs, floorFraction: floorUs / kernelUs, bySplits: splits });
+  console.log(
+    `${v.name.padEnd(10)} ${DECODE} splits ${plan.numSplits}: kernel path ${kernelUs.toFixed(1)} us (${((100 * floorUs) / kernelUs).toFixed(0)}% of the HBM floor); by splits ${JSON.stringify(splits)}`,
   );
 }
 const contiguous = rows.find((r) => r.variant === 'varlen').kernelUs;

@@ -315,6 +315,14 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
     p.max_pages_per_seq = as_int(nums, kMaxPagesPerSeq, "block table width", 0, 2147483647.0);
     p.k_page_stride = as_i64(nums, kKPageStride, "k page stride");
     p.v_page_stride = as_i64(nums, kVPageStride, "v page stride");
+    // Division by the page size as a multiply-shift (Granlund-Montgomery, as CUTLASS's FastDivmod): with
+    // l = ceil(log2(page_size)), mul = ceil(2^(31 + l) / page_size) gives j / page_size exactly for j < 2^31.
+    if (p.page_size > 1) {
+      int l = 0;
+      while ((int64_t(1) << l) < p.page_size) ++l;
+      p.page_div_mul = static_cast<uint32_t>(((uint64_t(1) << (31 + l)) + uint64_t(p.page_size) - 1) / uint64_t(p.page_size));
+      p.page_div_shift = l - 1;
+    }
   }
 
   constexpr float kLog2e = 1.4426950408889634f;

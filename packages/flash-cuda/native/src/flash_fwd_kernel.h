@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   // With K_n, the table entries of tile n - 1 go into L1: one iteration ahead of their loads.
   auto load_k = [&](int n) {
     if (paged) {
-      const PagedRows<E> pg{k_bh, table_row, p.page_size, p.num_pages - 1, p.k_page_stride, k_rs};
+      const PagedRows<E> pg{k_bh, table_row, p.page_size, p.num_pages - 1, p.k_page_stride, k_rs, p.page_div_mul, p.page_div_shift};
       IO::template load_rows_paged<kN>(sK, pg, n * kN, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
       if (n > n_begin) pg.prefetch_entries((n - 1) * kN, n * kN, tid, Tr::kNThreads);
     } else {
@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   };
   auto load_v = [&](int n) {
     if (paged) {
-      const PagedRows<E> pg{v_bh, table_row, p.page_size, p.num_pages - 1, p.v_page_stride, v_rs};
+      const PagedRows<E> pg{v_bh, table_row, p.page_size, p.num_pages - 1, p.v_page_stride, v_rs, p.page_div_mul, p.page_div_shift};
       IO::template load_rows_paged<kN>(sV, pg, n * kN, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
     } else {
       IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);

@@ -38,6 +38,10 @@ struct FwdParams {
   const int* block_table;
   int page_size, num_pages, max_pages_per_seq;
   int64_t k_page_stride, v_page_stride;
+  // j / page_size for 0 <= j < 2^31 as umulhi(j, page_div_mul) >> page_div_shift (page_div_mul 0: page_size 1),
+  // so a tile's row addresses are straight-line code (no division, no branch between its loads).
+  uint32_t page_div_mul;
+  int page_div_shift;
 
   // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in).
   float score_mul;

@@ -19,13 +19,25 @@ struct PagedRows {
   const int* table;    // this sequence's row of the block table
   int page_size, last_page;
   int64_t page_stride, row_stride;
+  uint32_t div_mul;  // FwdParams.page_div_mul / page_div_shift
+  int div_shift;
+
+  // page = j / page_size, in_page = j % page_size (0 <= j < 2^31).
+  __device__ __forceinline__ void locate(int j, int& page, int& in_page) const {
+    page = div_mul == 0 ? j : static_cast<int>(__umulhi(static_cast<uint32_t>(j), div_mul) >> div_shift);
+    in_page = j - page * page_size;
+  }
 
   __device__ __forceinline__ const E* page_row(int page, int in_page) const {
     int blk = __ldg(table + page);
     blk = blk < 0 ? 0 : (blk > last_page ? last_page : blk);
     return head_base + int64_t(blk) * page_stride + int64_t(in_page) * row_stride;
   }
-  __device__ __forceinline__ const E* row(int j) const { return page_row(j / page_size, j % page_size); }
+  __device__ __forceinline__ const E* row(int j) const {
+    int page, in_page;
+    locate(j, page, in_page);
+    return page_row(page, in_page);
+  }
   // The table entries of keys [j0, j1) into L1, one line per thread from `tid` (nThreads threads): a
   // tile's loads then wait for an L1 hit, not an L2 round trip, before their cp.async can issue.
   __device__ __forceinline__ void prefetch_entries(int j0, int j1, int tid, int n_threads) const {
@@ -117,9 +129,9 @@ struct TileIO {
   }
 
   // load_rows for paged K/V: rows j0 .. j0 + kRows - 1 of the sequence, the first rows_valid real. Each
-  // row's address comes from its page (one L1-resident table read per 16-byte copy); in the strided
-  // geometry a thread walks its rows r0, r0 + kRowStep, ... with a running (page, row-in-page) pair, so
-  // a division happens once per tile, not per row.
+  // row's address comes from its page (one L1-resident table read per 16-byte copy). The rows' pages come
+  // from a multiply-shift (PagedRows::locate) and the reads of rows past the end are predicated off, so a
+  // thread's rows are straight-line code: the table reads all issue before the first cp.async waits.
   template <int kRows>
   __device__ __forceinline__ static void load_rows_paged(E* smem, const PagedRows<E>& pg, int j0, int rows_valid, int d,
                                                          bool aligned16, const E* zero_src, int tid) {
@@ -130,18 +142,13 @@ struct TileIO {
         const int chunk = tid % Tr::kChunksPerRow, r0 = tid / Tr::kChunksPerRow;
         const bool col_ok = chunk * 8 < d;
         const uint32_t dst = smem_addr(smem + swizzle_offset<Tr>(r0, chunk, kRows));
-        const int j = j0 + r0;
-        int page = j / pg.page_size, in_page = j - page * pg.page_size;
 #pragma unroll
         for (int it = 0; it < kRows / kRowStep; ++it) {
           const bool ok = col_ok && r0 + it * kRowStep < rows_valid;
+          int page, in_page;
+          pg.locate(j0 + r0 + it * kRowStep, page, in_page);
           const E* src = ok ? pg.page_row(page, in_page) + chunk * 8 : zero_src;
           cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, src, ok ? 16 : 0);
-          in_page += kRowStep;
-          if (in_page >= pg.page_size) {
-            page += in_page / pg.page_size;
-            in_page %= pg.page_size;
-          }
         }
         return;
       }
