@@ -48,6 +48,22 @@ for name, backend in (
         rows.append({"backend": name, "error": str(e).splitlines()[0][:300]})
         print(f"torch {name}: unavailable ({str(e).splitlines()[0][:200]})")
 
+# The efficient kernel takes no enable_gqa on dense inputs, and a head -> head // 4 map is no stride
+# pattern: its numbers are for K/V repeated to Hq heads (4x the bytes read), beside the others for
+# reference only.
+kx = k.repeat_interleave(HQ // HK, dim=1)
+vx = v.repeat_interleave(HQ // HK, dim=1)
+label = "efficient (K/V repeated to Hq heads: 4x the bytes)"
+try:
+    with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION]):
+        us = loop_us(lambda: sdpa(q, kx, vx))
+    rows.append({"backend": label, "us": us})
+    print(f"torch {label}: {us:.1f} us per call")
+except Exception as e:
+    rows.append({"backend": label, "error": str(e).splitlines()[0][:300]})
+    print(f"torch {label}: unavailable ({str(e).splitlines()[0][:200]})")
+del kx, vx
+
 paged = {}
 schema = str(torch.ops.aten._flash_attention_forward.default._schema)
 paged["aten_flash_block_table"] = "block_table" in schema
