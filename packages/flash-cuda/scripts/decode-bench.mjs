@@ -12,8 +12,7 @@
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
-// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256, and of varlen on the one-warp
-// 'decode' tile (for ncu's kernel sections).
+// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256 (for ncu's kernel sections).
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
@@ -101,7 +100,6 @@ if (process.argv.includes('--ncu')) {
   for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
     for (let i = 0; i < 3; i++) kernelCall(v, {})();
   }
-  for (let i = 0; i < 3; i++) kernelCall(variants[1], { kernel: 'bf16_d128_decode' })();
   cuda.synchronize(0);
   process.exit(0);
 }
@@ -144,18 +142,6 @@ for (const v of variants) {
   console.log(
     `${v.name.padEnd(10)} ${plan.kernel} splits ${plan.numSplits}: kernel path ${kernelUs.toFixed(1)} us (${((100 * floorUs) / kernelUs).toFixed(0)}% of the HBM floor), ` +
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
-  );
-}
-// The one-warp 'decode' tile (forced by name) at the heuristic's split count and fixed ones.
-const DECODE = 'bf16_d128_decode';
-for (const v of variants.filter((x) => ['varlen', 'paged 16', 'paged 256'].includes(x.name))) {
-  const plan = planFor(v.params, { kernel: DECODE });
-  const kernelUs = loopUs(kernelCall(v, { kernel: DECODE }));
-  const splits = {};
-  for (const s of [4, 8, 12, 16, 24, 32]) splits[s] = Number(loopUs(kernelCall(v, { kernel: DECODE, numSplits: s })).toFixed(2));
-  rows.push({ variant: `${v.name}, ${DECODE}`, kernel: plan.kernel, numSplits: plan.numSplits, kernelUs, floorFraction: floorUs / kernelUs, bySplits: splits });
-  console.log(
-    `${v.name.padEnd(10)} ${DECODE} splits ${plan.numSplits}: kernel path ${kernelUs.toFixed(1)} us (${((100 * floorUs) / kernelUs).toFixed(0)}% of the HBM floor); by splits ${JSON.stringify(splits)}`,
   );
 }
 const contiguous = rows.find((r) => r.variant === 'varlen').kernelUs;

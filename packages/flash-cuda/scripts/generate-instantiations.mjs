@@ -18,9 +18,6 @@
 //            (decode: 70.6 us against 'small's 76.2 at 4 splits, H200, with the shared-memory carveout of v3).
 //   'alt':   a lean alternative shape, never chosen automatically; benches and the GPU check force it by
 //            name (flashForward(params, { kernel })) to compare tile shapes in one GPU run.
-//   'decode': one warp, 16 rows (the packed query heads of one KV head) x 64 keys, 36 KB: six CTAs per SM
-//            instead of two, so three times the K/V tiles in flight per SM at the decode's split counts;
-//            forced-only while scripts/decode-bench.mjs compares it with 'lean_small'.
 // Lean D=64 keeps Q in registers (238 registers, no spills; one ldmatrix in four fewer per key tile);
 // FA2's 128x128 for D=64 spills ~200 bytes here (S 128 + O 64 accumulators per thread), so it is not built.
 // qRegs: keep the Q fragments in registers for the whole key loop (where registers allow).
@@ -53,7 +50,6 @@ export const CONFIGS = [
   [128, 'lean_small', 64, 128, 4, false],
   [64, 'alt', 128, 64, 4, false, ['bf16']],
   [128, 'alt', 128, 32, 4, false, ['bf16']],
-  [128, 'decode', 16, 64, 1, false, ['bf16']],
 ];
 /**
  * The Hopper kernels (FwdSm90Traits, native/src/sm90/): both GEMMs on wgmma, the lean feature set, one
@@ -81,7 +77,7 @@ export const SM90_CONFIGS = [
 ];
 export const SM90_AUTO_VARIANTS = new Set(['sm90ws', 'sm90']);
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
-export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt', 'decode']);
+export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt']);
 /**
  * Variants dispatch.cu may choose on its own; the others run only when forced by name. 'lean_small' was
  * forced-only in version 3 (197 us CLI decode in version 2, when 80 KB CTAs ran one per SM under the

@@ -41,6 +41,7 @@ struct FwdConfig {
   bool q_in_regs;
   bool extras;  // false: lean kernel, only for calls without ALiBi, softcap, dropout or a left window bound
   int smem_bytes;
+  int paged_smem_bytes;  // with the staged block-table entries of paged calls (sm80 family; = smem_bytes for sm90)
   void (*run)(const FwdParams&, cudaStream_t, int);
   const char* name;
   bool auto_select;  // false: only when asked for by index (kKernel)
@@ -51,10 +52,10 @@ struct FwdConfig {
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
   {IS_BF16 != 0, D, M, N, W, QR, EXTRAS, FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes, \
-   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, false, 0},
+   FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kPagedSmemBytes, &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, false, 0},
 #define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME, AUTO)                                   \
   {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32, false, false,           \
-   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
+   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
    AUTO, true, WS, MINB},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
@@ -92,6 +93,7 @@ int64_t as_i64(const double* nums, int i, const char* what) {
 }
 
 // CTAs of one configuration resident per SM: registers (up to 255 per thread) and shared memory.
+// (Unpaged shared memory: a paged call's staged table entries add at most 1 KB.)
 int ctas_per_sm(const FwdConfig& c, int smem_optin) {
   const int by_regs = c.min_blocks > 0 ? c.min_blocks : std::max(1, 65536 / (c.warps * 32 * 256));
   const int by_smem = std::max(1, smem_optin / c.smem_bytes);
@@ -175,6 +177,9 @@ bool lean_ok(const double* nums, bool alibi) {
   return !alibi && nums[kSoftcap] == 0 && nums[kScale] > 0 && nums[kDropout] == 0 && nums[kWindowLeft] < 0;
 }
 
+// The shared memory a configuration launches with for this call.
+int smem_of(const FwdConfig& c, const Shape& s) { return s.paged ? c.paged_smem_bytes : c.smem_bytes; }
+
 Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   const int bucket = head_dim_bucket(s.head_dim);
   const bool pack = s.group > 1 && s.seq_q <= 64;
@@ -183,7 +188,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
-    if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin) continue;
+    if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
       const bool allowed = sm90_use() == Sm90Use::kAuto || (sm90_use() == Sm90Use::kPlainOnly && !c.warp_specialized);
       if (lean && on_sm90 && !pack && !s.paged && allowed && hopper < 0) hopper = i;
@@ -203,7 +208,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   if (forced >= 0) {
     if (forced >= kNumConfigs) throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
     const FwdConfig& c = kConfigs[forced];
-    if (c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin)
+    if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name + " does not fit this call (dtype, head dim " +
                                   std::to_string(s.head_dim) + " or shared memory)");
     if (!c.extras && !lean)

@@ -39,6 +39,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   E* sQ = reinterpret_cast<E*>(smem_raw);
   E* sK = sQ + Tr::kSmemQElems;
   E* sV = sK + Tr::kSmemKVElems;
+  int* sPages = reinterpret_cast<int*>(sV + Tr::kSmemKVElems);  // paged calls: [2][kPageSlots] table entries
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int split = blockIdx.x % p.num_splits;
@@ -106,26 +107,55 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   cp_async_commit();
   const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
   // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged: each row through
-  // the block table (one uniform branch per tile).
-  // With K_n, the table entries of tile n - 1 go into L1: one iteration ahead of their loads.
+  // the block table (one uniform branch per tile), whose entries for tile n sit in sPages[n & 1]: staged by
+  // cp.async in the group of K_{n+1} (one iteration ahead), so their wait is the K/V tiles' wait.
+  const PagedRows<E> paged_base{nullptr, nullptr, 0, p.page_size, p.num_pages - 1, 0, 0, p.page_div_mul, p.page_div_shift};
+  auto first_page = [&](int n) {
+    int page, in_page;
+    paged_base.locate(n * kN, page, in_page);
+    return page;
+  };
+  // Entries of the pages tile n reads (n in [n_begin, n_end): its first key is below seq_k).
+  auto load_pages = [&](int n) {
+    const int first = first_page(n);
+    int last, in_page;
+    paged_base.locate(min(n * kN + kN, seq_k) - 1, last, in_page);
+    int* dst = sPages + (n & 1) * Tr::kPageSlots;
+    for (int e = tid; e <= last - first; e += Tr::kNThreads) cp_async_4(smem_addr(dst + e), table_row + first + e);
+  };
+  auto paged_rows = [&](int n, const E* base, int64_t page_stride, int64_t row_stride) {
+    PagedRows<E> pg = paged_base;
+    pg.head_base = base;
+    pg.pages = sPages + (n & 1) * Tr::kPageSlots;
+    pg.first_page = first_page(n);
+    pg.page_stride = page_stride;
+    pg.row_stride = row_stride;
+    return pg;
+  };
   auto load_k = [&](int n) {
     if (paged) {
-      const PagedRows<E> pg{k_bh, table_row, p.page_size, p.num_pages - 1, p.k_page_stride, k_rs, p.page_div_mul, p.page_div_shift};
-      IO::template load_rows_paged<kN>(sK, pg, n * kN, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
-      if (n > n_begin) pg.prefetch_entries((n - 1) * kN, n * kN, tid, Tr::kNThreads);
+      IO::template load_rows_paged<kN>(sK, paged_rows(n, k_bh, p.k_page_stride, k_rs), n * kN, seq_k - n * kN, p.head_dim,
+                                       p.aligned16, k_bh, tid);
+      if (n > n_begin) load_pages(n - 1);
     } else {
       IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
     }
   };
   auto load_v = [&](int n) {
     if (paged) {
-      const PagedRows<E> pg{v_bh, table_row, p.page_size, p.num_pages - 1, p.v_page_stride, v_rs, p.page_div_mul, p.page_div_shift};
-      IO::template load_rows_paged<kN>(sV, pg, n * kN, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
+      IO::template load_rows_paged<kN>(sV, paged_rows(n, v_bh, p.v_page_stride, v_rs), n * kN, seq_k - n * kN, p.head_dim,
+                                       p.aligned16, v_bh, tid);
     } else {
       IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
     }
   };
   if (n_end > n_begin) {
+    if (paged) {  // the first tile's entries, waited for here; each later tile's come with the K tile before it
+      load_pages(n_end - 1);
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
+    }
     load_k(n_end - 1);
     cp_async_commit();
   }

@@ -10,13 +10,16 @@
 
 namespace attn::flash {
 
-// Paged K/V rows of one sequence and head (FwdParams.block_table): key j is row j % page_size of page
-// table[j / page_size]. Page indices read from the device are clamped to [0, last_page] (seq_extents.h:
-// the replay rule), so no table value can move a load outside the pool.
+// Paged K/V rows of one sequence and head (FwdParams.block_table) within one key tile: key j is row
+// j % page_size of block table[j / page_size]. The tile's table entries were staged in shared memory
+// (pages[0] = the entry of the tile's first page, `first_page`) by cp.async one tile ahead, so a row's
+// address costs a shared load, not a global round trip. Entries are clamped to [0, last_page] (the
+// replay rule, seq_extents.h): no table value can move a load outside the pool.
 template <typename E>
 struct PagedRows {
-  const E* head_base;  // element 0 of page 0 for this KV head
-  const int* table;    // this sequence's row of the block table
+  const E* head_base;  // element 0 of block 0 for this KV head
+  const int* pages;    // shared memory: the tile's entries
+  int first_page;
   int page_size, last_page;
   int64_t page_stride, row_stride;
   uint32_t div_mul;  // FwdParams.page_div_mul / page_div_shift
@@ -29,7 +32,7 @@ struct PagedRows {
   }
 
   __device__ __forceinline__ const E* page_row(int page, int in_page) const {
-    int blk = __ldg(table + page);
+    int blk = pages[page - first_page];
     blk = blk < 0 ? 0 : (blk > last_page ? last_page : blk);
     return head_base + int64_t(blk) * page_stride + int64_t(in_page) * row_stride;
   }
@@ -37,14 +40,6 @@ struct PagedRows {
     int page, in_page;
     locate(j, page, in_page);
     return page_row(page, in_page);
-  }
-  // The table entries of keys [j0, j1) into L1, one line per thread from `tid` (nThreads threads): a
-  // tile's loads then wait for an L1 hit, not an L2 round trip, before their cp.async can issue.
-  __device__ __forceinline__ void prefetch_entries(int j0, int j1, int tid, int n_threads) const {
-    if (j1 <= j0) return;
-    // Entries first, first + 32, ..., and last: every 128-byte line between them holds one of these.
-    const int first = j0 / page_size, last = (j1 - 1) / page_size;
-    for (int e = first + tid * 32; e < last + 32; e += n_threads * 32) prefetch_l1(table + (e < last ? e : last));
   }
 };
 
@@ -129,9 +124,8 @@ struct TileIO {
   }
 
   // load_rows for paged K/V: rows j0 .. j0 + kRows - 1 of the sequence, the first rows_valid real. Each
-  // row's address comes from its page (one L1-resident table read per 16-byte copy). The rows' pages come
-  // from a multiply-shift (PagedRows::locate) and the reads of rows past the end are predicated off, so a
-  // thread's rows are straight-line code: the table reads all issue before the first cp.async waits.
+  // row's address comes from its page: a multiply-shift (PagedRows::locate) and the staged entry in shared
+  // memory, straight-line code for a thread's rows.
   template <int kRows>
   __device__ __forceinline__ static void load_rows_paged(E* smem, const PagedRows<E>& pg, int j0, int rows_valid, int d,
                                                          bool aligned16, const E* zero_src, int tid) {
