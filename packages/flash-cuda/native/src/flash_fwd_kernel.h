@@ -6,6 +6,7 @@
 //   wait K_n; barrier; issue V_n           | S = Q.K_n^T (mma, Q from registers or smem)
 //   scale / softcap / ALiBi; masks only on boundary tiles
 //   wait V_n; barrier; issue K_{n-1}       | online softmax, dropout, O += P.V_n (P from registers)
+// (Tr::kEarlyK, the short query tiles: barrier; issue K_{n-1}; wait V_n only; barrier.)
 // Epilogue: O / l through shared memory with 16-byte stores, logsumexp (natural log) as float32; with
 // split-KV, O / l and lse as float32 partials for the combine kernel.
 // Tr::kExtras = false compiles the lean kernel: no ALiBi / softcap / dropout / left window code, scores
@@ -218,11 +219,25 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
       if (boundary) mask_scores<Tr::kExtras, kMT, kNT, kW>(s, p, rc, j0, t);
     }
 
-    cp_async_wait<0>();
-    __syncthreads();  // V_n landed; every warp is done reading K_n
-    if (n > n_begin) {
-      load_k(n - 1);
-      cp_async_commit();
+    if constexpr (Tr::kEarlyK) {
+      // K_{n-1} goes out before V_n has landed: two tiles in flight while this CTA waits (short query
+      // tiles are load-bound: decode, chunked prefill).
+      __syncthreads();  // every warp is done reading K_n
+      if (n > n_begin) {
+        load_k(n - 1);
+        cp_async_commit();
+        cp_async_wait<1>();  // V_n landed; K_{n-1} may still be in flight
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();  // V_n visible to every warp
+    } else {
+      cp_async_wait<0>();
+      __syncthreads();  // V_n landed; every warp is done reading K_n
+      if (n > n_begin) {
+        load_k(n - 1);
+        cp_async_commit();
+      }
     }
 
     if (warp_active) {
