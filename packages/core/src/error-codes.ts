@@ -23,6 +23,7 @@ export const VALIDATION_CODES = [
   'ATTN_VARLEN', // cuSeqlens / maxSeqlen inconsistent
   'ATTN_SEQUSED_K', // sequsedK not int32 [B], or a length outside [0, the row's key count]
   'ATTN_BLOCK_TABLE', // blockTable not int32 [B, maxBlocks], a read entry outside the pool, pools unlike, or requiresGrad
+  'ATTN_KV_CACHE', // sdpaKvCache: cache shapes, cacheSeqlens, kNew/vNew, rotary, cacheBatchIdx or leftpadK inconsistent, an append past the cache, or requiresGrad
   'ATTN_SIZE', // sizes beyond what indices or the dropout counter can address
   'ATTN_UNKNOWN_BACKEND', // `backends` names an unregistered backend
   'ATTN_GRAD_OUT', // sdpaBackward: gradOut does not match the forward output

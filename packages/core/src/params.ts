@@ -63,6 +63,51 @@ export interface VarlenOptions extends Omit<SdpaOptions, 'attnMask'> {
   blockTable?: Tensor | null;
 }
 
+/**
+ * sdpaKvCache's options (FlashAttention's flash_attn_with_kvcache). q is [B, Sq, Hq, D]; the caches
+ * are [Bc, Sc, Hk, D | Dv] (contiguous: any strides, each row a sequence) or, with blockTable, block
+ * pools [numBlocks, blockSize, Hk, D | Dv]. Causal, window and ALiBi are aligned lower-right (as
+ * decode: the last query sits on the last key). Inference only: no dropout, no mask, no backward.
+ */
+export interface KvCacheOptions {
+  /**
+   * int32 [B]: keys already in row b of the cache (its end position, leftpadK included). Default:
+   * every row is full (Sc, or maxBlocksPerSeq * blockSize with a blockTable).
+   */
+  cacheSeqlens?: Tensor | null;
+  /**
+   * [B, Snew, Hk, D] and [B, Snew, Hk, Dv], both or neither: written into the cache (mutated in
+   * place, as FlashAttention does) at positions cacheSeqlens[b] .. cacheSeqlens[b] + Snew - 1 before
+   * attending, kNew rotated first when rotary tables are given. Row b then attends to
+   * cacheSeqlens[b] + Snew keys (less leftpadK[b]).
+   */
+  kNew?: Tensor | null;
+  vNew?: Tensor | null;
+  /**
+   * [R, rotaryDim / 2] each, in the query's dtype, rotaryDim even and <= D: rotary embedding of q and
+   * kNew. kNew[b, i] and, with isCausal or a window, q[b, i] are rotated at position
+   * cacheSeqlens[b] + i; without either, every q row of b at position cacheSeqlens[b] (as
+   * FlashAttention). R must cover every position used.
+   */
+  rotaryCos?: Tensor | null;
+  rotarySin?: Tensor | null;
+  /** false (default): GPT-NeoX halves (x[i] with x[i + rotaryDim / 2]); true: GPT-J pairs (x[2i], x[2i + 1]). */
+  rotaryInterleaved?: boolean;
+  /** int32 [B]: the cache row each batch row uses (contiguous caches only); default b. No repeats while appending. */
+  cacheBatchIdx?: Tensor | null;
+  /** int32 [B]: row b's keys start at leftpadK[b] (those before are ignored); 0 <= leftpadK[b] <= cacheSeqlens[b]. */
+  leftpadK?: Tensor | null;
+  /** int32 [B, maxBlocksPerSeq]: paged caches, key position j of row b in block blockTable[b, floor(j / blockSize)]. */
+  blockTable?: Tensor | null;
+  isCausal?: boolean;
+  scale?: number;
+  enableGqa?: boolean;
+  window?: readonly [number, number] | null;
+  alibiSlopes?: Tensor | null;
+  softcap?: number;
+  backends?: readonly string[];
+}
+
 export interface DropoutParams {
   readonly p: number;
   readonly seed: bigint;
@@ -103,6 +148,59 @@ export interface PagedKvParams {
   readonly table: Int32Array;
 }
 
+/**
+ * A sdpaKvCache call as backends see it. The caches are pools of blocks: a blockTable call's pools
+ * as given (params.paged holds the table), and a contiguous cache [Bc, Sc, Hk, D] as a pool of Bc
+ * blocks of Sc keys whose table is cacheBatchIdx (one block per row). params.key / params.value are
+ * the user's cache tensors, params.query the user's q seen as [B, Hq, Sq, D] (a transposed view).
+ *
+ * A backend that takes it (no rule noKvCache) runs, in forward(params):
+ * 1. append: for b < B, i < newLen: pos = cacheSeqlens[b] + i; write rotate(kNew[b, i], pos) and
+ *    vNew[b, i] at key position pos of row b (cache row cacheRow(b), or block table[b, pos / blockSize],
+ *    row pos % blockSize), rounded once to the cache's dtype;
+ * 2. rotate q: row i of batch row b at qPosition(b, i) (rotary.qPerRow: cacheSeqlens[b] + i, else
+ *    cacheSeqlens[b]), in the backend's precision;
+ * 3. attention of row b over key positions [keyStart[b], keyStart[b] + keyCount[b]) of its row,
+ *    lower-right aligned (query i's diagonal is key keyCount[b] - Sq + i), with causal, window,
+ *    softcap, ALiBi and scale from the params; out [B, Hq, Sq, Dv] (the result transposes it to
+ *    [B, Sq, Hq, Dv]), logsumexp [B, Hq, Sq].
+ * A GPU backend can do 1 and 2 in one small kernel, then 3 as its paged decode.
+ */
+export interface KvCacheParams {
+  /** The user's cache tensors, as params.key / params.value. */
+  readonly kCache: Tensor;
+  readonly vCache: Tensor;
+  /** Key positions each row holds: Sc (contiguous), or maxBlocksPerSeq * blockSize (paged). */
+  readonly capacity: number;
+  /** The user's int32 [B] tensor, or null (every row full); and the host copy of what it says. */
+  readonly cacheSeqlens: Tensor | null;
+  readonly seqlens: Int32Array;
+  /** kNew / vNew [B, newLen, Hk, D | Dv], or null with newLen 0. */
+  readonly kNew: Tensor | null;
+  readonly vNew: Tensor | null;
+  readonly newLen: number;
+  readonly rotary: KvCacheRotary | null;
+  /** Contiguous caches: the user's int32 [B] tensor (null: row b uses cache row b) and the host rows. */
+  readonly cacheBatchIdx: Tensor | null;
+  readonly cacheRows: Int32Array | null;
+  /** The user's int32 [B] leftpadK tensor, or null. */
+  readonly leftpadK: Tensor | null;
+  /** Host: the first key position row b attends to (leftpadK[b], or 0). */
+  readonly keyStart: Int32Array;
+  /** Host: how many keys row b attends to: seqlens[b] + newLen - keyStart[b]. */
+  readonly keyCount: Int32Array;
+}
+
+export interface KvCacheRotary {
+  /** [R, dim / 2] each, in the query's dtype. */
+  readonly cos: Tensor;
+  readonly sin: Tensor;
+  readonly dim: number;
+  readonly interleaved: boolean;
+  /** true (causal or window): q row i of b at position seqlens[b] + i; false: every row at seqlens[b]. */
+  readonly qPerRow: boolean;
+}
+
 export interface VarlenParams {
   readonly cuSeqlensQ: Tensor;
   readonly cuSeqlensK: Tensor;
@@ -117,7 +215,8 @@ export interface VarlenParams {
  * Normalized parameters of one call. Dense: query [B, Hq, Sq, D], key [B, Hk, Sk, D],
  * value [B, Hk, Sk, Dv]. Varlen: query [totalQ, Hq, D], key [totalK, Hk, D], value [totalK, Hk, Dv]
  * (paged: key [numBlocks, blockSize, Hk, D], value [numBlocks, blockSize, Hk, Dv]), and
- * batch/seqQ/seqK are the count and the max lengths.
+ * batch/seqQ/seqK are the count and the max lengths. KV cache: query [B, Hq, Sq, D] (a view of the
+ * user's [B, Sq, Hq, D]), key/value the caches (KvCacheParams), seqK the longest keyCount.
  */
 export interface SdpaParams {
   readonly query: Tensor;
@@ -146,8 +245,13 @@ export interface SdpaParams {
   readonly varlen: VarlenParams | null;
   /** Keys used per batch row; null = all of them. */
   readonly sequsedK: SequsedKParams | null;
-  /** Varlen only: K/V in pages addressed through a block table; null = packed [totalK, Hk, D]. */
+  /**
+   * Varlen and kv-cache calls: K/V in pages addressed through a block table; null = packed
+   * [totalK, Hk, D] (varlen) or a contiguous cache (kv cache).
+   */
   readonly paged: PagedKvParams | null;
+  /** sdpaKvCache calls (see KvCacheParams); null for sdpa and sdpaVarlen. */
+  readonly kvCache: KvCacheParams | null;
   readonly requiresGrad: boolean;
   readonly deterministic: boolean;
 }

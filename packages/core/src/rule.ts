@@ -36,10 +36,10 @@ export function smLabel(ctx: RuleContext): string {
 
 /**
  * Head counts as the tensors give them (dense dim 1 of [B,H,S,D], varlen dim 1 of [T,H,D], paged
- * K/V dim 2 of [N,blockSize,H,D]).
+ * K/V dim 2 of [N,blockSize,H,D], kv caches dim 2 of [Bc,Sc,H,D]).
  */
 export function headCounts(p: SdpaParams): { hq: number; hk: number; hv: number } {
-  const kvDim = p.paged ? 2 : 1;
+  const kvDim = p.paged || p.kvCache ? 2 : 1;
   return { hq: p.query.shape[1]!, hk: p.key.shape[kvDim]!, hv: p.value.shape[kvDim]! };
 }
 
@@ -49,6 +49,7 @@ export function lastStride(t: Tensor): number {
 
 /** Query and key lengths of every sequence: one pair for dense calls, one per sequence for varlen. */
 export function sequencePairs(p: SdpaParams): Array<[number, number]> {
+  if (p.kvCache) return Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]);
   const used = p.sequsedK?.lengths ?? null;
   if (!p.varlen) return used ? Array.from(used, (sk): [number, number] => [p.seqQ, sk]) : [[p.seqQ, p.seqK]];
   const { seqlensQ, seqlensK } = p.varlen;

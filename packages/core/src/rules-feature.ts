@@ -120,6 +120,15 @@ export const noPagedKv: Rule = rule('noPagedKv', (p) => {
   return 'Does not support paged K/V (blockTable); gather the blocks into packed key and value, or choose a backend that takes blockTable.';
 });
 
+/**
+ * No sdpaKvCache calls: the backend does not append to caches, rotate, or read a cache through
+ * cacheBatchIdx / leftpadK (KvCacheParams says what taking them means).
+ */
+export const noKvCache: Rule = rule('noKvCache', (p) => {
+  if (!p.kvCache) return null;
+  return 'Does not support sdpaKvCache (cache append, rotary, cacheBatchIdx, leftpadK); choose a backend that takes it, or append and gather the cache yourself and call sdpaVarlen.';
+});
+
 /** No backward pass: declines calls made with requiresGrad. */
 export const noBackward: Rule = rule('noBackward', (p) => {
   if (!p.requiresGrad) return null;

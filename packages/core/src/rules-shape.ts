@@ -73,7 +73,8 @@ export function batchAndHeads(opts: BatchAndHeadsOptions): Rule {
   const mqa = opts.mqa ?? true;
   const name = `batchAndHeads(gqa=${opts.gqa}, sameKvHeads=${sameKv}, mqa=${mqa})`;
   return rule(name, (p) => {
-    if (!p.varlen) {
+    // Varlen packs the batch; kv caches hold their own rows (cacheBatchIdx) or blocks.
+    if (!p.varlen && !p.kvCache) {
       const [bq, bk, bv] = [p.query.shape[0], p.key.shape[0], p.value.shape[0]];
       if (bq !== bk || bq !== bv) {
         return `Requires query, key and value to have the same batch_size. Query.size(0): ${bq}, Key.size(0): ${bk}, Value.size(0): ${bv}. Expand them to one batch size.`;

@@ -12,6 +12,7 @@ import * as rules from './rules.js';
 import type { Tensor } from './tensor.js';
 import { isolateRegistry } from './testing.js';
 import { normalizeParams } from './validate.js';
+import { normalizeKvCacheParams } from './kv-cache.js';
 import { normalizeVarlenParams } from './varlen.js';
 
 interface Dims {
@@ -59,6 +60,15 @@ function pagedVarlen(): SdpaParams {
     maxSeqlenQ: 1,
     maxSeqlenK: 5,
     blockTable: tensor([3, 1, 0, -1], [2, 2], { dtype: 'int32' }),
+  });
+}
+
+/** A kv-cache call: 2 rows appending 1 key each to a cache of 8 positions. */
+function kvCacheCall(): SdpaParams {
+  return normalizeKvCacheParams(zeros([2, 1, 4, 64], { dtype: 'float16' }), zeros([2, 8, 4, 64], { dtype: 'float16' }), zeros([2, 8, 4, 64], { dtype: 'float16' }), {
+    cacheSeqlens: tensor([3, 7], [2], { dtype: 'int32' }),
+    kNew: zeros([2, 1, 4, 64], { dtype: 'float16' }),
+    vNew: zeros([2, 1, 4, 64], { dtype: 'float16' }),
   });
 }
 
@@ -245,6 +255,7 @@ const CASES: Case[] = [
   { rule: () => rules.noVarlen, pass: () => [P(), CPU_CTX], fail: () => [varlen([2], [2]), CPU_CTX] },
   { rule: () => rules.noSequsedK, pass: () => [P(), CPU_CTX], fail: () => [P({ B: 2 }, { sequsedK: tensor([1, 2], [2], { dtype: 'int32' }) }), CPU_CTX], says: /sequsedK/ },
   { rule: () => rules.noPagedKv, pass: () => [varlen([2], [2]), CPU_CTX], fail: () => [pagedVarlen(), CPU_CTX], says: /blockTable/ },
+  { rule: () => rules.noKvCache, pass: () => [pagedVarlen(), CPU_CTX], fail: () => [kvCacheCall(), CPU_CTX], says: /sdpaKvCache/ },
   { rule: () => rules.noBackward, pass: () => [P(), CPU_CTX], fail: () => [P({}, { requiresGrad: true }), CPU_CTX], says: /requiresGrad: false/ },
   { rule: () => rules.noDeterministic, pass: () => [P(), CPU_CTX], fail: () => [P({}, { deterministic: true }), CPU_CTX] },
   { rule: () => rules.noBoolMask, pass: () => [P({}, { attnMask: zeros([6, 6]) }), CPU_CTX], fail: () => [P({}, { attnMask: zeros([6, 6], { dtype: 'bool' }) }), CPU_CTX] },

@@ -57,6 +57,11 @@ export function describeCall(p: SdpaParams): string {
   if (p.varlen) parts.push(`varlen (${p.batch} sequences, max ${p.seqQ}/${p.seqK})`);
   if (p.sequsedK) parts.push('sequsedK');
   if (p.paged) parts.push(`paged K/V (${p.paged.numBlocks} blocks of ${p.paged.blockSize})`);
+  const kv = p.kvCache;
+  if (kv) {
+    const extras = [kv.newLen > 0 ? `append ${kv.newLen}` : null, kv.rotary ? `rotary ${kv.rotary.dim}${kv.rotary.interleaved ? ' interleaved' : ''}` : null, kv.cacheBatchIdx ? 'cacheBatchIdx' : null, kv.leftpadK ? 'leftpadK' : null];
+    parts.push(`kv cache (${p.batch} rows of up to ${kv.capacity} keys${extras.filter(Boolean).map((e) => `, ${e}`).join('')})`);
+  }
   if (p.mask) parts.push(`${p.mask.kind} mask ${shape(p.mask.tensor.shape)} ${p.mask.tensor.dtype}`);
   if (p.causal) parts.push(`causal (${p.alignment})`);
   if (p.window) parts.push(`window [${p.window.left ?? -1}, ${p.window.right ?? -1}]`);

@@ -158,6 +158,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
     varlen: Object.freeze(varlen),
     sequsedK,
     paged,
+    kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
   };

@@ -13,6 +13,7 @@ import { Tensor } from './tensor.js';
 import { isolateRegistry, makeFakeBackend } from './testing.js';
 import { sequencePairs } from './rule.js';
 import { describeCall } from './select.js';
+import { normalizeKvCacheParams } from './kv-cache.js';
 import { normalizeParams } from './validate.js';
 import { normalizeVarlenParams } from './varlen.js';
 
@@ -201,6 +202,12 @@ const CASES: Array<[string, string, () => unknown]> = [
   ['ATTN_BLOCK_TABLE', 'blockTable with requiresGrad', paged({ requiresGrad: true })],
   ['ATTN_RANK', 'packed key with blockTable', paged({}, { k: [12, 2, 8], v: [12, 2, 6] })],
   ['ATTN_DEVICE_MISMATCH', 'blockTable on cuda', () => paged({ blockTable: zeros([3, 3], { dtype: 'int32', device: 'cuda' }) })()],
+  ['ATTN_KV_CACHE', 'sdpaKvCache appending past the cache (kv-cache.test.ts has the rest)', () =>
+    normalizeKvCacheParams(zeros([1, 1, 2, 8]), zeros([1, 4, 2, 8]), zeros([1, 4, 2, 8]), {
+      cacheSeqlens: tensor([4], [1], { dtype: 'int32' }),
+      kNew: zeros([1, 1, 2, 8]),
+      vNew: zeros([1, 1, 2, 8]),
+    })],
   ['ATTN_OPTION', 'blockTable on a dense call', () => norm({}, { blockTable: tensor([0], [1, 1], { dtype: 'int32' }) } as never)],
   ['ATTN_RANK', 'varlen with 4-D inputs', () => {
     const t = zeros([1, 7, 4, 8]);

@@ -177,6 +177,7 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     varlen: null,
     sequsedK,
     paged: null,
+    kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
   };

@@ -322,6 +322,20 @@ add('varlen window alibi softcap dropout sequsedK (empty sequences)', {
   B: 4, Hq: 4, Hk: 2, Sq: 201, Sk: 260, D: 64, varlen: { q: [150, 0, 70, 201], k: [180, 40, 0, 260] },
   window: [60, 5], alignment: 'lowerRight', alibi: 'perHead', softcap: 3, dropoutP: 0.1, sequsedK: [100, 40, 0, 260],
 });
+// Softcap and ALiBi without a window or mask: most steps are in view and take ModRule (tile_mods_only),
+// the diagonal and edge steps the per-element rule.
+add('alibi softcap causal lr gqa (in view)', { B: 1, Hq: 4, Hk: 2, Sq: 300, Sk: 333, D: 64, alibi: 'perHead', softcap: 5, causal: 'lowerRight' });
+add('alibi [B,H] d128 (in view)', { B: 2, Hq: 2, Sq: 260, Sk: 390, D: 128, alibi: 'perBatchHead' });
+add('softcap d96 ul sq>sk (in view)', { B: 1, Hq: 2, Sq: 200, Sk: 150, D: 96, softcap: 2, causal: 'upperLeft' });
+// The feature kernels (kFeat) on the column-split backward (head dims above 128): window, ALiBi,
+// softcap, varlen and sequsedK with the dK/dV/dQ columns split over two blocks.
+add('d160 col-split window alibi softcap gqa', { B: 1, Hq: 4, Hk: 2, Sq: 170, Sk: 300, D: 160, window: [70, 20], alibi: 'perHead', softcap: 4 }, ['float16', 'bfloat16']);
+add('d192 col-split window lr dropout sequsedK', { B: 2, Hq: 2, Sq: 120, Sk: 280, D: 192, window: [50, -1], alignment: 'lowerRight', causal: 'lowerRight', dropoutP: 0.15, sequsedK: [200, 9] }, ['float16', 'bfloat16']);
+add('d256 col-split varlen alibi [B,H] softcap (empty sequences)', {
+  B: 3, Hq: 2, Hk: 1, Sq: 190, Sk: 260, D: 256, varlen: { q: [190, 0, 70], k: [260, 30, 0] },
+  alibi: 'perBatchHead', softcap: 3, causal: 'lowerRight',
+}, ['float16', 'bfloat16']);
+add('d256 dv128 col-split deterministic window bias', { B: 1, Hq: 2, Sq: 150, Sk: 200, D: 256, Dv: 128, deterministic: true, window: [30, 30], mask: { kind: 'additive', shape: [1, 2, 150, 200] } }, ['float16', 'bfloat16']);
 add('varlen causal d128 (query splits)', { B: 3, Hq: 2, Sq: 1500, Sk: 64, D: 128, varlen: { q: [1500, 7, 900], k: [64, 33, 0] }, causal: 'lowerRight' });
 
 let failed = 0, ran = 0;

@@ -5,6 +5,7 @@
 // softcap, varlen and empty sequences (the seeds' features: every path of the kernels takes them). It
 // declines a scale that overflows float32 (float32Scalars): the kernels take it as a float.
 import {
+  noKvCache,
   noPagedKv,
   batchAndHeads,
   denseRank4,
@@ -90,4 +91,5 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   softcapInFloat32,
   backwardHeadDimWithinRule,
   noPagedKv,
+  noKvCache,
 ]);

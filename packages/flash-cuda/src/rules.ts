@@ -6,6 +6,7 @@
 // backward (and its deterministic mode) wherever the backward tiles fit the GPU's shared memory
 // (backwardSharedMemory, rules-backward.ts).
 import {
+  noKvCache,
   batchAndHeads,
   denseRank4,
   dtypeIn,
@@ -66,4 +67,5 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   alibiHeadContiguous,
   varlenOffsetsOnDevice,
   backwardSharedMemory,
+  noKvCache,
 ]);

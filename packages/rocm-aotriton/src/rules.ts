@@ -3,6 +3,7 @@
 // below. Version-dependent rules read the AOTriton version the addon reports; without the addon
 // (the backend is unavailable then anyway) they assume the newest version this binding knows.
 import {
+  noKvCache,
   noPagedKv,
   batchAndHeads,
   dtypeIn,
@@ -183,6 +184,7 @@ export function flashRules(deps: AotritonRuleDeps): Rule[] {
     noSoftcap,
     noSequsedK,
     noPagedKv,
+    noKvCache,
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),
@@ -203,6 +205,7 @@ export function efficientRules(deps: AotritonRuleDeps): Rule[] {
     noSoftcap,
     noSequsedK,
     noPagedKv,
+    noKvCache,
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),

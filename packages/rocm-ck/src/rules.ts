@@ -2,6 +2,7 @@
 // §2.7/§2.9): gfx90a/gfx942/gfx950, fp16/bf16, head dims 32..256 in multiples of 8, GQA on flash only,
 // an additive bias on efficient only, ALiBi and windows on both.
 import {
+  noKvCache,
   noPagedKv,
   batchAndHeads,
   dtypeIn,
@@ -125,6 +126,7 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     noSoftcap,
     noSequsedK,
     noPagedKv,
+    noKvCache,
     ckNoDropout,
   ];
 }
@@ -145,6 +147,7 @@ export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutPr
     noSoftcap,
     noSequsedK,
     noPagedKv,
+    noKvCache,
     ckNoDropout,
   ];
 }

@@ -33,6 +33,7 @@ export function callOptions(spec: CaseSpec, t: CallTensors, inputs: CaseInputs, 
     cuSeqlensK: t.cuSeqlensK!,
     maxSeqlenQ: spec.seqQ,
     maxSeqlenK: spec.seqK,
+    blockTable: t.blockTable,
   };
 }
 

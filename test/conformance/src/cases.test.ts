@@ -65,6 +65,27 @@ describe('the case list', () => {
     }
   });
 
+  it('covers paged K/V: block sizes 16, 64 and 256, mid-block ends, decode and prefill, with the features decode uses', () => {
+    const paged = all.filter((c) => c.paged);
+    for (const bs of [16, 64, 256]) has(`paged block size ${bs}`, (c) => c.paged?.blockSize === bs);
+    expect(paged.every((c) => c.varlen && c.varlen.seqlensK.some((n) => n % c.paged!.blockSize !== 0)), 'a length that ends mid-block').toBe(true);
+    const paged_: [string, (c: CaseSpec) => boolean][] = [
+      ['decode', (c) => c.varlen!.seqlensQ.every((n) => n === 1)],
+      ['prefill chunk', (c) => c.varlen!.seqlensQ.some((n) => n > 1)],
+      ['sequsedK', (c) => c.sequsedK !== undefined],
+      ['GQA', (c) => c.headsQ !== c.headsKV],
+      ['causal lower-right', (c) => c.causal === true && c.alignment === 'lowerRight'],
+      ['causal upper-left', (c) => c.causal === true && c.alignment === 'upperLeft'],
+      ['window', (c) => c.window !== undefined],
+      ['softcap', (c) => (c.softcap ?? 0) > 0],
+      ['ALiBi', (c) => c.alibi !== undefined],
+      ['dropout', (c) => (c.dropoutP ?? 0) > 0],
+    ];
+    for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) {
+      for (const [name, pred] of paged_) has(`paged ${name} in ${dtype}`, (c) => c.dtype === dtype && !!c.paged && pred(c));
+    }
+  });
+
   it('has unique names', () => {
     expect(new Set(all.map((c) => c.name)).size).toBe(all.length);
   });

@@ -46,6 +46,11 @@ export interface CaseSpec {
   readonly deterministic?: boolean;
   /** Packed varlen: the length of each sequence (batch = their count; seqQ/seqK = the maxima). */
   readonly varlen?: { readonly seqlensQ: readonly number[]; readonly seqlensK: readonly number[] };
+  /**
+   * Varlen only: K/V as a shuffled pool of blocks of this many keys addressed through a block table
+   * (VarlenOptions.blockTable); the rows no sequence reads hold NaN. Inference only.
+   */
+  readonly paged?: { readonly blockSize: number };
   /** Keys used per batch row or sequence (SdpaOptions.sequsedK). */
   readonly sequsedK?: readonly number[];
   /** Values planted in q, k, v or an additive mask before rounding to the dtype. */
@@ -223,6 +228,81 @@ const FEATURES: Record<string, Shape> = {
     varlen: { seqlensQ: [0, 6, 3, 5], seqlensK: [4, 0, 7, 9] },
     window: [2, 1],
     alignment: 'lowerRight',
+  },
+  // Paged K/V: shuffled pools with NaN in every row no sequence reads, lengths that end mid-block,
+  // decode (one query per sequence, causal lower-right as decode runs) and prefill chunks.
+  'paged-b16-decode-gqa-causal': {
+    ...base,
+    batch: 3,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    seqQ: 1,
+    seqK: 70,
+    varlen: { seqlensQ: [1, 1, 1], seqlensK: [37, 16, 70] },
+    causal: true,
+    alignment: 'lowerRight',
+    paged: { blockSize: 16 },
+  },
+  'paged-b16-decode-mqa-d72-sequsedK-softcap': {
+    ...base,
+    batch: 3,
+    headsQ: 4,
+    headsKV: 1,
+    enableGqa: true,
+    headDim: 72,
+    headDimV: 72,
+    seqQ: 1,
+    seqK: 50,
+    varlen: { seqlensQ: [1, 1, 1], seqlensK: [50, 1, 33] },
+    sequsedK: [41, 0, 33],
+    causal: true,
+    alignment: 'lowerRight',
+    softcap: 3,
+    paged: { blockSize: 16 },
+  },
+  'paged-b64-prefill-chunk-window-alibi': {
+    ...base,
+    batch: 3,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    seqQ: 33,
+    seqK: 150,
+    varlen: { seqlensQ: [17, 5, 33], seqlensK: [70, 5, 150] },
+    causal: true,
+    alignment: 'lowerRight',
+    window: [40, 0],
+    alibi: 'perBatchHead',
+    paged: { blockSize: 64 },
+  },
+  'paged-b256-prefill-sequsedK-gqa': {
+    ...base,
+    batch: 3,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    headDim: 64,
+    headDimV: 64,
+    seqQ: 9,
+    seqK: 300,
+    varlen: { seqlensQ: [9, 1, 4], seqlensK: [300, 17, 257] },
+    sequsedK: [290, 17, 256],
+    causal: true,
+    alignment: 'lowerRight',
+    paged: { blockSize: 256 },
+  },
+  'paged-b64-upper-left-dropout-softcap': {
+    ...base,
+    batch: 2,
+    seqQ: 20,
+    seqK: 130,
+    varlen: { seqlensQ: [20, 3], seqlensK: [130, 65] },
+    causal: true,
+    alignment: 'upperLeft',
+    softcap: 4,
+    dropoutP: 0.2,
+    paged: { blockSize: 64 },
   },
   'combo-gqa-mask-softcap-causal-strided': {
     ...square,

@@ -5,6 +5,7 @@ import type { DeviceLike } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { buildCases } from './cases.js';
 import type { CaseOptions } from './cases.js';
+import { buildKvCacheCases, runKvCacheCase } from './kv-cache.js';
 import { REFERENCE, runCase } from './run-case.js';
 import type { Outcome } from './run-case.js';
 import { baseSeed, caseSeed, SEED_ENV } from './seeds.js';
@@ -50,6 +51,26 @@ export function describeConformance(backendName: string, options: ConformanceOpt
         if (outcome.ran === 'forward+backward') tally.backward++;
         const failed = outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
         expect(failed, `${spec.name} (${outcome.ran}), ${rerun}:\n  ${failed.join('\n  ')}`).toEqual([]);
+      });
+    });
+
+    // sdpaKvCache: append, rotary and attention over the cache, against cpu-math on the gathered keys.
+    buildKvCacheCases().forEach((spec, index) => {
+      it(spec.name, () => {
+        const device = parseDevice(options.device ?? backend().deviceType);
+        let outcome;
+        try {
+          outcome = runKvCacheCase(backendName, spec, caseSeed(seed, cases.length + index), device);
+        } catch (e) {
+          throw new Error(`${spec.name} failed to run, ${rerun}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        }
+        if (!outcome.ran) {
+          for (const r of outcome.reasons) tally.declined.set(r, (tally.declined.get(r) ?? 0) + 1);
+          return;
+        }
+        tally.forward++;
+        const failed = outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
+        expect(failed, `${spec.name}, ${rerun}:\n  ${failed.join('\n  ')}`).toEqual([]);
       });
     });
 

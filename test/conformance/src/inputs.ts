@@ -4,6 +4,8 @@
 import { randn, tensor } from '@attn/core';
 import type { Device, FloatDType, Tensor } from '@attn/core';
 import type { CaseSpec, PoisonSpec } from './cases.js';
+import { pagedLayout, toPool } from './paged.js';
+import type { PagedLayout } from './paged.js';
 
 /** What a call takes besides q, k, v; absent fields are absent from the call too. */
 export interface CallTensors {
@@ -16,6 +18,8 @@ export interface CallTensors {
   readonly cuSeqlensQ: Tensor | null;
   readonly cuSeqlensK: Tensor | null;
   readonly sequsedK: Tensor | null;
+  /** Paged cases, on the side under test: int32 [B, maxBlocksPerSeq] (k and v are then block pools). */
+  readonly blockTable: Tensor | null;
 }
 
 /** Logical row-major values (already rounded to the case's dtype). */
@@ -27,6 +31,11 @@ export interface CaseValues {
   /** Mask values in the mask's own shape: 0 / 1 for bool, the additive values otherwise. */
   readonly mask: Float64Array | null;
   readonly slopes: Float64Array | null;
+  /**
+   * Paged cases: the pools [numBlocks, blockSize, Hk, D|Dv] as the backend gets them (NaN where no
+   * sequence reads) and their table; k and v above stay packed.
+   */
+  readonly paged: { readonly layout: PagedLayout; readonly kPool: Float64Array; readonly vPool: Float64Array } | null;
 }
 
 export interface CaseInputs {
@@ -126,6 +135,22 @@ function planted(values: Float64Array, spec: CaseSpec, which: PoisonSpec['tensor
   return values;
 }
 
+/** The K/V pools of a paged case (the packed values laid out through a shuffled table), else null. */
+function pagedValues(spec: CaseSpec, k: Float64Array, v: Float64Array, seed: bigint) {
+  if (!spec.paged) return null;
+  if (!spec.varlen) throw new Error(`${spec.name}: paged K/V needs varlen lengths`);
+  const lengths = spec.varlen.seqlensK;
+  const layout = pagedLayout(lengths, spec.paged.blockSize, seed);
+  const { blockSize, numBlocks } = layout;
+  return {
+    layout,
+    kPool: toPool(k, lengths, spec.headsKV, spec.headDim, layout, NaN),
+    vPool: toPool(v, lengths, spec.headsKV, spec.headDimV, layout, NaN),
+    kShape: [numBlocks, blockSize, spec.headsKV, spec.headDim],
+    vShape: [numBlocks, blockSize, spec.headsKV, spec.headDimV],
+  };
+}
+
 export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseInputs {
   const next = seedStream(seed);
   const shapes = qkvShapes(spec);
@@ -142,24 +167,28 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
   const maskDtype = spec.mask?.kind === 'bool' ? 'bool' : dtype;
   const cuQ = spec.varlen ? cumulative(spec.varlen.seqlensQ) : null;
   const cuK = spec.varlen ? cumulative(spec.varlen.seqlensK) : null;
+  const paged = pagedValues(spec, k, v, next());
 
-  const on = (where: Device, asDtype: FloatDType, lay: CaseSpec['layout']): CallTensors => ({
+  // The side under test gets the pools and the table; the reference the packed keys (independent of
+  // paging, so that a paged call is checked against a packed one).
+  const on = (where: Device, asDtype: FloatDType, lay: CaseSpec['layout'], pages: typeof paged): CallTensors => ({
     q: placed(q, shapes.q, asDtype, where, lay),
-    k: placed(k, shapes.k, asDtype, where, lay),
-    v: placed(v, shapes.v, asDtype, where, lay),
+    k: pages ? tensor(pages.kPool, pages.kShape, { dtype: asDtype, device: where }) : placed(k, shapes.k, asDtype, where, lay),
+    v: pages ? tensor(pages.vPool, pages.vShape, { dtype: asDtype, device: where }) : placed(v, shapes.v, asDtype, where, lay),
     gradOut: tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
     mask: mask && spec.mask ? tensor(mask, spec.mask.shape, { dtype: maskDtype === 'bool' ? 'bool' : asDtype, device: where }) : null,
     slopes: slopes ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], { dtype: 'float32', device: where }) : null,
     cuSeqlensQ: cuQ ? tensor(cuQ, [cuQ.length], { dtype: 'int32', device: where }) : null,
     cuSeqlensK: cuK ? tensor(cuK, [cuK.length], { dtype: 'int32', device: where }) : null,
     sequsedK: spec.sequsedK ? tensor(spec.sequsedK, [spec.sequsedK.length], { dtype: 'int32', device: where }) : null,
+    blockTable: pages ? tensor(pages.layout.table, [spec.batch, pages.layout.maxBlocksPerSeq], { dtype: 'int32', device: where }) : null,
   });
   const cpu: Device = { type: 'cpu', index: 0 };
   const dropoutSeed = next();
   return {
-    test: on(device, dtype, layout),
-    ref: on(cpu, 'float64', 'bhsd'),
-    values: { q, k, v, gradOut, mask, slopes },
+    test: on(device, dtype, layout, paged),
+    ref: on(cpu, 'float64', 'bhsd', null),
+    values: { q, k, v, gradOut, mask, slopes, paged },
     dropoutSeed,
     // Below 2^20: any uint32 works, and small ones are easy to type when reproducing.
     dropoutOffset: Number(next() >> 44n),

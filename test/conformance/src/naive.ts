@@ -9,6 +9,7 @@
 import { dropoutKeep, dropoutThreshold } from '@attn/core';
 import type { CaseSpec } from './cases.js';
 import type { CaseValues } from './inputs.js';
+import { fromPool } from './paged.js';
 import { accumulator, rounder } from './rounding.js';
 
 export interface NaiveResult {
@@ -118,7 +119,16 @@ function maskIndexer(shape: readonly number[]): (b: number, h: number, i: number
   return (b, h, i, j) => b * st[0]! + h * st[1]! + i * st[2]! + j * st[3]!;
 }
 
-export function naiveAttention(spec: CaseSpec, x: CaseValues, dropout: NaiveDropout | null, backward: boolean): NaiveResult {
+/** Paged cases: K and V read back out of the pools through the table (packed, as the math below reads them). */
+function gatheredPages(spec: CaseSpec, x: CaseValues): CaseValues {
+  if (!x.paged || !spec.varlen) return x;
+  const { layout, kPool, vPool } = x.paged;
+  const lengths = spec.varlen.seqlensK;
+  return { ...x, k: fromPool(kPool, lengths, spec.headsKV, spec.headDim, layout), v: fromPool(vPool, lengths, spec.headsKV, spec.headDimV, layout) };
+}
+
+export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: NaiveDropout | null, backward: boolean): NaiveResult {
+  const x = gatheredPages(spec, values);
   const r = rounder(spec.dtype);
   const acc = accumulator(spec.dtype);
   // The multiply-accumulate loops spell accumulate(a + accumulate(b * c)) out: one call target per loop inlines.

@@ -150,7 +150,7 @@ export function compareWithReference(
 /** Frees a case's device inputs. */
 export function disposeInputs(inputs: CaseInputs): void {
   const t = inputs.test;
-  disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK, t.sequsedK);
+  disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK, t.sequsedK, t.blockTable);
 }
 
 export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: Device): Outcome {
@@ -158,7 +158,8 @@ export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: D
   if (!impl) throw new Error(`backend '${backend}' is not registered: import its package before describeConformance()`);
   const inputs = makeInputs(spec, seed, device);
   try {
-    let backward = typeof impl.backward === 'function';
+    // Paged K/V is inference only: core rejects requiresGrad with a blockTable.
+    let backward = typeof impl.backward === 'function' && !spec.paged;
     let reasons = declineReasons(spec, backend, inputs, backward);
     if (reasons.length > 0 && backward && declineReasons(spec, backend, inputs, false).length === 0) {
       // Declined with requiresGrad only: the forward alone is supported, so it runs alone.

@@ -1,7 +1,9 @@
 #include "args.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "dispatch.h"
 
@@ -180,6 +182,57 @@ void parse_seqused(const Napi::Env& env, const Napi::Object& o, const Dims& d, c
   su.used_k = call.used_k.data();
 }
 
+// o.paged = { table: Int32Array, tableStride, blockSize, numBlocks, keyStart: Int32Array | null },
+// or absent; forward only. Row b reads key positions [keyStart[b], keyStart[b] + keys(b)) of its
+// blocks, keys(b) its used count (sequsedK), else its varlen key count, else Sk; every table entry
+// those positions use lies in [0, numBlocks). The table and keyStart are copied into the call.
+// Returns numBlocks through num_blocks (the k and v views are checked against the pool), 0 when not paged.
+void parse_paged(const Napi::Env& env, const Napi::Object& o, const Dims& d, const Varlen& vl, const SequsedK& su,
+                 Call& call, PagedKv& pg, int64_t* num_blocks) {
+  *num_blocks = 0;
+  Napi::Value v = o.Get("paged");
+  if (v.IsNull() || v.IsUndefined()) return;
+  if (!v.IsObject()) fail(env, "paged must be an object or null");
+  const Napi::Object po = v.As<Napi::Object>();
+  const int64_t big = (static_cast<int64_t>(1) << 31) - 1;
+  const int64_t stride = get_int(env, po, "tableStride", 1, big);
+  const int64_t bs = get_int(env, po, "blockSize", 1, big);
+  const int64_t nb = get_int(env, po, "numBlocks", 1, big);
+  const auto int32s = [&](const char* key, int64_t n, std::vector<int32_t>& copy) -> bool {
+    Napi::Value t = po.Get(key);
+    if (t.IsNull() || t.IsUndefined()) return false;
+    if (!t.IsTypedArray() || t.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      fail(env, std::string("paged.") + key + " must be an Int32Array");
+    const Napi::TypedArray ta = t.As<Napi::TypedArray>();
+    if (static_cast<int64_t>(ta.ElementLength()) < n) fail(env, std::string("paged.") + key + " needs " + std::to_string(n) + " entries");
+    const int32_t* a = reinterpret_cast<const int32_t*>(array_base(ta));
+    copy.assign(a, a + n);
+    return true;
+  };
+  if (!int32s("table", d.B * stride, call.block_table)) fail(env, "paged.table must be an Int32Array");
+  const bool has_start = int32s("keyStart", d.B, call.key_start);
+  for (int64_t b = 0; b < d.B; ++b) {
+    const int64_t keys = su.used_k ? su.used_k[b] : vl.cu_k ? static_cast<int64_t>(vl.cu_k[b + 1]) - vl.cu_k[b] : d.Sk;
+    const int64_t start = has_start ? call.key_start[b] : 0;
+    if (start < 0) fail(env, "paged.keyStart entries must be >= 0");
+    const int64_t end = start + keys;  // positions [start, end) are read
+    if ((end + bs - 1) / bs > stride)
+      fail(env, "row " + std::to_string(b) + " reads key positions up to " + std::to_string(end) + ", past its " +
+                    std::to_string(stride) + " blocks of " + std::to_string(bs));
+    for (int64_t i = keys > 0 ? start / bs : 0; i < (end + bs - 1) / bs; ++i) {
+      const int32_t e = call.block_table[b * stride + i];
+      if (e < 0 || e >= nb)
+        fail(env, "paged.table[" + std::to_string(b) + ", " + std::to_string(i) + "] = " + std::to_string(e) +
+                      " is outside the pool of " + std::to_string(nb) + " blocks");
+    }
+  }
+  pg.table = call.block_table.data();
+  pg.table_stride = stride;
+  pg.block_size = bs;
+  pg.key_start = has_start ? call.key_start.data() : nullptr;
+  *num_blocks = nb;
+}
+
 void parse_common(const Napi::Env& env, const Napi::Object& o, Call& call, Dims& d, DType& dtype, ScoreMods& m,
                   int& threads) {
   const std::string isa = get_string(env, o, "isa");
@@ -268,7 +321,20 @@ Sizes parse_shared(const Napi::Env& env, const Napi::Object& o, Call& call, Prob
   int64_t tq, tk;
   parse_varlen(env, o, p.dims, call, p.varlen, &tq, &tk);
   parse_seqused(env, o, p.dims, p.varlen, call, p.seqused);
-  const Sizes z = sizes_of(p.dims, p.varlen.cu_q != nullptr, tq, tk);
+  Sizes z = sizes_of(p.dims, p.varlen.cu_q != nullptr, tq, tk);
+  if constexpr (std::is_same_v<Problem, FwdProblem>) {
+    int64_t nb;
+    parse_paged(env, o, p.dims, p.varlen, p.seqused, call, p.paged, &nb);
+    if (p.paged.table) {  // block pools seen as [numBlocks, H, blockSize, D]
+      const int64_t bs = p.paged.block_size;
+      const int64_t k[4] = {nb, p.dims.Hk, bs, p.dims.D}, v[4] = {nb, p.dims.Hk, bs, p.dims.Dv};
+      std::copy(k, k + 4, z.k);
+      std::copy(v, v + 4, z.v);
+    }
+  } else {
+    Napi::Value pv = o.Get("paged");
+    if (!pv.IsNull() && !pv.IsUndefined()) fail(env, "paged K/V is forward only");
+  }
   p.q = parse_view(env, o, "q", p.dtype, z.q, call);
   p.k = parse_view(env, o, "k", p.dtype, z.k, call);
   p.v = parse_view(env, o, "v", p.dtype, z.v, call);

@@ -20,6 +20,9 @@ struct Call {
   // A copy of the checked sequsedK counts (SequsedK::used_k points here; a move keeps the buffer), so
   // that JS changing its array during an async call cannot move a row past its keys.
   std::vector<int32_t> used_k;
+  // A copy of the checked block table (PagedKv::table points here), for the same reason.
+  std::vector<int32_t> block_table;
+  std::vector<int32_t> key_start;
 };
 
 Call parse_forward(const Napi::Env& env, const Napi::Value& desc);

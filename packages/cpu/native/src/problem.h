@@ -73,6 +73,34 @@ struct SequsedK {
   const int32_t* used_k = nullptr;  // B counts; null = every row uses all its keys
 };
 
+// Paged K/V (FlashAttention's block_table), forward only: k and v are block pools
+// [numBlocks, blockSize, H, D] given as views [numBlocks, H, blockSize, D] (strides [block, head,
+// row in block, dim]), and key j of batch row b sits at position pos = j + key_start[b] (key_start
+// null: pos = j) of its blocks: row pos % block_size of block table[b * table_stride + pos / block_size].
+// Varlen calls (sdpaVarlen's blockTable) and dense ones (sdpaKvCache, whose contiguous cache is a
+// pool of Bc blocks of Sc keys with one table entry per row, and whose leftpadK is key_start) are
+// paged alike; varlen.cpp moves `table` and `key_start` to each part's first row. args.cpp checked
+// that every entry a row reads lies in the pool.
+struct PagedKv {
+  const int32_t* table = nullptr;      // null: k and v are plain [B, H, S, D] views
+  int64_t table_stride = 0;            // entries per batch row (maxBlocksPerSeq)
+  int64_t block_size = 0;
+  const int32_t* key_start = nullptr;  // B first positions, or null (0)
+};
+
+// Element (b, h, j, 0) of a K or V view: row j of head h of batch row b, paged or not.
+inline const void* kv_row(const View4& v, const PagedKv& pg, int64_t b, int64_t h, int64_t j) {
+  int64_t at;
+  if (pg.table) {
+    const int64_t pos = j + (pg.key_start ? pg.key_start[b] : 0);
+    const int64_t blk = pg.table[b * pg.table_stride + pos / pg.block_size];
+    at = blk * v.strides[0] + h * v.strides[1] + (pos % pg.block_size) * v.strides[2];
+  } else {
+    at = b * v.strides[0] + h * v.strides[1] + j * v.strides[2];
+  }
+  return static_cast<const char*>(v.data) + at * dtype_bytes(v.dtype);
+}
+
 struct FwdProblem {
   Dims dims;
   DType dtype = DType::kFloat32;  // of q, k, v and out
@@ -82,6 +110,7 @@ struct FwdProblem {
   ScoreMods mods;
   Varlen varlen;
   SequsedK seqused;
+  PagedKv paged;
   int threads = 1;
 };
 

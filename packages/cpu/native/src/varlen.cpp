@@ -62,6 +62,22 @@ void for_each_part(const Problem& p, F&& f) {
   }
 }
 
+// K and V of part r: paged pools stay where they are and the table moves to the part's sequence;
+// plain views move to its first key. (Only the forward is ever paged.)
+void move_kv(FwdProblem& s, const FwdProblem& p, const Part& r) {
+  if (!p.paged.table) {
+    s.k = moved(p.k, r.b0, r.k0);
+    s.v = moved(p.v, r.b0, r.k0);
+    return;
+  }
+  s.paged.table = p.paged.table + r.b0 * p.paged.table_stride;
+  if (p.paged.key_start) s.paged.key_start = p.paged.key_start + r.b0;
+}
+void move_kv(BwdProblem& s, const BwdProblem& p, const Part& r) {
+  s.k = moved(p.k, r.b0, r.k0);
+  s.v = moved(p.v, r.b0, r.k0);
+}
+
 // Part r of p as a dense problem of batch r.n: the views both passes share (Q, O, K, V, lse, mask)
 // moved to it, its lengths, its causal/window alignment, its ALiBi slopes and its first batch index
 // in the Philox counter. The backward moves its gradients itself.
@@ -75,8 +91,7 @@ Problem part_problem(const Problem& p, const Part& r) {
   s.dims.Sk = r.sk;
   s.q = moved(p.q, r.b0, r.q0);
   s.out = moved(p.out, r.b0, r.q0);
-  s.k = moved(p.k, r.b0, r.k0);
-  s.v = moved(p.v, r.b0, r.k0);
+  move_kv(s, p, r);
   s.lse = p.lse + r.b0 * p.lse_sb + r.q0;
   ScoreMods& m = s.mods;
   m.align_offset = m.lower_right ? r.sk - r.sq : 0;

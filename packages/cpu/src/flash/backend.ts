@@ -4,6 +4,7 @@
 import { AttnError, AttnInputError, tensor } from '@attn/core';
 import type { Backend, ForwardOutputs, Gradients, SdpaParams, Tensor } from '@attn/core';
 import { callNative, fromNative } from './errors.js';
+import { appendToCache, rotatedQuery } from '../kv-cache/host.js';
 import { backwardBuffers, backwardDesc, forwardDesc, forwardFlops, forwardOutputs, outputShapes } from './marshal.js';
 import { addon } from './native.js';
 import type { CpuFlashAddon } from './native.js';
@@ -75,6 +76,18 @@ function dbiasTensor(p: SdpaParams, data: Float32Array): Tensor {
   return m.dtype === 'float32' ? tensor(data, m.shape, { dtype: 'float32' }) : tensor(Array.from(data), m.shape, { dtype: m.dtype });
 }
 
+/**
+ * A kv-cache call's host work before the kernel: kNew / vNew appended to the cache (kv-cache/host.ts,
+ * the same code as cpu-math, so both leave the same cache), and q rotated and rounded to its dtype
+ * (the kernel takes q in the call's dtype). The kernel then reads the cache through its pool pages.
+ */
+function withKvCache(params: SdpaParams): SdpaParams {
+  const kv = params.kvCache;
+  if (!kv) return params;
+  appendToCache(params, kv);
+  return kv.rotary ? { ...params, query: rotatedQuery(params, kv, params.dtype) } : params;
+}
+
 export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
   const isa = options.isa ?? 'auto';
   if (!(CPU_FLASH_ISAS as readonly string[]).includes(isa)) {
@@ -82,8 +95,9 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
   }
   const limit = () => (options.threads !== undefined ? checkThreads(options.threads) : defaultThreads());
 
-  function prepare(p: SdpaParams) {
-    checkRules(p);
+  function prepare(call: SdpaParams) {
+    checkRules(call);
+    const p = withKvCache(call);
     const outputs = forwardOutputs(p);
     const threads = threadsFor(forwardFlops(p), limit());
     return { outputs, threads, desc: forwardDesc(p, outputs.out, outputs.logsumexp, isa, threads) };

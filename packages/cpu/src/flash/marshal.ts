@@ -3,6 +3,7 @@
 import { AttnInputError, emptyOutput, kernelWindow, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
 
+import { cachePages } from '../kv-cache/host.js';
 import type { NativeBackwardDesc, NativeForwardDesc, NativeView } from './native.js';
 
 type KernelDType = NativeForwardDesc['dtype'];
@@ -18,6 +19,15 @@ function view(t: Tensor, what: string, packed: boolean): NativeView {
   return { data: t.hostData(), offset: t.offset, strides };
 }
 
+/** A paged block pool [numBlocks, blockSize, H, D] as [numBlocks, H, blockSize, D] (strides [block, head, row, dim]). */
+function poolView(t: Tensor, what: string): NativeView {
+  if (t.rank !== 4) {
+    throw new AttnInputError('ATTN_RANK', `cpu-flash: paged ${what} must be a block pool [numBlocks, blockSize, H, D], got [${t.shape.join(', ')}].`);
+  }
+  const s = t.strides;
+  return { data: t.hostData(), offset: t.offset, strides: [s[0]!, s[2]!, s[1]!, s[3]!] };
+}
+
 function kernelDType(p: SdpaParams): KernelDType {
   if (p.dtype === 'float32' || p.dtype === 'float16' || p.dtype === 'bfloat16') return p.dtype;
   throw new AttnInputError('ATTN_DTYPE', `cpu-flash runs float32, float16 and bfloat16, not ${p.dtype}.`);
@@ -26,7 +36,7 @@ function kernelDType(p: SdpaParams): KernelDType {
 /** FLOPs of the forward as FlashAttention counts them (4 B H Sq Sk D per used key; causal halves it). */
 export function forwardFlops(p: SdpaParams): number {
   const v = p.varlen;
-  const used = p.sequsedK?.lengths ?? null;
+  const used = p.sequsedK?.lengths ?? p.kvCache?.keyCount ?? null;
   let pairs = p.batch * p.seqQ * p.seqK;
   if (v || used) {
     pairs = 0;
@@ -56,8 +66,8 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
     D: p.headDim,
     Dv: p.headDimV,
     q: view(p.query, 'query', packed),
-    k: view(p.key, 'key', packed),
-    v: view(p.value, 'value', packed),
+    k: p.paged || p.kvCache ? poolView(p.key, 'key') : view(p.key, 'key', packed),
+    v: p.paged || p.kvCache ? poolView(p.value, 'value') : view(p.value, 'value', packed),
     out: view(out, 'out', packed),
     lse: { data: lse.hostData() as Float32Array, offset: lse.offset },
     scale: p.scale,
@@ -92,8 +102,21 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
         }
       : null,
     varlen: p.varlen ? { cuQ: p.varlen.seqlensQ, cuK: p.varlen.seqlensK } : null,
-    sequsedK: p.sequsedK?.lengths ?? null,
+    sequsedK: p.sequsedK?.lengths ?? p.kvCache?.keyCount ?? null,
+    paged: pagedDesc(p),
   };
+}
+
+/**
+ * The block table the kernel reads keys through: a varlen call's, or a kv cache's (its pool pages;
+ * each row's keys start at keyStart, and it reads keyCount of them, passed as sequsedK).
+ */
+function pagedDesc(p: SdpaParams): NativeForwardDesc['paged'] {
+  const kv = p.kvCache;
+  if (kv) return { ...cachePages(p, kv), keyStart: kv.keyStart };
+  if (!p.paged) return null;
+  const { table, maxBlocksPerSeq, blockSize, numBlocks } = p.paged;
+  return { table, tableStride: maxBlocksPerSeq, blockSize, numBlocks, keyStart: null };
 }
 
 /** Tokens of the query and key side: varlen totals, or dense B and S (for shapes). */
@@ -108,11 +131,17 @@ export function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
   return { out: [t.q, p.headsQ, p.headDimV], lse: [p.headsQ, t.q] };
 }
 
-/** Fresh outputs: out in the query dtype, logsumexp float32 (shapes: outputShapes). */
+/**
+ * Fresh outputs: out in the query dtype, logsumexp float32 (shapes: outputShapes). A kv-cache call's
+ * out is stored [B, Sq, Hq, Dv] (sdpaKvCache hands it back in that layout) and viewed as its shape.
+ */
 export function forwardOutputs(p: SdpaParams): ForwardOutputs {
   const shapes = outputShapes(p);
+  const out = p.kvCache
+    ? emptyOutput(OUTPUT_NAMES.out, [p.batch, p.seqQ, p.headsQ, p.headDimV], { dtype: p.dtype }).transpose(1, 2)
+    : emptyOutput(OUTPUT_NAMES.out, shapes.out, { dtype: p.dtype });
   return {
-    out: emptyOutput(OUTPUT_NAMES.out, shapes.out, { dtype: p.dtype }),
+    out,
     logsumexp: emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32' }),
   };
 }

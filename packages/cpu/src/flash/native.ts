@@ -40,6 +40,19 @@ export interface NativeForwardDesc {
   readonly alibi: { readonly data: Float32Array; readonly offset: number; readonly strideB: number; readonly strideH: number } | null;
   /** Packed sequences: B + 1 offsets into the [total, H, D] tensors (then Sq, Sk are the longest). */
   readonly varlen: { readonly cuQ: Int32Array; readonly cuK: Int32Array } | null;
+  /**
+   * Paged K/V (forward only): k and v are block pools [numBlocks, blockSize, Hk, D] given as views
+   * [numBlocks, Hk, blockSize, D]; key j of row b is at position pos = j + keyStart[b] (keyStart
+   * null: j) of its blocks, row pos % blockSize of block table[b * tableStride + floor(pos / blockSize)].
+   * null = k and v are plain views.
+   */
+  readonly paged: {
+    readonly table: Int32Array;
+    readonly tableStride: number;
+    readonly blockSize: number;
+    readonly numBlocks: number;
+    readonly keyStart: Int32Array | null;
+  } | null;
   /** Keys used per batch row or sequence (B counts, each within its row's keys); null = all. */
   readonly sequsedK: Int32Array | null;
   readonly dropout: {

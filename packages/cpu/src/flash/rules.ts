@@ -1,9 +1,8 @@
 // What cpu-flash runs, as core's rules: CPU tensors in float32, float16 or bfloat16, non-empty
 // sequences and value head dims, sizes the native kernel indexes with int32 counters (limits.ts), and
 // scale and softcap finite in float32. Everything else core accepts (strides, masks, causal both
-// ways, window, GQA, ALiBi, softcap, dropout, varlen, sequsedK, backward, deterministic) it runs.
+// ways, window, GQA, ALiBi, softcap, dropout, varlen, sequsedK, paged K/V, backward, deterministic) it runs.
 import {
-  noPagedKv,
   dtypeIn,
   float32Scalars,
   headDimAtMost,
@@ -47,5 +46,4 @@ export const cpuFlashRules: readonly Rule[] = [
   seqLensAtMost(MAX_DIM),
   windowAtMost(CPU_FLASH_LIMITS.maxWindow),
   float32Scalars,
-  noPagedKv,
 ];

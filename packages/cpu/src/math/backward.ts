@@ -9,7 +9,7 @@
 import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, Gradients, SdpaParams, Tensor } from '@attn/core';
 import { BiasGrad } from './bias-grad.js';
-import { gather, scatterRow } from './host-io.js';
+import { gather, gatherRows, scatterRow } from './host-io.js';
 import { addWeightedRows, dotRows, expRow, rowMax } from './kernels.js';
 import { problemOf } from './problem.js';
 import { ScoreRow } from './scores.js';
@@ -108,8 +108,8 @@ export function backwardMath(params: SdpaParams, _saved: ForwardOutputs, gradOut
     const sq = seqs.seqQ(b);
     const sk = seqs.seqK(b);
     for (let hk = 0; hk < headsKV; hk++) {
-      gather(kData, dtype, pb.k.base(b, hk), sk, pb.k.rowStride, D, pb.k.colStride, w.kTile);
-      gather(vData, dtype, pb.v.base(b, hk), sk, pb.v.rowStride, Dv, pb.v.colStride, w.vTile);
+      gatherRows(kData, dtype, pb.k, b, hk, sk, D, w.kTile);
+      gatherRows(vData, dtype, pb.v, b, hk, sk, Dv, w.vTile);
       w.dkAcc.fill(0);
       w.dvAcc.fill(0);
       for (let h = hk * group; h < (hk + 1) * group; h++) {
@@ -118,23 +118,23 @@ export function backwardMath(params: SdpaParams, _saved: ForwardOutputs, gradOut
           scores.visible(i, sq, sk);
           const { lo, hi } = scores;
           if (lo < hi) {
-            gather(qData, dtype, pb.q.base(b, h) + i * pb.q.rowStride, 1, 0, D, pb.q.colStride, w.qRow);
+            gather(qData, dtype, pb.q.row(b, h, i), 1, 0, D, pb.q.colStride, w.qRow);
             scores.compute(w.qRow, w.kTile, D, b, h, i, sq, sk, w.s);
             const max = rowMax(w.s, lo, hi);
             // A fully masked row (max -inf) has zero gradients.
             if (max !== -Infinity) {
-              gather(gData, gradOut.dtype, gRows.base(b, h) + i * gRows.rowStride, 1, 0, Dv, gRows.colStride, w.gRow);
+              gather(gData, gradOut.dtype, gRows.row(b, h, i), 1, 0, Dv, gRows.colStride, w.gRow);
               const keep = drop ? drop.keepRow(b, h, i, hi) : null;
               rowGradients(w, lo, hi, max, keep, scores.tanh, bias, bias ? bias.rowBase(b, h, i) : 0);
             }
           }
-          scatterRow(w.dqRow, 0, D, dqData, dtype, dqRows.base(b, h) + i * dqRows.rowStride, dqRows.colStride);
+          scatterRow(w.dqRow, 0, D, dqData, dtype, dqRows.row(b, h, i), dqRows.colStride);
         }
       }
       // Keys after sequsedK[b] (j >= sk) are never written: host outputs start zeroed, their gradient.
       for (let j = 0; j < sk; j++) {
-        scatterRow(w.dkAcc, j * D, D, dkData, dtype, dkRows.base(b, hk) + j * dkRows.rowStride, dkRows.colStride);
-        scatterRow(w.dvAcc, j * Dv, Dv, dvData, dtype, dvRows.base(b, hk) + j * dvRows.rowStride, dvRows.colStride);
+        scatterRow(w.dkAcc, j * D, D, dkData, dtype, dkRows.row(b, hk, j), dkRows.colStride);
+        scatterRow(w.dvAcc, j * Dv, Dv, dvData, dtype, dvRows.row(b, hk, j), dvRows.colStride);
       }
     }
   }

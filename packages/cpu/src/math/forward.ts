@@ -2,16 +2,20 @@
 // buffer), reading q/k/v through their strides and rounding the output to its dtype once.
 import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams } from '@attn/core';
-import { gather, scatterRow } from './host-io.js';
+import { gather, gatherRows, scatterRow } from './host-io.js';
 import { addWeightedRows, expRow, rowMax } from './kernels.js';
+import { appendToCache, rotatedQuery } from '../kv-cache/host.js';
 import { problemOf } from './problem.js';
 import { ScoreRow } from './scores.js';
 
-export function forwardMath(params: SdpaParams): ForwardOutputs {
+export function forwardMath(call: SdpaParams): ForwardOutputs {
+  const params = withKvCache(call);
   const pb = problemOf(params);
   const { seqs, group, maxSeqK, dropout: drop } = pb;
   const { headsKV, headDim: D, headDimV: Dv, dtype } = params;
-  const out = emptyOutput(OUTPUT_NAMES.out, pb.outShape, { dtype });
+  const out = params.kvCache
+    ? emptyOutput(OUTPUT_NAMES.out, [params.batch, params.seqQ, params.headsQ, Dv], { dtype }).transpose(1, 2) // stored [B, Sq, Hq, Dv]
+    : emptyOutput(OUTPUT_NAMES.out, pb.outShape, { dtype });
   const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, pb.lseShape, { dtype: 'float32' });
   const outRows = pb.rowsQ(out);
   const outData = out.hostData();
@@ -32,18 +36,16 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
     const sk = seqs.seqK(b);
     for (let hk = 0; hk < headsKV; hk++) {
       // One kv head serves `group` query heads (GQA): gather its keys and values once.
-      gather(kData, dtype, pb.k.base(b, hk), sk, pb.k.rowStride, D, pb.k.colStride, kTile);
-      gather(vData, dtype, pb.v.base(b, hk), sk, pb.v.rowStride, Dv, pb.v.colStride, vTile);
+      gatherRows(kData, dtype, pb.k, b, hk, sk, D, kTile);
+      gatherRows(vData, dtype, pb.v, b, hk, sk, Dv, vTile);
       for (let h = hk * group; h < (hk + 1) * group; h++) {
-        const qBase = pb.q.base(b, h);
-        const oBase = outRows.base(b, h);
         for (let i = 0; i < sq; i++) {
           scores.visible(i, sq, sk);
           const { lo, hi } = scores;
           let lse = -Infinity;
           acc.fill(0);
           if (lo < hi) {
-            gather(qData, dtype, qBase + i * pb.q.rowStride, 1, 0, D, pb.q.colStride, qRow);
+            gather(qData, params.query.dtype, pb.q.row(b, h, i), 1, 0, D, pb.q.colStride, qRow);
             scores.compute(qRow, kTile, D, b, h, i, sq, sk, s);
             const max = rowMax(s, lo, hi);
             // max = -Infinity: every visible key is masked; the row stays 0 with lse -inf (never NaN).
@@ -59,11 +61,22 @@ export function forwardMath(params: SdpaParams): ForwardOutputs {
               addWeightedRows(acc, s, vTile, Dv, lo, hi);
             }
           }
-          scatterRow(acc, 0, Dv, outData, dtype, oBase + i * outRows.rowStride, outRows.colStride);
+          scatterRow(acc, 0, Dv, outData, dtype, outRows.row(b, h, i), outRows.colStride);
           lseData[pb.lseIndex(b, h, i)] = lse;
         }
       }
     }
   }
   return { out, logsumexp };
+}
+
+/**
+ * A kv-cache call's host work before attention: kNew / vNew appended to the cache, and the query
+ * rotated in float64 (the reference keeps it unrounded). Other calls pass through.
+ */
+function withKvCache(params: SdpaParams): SdpaParams {
+  const kv = params.kvCache;
+  if (!kv) return params;
+  appendToCache(params, kv);
+  return kv.rotary ? { ...params, query: rotatedQuery(params, kv, 'float64') } : params;
 }

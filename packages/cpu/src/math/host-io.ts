@@ -3,6 +3,7 @@
 // see a dtype or a stride; outputs are rounded to their dtype exactly once, on the way out.
 import { bfloat16BitsToFloat32, float16DecodeTable, float32ToBfloat16Bits, float32ToFloat16Bits } from '@attn/core';
 import type { DType, HostArray } from '@attn/core';
+import type { RowAddressing } from './layout.js';
 
 let bfloat16Table: Float64Array | null = null;
 let float16Table: Float64Array | null = null;
@@ -48,6 +49,33 @@ export function gather(
     const from = base + r * rowStride;
     const to = r * cols;
     for (let c = 0; c < cols; c++) dst[to + c] = src[from + c * colStride]!;
+  }
+}
+
+/**
+ * dst[r * cols + c] = column c of row r of head h of sequence b (r < rows), as float64: gather's
+ * rows where the layout places them (dense, packed or paged alike).
+ */
+export function gatherRows(
+  src: HostArray,
+  dtype: DType,
+  at: RowAddressing,
+  b: number,
+  h: number,
+  rows: number,
+  cols: number,
+  dst: Float64Array,
+): void {
+  const cs = at.colStride;
+  const table = dtype === 'float16' || dtype === 'bfloat16' ? decodeTable(dtype) : null;
+  for (let r = 0; r < rows; r++) {
+    const from = at.row(b, h, r);
+    const to = r * cols;
+    if (table) {
+      for (let c = 0; c < cols; c++) dst[to + c] = table[src[from + c * cs]!]!;
+    } else {
+      for (let c = 0; c < cols; c++) dst[to + c] = src[from + c * cs]!;
+    }
   }
 }
 

@@ -1,11 +1,15 @@
-// Where the rows of one (sequence, head) live in a tensor, for both layouts the backend receives:
-// dense [B, H, S, D] (any strides) and varlen packed [total, H, D] with cumulative offsets.
-import type { SdpaParams, Tensor } from '@attn/core';
+// Where the rows of one (sequence, head) live in a tensor, for every layout the backend receives:
+// dense [B, H, S, D] (any strides), varlen packed [total, H, D] with cumulative offsets, and paged
+// block pools [numBlocks, blockSize, H, D] addressed through a block table.
+import type { PagedKvParams, SdpaParams, Tensor } from '@attn/core';
 
-/** Row r of head h of sequence b starts at base(b, h) + r * rowStride; column c adds c * colStride. */
+/**
+ * Row r of head h of sequence b starts at element row(b, h, r); column c adds c * colStride. One
+ * function for every layout: dense and packed rows are affine in r, paged rows are not (they jump
+ * from block to block), and the callers never need to know which.
+ */
 export interface RowAddressing {
-  base(b: number, h: number): number;
-  readonly rowStride: number;
+  row(b: number, h: number, r: number): number;
   readonly colStride: number;
 }
 
@@ -24,6 +28,11 @@ export interface Sequences {
 }
 
 export function sequencesOf(params: SdpaParams): Sequences {
+  const kv = params.kvCache;
+  if (kv) {
+    // KV cache: row b attends to keyCount[b] keys; the addressing starts them at keyStart[b].
+    return { count: params.batch, seqQ: () => params.seqQ, seqK: (b) => kv.keyCount[b]!, startQ: () => 0, startK: () => 0 };
+  }
   const v = params.varlen;
   const used = params.sequsedK?.lengths ?? null;
   if (!v) {
@@ -56,9 +65,40 @@ export function rowsOf(t: Tensor, start: ((b: number) => number) | null): RowAdd
   if (start === null) {
     if (t.rank !== 4) throw new RangeError(`cpu-math: expected a rank-4 [B, H, S, D] tensor, got shape [${t.shape.join(', ')}]`);
     const [sb, sh, ss, sd] = s as [number, number, number, number];
-    return { base: (b, h) => offset + b * sb + h * sh, rowStride: ss, colStride: sd };
+    return { row: (b, h, r) => offset + b * sb + h * sh + r * ss, colStride: sd };
   }
   if (t.rank !== 3) throw new RangeError(`cpu-math: expected a packed rank-3 [total, H, D] tensor, got shape [${t.shape.join(', ')}]`);
   const [st, sh, sd] = s as [number, number, number];
-  return { base: (b, h) => offset + start(b) * st + h * sh, rowStride: st, colStride: sd };
+  return { row: (b, h, r) => offset + (start(b) + r) * st + h * sh, colStride: sd };
+}
+
+/** Blocks of a pool: key position pos of sequence b is in block table[b * tableStride + floor(pos / blockSize)]. */
+export interface PoolPages {
+  readonly table: Int32Array;
+  readonly tableStride: number;
+  readonly blockSize: number;
+}
+
+/**
+ * Addressing of a block pool [numBlocks, blockSize, H, D]: row r of sequence b is key position
+ * r + start[b] (start null: r) of its blocks (validation put every block a sequence reads in the pool).
+ */
+export function pagedRowsOf(t: Tensor, pages: PoolPages, start: Int32Array | null): RowAddressing {
+  if (t.rank !== 4) throw new RangeError(`cpu-math: expected a block pool [numBlocks, blockSize, H, D], got shape [${t.shape.join(', ')}]`);
+  const [sn, sr, sh, sd] = t.strides as [number, number, number, number];
+  const offset = t.offset;
+  const { table, blockSize, tableStride } = pages;
+  return {
+    row: (b, h, r) => {
+      const pos = start ? r + start[b]! : r;
+      const block = table[b * tableStride + Math.floor(pos / blockSize)]!;
+      return offset + block * sn + (pos % blockSize) * sr + h * sh;
+    },
+    colStride: sd,
+  };
+}
+
+/** The pages of a varlen call's paged K/V. */
+export function varlenPages(paged: PagedKvParams): PoolPages {
+  return { table: paged.table, tableStride: paged.maxBlocksPerSeq, blockSize: paged.blockSize };
 }

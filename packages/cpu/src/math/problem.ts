@@ -2,7 +2,8 @@
 // GQA head mapping, the dropout decision, and the shapes of the tensors they allocate.
 import { dropoutKeepRow, seedKey } from '@attn/core';
 import type { SdpaParams, Tensor } from '@attn/core';
-import { rowsOf, sequencesOf } from './layout.js';
+import { cachePages } from '../kv-cache/host.js';
+import { pagedRowsOf, rowsOf, sequencesOf, varlenPages } from './layout.js';
 import type { RowAddressing, Sequences } from './layout.js';
 
 export interface Problem {
@@ -22,7 +23,10 @@ export interface Problem {
   readonly lseShape: readonly number[];
   /** Index of (b, h, i) in the logsumexp tensor. */
   lseIndex(b: number, h: number, i: number): number;
-  /** Rows of a tensor shaped like the query side (out, gradOut, dq) or the key side (dk, dv). */
+  /**
+   * Rows of a tensor shaped like the query side (out, gradOut, dq) or the key side (dk, dv; packed
+   * or dense, never paged: paged K/V is inference only).
+   */
   rowsQ(t: Tensor): RowAddressing;
   rowsK(t: Tensor): RowAddressing;
   /** Dropout of the call, or null without dropout. */
@@ -51,6 +55,14 @@ function rowDropout(params: SdpaParams, maxSeqK: number): RowDropout | null {
   };
 }
 
+/** Rows of key or value: a kv cache's pool from each row's first key, paged varlen blocks, or plain rows. */
+function kvRows(params: SdpaParams, t: Tensor, startK: ((b: number) => number) | null): RowAddressing {
+  const kv = params.kvCache;
+  if (kv) return pagedRowsOf(t, cachePages(params, kv), kv.keyStart);
+  if (params.paged) return pagedRowsOf(t, varlenPages(params.paged), null);
+  return rowsOf(t, startK);
+}
+
 export function problemOf(params: SdpaParams): Problem {
   const seqs = sequencesOf(params);
   const packed = params.varlen !== null;
@@ -67,8 +79,8 @@ export function problemOf(params: SdpaParams): Problem {
     params,
     seqs,
     q: rowsOf(params.query, startQ),
-    k: rowsOf(params.key, startK),
-    v: rowsOf(params.value, startK),
+    k: kvRows(params, params.key, startK),
+    v: kvRows(params, params.value, startK),
     group: headsQ / params.headsKV,
     maxSeqK,
     totalQ,

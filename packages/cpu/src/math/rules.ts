@@ -1,5 +1,5 @@
 // cpu-math is the reference: it takes every input core accepts, as long as the tensors are on the CPU.
-import { noPagedKv, tensorsOn } from '@attn/core';
+import { tensorsOn } from '@attn/core';
 import type { Rule } from '@attn/core';
 
-export const cpuMathRules: readonly Rule[] = [tensorsOn('cpu'), noPagedKv];
+export const cpuMathRules: readonly Rule[] = [tensorsOn('cpu')];

@@ -2,7 +2,7 @@
 // for, up to the kernels' head dim and sequence limits (limits.ts). Any strides (the last dim too),
 // every dtype, masks of any layout, causal both ways, window, ALiBi, softcap, dropout, GQA/MQA,
 // varlen, sequsedK, paged K/V (blockTable, forward only: core allows it only without grad), zero lengths, Dv = 0, backward and deterministic mode are all taken.
-import { rule, tensorsOn, type Rule } from '@attn/core';
+import { noKvCache, rule, tensorsOn, type Rule } from '@attn/core';
 import { mathLoad } from './binding.js';
 import { CUDA_MATH_LIMITS } from './limits.js';
 
@@ -41,4 +41,4 @@ export const builtForDevice: Rule = rule('builtForDevice', (p) => {
   return why === '' ? null : why;
 });
 
-export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens]);
+export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens, noKvCache]);

@@ -60,8 +60,8 @@ inline void bf16_pack_slab(const Bf16Ctx& cx, int64_t b, int64_t hk, int64_t j0,
       for (int64_t e = 0; e < cx.dvp; ++e) blk[e * kLd + c] = 0;
       continue;
     }
-    const uint16_t* ks = static_cast<const uint16_t*>(elem_ptr(p.k, b, hk, j, 0));
-    const uint16_t* vs = static_cast<const uint16_t*>(elem_ptr(p.v, b, hk, j, 0));
+    const uint16_t* ks = static_cast<const uint16_t*>(kv_row(p.k, p.paged, b, hk, j));
+    const uint16_t* vs = static_cast<const uint16_t*>(kv_row(p.v, p.paged, b, hk, j));
     if (p.k.strides[3] == 1) {
       std::memcpy(krow, ks, static_cast<size_t>(d.D) * 2);
       std::memset(krow + d.D, 0, static_cast<size_t>(cx.dp - d.D) * 2);

@@ -11,6 +11,8 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "dropout.h"
 #include "kernels/order.h"
@@ -28,11 +30,16 @@ static_assert(kKB % 4 == 0, "key blocks start at a Philox counter boundary (4 ke
 constexpr int64_t kGroups = kQB / kLanes;  // vectors across one row of S^T
 
 // Where the rows of K (or V) of one (batch, kv head) live: element (j, e) at base[j*rs + e*es], of
-// dtype dt (fp32, or bf16/fp16 read as they are when no conversion pass ran).
+// dtype dt (fp32, or bf16/fp16 read as they are when no conversion pass ran). Paged pools (table
+// non-null) hold key j at base[table[j / bs] * block_stride + (j % bs) * rs + e * es] instead:
+// rows are contiguous (rs apart) only within a block, so every product walks them by runs.
 struct Rows {
   const void* base;
   int64_t rs, es;
   DType dt;
+  const int32_t* table = nullptr;  // the sequence's row of the block table; null = plain rows
+  int64_t bs = 0, block_stride = 0;
+  int64_t first = 0;  // position of key 0 in the row's blocks (sdpaKvCache's leftpadK)
   template <class F>
   void with_elements(const F& f) const {  // f(const T* base) with T the element type
     switch (dt) {
@@ -41,7 +48,53 @@ struct Rows {
       default: return f(static_cast<const float*>(base));
     }
   }
+  // f(c0, len, rows) for each run of keys [j0 + c0, j0 + c0 + len) that are rs apart, covering
+  // [j0, j0 + n): one run for plain rows (the dense path is the call it always was), one per block
+  // touched for paged ones. rows is a const T* to key j0 + c0.
+  template <class F>
+  void for_runs(int64_t j0, int64_t n, const F& f) const {
+    with_elements([&](auto* b) {
+      if (!table) {
+        f(int64_t{0}, n, b + j0 * rs);
+        return;
+      }
+      for (int64_t c0 = 0; c0 < n;) {
+        const int64_t j = first + j0 + c0, blk = j / bs, r = j - blk * bs;
+        const int64_t len = n - c0 < bs - r ? n - c0 : bs - r;
+        f(c0, len, b + table[blk] * block_stride + r * rs);
+        c0 += len;
+      }
+    });
+  }
+  // f(rows, rs, es) with the keys [j0, j0 + n) as one run: these rows themselves for plain views,
+  // else their `len` elements each copied, in order, into buf as contiguous rows (rs = len, es = 1).
+  // For blocks shorter than a key tile: one product call per tile instead of one per block.
+  template <class F>
+  void as_one_run(int64_t j0, int64_t n, int64_t len, void* buf, const F& f) const {
+    if (!table) return with_elements([&](auto* b) { f(b + j0 * rs, rs, es); });
+    with_elements([&](auto* b) {
+      using T = std::remove_const_t<std::remove_pointer_t<decltype(b)>>;
+      T* dst = static_cast<T*>(buf);
+      for (int64_t c = 0; c < n; ++c) {
+        const int64_t j = first + j0 + c;
+        const T* row = b + table[j / bs] * block_stride + (j % bs) * rs;
+        if (es == 1) {
+          std::memcpy(dst + c * len, row, static_cast<size_t>(len) * sizeof(T));
+        } else {
+          for (int64_t e = 0; e < len; ++e) dst[c * len + e] = row[e * es];
+        }
+      }
+      f(static_cast<const T*>(dst), len, int64_t{1});
+    });
+  }
 };
+
+// The rows of head h of batch row b of a K or V view, paged or not.
+inline Rows view_rows(const View4& v, const PagedKv& pg, int64_t b, int64_t h) {
+  if (!pg.table) return {elem_ptr(v, b, h, 0, 0), v.strides[2], v.strides[3], v.dtype};
+  return {elem_ptr(v, 0, h, 0, 0), v.strides[2], v.strides[3], v.dtype, pg.table + b * pg.table_stride, pg.block_size,
+          v.strides[0], pg.key_start ? pg.key_start[b] : 0};
+}
 
 struct FwdF32Ctx {
   const FwdProblem* p;
@@ -54,12 +107,12 @@ struct FwdF32Ctx {
 
   Rows k_rows(int64_t b, int64_t hk) const {
     const Dims& d = p->dims;
-    if (!kconv) return {elem_ptr(p->k, b, hk, 0, 0), p->k.strides[2], p->k.strides[3], p->k.dtype};
+    if (!kconv) return view_rows(p->k, p->paged, b, hk);
     return {kconv + (b * d.Hk + hk - pair0) * d.Sk * d.D, d.D, 1, DType::kFloat32};
   }
   Rows v_rows(int64_t b, int64_t hk) const {
     const Dims& d = p->dims;
-    if (!vconv) return {elem_ptr(p->v, b, hk, 0, 0), p->v.strides[2], p->v.strides[3], p->v.dtype};
+    if (!vconv) return view_rows(p->v, p->paged, b, hk);
     return {vconv + (b * d.Hk + hk - pair0) * d.Sk * d.Dv, d.Dv, 1, DType::kFloat32};
   }
 };
@@ -72,19 +125,21 @@ inline void fwd_f32_convert_task(const FwdF32Ctx& cx, int64_t t) {
   const int64_t lp = t / nrb, j0 = (t % nrb) * 64, j1 = d.Sk < j0 + 64 ? d.Sk : j0 + 64;
   const int64_t pair = cx.pair0 + lp, b = pair / d.Hk, hk = pair % d.Hk;
   for (int64_t j = j0; j < j1; ++j) {
-    if (cx.kconv) load_row(cx.kconv + (lp * d.Sk + j) * d.D, elem_ptr(p.k, b, hk, j, 0), p.k.dtype, d.D, p.k.strides[3]);
+    if (cx.kconv) load_row(cx.kconv + (lp * d.Sk + j) * d.D, kv_row(p.k, p.paged, b, hk, j), p.k.dtype, d.D, p.k.strides[3]);
     if (cx.vconv)
-      load_row(cx.vconv + (lp * d.Sk + j) * d.Dv, elem_ptr(p.v, b, hk, j, 0), p.v.dtype, d.Dv, p.v.strides[3]);
+      load_row(cx.vconv + (lp * d.Sk + j) * d.Dv, kv_row(p.v, p.paged, b, hk, j), p.v.dtype, d.Dv, p.v.strides[3]);
   }
 }
 
 // Prefetches rows [j0, j0 + n) of `len` elements towards L2.
 inline void prefetch_rows(const Rows& r, int64_t j0, int64_t n, int64_t len) {
   const int64_t bytes = dtype_bytes(r.dt);
-  const char* base = static_cast<const char*>(r.base) + j0 * r.rs * bytes;
   const int64_t span = ((len - 1) * r.es + 1) * bytes;  // bytes a row covers
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t e = 0; e < span; e += 64) __builtin_prefetch(base + j * r.rs * bytes + e, 0, 2);
+  r.for_runs(j0, n, [&](int64_t, int64_t m, auto* rows) {
+    const char* base = reinterpret_cast<const char*>(rows);
+    for (int64_t j = 0; j < m; ++j)
+      for (int64_t e = 0; e < span; e += 64) __builtin_prefetch(base + j * r.rs * bytes + e, 0, 2);
+  });
 }
 
 // The scratch of one task, carved from the thread's scratch area.
@@ -93,6 +148,7 @@ struct F32Tile {
   int64_t *rlo, *rhi;
   int64_t *rh, *ri;  // query head and position of each row (rows of one head, or of a GQA group)
   uint8_t* keep;
+  void* kvg;  // a key tile of K and of V rows gathered from blocks shorter than it (paged K/V)
   int ng = kGroups;  // vector groups in use: ceil(rows / kLanes); columns past them are not computed
   bool cmax_ready = false;  // cmax holds the column max of the raw S^T of this block
   // tmp holds a row of Q, of O, of the mask, or kQB alphas.
@@ -103,7 +159,7 @@ struct F32Tile {
   }
   static size_t bytes(const Dims& d) {
     const size_t f = static_cast<size_t>(d.D * kQB + kKB * kQB + d.Dv * kQB + 7 * kQB + tmp_len(d));
-    return f * 4 + 4 * kQB * 8 + kKB + 256;
+    return f * 4 + 4 * kQB * 8 + kKB + 256 + static_cast<size_t>(kKB * (d.D + d.Dv)) * 4 + 64;
   }
   static F32Tile carve(void* base, const Dims& d) {
     F32Tile t;
@@ -123,6 +179,7 @@ struct F32Tile {
     t.rh = t.rhi + kQB;
     t.ri = t.rh + kQB;
     t.keep = reinterpret_cast<uint8_t*>(t.ri + kQB);
+    t.kvg = reinterpret_cast<void*>(round_up(reinterpret_cast<uintptr_t>(t.keep + kKB), 64));
     return t;
   }
 };
@@ -411,6 +468,7 @@ inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
   const RowRange first = key_range(md, d.Sk, ifirst), last = key_range(md, d.Sk, ilast);
   const Rows kr = cx.k_rows(b, hk), vr = cx.v_rows(b, hk);
   const bool stream = d.Sk * (d.D + d.Dv) * 4 > (int64_t{1} << 20);
+  const bool small_blocks = kr.table && kr.bs < kKB;  // both K and V come paged, or neither
   if (first.lo <= last.hi) {
     for (int64_t kb = first.lo / kKB; kb <= last.hi / kKB; ++kb) {
       const int64_t j0 = kb * kKB, n = d.Sk - j0 < kKB ? d.Sk - j0 : kKB;
@@ -425,13 +483,28 @@ inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
       const bool full = hm.simple && hm.scale > 0.f && last.lo <= j0 && first.hi >= j0 + n - 1;
       if (full)
         for (int64_t r = 0; r < kQB; ++r) t.cmax[r] = kNegInf;
-      kr.with_elements([&](auto* k) {
-        gemm<false>(n, t.ng * kLanes, d.D, k + j0 * kr.rs, kr.rs, kr.es, t.qt, kQB, t.st, kQB, full ? t.cmax : nullptr);
+      if (small_blocks) {
+        // Blocks shorter than the tile: each product runs once on the tile's rows gathered together.
+        char* kg = static_cast<char*>(t.kvg);
+        kr.as_one_run(j0, n, d.D, kg, [&](auto* k, int64_t rs, int64_t es) {
+          gemm<false>(n, t.ng * kLanes, d.D, k, rs, es, t.qt, kQB, t.st, kQB, full ? t.cmax : nullptr);
+        });
+        t.cmax_ready = full;
+        softmax_block_t(cx, hm, t, b, m, j0, n, full);
+        vr.as_one_run(j0, n, d.Dv, kg + kKB * d.D * 4, [&](auto* v, int64_t rs, int64_t es) {
+          gemm<true>(d.Dv, t.ng * kLanes, n, v, es, rs, t.st, kQB, t.ot, kQB);
+        });
+        continue;
+      }
+      kr.for_runs(j0, n, [&](int64_t c0, int64_t len, auto* k) {
+        gemm<false>(len, t.ng * kLanes, d.D, k, kr.rs, kr.es, t.qt, kQB, t.st + c0 * kQB, kQB, full ? t.cmax : nullptr);
       });
       t.cmax_ready = full;
       softmax_block_t(cx, hm, t, b, m, j0, n, full);
       // O^T[e][r] += sum_c V[j0+c][e] P^T[c][r]
-      vr.with_elements([&](auto* v) { gemm<true>(d.Dv, t.ng * kLanes, n, v + j0 * vr.rs, vr.es, vr.rs, t.st, kQB, t.ot, kQB); });
+      vr.for_runs(j0, n, [&](int64_t c0, int64_t len, auto* v) {
+        gemm<true>(d.Dv, t.ng * kLanes, len, v, vr.es, vr.rs, t.st + c0 * kQB, kQB, t.ot, kQB);
+      });
     }
   }
   store_out_t(p, t, b, m);
