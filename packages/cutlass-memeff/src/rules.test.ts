@@ -30,6 +30,18 @@ function failing(opts: SdpaOptions, s: Partial<{ dtype: FloatDType; D: number; D
 }
 
 describe('memeff-cuda rules', () => {
+  it('decline graph capture only with device-read index tensors (its kernels do not clamp them)', () => {
+    const rule = memeffRules.find((r) => r.name === 'noCapturedIndexValues')!;
+    const dev = { device: 'cuda' as const };
+    const dense = normalizeParams(randn([1, 2, 5, 8], dev), randn([1, 2, 7, 8], dev), randn([1, 2, 7, 8], dev), {});
+    const used = normalizeParams(randn([1, 2, 5, 8], dev), randn([1, 2, 7, 8], dev), randn([1, 2, 7, 8], dev), {
+      sequsedK: tensor([3], [1], { dtype: 'int32', device: 'cuda' }),
+    });
+    expect(rule.check({ ...dense, capturing: true }, sm(9, 0))).toBeNull();
+    expect(rule.check(used, sm(9, 0))).toBeNull();
+    expect(rule.check({ ...used, capturing: true }, sm(9, 0))).toMatch(/flash-cuda/);
+  });
+
   it('accept every dtype, odd and unequal head dims, GQA, masks, causal both ways, dropout', () => {
     for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
       expect(failing({}, { dtype, D: 7, Dv: 13 })).toEqual([]);

@@ -77,6 +77,16 @@ export const backwardHeadDimWithinRule: Rule = rule(`backwardHeadDimAtMost(${MAX
   return `Its backward is accurate up to head dim ${MAX_BACKWARD_HEAD_DIM} (got ${d}, requiresGrad); cuda-math runs this call, or leave out requiresGrad for the forward.`;
 });
 
+/**
+ * Not during graph capture with device-read index tensors: the kernels read cuSeqlensQ/K and sequsedK
+ * on the device as validated, without clamping them into the tensors, so a replay after those values
+ * changed could read or write outside q, k, v or out. flash-cuda clamps them and takes such captures.
+ */
+export const noCapturedIndexValues: Rule = rule('noCapturedIndexValues', (p) => {
+  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged)) return null;
+  return 'Reads cuSeqlensQ/K and sequsedK on the device without clamping them, so a graph replayed with other values could address outside the tensors; capture this call with flash-cuda, or run it eagerly.';
+});
+
 export const memeffRules: readonly Rule[] = Object.freeze([
   tensorsOn('cuda'),
   smRange(50, 121),
@@ -92,4 +102,5 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   backwardHeadDimWithinRule,
   noPagedKv,
   noKvCache,
+  noCapturedIndexValues,
 ]);

@@ -3,6 +3,7 @@
 
 export const PTR_NAMES = [
   'q', 'k', 'v', 'out', 'lse', 'alibi', 'cuSeqlensQ', 'cuSeqlensK', 'oaccum', 'lseAccum', 'stream', 'seed', 'sequsedK',
+  'blockTable',
 ] as const;
 
 export const NUM_NAMES = [
@@ -16,6 +17,7 @@ export const NUM_NAMES = [
   'dropout', 'dropoutThreshold', 'dropoutKeepScale', 'dropoutOffset',
   'device', 'smCount', 'smemOptin', 'ccMajor', 'ccMinor',
   'numSplits', 'aligned16', 'kernel',
+  'totalK', 'pageSize', 'numPages', 'maxPagesPerSeq', 'kPageStride', 'vPageStride',
 ] as const;
 
 export type PtrName = (typeof PTR_NAMES)[number];

@@ -41,7 +41,9 @@ export function rethrow(e: unknown): never {
 }
 
 export function strides3(t: Tensor, varlen: boolean): [number, number, number] {
-  // [batch, head, row]; varlen tensors are [total, H, D]: rows start at cuSeqlens[b].
+  // [batch, head, row]; varlen tensors are [total, H, D]: rows start at cuSeqlens[b]; paged pools are
+  // [numBlocks, blockSize, H, D]: head and row strides inside a page (the page stride goes apart).
+  if (varlen && t.rank === 4) return [0, t.strides[2]!, t.strides[1]!];
   return varlen ? [0, t.strides[1]!, t.strides[0]!] : [t.strides[0]!, t.strides[1]!, t.strides[2]!];
 }
 
@@ -96,6 +98,18 @@ export function packArgs(
   if (varlen) {
     ptrs[PTR.cuSeqlensQ] = p.varlen!.cuSeqlensQ.dataPointer();
     ptrs[PTR.cuSeqlensK] = p.varlen!.cuSeqlensK.dataPointer();
+    // The kernels clamp the device-read offsets to the packed rows (the replay rule, native/src/seq_extents.h).
+    nums[NUM.totalK] = p.paged ? 0 : p.key.shape[0]!;
+  }
+  // Paged K/V: pools [numBlocks, blockSize, Hk, D], the table read on the device (core checked the
+  // entries each sequence reads; the kernels clamp them too).
+  if (p.paged) {
+    ptrs[PTR.blockTable] = p.paged.blockTable.dataPointer();
+    nums[NUM.pageSize] = p.paged.blockSize;
+    nums[NUM.numPages] = p.paged.numBlocks;
+    nums[NUM.maxPagesPerSeq] = p.paged.maxBlocksPerSeq;
+    nums[NUM.kPageStride] = p.key.strides[0]!;
+    nums[NUM.vPageStride] = p.value.strides[0]!;
   }
   // Keys used per batch row, read by the kernels on the device (core checked each count on the host).
   if (p.sequsedK) ptrs[PTR.sequsedK] = p.sequsedK.tensor.dataPointer();
@@ -112,6 +126,7 @@ export function packArgs(
 const STRIDE_SLOTS = [
   NUM.qBatchStride, NUM.qHeadStride, NUM.qRowStride, NUM.kBatchStride, NUM.kHeadStride, NUM.kRowStride,
   NUM.vBatchStride, NUM.vHeadStride, NUM.vRowStride, NUM.oBatchStride, NUM.oHeadStride, NUM.oRowStride,
+  NUM.kPageStride, NUM.vPageStride,
 ] as const;
 
 /** 16-byte loads and stores are possible: base addresses 16-byte aligned, strides and D multiples of 8. */
@@ -146,7 +161,7 @@ function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides)
 // last plan: comparing the slots costs ~0.05 us, the addon call ~1.5-3 us (string keys for a Map: ~1.7 us).
 const PLAN_SLOTS = [
   NUM.isBf16, NUM.batch, NUM.headsQ, NUM.headsK, NUM.seqQ, NUM.seqK, NUM.headDim, NUM.totalQ, NUM.smCount,
-  NUM.smemOptin, NUM.numSplits, NUM.kernel, NUM.softcap, NUM.dropout, NUM.windowLeft, NUM.scale,
+  NUM.smemOptin, NUM.numSplits, NUM.kernel, NUM.softcap, NUM.dropout, NUM.windowLeft, NUM.scale, NUM.pageSize,
 ] as const;
 const lastKey = new Float64Array(PLAN_SLOTS.length + 1).fill(Number.NaN); // NaN never compares equal
 let lastPlan: FlashPlan | null = null;

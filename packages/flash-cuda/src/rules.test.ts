@@ -113,7 +113,34 @@ describe('flash-cuda rules', () => {
     const p = normalizeVarlenParams(q, k, v, { cuSeqlensQ: cu([0, 3, 10]), cuSeqlensK: cu([0, 5, 14]), maxSeqlenQ: 7, maxSeqlenK: 9 });
     expect(failing(p)).toEqual([]);
   });
+
+  it('take paged K/V (blockTable) of any block size, with GQA and sequsedK', () => {
+    for (const bs of [1, 16, 64, 256]) {
+      const p = pagedParams(bs);
+      expect(p.paged).not.toBeNull();
+      expect(failing(p)).toEqual([]);
+    }
+  });
 });
+
+/** A paged varlen call: sequences of 5 and 40 keys in pools of `bs`-row blocks, a table over 9 blocks. */
+function pagedParams(bs: number, extra: Record<string, unknown> = {}): SdpaParams {
+  const o = { dtype: 'bfloat16' as const, device: DEV.sm90 };
+  const perSeq = Math.ceil(40 / bs);
+  const numBlocks = 2 * perSeq + 1;
+  const i32 = (xs: number[], shape: number[]) => tensor(xs, shape, { dtype: 'int32', device: DEV.sm90 });
+  const table = [...Array.from({ length: perSeq }, (_, i) => numBlocks - 1 - i), ...Array.from({ length: perSeq }, (_, i) => i)];
+  return normalizeVarlenParams(randn([3, 8, 64], o), randn([numBlocks, bs, 2, 64], o), randn([numBlocks, bs, 2, 64], o), {
+    cuSeqlensQ: i32([0, 1, 3], [3]),
+    cuSeqlensK: i32([0, 5, 45], [3]),
+    maxSeqlenQ: 2,
+    maxSeqlenK: 40,
+    enableGqa: true,
+    sequsedK: i32([5, 30], [2]),
+    blockTable: i32(table, [2, perSeq]),
+    ...extra,
+  });
+}
 
 describe('packArgs', () => {
   const facts = { smCount: 132, smemOptin: 232448, major: 9, minor: 0 };
@@ -157,5 +184,18 @@ describe('packArgs', () => {
     expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([0, 32, 4 * 32]);
     expect(ptrs[PTR.cuSeqlensQ]).toBe(p.varlen!.cuSeqlensQ.dataPointer());
     expect(nums[NUM.dropout]).toBe(0);
+    expect(nums[NUM.totalK]).toBe(14);
+    expect([nums[NUM.pageSize], ptrs[PTR.blockTable]]).toEqual([0, 0n]);
+  });
+
+  it('passes paged pools by their page, row and head strides and the table by address', () => {
+    const p = pagedParams(16);
+    const { ptrs, nums } = packArgs(p, facts);
+    expect(ptrs[PTR.blockTable]).toBe(p.paged!.blockTable.dataPointer());
+    expect([nums[NUM.pageSize], nums[NUM.numPages], nums[NUM.maxPagesPerSeq]]).toEqual([16, 7, 3]);
+    expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride], nums[NUM.kPageStride]]).toEqual([0, 64, 128, 16 * 128]);
+    expect([nums[NUM.vHeadStride], nums[NUM.vRowStride], nums[NUM.vPageStride]]).toEqual([64, 128, 16 * 128]);
+    expect([nums[NUM.seqK], nums[NUM.totalK]]).toEqual([40, 0]);
+    expect(ptrs[PTR.sequsedK]).toBe(p.sequsedK!.tensor.dataPointer());
   });
 });

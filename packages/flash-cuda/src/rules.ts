@@ -1,12 +1,12 @@
 // What 'flash-cuda' supports, as PyTorch's can_use_flash_attention (sdp-selection.md §4.1) adapted to
 // this kernel: no mask (causal, window, ALiBi, softcap instead), fp16/bf16 on sm80..sm121, D == Dv <= 256
 // (any D: non-multiples of 8 are zero-padded in the kernel's loads), GQA/MQA, varlen, both causal
-// alignments (so no noCausalNonSquare), dropout, sequsedK (keys used per batch row, read on the device);
+// alignments (so no noCausalNonSquare), dropout, sequsedK (keys used per batch row, read on the device),
+// paged K/V (blockTable, read on the device, any block size; the plan gives it to the sm80-family kernels);
 // backward (and its deterministic mode) wherever the backward tiles fit the GPU's shared memory
 // (backwardSharedMemory, rules-backward.ts).
 import {
   noKvCache,
-  noPagedKv,
   batchAndHeads,
   denseRank4,
   dtypeIn,
@@ -67,6 +67,5 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   alibiHeadContiguous,
   varlenOffsetsOnDevice,
   backwardSharedMemory,
-  noPagedKv,
   noKvCache,
 ]);

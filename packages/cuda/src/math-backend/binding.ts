@@ -35,6 +35,13 @@ export interface MathForwardArgs {
   readonly cuSeqlensK: Int32Array | null;
   /** Keys used per sequence (core's validated host copy; the addon checks and uploads it), or null. */
   readonly sequsedK: Int32Array | null;
+  /**
+   * Paged K/V (forward only): core's validated host copy of the block table, row-major
+   * [batch, maxBlocksPerSeq]; k and v are then pools [numBlocks, blockSize, Hk, D]. Null: packed or dense.
+   */
+  readonly blockTable: Int32Array | null;
+  /** Keys per block (dim 1 of the pools); 0 without a block table. */
+  readonly blockSize: number;
   readonly q: MathTensorArg;
   readonly k: MathTensorArg;
   readonly v: MathTensorArg;

@@ -311,6 +311,57 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     }
   });
 
+  it('paged K/V (blockTable): the call on the K/V gathered from shuffled blocks, every dtype, GQA, causal, ALiBi, sequsedK', () => {
+    for (const [dtype, bs] of [['float64', 1], ['float32', 4], ['float16', 16], ['bfloat16', 3]] as const) {
+      const lensQ = [2, 1, 5];
+      const lensK = [9, 0, 14];
+      const used = lensK.map((n) => Math.ceil(n / bs));
+      const maxBlocks = Math.max(...used) + 1;
+      const numBlocks = used.reduce((a, b) => a + b, 0) + 2;
+      // Blocks of each sequence in reverse pool order; the spare blocks hold NaN (never read).
+      const table = new Int32Array(3 * maxBlocks).fill(-1);
+      let next = numBlocks - 1;
+      lensK.forEach((_, b) => {
+        for (let i = 0; i < used[b]!; i++) table[b * maxBlocks + i] = next--;
+      });
+      const x = rand('cpu', dtype, 91);
+      const [q, k, v] = [x([8, 4, 16]), x([23, 2, 16]), x([23, 2, 12])];
+      const kd = k.toFloat64Array();
+      const vd = v.toFloat64Array();
+      const kPool = new Float64Array(numBlocks * bs * 32).fill(Number.NaN);
+      const vPool = new Float64Array(numBlocks * bs * 24).fill(Number.NaN);
+      let start = 0;
+      lensK.forEach((n, b) => {
+        for (let j = 0; j < n; j++) {
+          const row = table[b * maxBlocks + Math.floor(j / bs)]! * bs + (j % bs);
+          kPool.set(kd.subarray((start + j) * 32, (start + j + 1) * 32), row * 32);
+          vPool.set(vd.subarray((start + j) * 24, (start + j + 1) * 24), row * 24);
+        }
+        start += n;
+      });
+      const cu = (l: number[]) => Int32Array.from([0, ...l.map((_, i) => l.slice(0, i + 1).reduce((a, c) => a + c, 0))]);
+      const opts = (device: DeviceLike) => ({
+        cuSeqlensQ: tensor(cu(lensQ), [4], { dtype: 'int32', device }),
+        cuSeqlensK: tensor(cu(lensK), [4], { dtype: 'int32', device }),
+        maxSeqlenQ: 5,
+        maxSeqlenK: 14,
+        enableGqa: true,
+        isCausal: true,
+        alignment: 'lowerRight' as const,
+        alibiSlopes: randn([4], { device, seed: 5 }),
+        sequsedK: tensor(Int32Array.of(9, 0, 11), [3], { dtype: 'int32', device }),
+      });
+      const got = sdpaVarlen(q.to('cuda'), tensor(kPool, [numBlocks, bs, 2, 16], { dtype, device: 'cuda' }), tensor(vPool, [numBlocks, bs, 2, 12], { dtype, device: 'cuda' }), {
+        ...opts('cuda'),
+        blockTable: tensor(table, [3, maxBlocks], { dtype: 'int32', device: 'cuda' }),
+        backends: ['cuda-math'],
+      });
+      const want = sdpaVarlen(q, k, v, { ...opts('cpu'), backends: ['cpu-math'] });
+      expect(relErr(got.out.toFloat64Array(), want.out.toFloat64Array()), dtype).toBeLessThanOrEqual(TOL[dtype]);
+      expect(relErr(got.logsumexp.toFloat64Array(), want.logsumexp.toFloat64Array()), dtype).toBeLessThanOrEqual(Math.max(TOL[dtype], 2e-7));
+    }
+  });
+
   it('dbias of masks broadcast along any dims (rank 0 included), in the mask dtype', () => {
     for (const [dtype, maskDtype, shape] of [
       ['float64', 'float64', [9]],

@@ -59,6 +59,25 @@ describe('forwardArgs', () => {
     expect(Array.from(a.cuSeqlensK!)).toEqual([0, 2, 5]);
     expect(a).toMatchObject({ batch: 2, seqQ: 3, seqK: 4 });
     expect(a.q.shape).toEqual([5, 4, 8]);
+    expect(a).toMatchObject({ blockTable: null, blockSize: 0 });
+  });
+
+  it("passes paged K/V as the pools and core's host copy of the block table", () => {
+    const i32 = (xs: number[], shape: number[]) => tensor(Int32Array.from(xs), shape, { dtype: 'int32', device: 'cuda' });
+    const pool = randn([4, 3, 2, 8], dev);
+    const p = normalizeVarlenParams(randn([5, 4, 8], dev), pool, pool, {
+      cuSeqlensQ: i32([0, 2, 5], [3]),
+      cuSeqlensK: i32([0, 4, 6], [3]),
+      maxSeqlenQ: 3,
+      maxSeqlenK: 4,
+      enableGqa: true,
+      blockTable: i32([3, 1, 0, 9], [2, 2]),
+    });
+    const a = forwardArgs(p, zeros([5, 4, 8], dev), zeros([4, 5], { dtype: 'float32', device: 'cuda' }));
+    expect(Array.from(a.blockTable!)).toEqual([3, 1, 0, 9]);
+    expect(a.blockSize).toBe(3);
+    expect(a.k).toMatchObject({ shape: [4, 3, 2, 8], strides: [48, 16, 8, 1] });
+    expect(Array.from(a.cuSeqlensK!)).toEqual([0, 4, 6]);
   });
 });
 

@@ -26,6 +26,8 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwar
     cuSeqlensQ: index.seqlensQ,
     cuSeqlensK: index.seqlensK,
     sequsedK: index.sequsedK,
+    blockTable: index.blockTable,
+    blockSize: p.paged ? p.paged.blockSize : 0,
     q: tensorArg(p.query),
     k: tensorArg(p.key),
     v: tensorArg(p.value),

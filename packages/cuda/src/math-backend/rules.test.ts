@@ -1,7 +1,7 @@
 // 'cuda-math' takes every call cpu-math takes on a CUDA tensor, up to its head dim and length limits.
 // Run on a fake 'cuda' device, so CI without a GPU checks the rules; limits.test.ts checks them against the addon.
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
-import { normalizeParams, randn, registerDeviceRuntime, tensor, zeros, type FloatDType, type SdpaOptions, type SdpaParams } from '@attn/core';
+import { normalizeParams, normalizeVarlenParams, randn, registerDeviceRuntime, tensor, zeros, type FloatDType, type SdpaOptions, type SdpaParams } from '@attn/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CUDA_MATH_LIMITS } from './limits.js';
 import { cudaMathRules } from './rules.js';
@@ -48,6 +48,24 @@ describe('cuda-math rules', () => {
     const p = normalizeParams(randn([2, 4, 5, 8], dev), randn([2, 4, 7, 8], dev), randn([2, 4, 7, 8], dev));
     const varlen = { ...p, varlen: { cuSeqlensQ: cu, cuSeqlensK: cu, maxSeqlenQ: 4, maxSeqlenK: 4, seqlensQ: Int32Array.of(0, 3, 3, 7), seqlensK: Int32Array.of(0, 3, 3, 7) } };
     expect(failing(varlen)).toEqual([]);
+  });
+
+  it('take paged K/V (blockTable), every dtype', () => {
+    const i32 = (xs: number[], shape: number[]) => tensor(Int32Array.from(xs), shape, { dtype: 'int32', device: 'cuda' });
+    for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) {
+      const dev = { dtype, device: 'cuda' as const };
+      const pool = randn([5, 16, 2, 8], dev);
+      const p = normalizeVarlenParams(randn([3, 4, 8], dev), pool, pool, {
+        cuSeqlensQ: i32([0, 1, 3], [3]),
+        cuSeqlensK: i32([0, 20, 37], [3]),
+        maxSeqlenQ: 2,
+        maxSeqlenK: 20,
+        enableGqa: true,
+        blockTable: i32([4, 0, 2, 3], [2, 2]),
+      });
+      expect(p.paged, dtype).not.toBeNull();
+      expect(failing(p), dtype).toEqual([]);
+    }
   });
 
   it('decline head dims and lengths past the limits, saying what to change', () => {

@@ -1,8 +1,10 @@
 // What 'cuda-math' runs: every call cpu-math runs, on a CUDA device whose arch the addon was built
 // for, up to the kernels' head dim and sequence limits (limits.ts). Any strides (the last dim too),
 // every dtype, masks of any layout, causal both ways, window, ALiBi, softcap, dropout, GQA/MQA,
-// varlen, sequsedK, zero lengths, Dv = 0, backward and deterministic mode are all taken.
-import { indexValuesOnHost, noKvCache, noPagedKv, rule, tensorsOn, type Rule } from '@attn/core';
+// varlen, sequsedK, paged K/V (blockTable, forward only: core allows it only without grad), zero
+// lengths, Dv = 0, backward and deterministic mode are all taken. Not during graph capture: its
+// kernels take the index values from the host (indexValuesOnHost).
+import { indexValuesOnHost, noKvCache, rule, tensorsOn, type Rule } from '@attn/core';
 import { mathLoad } from './binding.js';
 import { CUDA_MATH_LIMITS } from './limits.js';
 
@@ -41,4 +43,4 @@ export const builtForDevice: Rule = rule('builtForDevice', (p) => {
   return why === '' ? null : why;
 });
 
-export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens, noPagedKv, noKvCache, indexValuesOnHost]);
+export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens, noKvCache, indexValuesOnHost]);

@@ -7,6 +7,7 @@ namespace attn::flash::abi {
 // BigUint64Array: device addresses (0 = absent), the stream, the dropout seed.
 enum Ptr : int {
   kQ, kK, kV, kOut, kLse, kAlibi, kCuSeqlensQ, kCuSeqlensK, kOaccum, kLseAccum, kStream, kSeed, kSequsedK,
+  kBlockTable,
   kPtrCount
 };
 
@@ -22,6 +23,7 @@ enum Num : int {
   kDropout, kDropoutThreshold, kDropoutKeepScale, kDropoutOffset,
   kDevice, kSmCount, kSmemOptin, kCcMajor, kCcMinor,
   kNumSplits, kAligned16, kKernel,
+  kTotalK, kPageSize, kNumPages, kMaxPagesPerSeq, kKPageStride, kVPageStride,
   kNumCount
 };
 

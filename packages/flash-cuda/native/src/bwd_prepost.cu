@@ -10,6 +10,7 @@
 
 #include "attn/cuda_check.h"
 #include "ptx.h"
+#include "seq_extents.h"
 
 namespace attn::flash {
 namespace {
@@ -153,9 +154,11 @@ __global__ void __launch_bounds__(256) bwd_zero_unused_keys_kernel(const __grid_
   const int j = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
   const int hk = blockIdx.y, b = blockIdx.z;
   const bool varlen = f.cu_seqlens_k != nullptr;
-  const int keys = varlen ? f.cu_seqlens_k[b + 1] - f.cu_seqlens_k[b] : f.seqlen_k;
+  // The batch row's keys, clamped into dK/dV (seq_extents.h, the replay rule).
+  const int64_t k0 = varlen ? clamp64(f.cu_seqlens_k[b], 0, f.total_k) : 0;
+  const int64_t keys = varlen ? clamp64(f.cu_seqlens_k[b + 1], k0, f.total_k) - k0 : f.seqlen_k;
   if (j < f.seqused_k[b] || j >= keys) return;
-  const int64_t row = varlen ? int64_t(f.cu_seqlens_k[b]) + j : j;
+  const int64_t row = k0 + j;
   E* dk = static_cast<E*>(p.dk) + (varlen ? 0 : b * p.dk_batch_stride) + hk * p.dk_head_stride + row * p.dk_row_stride;
   E* dv = static_cast<E*>(p.dv) + (varlen ? 0 : b * p.dv_batch_stride) + hk * p.dv_head_stride + row * p.dv_row_stride;
   const E zero = MmaOp<E>::from_float(0.f);

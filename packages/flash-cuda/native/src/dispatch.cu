@@ -41,6 +41,7 @@ struct FwdConfig {
   bool q_in_regs;
   bool extras;  // false: lean kernel, only for calls without ALiBi, softcap, dropout or a left window bound
   int smem_bytes;
+  int paged_smem_bytes;  // with the staged block-table entries of paged calls (sm80 family; = smem_bytes for sm90)
   void (*run)(const FwdParams&, cudaStream_t, int);
   const char* name;
   bool auto_select;  // false: only when asked for by index (kKernel)
@@ -51,10 +52,10 @@ struct FwdConfig {
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
   {IS_BF16 != 0, D, M, N, W, QR, EXTRAS, FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes, \
-   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, false, 0},
+   FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kPagedSmemBytes, &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, false, 0},
 #define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME, AUTO)                                   \
   {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32, false, false,           \
-   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
+   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
    AUTO, true, WS, MINB},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
@@ -92,6 +93,7 @@ int64_t as_i64(const double* nums, int i, const char* what) {
 }
 
 // CTAs of one configuration resident per SM: registers (up to 255 per thread) and shared memory.
+// (Unpaged shared memory: a paged call's staged table entries add at most 1 KB.)
 int ctas_per_sm(const FwdConfig& c, int smem_optin) {
   const int by_regs = c.min_blocks > 0 ? c.min_blocks : std::max(1, 65536 / (c.warps * 32 * 256));
   const int by_smem = std::max(1, smem_optin / c.smem_bytes);
@@ -126,6 +128,7 @@ struct Shape {
   int sm_count, smem_optin;
   int cc_major, cc_minor;
   bool varlen;
+  bool paged;  // K/V through a block table: the sm80-family kernels only
 };
 
 // Which Hopper kernels the automatic choice may use: ATTN_FLASH_FWD_KERNEL=auto (the default: the
@@ -161,6 +164,8 @@ Shape read_shape(const double* nums, bool varlen) {
   s.cc_major = as_int(nums, kCcMajor, "compute capability", 0, 1000);
   s.cc_minor = as_int(nums, kCcMinor, "compute capability", 0, 1000);
   s.varlen = varlen;
+  s.paged = as_int(nums, kPageSize, "page size", 0, 2147483647.0) > 0;
+  require(!s.paged || varlen, "paged K/V (a block table) needs varlen offsets");
   return s;
 }
 
@@ -172,6 +177,9 @@ bool lean_ok(const double* nums, bool alibi) {
   return !alibi && nums[kSoftcap] == 0 && nums[kScale] > 0 && nums[kDropout] == 0 && nums[kWindowLeft] < 0;
 }
 
+// The shared memory a configuration launches with for this call.
+int smem_of(const FwdConfig& c, const Shape& s) { return s.paged ? c.paged_smem_bytes : c.smem_bytes; }
+
 Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   const int bucket = head_dim_bucket(s.head_dim);
   const bool pack = s.group > 1 && s.seq_q <= 64;
@@ -180,10 +188,10 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
-    if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin) continue;
+    if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
       const bool allowed = sm90_use() == Sm90Use::kAuto || (sm90_use() == Sm90Use::kPlainOnly && !c.warp_specialized);
-      if (lean && on_sm90 && !pack && allowed && hopper < 0) hopper = i;
+      if (lean && on_sm90 && !pack && !s.paged && allowed && hopper < 0) hopper = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -200,7 +208,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   if (forced >= 0) {
     if (forced >= kNumConfigs) throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
     const FwdConfig& c = kConfigs[forced];
-    if (c.bf16 != s.bf16 || c.head_dim != bucket || c.smem_bytes > s.smem_optin)
+    if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name + " does not fit this call (dtype, head dim " +
                                   std::to_string(s.head_dim) + " or shared memory)");
     if (!c.extras && !lean)
@@ -213,6 +221,9 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
     if (c.sm90 && (pack || requested_splits > 1))
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " has no split-KV or packed GQA (short queries with GQA)");
+    if (c.sm90 && s.paged)
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
+                                  " has no paged K/V (block table); the sm80-family kernels take it");
     cfg = forced;
   } else if (hopper >= 0 && rows > 64 && requested_splits <= 1) {
     // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile.
@@ -298,6 +309,26 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
   p.cu_seqlens_q = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensQ]) : nullptr;
   p.cu_seqlens_k = varlen ? reinterpret_cast<const int*>(ptrs[kCuSeqlensK]) : nullptr;
   p.seqused_k = reinterpret_cast<const int*>(ptrs[kSequsedK]);
+  // Packed K/V rows, the bound of cu_seqlens_k's offsets on the device (seq_extents.h).
+  p.total_k = varlen && !s.paged ? as_i64(nums, kTotalK, "total key length") : 0;
+  require(p.total_k >= 0, "total key length must be >= 0");
+  if (s.paged) {
+    p.block_table = reinterpret_cast<const int*>(ptrs[kBlockTable]);
+    require(p.block_table != nullptr, "paged K/V needs the block table's device address");
+    p.page_size = as_int(nums, kPageSize, "page size", 1, 2147483647.0);
+    p.num_pages = as_int(nums, kNumPages, "page count", 0, 2147483647.0);
+    p.max_pages_per_seq = as_int(nums, kMaxPagesPerSeq, "block table width", 0, 2147483647.0);
+    p.k_page_stride = as_i64(nums, kKPageStride, "k page stride");
+    p.v_page_stride = as_i64(nums, kVPageStride, "v page stride");
+    // Division by the page size as a multiply-shift (Granlund-Montgomery, as CUTLASS's FastDivmod): with
+    // l = ceil(log2(page_size)), mul = ceil(2^(31 + l) / page_size) gives j / page_size exactly for j < 2^31.
+    if (p.page_size > 1) {
+      int l = 0;
+      while ((int64_t(1) << l) < p.page_size) ++l;
+      p.page_div_mul = static_cast<uint32_t>(((uint64_t(1) << (31 + l)) + uint64_t(p.page_size) - 1) / uint64_t(p.page_size));
+      p.page_div_shift = l - 1;
+    }
+  }
 
   constexpr float kLog2e = 1.4426950408889634f;
   const double scale = nums[kScale], softcap = nums[kSoftcap];

@@ -17,6 +17,7 @@
 #include "bwd_scores.h"
 #include "bwd_traits.h"
 #include "ptx.h"
+#include "seq_extents.h"
 #include "tile_io.h"
 
 namespace attn::flash {
@@ -29,16 +30,11 @@ struct BwdSeq {
   bool varlen;
   __device__ __forceinline__ BwdSeq(const FwdParams& f, int b) {
     varlen = f.cu_seqlens_q != nullptr;
-    seq_q = f.seqlen_q;
-    seq_k = f.seqlen_k;
-    q_start = k_start = 0;
-    if (varlen) {
-      q_start = f.cu_seqlens_q[b];
-      seq_q = f.cu_seqlens_q[b + 1] - f.cu_seqlens_q[b];
-      k_start = f.cu_seqlens_k[b];
-      seq_k = f.cu_seqlens_k[b + 1] - f.cu_seqlens_k[b];
-    }
-    if (f.seqused_k != nullptr) seq_k = f.seqused_k[b];
+    const SeqExtents e = seq_extents(f, b);  // clamped into the tensors (seq_extents.h)
+    seq_q = e.seq_q;
+    seq_k = e.seq_k;
+    q_start = e.q_start;
+    k_start = e.k_start;
   }
   // Element offset of row i of (b, h) in a tensor with these strides.
   __device__ __forceinline__ int64_t q_row(int b, int h, int i, int64_t bs, int64_t hs, int64_t rs) const {

@@ -6,11 +6,13 @@
 //   wait K_n; barrier; issue V_n           | S = Q.K_n^T (mma, Q from registers or smem)
 //   scale / softcap / ALiBi; masks only on boundary tiles
 //   wait V_n; barrier; issue K_{n-1}       | online softmax, dropout, O += P.V_n (P from registers)
+// (Tr::kEarlyK, the short query tiles: barrier; issue K_{n-1}; wait V_n only; barrier.)
 // Epilogue: O / l through shared memory with 16-byte stores, logsumexp (natural log) as float32; with
 // split-KV, O / l and lse as float32 partials for the combine kernel.
 // Tr::kExtras = false compiles the lean kernel: no ALiBi / softcap / dropout / left window code, scores
 // kept raw and the scale folded into the softmax's exp2 (FFMA + MUFU.EX2 per score).
 #pragma once
+#include <climits>
 #include <cstdint>
 
 #include "fwd_gemm.h"
@@ -18,6 +20,7 @@
 #include "kernel_traits.h"
 #include "ptx.h"
 #include "row_state.h"
+#include "seq_extents.h"
 #include "tile_io.h"
 
 namespace attn::flash {
@@ -37,6 +40,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   E* sQ = reinterpret_cast<E*>(smem_raw);
   E* sK = sQ + Tr::kSmemQElems;
   E* sV = sK + Tr::kSmemKVElems;
+  int* sPages = reinterpret_cast<int*>(sV + Tr::kSmemKVElems);  // paged calls: [2][kPageSlots] table entries
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int split = blockIdx.x % p.num_splits;
@@ -44,18 +48,12 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   if (p.causal) m_block = p.m_blocks - 1 - m_block;  // heaviest row blocks first
   const int hy = blockIdx.y, b = blockIdx.z;
 
-  // ---- this CTA's sequence extents and row -> (i, h) mapping
-  int seq_q = p.seqlen_q, seq_k = p.seqlen_k;
-  int64_t q_start = 0, k_start = 0;
-  if (p.cu_seqlens_q != nullptr) {
-    q_start = p.cu_seqlens_q[b];
-    seq_q = p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b];
-    k_start = p.cu_seqlens_k[b];
-    seq_k = p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b];
-  }
-  if (p.seqused_k != nullptr) seq_k = p.seqused_k[b];  // the row's first seq_k keys are all it has
+  // ---- this CTA's sequence extents (clamped: seq_extents.h) and row -> (i, h) mapping
+  const SeqExtents ext = seq_extents(p, b);
+  const int seq_q = ext.seq_q, seq_k = ext.seq_k;  // seq_k: seqused_k where given
+  const int64_t q_start = ext.q_start, k_start = ext.k_start;
   const int group = p.group;
-  const int rows_total = p.pack_gqa ? seq_q * group : seq_q;
+  const int rows_total = p.pack_gqa ? static_cast<int>(min64(int64_t(seq_q) * group, INT_MAX)) : seq_q;
   const int row0 = m_block * kM;
   if (row0 >= rows_total) return;
   const int hk = p.pack_gqa ? hy : hy / group;
@@ -63,10 +61,12 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   const bool varlen = p.cu_seqlens_q != nullptr;
 
   const E* q_bh = static_cast<const E*>(p.q) + (varlen ? q_start * p.q_row_stride : b * p.q_batch_stride);
+  const bool paged = p.block_table != nullptr;  // then k_start is 0: rows come from the pages
   const E* k_bh = static_cast<const E*>(p.k) + (varlen ? k_start * p.k_row_stride : b * p.k_batch_stride) +
                   hk * p.k_head_stride;
   const E* v_bh = static_cast<const E*>(p.v) + (varlen ? k_start * p.v_row_stride : b * p.v_batch_stride) +
                   hk * p.v_head_stride;
+  const int* table_row = paged ? p.block_table + int64_t(b) * p.max_pages_per_seq : nullptr;
   auto row_i = [&](int r) { return p.pack_gqa ? r / group : r; };
   auto row_h = [&](int r) { return p.pack_gqa ? hk * group + r % group : hy; };
 
@@ -107,14 +107,56 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
       p.head_dim, p.aligned16, q_bh, tid);
   cp_async_commit();
   const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
-  // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled.
+  // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged: each row through
+  // the block table (one uniform branch per tile), whose entries for tile n sit in sPages[n & 1]: staged by
+  // cp.async in the group of K_{n+1} (one iteration ahead), so their wait is the K/V tiles' wait.
+  const PagedRows<E> paged_base{nullptr, nullptr, 0, p.page_size, p.num_pages - 1, 0, 0, p.page_div_mul, p.page_div_shift};
+  auto first_page = [&](int n) {
+    int page, in_page;
+    paged_base.locate(n * kN, page, in_page);
+    return page;
+  };
+  // Entries of the pages tile n reads (n in [n_begin, n_end): its first key is below seq_k).
+  auto load_pages = [&](int n) {
+    const int first = first_page(n);
+    int last, in_page;
+    paged_base.locate(min(n * kN + kN, seq_k) - 1, last, in_page);
+    int* dst = sPages + (n & 1) * Tr::kPageSlots;
+    for (int e = tid; e <= last - first; e += Tr::kNThreads) cp_async_4(smem_addr(dst + e), table_row + first + e);
+  };
+  auto paged_rows = [&](int n, const E* base, int64_t page_stride, int64_t row_stride) {
+    PagedRows<E> pg = paged_base;
+    pg.head_base = base;
+    pg.pages = sPages + (n & 1) * Tr::kPageSlots;
+    pg.first_page = first_page(n);
+    pg.page_stride = page_stride;
+    pg.row_stride = row_stride;
+    return pg;
+  };
   auto load_k = [&](int n) {
-    IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
+    if (paged) {
+      IO::template load_rows_paged<kN>(sK, paged_rows(n, k_bh, p.k_page_stride, k_rs), n * kN, seq_k - n * kN, p.head_dim,
+                                       p.aligned16, k_bh, tid);
+      if (n > n_begin) load_pages(n - 1);
+    } else {
+      IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
+    }
   };
   auto load_v = [&](int n) {
-    IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
+    if (paged) {
+      IO::template load_rows_paged<kN>(sV, paged_rows(n, v_bh, p.v_page_stride, v_rs), n * kN, seq_k - n * kN, p.head_dim,
+                                       p.aligned16, v_bh, tid);
+    } else {
+      IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
+    }
   };
   if (n_end > n_begin) {
+    if (paged) {  // the first tile's entries, waited for here; each later tile's come with the K tile before it
+      load_pages(n_end - 1);
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
+    }
     load_k(n_end - 1);
     cp_async_commit();
   }
@@ -177,11 +219,25 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
       if (boundary) mask_scores<Tr::kExtras, kMT, kNT, kW>(s, p, rc, j0, t);
     }
 
-    cp_async_wait<0>();
-    __syncthreads();  // V_n landed; every warp is done reading K_n
-    if (n > n_begin) {
-      load_k(n - 1);
-      cp_async_commit();
+    if constexpr (Tr::kEarlyK) {
+      // K_{n-1} goes out before V_n has landed: two tiles in flight while this CTA waits (short query
+      // tiles are load-bound: decode, chunked prefill).
+      __syncthreads();  // every warp is done reading K_n
+      if (n > n_begin) {
+        load_k(n - 1);
+        cp_async_commit();
+        cp_async_wait<1>();  // V_n landed; K_{n-1} may still be in flight
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();  // V_n visible to every warp
+    } else {
+      cp_async_wait<0>();
+      __syncthreads();  // V_n landed; every warp is done reading K_n
+      if (n > n_begin) {
+        load_k(n - 1);
+        cp_async_commit();
+      }
     }
 
     if (warp_active) {

@@ -13,7 +13,7 @@ namespace attn::flash {
 
 template <typename Tr>
 void run_fwd(const FwdParams& p, cudaStream_t stream, int device) {
-  constexpr int kSmem = Tr::kSmemBytes;
+  constexpr int kSmem = Tr::kPagedSmemBytes;  // the opt-in covers paged calls; others launch with less
   // Opting into > 48 KB of dynamic shared memory and the carveout are per device; remember them (devices 0..63).
   static std::atomic<uint64_t> opted_in{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
@@ -30,7 +30,8 @@ void run_fwd(const FwdParams& p, cudaStream_t stream, int device) {
   }
   const dim3 grid(static_cast<unsigned>(p.m_blocks * p.num_splits),
                   static_cast<unsigned>(p.pack_gqa ? p.heads_k : p.heads_q), static_cast<unsigned>(p.batch));
-  flash_fwd_kernel<Tr><<<grid, Tr::kNThreads, kSmem, stream>>>(p);
+  const int smem = p.block_table != nullptr ? Tr::kPagedSmemBytes : Tr::kSmemBytes;
+  flash_fwd_kernel<Tr><<<grid, Tr::kNThreads, smem, stream>>>(p);
   ATTN_LAUNCH_CHECK("flash_fwd_kernel");
 }
 

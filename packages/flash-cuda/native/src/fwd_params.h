@@ -29,6 +29,19 @@ struct FwdParams {
   // set, row b's key length is seqused_k[b] (<= the keys it holds): its tiles, masks, causal/window/ALiBi
   // offsets and split-KV ranges see only those; the backward writes 0 to the gradients of the rest.
   const int* seqused_k;
+  int64_t total_k;  // varlen, packed K/V: rows of k and v (cu_seqlens_k is clamped to it); paged: unused
+
+  // Paged K/V (FlashAttention's block_table; varlen only), or block_table == null. k and v are pools
+  // [num_pages, page_size, Hk, D]: key j of sequence b is row j % page_size of page
+  // block_table[b * max_pages_per_seq + j / page_size]; k_row_stride / k_head_stride address inside a
+  // page, k_page_stride between pages (v alike). cu_seqlens_k gives only the lengths.
+  const int* block_table;
+  int page_size, num_pages, max_pages_per_seq;
+  int64_t k_page_stride, v_page_stride;
+  // j / page_size for 0 <= j < 2^31 as umulhi(j, page_div_mul) >> page_div_shift (page_div_mul 0: page_size 1),
+  // so a tile's row addresses are straight-line code (no division, no branch between its loads).
+  uint32_t page_div_mul;
+  int page_div_shift;
 
   // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in).
   float score_mul;

@@ -26,6 +26,9 @@ struct FwdTraits {
   // right window, varlen, GQA and split-KV stay runtime). Dropping those paths at compile time frees the
   // registers that FA2's larger tiles need, and lets the softmax fold the scale into one FFMA per score.
   static constexpr bool kExtras = kExtras_;
+  // Short query tiles (kBlockM <= 64: decode with split-KV, short queries) are load-bound: their key loop
+  // issues K_{n-1} right after S = Q.K_n^T (one more barrier per tile) instead of after V_n has landed.
+  static constexpr bool kEarlyK = kBlockM <= 64;
 
   static constexpr int kMTiles = kBlockM / (16 * kNWarps);  // 16-row MMA tiles per warp
   static constexpr int kNTiles = kBlockN / 8;               // n8 tiles of S per warp row tile
@@ -42,6 +45,10 @@ struct FwdTraits {
   static constexpr int kSmemQElems = kBlockM * kHeadDim;
   static constexpr int kSmemKVElems = kBlockN * kHeadDim;
   static constexpr int kSmemBytes = (kSmemQElems + 2 * kSmemKVElems) * 2;
+  // Paged K/V calls also stage block-table entries after the V tile: two key tiles' worth (a tile of
+  // kBlockN keys spans at most kBlockN pages), launched only for paged calls.
+  static constexpr int kPageSlots = kBlockN;
+  static constexpr int kPagedSmemBytes = kSmemBytes + 2 * kPageSlots * 4;
 
   static_assert(kHeadDim % 32 == 0 && kHeadDim <= 256, "head-dim buckets are multiples of 32 up to 256");
   static_assert(kBlockM % (16 * kNWarps) == 0 && kMTiles >= 1 && kMTiles <= 2, "1 or 2 row tiles per warp");

@@ -28,10 +28,10 @@ Napi::Object args_object(const Napi::CallbackInfo& info) {
   return info[0].As<Napi::Object>();
 }
 
-// The host arrays of a call (offsets, key counts), copied to device buffers on `stream`. The buffers
+// The host arrays of a call (offsets, key counts, block table), copied to device buffers on `stream`. The buffers
 // are freed stream-ordered when the call returns: reused only by work queued after its kernels.
 struct Uploads {
-  std::unique_ptr<DeviceBuffer> cu_q, cu_k, seqused_k;
+  std::unique_ptr<DeviceBuffer> cu_q, cu_k, seqused_k, block_table;
 };
 
 const int32_t* upload(int device, gpuStream_t stream, const std::vector<int32_t>& host, std::unique_ptr<DeviceBuffer>& into) {
@@ -46,6 +46,7 @@ void upload_all(const math::CallInfo& call, math::Params& p, gpuStream_t stream,
   p.cu_q = upload(call.device, stream, call.cu_q, u.cu_q);
   p.cu_k = upload(call.device, stream, call.cu_k, u.cu_k);
   p.seqused_k = upload(call.device, stream, call.seqused_k, u.seqused_k);
+  p.block_table = upload(call.device, stream, call.block_table, u.block_table);
 }
 
 Napi::Value MathForward(const Napi::CallbackInfo& info) {

@@ -137,11 +137,17 @@ void expect_shape(const Tensor& t, const char* key, const std::vector<int64_t>& 
                             ", expected " + std::to_string(static_cast<int>(dtype)));
 }
 
-// Rows addressing of a q/k/v-like tensor: dense [B, H, S, C] or packed [T, H, C].
+// Rows addressing of a q/k/v-like tensor: dense [B, H, S, C], packed [T, H, C] or a paged pool
+// [N, blockSize, H, C] (sb = the page stride, sr = the row stride inside a page).
 Rows rows_of(const Tensor& t, bool packed) {
   Rows r;
   r.data = t.ptr;
-  if (packed) {
+  if (t.shape.size() == 4 && packed) {
+    r.sb = t.strides[0];
+    r.sr = t.strides[1];
+    r.sh = t.strides[2];
+    r.sc = t.strides[3];
+  } else if (packed) {
     r.sb = 0;
     r.sh = t.strides[1];
     r.sr = t.strides[0];
@@ -155,14 +161,15 @@ Rows rows_of(const Tensor& t, bool packed) {
   return r;
 }
 
-// Offsets: B + 1 of them, from 0, non-decreasing, ending at the packed length; each sequence at most kMaxSeq.
+// Offsets: B + 1 of them, from 0, non-decreasing, ending at the packed length (total < 0: any end, for
+// paged keys, whose offsets give only lengths).
 void check_offsets(const std::vector<int32_t>& cu, int64_t batch, int64_t total, const char* key) {
   if (static_cast<int64_t>(cu.size()) != batch + 1) bad(std::string("'") + key + "' must hold batch + 1 offsets");
   if (cu[0] != 0) bad(std::string("'") + key + "' must start at 0");
   for (int64_t b = 0; b < batch; ++b) {
     if (cu[b + 1] < cu[b]) bad(std::string("'") + key + "' must be non-decreasing");
   }
-  if (cu[batch] != total) bad(std::string("'") + key + "' must end at the packed length " + std::to_string(total));
+  if (total >= 0 && cu[batch] != total) bad(std::string("'") + key + "' must end at the packed length " + std::to_string(total));
 }
 
 // Finite once rounded to float32 (core's float32Scalars: Math.fround): below FLT_MAX plus half its ulp.
@@ -213,18 +220,48 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
   const Tensor q = tensor_arg(a, "q", dev), k = tensor_arg(a, "k", dev), v = tensor_arg(a, "v", dev);
   const Tensor out = tensor_arg(a, "out", dev), lse = tensor_arg(a, "lse", dev);
   const int64_t B = p.batch, Hq = p.heads_q, Hk = p.heads_kv, D = p.head_dim, Dv = p.head_dim_v;
+  // Paged K/V: blockSize > 0 with the host table (row-major [B, maxBlocksPerSeq]).
+  p.block_size = integer(a, "blockSize", 0, kMaxSafe);
+  const bool paged = p.block_size > 0;
+  if (paged) {
+    if (!packed) bad("paged K/V (a block table) needs varlen offsets");
+    call.block_table = optional_int32s(a, "blockTable");
+    if (B == 0 ? !call.block_table.empty() : call.block_table.size() % B != 0) bad("'blockTable' must hold batch rows");
+    p.max_blocks = B == 0 ? 0 : static_cast<int64_t>(call.block_table.size()) / B;
+  } else if (present(a, "blockTable")) {
+    bad("'blockTable' needs blockSize > 0");
+  }
   if (packed) {
     p.total_q = q.shape.empty() ? 0 : q.shape[0];
-    const int64_t total_k = k.shape.empty() ? 0 : k.shape[0];
     check_offsets(call.cu_q, B, p.total_q, "cuSeqlensQ");
-    check_offsets(call.cu_k, B, total_k, "cuSeqlensK");
     for (int64_t b = 0; b < B; ++b) {
       if (call.cu_q[b + 1] - call.cu_q[b] > p.seq_q) bad("a query sequence is longer than seqQ");
-      if (call.cu_k[b + 1] - call.cu_k[b] > p.seq_k) bad("a key sequence is longer than seqK");
     }
     expect_shape(q, "q", {p.total_q, Hq, D}, call.dtype);
-    expect_shape(k, "k", {total_k, Hk, D}, call.dtype);
-    expect_shape(v, "v", {total_k, Hk, Dv}, call.dtype);
+    if (paged) {
+      p.num_blocks = k.shape.size() == 4 ? k.shape[0] : 0;
+      check_offsets(call.cu_k, B, -1, "cuSeqlensK");
+      expect_shape(k, "k", {p.num_blocks, p.block_size, Hk, D}, call.dtype);
+      expect_shape(v, "v", {p.num_blocks, p.block_size, Hk, Dv}, call.dtype);
+      // Every page a sequence reads is in the table and in the pool.
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t keys = int64_t{call.cu_k[b + 1]} - call.cu_k[b];
+        const int64_t needed = (keys + p.block_size - 1) / p.block_size;
+        if (needed > p.max_blocks) bad("'blockTable' has fewer columns than a sequence has blocks");
+        for (int64_t i = 0; i < needed; ++i) {
+          const int32_t page = call.block_table[b * p.max_blocks + i];
+          if (page < 0 || page >= p.num_blocks) bad("'blockTable' names a block outside the pool");
+        }
+      }
+    } else {
+      const int64_t total_k = k.shape.empty() ? 0 : k.shape[0];
+      check_offsets(call.cu_k, B, total_k, "cuSeqlensK");
+      expect_shape(k, "k", {total_k, Hk, D}, call.dtype);
+      expect_shape(v, "v", {total_k, Hk, Dv}, call.dtype);
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      if (call.cu_k[b + 1] - call.cu_k[b] > p.seq_k) bad("a key sequence is longer than seqK");
+    }
     expect_shape(out, "out", {p.total_q, Hq, Dv}, call.dtype);
     expect_shape(lse, "lse", {Hq, p.total_q}, DType::kFloat32);
     p.rows = Hq * p.total_q;  // lse's size: it was allocated, so it is below 2^53
@@ -311,6 +348,7 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
 
 CallInfo read_backward(const Napi::Object& a, BwdParams& p) {
   CallInfo call = read_forward(a, p);
+  if (p.block_size > 0) bad("paged K/V (a block table) is forward only");
   const int dev = call.device;
   const bool packed = !call.cu_q.empty();
   const Tensor q = tensor_arg(a, "q", dev), k = tensor_arg(a, "k", dev), v = tensor_arg(a, "v", dev);

@@ -20,9 +20,9 @@ struct CallInfo {
   DType dtype = DType::kFloat32;
   // Accumulate in float64: float64 inputs, or a scale or softcap that overflows float32.
   bool acc64 = false;
-  // Host copies of the varlen offsets and of the per-sequence key counts (empty when absent), checked
+  // Host copies of the varlen offsets, the per-sequence key counts and the block table (empty when absent), checked
   // here; the binding uploads them, so the kernels never read offsets nobody checked.
-  std::vector<int32_t> cu_q, cu_k, seqused_k;
+  std::vector<int32_t> cu_q, cu_k, seqused_k, block_table;
 };
 
 CallInfo read_forward(const Napi::Object& args, Params& p);

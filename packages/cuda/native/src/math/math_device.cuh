@@ -72,6 +72,17 @@ __device__ __forceinline__ T* at_mut(const Rows& t, int64_t b, int64_t h, int64_
   return const_cast<T*>(at<T>(t, b, h, r));
 }
 
+// Key j of sequence b, head h of k or v (t): row k_row0 + j of a packed or dense tensor, or through the
+// block table for paged K/V (page indices clamped into the pool: bind_math.cpp checked them, the clamp
+// keeps any other value inside the buffer too).
+template <typename T>
+__device__ __forceinline__ const T* key_row(const Params& p, const Rows& t, int64_t b, int64_t h, int64_t k_row0, int64_t j) {
+  if (p.block_table == nullptr) return at<T>(t, b, h, k_row0 + j);
+  int64_t page = p.block_table[b * p.max_blocks + j / p.block_size];
+  page = page < 0 ? 0 : (page >= p.num_blocks ? p.num_blocks - 1 : page);
+  return static_cast<const T*>(t.data) + page * t.sb + h * t.sh + (j % p.block_size) * t.sr;
+}
+
 // ------------------------------------------------------------------ arithmetic -------------------
 template <typename Acc>
 __device__ __forceinline__ Acc neg_inf() { return -static_cast<Acc>(INFINITY); }
@@ -251,7 +262,7 @@ __device__ __forceinline__ void tile_scores(const Params& p, const RowPos& w, co
   const int64_t hk = w.h / p.group;
   for (int kk = warp; kk < n; kk += kThreads / 32) {
     const int64_t j = j0 + kk;
-    const Acc dot = warp_dot<T, Acc>(q_s, at<T>(p.k, w.b, hk, w.k_row0 + j), p.k.sc, p.head_dim, lane);
+    const Acc dot = warp_dot<T, Acc>(q_s, key_row<T>(p, p.k, w.b, hk, w.k_row0, j), p.k.sc, p.head_dim, lane);
     if (lane == 0) {
       Acc t = 0;
       s[kk] = score_of(p, dot, w.b, w.h, w.i, j, vis.diag, &t);

@@ -46,13 +46,15 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const Params p) {
         }
         __syncthreads();
         for (int kk = 0; kk < n; ++kk) l += s_s[kk];  // every thread, same order: the same sum
-        const T* v0 = at<T>(p.v, w.b, hk, w.k_row0 + j0);
 #pragma unroll
         for (int x = 0; x < kPerThread; ++x) {
           const int c = tid + x * kThreads;
           if (c < Dv) {
             Acc a = acc[x];
-            for (int kk = 0; kk < n; ++kk) a += w_s[kk] * Io<T>::template load<Acc>(v0 + kk * p.v.sr + c * p.v.sc);
+            for (int kk = 0; kk < n; ++kk) {
+              const T* v_row = key_row<T>(p, p.v, w.b, hk, w.k_row0, j0 + kk);
+              a += w_s[kk] * Io<T>::template load<Acc>(v_row + c * p.v.sc);
+            }
             acc[x] = a;
           }
         }

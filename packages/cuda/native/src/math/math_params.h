@@ -27,6 +27,11 @@ struct Params {
   const int32_t* cu_k = nullptr;
   // Keys used per sequence (int32 [B]), or null: sequence b then has only its first seqused_k[b] keys.
   const int32_t* seqused_k = nullptr;
+  // Paged K/V (varlen forward only), or null: k and v are pools [num_blocks, block_size, Hk, D] whose
+  // Rows have sb = the page stride and sr = the row stride inside a page; key j of sequence b is row
+  // j % block_size of page block_table[b * max_blocks + j / block_size] (key_row() in math_device.cuh).
+  const int32_t* block_table = nullptr;
+  int64_t block_size = 0, max_blocks = 0, num_blocks = 0;
   // Query rows of the call: B * Hq * Sq (dense) or Hq * total_q (varlen); row r is (b, h, i) in that
   // order for dense calls and (h, packed row) for varlen ones, which is also the logsumexp's layout.
   int64_t rows = 0;

@@ -8,6 +8,7 @@
 #include "../kernel_traits.h"
 #include "../ptx.h"
 #include "../row_state.h"
+#include "../seq_extents.h"
 #include "../tile_io.h"
 
 namespace attn::flash::sm90 {
@@ -41,18 +42,14 @@ __device__ __forceinline__ bool cta_work(const FwdParams& p, CtaWork<typename Tr
   if (p.causal) m_block = p.m_blocks - 1 - m_block;  // heaviest row blocks first
   w.h = blockIdx.y;
   w.b = blockIdx.z;
-  w.seq_q = p.seqlen_q;
-  w.seq_k = p.seqlen_k;
-  w.q_start = 0;
-  int64_t k_start = 0;
+  // Clamped extents (seq_extents.h); seq_k is seqused_k where given. No paged K/V here: the plan gives
+  // paged calls to the sm80-family kernel.
+  const SeqExtents ext = seq_extents(p, w.b);
+  w.seq_q = ext.seq_q;
+  w.seq_k = ext.seq_k;
+  w.q_start = ext.q_start;
+  const int64_t k_start = ext.k_start;
   w.varlen = p.cu_seqlens_q != nullptr;
-  if (w.varlen) {
-    w.q_start = p.cu_seqlens_q[w.b];
-    w.seq_q = p.cu_seqlens_q[w.b + 1] - p.cu_seqlens_q[w.b];
-    k_start = p.cu_seqlens_k[w.b];
-    w.seq_k = p.cu_seqlens_k[w.b + 1] - p.cu_seqlens_k[w.b];
-  }
-  if (p.seqused_k != nullptr) w.seq_k = p.seqused_k[w.b];  // the row's first seq_k keys are all it has
   w.row0 = m_block * Tr::kBlockM;
   if (w.row0 >= w.seq_q) return false;
   const int hk = w.h / p.group;
