@@ -7,24 +7,11 @@ import '@attn/cpu';
 import { randn, sdpaVarlen, type Tensor, tensor, type VarlenOptions } from '@attn/core';
 import { captureGraph, copyDeviceToDevice, type CudaStorage, memoryStats, synchronize } from '@attn/cuda';
 import { describe, expect, it } from 'vitest';
+import { relErr } from './gpu-compare.js';
 import { flashCudaBackend } from './index.js';
 
 const av = flashCudaBackend.availability();
 if (!av.ok) console.log(`[@attn/flash-cuda] GPU graph suite skipped: ${av.reason}`);
-
-/** max |a - b| / max(1, max |b|); Infinity when the NaN patterns differ. */
-function relErr(a: Tensor, b: Tensor): number {
-  const x = a.toFloat64Array();
-  const y = b.toFloat64Array();
-  let m = 0;
-  let scale = 1;
-  for (let i = 0; i < x.length; i++) {
-    if (Number.isNaN(x[i]!) !== Number.isNaN(y[i]!)) return Infinity;
-    if (x[i] !== y[i]) m = Math.max(m, Math.abs(x[i]! - y[i]!));
-    if (Number.isFinite(y[i]!)) scale = Math.max(scale, Math.abs(y[i]!));
-  }
-  return m / scale;
-}
 
 const TOL = 3e-2; // bf16, relative to the largest reference element
 const B = 4;

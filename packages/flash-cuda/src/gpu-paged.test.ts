@@ -8,24 +8,11 @@
 import '@attn/cpu';
 import { normalizeVarlenParams, randn, sdpaVarlen, type Tensor, tensor, type VarlenOptions } from '@attn/core';
 import { describe, expect, it } from 'vitest';
+import { relErr } from './gpu-compare.js';
 import { flashCudaBackend, flashForward, planFor } from './index.js';
 
 const av = flashCudaBackend.availability();
 if (!av.ok) console.log(`[@attn/flash-cuda] GPU paged K/V suite skipped: ${av.reason}`);
-
-/** max |a - b| / max(1, max |b|); Infinity when the NaN patterns differ (equal infinities match). */
-function relErr(a: Tensor, b: Tensor): number {
-  const x = a.toFloat64Array();
-  const y = b.toFloat64Array();
-  let m = 0;
-  let scale = 1;
-  for (let i = 0; i < x.length; i++) {
-    if (Number.isNaN(x[i]!) !== Number.isNaN(y[i]!)) return Infinity;
-    if (x[i] !== y[i]) m = Math.max(m, Math.abs(x[i]! - y[i]!));
-    if (Number.isFinite(y[i]!)) scale = Math.max(scale, Math.abs(y[i]!));
-  }
-  return m / scale;
-}
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   const x = a.toFloat64Array();
