@@ -7,8 +7,8 @@
 // an access outside q, k, v, out, lse or the block table:
 //   q rows  [q_start, q_start + seq_q) within [0, total_q];
 //   k rows  packed: [k_start, k_start + seq_k) within [0, total_k]; paged: seq_k <= the keys the
-//           table row can name (max_pages_per_seq * page_size), page indices clamped at the load
-//           (tile_io.h PagedRows);
+//           table row can name (max_pages_per_seq * page_size), block-table entries clamped to
+//           [0, num_pages) where flash_fwd_kernel.h turns them into row offsets;
 //   seqused_k clamped to [0, the row's key count].
 // On the validated path every clamp is the identity, at a few integer instructions per CTA.
 #pragma once
