@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged: each row through
   // the block table (one uniform branch per tile), whose entries for tile n sit in sPages[n & 1]: staged by
   // cp.async in the group of K_{n+1} (one iteration ahead), so their wait is the K/V tiles' wait.
-  const PagedRows<E> paged_base{nullptr, nullptr, 0, p.page_size, p.num_pages - 1, 0, 0, p.page_div_mul, p.page_div_shift};
+  const PagedRows<E> paged_base{nullptr, nullptr, 0, p.page_size, p.num_pages - 1, 0, 0, p.page_div_mul, p.page_div_shift, ext.k_pos0};
   auto first_page = [&](int n) {
     int page, in_page;
     paged_base.locate(n * kN, page, in_page);

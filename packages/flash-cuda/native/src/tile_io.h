@@ -24,9 +24,11 @@ struct PagedRows {
   int64_t page_stride, row_stride;
   uint32_t div_mul;  // FwdParams.page_div_mul / page_div_shift
   int div_shift;
+  int pos0;  // table position of key 0 (SeqExtents.k_pos0): key j is position pos0 + j
 
-  // page = j / page_size, in_page = j % page_size (0 <= j < 2^31).
+  // page = (pos0 + j) / page_size, in_page = (pos0 + j) % page_size (0 <= pos0 + j < 2^31).
   __device__ __forceinline__ void locate(int j, int& page, int& in_page) const {
+    j += pos0;
     page = div_mul == 0 ? j : static_cast<int>(__umulhi(static_cast<uint32_t>(j), div_mul) >> div_shift);
     in_page = j - page * page_size;
   }
