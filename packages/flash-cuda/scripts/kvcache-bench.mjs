@@ -3,8 +3,10 @@
 // B 8, Hq 32, Hk 8, Sq 1, D 128, bf16, a paged cache (block 256) holding Sk - 1 = 8191 keys per row
 // plus the appended one (Sk 8192 attended). Per call, CUDA events around N back-to-back calls after
 // WARMUP (the method of decode-bench.mjs):
-//   plain+copy   flashForward on validated sdpaVarlen params over the same pool (paged 256, Sk keys) plus
-//                a device copy of kNew and vNew's bytes (what appending costs without the kernel);
+//   plain        flashForward on validated sdpaVarlen params over the same pool (paged 256, Sk keys,
+//                causal lower-right as the kv call: the query sees every key);
+//   plain+copy   the same plus a device copy of kNew and vNew's bytes (an append without rotary);
+//   plain graph  the sdpaVarlen call captured into a CUDA graph and replayed (no copy);
 //   kvcache      flashKvCacheForward on validated sdpaKvCache params: the shared append + rotary kernel
 //                (kNew rotated into the cache, q rotated into scratch) and the forward over the cache;
 //   kv graph     the sdpaKvCache call captured once into a CUDA graph and replayed (a decode loop's cost);
@@ -46,6 +48,7 @@ const varlenOpts = {
   maxSeqlenK: Sk,
   blockTable: table,
   isCausal: true,
+  alignment: 'lowerRight',
   enableGqa: true,
 };
 const plainParams = core.normalizeVarlenParams(qPacked, kPool, vPool, varlenOpts);
@@ -74,15 +77,23 @@ const plainCopy = () => {
   drop(flashForward(plainParams));
 };
 const kv = () => drop(flashKvCacheForward(kvParams));
+// No append, no rotary: the kernel only copies q into its scratch; the rest is the forward.
+const kvReadParams = core.normalizeKvCacheParams(q, kPool, vPool, { cacheSeqlens: i32(Array(B).fill(Sk), [B]), blockTable: table, isCausal: true, enableGqa: true });
+const kvRead = () => drop(flashKvCacheForward(kvReadParams));
 const api = () => drop(core.sdpaKvCache(q, kPool, vPool, { ...kvOpts, backends: ['flash-cuda'] }));
 cuda.synchronize(0);
 const graph = cuda.captureGraph(() => core.sdpaKvCache(q, kPool, vPool, { ...kvOpts, backends: ['flash-cuda'] }));
 const replay = () => graph.replay();
+const plainGraph = cuda.captureGraph(() => core.sdpaVarlen(qPacked, kPool, vPool, { ...varlenOpts, backends: ['flash-cuda'] }));
+const plainReplay = () => plainGraph.replay();
+
 
 const rows = {
   plainUs: loopUs(plain),
   plainPlusCopyUs: loopUs(plainCopy),
+  plainGraphReplayUs: loopUs(plainReplay),
   kvCacheUs: loopUs(kv),
+  kvNoAppendNoRotaryUs: loopUs(kvRead),
   kvGraphReplayUs: loopUs(replay),
   kvApiUs: loopUs(api),
 };
@@ -90,9 +101,10 @@ const result = {
   device: props.name,
   shape: { B, Hq, Hk, Sq: 1, Sk, D, blockSize: BS, dtype: 'bfloat16', rotaryDim: D },
   method: `CUDA events around ${N} back-to-back calls after ${WARMUP} warm-up calls`,
-  plan: planFor(plainParams),
   ...rows,
+  plan: planFor(plainParams),
   kvOverPlainPlusCopy: rows.kvCacheUs / rows.plainPlusCopyUs,
+  kvGraphOverPlainGraph: rows.kvGraphReplayUs / rows.plainGraphReplayUs,
 };
 console.log(JSON.stringify(result, null, 1));
 const json = process.argv.indexOf('--json');
