@@ -79,24 +79,17 @@ export const SM90_AUTO_VARIANTS = new Set(['sm90ws', 'sm90']);
 /**
  * The decode kernel (DecodeTraits, native/src/flash_fwd_decode_kernel.h): 16 query rows shared by every
  * warp, the warps splitting the keys, each with its own cp.async ring of K/V stages; lean feature set.
- * dispatch.cu picks the automatic one for lean calls whose (packed) query rows fit 16 (decode with GQA
- * packed). The variant names give the shape: k<keys per warp tile>s<stages per warp>w<warps per CTA>;
- * 'decode_bulk' loads K/V rows with cp.async.bulk (sm90 only), 'decode' with cp.async. The others are
- * forced-only, for the benches to compare shapes in one GPU run.
+ * Forced-only: measured (H200, decode B 8 Hq 32 Hk 8 Sk 8192 D 128) it does not beat 'lean_small' (best
+ * 72.6 us against 70.4-70.6; NOTES.md, "Decode kernel"), so the benches compare it by name. The variant
+ * names give the shape: k<keys per warp tile>s<stages per warp>w<warps per CTA>.
  */
 export const DECODE_CONFIGS = [
-  // headDim, variant, keysPerWarpTile, stages, warps, dtypes, bulk
-  // Within a head dim the first automatic entry the device runs wins: 'decode_bulk' on sm90, else 'decode'.
-  [128, 'decode_bulk_k16s4w4', 16, 4, 4, null, true],
-  [128, 'decode_k16s3w4', 16, 3, 4, null, false],
-  [128, 'decode_k32s3w2', 32, 3, 2, ['bf16'], false],
-  [128, 'decode_k32s2w2', 32, 2, 2, ['bf16'], false],
-  [128, 'decode_bulk_k32s3w4', 32, 3, 4, ['bf16'], true],
-  [128, 'decode_bulk_k16s6w2', 16, 6, 2, ['bf16'], true],
-  [128, 'decode_bulk_k32s3w2', 32, 3, 2, ['bf16'], true],
-  [128, 'decode_bulk_k16s8w2', 16, 8, 2, ['bf16'], true],
+  // headDim, variant, keysPerWarpTile, stages, warps, dtypes
+  [128, 'decode_k16s3w4', 16, 3, 4, ['bf16']],
+  [128, 'decode_k32s2w2', 32, 2, 2, ['bf16']],
 ];
-export const DECODE_AUTO_VARIANTS = new Set(['decode_bulk_k16s4w4', 'decode_k16s3w4']);
+/** Decode variants dispatch.cu may choose on its own (for lean calls with packed rows <= 16): none yet. */
+export const DECODE_AUTO_VARIANTS = new Set([]);
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt']);
 /**
@@ -147,16 +140,16 @@ export function generatedFiles() {
     }
   }
   for (const [dname, ctype] of DTYPES) {
-    for (const [d, variant, keys, stages, warps, dtypes, bulk] of DECODE_CONFIGS) {
+    for (const [d, variant, keys, stages, warps, dtypes] of DECODE_CONFIGS) {
       if (dtypes && !dtypes.includes(dname)) continue;
-      const traits = `attn::flash::DecodeTraits<${d}, ${keys}, ${stages}, ${warps}, ${ctype}, ${bulk}>`;
+      const traits = `attn::flash::DecodeTraits<${d}, ${keys}, ${stages}, ${warps}, ${ctype}>`;
       files.set(
         `fwd_${dname}_d${d}_${variant}.cu`,
         `${banner}#include "../flash_fwd_decode_launch.h"\n\n` +
           `template void attn::flash::run_fwd_decode<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);\n`,
       );
       list.push(
-        `ATTN_FWD_DECODE_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${keys}, ${stages}, ${warps}, ${ctype}, ${bulk}, "${dname}_d${d}_${variant}", ${DECODE_AUTO_VARIANTS.has(variant)})`,
+        `ATTN_FWD_DECODE_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${keys}, ${stages}, ${warps}, ${ctype}, "${dname}_d${d}_${variant}", ${DECODE_AUTO_VARIANTS.has(variant)})`,
       );
     }
   }
@@ -164,7 +157,7 @@ export function generatedFiles() {
     'fwd_configs.inc',
     `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, extras, name, auto_select)\n` +
       `// ATTN_FWD_SM90_CONFIG(is_bf16, head_dim, block_m, block_n, min_blocks_per_sm, element, warp_specialized, name, auto_select)\n` +
-      `// ATTN_FWD_DECODE_CONFIG(is_bf16, head_dim, keys_per_warp_tile, stages, warps, element, bulk, name, auto_select)\n` +
+      `// ATTN_FWD_DECODE_CONFIG(is_bf16, head_dim, keys_per_warp_tile, stages, warps, element, name, auto_select)\n` +
       `// Within one (dtype, head_dim), the 'large' shape comes first.\n${list.join('\n')}\n`,
   );
   return files;

@@ -52,7 +52,6 @@ struct FwdConfig {
   bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
   int min_blocks;    // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
   bool decode;       // the decode kernel (16 query rows, warps splitting the keys): lean calls
-  bool bulk;         // decode kernel loading K/V rows with cp.async.bulk: sm90 devices only
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
@@ -62,10 +61,10 @@ struct FwdConfig {
   {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32, false, false,           \
    FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
    AUTO, true, WS, MINB},
-#define ATTN_FWD_DECODE_CONFIG(IS_BF16, D, KEYS, STAGES, W, ELEM, BULK, NAME, AUTO)                                      \
-  {IS_BF16 != 0, D, 16, KEYS * W, W, true, false, DecodeTraits<D, KEYS, STAGES, W, ELEM, BULK>::kSmemBytes,                \
-   DecodeTraits<D, KEYS, STAGES, W, ELEM, BULK>::kPagedSmemBytes, &run_fwd_decode<DecodeTraits<D, KEYS, STAGES, W, ELEM, BULK>>, \
-   NAME, AUTO, false, false, 0, true, BULK},
+#define ATTN_FWD_DECODE_CONFIG(IS_BF16, D, KEYS, STAGES, W, ELEM, NAME, AUTO)                                       \
+  {IS_BF16 != 0, D, 16, KEYS * W, W, true, false, DecodeTraits<D, KEYS, STAGES, W, ELEM>::kSmemBytes,              \
+   DecodeTraits<D, KEYS, STAGES, W, ELEM>::kPagedSmemBytes, &run_fwd_decode<DecodeTraits<D, KEYS, STAGES, W, ELEM>>, \
+   NAME, AUTO, false, false, 0, true},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
 };
@@ -209,7 +208,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
       continue;
     }
     if (c.decode) {
-      if (lean && decode < 0 && (!c.bulk || on_sm90)) decode = i;
+      if (lean && decode < 0) decode = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -241,10 +240,6 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
     if (c.sm90 && (pack || requested_splits > 1))
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " has no split-KV or packed GQA (short queries with GQA)");
-    if (c.bulk && !on_sm90)
-      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
-                                  " (cp.async.bulk) runs only on sm90 (H100/H200) devices with an addon built for sm_90a (" +
-                                  ATTN_CUDA_ARCHS_STRING + ")");
     if (c.sm90 && s.paged)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " has no paged K/V (block table); the sm80-family kernels take it");

@@ -6,8 +6,7 @@
 //   CTA (split, KV head or head, batch): key tiles of kBlockN = kNWarps * kKeys keys within its split;
 //   warp w: keys [n * kBlockN + w * kKeys, + kKeys) of each CTA tile n, with its own ring of kStages
 //           K/V stages in shared memory filled by cp.async (kStages - 1 tiles in flight per warp) and its
-//           own online-softmax state (kBulk, sm90: one cp.async.bulk per K or V row, completing on a
-//           per-stage mbarrier, into rows padded by 16 bytes instead of swizzled). No CTA barrier in the key loop: a warp waits only for its own
+//           own online-softmax state. No CTA barrier in the key loop: a warp waits only for its own
 //           copies (cp.async.wait_group + __syncwarp), so the loads of one warp run on while another
 //           computes.
 //   epilogue: one barrier, the warps' (max, sum, O) merged through shared memory (the stage ring's
@@ -21,10 +20,8 @@
 #pragma once
 #include <climits>
 #include <cstdint>
-#include <type_traits>
 
 #include "fwd_gemm.h"
-#include "sm90/barriers.h"
 #include "fwd_params.h"
 #include "kernel_traits.h"
 #include "ptx.h"
@@ -34,7 +31,7 @@
 
 namespace attn::flash {
 
-template <int kHeadDim_, int kKeys_, int kStages_, int kNWarps_, typename Element_, bool kBulk_ = false>
+template <int kHeadDim_, int kKeys_, int kStages_, int kNWarps_, typename Element_>
 struct DecodeTraits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
@@ -56,16 +53,11 @@ struct DecodeTraits {
   static constexpr int kChunksPerBlock = kBlockKSmem / 8;
   static constexpr int kChunksPerRow = kHeadDim / 8;
   static constexpr int kRowStep = 32 / kChunksPerRow;  // rows one warp-wide copy instruction covers
-  // kBulk (sm90 only): K/V rows arrive by cp.async.bulk (the copy engine; one instruction per row) into
-  // rows padded to kHeadDim + 8 elements (ldmatrix conflict free without a swizzle).
-  static constexpr bool kBulk = kBulk_;
-  static constexpr int kKVRowElems = kBulk ? kHeadDim + 8 : kHeadDim;
 
-  static constexpr int kTileElems = kKeys * kKVRowElems;
-  // Per warp: its Q tile, then kStages x (K tile, V tile); behind every warp's space, kBulk's mbarriers.
+  static constexpr int kTileElems = kKeys * kHeadDim;
+  // Per warp: its Q tile, then kStages x (K tile, V tile).
   static constexpr int kWarpElems = kBlockM * kHeadDim + kStages * 2 * kTileElems;
-  static constexpr int kBarBytes = kBulk ? kNWarps * kStages * 8 : 0;
-  static constexpr int kSmemBytes = kNWarps * kWarpElems * 2 + kBarBytes;
+  static constexpr int kSmemBytes = kNWarps * kWarpElems * 2;
   static constexpr int kPagedSmemBytes = kSmemBytes;  // paged offsets travel by warp shuffles
   // The epilogue's merge reuses the same space: per warp 16 rows of O (float32) plus (max, sum).
   static constexpr int kMergeBytes = kNWarps * kBlockM * (kHeadDim + 2) * 4;
@@ -78,28 +70,12 @@ struct DecodeTraits {
   static_assert(kMergeBytes <= kSmemBytes, "the merge fits in the stage ring");
 };
 
-// ldmatrix addressing into a tile of rows padded to kRowBytes (kBulk): the same lane coordinates and
-// at(r0, c0) as LdsmAddr, without the swizzle.
-template <int kRowBytes>
-struct PaddedLdsm {
-  uint32_t base;
-  __device__ __forceinline__ PaddedLdsm(uint32_t tile, int lane_row, int lane_chunk)
-      : base(tile + lane_row * kRowBytes + lane_chunk * 16) {}
-  __device__ __forceinline__ uint32_t at(int r0, int c0) const { return base + r0 * kRowBytes + c0 * 16; }
-};
-
 template <typename Tr>
 struct DecodeIO {
   using E = typename Tr::Element;
-  // Element offset of 16-byte chunk `chunk` of row `row` in a K/V tile (kPadded) or the Q tile (swizzled).
-  template <bool kPadded, int kRows>
-  __device__ __forceinline__ static int offset(int row, int chunk) {
-    if constexpr (kPadded) return row * Tr::kKVRowElems + chunk * 8;
-    else return swizzle_offset<Tr>(row, chunk, kRows);
-  }
   // Element-wise copies of one warp's rows [0, kRows) (misaligned tensors): row_ptr(row) or nullptr
   // (zero-filled); columns >= d zero. Out of line so its temporaries never weigh on the key loop.
-  template <int kRows, bool kPadded, typename RowPtr>
+  template <int kRows, typename RowPtr>
   __device__ __noinline__ static void load_elementwise(E* smem, RowPtr row_ptr, int d, int lane) {
     for (int idx = lane; idx < kRows * Tr::kChunksPerRow; idx += 32) {
       const int row = idx / Tr::kChunksPerRow, chunk = idx % Tr::kChunksPerRow;
@@ -115,7 +91,7 @@ struct DecodeIO {
       packed.y = v[2] | (uint32_t(v[3]) << 16);
       packed.z = v[4] | (uint32_t(v[5]) << 16);
       packed.w = v[6] | (uint32_t(v[7]) << 16);
-      *reinterpret_cast<uint4*>(smem + offset<kPadded, kRows>(row, chunk)) = packed;
+      *reinterpret_cast<uint4*>(smem + swizzle_offset<Tr>(row, chunk, kRows)) = packed;
     }
   }
 };
@@ -128,7 +104,6 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
   constexpr int kNT = Tr::kNTiles, kDT = Tr::kDTiles, kKS = Tr::kKSteps, kCPR = Tr::kChunksPerRow;
   constexpr int kRowStep = Tr::kRowStep;
   constexpr int kStageBytes = 2 * Tr::kTileElems * 2;
-  constexpr int kRowBytes = Tr::kKVRowElems * 2;
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -195,7 +170,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
       cp_async_16(smem_addr(sQ + swizzle_offset<Tr>(row, chunk, Tr::kBlockM)), ok ? src + chunk * 8 : q_bh, ok ? 16 : 0);
     }
   } else {
-    IO::template load_elementwise<Tr::kBlockM, false>(sQ, q_row, p.head_dim, lane);
+    IO::template load_elementwise<Tr::kBlockM>(sQ, q_row, p.head_dim, lane);
   }
   cp_async_commit();
 
@@ -215,27 +190,6 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
   const int chunk = lane % kCPR, r0 = lane / kCPR;
   const bool col_ok = chunk * 8 < p.head_dim;
   const uint32_t kv_base = smem_addr(sKV);
-  // kBulk: this warp's kStages mbarriers (one arrival: lane 0's expect_tx; the rows' bytes complete them).
-  const uint32_t bar_base = smem_addr(smem_raw + kW * Tr::kWarpElems * 2) + warp * kS * 8;
-  // Uniform. The bulk kernels are planned on sm90 devices only (dispatch.cu); other archs compile no body.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const bool bulk_loads = Tr::kBulk && p.aligned16;
-#else
-  const bool bulk_loads = false;
-  if constexpr (Tr::kBulk) __trap();
-#endif
-  if (bulk_loads) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (lane == 0)
-      for (int st = 0; st < kS; ++st) sm90::mbar_init(bar_base + st * 8, 1);
-    if (p.head_dim < kD) {  // the bulk copies write head_dim columns: the rest of every row stays zero
-      for (int idx = lane; idx < kS * 2 * kK * (kRowBytes / 16); idx += 32)
-        asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(kv_base + idx * 16), "r"(0u) : "memory");
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\nfence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncwarp();
-#endif
-  }
   auto issue = [&](int n, int st) {
     const int j0 = n * kN + warp * kK;
     const int valid = seq_k - j0;  // rows r < valid are real keys
@@ -253,43 +207,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
       }
       entry_next = page_entry(n + 1);  // its latency hides behind this tile's copies and compute
     }
-    if constexpr (Tr::kBulk) {
-      if (p.aligned16) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        const int nvalid = valid < 0 ? 0 : (valid > kK ? kK : valid);
-        const uint32_t dk = kv_base + st * kStageBytes, dv = dk + Tr::kTileElems * 2;
-        if (nvalid < kK) {  // rows past the end: zeros (generic stores, ordered before later bulk writes)
-          for (int idx = nvalid * (kRowBytes / 16) + lane; idx < kK * (kRowBytes / 16); idx += 32) {
-            const uint32_t o = (idx / (kRowBytes / 16)) * kRowBytes + (idx % (kRowBytes / 16)) * 16;
-            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dk + o), "r"(0u) : "memory");
-            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(dv + o), "r"(0u) : "memory");
-          }
-          asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-          __syncwarp();
-        }
-        const uint32_t bar = bar_base + st * 8;
-        const uint32_t row_bytes = static_cast<uint32_t>(p.head_dim) * 2;
-        if (lane == 0)
-          asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(nvalid * 2 * row_bytes)
-                       : "memory");
-        const int r = lane % kK;
-        if (r < nvalid) {
-          const E* ks = paged ? k_bh + ko : k_bh + int64_t(j0 + r) * p.k_row_stride;
-          const E* vs = paged ? v_bh + vo : v_bh + int64_t(j0 + r) * p.v_row_stride;
-          auto bulk = [&](uint32_t dst, const E* src) {
-            asm volatile(
-                "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-                "l"(src), "r"(row_bytes), "r"(bar)
-                : "memory");
-          };
-          if (kK == 32 || lane < 16) bulk(dk + r * kRowBytes, ks);
-          if (kK == 32 || lane >= 16) bulk(dv + r * kRowBytes, vs);
-        }
-#endif
-        return;
-      }
-    }
-    if (!Tr::kBulk && p.aligned16) {
+    if (p.aligned16) {
       const uint32_t dk = kv_base + st * kStageBytes, dv = dk + Tr::kTileElems * 2;
 #pragma unroll
       for (int it = 0; it < kK / kRowStep; ++it) {
@@ -316,9 +234,9 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
         kofs[r] = paged ? __shfl_sync(0xffffffffu, ko, r) : int64_t(j0 + r) * p.k_row_stride;
         vofs[r] = paged ? __shfl_sync(0xffffffffu, vo, r) : int64_t(j0 + r) * p.v_row_stride;
       }
-      IO::template load_elementwise<kK, Tr::kBulk>(sk, [&](int r) -> const E* { return r < valid ? k_bh + kofs[r] : nullptr; },
+      IO::template load_elementwise<kK>(sk, [&](int r) -> const E* { return r < valid ? k_bh + kofs[r] : nullptr; },
                                         p.head_dim, lane);
-      IO::template load_elementwise<kK, Tr::kBulk>(sv, [&](int r) -> const E* { return r < valid ? v_bh + vofs[r] : nullptr; },
+      IO::template load_elementwise<kK>(sv, [&](int r) -> const E* { return r < valid ? v_bh + vofs[r] : nullptr; },
                                         p.head_dim, lane);
     }
   };
@@ -337,9 +255,8 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
 #pragma unroll
   for (int ks = 0; ks < kKS; ++ks) ldmatrix_x4(q_frag[0][ks], lq.at(0, ks * 2));
 
-  using KVAddr = std::conditional_t<Tr::kBulk, PaddedLdsm<kRowBytes>, LdsmAddr<Tr, kK>>;
-  const KVAddr lk0(kv_base, (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
-  const KVAddr lv0(kv_base + Tr::kTileElems * 2, (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
+  const LdsmAddr<Tr, kK> lk0(kv_base, (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);
+  const LdsmAddr<Tr, kK> lv0(kv_base + Tr::kTileElems * 2, (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);
 
   RowCtx rc;
   rc.base = row0 + g;
@@ -363,18 +280,12 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
 #pragma unroll 1
   for (int i = 0; i < n_count; ++i) {
     if (i + kS - 1 < n_count) issue(n_begin + i + kS - 1, (i + kS - 1) % kS);
+    cp_async_commit();
+    cp_async_wait<kS - 1>();  // tile i landed (this lane's copies)
+    __syncwarp();             // ... and every lane's
     const int st = i % kS;
-    if (bulk_loads) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      sm90::mbar_wait(bar_base + st * 8, (i / kS) & 1);  // tile i's bytes landed
-#endif
-    } else {
-      cp_async_commit();
-      cp_async_wait<kS - 1>();  // tile i landed (this lane's copies)
-      __syncwarp();             // ... and every lane's
-    }
     const int j0 = (n_begin + i) * kN + warp * kK;
-    KVAddr lk = lk0, lv = lv0;
+    LdsmAddr<Tr, kK> lk = lk0, lv = lv0;
     lk.base += st * kStageBytes;
     lv.base += st * kStageBytes;
 
