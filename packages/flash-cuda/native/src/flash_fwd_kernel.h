@@ -86,6 +86,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     n_begin = max(n_begin, split * per_split);
     n_end = min(n_end, (split + 1) * per_split);
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The split-KV combine is a programmatic dependent launch (run_combine): let it start its prologue.
+  if (p.num_splits > 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 
   // ---- what the score modifications need of this thread's rows
   RowCtx rc;
