@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks) flash_fwd_decod
   // ---- K/V tile of CTA tile n into stage st: keys j0 + r, r < kK, j0 = n kBlockN + warp kKeys.
   // Paged: lane r % kK holds key j0 + r's page entry (read one tile ahead, clamped into the pool) and
   // turns it into K and V element offsets; the copying lanes take them by shuffle.
-  const PageLocator loc{p.page_size, p.page_div_mul, p.page_div_shift};
+  const PageLocator loc{p.page_size, p.page_div_mul, p.page_div_shift, ext.k_pos0};
   const int last_page = p.num_pages - 1;
   auto page_entry = [&](int n) -> int {  // this lane's block-table entry for tile n, or 0 past the end
     const int j = n * kN + warp * kK + (lane % kK);
