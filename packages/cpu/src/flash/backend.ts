@@ -18,7 +18,7 @@ export type CpuFlashIsa = (typeof CPU_FLASH_ISAS)[number];
 export interface CpuFlashOptions {
   /** Thread budget per call; default ATTN_NUM_THREADS, else os.availableParallelism(). */
   readonly threads?: number;
-  /** SIMD level; 'auto' (default): ATTN_CPU_FLASH_ISA if set and runnable, else amx, avx512, avx2, portable. */
+  /** SIMD level; 'auto' (default): the fastest this CPU runs, amx, avx512, avx2, portable; another forces it (tests, comparisons). */
   readonly isa?: CpuFlashIsa;
   /** Registered name; default 'cpu-flash'. */
   readonly name?: string;
@@ -161,8 +161,6 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
         napiVersion: info.napiVersion,
         threads: limit(),
       };
-      if (info.forwardSchedule) out.forwardSchedule = info.forwardSchedule;
-      if (info.bf16Packing) out.bf16Packing = info.bf16Packing;
       for (const [dtype, path] of Object.entries(info.forwardPath ?? {})) out[`forward.${dtype}`] = path;
       for (const [dtype, path] of Object.entries(info.backwardPath ?? {})) out[`backward.${dtype}`] = path;
       return out;
