@@ -53,7 +53,7 @@ export function lastStride(t: Tensor): number {
  * Null when they live on the device only (a call validated during graph capture: params.capturing).
  */
 export function sequencePairs(p: SdpaParams): Array<[number, number]> | null {
-  if (p.kvCache) return Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]);
+  if (p.kvCache) return p.kvCache.keyCount ? Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]) : null;
   const used = p.sequsedK?.lengths ?? null;
   if (p.sequsedK && !used) return null;
   if (!p.varlen) return used ? Array.from(used, (sk): [number, number] => [p.seqQ, sk]) : [[p.seqQ, p.seqK]];

@@ -146,11 +146,11 @@ export const noDeterministic: Rule = rule('noDeterministic', (p) => {
 });
 
 /**
- * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were read on the host: a
- * backend that plans or uploads from those host copies needs them, and a call validated during graph
- * capture (params.capturing) has none.
+ * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable, and a kv cache's
+ * cacheSeqlens, cacheBatchIdx, leftpadK) were read on the host: a backend that plans or uploads from
+ * those host copies needs them, and a call validated during graph capture (params.capturing) has none.
  */
 export const indexValuesOnHost: Rule = rule('indexValuesOnHost', (p) => {
-  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged)) return null;
-  return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
+  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged && !p.kvCache)) return null;
+  return 'Needs the values of cuSeqlensQ/K, sequsedK, blockTable (and a kv cache\'s cacheSeqlens, cacheBatchIdx, leftpadK) on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
 });

@@ -156,8 +156,10 @@ Shape read_shape(const double* nums, bool varlen) {
   s.heads_k = as_int(nums, kHeadsK, "key/value heads", 1, 65535);
   require(s.heads_q % s.heads_k == 0, "query heads must be a multiple of key/value heads");
   s.group = s.heads_q / s.heads_k;
+  const bool kv = as_int(nums, kKvCache, "kv-cache flag", 0, 1) == 1;
+  require(!(kv && varlen), "a kv-cache call has a dense query");
   s.seq_q = as_int(nums, kSeqQ, "query length", varlen ? 0 : 1, 2147483647.0);
-  s.seq_k = as_int(nums, kSeqK, "key length", varlen ? 0 : 1, 2147483647.0);
+  s.seq_k = as_int(nums, kSeqK, "key length", varlen || kv ? 0 : 1, 2147483647.0);
   s.head_dim = as_int(nums, kHeadDim, "head dim", 1, 256);
   s.sm_count = as_int(nums, kSmCount, "SM count", 1, 1 << 20);
   s.smem_optin = as_int(nums, kSmemOptin, "opt-in shared memory", 1, 1 << 30);
@@ -165,7 +167,8 @@ Shape read_shape(const double* nums, bool varlen) {
   s.cc_minor = as_int(nums, kCcMinor, "compute capability", 0, 1000);
   s.varlen = varlen;
   s.paged = as_int(nums, kPageSize, "page size", 0, 2147483647.0) > 0;
-  require(!s.paged || varlen, "paged K/V (a block table) needs varlen offsets");
+  require(!s.paged || varlen || kv, "paged K/V (a block table) needs varlen offsets");
+  require(!kv || s.paged, "a kv-cache call reads its cache through a block table");
   return s;
 }
 
@@ -328,6 +331,13 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
       p.page_div_mul = static_cast<uint32_t>(((uint64_t(1) << (31 + l)) + uint64_t(p.page_size) - 1) / uint64_t(p.page_size));
       p.page_div_shift = l - 1;
     }
+  }
+
+  p.kv_cache = as_int(nums, kKvCache, "kv-cache flag", 0, 1) == 1;
+  if (p.kv_cache) {
+    p.kv_seqlens = reinterpret_cast<const int*>(ptrs[kKvSeqlens]);
+    p.kv_leftpad = reinterpret_cast<const int*>(ptrs[kKvLeftpad]);
+    p.kv_new_len = as_int(nums, kKvNewLen, "appended key count", 0, 2147483647.0);
   }
 
   constexpr float kLog2e = 1.4426950408889634f;

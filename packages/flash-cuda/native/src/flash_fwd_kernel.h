@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   // the group of K_{n+1} (so their wait is that tile's wait); at the next iteration's first barrier each
   // thread turns one row's entry into K and V element offsets, read by load_k(n) and load_v(n) after the
   // barriers that follow.
-  const PageLocator loc{p.page_size, p.page_div_mul, p.page_div_shift};
+  const PageLocator loc{p.page_size, p.page_div_mul, p.page_div_shift, ext.k_pos0};
   auto first_page = [&](int n) {
     int page, in_page;
     loc.locate(n * kN, page, in_page);

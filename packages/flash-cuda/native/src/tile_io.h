@@ -16,8 +16,11 @@ struct PageLocator {
   int page_size;
   uint32_t div_mul;
   int div_shift;
-  // page = j / page_size, in_page = j % page_size (0 <= j < 2^31).
+  int pos0;  // table position of key 0 (SeqExtents.k_pos0): key j is position pos0 + j
+
+  // page = (pos0 + j) / page_size, in_page = (pos0 + j) % page_size (0 <= pos0 + j < 2^31).
   __device__ __forceinline__ void locate(int j, int& page, int& in_page) const {
+    j += pos0;
     page = div_mul == 0 ? j : static_cast<int>(__umulhi(static_cast<uint32_t>(j), div_mul) >> div_shift);
     in_page = j - page * page_size;
   }

@@ -131,9 +131,10 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         }
     });
   }
-  if (!kMask && !p.dropout && tile_mods_only<kFeat>(p, i0, M, j0, N)) {
+  if (!p.dropout && tile_mods_only<kFeat>(p, i0, M, j0, N)) {
     // In view and unmasked with softcap or ALiBi: ModRule's logit per score (no bounds, no mask, no
-    // int-to-float conversion), then the lean loop's P and dS. Element (n, e) is query i0 + 2t + n8 + e%2
+    // int-to-float conversion), then the lean loop's P and dS. The feature kernels are built with kMask
+    // (they take masks too), so whether this call has a mask is tile_mods_only's run-time test, not kMask. Element (n, e) is query i0 + 2t + n8 + e%2
     // and key j0 + 16 warp + g + 8 (e / 2): its distance is the thread's first plus 8n + e%2 - 8 (e / 2).
     const ModRule rule(p, sc, i0 + 2 * t, j0 + warp * 16 + g);
 #pragma unroll
