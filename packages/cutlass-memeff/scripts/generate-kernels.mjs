@@ -26,11 +26,11 @@ const FAMILIES = [
   { family: 'kFwdSimt', stem: 'fwd_simt', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'fwd' },
   // 160 and 192: exact head dims (D == Dv, no features), compile-time loops where the d256 bucket's stop at run time.
   { family: 'kFwdMma', stem: 'fwd_mma', header: 'launch/launchers_fwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 160, 192, 256], kind: 'fwd' },
-  // fp32 on tensor cores (3xTF32), opt-in: ATTN_MEMEFF_FP32_TC=1 (see NOTES.md v2).
+  // fp32 on tensor cores (3xTF32; dispatch.cu runs it on sm90).
   { family: 'kFwdTf32', stem: 'fwd_tf32', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'fwd' },
   { family: 'kBwdSimt', stem: 'bwd_simt', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'bwd' },
   { family: 'kBwdMma', stem: 'bwd_mma', header: 'launch/launchers_bwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 256], kind: 'bwd' },
-  // fp32 backward on tensor cores (3xTF32; NOTES.md v10).
+  // fp32 backward on tensor cores (3xTF32; sm90, as the forward).
   { family: 'kBwdTf32', stem: 'bwd_tf32', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'bwd' },
   { family: 'kBwdAux', stem: 'bwd_aux', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [0], kind: 'aux' },
 ];

@@ -8,8 +8,8 @@
 // --cpu-selftest runs the same cases with cpu-math (in the case dtype, on the CPU) standing in for
 // memeff-cuda: a check of this script itself on a machine without a GPU.
 // --digest adds a 32-bit FNV-1a of each case's forward out and lse values (fwd=...): with ATTN_CHECK_SEED
-// fixed, two runs under different switches (e.g. ATTN_MEMEFF_TF32_WIDE=1 and =2) print the same digests
-// where their forwards are bit-identical.
+// fixed, two runs of different builds (e.g. with and without sm_90a, whose fp32 forwards are different
+// kernels) print the same digests where their forwards are bit-identical.
 import { performance } from 'node:perf_hooks';
 import { normalizeParams, normalizeVarlenParams, randn, sdpaBackward, sdpaForward, sdpaVarlen, tensor } from '@attn/core';
 import { allocate, deviceProperties, fill, synchronize } from '@attn/cuda';
@@ -207,7 +207,6 @@ function runOne(c) {
     res.splits = bwd.plan?.querySplits;
     res.dbiasAtomic = bwd.plan?.dbiasAtomic;
     res.dbiasMode = bwd.plan?.dbiasMode;
-    res.dbiasNote = bwd.plan?.dbiasNote;
     for (const name of ['dq', 'dk', 'dv', 'dbias']) {
       if (!g[name]) continue;
       res[name] = relErr(bwd.gradients[name].toFloat64Array(), g[name].toFloat64Array());
@@ -215,8 +214,8 @@ function runOne(c) {
     }
     if (c.deterministic) {
       const again = run.backward();
-      // dbias too where its path is deterministic (its own kernel, or v7's per-head workspace).
-      const fixed = bwd.gradients.dbias && ['recompute', 'workspace', 'direct', 'direct-x4'].includes(res.dbiasMode) ? ['dbias'] : [];
+      // dbias too where its path is deterministic (its own kernel, or stores of an unbroadcast one).
+      const fixed = bwd.gradients.dbias && ['recompute', 'direct', 'direct-x4'].includes(res.dbiasMode) ? ['dbias'] : [];
       const same = ['dq', 'dk', 'dv', ...fixed].every((n) => {
         const a = bwd.gradients[n].toFloat64Array(), b = again.gradients[n].toFloat64Array();
         return a.every((x, i) => Object.is(x, b[i]));
@@ -272,35 +271,32 @@ add('bias fp32 on half q', { B: 1, Hq: 2, Sq: 60, Sk: 90, D: 64, mask: { kind: '
 add('bias -inf rows', { B: 1, Hq: 2, Sq: 40, Sk: 50, D: 64, mask: { kind: 'additive', shape: [1, 2, 40, 50], fullyMasked: true } });
 add('bool mask + fully masked rows', { B: 2, Hq: 2, Sq: 40, Sk: 50, D: 64, mask: { kind: 'bool', shape: [2, 1, 40, 50], fullyMasked: true } });
 add('bool mask + causal', { B: 1, Hq: 2, Sq: 64, Sk: 64, D: 64, causal: 'upperLeft', mask: { kind: 'bool', shape: [64, 64] } });
-// v2: masks whose rows are 16-byte multiples go through the cp.async mask tile (common/mask_tile.cuh);
+// Masks whose rows are 16-byte multiples go through the cp.async mask tile (common/mask_tile.cuh);
 // partial key tiles (Sk not a multiple of the tile) and several query blocks. Broadcast over batch
-// / heads: dbias by atomics in the main kernel (workspace + convert for 16-bit masks).
+// / heads: dbias by atomics in the main kernel (an fp32 accumulator + convert for 16-bit masks).
 add('bias tile [B,H,Sq,Sk] sk144', { B: 2, Hq: 2, Sq: 150, Sk: 144, D: 64, mask: { kind: 'additive', shape: [2, 2, 150, 144] } });
 add('bias tile [Sq,Sk] d128 causal lr + dropout + gqa', { B: 2, Hq: 4, Hk: 2, Sq: 200, Sk: 136, D: 128, causal: 'lowerRight', dropoutP: 0.2, mask: { kind: 'additive', shape: [200, 136] } });
 add('bool mask tile + mqa', { B: 2, Hq: 4, Hk: 1, Sq: 90, Sk: 160, D: 64, mask: { kind: 'bool', shape: [2, 1, 90, 160] } });
 add('bias tile fp32 on half q [1,H,Sq,Sk]', { B: 2, Hq: 2, Sq: 70, Sk: 96, D: 64, mask: { kind: 'additive', shape: [1, 2, 70, 96], dtype: 'float32' } }, ['float16', 'bfloat16']);
-// v4: interior steps of a staged mask add it with one FFMA per score (mask_tile.cuh; forward and
+// Interior steps of a staged mask add it with one FFMA per score (mask_tile.cuh; forward and
 // tensor-core backward, whose key blocks are 128 wide: Sk >= 256 has interior steps); these cover
 // broadcast rows (row stride 0), head broadcasts, a causal mix of fast and per-element steps, and
-// every tile dtype (bool, 16-bit, fp32 on half q). ATTN_MEMEFF_MASK_FAST=0 runs them all per element.
+// every tile dtype (bool, 16-bit, fp32 on half q).
 add('bias tile [B,1,1,Sk] key padding sk192 d128', { B: 2, Hq: 2, Sq: 130, Sk: 192, D: 128, mask: { kind: 'additive', shape: [2, 1, 1, 192] } });
 add('bias tile [H,1,Sk] fp32 on half q sk256', { B: 2, Hq: 3, Sq: 100, Sk: 256, D: 64, mask: { kind: 'additive', shape: [3, 1, 256], dtype: 'float32' } }, ['float16', 'bfloat16']);
 add('bool tile [B,1,Sq,Sk] causal ul d128', { B: 2, Hq: 2, Sq: 200, Sk: 224, D: 128, causal: 'upperLeft', mask: { kind: 'bool', shape: [2, 1, 200, 224] } });
 add('bias tile deterministic gqa sk256', { B: 2, Hq: 4, Hk: 2, Sq: 100, Sk: 256, D: 64, deterministic: true, mask: { kind: 'additive', shape: [1, 4, 100, 256] } });
 add('bias tile [1,H,Sq,Sk] -inf rows d128 sk256', { B: 2, Hq: 2, Sq: 130, Sk: 256, D: 128, mask: { kind: 'additive', shape: [1, 2, 130, 256], fullyMasked: true } });
-// v7: dbias 4 keys per request (atomic-x4 / direct-x4 in the plan; tensor cores): a key tail inside a
-// 128-key block (Sk = 260), a GQA causal call summed over batch and heads. With ATTN_MEMEFF_DBIAS=workspace
-// every case with a 16-bit [.., Sq, Sk] bias broadcast over batch / heads runs the per-head workspace and
-// the head sum instead (dbias=workspace), and =scalar v6's one element per request.
+// dbias 4 keys per request (atomic-x4 / direct-x4 in the plan; tensor cores): a key tail inside a
+// 128-key block (Sk = 260), a GQA causal call summed over batch and heads.
 add('bias tile [B,1,Sq,Sk] d128 sk260 dbias x4', { B: 2, Hq: 4, Sq: 130, Sk: 260, D: 128, mask: { kind: 'additive', shape: [2, 1, 130, 260] } }, ['float16', 'bfloat16']);
 add('bias tile [Sq,Sk] gqa causal ul sk200 dbias x4', { B: 2, Hq: 4, Hk: 2, Sq: 96, Sk: 200, D: 64, causal: 'upperLeft', mask: { kind: 'additive', shape: [96, 200] } }, ['float16', 'bfloat16']);
-// v8: the lean backward step (bwd_lean.cuh) on many interior steps (32-query x 128-key, all in bounds):
+// The lean backward step (bwd_lean.cuh) on many interior steps (32-query x 128-key, all in bounds):
 // interior mask tiles, ldmatrix.trans mask terms (16-bit), branch-free P / dS, one-address dbias quads;
 // the key tail (keys 256-299) and the last query rows take the general step in the same call.
 add('bias tile [B,1,Sq,Sk] d128 sq256 sk300 lean', { B: 2, Hq: 2, Sq: 256, Sk: 300, D: 128, mask: { kind: 'additive', shape: [2, 1, 256, 300] } }, ['float16', 'bfloat16']);
 add('bias tile [1,H,Sq,Sk] d128 sq200 sk256 causal lean', { B: 1, Hq: 2, Sq: 200, Sk: 256, D: 128, causal: 'lowerRight', mask: { kind: 'additive', shape: [1, 2, 200, 256] } }, ['float16', 'bfloat16']);
-// v8: the 3xTF32 forward's wide form (ATTN_MEMEFF_TF32_WIDE=1: 128-query blocks, K and V split once per
-// step) over several query blocks with a row tail, causal diagonals and a staged bias; D = Dv = 128 and
+// The 3xTF32 forward's wide form at d128 (128-query blocks, K and V split once per step; off wgmma only) over several query blocks with a row tail, causal diagonals and a staged bias; D = Dv = 128 and
 // D = 96 (zero columns in the split tiles).
 add('tf32 d128 sq300 sk200 causal lr bias', { B: 1, Hq: 2, Sq: 300, Sk: 200, D: 128, causal: 'lowerRight', mask: { kind: 'additive', shape: [1, 2, 300, 200], dtype: 'float32' } }, ['float32']);
 add('tf32 d96 sq260 sk333 gqa', { B: 2, Hq: 4, Hk: 2, Sq: 260, Sk: 333, D: 96 }, ['float32']);
@@ -355,7 +351,7 @@ for (const c of cases) {
     const { ok, res } = runOne(c);
     if (!ok) failed++;
     const errs = ['out', 'lse', 'dq', 'dk', 'dv', 'dbias'].filter((n) => res[n] !== undefined).map((n) => `${n} ${fmt(res[n])}`).join(' ');
-    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.dbiasMode ? ` dbias=${res.dbiasMode}` : res.dbiasAtomic ? ' dbias=atomic' : ''}${res.dbiasNote ? ` (${res.dbiasNote})` : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}${res.digest ? ` fwd=${res.digest}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
+    console.log(`${ok ? 'PASS' : 'FAIL'} ${c.name.padEnd(44)} ${errs}  [${res.kernel}${res.bwdKernels ? ` | ${res.bwdKernels}` : ''}${res.splits > 1 ? ` splits=${res.splits}` : ''}${res.dbiasMode ? ` dbias=${res.dbiasMode}` : res.dbiasAtomic ? ' dbias=atomic' : ''}${res.bitwise !== undefined ? ` bitwise=${res.bitwise}` : ''}${res.digest ? ` fwd=${res.digest}` : ''}] ${(performance.now() - t0).toFixed(0)} ms`);
   } catch (e) {
     failed++;
     console.log(`ERROR ${c.name}: ${e?.stack ?? e}`);

@@ -3,7 +3,7 @@
 
     python3 packages/cutlass-memeff/scripts/sk1-backward-emulate.py [--trials 400] [--seed 0]
 
-Why it exists: with ATTN_MEMEFF_FP32_TC=1 the case failed on the H200 (v4) while out and logsumexp
+Why it exists: with the 3xTF32 forward the case failed on an H200 while out and logsumexp
 are within the rule in tf32x3-emulate.py. With one key per row the naive implementation's dS is
 exactly 0 (P = 1, Delta = P dP = dP), so the bound on dQ and dK is the slack alone (1e-6, the
 reference being ~0); the kernel's dS = P (dP - D) with D = dO . O (bwd_dsum_kernel) and dP = dO . V

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-# NOTES.md v9: emulates the packed wide fp32 forward's index math (fwd/fwd_tf32.cuh split_k_packed,
+# Emulates the packed wide fp32 forward's index math (fwd/fwd_tf32.cuh split_k_packed,
 # split_v_packed, the Q prologue and the readers) for d128, N = 32, 8 warps: every reader word holds the part
-# v8's wide reader took there, every part is stored once, 8-lane phases of the LDS.128 / STS.128 hit 8
+# the unpacked wide reader took there, every part is stored once, 8-lane phases of the LDS.128 / STS.128 hit 8
 # distinct 16-byte bank groups, the passes' 32-bit reads 32 distinct banks. Run: python3 scripts/tf32-packed-layout-check.py
 HD, N, M, T = 128, 32, 128, 256
 PQ = HD + 4; PKP = 2 * HD + 16

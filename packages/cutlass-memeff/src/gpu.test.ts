@@ -128,16 +128,12 @@ describe.skipIf(!env.ok)('memeff-cuda on the GPU', () => {
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 176, 176] }, false).fwd.kernel).toBe('fwd_mma_fp16_d256');
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 100, 200, 192, 192], opts: { window: [40, 8] } }, false).fwd.kernel).toBe('fwd_mma_fp16_d256');
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 36, 36] }, false).fwd.kernel).toBe('fwd_simt_fp16_d64');
-    // fp32: 3xTF32 tensor cores with ATTN_MEMEFF_FP32_TC=1, FMA with =0; unset, the per-arch default
-    // in dispatch.cu decides (NOTES.md v4), so either is right. The 3xTF32 forward runs on wgmma on sm90
-    // (an sm_90a build; NOTES.md v20), on mma.sync elsewhere.
-    const tc = process.env.ATTN_MEMEFF_FP32_TC;
-    const tf32Fwd = ['fwd_tf32_fp32_d64', 'fwd_tf32_wgmma_fp32_d64'];
-    const fp32Kernels = tc === '1' ? tf32Fwd : tc === '0' ? ['fwd_simt_fp32_d64'] : [...tf32Fwd, 'fwd_simt_fp32_d64'];
-    expect(fp32Kernels).toContain(check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 64, 64] }, false).fwd.kernel);
-    // The fp32 backward: 3xTF32 where the forward's switch allows it (and ATTN_MEMEFF_TF32_BWD is not 0), FMA
-    // otherwise; deterministic mode takes the same main kernel (its dQ pass is the FMA one).
-    const tcBwd = process.env.ATTN_MEMEFF_TF32_BWD === '0' || tc === '0' ? ['bwd_simt_fp32_d64'] : tc === '1' ? ['bwd_tf32_fp32_d64'] : ['bwd_tf32_fp32_d64', 'bwd_simt_fp32_d64'];
+    // fp32: 3xTF32 tensor cores on sm90 (dispatch.cu's fp32_tensor_cores_on), the forward on wgmma with an
+    // sm_90a build and on mma.sync without; FMA on every other arch. Deterministic mode takes the same main
+    // kernel (its dQ pass is the FMA one).
+    const fp32Fwd = major === 9 ? ['fwd_tf32_wgmma_fp32_d64', 'fwd_tf32_fp32_d64'] : ['fwd_simt_fp32_d64'];
+    expect(fp32Fwd).toContain(check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 64, 64] }, false).fwd.kernel);
+    const tcBwd = [major === 9 ? 'bwd_tf32_fp32_d64' : 'bwd_simt_fp32_d64'];
     expect(tcBwd).toContain(check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 64, 64] }).bwd!.kernels[0]);
     const det = check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 64, 64], opts: { deterministic: true } });
     expect(tcBwd).toContain(det.bwd!.kernels[0]);

@@ -107,12 +107,9 @@ export interface BackwardPlan {
   /**
    * How dbias is formed: '' (no dbias), 'direct' / 'direct-x4' (unbroadcast: stores, 1 or 4 keys per
    * request), 'atomic-x4' / 'atomic' (fp32 reductions; '+stagger' when the query walks are staggered per
-   * head, '+presum' when a GQA group's dS is summed in the block first), 'workspace' (per-head dS summed
-   * afterwards, ATTN_MEMEFF_DBIAS=workspace), 'recompute' (its own kernel). NOTES.md v7.
+   * head, '+presum' when a GQA group's dS is summed in the block first), 'recompute' (its own kernel).
    */
   readonly dbiasMode: string;
-  /** Why ATTN_MEMEFF_DBIAS's request was not taken for this call ('' when it was, or nothing was asked). */
-  readonly dbiasNote: string;
 }
 
 export interface MemeffAddon {

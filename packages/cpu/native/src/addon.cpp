@@ -120,8 +120,6 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   o.Set("compiler", Napi::String::New(env, ATTN_CPU_COMPILER));
   o.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   o.Set("poolThreads", Napi::Number::New(env, pool_threads()));
-  o.Set("forwardSchedule", Napi::String::New(env, claim_name(forward_claim())));
-  o.Set("bf16Packing", Napi::String::New(env, own_packing() ? "own" : "shared"));
   if (isa_runnable(isa)) {
     const KernelSet& ks = kernels_for(isa);
     Napi::Object fwd = Napi::Object::New(env), bwd = Napi::Object::New(env);

@@ -1,6 +1,5 @@
 #include "dispatch.h"
 
-#include <cstdlib>
 #include <stdexcept>
 
 #if defined(__x86_64__)
@@ -85,10 +84,6 @@ bool isa_runnable(Isa isa) {
 
 Isa best_isa() {
   static const Isa best = [] {
-    if (const char* env = std::getenv("ATTN_CPU_FLASH_ISA")) {
-      Isa want;
-      if (parse_isa(env, &want) && want != Isa::kAuto && isa_runnable(want)) return want;
-    }
     for (Isa i : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2}) {
       if (isa_runnable(i)) return i;
     }

@@ -1,7 +1,6 @@
 #include "memory.h"
 
 #include <cstdlib>
-#include <cstring>
 #include <new>
 
 namespace attn_cpu {
@@ -23,14 +22,6 @@ struct Scratch {
 thread_local Scratch tls_scratch;
 thread_local Scratch tls_keep;
 }  // namespace
-
-bool own_packing() {
-  static const bool own = [] {
-    const char* env = std::getenv("ATTN_CPU_FLASH_PACK");
-    return !(env && std::strcmp(env, "shared") == 0);
-  }();
-  return own;
-}
 
 void* thread_keep_area(size_t bytes, bool* fresh) {
   Scratch& s = tls_keep;

@@ -20,11 +20,6 @@ void* thread_scratch(size_t bytes);
 // moved (its contents are then undefined).
 void* thread_keep_area(size_t bytes, bool* fresh);
 
-// bf16 on AMX / vdpbf16ps: each thread packs the K/V its tasks need (true, the default) or one
-// shared packing pass runs before the attention tasks (ATTN_CPU_FLASH_PACK=shared; read once per
-// process, kept so that the two can be timed side by side).
-bool own_packing();
-
 // Large per-call buffers (packed K/V, converted rows) are recycled per calling thread: a fresh
 // multi-megabyte allocation is fresh pages from the kernel, and faulting them in costs as much as
 // packing into them. take_call_buffer returns a cached block of at least `bytes` (or a new one);

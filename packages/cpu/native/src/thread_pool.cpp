@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -175,16 +173,6 @@ void parallel_for(int64_t n, int threads, TaskFn fn, void* ctx, Claim claim) {
   if (n <= 0) return;
   pool().run(n, std::max(threads, 1), fn, ctx, claim);
 }
-
-Claim forward_claim() {
-  static const Claim c = [] {
-    const char* env = std::getenv("ATTN_CPU_FLASH_SCHED");
-    return env && std::strcmp(env, "dynamic") == 0 ? Claim::kSingle : Claim::kRanges;
-  }();
-  return c;
-}
-
-const char* claim_name(Claim c) { return c == Claim::kRanges ? "ranges" : "dynamic"; }
 
 int pool_threads() { return pool().size(); }
 

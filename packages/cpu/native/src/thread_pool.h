@@ -22,11 +22,6 @@ enum class Claim { kSingle, kRanges };
 // remaining tasks are skipped.
 void parallel_for(int64_t n, int threads, TaskFn fn, void* ctx, Claim claim = Claim::kSingle);
 
-// The forward kernels' claim: kRanges unless ATTN_CPU_FLASH_SCHED=dynamic (read once per process;
-// kept so that the two can be timed side by side). Its name for buildInfo: "ranges" or "dynamic".
-Claim forward_claim();
-const char* claim_name(Claim c);
-
 // Threads the pool has started so far (grows on demand, never shrinks).
 int pool_threads();
 

@@ -9,16 +9,16 @@ import { backwardBuffers, backwardDesc, forwardDesc, forwardFlops, forwardOutput
 import { addon } from './native.js';
 import type { CpuFlashAddon } from './native.js';
 import { cpuFlashRules } from './rules.js';
+import { checkIsa, defaultIsa, type CpuFlashIsa } from './isa.js';
 import { checkThreads, defaultThreads, threadsFor } from './threads.js';
 import { backwardWorkspaceBytes, forwardWorkspaceBytes } from './workspace.js';
 
-export const CPU_FLASH_ISAS = ['auto', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx'] as const;
-export type CpuFlashIsa = (typeof CPU_FLASH_ISAS)[number];
+export { CPU_FLASH_ISAS, type CpuFlashIsa } from './isa.js';
 
 export interface CpuFlashOptions {
   /** Thread budget per call; default ATTN_NUM_THREADS, else os.availableParallelism(). */
   readonly threads?: number;
-  /** SIMD level; 'auto' (default): ATTN_CPU_FLASH_ISA if set and runnable, else amx, avx512, avx2, portable. */
+  /** SIMD level; default ATTN_CPU_FLASH_ISA, else 'auto' (the fastest this CPU runs: amx, avx512, avx2, portable); see isa.ts. */
   readonly isa?: CpuFlashIsa;
   /** Registered name; default 'cpu-flash'. */
   readonly name?: string;
@@ -89,10 +89,8 @@ function withKvCache(params: SdpaParams): SdpaParams {
 }
 
 export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
-  const isa = options.isa ?? 'auto';
-  if (!(CPU_FLASH_ISAS as readonly string[]).includes(isa)) {
-    throw new AttnInputError('ATTN_OPTION', `cpu-flash: isa must be one of ${CPU_FLASH_ISAS.join(', ')}, got '${String(isa)}'.`);
-  }
+  if (options.isa !== undefined) checkIsa(options.isa);
+  const level = (): CpuFlashIsa => options.isa ?? defaultIsa();
   const limit = () => (options.threads !== undefined ? checkThreads(options.threads) : defaultThreads());
 
   function prepare(call: SdpaParams) {
@@ -100,7 +98,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
     const p = withKvCache(call);
     const outputs = forwardOutputs(p);
     const threads = threadsFor(forwardFlops(p), limit());
-    return { outputs, threads, desc: forwardDesc(p, outputs.out, outputs.logsumexp, isa, threads) };
+    return { outputs, threads, desc: forwardDesc(p, outputs.out, outputs.logsumexp, level(), threads) };
   }
 
   return {
@@ -139,7 +137,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
       const bufs = backwardBuffers(p);
       const threads = threadsFor(2.5 * forwardFlops(p), limit());
       if (!isEmpty(p)) {
-        const desc = backwardDesc(p, fwd, gradOut, bufs, isa, threads);
+        const desc = backwardDesc(p, fwd, gradOut, bufs, level(), threads);
         callNative(() => native.backward(desc), backwardWorkspaceBytes(p));
       }
       const grads: Gradients = { dq: bufs.dq, dk: bufs.dk, dv: bufs.dv };
@@ -149,7 +147,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
     buildInfo() {
       const load = addon();
       if (!load.ok) return { native: false, reason: load.reason };
-      const info = load.addon.buildInfo(isa);
+      const info = load.addon.buildInfo(level());
       const out: Record<string, string | number | boolean | readonly string[]> = {
         native: true,
         addon: load.path,
@@ -161,8 +159,6 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
         napiVersion: info.napiVersion,
         threads: limit(),
       };
-      if (info.forwardSchedule) out.forwardSchedule = info.forwardSchedule;
-      if (info.bf16Packing) out.bf16Packing = info.bf16Packing;
       for (const [dtype, path] of Object.entries(info.forwardPath ?? {})) out[`forward.${dtype}`] = path;
       for (const [dtype, path] of Object.entries(info.backwardPath ?? {})) out[`backward.${dtype}`] = path;
       return out;

@@ -80,10 +80,6 @@ export interface NativeBuildInfo {
   readonly compiler: string;
   readonly napiVersion: number;
   readonly poolThreads: number;
-  /** How the forward's tasks are claimed: 'ranges' (default) or 'dynamic' (ATTN_CPU_FLASH_SCHED=dynamic). */
-  readonly forwardSchedule?: string;
-  /** bf16 tile kernels: 'own' (each thread packs the K/V it needs, default) or 'shared' (ATTN_CPU_FLASH_PACK=shared). */
-  readonly bf16Packing?: string;
   readonly forwardPath?: Record<string, string>;
   readonly backwardPath?: Record<string, string>;
 }

@@ -213,7 +213,6 @@ Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
     out.Set("dbiasReduced", Napi::Boolean::New(env, plan.dbias_reduced));
     out.Set("dbiasAtomic", Napi::Boolean::New(env, plan.dbias_atomic));
     out.Set("dbiasMode", Napi::String::New(env, plan.dbias_mode));
-    out.Set("dbiasNote", Napi::String::New(env, plan.dbias_note));
     return out;
   });
 }

@@ -1,8 +1,6 @@
 #include "dispatch.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
@@ -127,12 +125,6 @@ std::string smem_refusal(int need, int have) {
   return "needs " + std::to_string(need / 1024) + " KB of shared memory per block, the device allows " + std::to_string(have / 1024);
 }
 
-// The side-by-side switches below: the newer form unless the variable is "0".
-bool on_unless_zero(const char* name) {
-  const char* e = std::getenv(name);
-  return e == nullptr || std::strcmp(e, "0") != 0;
-}
-
 // The tensor-core forward's KernelEntry bucket for this call: calls with features take the buckets' feature kernels.
 int mma_fwd_kernel_dim(const FwdParams& p) { return mma_fwd_head_dim(p.head_dim, p.head_dim_v, !p.features); }
 
@@ -166,80 +158,10 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   return "";
 }
 
-// fp32 forward on tensor cores (3xTF32). ATTN_MEMEFF_FP32_TC=1 selects it, =0 the FMA kernel, on
-// every arch; unset, it is the default on majors [kFp32TcDefaultMinMajor, kFp32TcDefaultMaxMajor].
-// On by default on Hopper since v5 passed the whole conformance suite's fp32 cases with it on an H200
-// (46/46, sq17-sk1 on three seeds; 1.5-2x the FMA kernel's speed, NOTES.md v5 measured); sm80-sm89 keep
-// FMA until a GPU of theirs runs the same check. Read once.
-constexpr int kFp32TcDefaultMinMajor = 9;  // 0: off by default everywhere
-constexpr int kFp32TcDefaultMaxMajor = 9;
-int fp32_tensor_cores_env() {  // 1 on, 0 off, -1 unset (per-arch default)
-  static const int v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_FP32_TC");
-    if (e == nullptr || *e == 0) return -1;
-    return std::strcmp(e, "0") == 0 ? 0 : std::strcmp(e, "1") == 0 ? 1 : -1;
-  }();
-  return v;
-}
-bool fp32_tensor_cores_enabled(int major) {
-  const int env = fp32_tensor_cores_env();
-  if (env >= 0) return env == 1;
-  return kFp32TcDefaultMinMajor > 0 && major >= kFp32TcDefaultMinMajor && major <= kFp32TcDefaultMaxMajor;
-}
-
-// ATTN_MEMEFF_MASK_FREE=0: calls without a mask run the tensor-core kernels built with mask code
-// (FwdParams::mask_free_kernels; v5's behaviour), to time the two side by side on one build. Read once.
-bool mask_free_kernels_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_MASK_FREE");
-  return v;
-}
-
-// ATTN_MEMEFF_MASK_FAST=0: every step of a staged mask takes v3's per-element tile_logit instead of
-// v4's one FFMA per score on interior steps (FwdParams::mask_tile_fast; forward and tensor-core
-// backward), to time the two side by side on one build. Read once.
-bool mask_tile_fast_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_MASK_FAST");
-  return v;
-}
-
-// ATTN_MEMEFF_TF32_PV_EXACT=0: the 3xTF32 forward's P.V takes V in v4's two TF32 parts instead of
-// v5's three (FwdParams::tf32_pv_exact), to compare accuracy and speed on one build. Read once.
-bool tf32_pv_exact_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_PV_EXACT");
-  return v;
-}
-
-// ATTN_MEMEFF_TF32_LEAN=0: the 3xTF32 forward runs v7's kernel instead of v8's lean one
-// (FwdParams::tf32_lean; the same roundings by design, not compared bitwise on a GPU), to time the two
-// side by side on one build. Read once.
-bool tf32_lean_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_LEAN");
-  return v;
-}
-
-// ATTN_MEMEFF_TF32_WIDE: at d128 the lean 3xTF32 forward runs its 8-warp form, K and V split once per step
-// by the block (FwdParams::tf32_wide). On by default (`0` turns it off): it passed gpu-check's fp32 cases, the
-// conformance suite, memcheck and racecheck, and runs the d128 fp32 forward 12-14% faster than the 4-warp
-// lean form (NOTES.md v8 measured). `2`: the wide form with its TF32 parts packed per lane for LDS.128
-// (v9, FwdParams::tf32_packed), the default since it passed memcheck too (same forward bits as `1`, racecheck
-// clean, +3-4% at d128; NOTES.md v9, v11); `1` gives the unpacked wide form. Read once.
-constexpr bool kTf32WideDefault = true;
-constexpr bool kTf32PackedDefault = true;
-int tf32_wide_mode() {  // 0 off, 1 wide, 2 wide and packed
-  static const int v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_TF32_WIDE");
-    if (e == nullptr || *e == 0) return kTf32WideDefault ? (kTf32PackedDefault ? 2 : 1) : 0;
-    return std::strcmp(e, "1") == 0 ? 1 : std::strcmp(e, "2") == 0 ? 2 : 0;
-  }();
-  return v;
-}
-
-// ATTN_MEMEFF_TF32_WGMMA=0: fp32 forward calls run the mma.sync kernel on Hopper too instead of
-// v20's wgmma one (FwdParams::tf32_wgmma), to time the two on one build. Read once.
-bool tf32_wgmma_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_WGMMA");
-  return v;
-}
+// fp32 on tensor cores (3xTF32, forward and backward) on Hopper (sm90): there it passed the whole conformance
+// suite's fp32 cases and runs 1.5-2x the FMA kernels' speed. Other archs take the FMA kernels until a GPU of
+// theirs runs the same checks (sm80's 164 KB of shared memory would also halve the forward's occupancy).
+bool fp32_tensor_cores_on(int major) { return major == 9; }
 
 // Whether this addon holds sm_90a machine code (the arch list it was built with): the wgmma kernel's.
 bool built_for_sm90a() {
@@ -247,85 +169,11 @@ bool built_for_sm90a() {
   return yes;
 }
 
-// ATTN_MEMEFF_DSUM_SEQ=0: the fp32 backward's D = dO . O as v4's warp tree instead of v5's
-// sequential chain in dP's order (BwdParams::dsum_seq), to compare the two on one build. Read once.
-bool dsum_seq_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_DSUM_SEQ");
-  return v;
-}
-
-// ATTN_MEMEFF_TF32_BWD=0: fp32 backward calls run the FMA kernels instead of v10's 3xTF32 one (with D by
-// bwd_dsum_tf32), to compare the two on one build. The 3xTF32 backward also follows ATTN_MEMEFF_FP32_TC's
-// per-arch choice, as the forward does. Read once.
-bool tf32_bwd_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_BWD");
-  return v;
-}
-
-// ATTN_MEMEFF_TF32_BWD_SPLIT=0: the 3xTF32 backward at d128 in v10's 4-warp form instead of v11's split one
-// (BwdParams::tf32_bwd_split), to time the two on one build. Read once.
-bool tf32_bwd_split_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_TF32_BWD_SPLIT");
-  return v;
-}
-// Whether the 3xTF32 backward of this bucket runs the split form: at d128 only (at d64 it measured 0.74-0.76x
-// torch against 0.94-0.99x, NOTES.md v11).
-bool tf32_bwd_split_at(int bucket) { return bucket == 128 && tf32_bwd_split_enabled(); }
-
-// ATTN_MEMEFF_BWD_LEAN=0: the tensor-core backward runs v7's general step everywhere instead of v8's
-// lean step where it applies (BwdParams::bwd_lean), to time the two side by side on one build. Read once.
-bool bwd_lean_enabled() {
-  static const bool v = on_unless_zero("ATTN_MEMEFF_BWD_LEAN");
-  return v;
-}
-
-// ATTN_MEMEFF_DBIAS: how a dbias summed over batch and/or heads is formed (NOTES.md v7).
-//   atomic (default): fp32 reductions in the main kernel, 4 adjacent keys per red.global.add.v4.f32 on
-//     sm90 where the layout allows (else one per element);
-//   scalar: v6's one red.global.add.f32 per element, and v6's one store per element for an unbroadcast
-//     dbias (to time old and new side by side on one build);
-//   workspace: each head's dS stored in the mask dtype into a [B, Hq, Sq, Sk] workspace, summed by
-//     bwd_dbias_head_sum in a fixed order (deterministic, so deterministic calls may take it too). 16-bit
-//     masks only, at most kDbiasWorkspaceMaxBytes; otherwise the atomic path, with the reason in the
-//     plan's dbiasNote.
-// Anything else (or unset): atomic. Read once.
-enum class DbiasMode { kAtomic, kScalar, kWorkspace };
-DbiasMode dbias_mode_env() {
-  static const DbiasMode v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_DBIAS");
-    if (e == nullptr) return DbiasMode::kAtomic;
-    return std::strcmp(e, "scalar") == 0 ? DbiasMode::kScalar : std::strcmp(e, "workspace") == 0 ? DbiasMode::kWorkspace : DbiasMode::kAtomic;
-  }();
-  return v;
-}
-constexpr int64_t kDbiasWorkspaceMaxBytes = 4LL << 30;
-// ATTN_MEMEFF_DBIAS_STAGGER: with dbias atomics, the tensor-core backward's blocks start their query walk
-// at an offset per (b, kv head) (BwdParams::dbias_stagger). Unset: on in atomic mode, off in scalar mode
-// (v6 as it was); "0" off, "1" on in either. Read once.
-int dbias_stagger_env() {  // 1 on, 0 off, -1 unset
-  static const int v = [] {
-    const char* e = std::getenv("ATTN_MEMEFF_DBIAS_STAGGER");
-    if (e == nullptr || *e == 0) return -1;
-    return std::strcmp(e, "0") == 0 ? 0 : std::strcmp(e, "1") == 0 ? 1 : -1;
-  }();
-  return v;
-}
-
-// The switches' values into a call's parameters (forward and backward read the same ones).
-void apply_switches(FwdParams& p) {
-  p.mask_tile_fast = mask_tile_fast_enabled();
-  p.mask_free_kernels = mask_free_kernels_enabled();
-  p.tf32_pv_exact = tf32_pv_exact_enabled();
-  p.tf32_lean = tf32_lean_enabled();
-  p.tf32_wide = tf32_wide_mode() >= 1;
-  p.tf32_packed = tf32_wide_mode() == 2;
-}
-
 bool strides_mult4(const int64_t (&s)[3]) { return s[0] % 4 == 0 && s[1] % 4 == 0 && s[2] % 4 == 0; }
 
 // Whether the 3xTF32 forward can take this fp32 call (16-byte cp.async of 4 floats).
 bool tf32_fwd_ok(const FwdParams& p, int dtype, int device) {
-  if (dtype != kF32 || device_info(device).major < 8 || !fp32_tensor_cores_enabled(device_info(device).major)) return false;
+  if (dtype != kF32 || !fp32_tensor_cores_on(device_info(device).major)) return false;
   if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32MaxHeadDim) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o)) return false;
   if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.o_stride)) return false;
@@ -336,18 +184,15 @@ bool tf32_fwd_ok(const FwdParams& p, int dtype, int device) {
 // Whether the 3xTF32 backward can take this fp32 call: as the forward's checks, plus dO and shared memory.
 // (Deterministic calls too: dK and dV have no atomics; their dQ is the FMA pass in key order.)
 bool tf32_bwd_ok(const BwdParams& p, int dtype, int device) {
-  if (dtype != kF32 || !tf32_bwd_enabled()) return false;
-  if (device_info(device).major < 8 || !fp32_tensor_cores_enabled(device_info(device).major)) return false;
+  if (dtype != kF32 || !fp32_tensor_cores_on(device_info(device).major)) return false;
   if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32BwdMaxHeadDim) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.dout)) return false;
   if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.do_stride)) return false;
   const int bucket = tf32_bucket(std::max(p.head_dim, p.head_dim_v));
   const KernelEntry& e = find_kernel(Family::kBwdTf32, kF32, bucket);
   if (kernel_ptx_version(e, device) < 80) return false;
-  // The d128 forms take 199-227 KB: sm90's, not sm80's 163 KB or sm86's 99 KB (there: the FMA kernels).
-  const int need = bucket == 64                  ? bwd_smem_bytes<Tf32BwdTraits<64>>(p)
-                   : tf32_bwd_split_at(bucket) ? bwd_smem_bytes<Tf32BwdTraits<128, 2>>(p)
-                                                : bwd_smem_bytes<Tf32BwdTraits<128>>(p);
+  // The d128 form takes 199-227 KB: sm90's, not sm80's 163 KB or sm86's 99 KB (there: the FMA kernels).
+  const int need = bucket == 64 ? bwd_smem_bytes<Tf32BwdBucketTraits<64>>(p) : bwd_smem_bytes<Tf32BwdBucketTraits<128>>(p);
   return need <= device_info(device).smem_optin;
 }
 
@@ -373,7 +218,6 @@ auto named(const char* kernel, Fn&& fn) -> decltype(fn()) {
 
 std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream_t stream, PathRequest path) {
   FwdParams p = call;
-  apply_switches(p);
   check_common(p, dtype);
   DeviceGuard guard(device);
   const std::string refusal = path == PathRequest::kSimt
@@ -384,13 +228,10 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   }
   const int dmax = std::max(p.head_dim, p.head_dim_v);
   const bool tf32 = path != PathRequest::kSimt && tf32_fwd_ok(p, dtype, device);
-  // v8's lean 3xTF32 kernel keeps Q's low parts in shared memory (+33 KB at d128): two blocks per SM
-  // still fit on sm90's 228 KB, not on sm80's 164 KB, where it would halve occupancy. Hopper only.
+  // wgmma needs sm90 and sm_90a code; it takes masks at d128 (and with features) only: at d64 the mma.sync
+  // kernel stages the mask tile with 3 blocks per SM and is faster (launch_fwd_tf32_wgmma).
   const DeviceInfo dev = device_info(device);
-  if (tf32 && dev.major < 9) p.tf32_lean = p.tf32_wide = p.tf32_packed = false;
-  // v20: wgmma needs sm90 and sm_90a code; the kernel carries V in three parts (pv_exact) and takes masks at
-  // d128 only (launch_fwd_tf32_wgmma).
-  p.tf32_wgmma = tf32 && tf32_wgmma_enabled() && dev.major == 9 && dev.minor == 0 && built_for_sm90a() && p.tf32_pv_exact &&
+  p.tf32_wgmma = tf32 && dev.major == 9 && dev.minor == 0 && built_for_sm90a() &&
                  (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128 || p.features);
   const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_fwd_kernel_dim(p))
                          : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
@@ -447,48 +288,26 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
   const int64_t dbias_elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
   const bool over_bh_only = plan.dbias_reduced && p.dbias_size[2] == p.seq_q && p.dbias_size[3] == p.seq_k;
   plan.dbias_atomic = over_bh_only && !p.deterministic && (p.mask_dtype == kF32 || dbias_elems * 4 <= (4LL << 30));
-  // v7: ATTN_MEMEFF_DBIAS=workspace (see dbias_mode_env), falling back visibly.
-  const DbiasMode mode = dbias_mode_env();
-  const int64_t ws_elems = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k;
-  if (mode == DbiasMode::kWorkspace && p.dbias != nullptr) {
-    if (!plan.dbias_reduced) {
-      plan.dbias_note = "workspace not needed: dbias is not broadcast (stored directly)";
-    } else if (!over_bh_only) {
-      plan.dbias_note = "workspace refused: dbias is summed over queries or keys (bwd_dbias_simt)";
-    } else if (p.mask_dtype != kF16 && p.mask_dtype != kBF16) {
-      plan.dbias_note = "workspace refused: the bias is not 16-bit (fp32 dbias takes the atomics directly)";
-    } else if (ws_elems * 2 > kDbiasWorkspaceMaxBytes) {
-      plan.dbias_note = "workspace refused: " + std::to_string(ws_elems * 2 >> 20) + " MiB of per-head dS is over the " +
-                        std::to_string(kDbiasWorkspaceMaxBytes >> 20) + " MiB cap";
-    } else {
-      plan.dbias_workspace = true;
-      plan.dbias_atomic = false;
-    }
-  }
   // 4 keys per request (tensor-core kernel): the target is contiguous along keys with rows, heads and
   // batches at multiples of 4 elements, 16-byte aligned (workspace carves are 256-byte aligned). Vector
-  // reductions exist from sm90 on; vector stores everywhere. ATTN_MEMEFF_DBIAS=scalar keeps v6's path.
+  // reductions exist from sm90 on; vector stores everywhere.
   const bool quad_strides = p.dbias_stride[3] == 1 && p.dbias_stride[2] % 4 == 0 && p.dbias_stride[1] % 4 == 0 && p.dbias_stride[0] % 4 == 0;
-  if (tc && p.dbias != nullptr && mode != DbiasMode::kScalar) {
-    if (plan.dbias_workspace) {
-      plan.dbias_quads = p.seq_k % 4 == 0;
-    } else if (plan.dbias_atomic) {
+  if (tc && p.dbias != nullptr) {
+    if (plan.dbias_atomic) {
       plan.dbias_quads = quad_strides && device_info(device).major >= 9 && (p.mask_dtype != kF32 || aligned16(p.dbias));
     } else if (!plan.dbias_reduced) {
       plan.dbias_quads = quad_strides && aligned16(p.dbias) && p.mask_dtype != kF64;
     }
   }
-  const int stagger = dbias_stagger_env();
-  plan.dbias_stagger = tc && plan.dbias_atomic && (stagger >= 0 ? stagger == 1 : mode != DbiasMode::kScalar);
+  plan.dbias_stagger = tc && plan.dbias_atomic;
   plan.dbias_mode = p.dbias == nullptr        ? ""
-                    : plan.dbias_workspace    ? "workspace"
                     : plan.dbias_atomic       ? (plan.dbias_quads ? "atomic-x4" : "atomic")
                     : plan.dbias_reduced      ? "recompute"
                     : plan.dbias_quads        ? "direct-x4"
                                               : "direct";
   if (plan.dbias_stagger) plan.dbias_mode += "+stagger";
   // GQA: the group's heads add into the same dbias rows; sum them in the block first (BwdParams::dbias_presum).
-  plan.dbias_presum = tc && plan.dbias_atomic && p.group > 1 && p.dbias_size[1] == 1 && mode != DbiasMode::kScalar;
+  plan.dbias_presum = tc && plan.dbias_atomic && p.group > 1 && p.dbias_size[1] == 1;
   if (plan.dbias_presum) plan.dbias_mode += "+presum";
   // Query splits: when key blocks x kv heads (x head-dim tiles) leave SMs idle, split each block's
   // query range and sum the dK/dV partials afterwards (bounded workspace: at most 256 MiB of partials).
@@ -518,15 +337,12 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
     plan.off_dv = carve(plan.query_splits * kv_rows * p.head_dim_v);
   }
   if (plan.dbias_atomic && p.mask_dtype != kF32) plan.off_dbias = carve(dbias_elems);
-  if (plan.dbias_workspace) plan.off_dbias = carve((ws_elems * 2 + 3) / 4);  // 16-bit elements
   plan.workspace_bytes = off;
   return plan;
 }
 
 std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRequest path, void* workspace,
                                       size_t workspace_bytes, cudaStream_t stream) {
-  apply_switches(p);
-  p.dsum_seq = dsum_seq_enabled();
   check_common(p, dtype);
   require(p.dout && p.dq && p.dk && p.dv, "null gradient pointer");
   require(p.dbias == nullptr || p.mask_kind == MaskKind::kAdditive, "dbias needs an additive mask");
@@ -547,9 +363,8 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
                             : plan.tf32 ? find_kernel(Family::kBwdTf32, kF32, tf32_bucket(dmax))
                                         : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
   p.dsum_tf32 = plan.tf32;
-  // With the split form, D's two parts as the kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
-  p.tf32_bwd_split = plan.tf32 && tf32_bwd_split_at(tf32_bucket(dmax));
-  p.dsum_tf32_half = p.tf32_bwd_split ? Tf32BwdTraits<128, 2>::kKsPart : 0;
+  // At d128 (the split form), D's two parts as the kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
+  p.dsum_tf32_half = plan.tf32 && tf32_bucket(dmax) == 128 ? Tf32BwdBucketTraits<128>::kKsPart : 0;
   std::vector<std::string> ran;
   const int64_t rows_q = query_rows(p);
   if (p.dq_accum) ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_accum, 0, rows_q * p.head_dim * 4, stream));
@@ -557,22 +372,11 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   // dbias: the main kernel writes an unbroadcast one where tiles are visited; zero it first so the
   // tiles causal skips read 0. A broadcast one has its own kernel, which writes every element.
   BwdParams main_p = p;
-  if (plan.dbias_reduced && !plan.dbias_atomic && !plan.dbias_workspace) main_p.dbias = nullptr;
+  if (plan.dbias_reduced && !plan.dbias_atomic) main_p.dbias = nullptr;
   main_p.dbias_quads = plan.dbias_quads && aligned16(workspace);
   main_p.dbias_stagger = plan.dbias_stagger;
   main_p.dbias_presum = plan.dbias_presum;
-  main_p.bwd_lean = bwd_lean_enabled();
-  if (plan.dbias_workspace) {  // the main kernel writes it as an unbroadcast [B, Hq, Sq, Sk] dbias
-    void* dws = ws + plan.off_dbias;
-    main_p.dbias = dws;
-    main_p.dbias_stride[3] = 1;
-    main_p.dbias_stride[2] = p.seq_k;
-    main_p.dbias_stride[1] = static_cast<int64_t>(p.seq_q) * p.seq_k;
-    main_p.dbias_stride[0] = main_p.dbias_stride[1] * p.heads_q;
-    p.dbias_ws = dws;
-    // Causal skips whole tiles, which the head sum then reads: zero them. Otherwise every element is written.
-    if (p.has_right) ATTN_CUDA_CHECK(cudaMemsetAsync(dws, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * 2, stream));
-  } else if (plan.dbias_atomic) {
+  if (plan.dbias_atomic) {
     main_p.dbias_accum = p.mask_dtype == kF32 ? static_cast<float*>(p.dbias) : reinterpret_cast<float*>(ws + plan.off_dbias);
     p.dbias_accum = main_p.dbias_accum;
     const int64_t elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
@@ -588,8 +392,7 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   if (!p.deterministic) named(aux.name, [&] { aux.aux(packed, BwdStage::kDqConvert, stream); });
   if (plan.query_splits > 1) named(aux.name, [&] { aux.aux(packed, BwdStage::kKvReduce, stream); });
   if (plan.dbias_atomic && p.mask_dtype != kF32) named(aux.name, [&] { aux.aux(p, BwdStage::kDbiasConvert, stream); });
-  if (plan.dbias_workspace) named(aux.name, [&] { aux.aux(p, BwdStage::kDbiasHeadSum, stream); });
-  if (plan.dbias_reduced && !plan.dbias_atomic && !plan.dbias_workspace) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });
+  if (plan.dbias_reduced && !plan.dbias_atomic) named(aux.name, [&] { aux.aux(p, BwdStage::kDbias, stream); });
   ran.push_back(aux.name);
   return ran;
 }

@@ -22,20 +22,16 @@ struct BwdPlan {
   // ... only over batch and/or heads, non-deterministic: the main kernel adds dS with fp32 atomics
   // (into dbias when it is fp32, else into the workspace at off_dbias); otherwise bwd_dbias_simt.
   bool dbias_atomic = false;
-  // v7, ATTN_MEMEFF_DBIAS=workspace: the main kernel stores each head's dS (mask dtype) into the
-  // workspace at off_dbias, [B, Hq, Sq, Sk], and bwd_dbias_head_sum sums it into dbias (deterministic).
-  bool dbias_workspace = false;
-  // v7: the tensor-core kernel sends dbias 4 keys per request (BwdParams::dbias_quads).
+  // The tensor-core kernel sends dbias 4 keys per request (BwdParams::dbias_quads).
   bool dbias_quads = false;
-  // v7: ... and staggers its query walk per (b, kv head) (BwdParams::dbias_stagger).
+  // ... and staggers its query walk per (b, kv head) (BwdParams::dbias_stagger).
   bool dbias_stagger = false;
-  // v7: ... and sums a GQA group's dS in the block before sending it (BwdParams::dbias_presum).
+  // ... and sums a GQA group's dS in the block before sending it (BwdParams::dbias_presum).
   bool dbias_presum = false;
   // How dbias is formed, for the plan and gpu-check: "" (no dbias), "direct" / "direct-x4" (unbroadcast:
   // stores), "atomic-x4" / "atomic" (fp32 reductions, 4 or 1 per request; "+stagger" with
-  // dbias_stagger, "+presum" with dbias_presum), "workspace", "recompute" (bwd_dbias_simt).
-  // dbias_note: why ATTN_MEMEFF_DBIAS's request was not taken (empty: it was, or nothing was asked).
-  std::string dbias_mode, dbias_note;
+  // dbias_stagger, "+presum" with dbias_presum), "recompute" (bwd_dbias_simt).
+  std::string dbias_mode;
   size_t off_dsum = 0, off_dq = 0, off_dk = 0, off_dv = 0, off_dbias = 0;
   size_t workspace_bytes = 0;
 };

@@ -9,8 +9,8 @@
 //   O^T [Dv x 64 rows]       += V^T . P^T      V^T rows (read as pairs of keys) as A; O^T lives in
 //                                              memory between blocks (the softmax rescales it)
 // K and V^T are packed into zero-padded bf16 buffers (tile loads then never read past a tensor):
-// by default each thread packs the key blocks its own tasks need, once per call (own_pack), else
-// in one shared pass before the tasks (ATTN_CPU_FLASH_PACK=shared, or a pair too large for an L2).
+// each thread packs the key blocks its own tasks need, once per call (own_pack), while one pair fits
+// in an L2; a larger pair is packed in one shared pass before the tasks.
 // Q^T pairs once per task. P is rounded to bf16 for P.V as FlashAttention does.
 #pragma once
 #include <immintrin.h>
@@ -298,7 +298,7 @@ inline void forward_bf16_pairs(const FwdProblem& p) {
   cx.f.order = order.get();
   const int64_t pairs = d.B * d.Hk;
   const int64_t pair_bytes = (cx.skp * cx.dp + cx.vld * cx.dvp) * 2;
-  cx.own = own_packing() && pair_bytes <= kOwnPackMax;
+  cx.own = pair_bytes <= kOwnPackMax;
   cx.call = bf16_call_serial().fetch_add(1, std::memory_order_relaxed) + 1;
   int64_t chunk = cx.own ? pairs : kConvertBudget / pair_bytes;
   chunk = chunk < 1 ? 1 : chunk > pairs ? pairs : chunk;
@@ -312,7 +312,7 @@ inline void forward_bf16_pairs(const FwdProblem& p) {
     if (!cx.own)
       parallel_for_each(cx.f.npairs * (cx.skp / 64), p.threads, [&](int64_t t) { bf16_pack_task(cx, t); });
     parallel_for_each(cx.f.npairs * cx.f.G * cx.f.nqb, p.threads, [&](int64_t t) { bf16_task<Prod>(cx, t); },
-                      forward_claim());
+                      Claim::kRanges);
   }
 }
 

@@ -552,7 +552,7 @@ inline void forward_f32(const FwdProblem& p) {
     if (conv_k || conv_v)
       parallel_for_each(cx.npairs * ((d.Sk + 63) / 64), p.threads, [&](int64_t t) { fwd_f32_convert_task(cx, t); });
     const int64_t tasks = cx.grouped ? cx.npairs : cx.npairs * cx.G * cx.nqb;
-    parallel_for_each(tasks, p.threads, [&](int64_t t) { fwd_f32_task(cx, t); }, forward_claim());
+    parallel_for_each(tasks, p.threads, [&](int64_t t) { fwd_f32_task(cx, t); }, Claim::kRanges);
   }
 }
 

@@ -2,8 +2,8 @@
 // per k8 step of the head dim a fresh 3xTF32 partial (mma_1688_3xtf32, operands split by
 // split_tf32_lean) added to the running sum in step order, with O in V's place as the A operand and dO
 // as the B operand. Where O is exactly one V row (a query that sees one key, conformance sq17-sk1) D and
-// that dP are the same bits, so dS = P (dP - D) is exactly 0 as in the naive implementation (NOTES.md
-// v5 found the case failing on ~20% of seeds when D and dP were summed in different orders).
+// that dP are the same bits, so dS = P (dP - D) is exactly 0 as in the naive implementation (with D and dP
+// summed in different orders the case fails on ~20% of seeds).
 #pragma once
 #include <cstdint>
 

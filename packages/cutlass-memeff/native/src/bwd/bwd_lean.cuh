@@ -1,12 +1,11 @@
-// v8, BwdParams::bwd_lean: the tensor-core backward's per-step bookkeeping without run-time division,
-// per-element rules or 64-bit index math on the steps that need none (NOTES.md v8). Each helper here
-// replaces one piece of bwd_mma.cuh's general path on the steps where it applies, with the same operations
-// on the same values (measured against the general path: dK/dV differ at rounding level, the order of some
-// fp32 sums moved; NOTES.md v8 measured); the general path stays for everything else and for
-// ATTN_MEMEFF_BWD_LEAN=0.
+// The tensor-core backward's per-step bookkeeping without run-time division, per-element rules or 64-bit
+// index math on the steps that need none. Each helper here replaces one piece of the general step
+// (bwd_step.cuh) on the steps where it applies, with the same operations on the same values (dK/dV agree
+// with the general path at rounding level: the order of some fp32 sums differs); the general path stays for
+// every other step.
 //
-// Found by ncu (D128 S4k, bias [B,1,S,S] bf16): the bias kernel executed ~1800 warp instructions per
-// step against ~1100 without a bias; the difference was integer divisions of the step walk, a rolled
+// Why (ncu, D128 S4k, bias [B,1,S,S] bf16): the general step with a bias executed ~1800 warp instructions
+// per step against ~1100 without one; the difference was integer divisions of the step walk, a rolled
 // mask-tile loader with per-chunk bounds and 64-bit addresses, the per-element P / dS rules inlined
 // around every score (branches and cold code between the hot lines), and per-quad 64-bit dbias indices.
 #pragma once

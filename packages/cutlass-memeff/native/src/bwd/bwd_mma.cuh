@@ -76,8 +76,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     load_step_rows<M>(p, b, h, i0, lse_s + buf * M, dsum_s + buf * M);
     return staged;
   };
-  // v8: whether the step's mask tile was staged, carried from its load_step (bwd_lean) instead of the
-  // step recomputing the mask view (64-bit strides, dtype size) and its alignment test.
+  // Whether the step's mask tile was staged, carried from its load_step instead of the step recomputing
+  // the mask view (64-bit strides, dtype size) and its alignment test.
   bool staged_cur = steps > 0 && load_step(walk_of.head(0), walk_of.row0(0), 0);
   cp_async_commit();
 
@@ -88,25 +88,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[n][e] = acc_dv[n][e] = 0.f;
 
-  StepWalk walk;  // v8 (bwd_lean): step s's position, advanced without division
+  StepWalk walk;  // step s's position, advanced without division (bwd_lean.cuh)
   for (int s = 0; s < steps; ++s) {
     const int buf = s & 1;
     cp_async_wait_all();
     __syncthreads();  // this step's tiles landed; every warp is done with the previous step
     const StepWalk next = walk.next(presum, p.group, walk_of.per_head);
-    int h, i0, h_next, i0_next;
-    if (p.bwd_lean) {
-      h = hk * p.group + walk.gh;
-      i0 = walk_of.row0_of(walk.r);
-      h_next = hk * p.group + next.gh;
-      i0_next = walk_of.row0_of(next.r);
-    } else {
-      h = walk_of.head(s);
-      i0 = walk_of.row0(s);
-      h_next = walk_of.head(s + 1);
-      i0_next = walk_of.row0(s + 1);
-    }
-    const int step_gh = walk.gh;  // this step's head within the GQA group (both paths keep the walk)
+    const int h = hk * p.group + walk.gh, i0 = walk_of.row0_of(walk.r);
+    const int h_next = hk * p.group + next.gh, i0_next = walk_of.row0_of(next.r);
+    const int step_gh = walk.gh;  // this step's head within the GQA group
     walk = next;
     const bool staged_next = s + 1 < steps && load_step(h_next, i0_next, buf ^ 1);
     cp_async_commit();
@@ -150,10 +140,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     // Without kMask the view is empty at compile time, so masked_logit keeps only causal and bounds.
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     // The same decision as load_step's for this step.
-    const bool mask_smem = kMask && Tr::kStageMask && (p.bwd_lean ? staged_cur : mask_tile_ok(mask));
+    const bool mask_smem = kMask && Tr::kStageMask && staged_cur;
     staged_cur = staged_next;
     // Every column block computes the same dS: only the first sends it to dbias.
-    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, warp, lane, p.bwd_lean ? step_gh : s % p.group, cb == 0},
+    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, warp, lane, step_gh, cb == 0},
                                                          mask, score_ctx(p, b, h), mask_smem, mask_s + buf * MaskT::kBytes,
                                                          reinterpret_cast<float*>(mask_s + (Tr::kStageMask ? 2 * MaskT::kBytes : 0)) + threadIdx.x,
                                                          lse_s + buf * M, dsum_s + buf * M, acc_st, acc_dpt);

@@ -17,12 +17,12 @@ __global__ void __launch_bounds__(128) bwd_dsum_kernel(const BwdParams p) {
   const T* o = static_cast<const T*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1] + i * p.o_stride[2];
   const T* d = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1] + i * p.do_stride[2];
   float acc = 0.f;
-  if (sizeof(T) == 4 && p.dsum_seq) {
+  if constexpr (sizeof(T) == 4) {
     // fp32 (the SIMT backward): one sequential fmaf chain over c = 0, 1, ..., the order in which
     // bwd_tile's tile_abt sums dP = dO . V. Where O is exactly one V row (a query that sees one key,
     // conformance sq17-sk1) D and dP are then the same bits and dS = P (dP - D) is exactly 0, as in
     // the naive implementation; the warp tree sum left 1-2 ulps of dP in every dS, which dK sums
-    // over the queries (the case failed on ~20% of seeds with the FMA forward, NOTES.md v5).
+    // over the queries (a warp tree failed the case on ~20% of seeds with the FMA forward).
     if (lane == 0)
       for (int c = 0; c < p.head_dim_v; ++c) acc = fmaf(to_float(d[c]), to_float(o[c]), acc);
   } else {
@@ -74,32 +74,6 @@ __global__ void bwd_dbias_convert_kernel(const BwdParams p, int64_t total) {
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     store_any_float(p.dbias, p.mask_dtype, idx, p.dbias_accum[idx]);
-  }
-}
-
-// v7, ATTN_MEMEFF_DBIAS=workspace: dbias's own elements from the per-head dS workspace
-// (BwdParams::dbias_ws: [B, Hq, Sq, Sk] in the mask dtype, written by the main kernel), summed over the
-// broadcast batch and/or head dims in one fixed order (batch outer, heads inner) in fp32 and rounded
-// once: deterministic. dbias is contiguous in its own shape (as for bwd_dbias_convert); only dbiases
-// summed over batch / heads come here, so its rows are the workspace's.
-template <typename T>
-__global__ void bwd_dbias_head_sum_kernel(const BwdParams p, int64_t total) {
-  const int nb = p.dbias_size[0] == 1 ? p.batch : 1, nh = p.dbias_size[1] == 1 ? p.heads_q : 1;
-  const int64_t plane = static_cast<int64_t>(p.seq_q) * p.seq_k;
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ij = idx % plane, own_bh = idx / plane;
-    const int oh = static_cast<int>(own_bh % p.dbias_size[1]), ob = static_cast<int>(own_bh / p.dbias_size[1]);
-    float acc = 0.f;
-    for (int bb = 0; bb < nb; ++bb) {
-      const int b = nb == 1 ? ob : bb;
-#pragma unroll 4
-      for (int hh = 0; hh < nh; ++hh) {
-        const int h = nh == 1 ? oh : hh;
-        acc += load_any_float(p.dbias_ws, p.mask_dtype, (static_cast<int64_t>(b) * p.heads_q + h) * plane + ij);
-      }
-    }
-    store_any_float(p.dbias, p.mask_dtype, idx, acc);
   }
 }
 

@@ -33,7 +33,7 @@ struct BwdSteps {
     const int q_blocks = (q_end + M - 1) / M;
     per_head = q_first + split < q_blocks ? (q_blocks - q_first - split + p.query_splits - 1) / p.query_splits : 0;
     steps = per_head * p.group;
-    // v7, BwdParams::dbias_stagger: each (b, kv head) starts its query walk at its own offset, so blocks of
+    // BwdParams::dbias_stagger: each (b, kv head) starts its query walk at its own offset, so blocks of
     // different heads that run side by side (same key block, same start) add into different dbias rows
     // instead of the same sectors at the same time. Neighbouring heads are 4 steps apart: never in one
     // step's rows, yet close enough that a line they share is still in L2 when the next one adds (the
@@ -68,7 +68,7 @@ __device__ __forceinline__ bool stage_step_mask(const BwdParams& p, int b, int h
   const MaskView mv = mask_view(p, b, h);
   const bool staged = kMask && mask_tile_ok(mv);
   if (staged) {
-    if (p.bwd_lean && i0 + M <= p.seq_q && j0 + N <= p.seq_k) {
+    if (i0 + M <= p.seq_q && j0 + N <= p.seq_k) {
       load_mask_tile_interior<M, N, kThreads>(tile, mv, i0, j0);
     } else {
       load_mask_tile_async<M, N, kThreads>(tile, mv, i0, j0, p.seq_q, p.seq_k);
@@ -97,18 +97,18 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
                                               const float* dsum_b, float (&acc_st)[QT][4], float (&acc_dpt)[QT][4]) {
   constexpr bool kAccurate = std::is_same_v<T, float>;
   const int b = at.b, h = at.h, i0 = at.i0, j0 = at.j0, warp = at.warp, lane = at.lane, gh = at.gh, g = lane / 4, t = lane % 4;
-  const bool interior = i0 + M <= p.seq_q && j0 + N <= p.seq_k;  // v8: every row and key of the step in bounds
+  const bool interior = i0 + M <= p.seq_q && j0 + N <= p.seq_k;  // every row and key of the step in bounds
   const bool plain = tile_unmasked<kFeat>(p, i0, M, j0, N);
-  // v4, as the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
+  // As the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
   // every query, S^T becomes dot * scale + mask term in place, one LDS and one FFMA per score
   // instead of tile_logit's rules and dtype switch (padded rows are skipped below by lse = -inf).
-  const bool mask_fast = mask_smem && p.mask_tile_fast && tile_keys_visible<kFeat>(p, i0, M, j0, N);
+  const bool mask_fast = mask_smem && tile_keys_visible<kFeat>(p, i0, M, j0, N);
   float ds[QT][4];  // dS (dbias); acc_dpt ends as dS times the softcap derivative
   if (mask_fast) {
     with_mask_dtype<T>(p.mask_dtype, [&](auto dt) {  // = mask.dtype
       constexpr int kDt = decltype(dt)::value;
       if constexpr (kDt == kBF16 || kDt == kF16) {
-        if (p.bwd_lean) {  // v8: QT / 2 ldmatrix.trans instead of 4 * QT 16-bit loads (bwd_lean.cuh)
+        {  // QT / 2 ldmatrix.trans instead of 4 * QT 16-bit loads (bwd_lean.cuh)
           uint32_t mf[QT][2];
           load_mask_frag16<MaskTile<M, N>::kPitch, QT>(mf, maskb_s, warp, lane);
 #pragma unroll
@@ -150,8 +150,8 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         acc_dpt[n][e] = ds[n][e] * dcap;
         acc_st[n][e] = pr;
       }
-  } else if (p.bwd_lean && !p.dropout && (mask_fast || plain)) {
-    // v8: the same P and dS without the per-element rules (none apply on these steps) and without a
+  } else if (!p.dropout && (mask_fast || plain)) {
+    // The general loop's P and dS without the per-element rules (none apply on these steps) and without a
     // branch per score: a padded or fully masked row (lse = -inf) selects P = 0 after the exp2. With
     // keep = 1 the general loop's acc * keep - D and P * keep are these values exactly.
     const float sl2 = mask_fast ? kLog2e : p.scale * kLog2e;
@@ -191,7 +191,7 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
       }
   }
   // A dbias needs an additive mask (dispatch.cu), so the mask-free kernels compile this out.
-  // v7 presum: ds is this head's dS plus the group's earlier heads' (kept in this thread's smem slots);
+  // Presum: ds is this head's dS plus the group's earlier heads' (kept in this thread's smem slots);
   // every head but the group's last stores it back and sends nothing.
   bool send = at.dbias_owner;
   if (kMask && p.dbias_presum && send) {
@@ -205,7 +205,7 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
     send = gh + 1 == p.group;
   }
   if (kMask && send && p.dbias != nullptr && p.dbias_quads) {
-    // v7: 4 adjacent keys per request. Query tiles 2m, 2m + 1 and key half kh of the fragment are a
+    // 4 adjacent keys per request. Query tiles 2m, 2m + 1 and key half kh of the fragment are a
     // 4 x 4 block per group of 4 lanes (lanes 4 apart: rows 2t, 2t + 1, 8 + 2t, 9 + 2t, keys
     // g & ~3 .. + 3); after transpose_keys4 this lane holds row c = g % 4 of it, keys 0..3.
     static_assert(QT % 2 == 0, "query tiles come in pairs");
@@ -221,8 +221,8 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
           fn(m, kh, x);
         }
     };
-    if (p.bwd_lean && p.dbias_accum != nullptr && interior) {
-      // v8: every quad of the step in bounds: one 64-bit row address per step, + 16 rows / + 8 keys
+    if (p.dbias_accum != nullptr && interior) {
+      // Every quad of the step in bounds: one 64-bit row address per step, + 16 rows / + 8 keys
       // per quad, and the reduction without write_dbias4's per-quad checks. Same adds, same addresses.
       float* q0 = p.dbias_accum + (b * p.dbias_stride[0] + h * p.dbias_stride[1] +
                                    static_cast<int64_t>(i0 + (c >> 1) * 8 + 2 * t + (c & 1)) * p.dbias_stride[2] + j0 + warp * 16 + (g & ~3));

@@ -3,7 +3,7 @@
 // bwd_mma_kernel (key-split: one block per (64 keys, b, kv head, query split); each step takes 16 queries
 // of one query head of the GQA group; P, dS, masks, dropout and dbias by the same code, bwd_step.cuh)
 // with fp32 operands split into TF32 parts in shared memory:
-// - K and V are split once per block into {hi, lo} pairs (v14: one 8-byte load per operand element);
+// - K and V are split once per block into {hi, lo} pairs (one 8-byte load per operand element);
 // - each step's Q and dO land by cp.async in their double-buffered high-part tiles and are split in
 //   place by the block, the low parts into one shared pair of tiles;
 // - S^T = K Q^T and dP^T = V dO^T read both operands' parts; dV += P^T dO and dK += dS^T Q take P^T and
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
   using MaskT = MaskTile<M, N>;
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-  // kw: the warp's 16 keys; dh: its part of the head dim (v11, kDSplit; 0 without).
+  // kw: the warp's 16 keys; dh: its part of the head dim (kDSplit; 0 without).
   const int kw = warp % Tr::kKeyWarps, dh = warp / Tr::kKeyWarps;
   const int j0 = blockIdx.x * N;
   const int bhk = blockIdx.y + params.bh_base, b = bhk / params.heads_kv, hk = bhk % params.heads_kv;

@@ -8,10 +8,10 @@ namespace memeff {
 template <int kHeadDim_>
 struct MmaBwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
-  // v2: 8 warps, 128 keys per block (v1: 4 warps, 64 keys). Each step's Q, dO, lse and D tiles and
-  // each dQ atomic now serve 128 keys: half the Q/dO traffic from L2 and half the dQ atomics per FLOP
-  // (FlashAttention-2's backward block). Registers per thread are unchanged (each warp still owns 16
-  // keys), so occupancy stays at 8 warps per SM, now as one block.
+  // 8 warps, 128 keys per block (FlashAttention-2's backward block). Each step's Q, dO, lse and D tiles
+  // and each dQ atomic serve 128 keys: half the Q/dO traffic from L2 and half the dQ atomics per FLOP
+  // against 4 warps of 64 keys. Each warp owns 16 keys either way, so the registers per thread and the
+  // 8 warps per SM are the same (one block).
   static constexpr int kNWarps = 8;
   static constexpr int kThreads = kNWarps * 32;
   static constexpr int kBlockN = 16 * kNWarps;  // keys: each warp owns 16 (rows of S^T, dK, dV)
@@ -40,7 +40,7 @@ struct MmaBwdTraits {
   // mask from global memory.
   static constexpr int kSmemMaskBytes = 2 * kBlockM * (kBlockN * 4 + 16);
   static constexpr bool kStageMask = kHeadDim <= 128;
-  // Plus, with BwdParams::dbias_presum (v7), each thread's dS fragment (kQTiles x 4 floats) summed over
+  // Plus, with BwdParams::dbias_presum, each thread's dS fragment (kQTiles x 4 floats) summed over
   // the GQA group's heads so far, [kQTiles * 4][kThreads] (thread-private slots, conflict-free).
   static constexpr int kSmemPresumBytes = kQTiles * 4 * kThreads * 4;
   static constexpr int kMinBlocksPerSm = 1;

@@ -4,7 +4,7 @@
 
 namespace memeff {
 
-// kDSplit_ = 2 (v11, BwdParams::tf32_bwd_split; d128): two warps per 16 keys, each with half of the head
+// kDSplit_ = 2 (the d128 form, Tf32BwdBucketTraits): two warps per 16 keys, each with half of the head
 // dim: half of S^T's and dP^T's k8 steps (the two partials summed through shared memory), half of dK's and
 // dV's columns. 8 warps per block instead of 4 (one block per SM fits at d128 either way), half the
 // accumulators per thread.
@@ -27,7 +27,7 @@ struct Tf32BwdTraits {
   // dQ = dS K: each warp takes 1 / kNWarps of the head-dim columns for all 16 queries.
   static constexpr int kDqTiles = kHeadDim / 8 / kNWarps;
   // Row pitches, chosen so that every fragment read is conflict-free:
-  // - K and V (v14): each element's {hi, lo} side by side, one 8-byte load per operand element (tf32_pair_index:
+  // - K and V: each element's {hi, lo} side by side, one 8-byte load per operand element (tf32_pair_index:
   //   pitch 4 mod 16 pairs and column bit 2 flipped on rows with bit 2 set); A fragments of S^T = K Q^T and
   //   dP^T = V dO^T read (row g, column t), B fragments of dQ = dS K (row t, column g): each half-warp phase
   //   hits 16 distinct 8-byte bank pairs either way.
@@ -47,7 +47,7 @@ struct Tf32BwdTraits {
   // there); Q and dO low parts; dS hi, dS lo [queries][keys]; the partials; lse and D [2][kBlockM].
   static constexpr int kSmemBytes = (2 * kSmemKV + 6 * kSmemQ + 2 * kSmemDs + kSmemXch + 4 * kBlockM) * 4;
   // Plus, when the call has a mask, kMaskBufs [kBlockM][kBlockN] mask tiles (MaskTile, common/mask_tile.cuh).
-  // d64: one (v12): with two the block took 117.5 KB and one block ran per SM instead of two; the next
+  // d64: one: with two the block takes 117.5 KB and one block runs per SM instead of two; the next
   // step's tile is then issued after the step's P and dS, under its dQ.
   static constexpr int kMaskBufs = kHeadDim <= 64 && kDSplit == 1 ? 1 : 2;
   static constexpr int kSmemMaskBytes = kMaskBufs * kBlockM * (kBlockN * 4 + 16);
@@ -63,5 +63,10 @@ struct Tf32BwdTraits {
 
 constexpr int kTf32BwdBuckets[] = {64, 128};
 constexpr int kTf32BwdMaxHeadDim = 128;
+
+// The traits of the 3xTF32 backward per bucket: d128 in the split form, d64 in the 4-warp form (the split
+// form measured 0.74-0.76x torch there against 0.94-0.99x).
+template <int kBucket>
+using Tf32BwdBucketTraits = Tf32BwdTraits<kBucket, kBucket == 128 ? 2 : 1>;
 
 }  // namespace memeff

@@ -1,7 +1,7 @@
 // dbias from a main backward kernel: a plain store where every (b, h, i, j) lands on its own element,
 // an fp32 atomic add where dbias is summed over batch and/or heads (see BwdParams::dbias_accum). Both
 // kernels of the backward (tensor-core and FMA) use write_dbias; the tensor-core one sends 4 adjacent
-// keys at a time through write_dbias4 where BwdParams::dbias_quads allows it (v7).
+// keys at a time through write_dbias4 where BwdParams::dbias_quads allows it.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -1,6 +1,6 @@
 // A [kRows][kCols] tile of the bias / boolean mask staged in shared memory by cp.async, next to the
-// K and V tiles, instead of one dependent global load per score element after Q.K^T (v1: the bias
-// loads sat on the critical path of every tile, 16 useful bytes of each 32-byte sector).
+// K and V tiles, instead of one dependent global load per score element after Q.K^T (such loads sit on the critical
+// path of every tile and use 16 bytes of each 32-byte sector).
 //
 // Usable when the mask's last dim is contiguous, its row stride is a multiple of 16 bytes (or 0:
 // broadcast over queries), its (b, h) base is 16-byte aligned and its element is 1, 2 or 4 bytes;
@@ -39,9 +39,9 @@ __device__ __forceinline__ bool mask_tile_ok(const MaskView& m) {
 // columns are zero-filled (their scores are removed by the bounds check in tile_logit, or are rows
 // past seq_q that are never stored).
 //
-// v4: one instantiation per element size, so the chunks per row are a compile-time power of two: a
-// chunk's row and column are a shift and a mask (v2 divided by the run-time chunk count for every
-// chunk, ~20 issues each). The loop stays rolled and recomputes everything from idx on purpose:
+// One instantiation per element size, so the chunks per row are a compile-time power of two: a
+// chunk's row and column are a shift and a mask (a division by a run-time chunk count costs ~20
+// issues per chunk). The loop stays rolled and recomputes everything from idx on purpose:
 // per-thread geometry hoisted out of it (a fixed column chunk per thread, tried first) stays live
 // across the whole key loop and spilled fwd_mma (up to 264 bytes at d128, ptxas).
 template <int kRows, int kCols, int kThreads, int kEsLog2>
@@ -95,14 +95,14 @@ __device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& 
   return tile_logit<kRows, kCols, kFeat, kAccurate>(p, m, sc, tile, i, j, il, jl, dot, dcap);
 }
 
-// v4: the staged tile of an interior step (tile_keys_visible: every key in bounds and visible from
+// The staged tile of an interior step (tile_keys_visible: every key in bounds and visible from
 // every query of the block [i0, i0 + m), no softcap or ALiBi) needs no per-element rule: each score becomes
 // dot * scale + mask term
 // (fwd_mma d64 folds log2 e into the exp2's FFMA, sl2 = kLog2e; d128 and fwd_tf32 multiply by log2 e
 // here, add_mask_rows' kLog2). A thread's two
 // adjacent keys (jl even) come from one 32-bit (16-bit masks), 64-bit (fp32) or 16-bit (bool) shared
-// load. v2/v3 ran tile_logit per element: bounds and causal compares, a run-time switch on the dtype
-// and a 16-bit load per score, about 15 issues per score against 1 FFMA + 1.5 here.
+// load. tile_logit per element (bounds and causal compares, a run-time switch on the dtype and a
+// 16-bit load per score) takes about 15 issues per score against 1 FFMA + 1.5 here.
 template <bool kFeat>
 __device__ __forceinline__ bool tile_keys_visible(const FwdParams& p, int i0, int m, int j0, int n) {
   if (kFeat && has_score_mods(p)) return false;

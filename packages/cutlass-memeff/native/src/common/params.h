@@ -42,28 +42,8 @@ struct FwdParams {
   int32_t mask_dtype = kF32;
   const void* mask = nullptr;
   int64_t mask_stride[4] = {0, 0, 0, 0};
-  // Interior steps of a mask staged in shared memory add it with one FFMA per score
-  // (common/mask_tile.cuh, v4: fwd_mma, fwd_tf32, bwd_mma); false: every step takes v3's
-  // per-element tile_logit (ATTN_MEMEFF_MASK_FAST=0, to compare the two on one build).
-  bool mask_tile_fast = true;
-  // Calls without a mask run the tensor-core kernels built without mask code (kMask = false, v6);
-  // false: they run the masked kernels as v4/v5 did (ATTN_MEMEFF_MASK_FREE=0, to time both on one build).
-  bool mask_free_kernels = true;
-  // 3xTF32 forward (fwd_tf32): P.V with V in three TF32 parts, exact where P = 1 (v5); false: v4's
-  // two parts (ATTN_MEMEFF_TF32_PV_EXACT=0, to compare the two on one build).
-  bool tf32_pv_exact = true;
-  // v8: the 3xTF32 forward's lean kernel (fwd/fwd_tf32.cuh kLean: Q split once per block, 3-issue TF32
-  // rounding); same bits. false: v7's kernel (ATTN_MEMEFF_TF32_LEAN=0, to time the two on one build).
-  bool tf32_lean = true;
-  // v8 wide, opt-in (ATTN_MEMEFF_TF32_WIDE=1, with tf32_lean): at d128 the 3xTF32 forward runs 8 warps
-  // of 128 queries whose K and V tiles are split once per step by the block (Tf32FwdTraits<128, 8>).
-  bool tf32_wide = false;
-  // v9 packed, opt-in (ATTN_MEMEFF_TF32_WIDE=2, with tf32_wide): the wide form with each lane's TF32 parts of
-  // an mma operand side by side in shared memory, read with LDS.128 (fwd_tf32_kernel kPacked); same bits.
-  bool tf32_packed = false;
-  // v20: the 3xTF32 forward on wgmma (fwd/fwd_tf32_wgmma.cuh); dispatch.cu sets it on sm90 with an sm_90a build for
-  // calls without a mask, and for masked ones at d128 (ATTN_MEMEFF_TF32_WGMMA=0: the mma.sync kernel, to time the
-  // two on one build).
+  // The 3xTF32 forward on wgmma (fwd/fwd_tf32_wgmma.cuh) instead of mma.sync (fwd/fwd_tf32.cuh): dispatch.cu sets
+  // it on sm90 with an sm_90a build for calls without a mask, for masked ones at d128, and for calls with features.
   bool tf32_wgmma = false;
 
   // Which keys query i sees, around its diagonal key i + diag_offset (diag_offset = Sk - Sq lower-right, 0
@@ -132,40 +112,25 @@ struct BwdParams : FwdParams {
   // atomics instead of storing: a dbias summed only over batch and heads, non-deterministic mode. It
   // is dbias itself for an fp32 mask, else a workspace that bwd_dbias_convert turns into the dtype.
   float* dbias_accum = nullptr;
-  // v7: the tensor-core backward sends dS to dbias (or dbias_accum) four adjacent keys at a time, after a
+  // The tensor-core backward sends dS to dbias (or dbias_accum) four adjacent keys at a time, after a
   // transpose inside each group of 4 lanes: one red.global.add.v4.f32 (sm90) or one 8/16-byte store per
   // 4 elements instead of 4 scalar ones. Set by dispatch.cu where dbias (or the accumulator) is
-  // contiguous along keys with 16-byte-aligned rows (NOTES.md v7); false: v6's one element per request.
+  // contiguous along keys with 16-byte-aligned rows.
   bool dbias_quads = false;
-  // v7: the tensor-core backward's blocks start their query walk at an offset per (b, kv head) (bwd_mma.cuh),
-  // so that heads running side by side do not add into the same dbias rows at the same time. Set with
-  // dbias atomics (dispatch.cu, ATTN_MEMEFF_DBIAS_STAGGER).
+  // With dbias atomics, the tensor-core backward's blocks start their query walk at an offset per (b, kv head)
+  // (bwd_step.cuh), so that heads running side by side do not add into the same dbias rows at the same time.
   bool dbias_stagger = false;
-  // v7: dbias summed over heads with a GQA group > 1, atomics: the tensor-core backward walks the group's
+  // dbias summed over heads with a GQA group > 1, atomics: the tensor-core backward walks the group's
   // heads innermost and adds their dS for one (query block, key block) in shared memory first, so only
   // the group's last head sends reductions (1 / group of them). Same fp32 adds, another grouping.
   bool dbias_presum = false;
-  // v7, ATTN_MEMEFF_DBIAS=workspace: the main kernel stores each head's dS into this [B, Hq, Sq, Sk]
-  // array in the mask dtype (as an unbroadcast dbias) and bwd_dbias_head_sum sums it over the broadcast
-  // dims into dbias in a fixed order.
-  const void* dbias_ws = nullptr;
-  // fp32: D = dO . O in one sequential fmaf chain, the order of bwd_tile's dP (v5, bwd_pre_post.cuh);
-  // false: v4's warp tree (ATTN_MEMEFF_DSUM_SEQ=0, to compare the two on one build).
-  bool dsum_seq = true;
   // fp32 with the 3xTF32 backward (bwd_tf32.cuh): D by bwd_dsum_tf32_kernel, in the arithmetic of that
-  // kernel's dP (set by dispatch.cu with the kernel).
+  // kernel's dP (set by dispatch.cu with the kernel). Otherwise fp32's D is one sequential fmaf chain in
+  // bwd_tile's dP order (bwd_pre_post.cuh).
   bool dsum_tf32 = false;
-  // v11: D's head dim summed in two parts, the first dsum_tf32_half k8 steps and the rest, then added: the
-  // order of bwd_tf32's split d128 form (kDSplit = 2); 0: one running sum.
+  // D's head dim summed in two parts, the first dsum_tf32_half k8 steps and the rest, then added: the order
+  // of bwd_tf32's d128 form (Tf32BwdTraits::kDSplit = 2); 0: one running sum (d64).
   int dsum_tf32_half = 0;
-  // v11: bwd_tf32 at d128 with two warps per 16 keys, each half the head dim (Tf32BwdTraits::kDSplit = 2); set
-  // by dispatch.cu where that form runs. Otherwise v10's 4-warp form (also with ATTN_MEMEFF_TF32_BWD_SPLIT=0).
-  bool tf32_bwd_split = false;
-  // v8: the tensor-core backward's lean step (bwd/bwd_lean.cuh): the step walk without division, the
-  // interior mask tile by fixed chunks, 16-bit mask terms by ldmatrix.trans, P / dS without per-element
-  // rules on steps that need none, dbias quads from one row address per step. Same results; false:
-  // v7's path for every step (ATTN_MEMEFF_BWD_LEAN=0, to time the two side by side on one build).
-  bool bwd_lean = true;
 
   // fp32 workspaces (carved by dispatch.cu out of one buffer that TS allocates).
   float* dsum = nullptr;      // rowsum(dO * O), rows as lse's

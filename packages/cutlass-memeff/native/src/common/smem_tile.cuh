@@ -12,7 +12,7 @@ namespace memeff {
 // kHeadDim columns; rows past `rows` and columns past `cols` are zero-filled. Only the first kCols
 // columns are written (a tile wider than the kernel's head dim: the rest is never read).
 //
-// v3, flash-cuda's load_rows geometry: when the threads cover whole rows and the row step is a
+// flash-cuda's load_rows geometry: when the threads cover whole rows and the row step is a
 // multiple of the swizzle period (8 rows), each thread owns one 16-byte column chunk of rows r0,
 // r0 + kRowStep, ...: the shared destinations differ by compile-time constants and the sources by one
 // 64-bit step, instead of one precomputed 64-bit source and shared address per copy (register

@@ -22,7 +22,7 @@ __device__ __forceinline__ int tf32_pair_index(int r, int c) {
 template <int kRows, int kHeadDim, int kPitch, int kThreads>
 __device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g, int64_t row_stride, int row0, int rows, int cols) {
   constexpr int kChunks = kHeadDim / 4;
-  // v17: a thread's 16-byte column is the same on every pass and its rows are kRowStep apart: one 64-bit
+  // A thread's 16-byte column is the same on every pass and its rows are kRowStep apart: one 64-bit
   // address, then an add per pass (a loop over chunk indices took a 64-bit multiply and the bounds per chunk:
   // ~100 issues per tile per warp in the fp32 forward's ncu).
   static_assert(kThreads % kChunks == 0 && (kRows * kChunks) % kThreads == 0, "threads cover whole rows, whole passes");
@@ -69,30 +69,6 @@ __device__ __forceinline__ void split_tile_to_pairs(const float* raw, float* pai
     float* w = pairs + 2 * tf32_pair_index<kPitch2>(r, c);
     *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, a.lo, b.hi, b.lo);
     *reinterpret_cast<uint4*>(w + 4) = make_uint4(c2.hi, c2.lo, d.hi, d.lo);
-  }
-}
-
-// v8 wide: a tile [kRows][kHeadDim] of pitch kPitch split in place: the float becomes its high TF32
-// part; the low part (and with kRest the rest, split_tf32_exact_lean) goes to the same place kLo
-// (kRestOff) words further. Columns past the head dim are zero (the loaders fill them) and split to zeros.
-template <int kRows, int kHeadDim, int kPitch, int kThreads, int kLo, int kRestOff, bool kRest>
-__device__ __forceinline__ void split_tile_in_place(float* tile) {
-  if constexpr (!kRest) {
-    split_tile_to<kRows, kHeadDim, kPitch, kThreads>(tile, tile + kLo);
-  } else {
-    constexpr int kChunks = kHeadDim / 4;
-    static_assert((kRows * kChunks) % kThreads == 0, "whole passes");
-#pragma unroll
-    for (int it = 0; it < kRows * kChunks / kThreads; ++it) {
-      const int idx = threadIdx.x + it * kThreads, r = idx / kChunks, c = idx % kChunks;
-      uint32_t* w = reinterpret_cast<uint32_t*>(tile + r * kPitch + c * 4);
-      const float4 x = *reinterpret_cast<const float4*>(w);
-      const Tf32Triple a = split_tf32_exact_lean(x.x), b = split_tf32_exact_lean(x.y), c2 = split_tf32_exact_lean(x.z),
-                       d = split_tf32_exact_lean(x.w);
-      *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, b.hi, c2.hi, d.hi);
-      *reinterpret_cast<uint4*>(w + kLo) = make_uint4(a.lo, b.lo, c2.lo, d.lo);
-      *reinterpret_cast<uint4*>(w + kRestOff) = make_uint4(a.rest, b.rest, c2.rest, d.rest);
-    }
   }
 }
 

@@ -33,9 +33,9 @@ namespace memeff {
 // - a finite |x| within half a TF32 ulp of FLT_MAX rounds to hi = Inf, and x - hi is -Inf: NaN.
 //
 // The high part's bits: x rounded to TF32 (round to nearest, ties away, as cvt.rna; a carry into the
-// exponent is the right rounding), or 0 where x is not finite. v8: computed on the bits (half a TF32
+// exponent is the right rounding), or 0 where x is not finite. Computed on the bits (half a TF32
 // ulp added, the low 13 bits cleared, a select on |x| < inf) where the value feeds fp32 arithmetic
-// again, since ptxas's own expansion of cvt.rna there took more issues (ncu SASS of v7's fwd_tf32).
+// again: ptxas's own expansion of cvt.rna there takes more issues (ncu SASS of the fp32 forward).
 // The lower part is then x - hi, which is x itself where hi = 0: no guard on that subtraction.
 __device__ __forceinline__ uint32_t tf32_rna_bits(float x) {
   uint32_t r = 0u;
@@ -114,8 +114,8 @@ __device__ __forceinline__ void add_partial(float (&d)[4], const float (&part)[4
 // accumulation truncates its result to fp32 (round toward zero), so three mma per k8 step into d
 // itself put 3 truncations of |d| per step, all biased the same way, on every output element (D / 8
 // steps of Q.K^T, Sk / 8 of P.V). Inside the fresh partial, the small terms go first so that they
-// are not lost against hi*hi. (v4: the v2 form, all three into d, failed the fp32 accuracy rule on
-// conformance case s17-d72-h3; scripts/tf32x3-emulate.py models both, NOTES.md v4.)
+// are not lost against hi*hi. (All three into d fails the fp32 accuracy rule on conformance case
+// s17-d72-h3; scripts/tf32x3-emulate.py models both orders.)
 __device__ __forceinline__ void mma_1688_3xtf32(float (&d)[4], const Tf32Pair (&a)[4], const Tf32Pair (&b)[2]) {
   float part[4] = {0.f, 0.f, 0.f, 0.f};
   mma_1688_tf32(part, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);
@@ -158,8 +158,8 @@ __device__ __forceinline__ Tf32Triple split_tf32_exact_lean(float x) {
 // d += a * b as mma_1688_3xtf32 plus a.hi * b.rest, so that b is carried in full: where a is
 // exactly one (P of a query that sees one key, conformance sq17-sk1) the partial is b itself, bit
 // for bit (each term exact in the partial, smallest first), and O reproduces the V row. With b in two
-// parts O was off by up to 2^-22 relative, which the backward's D = dO . O turns into nonzero dS
-// (NOTES.md v5). One more mma per k8 step of P.V.
+// parts O was off by up to 2^-22 relative, which the backward's D = dO . O turns into nonzero dS.
+// One more mma per k8 step of P.V.
 __device__ __forceinline__ void mma_1688_3xtf32_bexact(float (&d)[4], const Tf32Pair (&a)[4], const Tf32Triple (&b)[2]) {
   float part[4] = {0.f, 0.f, 0.f, 0.f};
   mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].rest, b[1].rest);

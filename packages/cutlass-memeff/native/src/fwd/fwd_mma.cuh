@@ -22,9 +22,9 @@
 
 namespace memeff {
 
-// kMask: the call has a mask or bias. Without one the mask code is compiled out: v4's staged-mask path,
-// compiled into one kernel with the plain one, made the no-mask forward 10-18% slower (H200, bf16, same
-// run as v3's build: D128 S4k 151.6 vs 178.5 TFLOP/s) with registers unchanged (246 vs 242).
+// kMask: the call has a mask or bias. Without one the mask code is compiled out: the staged-mask path,
+// compiled into one kernel with the plain one, made the no-mask forward 10-18% slower (H200, bf16, D128
+// S4k 151.6 vs 178.5 TFLOP/s) with registers unchanged (246 vs 242).
 // kFeat: the feature kernel (FwdParams::features: a window's left side, softcap, ALiBi, varlen, sequsedK),
 // built with kMask; calls without those features run kernels that have no code for them.
 template <typename T, typename Tr, bool kFull, bool kMask, bool kFeat>
@@ -121,18 +121,18 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
     // into the softmax (row max times sl2, then one FFMA per score before the exp2); other tiles are
     // scaled here and use sl2 = 1. d64 only: at d128 / d256 (242-250 regs) the fold made ptxas spill.
     const bool fold = HD == 64 && plain && scale_log2 > 0.f;
-    // v4: a staged mask on an interior step: dot * scale + mask term, one FFMA per score
+    // A staged mask on an interior step: dot * scale + mask term, one FFMA per score
     // (mask_tile.cuh). d64 keeps natural-log units and folds log2 e into the softmax as above (sl2);
     // d128 stays in log2 units (one FMUL more per score: the mask term times log2 e) so that sl2
     // stays the compile-time 1 there (a run-time sl2 spilled at d128, as the fold did). Not at d256:
-    // its kFull kernel spilled 8 bytes with it (255 regs, ptxas sm_90a); d256 keeps v3's path. Nor in
+    // its kFull kernel spilled 8 bytes with it (255 regs, ptxas sm_90a); d256 takes the per-element rule. Nor in
     // the d64 kernel for D != 64 on sm_80-89, where it spilled 12 bytes under the 168-register cap.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
     constexpr bool kMaskFastShape = HD == 128 || (HD == 64 && kFull);
 #else
     constexpr bool kMaskFastShape = HD <= 128;
 #endif
-    const bool mask_fast = kMaskFastShape && mask_smem && p.mask_tile_fast && tile_keys_visible<kFeat>(p, i0, M, j0, N);
+    const bool mask_fast = kMaskFastShape && mask_smem && tile_keys_visible<kFeat>(p, i0, M, j0, N);
     constexpr bool kMaskLog2 = HD != 64;
     const float sl2 = fold ? scale_log2 : (!kMaskLog2 && mask_fast) ? kLog2e : 1.f;
     if (mask_fast) {

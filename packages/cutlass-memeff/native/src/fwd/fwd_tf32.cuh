@@ -19,7 +19,7 @@
 
 namespace memeff {
 
-// v9 packed (Tr::kPitchKp, tf32_traits.h): the K tile in the landing tile `in` (pitch kPitchIn floats) into
+// The wide form's packed layout (Tr::kPitchKp, tf32_traits.h): the K tile in the landing tile `in` (pitch kPitchIn floats) into
 // its parts, one 16-byte word per (row, k8 step, column t): {hi(t), hi(t + 4), lo(t), lo(t + 4)}. One item
 // per thread and word; lanes: t in bits 0-1, 4 k8 steps in bits 2-3, 2 rows in bit 4, so a warp's reads fall
 // on 32 banks (rows 1 apart are 4 banks apart at pitch 4 mod 32) and each 8-lane phase of the stores on 8
@@ -38,7 +38,7 @@ __device__ __forceinline__ void split_k_packed(const float* in, uint32_t* out) {
   }
 }
 
-// v9 packed: the V tile in the landing tile (pitch kPitchIn floats) into its three parts (tf32_traits.h):
+// The packed layout: the V tile in the landing tile (pitch kPitchIn floats) into its three parts (tf32_traits.h):
 // hi/lo words {hi0, hi1, lo0, lo1} of keys (8 kk + t, + 4) per key pair kp = 4 kk + t and column d at chunk
 // d ^ 2t of row kp, and rest words {rest0(d), rest1(d), rest0(d + 8), rest1(d + 8)} (d = 16 n2 + g) at chunk
 // 8 n2 + (g ^ 2t). One item per thread and (kp, n2, g): 4 floats, 2 hi/lo words and 1 rest word. Lanes:
@@ -65,19 +65,19 @@ __device__ __forceinline__ void split_v_packed(const float* in, uint32_t* out) {
   }
 }
 
-// kLean (v8, FwdParams::tf32_lean; NOTES.md v8): Q is split into TF32 parts once per block instead of
-// once per key step, and the splits that feed fp32 arithmetic again take tf32_rna_bits (3 issues
-// instead of ptxas's 4). Same bits as kLean = false, which is v7's kernel as it was.
-// v8 wide (Tr::kSplitKV, 8 warps, FwdParams::tf32_wide): each K and V tile is split once per step by the
-// whole block (split_tile_in_place) instead of once per warp, Q per step in registers (no room for its
-// low parts beside the split K and V with a mask tile); needs kLean. kWideQPre: the wide form for calls
-// without a mask, where Q's low parts fit after the split K and V (216 KB): Q split once per block as in
-// kLean's 4-warp form. Same bits again: the same roundings of the same values.
-// kPacked (v9, FwdParams::tf32_packed, with Tr::kSplitKV; NOTES.md v9): the same kernel with the parts stored
-// so that one lane's operand words are adjacent (tf32_traits.h): one LDS.128 per K fragment (was 4 LDS), 1.5
-// per V fragment (was 6), 2 per Q fragment (was 8). K and V share one landing tile, so the step splits K
-// before it issues V, and V before it issues the next K. Same mma operands in the same order: same bits.
-// kFeat: the feature kernel (FwdParams::features; as fwd_mma's), built in the plain 4-warp form only.
+// Three forms, the same roundings of the same values (same bits):
+// kLean: Q is split into TF32 parts once per block instead of once per key step, and the splits that feed
+// fp32 arithmetic take tf32_rna_bits (3 issues instead of ptxas's 4). It keeps Q's low parts in shared memory
+// (+33 KB at d128): the 4-warp form of d64 calls without features.
+// Wide (Tr::kSplitKV, 8 warps, d128; needs kLean and kPacked): each K and V tile is split once per step by the
+// whole block instead of once per warp, the parts stored so that one lane's operand words are adjacent
+// (tf32_traits.h): one LDS.128 per K fragment (4 LDS unpacked), 1.5 per V fragment (6), 2 per Q fragment (8).
+// K and V share one landing tile, so the step splits K before it issues V, and V before it issues the next K.
+// kWideQPre: calls without a mask, where Q's parts fit beside K's and V's (226 KB): Q split once per block;
+// with a mask Q is split per step in registers.
+// kLean = false: Q split per step by every warp, with ptxas's roundings: the feature kernel (kFeat,
+// FwdParams::features; as fwd_mma's), built in this plain 4-warp form only, for builds or devices without the
+// wgmma forward (which takes every feature call where it runs).
 template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false, bool kFeat = false>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_kernel(const FwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
@@ -99,28 +99,25 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   float* v_s = kPacked ? land_s : k_s + Tr::kSmemK;
   constexpr int PVL = kPacked ? PQ : PV;  // V's landing pitch
   constexpr int kKsUnroll = kPacked ? 2 : 4;  // Q.K^T's k8 steps per unrolled body
-  // v17: P.V leaves its n8 loop only at multiples of kPvGroup tiles (columns past Dv are zero in V's tile,
+  // P.V leaves its n8 loop only at multiples of kPvGroup tiles (columns past Dv are zero in V's tile,
   // so the extra tiles add zeros to columns that are never stored). A branch between tiles made ptxas run
-  // each tile's 4 dependent mma back to back with a NOP between each (v9's ncu: 21% of stall samples on
+  // each tile's 4 dependent mma back to back with a NOP between each (ncu: 21% of stall samples on
   // NOPs, 50% `wait`); kPvGroup tiles between branches give their chains room to interleave. No branch at
   // all let ptxas hoist all 16 tiles' loads at d128 and spill.
   constexpr int kPvGroup = 4;
   static_assert(OT % kPvGroup == 0 && (HD / 8) % 2 == 0, "whole groups of n8 tiles and pairs of k8 steps");
-  // kQPre (kLean, 4 warps): the low TF32 parts of Q ([M][PQ] words, q_s then holds the high parts).
-  // kSplitKV: K's low parts [N][PQ], V's low parts [N][PV] and rests [N][PV] (k_s, v_s hold the high
-  // parts), each a compile-time number of words after its tile. Then the mask tile.
-  static_assert(!Tr::kSplitKV || kLean, "the wide kernel is a lean one");
+  // kQPre (kLean, 4 warps): the low TF32 parts of Q ([M][PQ] words, q_s then holds the high parts), then
+  // the mask tile.
+  static_assert(!Tr::kSplitKV || (kLean && kPacked), "the wide kernel is a lean, packed one");
   static_assert(!kWideQPre || Tr::kSplitKV, "kWideQPre is a form of the wide kernel");
-  constexpr int kKlo = Tr::kSmemK + Tr::kSmemV;                      // words from k_s
-  constexpr int kVlo = Tr::kSmemV + Tr::kSmemK, kVrest = kVlo + Tr::kSmemV;  // words from v_s
-  uint32_t* qlo_s = reinterpret_cast<uint32_t*>(v_s + Tr::kSmemV + Tr::kSmemSplitKV);
+  uint32_t* qlo_s = reinterpret_cast<uint32_t*>(v_s + Tr::kSmemV);
   unsigned char* mask_s = kPacked ? reinterpret_cast<unsigned char*>(vp_s + Tr::kSmemVp)
-                                  : reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV + Tr::kSmemSplitKV + (kQPre ? Tr::kSmemQ : 0));  // only with a mask
+                                  : reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV + (kQPre ? Tr::kSmemQ : 0));  // only with a mask
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
-  // v19: causal launches run their longest query blocks first over the whole launch, as fwd_mma does (the
-  // order within each (b, h) pair alone left long blocks in the tail).
+  // Causal launches run their longest query blocks first over the whole launch, as fwd_mma does (the
+  // order within each (b, h) pair alone leaves long blocks in the tail).
   const FwdBlock blk = fwd_block_of(params);
   const int m_block = blk.m_block, bh = blk.bh_local + params.bh_base, b = bh / params.heads_q, h = bh % params.heads_q;
   const int hk = h / params.group;
@@ -135,10 +132,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const float* v = static_cast<const float*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const MaskView mask = mask_view(p, b, h);
   const bool mask_smem = mask_tile_ok(mask);
-  const int qk_steps = (p.head_dim + 15) / 16 * 2;  // k8 steps Q.K^T runs, in pairs (v17); Q is split this far
+  const int qk_steps = (p.head_dim + 15) / 16 * 2;  // k8 steps Q.K^T runs, in pairs; Q is split this far
   const int o_tiles = (p.head_dim_v + 7) / 8;   // n8 tiles of O needed
   const int r0 = warp * 16;
-  const bool pv_exact = p.tf32_pv_exact;
   const float scale_log2 = p.scale * kLog2e;
   // Steps that are not plain but have no mask need only the causal / bounds rule (score_mods.cuh).
   const bool bounds_only = p.mask_kind == MaskKind::kNone;
@@ -211,10 +207,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     }
     load_tile_f32_async<N, HD, PVL, Tr::kThreads>(v_s, v, p.v_stride[2], j0, p.seq_k, p.head_dim_v);
     cp_async_commit();
-    if constexpr (Tr::kSplitKV && !kPacked) {  // K(nb) landed (waited above): split it once for all warps
-      split_tile_in_place<N, HD, PQ, Tr::kThreads, kKlo, 0, false>(k_s);
-      __syncthreads();
-    }
 
     // S = Q K^T, 3xTF32.
     float acc_s[NT][4];
@@ -222,7 +214,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     for (int n = 0; n < NT; ++n) acc_s[n][0] = acc_s[n][1] = acc_s[n][2] = acc_s[n][3] = 0.f;
 #pragma unroll kKsUnroll
     for (int ks = 0; ks < HD / 8; ++ks) {
-      if (ks % 2 == 0 && ks >= qk_steps) break;  // v17: pairs of k8 steps (Q and K are zero past D)
+      if (ks % 2 == 0 && ks >= qk_steps) break;  // pairs of k8 steps (Q and K are zero past D)
       const float* qa = q_s + (r0 + g) * PQ + ks * 8 + t;
       Tf32Pair a[4];
       if constexpr (kPacked && kQPre) {
@@ -234,7 +226,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
         a[3] = Tf32Pair{h.w, l.w};
       } else if constexpr (kQPre) {
         // qlo_s sits a compile-time number of words after q_s: one base register, immediate offsets.
-        constexpr int kLo = Tr::kSmemQ + Tr::kSmemK + Tr::kSmemV + Tr::kSmemSplitKV;
+        constexpr int kLo = Tr::kSmemQ + Tr::kSmemK + Tr::kSmemV;
         const uint32_t* qh = reinterpret_cast<const uint32_t*>(qa);
         const uint32_t* ql = qh + kLo;
         a[0] = Tf32Pair{qh[0], ql[0]};
@@ -260,10 +252,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
           const uint4 w = *reinterpret_cast<const uint4*>(kp_s + (n * 8 + g) * Tr::kPitchKp + ks * 16 + t * 4);
           bk[0] = Tf32Pair{w.x, w.z};
           bk[1] = Tf32Pair{w.y, w.w};
-        } else if constexpr (Tr::kSplitKV) {
-          const uint32_t* kh = reinterpret_cast<const uint32_t*>(kb);
-          bk[0] = Tf32Pair{kh[0], kh[kKlo]};
-          bk[1] = Tf32Pair{kh[4], kh[kKlo + 4]};
         } else if constexpr (kLean) {
           bk[0] = split_tf32_lean(kb[0]);
           bk[1] = split_tf32_lean(kb[4]);
@@ -275,10 +263,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       }
     }
 
-    // Logits in log2 units; masking only where the tile needs it. v4: a staged mask on an interior
-    // step takes one FFMA per score (mask_tile.cuh), as in fwd_mma.
+    // Logits in log2 units; masking only where the tile needs it. A staged mask on an interior step
+    // takes one FFMA per score (mask_tile.cuh), as in fwd_mma.
     const bool plain = tile_unmasked<kFeat>(p, i0, M, j0, N);
-    if (mask_smem && p.mask_tile_fast && tile_keys_visible<kFeat>(p, i0, M, j0, N)) {
+    if (mask_smem && tile_keys_visible<kFeat>(p, i0, M, j0, N)) {
       constexpr int kPitch = MaskTile<M, N>::kPitch;
       const unsigned char* row_g = mask_s + (r0 + g) * kPitch;
       with_mask_dtype<float>(mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
@@ -318,10 +306,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       if (mask_smem) load_mask_tile_async<M, N, Tr::kThreads>(mask_s, mask, i0, j0 + N, p.seq_q, p.seq_k);
       cp_async_commit();
     }
-    if constexpr (Tr::kSplitKV && !kPacked) {  // V(nb) landed (waited above): split it once for all warps
-      split_tile_in_place<N, HD, PV, Tr::kThreads, kVlo, kVrest, true>(v_s);
-      __syncthreads();
-    }
 
     // O += P V over k8 blocks of keys. The A fragment wants P(g, t) and P(g, t + 4) of the block;
     // P(g, c) sits in lane 4g + c/2, element c % 2 of the n8 accumulator tile: fetch both elements
@@ -350,7 +334,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       // kPacked: this lane's hi/lo words (key pair 4 kk + t, column 8 n + g) at + 32 n, rest words at + 32 (n / 2).
       const uint32_t* vhl = vp_s + (kk * 4 + t) * 4 * HD + (g ^ (2 * t)) * 4;
       const uint32_t* vrs = vp_s + (N / 2) * 4 * HD + (kk * 4 + t) * 2 * HD + (g ^ (2 * t)) * 4;
-      if (kPacked && pv_exact) {
+      if constexpr (kPacked) {
         uint4 rs = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
@@ -362,26 +346,12 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
           bv[1] = Tf32Triple{hl.y, hl.w, n % 2 ? rs.w : rs.y};
           mma_1688_3xtf32_bexact(acc_o[n], a, bv);
         }
-      } else if (kPacked) {
-#pragma unroll
-        for (int n = 0; n < OT; ++n) {
-          if (n % kPvGroup == 0 && n >= o_tiles) break;
-          const uint4 hl = *reinterpret_cast<const uint4*>(vhl + n * 32);
-          Tf32Pair bv[2];
-          bv[0] = Tf32Pair{hl.x, hl.z};
-          bv[1] = Tf32Pair{hl.y, hl.w};
-          mma_1688_3xtf32(acc_o[n], a, bv);
-        }
-      } else if (pv_exact) {  // V in three parts (v5, tf32x3.cuh): a row with P = 1 gets V back exactly
+      } else {
 #pragma unroll
         for (int n = 0; n < OT; ++n) {
           if (n % kPvGroup == 0 && n >= o_tiles) break;
           Tf32Triple bv[2];
-          if constexpr (Tr::kSplitKV) {
-            const uint32_t* vh = reinterpret_cast<const uint32_t*>(vb) + n * 8;
-            bv[0] = Tf32Triple{vh[0], vh[kVlo], vh[kVrest]};
-            bv[1] = Tf32Triple{vh[4 * PV], vh[kVlo + 4 * PV], vh[kVrest + 4 * PV]};
-          } else if constexpr (kLean) {
+          if constexpr (kLean) {
             bv[0] = split_tf32_exact_lean(vb[n * 8]);
             bv[1] = split_tf32_exact_lean(vb[4 * PV + n * 8]);
           } else {
@@ -389,24 +359,6 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
             bv[1] = split_tf32_exact(vb[4 * PV + n * 8]);
           }
           mma_1688_3xtf32_bexact(acc_o[n], a, bv);
-        }
-      } else {
-#pragma unroll
-        for (int n = 0; n < OT; ++n) {
-          if (n % kPvGroup == 0 && n >= o_tiles) break;
-          Tf32Pair bv[2];
-          if constexpr (Tr::kSplitKV) {
-            const uint32_t* vh = reinterpret_cast<const uint32_t*>(vb) + n * 8;
-            bv[0] = Tf32Pair{vh[0], vh[kVlo]};
-            bv[1] = Tf32Pair{vh[4 * PV], vh[kVlo + 4 * PV]};
-          } else if constexpr (kLean) {
-            bv[0] = split_tf32_lean(vb[n * 8]);
-            bv[1] = split_tf32_lean(vb[4 * PV + n * 8]);
-          } else {
-            bv[0] = split_tf32(vb[n * 8]);
-            bv[1] = split_tf32(vb[4 * PV + n * 8]);
-          }
-          mma_1688_3xtf32(acc_o[n], a, bv);
         }
       }
     }

@@ -2,8 +2,8 @@
 // each operand into TF32 parts (hi, lo; V's rest too, so that P = 1 gives V back exactly), the same
 // online softmax (tf32_rows.cuh), but both GEMMs on wgmma: one instruction covers 64 rows x 32 keys (or
 // x D) x 8, its operands read by the tensor cores from shared memory, where the mma.sync kernel spends
-// most of its issue slots loading fragments (NOTES.md v20). Calls with pv_exact (the default), without a
-// mask or at d128; the others stay on fwd_tf32_kernel.
+// most of its issue slots loading fragments. Calls without a mask, masked ones at d128, and calls with
+// features (dispatch.cu); the others stay on fwd_tf32_kernel.
 //
 // One block: 128 query rows, one warpgroup per 64; 32 keys per step. Per step nb:
 //   wait for K(nb); barrier; split it into K hi / lo (swizzled); barrier; issue V(nb) into the landing tile

@@ -10,7 +10,7 @@ namespace memeff {
 constexpr int kMmaBuckets[] = {64, 128, 256};
 // Head dims between the buckets with a forward of their own (D == Dv, calls without FwdParams::features):
 // in the d256 bucket their head-dim loops would stop at run time, whose exits keep ptxas from hoisting
-// the ldmatrix loads (NOTES.md, "exact head dims").
+// the ldmatrix loads (0.83-0.94x torch efficient there, 1.17-1.55x with their own).
 constexpr int kMmaExactHeadDims[] = {160, 192};
 constexpr bool mma_exact_head_dim(int d) {
   for (int e : kMmaExactHeadDims) {
@@ -26,14 +26,13 @@ struct MmaFwdTraits {
   static constexpr int kTileDim = (kHeadDim + 63) / 64 * 64;
   static constexpr int kNWarps = 4;
   static constexpr int kThreads = kNWarps * 32;
-  // v2: each warp owns kMTiles 16-row tiles, so every K and V fragment read from shared memory feeds
-  // kMTiles mma (v1: 1), halving the ldmatrix traffic per FLOP at d64/d128 and the K/V reloads from
+  // Each warp owns kMTiles 16-row tiles, so every K and V fragment read from shared memory feeds
+  // kMTiles mma, halving at kMTiles = 2 the ldmatrix traffic per FLOP at d64/d128 and the K/V reloads from
   // L2 per query (128 queries per block instead of 64). At d128 the keys per step drop to 32 to keep
   // S (kMTiles x kBlockN / 2 floats per thread) and O (kMTiles x kHeadDim / 2) under 255 registers:
   // FlashAttention-2's and flash-cuda's shapes (128 x 64 at d64, 128 x 32 at d128, 64 x 32 at d256).
-  // v3: d64 back to v1's 64 x 64 (one row tile per warp): v2's 128 x 64 at d64 measured slower than
-  // v1 on the H200 (66.8 vs 90.5 TFLOP/s at S=1k); at most 168 regs
-  // (v1: 164) so that 3 blocks (12 warps) fit per SM, as in v1.
+  // d64 runs 64 x 64 (one row tile per warp): 128 x 64 measured slower on the H200 (66.8 vs 90.5
+  // TFLOP/s at S=1k); at most 168 regs so that 3 blocks (12 warps) fit per SM.
   static constexpr int kMTiles = kHeadDim == 128 ? 2 : 1;
   static constexpr int kMinBlocksPerSm = kHeadDim == 64 ? 3 : kHeadDim <= 128 ? 2 : 1;
   static constexpr int kBlockM = 16 * kNWarps * kMTiles;     // query rows per block

@@ -20,8 +20,8 @@ __device__ __forceinline__ void init_rows(float (&acc_o)[OT][4], float (&m_run)[
 }
 
 // A step without a mask: `plain` steps (every key visible and in bounds, no softcap or ALiBi) only take the
-// scale (v17: one test per step; per element, ptxas branched and reloaded the scale 16 times); the others the
-// causal / bounds rule in 32-bit compares (v18: masked_logit's rule, as fwd_mma does). kFeat (the feature
+// scale (one test per step: per element, ptxas branched and reloaded the scale 16 times); the others the
+// causal / bounds rule in 32-bit compares (masked_logit's rule, as fwd_mma does). kFeat (the feature
 // kernels): the window's left side too, and softcap / ALiBi: by ModRule alone on `mods_only` steps
 // (tile_mods_only), by masked_logit's rule on the others.
 template <bool kFeat, int NT>
@@ -127,7 +127,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m_run)
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = fmaxf(m_run[r], mx);
     m_use[r] = m_new == -INFINITY ? 0.f : m_new;
-    alpha[r] = exp2_ftz(m_run[r] - m_use[r]);  // v17: one MUFU (score_mods.cuh)
+    alpha[r] = exp2_ftz(m_run[r] - m_use[r]);  // one MUFU (score_mods.cuh)
     m_run[r] = m_new;
     l_run[r] *= alpha[r];
   }

@@ -4,9 +4,9 @@
 
 namespace memeff {
 
-// kNWarps_ = 8 (v8, "wide", FwdParams::tf32_wide): 128 queries per block, and each step's K and V tiles
-// are split into TF32 parts once by the whole block (kSplitKV: hi in place, lo / rest in arrays beside
-// them) instead of by every warp; one block of 8 warps per SM at d128, as v7's two blocks of 4.
+// kNWarps_ = 8 ("wide", d128): 128 queries per block, and each step's K and V tiles are split into TF32 parts
+// once by the whole block (kSplitKV, in the packed layout below) instead of by every warp; one block of 8 warps
+// per SM, against two blocks of 4 for the 4-warp form.
 template <int kHeadDim_, int kNWarps_ = 4>
 struct Tf32FwdTraits {
   static constexpr int kHeadDim = kHeadDim_;
@@ -24,12 +24,10 @@ struct Tf32FwdTraits {
   static constexpr int kSmemQ = kBlockM * kPitchQK;  // floats
   static constexpr int kSmemK = kBlockN * kPitchQK;
   static constexpr int kSmemV = kBlockN * kPitchV;
-  // kSplitKV: + K's low parts [N][PQ], V's low parts and rests [2][N][PV] (32-bit words).
-  static constexpr int kSmemSplitKV = kSplitKV ? kSmemK + 2 * kSmemV : 0;
-  static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV + kSmemSplitKV) * 4;
+  static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV) * 4;  // the 4-warp forms (kSplitKV: packed_smem_bytes)
   static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);  // MaskTile<kBlockM, kBlockN>
-  // v9 packed (kSplitKV with kPacked, FwdParams::tf32_packed; NOTES.md v9): the parts one lane reads for one
-  // mma operand side by side, read with LDS.128 (32-bit words):
+  // kSplitKV's packed layout: the parts one lane reads for one mma operand side by side, read with LDS.128
+  // (32-bit words):
   //   K [N][kPitchKp]: row r, k8 step ks, column t: {hi(8ks+t), hi(8ks+t+4), lo(8ks+t), lo(8ks+t+4)} at
   //     r * kPitchKp + 16 ks + 4 t; pitch = 16 mod 32 puts rows g and g + 1 of an 8-lane phase on the
   //     other half of the banks.
@@ -46,8 +44,8 @@ struct Tf32FwdTraits {
   static constexpr int kSmemVp = kBlockN * 3 * kHeadDim;
   static constexpr int kSmemQp = 2 * kBlockM * kHeadDim;
   static constexpr int packed_smem_bytes(bool q_pre) { return ((q_pre ? kSmemQp : kSmemQ) + kSmemLand + kSmemKp + kSmemVp) * 4; }
-  // d64: 3 blocks (12 warps) per SM, as v2/v3 reached with 168 regs; v4's fresh k8 partials
-  // (common/tf32x3.cuh) took ptxas to 195 without the bound.
+  // d64: 3 blocks (12 warps) per SM; without the bound the fresh k8 partials (common/tf32x3.cuh) take
+  // ptxas from 168 registers to 195.
   static constexpr int kMinBlocksPerSm = kSplitKV ? 1 : kHeadDim == 64 ? 3 : 2;
 };
 

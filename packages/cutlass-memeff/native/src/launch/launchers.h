@@ -12,7 +12,7 @@ namespace memeff {
 enum class Family : int { kFwdSimt = 0, kFwdMma = 1, kBwdSimt = 2, kBwdAux = 3, kBwdMma = 4, kFwdTf32 = 5, kBwdTf32 = 6 };
 
 // The passes around the backward main kernels (run_bwd_aux's `stage`).
-enum class BwdStage : int { kDsum = 0, kDqConvert = 1, kKvReduce = 2, kDbias = 3, kDbiasConvert = 4, kDbiasHeadSum = 5 };
+enum class BwdStage : int { kDsum = 0, kDqConvert = 1, kKvReduce = 2, kDbias = 3, kDbiasConvert = 4 };
 
 using FwdLauncher = void (*)(const FwdParams&, cudaStream_t);
 using BwdLauncher = void (*)(const BwdParams&, cudaStream_t);

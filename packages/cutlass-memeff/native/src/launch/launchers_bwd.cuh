@@ -61,7 +61,7 @@ template <typename T, int kBucket> const void* probe_bwd_simt() {
 // Calls with features take the feature kernel, the others the mask-free one unless they have a mask.
 template <typename T, typename Tr, bool kFull>
 void launch_bwd_mma(const BwdParams& p, cudaStream_t stream) {
-  const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
+  const bool masked = p.mask_kind != MaskKind::kNone;
   auto kernel = p.features ? &bwd_mma_kernel<T, Tr, kFull, true, true>
                 : masked   ? &bwd_mma_kernel<T, Tr, kFull, true, false>
                            : &bwd_mma_kernel<T, Tr, kFull, false, false>;
@@ -99,7 +99,7 @@ template <typename T, int kBucket> const void* probe_bwd_mma() {
 // mask code (its in-view steps are ModRule's alone; the masked build costs the fp32 backward ~10% on them).
 template <typename Tr, bool kFull>
 void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
-  const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
+  const bool masked = p.mask_kind != MaskKind::kNone;
   auto kernel = p.features ? (kFull && !masked ? &bwd_tf32_kernel<Tr, kFull, false, true> : &bwd_tf32_kernel<Tr, kFull, true, true>)
                 : masked   ? &bwd_tf32_kernel<Tr, kFull, true, false>
                            : &bwd_tf32_kernel<Tr, kFull, false, false>;
@@ -116,25 +116,15 @@ void launch_bwd_tf32_bucket(const BwdParams& p, cudaStream_t stream) {
   }
 }
 
-// The split form (two warps per 16 keys) where dispatch.cu set BwdParams::tf32_bwd_split (d128 only: no d64
-// instance of it is built). Deterministic calls: dK and dV as always (no atomics), then the FMA dQ pass.
+// Deterministic calls: dK and dV as always (no atomics), then the FMA dQ pass.
 template <typename T, int kBucket>
 void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   static_assert(sizeof(T) == 4, "fp32 only");
-  // The split form exists at d128 only: the d64 instance builds no split kernels.
-  if constexpr (kBucket > 64) {
-    if (p.tf32_bwd_split) {
-      launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket, 2>>(p, stream);
-    } else {
-      launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
-    }
-  } else {
-    launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
-  }
+  launch_bwd_tf32_bucket<Tf32BwdBucketTraits<kBucket>>(p, stream);
   if (p.deterministic) launch_bwd_q_simt<T, kBucket>(p, stream);
 }
 template <typename T, int kBucket> const void* probe_bwd_tf32() {
-  return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdTraits<kBucket>, false, true, false>);
+  return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdBucketTraits<kBucket>, false, true, false>);
 }
 
 template <typename T>
@@ -178,13 +168,6 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
       const unsigned blocks = ceil_div(total, 256);
       bwd_dbias_convert_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
       ATTN_LAUNCH_CHECK("memeff bwd_dbias_convert_kernel");
-      break;
-    }
-    case BwdStage::kDbiasHeadSum: {
-      const int64_t total = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
-      const unsigned blocks = ceil_div(total, 256);
-      bwd_dbias_head_sum_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
-      ATTN_LAUNCH_CHECK("memeff bwd_dbias_head_sum_kernel");
       break;
     }
   }

@@ -44,7 +44,7 @@ template <typename T, int kBucket> const void* probe_fwd_simt() {
 // D == Dv == its head dim without features.
 template <typename T, typename Tr, bool kFull>
 void launch_fwd_mma(const FwdParams& p, cudaStream_t stream) {
-  const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
+  const bool masked = p.mask_kind != MaskKind::kNone;
   auto kernel = masked ? &fwd_mma_kernel<T, Tr, kFull, true, false> : &fwd_mma_kernel<T, Tr, kFull, false, false>;
   if constexpr (!Tr::kExact) {
     if (p.features) kernel = &fwd_mma_kernel<T, Tr, kFull, true, true>;
@@ -80,17 +80,17 @@ template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false,
 void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
   auto kernel = &fwd_tf32_kernel<Tr, kLean, kWideQPre, kPacked, kFeat>;
   static_assert(Tr::kSmemMaskBytes == MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
-  constexpr int kQLoBytes = kLean && (!Tr::kSplitKV || kWideQPre) ? Tr::kSmemQ * 4 : 0;  // the kernel's kQPre array
-  // v9 packed: its own carve (tf32_traits.h); sm90's opt-in limit is 227 KB per block.
-  constexpr int kBytes = kPacked ? Tr::packed_smem_bytes(kLean && kWideQPre) : Tr::kSmemBytes + kQLoBytes;
+  constexpr int kQLoBytes = kLean && !Tr::kSplitKV ? Tr::kSmemQ * 4 : 0;  // the kernel's kQPre array
+  // The packed form has its own carve (tf32_traits.h); sm90's opt-in limit is 227 KB per block.
+  constexpr int kBytes = kPacked ? Tr::packed_smem_bytes(kWideQPre) : Tr::kSmemBytes + kQLoBytes;
   static_assert(!kPacked || kBytes + (kWideQPre ? 0 : Tr::kSmemMaskBytes) <= 227 * 1024, "fits sm90's shared memory");
   const int smem = kBytes + (p.mask_kind != MaskKind::kNone ? Tr::kSmemMaskBytes : 0);
   launch_query_blocks<Tr>(kernel, smem, p, stream, "launch of memeff fwd_tf32_kernel");
 }
 
-// v20: both GEMMs on wgmma (sm_90a; FwdParams::tf32_wgmma). Masks at d128 only: at d64 the mma.sync kernel
-// stages the mask tile in shared memory with 3 blocks per SM and was faster (NOTES.md v20). Calls with
-// features take the feature kernel, with or without a mask, at both head dims.
+// Both GEMMs on wgmma (sm_90a; FwdParams::tf32_wgmma). Masks at d128 only: at d64 the mma.sync kernel stages
+// the mask tile in shared memory with 3 blocks per SM and is faster. Calls with features take the feature
+// kernel, with or without a mask, at both head dims.
 template <typename Tr>
 void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone;
@@ -107,47 +107,27 @@ void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
   launch_query_blocks<Tr>(kernel, Tr::kSmemBytes, p, stream, "launch of memeff fwd_tf32_wgmma_kernel");
 }
 
+// Off wgmma (a build without sm_90a code, or the d64 masked calls): calls with features take the 4-warp
+// feature kernel; d128 the wide packed form (8 warps, K and V split once per step by the block; Q's parts
+// beside them without a mask), d64 the lean 4-warp form.
 template <typename T, int kBucket>
 void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
   if (p.tf32_wgmma) {
     launch_fwd_tf32_wgmma<Tf32WgmmaFwdTraits<kBucket>>(p, stream);
-    return;
-  }
-  // Calls with features off wgmma (sm80-89, or ATTN_MEMEFF_TF32_WGMMA=0): the 4-warp kernel of v7's form.
-  if (p.features) {
+  } else if (p.features) {
     launch_fwd_tf32<Tf32FwdTraits<kBucket>, false, false, false, true>(p, stream);
-    return;
-  }
-  // v8 wide (FwdParams::tf32_wide, d128 only): 8 warps, K and V split once per step by the block.
-  if constexpr (kBucket == 128) {
-    if (p.tf32_wide && p.tf32_lean && p.tf32_packed) {
-      // v9: the parts of a fragment side by side (LDS.128); Q's parts too without a mask (226 KB).
-      if (p.mask_kind == MaskKind::kNone) {
-        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, true, true>(p, stream);
-      } else {
-        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, false, true>(p, stream);
-      }
-      return;
+  } else if constexpr (kBucket == 128) {
+    if (p.mask_kind == MaskKind::kNone) {
+      launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, true, true>(p, stream);
+    } else {
+      launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, false, true>(p, stream);
     }
-    if (p.tf32_wide && p.tf32_lean) {
-      // Without a mask Q's low parts fit beside the split K and V (kWideQPre, 216 KB); with one they do not.
-      if (p.mask_kind == MaskKind::kNone) {
-        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true, true>(p, stream);
-      } else {
-        launch_fwd_tf32<Tf32FwdTraits<kBucket, 8>, true>(p, stream);
-      }
-      return;
-    }
-  }
-  // v8: the lean kernel (FwdParams::tf32_lean) keeps Q's low TF32 parts in shared memory too.
-  if (p.tf32_lean) {
-    launch_fwd_tf32<Tf32FwdTraits<kBucket>, true>(p, stream);
   } else {
-    launch_fwd_tf32<Tf32FwdTraits<kBucket>, false>(p, stream);
+    launch_fwd_tf32<Tf32FwdTraits<kBucket>, true>(p, stream);
   }
 }
 template <typename T, int kBucket> const void* probe_fwd_tf32() {
-  return reinterpret_cast<const void*>(&fwd_tf32_kernel<Tf32FwdTraits<kBucket>, false>);
+  return reinterpret_cast<const void*>(&fwd_tf32_kernel<Tf32FwdTraits<kBucket>, false, false, false, true>);
 }
 
 }  // namespace memeff
