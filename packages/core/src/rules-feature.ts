@@ -59,7 +59,7 @@ export const noCausalNonSquare: Rule = rule('noCausalNonSquare', (p) => {
   if (!p.causal) return null;
   const pairs = sequencePairs(p);
   if (!pairs) {
-    return 'Does not support isCausal with lengths read on the device during graph capture (they may differ per replay); capture with a backend that supports non-square causal.';
+    return 'Does not support isCausal with lengths left on the device (graph capture or indexValuesOnDevice: they may differ per call); choose a backend that supports non-square causal.';
   }
   const bad = pairs.find(([sq, sk]) => sq !== sk);
   if (!bad) return null;
@@ -147,10 +147,13 @@ export const noDeterministic: Rule = rule('noDeterministic', (p) => {
 
 /**
  * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were read on the host: a
- * backend that plans or uploads from those host copies needs them, and a call validated during graph
- * capture (params.capturing) has none.
+ * backend that plans or uploads from those host copies needs them, and a call whose values stayed on
+ * the device (params.indexValuesOnDevice: graph capture, or the option) has none.
  */
 export const indexValuesOnHost: Rule = rule('indexValuesOnHost', (p) => {
-  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged)) return null;
-  return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
+  if (!p.indexValuesOnDevice || (!p.varlen && !p.sequsedK && !p.paged)) return null;
+  if (p.capturing) {
+    return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
+  }
+  return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, and the call left them on the device (indexValuesOnDevice: true); choose a backend that reads them on the device (flash-cuda), or leave indexValuesOnDevice unset.';
 });

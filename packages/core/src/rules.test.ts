@@ -258,8 +258,14 @@ const CASES: Case[] = [
   {
     rule: () => rules.indexValuesOnHost,
     pass: () => [varlen([2], [2]), CPU_CTX],
-    fail: () => [{ ...varlen([2], [2]), capturing: true }, CPU_CTX],
+    fail: () => [{ ...varlen([2], [2]), capturing: true, indexValuesOnDevice: true }, CPU_CTX],
     says: /graph capture/,
+  },
+  {
+    rule: () => rules.indexValuesOnHost,
+    pass: () => [varlen([2], [2]), CPU_CTX],
+    fail: () => [{ ...varlen([2], [2]), indexValuesOnDevice: true }, CPU_CTX],
+    says: /indexValuesOnDevice/,
   },
   { rule: () => rules.noKvCache, pass: () => [pagedVarlen(), CPU_CTX], fail: () => [kvCacheCall(), CPU_CTX], says: /sdpaKvCache/ },
   { rule: () => rules.noBackward, pass: () => [P(), CPU_CTX], fail: () => [P({}, { requiresGrad: true }), CPU_CTX], says: /requiresGrad: false/ },

@@ -272,6 +272,8 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     // The host copies above were read: during graph capture that read is refused
     // (ATTN_GRAPH_CAPTURE_UNSUPPORTED) before this point, so a validated call never captures.
     capturing: false,
+    indexValuesOnDevice: false,
+    out: null,
   };
   return { params: Object.freeze(params), backends: common.backends, rng: common.rng };
 }
