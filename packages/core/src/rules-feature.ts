@@ -133,6 +133,15 @@ export const noKvCache: Rule = rule('noKvCache', (p) => {
   return 'Does not support sdpaKvCache (cache append, rotary, cacheBatchIdx, leftpadK); choose a backend that takes it, or append and gather the cache yourself and call sdpaVarlen.';
 });
 
+/**
+ * No out option: the backend allocates its own output and cannot write into the user's (its kernels'
+ * output layout is its own). Declining lets selection pick a backend that writes into out.
+ */
+export const noOutTensor: Rule = rule('noOutTensor', (p) => {
+  if (!p.out) return null;
+  return 'Cannot write into a given out tensor; leave out unset, or choose a backend that takes it (cpu-math, cpu-flash, cuda-math, flash-cuda, cutlass-memeff).';
+});
+
 /** No backward pass: declines calls made with requiresGrad. */
 export const noBackward: Rule = rule('noBackward', (p) => {
   if (!p.requiresGrad) return null;
