@@ -139,7 +139,7 @@ export const noKvCache: Rule = rule('noKvCache', (p) => {
  */
 export const noOutTensor: Rule = rule('noOutTensor', (p) => {
   if (!p.out) return null;
-  return 'Cannot write into a given out tensor; leave out unset, or choose a backend that takes it (cpu-math, cpu-flash, cuda-math, flash-cuda, cutlass-memeff).';
+  return 'Cannot write into a given out tensor; leave out unset, or choose a backend that takes it (cpu-math, cpu-flash, cuda-math, flash-cuda, memeff-cuda).';
 });
 
 /** No backward pass: declines calls made with requiresGrad. */

@@ -1,5 +1,5 @@
 // The per-call options on a CUDA device, every CUDA backend imported: `out` written in place by each
-// backend that takes it (flash-cuda, cuda-math, cutlass-memeff), index values left on the device
+// backend that takes it (flash-cuda, cuda-math, memeff-cuda), index values left on the device
 // (indexValuesOnDevice: flash-cuda reads and clamps them, the others decline), and repeated calls of one
 // signature (the call cache's path) giving each call's own result. Each against cpu-math on the same
 // rounded inputs. Without a device the suite is skipped with the reason printed; ATTN_REQUIRE_GPU=1
@@ -58,8 +58,8 @@ describe.skipIf(!av.ok && process.env.ATTN_REQUIRE_GPU !== '1')('per-call option
     ['flash-cuda', 'bfloat16', [1, 1, 16, 16, 64, 64]],
     ['flash-cuda', 'float16', [2, 3, 17, 33, 72, 72]],
     ['cuda-math', 'float32', [2, 3, 17, 1, 8, 8]],
-    ['cutlass-memeff', 'float32', [2, 3, 17, 33, 72, 40]],
-    ['cutlass-memeff', 'bfloat16', [1, 2, 1, 1000, 256, 256]],
+    ['memeff-cuda', 'float32', [2, 3, 17, 33, 72, 40]],
+    ['memeff-cuda', 'bfloat16', [1, 2, 1, 1000, 256, 256]],
   ];
   for (const [backend, dtype, [b, h, sq, sk, d, dv]] of dense) {
     it(`${backend} writes a dense ${dtype} [${b}, ${h}, ${sq}, ${sk}, ${d}, ${dv}] call into out (NaN-filled), as cpu-math`, () => {
@@ -76,7 +76,7 @@ describe.skipIf(!av.ok && process.env.ATTN_REQUIRE_GPU !== '1')('per-call option
     });
   }
 
-  for (const backend of ['flash-cuda', 'cuda-math', 'cutlass-memeff']) {
+  for (const backend of ['flash-cuda', 'cuda-math', 'memeff-cuda']) {
     it(`${backend} writes a varlen call into out, as cpu-math`, () => {
       const lengthsQ = [3, 1, 17];
       const lengthsK = [40, 1, 17];
@@ -126,7 +126,7 @@ describe.skipIf(!av.ok && process.env.ATTN_REQUIRE_GPU !== '1')('per-call option
     const report = explainVarlen(q, k, k, { ...base, indexValuesOnDevice: true });
     const reasons = (name: string) => report.candidates.find((c) => c.backend === name)!.reasons.map((r) => r.rule);
     expect(reasons('cuda-math')).toContain('indexValuesOnHost');
-    expect(reasons('cutlass-memeff')).toContain('noUncheckedIndexValues');
+    expect(reasons('memeff-cuda')).toContain('noUncheckedIndexValues');
   });
 
   it('flash-cuda clamps dense sequsedK values left on the device: a length past the keys reads all of them', () => {
