@@ -28,4 +28,4 @@ export { fromHostArray, isDeviceStorage, Tensor, type TensorInit } from './tenso
 export { normalizeParams } from './validate.js';
 export { kernelWindow } from './window.js';
 export { explainVarlen, normalizeVarlenParams, sdpaVarlen, sdpaVarlenAsync } from './varlen.js';
-export { explainKvCache, type KvCacheResult, normalizeKvCacheParams, sdpaKvCache, sdpaKvCacheAsync } from './kv-cache.js';
+export { explainKvCache, type KvCacheResult, type KvHostCopies, kvHostCopies, normalizeKvCacheParams, sdpaKvCache, sdpaKvCacheAsync } from './kv-cache.js';

@@ -104,9 +104,9 @@ describe('what backends receive', () => {
     expect(p).toMatchObject({ batch: 3, headsQ: 4, headsKV: 2, seqQ: 1, seqK: 6, headDim: 8, headDimV: 6, alignment: 'lowerRight', causal: true, requiresGrad: false });
     expect(p.query.shape).toEqual([3, 4, 1, 8]);
     const kv = p.kvCache!;
-    expect([...kv.seqlens]).toEqual([3, 0, 9]);
-    expect([...kv.keyStart]).toEqual([1, 0, 4]);
-    expect([...kv.keyCount]).toEqual([3, 1, 6]);
+    expect([...kv.seqlens!]).toEqual([3, 0, 9]);
+    expect([...kv.keyStart!]).toEqual([1, 0, 4]);
+    expect([...kv.keyCount!]).toEqual([3, 1, 6]);
     expect([...kv.cacheRows!]).toEqual([2, 0, 3]);
     expect(kv).toMatchObject({ capacity: 10, newLen: 1, rotary: { dim: 8, interleaved: false, qPerRow: true } });
     expect(sequencePairs(p)).toEqual([[1, 3], [1, 1], [1, 6]]);
@@ -118,7 +118,7 @@ describe('what backends receive', () => {
     expect(p.paged).toMatchObject({ blockSize: 4, numBlocks: 6, maxBlocksPerSeq: 3 });
     expect(p.kvCache).toMatchObject({ capacity: 12, cacheRows: null });
     const full = call({ cacheSeqlens: null, kNew: null, vNew: null, isCausal: false })();
-    expect([...full.kvCache!.keyCount]).toEqual([10, 10, 10]);
+    expect([...full.kvCache!.keyCount!]).toEqual([10, 10, 10]);
   });
 
   it('shape rules read the caches as caches (their rows are not the batch)', () => {

@@ -1,6 +1,7 @@
 // The kv-cache entry points (FlashAttention's flash_attn_with_kvcache): append new keys to a cache,
 // rotate, and attend over the cache, in one call that a backend runs as a whole (KvCacheParams).
-import type { KvCacheOptions, SdpaParams } from './params.js';
+import { GraphError } from './errors.js';
+import type { KvCacheOptions, KvCacheParams, SdpaParams } from './params.js';
 import type { SelectionReport } from './report.js';
 import { runForward, runForwardAsync } from './sdpa.js';
 import { resolveRestriction, selectBackend } from './select.js';
@@ -43,4 +44,29 @@ export function explainKvCache(q: Tensor, kCache: Tensor, vCache: Tensor, opts?:
 /** Validates a sdpaKvCache call and returns what backends receive. Throws AttnInputError. */
 export function normalizeKvCacheParams(q: Tensor, kCache: Tensor, vCache: Tensor, opts?: KvCacheOptions): SdpaParams {
   return normalizeKvCacheCall(q, kCache, vCache, opts).params;
+}
+
+/** KvCacheParams' host copies, all present (an eager call's). */
+export interface KvHostCopies {
+  readonly seqlens: Int32Array;
+  /** Contiguous caches: the cache row of each batch row; null for paged caches. */
+  readonly cacheRows: Int32Array | null;
+  readonly keyStart: Int32Array;
+  readonly keyCount: Int32Array;
+}
+
+/**
+ * The host copies validation made of a kv-cache call's index tensors. A call validated during graph
+ * capture has none (params.capturing); backends that need them decline it by the indexValuesOnHost
+ * rule, so reaching here then is a bug in that backend's rules (GraphError ATTN_GRAPH_CAPTURE_UNSUPPORTED).
+ */
+export function kvHostCopies(kv: KvCacheParams): KvHostCopies {
+  const { seqlens, keyStart, keyCount } = kv;
+  if (!seqlens || !keyStart || !keyCount) {
+    throw new GraphError(
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'This backend needs the values of cacheSeqlens, cacheBatchIdx and leftpadK on the host, and the call was made during graph capture, where they are not read; its rules should include indexValuesOnHost.',
+    );
+  }
+  return { seqlens, cacheRows: kv.cacheRows, keyStart, keyCount };
 }

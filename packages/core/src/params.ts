@@ -194,23 +194,28 @@ export interface KvCacheParams {
   readonly vCache: Tensor;
   /** Key positions each row holds: Sc (contiguous), or maxBlocksPerSeq * blockSize (paged). */
   readonly capacity: number;
-  /** The user's int32 [B] tensor, or null (every row full); and the host copy of what it says. */
+  /**
+   * The user's int32 [B] tensor, or null (every row full); and the host copy of what it says.
+   * Host copies (seqlens, cacheRows, keyStart, keyCount) are null when the call was validated during
+   * graph capture (params.capturing): the index tensors were checked for shape, dtype and device only,
+   * and kernels read them on the device, clamping each value (kvHostCopies says so for host backends).
+   */
   readonly cacheSeqlens: Tensor | null;
-  readonly seqlens: Int32Array;
+  readonly seqlens: Int32Array | null;
   /** kNew / vNew [B, newLen, Hk, D | Dv], or null with newLen 0. */
   readonly kNew: Tensor | null;
   readonly vNew: Tensor | null;
   readonly newLen: number;
   readonly rotary: KvCacheRotary | null;
-  /** Contiguous caches: the user's int32 [B] tensor (null: row b uses cache row b) and the host rows. */
+  /** Contiguous caches: the user's int32 [B] tensor (null: row b uses cache row b) and the host rows (null for paged caches, and while capturing). */
   readonly cacheBatchIdx: Tensor | null;
   readonly cacheRows: Int32Array | null;
   /** The user's int32 [B] leftpadK tensor, or null. */
   readonly leftpadK: Tensor | null;
-  /** Host: the first key position row b attends to (leftpadK[b], or 0). */
-  readonly keyStart: Int32Array;
-  /** Host: how many keys row b attends to: seqlens[b] + newLen - keyStart[b]. */
-  readonly keyCount: Int32Array;
+  /** Host: the first key position row b attends to (leftpadK[b], or 0); null while capturing. */
+  readonly keyStart: Int32Array | null;
+  /** Host: how many keys row b attends to: seqlens[b] + newLen - keyStart[b]; null while capturing. */
+  readonly keyCount: Int32Array | null;
 }
 
 export interface KvCacheRotary {
@@ -287,8 +292,9 @@ export interface SdpaParams {
    */
   readonly capturing: boolean;
   /**
-   * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were not read
-   * on the host: during graph capture, or by the call's indexValuesOnDevice option. They were checked
+   * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable; for kv-cache
+   * calls also cacheSeqlens, cacheBatchIdx and leftpadK) were not read on the host: during graph
+   * capture, or by the call's indexValuesOnDevice option. They were checked
    * for shape, dtype and device only, so their host copies are null. A backend that needs the values
    * on the host declines such calls (indexValuesOnHost); kernels that read them on the device clamp
    * them. Always false on the CPU, whose index values are host memory.

@@ -54,10 +54,10 @@ export function lastStride(t: Tensor): number {
 
 /**
  * Query and key lengths of every sequence: one pair for dense calls, one per sequence for varlen.
- * Null when they live on the device only (a call validated during graph capture: params.capturing).
+ * Null when they live on the device only (params.indexValuesOnDevice: graph capture, or the option).
  */
 export function sequencePairs(p: SdpaParams): Array<[number, number]> | null {
-  if (p.kvCache) return Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]);
+  if (p.kvCache) return p.kvCache.keyCount ? Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]) : null;
   const used = p.sequsedK?.lengths ?? null;
   if (p.sequsedK && !used) return null;
   if (!p.varlen) return used ? Array.from(used, (sk): [number, number] => [p.seqQ, sk]) : [[p.seqQ, p.seqK]];

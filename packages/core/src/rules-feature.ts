@@ -155,14 +155,16 @@ export const noDeterministic: Rule = rule('noDeterministic', (p) => {
 });
 
 /**
- * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable) were read on the host: a
- * backend that plans or uploads from those host copies needs them, and a call whose values stayed on
- * the device (params.indexValuesOnDevice: graph capture, or the option) has none.
+ * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable, and a kv cache's
+ * cacheSeqlens, cacheBatchIdx, leftpadK) were read on the host: a backend that plans or uploads from
+ * those host copies needs them, and a call whose values stayed on the device
+ * (params.indexValuesOnDevice: graph capture, or the option) has none.
  */
 export const indexValuesOnHost: Rule = rule('indexValuesOnHost', (p) => {
-  if (!p.indexValuesOnDevice || (!p.varlen && !p.sequsedK && !p.paged)) return null;
+  if (!p.indexValuesOnDevice || (!p.varlen && !p.sequsedK && !p.paged && !p.kvCache)) return null;
+  const what = 'the values of cuSeqlensQ/K, sequsedK, blockTable (and a kv cache\'s cacheSeqlens, cacheBatchIdx, leftpadK)';
   if (p.capturing) {
-    return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
+    return `Needs ${what} on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.`;
   }
-  return 'Needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host, and the call left them on the device (indexValuesOnDevice: true); choose a backend that reads them on the device (flash-cuda), or leave indexValuesOnDevice unset.';
+  return `Needs ${what} on the host, and the call left them on the device (indexValuesOnDevice: true); choose a backend that reads them on the device (flash-cuda), or leave indexValuesOnDevice unset.`;
 });

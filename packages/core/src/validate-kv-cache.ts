@@ -2,8 +2,11 @@
 // q [B, Sq, Hq, D]; caches [Bc, Sc, Hk, D | Dv] or block pools with a blockTable; optional append of
 // kNew / vNew at cacheSeqlens, rotary tables, cacheBatchIdx and leftpadK. Everything a backend needs
 // is checked and resolved here (KvCacheParams), so that no backend re-derives positions or reads a
-// position the cache does not have.
+// position the cache does not have. While the device captures a graph (deviceCapturing) the index
+// tensors are checked for shape, dtype and device only, as sdpaVarlen's are: no synchronizing read, no
+// host copies (params.capturing), and the kernels clamp what they read on every replay.
 import type { Device } from './device.js';
+import { deviceCapturing } from './device-registry.js';
 import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { KvCacheOptions, KvCacheParams, KvCacheRotary, PagedKvParams, SdpaParams } from './params.js';
@@ -40,15 +43,15 @@ export function kvCacheError(message: string): AttnInputError {
 
 const given = (v: unknown): boolean => v !== undefined && v !== null;
 
-/** int32 [batch], contiguous, on the device; returns a host copy. */
-function int32PerRow(value: unknown, name: string, batch: number, device: Device): { tensor: Tensor; host: Int32Array } {
+/** int32 [batch], contiguous, on the device; returns a host copy (null while capturing: the values are not read). */
+function int32PerRow(value: unknown, name: string, batch: number, device: Device, capturing: boolean): { tensor: Tensor; host: Int32Array | null } {
   const t = checkTensorArg(value, name);
   if (t.dtype !== 'int32' || t.rank !== 1 || t.shape[0] !== batch) {
     throw kvCacheError(`${name} must be an int32 tensor of shape [${batch}] (one entry per batch row); got ${t.dtype} ${shapeStr(t)}.`);
   }
   if (!t.isContiguous()) throw kvCacheError(`${name} must be contiguous (kernels read it as a plain array); call .contiguous().`);
   checkSameDevice(t, name, device);
-  return { tensor: t, host: Int32Array.from(t.toFloat64Array()) };
+  return { tensor: t, host: capturing ? null : Int32Array.from(t.toFloat64Array()) };
 }
 
 /** Heads and head dims of q [B, Sq, Hq, D] and the caches [N, S, Hk, D | Dv]. */
@@ -98,7 +101,7 @@ function checkNew(opts: Partial<KvCacheOptions>, q: Tensor, k: Tensor, v: Tensor
   return { kNew: kn, vNew: vn, newLen };
 }
 
-function checkRotary(opts: Partial<KvCacheOptions>, q: Tensor, device: Device, needRows: number, qPerRow: boolean): KvCacheRotary | null {
+function checkRotary(opts: Partial<KvCacheOptions>, q: Tensor, device: Device, needRows: number | null, qPerRow: boolean): KvCacheRotary | null {
   if (given(opts.rotaryCos) !== given(opts.rotarySin)) throw kvCacheError('Pass rotaryCos and rotarySin together, or neither.');
   const interleaved = opts.rotaryInterleaved ?? false;
   if (typeof interleaved !== 'boolean') throw new AttnInputError('ATTN_OPTION', `rotaryInterleaved must be true or false, got ${describeValue(interleaved)}.`);
@@ -116,7 +119,7 @@ function checkRotary(opts: Partial<KvCacheOptions>, q: Tensor, device: Device, n
     if (t.dtype !== q.dtype) throw new AttnInputError('ATTN_DTYPE_MISMATCH', `${name} must have the query's dtype ${q.dtype}; got ${t.dtype}.`);
     checkSameDevice(t, name, device);
   }
-  if (cos.shape[0]! < needRows) {
+  if (needRows !== null && cos.shape[0]! < needRows) {
     throw kvCacheError(
       `The rotary tables have ${cos.shape[0]} positions but this call rotates at positions up to ${needRows - 1} (cacheSeqlens + Snew - 1 for kNew, ` +
         `cacheSeqlens${qPerRow ? ' + Sq - 1' : ''} for q); pass tables of at least ${needRows} rows.`,
@@ -166,13 +169,20 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     capacity = t.shape[1]! * pool!.blockSize;
   }
 
-  const seqlensArg = given(opts.cacheSeqlens) ? int32PerRow(opts.cacheSeqlens, 'cacheSeqlens', batch, device) : null;
-  const seqlens = seqlensArg?.host ?? new Int32Array(batch).fill(capacity);
-  seqlens.forEach((n, b) => {
+  // While capturing, the values of cacheSeqlens, cacheBatchIdx, leftpadK and blockTable are not read:
+  // each host check below is skipped, and the append / attention kernels clamp every value they read
+  // (positions past a row's capacity are not written, table entries and cache rows stay in the pools).
+  const capturing = deviceCapturing(device);
+  const seqlensArg = given(opts.cacheSeqlens) ? int32PerRow(opts.cacheSeqlens, 'cacheSeqlens', batch, device, capturing) : null;
+  const seqlens = capturing ? null : (seqlensArg?.host ?? new Int32Array(batch).fill(capacity));
+  seqlens?.forEach((n, b) => {
     if (n < 0 || n > capacity) throw kvCacheError(`cacheSeqlens[${b}] = ${n} is outside [0, ${capacity}], the key positions a cache row holds.`);
   });
   const { kNew, vNew, newLen } = checkNew(opts, q, k, v, device);
-  seqlens.forEach((n, b) => {
+  if (!seqlensArg && newLen > 0) {
+    throw kvCacheError(`Appending ${newLen} keys needs cacheSeqlens (without it every row is full, ${capacity} keys); pass the keys each row holds.`);
+  }
+  seqlens?.forEach((n, b) => {
     if (n + newLen > capacity) {
       throw kvCacheError(
         `Appending ${newLen} keys to row ${b}, which holds ${n} of ${capacity}, would overflow the cache; ` +
@@ -186,9 +196,9 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
   if (!paged) {
     const rowsInCache = k.shape[0]!;
     if (given(opts.cacheBatchIdx)) {
-      const idx = int32PerRow(opts.cacheBatchIdx, 'cacheBatchIdx', batch, device);
+      const idx = int32PerRow(opts.cacheBatchIdx, 'cacheBatchIdx', batch, device, capturing);
       const seen = new Set<number>();
-      idx.host.forEach((r, b) => {
+      idx.host?.forEach((r, b) => {
         if (r < 0 || r >= rowsInCache) throw kvCacheError(`cacheBatchIdx[${b}] = ${r} is outside the cache's ${rowsInCache} rows [0, ${rowsInCache}).`);
         if (newLen > 0 && seen.has(r)) {
           throw kvCacheError(`cacheBatchIdx repeats cache row ${r} (at batch row ${b}) while appending: two rows would write the same cache row. Give each batch row its own cache row.`);
@@ -201,29 +211,34 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
       if (rowsInCache < batch) {
         throw kvCacheError(`The cache has ${rowsInCache} rows (dim 0) for a batch of ${batch}; pass a cache row per batch row, or cacheBatchIdx.`);
       }
-      cacheRows = Int32Array.from({ length: batch }, (_, b) => b);
+      cacheRows = capturing ? null : Int32Array.from({ length: batch }, (_, b) => b);
     }
   } else if (given(opts.cacheBatchIdx)) {
     throw kvCacheError('cacheBatchIdx is for contiguous caches; with a blockTable, its rows already say which blocks each batch row uses.');
   }
 
-  const leftpad = given(opts.leftpadK) ? int32PerRow(opts.leftpadK, 'leftpadK', batch, device) : null;
-  const keyStart = leftpad?.host ?? new Int32Array(batch);
-  keyStart.forEach((s, b) => {
-    if (s < 0 || s > seqlens[b]!) throw kvCacheError(`leftpadK[${b}] = ${s} is outside [0, cacheSeqlens[${b}] = ${seqlens[b]}].`);
+  const leftpad = given(opts.leftpadK) ? int32PerRow(opts.leftpadK, 'leftpadK', batch, device, capturing) : null;
+  const keyStart = capturing ? null : (leftpad?.host ?? new Int32Array(batch));
+  keyStart?.forEach((s, b) => {
+    if (s < 0 || s > seqlens![b]!) throw kvCacheError(`leftpadK[${b}] = ${s} is outside [0, cacheSeqlens[${b}] = ${seqlens![b]}].`);
   });
-  const keyCount = Int32Array.from(seqlens, (n, b) => n + newLen - keyStart[b]!);
+  const keyCount = seqlens && keyStart ? Int32Array.from(seqlens, (n, b) => n + newLen - keyStart[b]!) : null;
 
   const qPerRow = common.causal || common.window !== null;
-  let needRows = 0;
-  for (let b = 0; b < batch; b++) {
-    if (newLen > 0) needRows = Math.max(needRows, seqlens[b]! + newLen);
-    if (seqQ > 0) needRows = Math.max(needRows, seqlens[b]! + (qPerRow ? seqQ : 1));
+  let needRows: number | null = null;
+  if (seqlens) {
+    needRows = 0;
+    for (let b = 0; b < batch; b++) {
+      if (newLen > 0) needRows = Math.max(needRows, seqlens[b]! + newLen);
+      if (seqQ > 0) needRows = Math.max(needRows, seqlens[b]! + (qPerRow ? seqQ : 1));
+    }
   }
   const rotary = checkRotary(opts, q, device, needRows, qPerRow);
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
   // With a blockTable every block a row reads or writes (positions below seqlens + newLen) is in the pool.
-  const pagedParams: PagedKvParams | null = paged ? checkBlockTable(opts.blockTable, batch, (b) => seqlens[b]! + newLen, pool!, device) : null;
+  const pagedParams: PagedKvParams | null = paged
+    ? checkBlockTable(opts.blockTable, batch, seqlens ? (b) => seqlens[b]! + newLen : null, pool!, device)
+    : null;
 
   const kvCache: KvCacheParams = Object.freeze({
     kCache: k,
@@ -251,7 +266,8 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     headsQ,
     headsKV,
     seqQ,
-    seqK: keyCount.reduce((m, n) => Math.max(m, n), 0),
+    // While capturing the key counts are unknown: the capacity bounds them.
+    seqK: keyCount ? keyCount.reduce((m, n) => Math.max(m, n), 0) : capacity,
     headDim,
     headDimV,
     scale: resolveScale(common.explicitScale, headDim),
@@ -269,10 +285,10 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     kvCache,
     requiresGrad: false,
     deterministic: false,
-    // The host copies above were read: during graph capture that read is refused
-    // (ATTN_GRAPH_CAPTURE_UNSUPPORTED) before this point, so a validated call never captures.
-    capturing: false,
-    indexValuesOnDevice: false,
+    capturing,
+    // sdpaKvCache has no indexValuesOnDevice option (yet: index-values.ts's indexValuePolicy is the
+    // one decision to use for it): its values stay on the device exactly while capturing.
+    indexValuesOnDevice: capturing,
     out: null,
   };
   return { params: Object.freeze(params), backends: common.backends, rng: common.rng };

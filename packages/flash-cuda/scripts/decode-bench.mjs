@@ -10,13 +10,15 @@
 //            loop pays it (core reads varlen offsets and the block table on the host: one sync per call).
 // Also the split count the plan chose, each variant at fixed split counts, and the fraction of the HBM
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
+// Then every decode-shaped tile (the decode kernel's shapes and 'lean_small', forced by name) at split
+// counts 1..16 on dense and paged 16, each first checked against the varlen output (max |diff|).
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
 // --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256 (for ncu's kernel sections).
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
-import { flashForward, planFor } from '@attn/flash-cuda';
+import { flashCudaBackend, flashForward, planFor } from '@attn/flash-cuda';
 
 const [B, Hq, Hk, Sk, D] = [8, 32, 8, 8192, 128];
 const N = 500;
@@ -144,6 +146,22 @@ for (const v of variants) {
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
   );
 }
+// Tile shapes side by side: every forced decode-shaped kernel at each split count.
+const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^bf16_d128_(decode_|lean_small$)/.test(k));
+const sweep = [];
+for (const v of variants.filter((x) => ['dense', 'paged 16'].includes(x.name))) {
+  for (const kernel of tiles) {
+    const got = flashForward(v.name === 'dense' ? v.params : identity(16), { kernel, numSplits: 4 }).out.toFloat64Array();
+    let maxDiff = 0;
+    for (let i = 0; i < got.length; i++) maxDiff = Math.max(maxDiff, Math.abs(got[i] - ref[i]));
+    if (!(maxDiff < 2e-2)) console.log(`WARNING: ${kernel} on ${v.name} differs from varlen by ${maxDiff}`);
+    const us = {};
+    for (const s of [1, 2, 3, 4, 5, 6, 8, 12, 16]) us[s] = Number(loopUs(kernelCall(v, { kernel, numSplits: s })).toFixed(2));
+    const best = Object.entries(us).sort((a, b) => a[1] - b[1])[0];
+    sweep.push({ variant: v.name, kernel, maxDiff, bySplits: us, best: { splits: Number(best[0]), us: best[1] } });
+    console.log(`${v.name.padEnd(10)} ${kernel.padEnd(28)} best ${best[1].toFixed(1)} us at ${best[0]} splits; max|diff| ${maxDiff.toExponential(1)}; ${JSON.stringify(us)}`);
+  }
+}
 const contiguous = rows.find((r) => r.variant === 'varlen').kernelUs;
 for (const r of rows) r.vsVarlen = r.kernelUs / contiguous;
 const result = {
@@ -154,6 +172,7 @@ const result = {
   bandwidthBytesPerS: bandwidth,
   floorUs,
   rows,
+  sweep,
 };
 console.log(`HBM floor ${floorUs.toFixed(1)} us (${(kvBytes / 1e6).toFixed(0)} MB at ${(bandwidth / 1e12).toFixed(2)} TB/s)`);
 const json = process.argv.indexOf('--json');

@@ -76,6 +76,20 @@ export const SM90_CONFIGS = [
   [128, 'sm90_alt', 128, 64, 1, ['bf16']],
 ];
 export const SM90_AUTO_VARIANTS = new Set(['sm90ws', 'sm90']);
+/**
+ * The decode kernel (DecodeTraits, native/src/flash_fwd_decode_kernel.h): 16 query rows shared by every
+ * warp, the warps splitting the keys, each with its own cp.async ring of K/V stages; lean feature set.
+ * Forced-only: measured (H200, decode B 8 Hq 32 Hk 8 Sk 8192 D 128) it does not beat 'lean_small' (best
+ * 72.6 us against 70.4-70.6; NOTES.md, "Decode kernel"), so the benches compare it by name. The variant
+ * names give the shape: k<keys per warp tile>s<stages per warp>w<warps per CTA>.
+ */
+export const DECODE_CONFIGS = [
+  // headDim, variant, keysPerWarpTile, stages, warps, dtypes
+  [128, 'decode_k16s3w4', 16, 3, 4, ['bf16']],
+  [128, 'decode_k32s2w2', 32, 2, 2, ['bf16']],
+];
+/** Decode variants dispatch.cu may choose on its own (for lean calls with packed rows <= 16): none yet. */
+export const DECODE_AUTO_VARIANTS = new Set([]);
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small', 'alt']);
 /**
@@ -125,10 +139,25 @@ export function generatedFiles() {
       );
     }
   }
+  for (const [dname, ctype] of DTYPES) {
+    for (const [d, variant, keys, stages, warps, dtypes] of DECODE_CONFIGS) {
+      if (dtypes && !dtypes.includes(dname)) continue;
+      const traits = `attn::flash::DecodeTraits<${d}, ${keys}, ${stages}, ${warps}, ${ctype}>`;
+      files.set(
+        `fwd_${dname}_d${d}_${variant}.cu`,
+        `${banner}#include "../flash_fwd_decode_launch.h"\n\n` +
+          `template void attn::flash::run_fwd_decode<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);\n`,
+      );
+      list.push(
+        `ATTN_FWD_DECODE_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${keys}, ${stages}, ${warps}, ${ctype}, "${dname}_d${d}_${variant}", ${DECODE_AUTO_VARIANTS.has(variant)})`,
+      );
+    }
+  }
   files.set(
     'fwd_configs.inc',
     `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, extras, name, auto_select)\n` +
       `// ATTN_FWD_SM90_CONFIG(is_bf16, head_dim, block_m, block_n, min_blocks_per_sm, element, warp_specialized, name, auto_select)\n` +
+      `// ATTN_FWD_DECODE_CONFIG(is_bf16, head_dim, keys_per_warp_tile, stages, warps, element, name, auto_select)\n` +
       `// Within one (dtype, head_dim), the 'large' shape comes first.\n${list.join('\n')}\n`,
   );
   return files;

@@ -3,7 +3,7 @@
 
 export const PTR_NAMES = [
   'q', 'k', 'v', 'out', 'lse', 'alibi', 'cuSeqlensQ', 'cuSeqlensK', 'oaccum', 'lseAccum', 'stream', 'seed', 'sequsedK',
-  'blockTable',
+  'blockTable', 'kvSeqlens', 'kvLeftpad',
 ] as const;
 
 export const NUM_NAMES = [
@@ -18,6 +18,7 @@ export const NUM_NAMES = [
   'device', 'smCount', 'smemOptin', 'ccMajor', 'ccMinor',
   'numSplits', 'aligned16', 'kernel',
   'totalK', 'pageSize', 'numPages', 'maxPagesPerSeq', 'kPageStride', 'vPageStride',
+  'kvCache', 'kvNewLen',
 ] as const;
 
 export type PtrName = (typeof PTR_NAMES)[number];

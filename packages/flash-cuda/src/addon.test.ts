@@ -85,10 +85,14 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const n = nums([4, 16, 16, 4096, 4096, 128], opts);
       expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
     }
-    // Short queries and decode: 'lean_small' without ALiBi (forced-only in version 3's build), 'small' with it.
+    // Decode (packed rows <= 16): the automatic decode kernel without ALiBi, 'small' with it; short queries
+    // with more rows: 'lean_small' (forced-only in version 3's build).
     const leanSmallAuto = !a!.buildInfo().kernels.some((k) => k.startsWith('bf16_d128_lean_small ') && k.includes('forced only'));
+    const decodeAuto = a!.buildInfo().kernels.find((k) => k.startsWith('bf16_d128_decode_') && !k.includes('forced only'));
     const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
-    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe(leanSmallAuto ? 'bf16_d128_lean_small' : 'bf16_d128_small');
+    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe(decodeAuto ? decodeAuto.split(' ')[0] : leanSmallAuto ? 'bf16_d128_lean_small' : 'bf16_d128_small');
+    const shortQ = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows
+    expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe(leanSmallAuto ? 'bf16_d128_lean_small' : 'bf16_d128_small');
     const forcedSmall = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
     forcedSmall.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean_small');
     expect(a!.plan(forcedSmall.nums, forcedSmall.ptrs).kernel).toBe('bf16_d128_lean_small');

@@ -2,6 +2,7 @@
 import type { Backend } from '@attn/core';
 import { flashBackward } from './backward.js';
 import { flashForward } from './forward.js';
+import { flashKvCacheForward } from './kv-cache.js';
 import { addonLoad, availability } from './native.js';
 import { FLASH_RULES } from './rules.js';
 
@@ -15,10 +16,10 @@ export const flashCudaBackend: Backend = Object.freeze({
   description:
     'FlashAttention-2-style forward and backward for NVIDIA sm80+ (mma.sync, ldmatrix, cp.async): fp16/bf16, D <= 256, ' +
     'causal (both alignments), sliding window, GQA/MQA, ALiBi, softcap, dropout, varlen, split-KV decode, deterministic ' +
-    'backward; no mask.',
+    'backward, sdpaKvCache (append, rotary, paged or contiguous caches, cacheBatchIdx, leftpadK; graph-capturable); no mask.',
   availability,
   rules: FLASH_RULES,
-  forward: (params) => flashForward(params),
+  forward: (params) => (params.kvCache ? flashKvCacheForward(params) : flashForward(params)),
   backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
     const load = addonLoad();

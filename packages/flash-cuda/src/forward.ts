@@ -161,12 +161,12 @@ function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides)
 // last plan: comparing the slots costs ~0.05 us, the addon call ~1.5-3 us (string keys for a Map: ~1.7 us).
 const PLAN_SLOTS = [
   NUM.isBf16, NUM.batch, NUM.headsQ, NUM.headsK, NUM.seqQ, NUM.seqK, NUM.headDim, NUM.totalQ, NUM.smCount,
-  NUM.smemOptin, NUM.numSplits, NUM.kernel, NUM.softcap, NUM.dropout, NUM.windowLeft, NUM.scale, NUM.pageSize,
+  NUM.smemOptin, NUM.numSplits, NUM.kernel, NUM.softcap, NUM.dropout, NUM.windowLeft, NUM.scale, NUM.pageSize, NUM.kvCache,
 ] as const;
 const lastKey = new Float64Array(PLAN_SLOTS.length + 1).fill(Number.NaN); // NaN never compares equal
 let lastPlan: FlashPlan | null = null;
 
-function cachedPlan(a: FlashAddon, ptrs: BigUint64Array, nums: Float64Array): FlashPlan {
+export function cachedPlan(a: FlashAddon, ptrs: BigUint64Array, nums: Float64Array): FlashPlan {
   const alibi = ptrs[PTR.alibi] !== 0n ? 1 : 0;
   let same = lastPlan !== null && lastKey[PLAN_SLOTS.length] === alibi;
   for (let i = 0; same && i < PLAN_SLOTS.length; i++) same = lastKey[i] === nums[PLAN_SLOTS[i]!];

@@ -9,5 +9,6 @@ registerBackend(flashCudaBackend);
 export { FLASH_PRIORITY, flashCudaBackend } from './backend.js';
 export { FLASH_RULES, alibiHeadContiguous, denseRank4OrVarlen, varlenOffsetsOnDevice } from './rules.js';
 export { flashForward, planFor } from './forward.js';
+export { flashKvCacheForward } from './kv-cache.js';
 export { backwardPlanFor, flashBackward, type FlashBackwardOptions } from './backward.js';
 export { BWD_SMEM_BYTES, backwardSharedMemory } from './rules-backward.js';

@@ -26,6 +26,8 @@ export interface FlashAddon {
   /** ptrs: the address array (ALiBi slopes given or not decides whether a lean kernel may run); without it, no lean kernel is planned. */
   plan(nums: Float64Array, ptrs?: BigUint64Array): FlashPlan;
   forward(ptrs: BigUint64Array, nums: Float64Array): void;
+  /** The kv-cache append and rotary kernel (@attn/cuda's attn/kv_append.cuh; kvAppendArgs packs the arrays). Absent in an addon built before it. */
+  kvAppend?(ptrs: BigUint64Array, nums: Float64Array, device: number): void;
   /** Absent in an addon built before the backward existed (backward.ts then says to rebuild). */
   backwardPlan?(nums: Float64Array, bnums: Float64Array): FlashBackwardPlan;
   backward?(ptrs: BigUint64Array, nums: Float64Array, bptrs: BigUint64Array, bnums: Float64Array): void;

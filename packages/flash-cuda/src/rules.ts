@@ -4,9 +4,10 @@
 // alignments (so no noCausalNonSquare), dropout, sequsedK (keys used per batch row, read on the device),
 // paged K/V (blockTable, read on the device, any block size; the plan gives it to the sm80-family kernels);
 // backward (and its deterministic mode) wherever the backward tiles fit the GPU's shared memory
-// (backwardSharedMemory, rules-backward.ts).
+// (backwardSharedMemory, rules-backward.ts). sdpaKvCache calls (kv-cache.ts): append, rotary, paged or
+// contiguous caches, cacheBatchIdx, leftpadK, graph capture; the limits are the forward's own (the
+// rules above, on the query and the caches) plus a row's capacity in int32 (kvCacheCapacity).
 import {
-  noKvCache,
   batchAndHeads,
   denseRank4,
   dtypeIn,
@@ -22,6 +23,7 @@ import {
   tensorsOn,
   type Rule,
 } from '@attn/core';
+import { addonLoad } from './native.js';
 import { backwardSharedMemory } from './rules-backward.js';
 
 /** Dense [B, H, S, D], or packed varlen [total, H, D] (core validated the varlen layout). */
@@ -50,6 +52,21 @@ export const nonzeroBatchAndHeads: Rule = rule('nonzeroBatchAndHeads', (p) => {
   return `Does not support an empty batch or no heads (got batch ${p.batch}, heads ${p.headsQ}); cuda-math handles them.`;
 });
 
+/** A kv cache's rows are addressed with int32 key positions: at most 2^31 - 1 per row (its capacity). */
+export const kvCacheCapacity: Rule = rule('kvCacheCapacity', (p) => {
+  const kv = p.kvCache;
+  if (!kv || kv.capacity <= 2 ** 31 - 1) return null;
+  return `Addresses a cache row with int32 key positions: at most ${2 ** 31 - 1} per row (got ${kv.capacity}); use shorter rows (or a blockTable) or cuda-math.`;
+});
+
+/** The loaded addon has the kv-cache append kernel (an addon built before it lacks kvAppend). */
+export const kvAppendInAddon: Rule = rule('kvAppendInAddon', (p) => {
+  if (!p.kvCache) return null;
+  const load = addonLoad();
+  if (!load.ok || typeof load.addon.kvAppend === 'function') return null; // availability() reports a missing addon
+  return 'The flash-cuda addon predates sdpaKvCache (no kvAppend); rebuild it with `npx @attn/native build @attn/flash-cuda`.';
+});
+
 export const FLASH_RULES: readonly Rule[] = Object.freeze([
   tensorsOn('cuda'),
   denseRank4OrVarlen,
@@ -67,5 +84,6 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   alibiHeadContiguous,
   varlenOffsetsOnDevice,
   backwardSharedMemory,
-  noKvCache,
+  kvCacheCapacity,
+  kvAppendInAddon,
 ]);

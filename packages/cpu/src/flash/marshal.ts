@@ -1,6 +1,6 @@
 // SdpaParams -> the addon's call descriptors, and the output tensors the kernels write into.
 // Only CPU tensors get here (the rules say so); views are passed as they are, strides included.
-import { AttnInputError, emptyOutput, forwardOutput, hostIndexCopies, kernelWindow, OUTPUT_NAMES } from '@attn/core';
+import { AttnInputError, emptyOutput, forwardOutput, hostIndexCopies, kernelWindow, kvHostCopies, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
 
 import { cachePages } from '../kv-cache/host.js';
@@ -103,7 +103,7 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
         }
       : null,
     varlen: index.seqlensQ ? { cuQ: index.seqlensQ, cuK: index.seqlensK! } : null,
-    sequsedK: index.sequsedK ?? p.kvCache?.keyCount ?? null,
+    sequsedK: index.sequsedK ?? (p.kvCache ? kvHostCopies(p.kvCache).keyCount : null),
     paged: pagedDesc(p),
   };
 }
@@ -114,7 +114,7 @@ export function forwardDesc(p: SdpaParams, out: Tensor, lse: Tensor, isa: string
  */
 function pagedDesc(p: SdpaParams): NativeForwardDesc['paged'] {
   const kv = p.kvCache;
-  if (kv) return { ...cachePages(p, kv), keyStart: kv.keyStart };
+  if (kv) return { ...cachePages(p, kv), keyStart: kvHostCopies(kv).keyStart };
   if (!p.paged) return null;
   const { maxBlocksPerSeq, blockSize, numBlocks } = p.paged;
   const table = hostIndexCopies(p).blockTable!;

@@ -2,7 +2,7 @@
 // in exactly the same state: the cache seen as a pool of blocks (a contiguous cache is a pool of Bc
 // blocks of Sc keys whose table is the cache row of each batch row), the append of kNew / vNew into
 // it (kNew rotated in float64, then rounded once to the cache's dtype), and the rotated query.
-import { empty, hostIndexCopies } from '@attn/core';
+import { empty, hostIndexCopies, kvHostCopies } from '@attn/core';
 import type { FloatDType, KvCacheParams, KvCacheRotary, SdpaParams, Tensor } from '@attn/core';
 import { gather, scatterRow } from '../math/host-io.js';
 
@@ -20,7 +20,7 @@ export function cachePages(p: SdpaParams, kv: KvCacheParams): CachePages {
     return { table: hostIndexCopies(p).blockTable!, tableStride: maxBlocksPerSeq, blockSize, numBlocks };
   }
   const [rows, seq] = kv.kCache.shape as [number, number];
-  return { table: kv.cacheRows!, tableStride: 1, blockSize: seq, numBlocks: rows };
+  return { table: kvHostCopies(kv).cacheRows!, tableStride: 1, blockSize: seq, numBlocks: rows };
 }
 
 /** Element offset of (row b, key position pos, head h, column 0) in a cache pool tensor [N, blockSize, H, C]. */
@@ -53,6 +53,7 @@ function tables(rot: KvCacheRotary | null): { cos: Float64Array; sin: Float64Arr
 export function appendToCache(p: SdpaParams, kv: KvCacheParams): void {
   if (kv.newLen === 0) return;
   const pages = cachePages(p, kv);
+  const { seqlens } = kvHostCopies(kv);
   const rot = kv.rotary;
   const tab = tables(rot);
   const row = new Float64Array(Math.max(p.headDim, p.headDimV));
@@ -63,7 +64,7 @@ export function appendToCache(p: SdpaParams, kv: KvCacheParams): void {
     const dStride = dst.strides[3]!;
     for (let b = 0; b < p.batch; b++)
       for (let i = 0; i < kv.newLen; i++) {
-        const pos = kv.seqlens[b]! + i;
+        const pos = seqlens[b]! + i;
         for (let h = 0; h < p.headsKV; h++) {
           gather(from, src.dtype, src.offset + b * sb + i * si + h * sh, 1, 0, cols, sd, row);
           if (rotateIt && rot && tab) rotate(row, rot, tab.cos, tab.sin, pos);
@@ -83,6 +84,7 @@ export function rotatedQuery(p: SdpaParams, kv: KvCacheParams, dtype: FloatDType
   const rot = kv.rotary;
   const tab = tables(rot);
   if (!rot || !tab) return p.query;
+  const { seqlens } = kvHostCopies(kv);
   const q = p.query;
   const [B, H, S, D] = q.shape as [number, number, number, number];
   const [sb, sh, ss, sd] = q.strides as [number, number, number, number];
@@ -92,7 +94,7 @@ export function rotatedQuery(p: SdpaParams, kv: KvCacheParams, dtype: FloatDType
   const row = new Float64Array(D);
   for (let b = 0; b < B; b++)
     for (let i = 0; i < S; i++) {
-      const pos = kv.seqlens[b]! + (rot.qPerRow ? i : 0);
+      const pos = seqlens[b]! + (rot.qPerRow ? i : 0);
       for (let h = 0; h < H; h++) {
         gather(from, q.dtype, q.offset + b * sb + h * sh + i * ss, 1, 0, D, sd, row);
         rotate(row, rot, tab.cos, tab.sin, pos);

@@ -1,7 +1,7 @@
 // Where the rows of one (sequence, head) live in a tensor, for every layout the backend receives:
 // dense [B, H, S, D] (any strides), varlen packed [total, H, D] with cumulative offsets, and paged
 // block pools [numBlocks, blockSize, H, D] addressed through a block table.
-import { hostIndexCopies, type PagedKvParams, type SdpaParams, type Tensor } from '@attn/core';
+import { hostIndexCopies, kvHostCopies, type PagedKvParams, type SdpaParams, type Tensor } from '@attn/core';
 
 /**
  * Row r of head h of sequence b starts at element row(b, h, r); column c adds c * colStride. One
@@ -31,7 +31,8 @@ export function sequencesOf(params: SdpaParams): Sequences {
   const kv = params.kvCache;
   if (kv) {
     // KV cache: row b attends to keyCount[b] keys; the addressing starts them at keyStart[b].
-    return { count: params.batch, seqQ: () => params.seqQ, seqK: (b) => kv.keyCount[b]!, startQ: () => 0, startK: () => 0 };
+    const { keyCount } = kvHostCopies(kv);
+    return { count: params.batch, seqQ: () => params.seqQ, seqK: (b) => keyCount[b]!, startQ: () => 0, startK: () => 0 };
   }
   const v = params.varlen;
   const { seqlensQ, seqlensK, sequsedK: used } = hostIndexCopies(params);

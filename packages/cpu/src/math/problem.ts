@@ -1,6 +1,6 @@
 // What forward and backward both derive from SdpaParams: sequences, row addressing of q/k/v, the
 // GQA head mapping, the dropout decision, and the shapes of the tensors they allocate.
-import { dropoutKeepRow, seedKey } from '@attn/core';
+import { dropoutKeepRow, kvHostCopies, seedKey } from '@attn/core';
 import type { SdpaParams, Tensor } from '@attn/core';
 import { cachePages } from '../kv-cache/host.js';
 import { pagedRowsOf, rowsOf, sequencesOf, varlenPages } from './layout.js';
@@ -58,7 +58,7 @@ function rowDropout(params: SdpaParams, maxSeqK: number): RowDropout | null {
 /** Rows of key or value: a kv cache's pool from each row's first key, paged varlen blocks, or plain rows. */
 function kvRows(params: SdpaParams, t: Tensor, startK: ((b: number) => number) | null): RowAddressing {
   const kv = params.kvCache;
-  if (kv) return pagedRowsOf(t, cachePages(params, kv), kv.keyStart);
+  if (kv) return pagedRowsOf(t, cachePages(params, kv), kvHostCopies(kv).keyStart);
   if (params.paged) return pagedRowsOf(t, varlenPages(params, params.paged), null);
   return rowsOf(t, startK);
 }

@@ -42,6 +42,8 @@ export interface MathForwardArgs {
   readonly blockTable: Int32Array | null;
   /** Keys per block (dim 1 of the pools); 0 without a block table. */
   readonly blockSize: number;
+  /** Paged only, or absent: sequence b's keys start at key position keyStart[b] of its table row (a kv cache's leftpadK). */
+  readonly keyStart?: Int32Array | null;
   readonly q: MathTensorArg;
   readonly k: MathTensorArg;
   readonly v: MathTensorArg;
@@ -90,10 +92,12 @@ export interface MathBinding {
   mathKernels(): string[];
   /** '' when the addon has code for the device, else why not. */
   mathDeviceSupport(device: number): string;
+  /** The kv-cache append and rotary kernel (attn/kv_append.cuh), queued on the stream ptrs names (src/kv-append.ts packs the arrays). */
+  kvAppend(ptrs: BigUint64Array, nums: Float64Array, device: number): void;
 }
 
 export const MATH_FUNCTIONS: readonly (keyof MathBinding)[] = [
-  'mathForward', 'mathBackward', 'mathLimits', 'mathKeyTile', 'mathKernels', 'mathDeviceSupport',
+  'mathForward', 'mathBackward', 'mathLimits', 'mathKeyTile', 'mathKernels', 'mathDeviceSupport', 'kvAppend',
 ];
 
 export type MathLoad = { readonly ok: true; readonly addon: MathBinding } | { readonly ok: false; readonly reason: string };

@@ -1,6 +1,6 @@
 // SdpaParams (validated by core and by the rules) into the addon's argument objects. Pure: no native
 // calls, so it is tested on the CPU with a fake device runtime.
-import { hostIndexCopies, kernelWindow, type DType, type SdpaParams, type Tensor } from '@attn/core';
+import { hostIndexCopies, kernelWindow, kvHostCopies, type DType, type SdpaParams, type Tensor } from '@attn/core';
 import type { MathBackwardArgs, MathForwardArgs, MathTensorArg } from './binding.js';
 
 /** attn/tensor_ref.h's DType codes. */
@@ -44,6 +44,31 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwar
     dropout: p.dropout
       ? { threshold: p.dropout.threshold, offset: p.dropout.offset, seed: BigInt.asUintN(64, p.dropout.seed), keepScale: p.dropout.keepScale }
       : null,
+  };
+}
+
+/**
+ * A kv-cache call's attention (after the append kernel) as a paged varlen forward: the rotated query
+ * qPacked [B * Sq, Hq, D], the caches as pools (a contiguous cache [Bc, Sc, Hk, C] is Bc blocks of Sc
+ * whose table is the cache row of each batch row), each row's keys [keyStart[b], keyStart[b] + keyCount[b])
+ * of its table row; out [B * Sq, Hq, Dv] and lse [Hq, B * Sq] as a varlen call's.
+ */
+export function kvCacheForwardArgs(p: SdpaParams, qPacked: Tensor, out: Tensor, lse: Tensor): MathForwardArgs {
+  const kv = p.kvCache;
+  if (!kv) throw new TypeError('kvCacheForwardArgs takes a sdpaKvCache call');
+  const host = kvHostCopies(kv);
+  const cuQ = Int32Array.from({ length: p.batch + 1 }, (_, b) => b * p.seqQ);
+  const cuK = new Int32Array(p.batch + 1);
+  host.keyCount.forEach((n, b) => (cuK[b + 1] = cuK[b]! + n));
+  const base = forwardArgs({ ...p, query: qPacked }, out, lse);
+  return {
+    ...base,
+    cuSeqlensQ: cuQ,
+    cuSeqlensK: cuK,
+    sequsedK: null,
+    blockTable: p.paged ? hostIndexCopies(p).blockTable : host.cacheRows,
+    blockSize: kv.kCache.shape[1]!,
+    keyStart: host.keyStart,
   };
 }
 

@@ -3,8 +3,10 @@
 // every dtype, masks of any layout, causal both ways, window, ALiBi, softcap, dropout, GQA/MQA,
 // varlen, sequsedK, paged K/V (blockTable, forward only: core allows it only without grad), zero
 // lengths, Dv = 0, backward and deterministic mode are all taken. Not during graph capture: its
-// kernels take the index values from the host (indexValuesOnHost).
-import { indexValuesOnHost, noKvCache, rule, tensorsOn, type Rule } from '@attn/core';
+// kernels take the index values from the host (indexValuesOnHost). sdpaKvCache calls: every option
+// (append, rotary, contiguous caches through cacheBatchIdx, paged caches, leftpadK), through the shared
+// append kernel (attn/kv_append.cuh) and the paged forward.
+import { indexValuesOnHost, rule, tensorsOn, type Rule } from '@attn/core';
 import { mathLoad } from './binding.js';
 import { CUDA_MATH_LIMITS } from './limits.js';
 
@@ -43,4 +45,4 @@ export const builtForDevice: Rule = rule('builtForDevice', (p) => {
   return why === '' ? null : why;
 });
 
-export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens, noKvCache, indexValuesOnHost]);
+export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens, indexValuesOnHost]);

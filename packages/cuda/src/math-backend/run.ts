@@ -1,10 +1,12 @@
 // One forward or backward call: outputs allocated through the registered 'cuda' runtime (this
 // package's caching allocator, core's emptyOutput naming the tensor on failure), kernels queued on
 // the device's current stream by the addon. Nothing here waits for the device.
-import { emptyOutput, forwardOutput, OUTPUT_NAMES, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { empty, emptyOutput, forwardOutput, OUTPUT_NAMES, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { cuda } from '../cuda-runtime.js';
 import { callNative } from '../errors.js';
+import { kvAppendArgs } from '../kv-append.js';
 import { requireMath } from './binding.js';
-import { backwardArgs, forwardArgs } from './launch-args.js';
+import { backwardArgs, forwardArgs, kvCacheForwardArgs } from './launch-args.js';
 
 export interface ForwardRun {
   readonly outputs: ForwardOutputs;
@@ -22,6 +24,7 @@ function disposeAll(ts: readonly (Tensor | null)[]): void {
 }
 
 export function runForward(p: SdpaParams): ForwardRun {
+  if (p.kvCache) return runKvCacheForward(p);
   const addon = requireMath();
   const device = p.device;
   const totalQ = p.varlen ? p.query.shape[0]! : 0;
@@ -37,6 +40,36 @@ export function runForward(p: SdpaParams): ForwardRun {
   } catch (e) {
     disposeAll([out === p.out ? null : out, lse]); // the user's out stays theirs
     throw e;
+  }
+}
+
+/**
+ * A sdpaKvCache call: the shared append and rotary kernel (kNew / vNew into the cache, q rotated into
+ * a [B, Sq, Hq, D] scratch), then the forward over the cache as a paged varlen call. out is returned as
+ * the [B, Hq, Sq, Dv] view of its [B, Sq, Hq, Dv] storage, logsumexp as the [B, Hq, Sq] view of [Hq, B, Sq].
+ */
+function runKvCacheForward(p: SdpaParams): ForwardRun {
+  const addon = requireMath();
+  const device = p.device;
+  const { batch: B, seqQ: Sq, headsQ: Hq } = p;
+  const out = emptyOutput(OUTPUT_NAMES.out, [B * Sq, Hq, p.headDimV], { dtype: p.dtype, device });
+  let lse: Tensor | null = null;
+  let qRot: Tensor | null = null;
+  try {
+    lse = emptyOutput(OUTPUT_NAMES.logsumexp, [Hq, B * Sq], { dtype: 'float32', device });
+    qRot = empty([B, Sq, Hq, p.headDim], { dtype: p.dtype, device });
+    const append = kvAppendArgs(p, { qOut: qRot, rowTable: null, stream: cuda.currentStream(device.index) });
+    callNative(() => addon.kvAppend(append.ptrs, append.nums, device.index));
+    const args = kvCacheForwardArgs(p, qRot.reshape([B * Sq, Hq, p.headDim]), out, lse);
+    const kernel = callNative(() => addon.mathForward(args));
+    const outputs = { out: out.reshape([B, Sq, Hq, p.headDimV]).transpose(1, 2), logsumexp: lse.reshape([Hq, B, Sq]).permute([1, 0, 2]) };
+    return { outputs, kernel };
+  } catch (e) {
+    disposeAll([out, lse]);
+    throw e;
+  } finally {
+    // Stream-ordered free: reused only by work queued after the forward on this stream.
+    qRot?.dispose();
   }
 }
 

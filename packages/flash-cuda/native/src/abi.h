@@ -7,7 +7,7 @@ namespace attn::flash::abi {
 // BigUint64Array: device addresses (0 = absent), the stream, the dropout seed.
 enum Ptr : int {
   kQ, kK, kV, kOut, kLse, kAlibi, kCuSeqlensQ, kCuSeqlensK, kOaccum, kLseAccum, kStream, kSeed, kSequsedK,
-  kBlockTable,
+  kBlockTable, kKvSeqlens, kKvLeftpad,
   kPtrCount
 };
 
@@ -24,6 +24,7 @@ enum Num : int {
   kDevice, kSmCount, kSmemOptin, kCcMajor, kCcMinor,
   kNumSplits, kAligned16, kKernel,
   kTotalK, kPageSize, kNumPages, kMaxPagesPerSeq, kKPageStride, kVPageStride,
+  kKvCache, kKvNewLen,
   kNumCount
 };
 

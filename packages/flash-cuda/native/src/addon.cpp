@@ -10,7 +10,9 @@
 #include "addon_args.h"
 #include "addon_bwd.h"
 #include "attn/cuda_check.h"
+#include "attn/kv_append_abi.h"
 #include "dispatch.h"
+#include "kv_append.h"
 
 namespace {
 
@@ -44,6 +46,16 @@ Napi::Value Forward(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// kvAppend(ptrs, nums, device): the shared kv-cache append and rotary kernel (attn/kv_append.cuh).
+Napi::Value KvAppend(const Napi::CallbackInfo& info) {
+  const uint64_t* ptrs = u64_arg(info, 0, attn::kv::kPtrCount, "kv addresses");
+  const double* nums = f64_arg(info, 1, attn::kv::kNumCount, "kv arguments");
+  if (info.Length() < 3 || !info[2].IsNumber()) throw Napi::TypeError::New(info.Env(), "kvAppend: argument 3 must be the device index");
+  const int device = info[2].As<Napi::Number>().Int32Value();
+  with_js_errors(info.Env(), [&] { attn::flash::kv_append(ptrs, nums, device); });
+  return info.Env().Undefined();
+}
+
 Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Napi::Object o = Napi::Object::New(env);
@@ -65,6 +77,7 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("plan", Napi::Function::New(env, Plan, "plan"));
   exports.Set("forward", Napi::Function::New(env, Forward, "forward"));
+  exports.Set("kvAppend", Napi::Function::New(env, KvAppend, "kvAppend"));
   exports.Set("buildInfo", Napi::Function::New(env, BuildInfo, "buildInfo"));
   attn::flash::register_backward(env, exports);  // backwardPlan, backward (addon_bwd.cpp)
   return exports;

@@ -19,6 +19,11 @@ constexpr int kMaxSplits = 128;
 template <typename E>
 __global__ void __launch_bounds__(kRowsPerBlock * 32) combine_kernel(const __grid_constant__ FwdParams p) {
   __shared__ float weights[kRowsPerBlock][kMaxSplits];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as a programmatic dependent of the forward (run_combine's pdl): wait for the forward grid to
+  // finish and its partials to be visible. Without that launch attribute this returns at once.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + warp;
   if (row >= p.accum_rows) return;
@@ -59,13 +64,22 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32) combine_kernel(const __gri
 
 }  // namespace
 
-void run_combine(const FwdParams& p, bool bf16, cudaStream_t stream) {
+void run_combine(const FwdParams& p, bool bf16, bool pdl, cudaStream_t stream) {
   if (p.num_splits > kMaxSplits) throw std::runtime_error("flash-cuda: more than 128 KV splits");
-  const dim3 grid(static_cast<unsigned>((p.accum_rows + kRowsPerBlock - 1) / kRowsPerBlock));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>((p.accum_rows + kRowsPerBlock - 1) / kRowsPerBlock));
+  cfg.blockDim = dim3(kRowsPerBlock * 32);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
   if (bf16) {
-    combine_kernel<__nv_bfloat16><<<grid, kRowsPerBlock * 32, 0, stream>>>(p);
+    ATTN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel<__nv_bfloat16>, p));
   } else {
-    combine_kernel<__half><<<grid, kRowsPerBlock * 32, 0, stream>>>(p);
+    ATTN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel<__half>, p));
   }
   ATTN_LAUNCH_CHECK("flash_fwd_combine_kernel");
 }

@@ -7,6 +7,7 @@
 namespace attn::flash {
 
 // Launches the combine kernel for p (p.num_splits > 1, partials already written on `stream`).
-void run_combine(const FwdParams& p, bool bf16, cudaStream_t stream);
+// pdl: launch as a programmatic dependent of the kernel before it on the stream (sm90 and newer).
+void run_combine(const FwdParams& p, bool bf16, bool pdl, cudaStream_t stream);
 
 }  // namespace attn::flash

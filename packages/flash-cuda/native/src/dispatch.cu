@@ -15,6 +15,7 @@
 #include "abi.h"
 #include "attn/cuda_check.h"
 #include "combine.h"
+#include "flash_fwd_decode_kernel.h"
 #include "fwd_params.h"
 #include "kernel_traits.h"
 #include "sm90/fwd_sm90_traits.h"
@@ -25,6 +26,8 @@ template <typename Tr>
 void run_fwd(const FwdParams& p, cudaStream_t stream, int device);
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device);
+template <typename Tr>
+void run_fwd_decode(const FwdParams& p, cudaStream_t stream, int device);
 
 // Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
 // bodies exist only there.
@@ -48,6 +51,7 @@ struct FwdConfig {
   bool sm90;         // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
   bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
   int min_blocks;    // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
+  bool decode;       // the decode kernel (16 query rows, warps splitting the keys): lean calls
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
@@ -57,11 +61,16 @@ struct FwdConfig {
   {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32, false, false,           \
    FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
    AUTO, true, WS, MINB},
+#define ATTN_FWD_DECODE_CONFIG(IS_BF16, D, KEYS, STAGES, W, ELEM, NAME, AUTO)                                       \
+  {IS_BF16 != 0, D, 16, KEYS * W, W, true, false, DecodeTraits<D, KEYS, STAGES, W, ELEM>::kSmemBytes,              \
+   DecodeTraits<D, KEYS, STAGES, W, ELEM>::kPagedSmemBytes, &run_fwd_decode<DecodeTraits<D, KEYS, STAGES, W, ELEM>>, \
+   NAME, AUTO, false, false, 0, true},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
 };
 #undef ATTN_FWD_CONFIG
 #undef ATTN_FWD_SM90_CONFIG
+#undef ATTN_FWD_DECODE_CONFIG
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
 constexpr int kBuckets[] = {32, 64, 96, 128, 160, 192, 224, 256};
@@ -94,10 +103,14 @@ int64_t as_i64(const double* nums, int i, const char* what) {
 
 // CTAs of one configuration resident per SM: registers (up to 255 per thread) and shared memory.
 // (Unpaged shared memory: a paged call's staged table entries add at most 1 KB.)
+// The decode kernel counts at most 4 warps per SM: measured (H200, decode B 8 Hk 8 Sk 8192 D 128, every
+// shape of it), 8 resident warps per SM read K/V slower than 4 warps with twice the keys each, so the
+// split heuristic below fills the GPU with one 4-warp CTA (two 2-warp CTAs) per SM.
 int ctas_per_sm(const FwdConfig& c, int smem_optin) {
   const int by_regs = c.min_blocks > 0 ? c.min_blocks : std::max(1, 65536 / (c.warps * 32 * 256));
   const int by_smem = std::max(1, smem_optin / c.smem_bytes);
-  return std::min(by_regs, by_smem);
+  const int by_warps = c.decode ? std::max(1, 4 / c.warps) : by_regs;
+  return std::min({by_regs, by_smem, by_warps});
 }
 
 // FlashAttention's num_splits_heuristic: the fewest splits reaching 85% of the best wave efficiency;
@@ -156,8 +169,10 @@ Shape read_shape(const double* nums, bool varlen) {
   s.heads_k = as_int(nums, kHeadsK, "key/value heads", 1, 65535);
   require(s.heads_q % s.heads_k == 0, "query heads must be a multiple of key/value heads");
   s.group = s.heads_q / s.heads_k;
+  const bool kv = as_int(nums, kKvCache, "kv-cache flag", 0, 1) == 1;
+  require(!(kv && varlen), "a kv-cache call has a dense query");
   s.seq_q = as_int(nums, kSeqQ, "query length", varlen ? 0 : 1, 2147483647.0);
-  s.seq_k = as_int(nums, kSeqK, "key length", varlen ? 0 : 1, 2147483647.0);
+  s.seq_k = as_int(nums, kSeqK, "key length", varlen || kv ? 0 : 1, 2147483647.0);
   s.head_dim = as_int(nums, kHeadDim, "head dim", 1, 256);
   s.sm_count = as_int(nums, kSmCount, "SM count", 1, 1 << 20);
   s.smem_optin = as_int(nums, kSmemOptin, "opt-in shared memory", 1, 1 << 30);
@@ -165,7 +180,8 @@ Shape read_shape(const double* nums, bool varlen) {
   s.cc_minor = as_int(nums, kCcMinor, "compute capability", 0, 1000);
   s.varlen = varlen;
   s.paged = as_int(nums, kPageSize, "page size", 0, 2147483647.0) > 0;
-  require(!s.paged || varlen, "paged K/V (a block table) needs varlen offsets");
+  require(!s.paged || varlen || kv, "paged K/V (a block table) needs varlen offsets");
+  require(!kv || s.paged, "a kv-cache call reads its cache through a block table");
   return s;
 }
 
@@ -185,13 +201,17 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   const bool pack = s.group > 1 && s.seq_q <= 64;
   const int64_t rows = int64_t(s.seq_q) * (pack ? s.group : 1);
   const bool on_sm90 = s.cc_major == 9 && s.cc_minor == 0 && built_for_sm90a();
-  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
+  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
     if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
       const bool allowed = sm90_use() == Sm90Use::kAuto || (sm90_use() == Sm90Use::kPlainOnly && !c.warp_specialized);
       if (lean && on_sm90 && !pack && !s.paged && allowed && hopper < 0) hopper = i;
+      continue;
+    }
+    if (c.decode) {
+      if (lean && decode < 0) decode = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -205,6 +225,8 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   if (lean_large >= 0) large = lean_large;
   if (lean_small >= 0) small = lean_small;
   int cfg = (rows <= 64 && small >= 0) ? small : (large >= 0 ? large : small);
+  // Rows that fit one 16-row tile (decode with GQA packed): the decode kernel, where the call is lean.
+  if (rows <= 16 && decode >= 0) cfg = decode;
   if (forced >= 0) {
     if (forced >= kNumConfigs) throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
     const FwdConfig& c = kConfigs[forced];
@@ -330,6 +352,13 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
     }
   }
 
+  p.kv_cache = as_int(nums, kKvCache, "kv-cache flag", 0, 1) == 1;
+  if (p.kv_cache) {
+    p.kv_seqlens = reinterpret_cast<const int*>(ptrs[kKvSeqlens]);
+    p.kv_leftpad = reinterpret_cast<const int*>(ptrs[kKvLeftpad]);
+    p.kv_new_len = as_int(nums, kKvNewLen, "appended key count", 0, 2147483647.0);
+  }
+
   constexpr float kLog2e = 1.4426950408889634f;
   const double scale = nums[kScale], softcap = nums[kSoftcap];
   require(std::isfinite(scale), "scale must be finite");
@@ -384,7 +413,9 @@ void forward(const uint64_t* ptrs, const double* nums) {
   ATTN_CUDA_CHECK(cudaSetDevice(device));
   auto stream = reinterpret_cast<cudaStream_t>(ptrs[kStream]);
   c.run(p, stream, device);
-  if (splits > 1) run_combine(p, s.bf16, stream);
+  // On sm90 the combine is a programmatic dependent launch: its CTAs start while the forward's last CTAs
+  // run and wait for the forward's memory there (griddepcontrol.wait), so no launch gap separates them.
+  if (splits > 1) run_combine(p, s.bf16, s.cc_major >= 9, stream);
 }
 
 const char* kernel_name(int config) { return config >= 0 && config < kNumConfigs ? kConfigs[config].name : ""; }
@@ -402,6 +433,7 @@ std::vector<std::string> kernel_descriptions() {
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
                   (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
                   (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") +
+                  (c.decode ? ", decode: warps split the keys" : "") +
                   (c.auto_select ? "" : ", forced only") + ")");
   return out;
 }

@@ -40,7 +40,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   E* sQ = reinterpret_cast<E*>(smem_raw);
   E* sK = sQ + Tr::kSmemQElems;
   E* sV = sK + Tr::kSmemKVElems;
-  int* sPages = reinterpret_cast<int*>(sV + Tr::kSmemKVElems);  // paged calls: [2][kPageSlots] table entries
+  // Paged calls: [2][kPageSlots] K and V row offsets in the pools, and the block-table entries behind them.
+  int64_t* sOffK = reinterpret_cast<int64_t*>(sV + Tr::kSmemKVElems);
+  int64_t* sOffV = sOffK + 2 * Tr::kPageSlots;
+  int* sPages = reinterpret_cast<int*>(sOffV + 2 * Tr::kPageSlots);
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int split = blockIdx.x % p.num_splits;
@@ -83,6 +86,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     n_begin = max(n_begin, split * per_split);
     n_end = min(n_end, (split + 1) * per_split);
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // The split-KV combine is a programmatic dependent launch (run_combine): let it start its prologue.
+  if (p.num_splits > 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 
   // ---- what the score modifications need of this thread's rows
   RowCtx rc;
@@ -107,36 +114,48 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
       p.head_dim, p.aligned16, q_bh, tid);
   cp_async_commit();
   const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
-  // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged: each row through
-  // the block table (one uniform branch per tile), whose entries for tile n sit in sPages[n & 1]: staged by
-  // cp.async in the group of K_{n+1} (one iteration ahead), so their wait is the K/V tiles' wait.
-  const PagedRows<E> paged_base{nullptr, nullptr, 0, p.page_size, p.num_pages - 1, 0, 0, p.page_div_mul, p.page_div_shift};
+  // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged (one uniform
+  // branch per tile), tile n's rows come from buffer n & 1: its block-table entries arrive by cp.async in
+  // the group of K_{n+1} (so their wait is that tile's wait); at the next iteration's first barrier each
+  // thread turns one row's entry into K and V element offsets, read by load_k(n) and load_v(n) after the
+  // barriers that follow.
+  const PageLocator loc{p.page_size, p.page_div_mul, p.page_div_shift, ext.k_pos0};
   auto first_page = [&](int n) {
     int page, in_page;
-    paged_base.locate(n * kN, page, in_page);
+    loc.locate(n * kN, page, in_page);
     return page;
   };
   // Entries of the pages tile n reads (n in [n_begin, n_end): its first key is below seq_k).
   auto load_pages = [&](int n) {
     const int first = first_page(n);
     int last, in_page;
-    paged_base.locate(min(n * kN + kN, seq_k) - 1, last, in_page);
+    loc.locate(min(n * kN + kN, seq_k) - 1, last, in_page);
     int* dst = sPages + (n & 1) * Tr::kPageSlots;
     for (int e = tid; e <= last - first; e += Tr::kNThreads) cp_async_4(smem_addr(dst + e), table_row + first + e);
   };
-  auto paged_rows = [&](int n, const E* base, int64_t page_stride, int64_t row_stride) {
-    PagedRows<E> pg = paged_base;
-    pg.head_base = base;
-    pg.pages = sPages + (n & 1) * Tr::kPageSlots;
-    pg.first_page = first_page(n);
-    pg.page_stride = page_stride;
-    pg.row_stride = row_stride;
-    return pg;
+  // Tile n's row offsets from its staged entries, each clamped into the pool (the replay rule).
+  auto row_offsets = [&](int n) {
+    const int* pages = sPages + (n & 1) * Tr::kPageSlots;
+    const int first = first_page(n), last_page = p.num_pages - 1;
+    for (int r = tid; r < kN; r += Tr::kNThreads) {
+      const int j = n * kN + r;
+      int64_t ko = 0, vo = 0;
+      if (j < seq_k) {
+        int page, in_page;
+        loc.locate(j, page, in_page);
+        int blk = pages[page - first];
+        blk = blk < 0 ? 0 : (blk > last_page ? last_page : blk);
+        ko = int64_t(blk) * p.k_page_stride + int64_t(in_page) * p.k_row_stride;
+        vo = int64_t(blk) * p.v_page_stride + int64_t(in_page) * p.v_row_stride;
+      }
+      sOffK[(n & 1) * Tr::kPageSlots + r] = ko;
+      sOffV[(n & 1) * Tr::kPageSlots + r] = vo;
+    }
   };
   auto load_k = [&](int n) {
     if (paged) {
-      IO::template load_rows_paged<kN>(sK, paged_rows(n, k_bh, p.k_page_stride, k_rs), n * kN, seq_k - n * kN, p.head_dim,
-                                       p.aligned16, k_bh, tid);
+      IO::template load_rows_paged<kN>(sK, k_bh, sOffK + (n & 1) * Tr::kPageSlots, seq_k - n * kN, p.head_dim, p.aligned16,
+                                       k_bh, tid);
       if (n > n_begin) load_pages(n - 1);
     } else {
       IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
@@ -144,17 +163,19 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   };
   auto load_v = [&](int n) {
     if (paged) {
-      IO::template load_rows_paged<kN>(sV, paged_rows(n, v_bh, p.v_page_stride, v_rs), n * kN, seq_k - n * kN, p.head_dim,
-                                       p.aligned16, v_bh, tid);
+      IO::template load_rows_paged<kN>(sV, v_bh, sOffV + (n & 1) * Tr::kPageSlots, seq_k - n * kN, p.head_dim, p.aligned16,
+                                       v_bh, tid);
     } else {
       IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
     }
   };
   if (n_end > n_begin) {
-    if (paged) {  // the first tile's entries, waited for here; each later tile's come with the K tile before it
+    if (paged) {  // the first tile's entries and offsets, waited for here; each later tile's come a tile ahead
       load_pages(n_end - 1);
       cp_async_commit();
       cp_async_wait<0>();
+      __syncthreads();
+      row_offsets(n_end - 1);
       __syncthreads();
     }
     load_k(n_end - 1);
@@ -198,6 +219,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     const int j0 = n * kN;
     cp_async_wait<0>();
     __syncthreads();  // K_n landed; every warp is done reading V_{n+1}
+    if (paged && n > n_begin) row_offsets(n - 1);  // its entries landed with K_n; read after a barrier below
     load_v(n);
     cp_async_commit();
 

@@ -43,6 +43,15 @@ struct FwdParams {
   uint32_t page_div_mul;
   int page_div_shift;
 
+  // sdpaKvCache calls (kv_cache): dense q [B, H, Sq, D] over a paged cache (a contiguous cache is a pool of
+  // one page per cache row, the table its rows). Row b's keys are table positions [start, end) with
+  // end = (kv_seqlens ? kv_seqlens[b] : the table's span) + kv_new_len and start = kv_leftpad ? kv_leftpad[b] : 0,
+  // read on the device and clamped (seq_extents.h); key j is table position start + j.
+  bool kv_cache;
+  const int* kv_seqlens;
+  const int* kv_leftpad;
+  int kv_new_len;
+
   // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in).
   float score_mul;
   float softcap_in, softcap_out;  // softcap_out == 0: off

@@ -45,10 +45,11 @@ struct FwdTraits {
   static constexpr int kSmemQElems = kBlockM * kHeadDim;
   static constexpr int kSmemKVElems = kBlockN * kHeadDim;
   static constexpr int kSmemBytes = (kSmemQElems + 2 * kSmemKVElems) * 2;
-  // Paged K/V calls also stage block-table entries after the V tile: two key tiles' worth (a tile of
-  // kBlockN keys spans at most kBlockN pages), launched only for paged calls.
+  // Paged K/V calls also keep, after the V tile, two key tiles' worth of K and V row offsets (int64) and
+  // block-table entries (int32; a tile of kBlockN keys spans at most kBlockN pages); launched only for
+  // paged calls.
   static constexpr int kPageSlots = kBlockN;
-  static constexpr int kPagedSmemBytes = kSmemBytes + 2 * kPageSlots * 4;
+  static constexpr int kPagedSmemBytes = kSmemBytes + 2 * kPageSlots * (8 + 8 + 4);
 
   static_assert(kHeadDim % 32 == 0 && kHeadDim <= 256, "head-dim buckets are multiples of 32 up to 256");
   static_assert(kBlockM % (16 * kNWarps) == 0 && kMTiles >= 1 && kMTiles <= 2, "1 or 2 row tiles per warp");

@@ -10,36 +10,19 @@
 
 namespace attn::flash {
 
-// Paged K/V rows of one sequence and head (FwdParams.block_table) within one key tile: key j is row
-// j % page_size of block table[j / page_size]. The tile's table entries were staged in shared memory
-// (pages[0] = the entry of the tile's first page, `first_page`) by cp.async one tile ahead, so a row's
-// address costs a shared load, not a global round trip. Entries are clamped to [0, last_page] (the
-// replay rule, seq_extents.h): no table value can move a load outside the pool.
-template <typename E>
-struct PagedRows {
-  const E* head_base;  // element 0 of block 0 for this KV head
-  const int* pages;    // shared memory: the tile's entries
-  int first_page;
-  int page_size, last_page;
-  int64_t page_stride, row_stride;
-  uint32_t div_mul;  // FwdParams.page_div_mul / page_div_shift
+// Key j of a paged sequence is row j % page_size of block table[j / page_size] (FwdParams.block_table).
+// The division is a multiply-shift: FwdParams.page_div_mul (0: page size 1) and page_div_shift.
+struct PageLocator {
+  int page_size;
+  uint32_t div_mul;
   int div_shift;
+  int pos0;  // table position of key 0 (SeqExtents.k_pos0): key j is position pos0 + j
 
-  // page = j / page_size, in_page = j % page_size (0 <= j < 2^31).
+  // page = (pos0 + j) / page_size, in_page = (pos0 + j) % page_size (0 <= pos0 + j < 2^31).
   __device__ __forceinline__ void locate(int j, int& page, int& in_page) const {
+    j += pos0;
     page = div_mul == 0 ? j : static_cast<int>(__umulhi(static_cast<uint32_t>(j), div_mul) >> div_shift);
     in_page = j - page * page_size;
-  }
-
-  __device__ __forceinline__ const E* page_row(int page, int in_page) const {
-    int blk = pages[page - first_page];
-    blk = blk < 0 ? 0 : (blk > last_page ? last_page : blk);
-    return head_base + int64_t(blk) * page_stride + int64_t(in_page) * row_stride;
-  }
-  __device__ __forceinline__ const E* row(int j) const {
-    int page, in_page;
-    locate(j, page, in_page);
-    return page_row(page, in_page);
   }
 };
 
@@ -123,12 +106,13 @@ struct TileIO {
     }
   }
 
-  // load_rows for paged K/V: rows j0 .. j0 + kRows - 1 of the sequence, the first rows_valid real. Each
-  // row's address comes from its page: a multiply-shift (PagedRows::locate) and the staged entry in shared
-  // memory, straight-line code for a thread's rows.
+  // load_rows for paged K/V: rows 0 .. kRows - 1 of a key tile, the first rows_valid real, row r at
+  // head_base + offsets[r] (element offsets in the pool, computed once per tile in shared memory by the
+  // kernel from the staged block-table entries): one shared load per row in place of the contiguous
+  // path's pointer step.
   template <int kRows>
-  __device__ __forceinline__ static void load_rows_paged(E* smem, const PagedRows<E>& pg, int j0, int rows_valid, int d,
-                                                         bool aligned16, const E* zero_src, int tid) {
+  __device__ __forceinline__ static void load_rows_paged(E* smem, const E* head_base, const int64_t* offsets, int rows_valid,
+                                                         int d, bool aligned16, const E* zero_src, int tid) {
     constexpr bool kStrided = Tr::kNThreads % Tr::kChunksPerRow == 0 && (Tr::kNThreads / Tr::kChunksPerRow) % 8 == 0;
     if constexpr (kStrided) {
       if (aligned16) {
@@ -136,26 +120,24 @@ struct TileIO {
         const int chunk = tid % Tr::kChunksPerRow, r0 = tid / Tr::kChunksPerRow;
         const bool col_ok = chunk * 8 < d;
         const uint32_t dst = smem_addr(smem + swizzle_offset<Tr>(r0, chunk, kRows));
+        const E* base = head_base + chunk * 8;
 #pragma unroll
         for (int it = 0; it < kRows / kRowStep; ++it) {
           const bool ok = col_ok && r0 + it * kRowStep < rows_valid;
-          int page, in_page;
-          pg.locate(j0 + r0 + it * kRowStep, page, in_page);
-          const E* src = ok ? pg.page_row(page, in_page) + chunk * 8 : zero_src;
-          cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, src, ok ? 16 : 0);
+          cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, ok ? base + offsets[r0 + it * kRowStep] : zero_src, ok ? 16 : 0);
         }
         return;
       }
     }
-    load_rows_paged_generic<kRows>(smem, pg, j0, rows_valid, d, aligned16, zero_src, tid);
+    load_rows_paged_generic<kRows>(smem, head_base, offsets, rows_valid, d, aligned16, zero_src, tid);
   }
 
   // Out of line on purpose (see load_rows): other geometries and misaligned tensors.
   template <int kRows>
-  __device__ __noinline__ static void load_rows_paged_generic(E* smem, const PagedRows<E> pg, int j0, int rows_valid, int d,
-                                                              bool aligned16, const E* zero_src, int tid) {
+  __device__ __noinline__ static void load_rows_paged_generic(E* smem, const E* head_base, const int64_t* offsets,
+                                                              int rows_valid, int d, bool aligned16, const E* zero_src, int tid) {
     load<kRows>(
-        smem, [&](int row) -> const E* { return row < rows_valid ? pg.row(j0 + row) : nullptr; }, d, aligned16,
+        smem, [&](int row) -> const E* { return row < rows_valid ? head_base + offsets[row] : nullptr; }, d, aligned16,
         zero_src, tid);
   }
 

@@ -11,6 +11,7 @@
 #include "device_buffer.h"
 #include "device_guard.h"
 #include "devices.h"
+#include "attn/kv_append_abi.h"
 #include "math_args.h"
 #include "math_kernels.h"
 #include "math_limits.h"
@@ -31,7 +32,7 @@ Napi::Object args_object(const Napi::CallbackInfo& info) {
 // The host arrays of a call (offsets, key counts, block table), copied to device buffers on `stream`. The buffers
 // are freed stream-ordered when the call returns: reused only by work queued after its kernels.
 struct Uploads {
-  std::unique_ptr<DeviceBuffer> cu_q, cu_k, seqused_k, block_table;
+  std::unique_ptr<DeviceBuffer> cu_q, cu_k, seqused_k, block_table, key_start;
 };
 
 const int32_t* upload(int device, gpuStream_t stream, const std::vector<int32_t>& host, std::unique_ptr<DeviceBuffer>& into) {
@@ -47,6 +48,7 @@ void upload_all(const math::CallInfo& call, math::Params& p, gpuStream_t stream,
   p.cu_k = upload(call.device, stream, call.cu_k, u.cu_k);
   p.seqused_k = upload(call.device, stream, call.seqused_k, u.seqused_k);
   p.block_table = upload(call.device, stream, call.block_table, u.block_table);
+  p.key_start = upload(call.device, stream, call.key_start, u.key_start);
 }
 
 Napi::Value MathForward(const Napi::CallbackInfo& info) {
@@ -77,6 +79,25 @@ Napi::Value MathBackward(const Napi::CallbackInfo& info) {
     Napi::Array names = Napi::Array::New(info.Env(), ran.size());
     for (size_t i = 0; i < ran.size(); ++i) names.Set(static_cast<uint32_t>(i), Napi::String::New(info.Env(), ran[i]));
     return names;
+  });
+}
+
+// kvAppend(ptrs: BigUint64Array, nums: Float64Array, device): the kv-cache append and rotary kernel
+// (attn/kv_append.cuh) queued on the stream ptrs names; the arrays as src/kv-append.ts packs them.
+Napi::Value KvAppend(const Napi::CallbackInfo& info) {
+  return guarded(info, [&]() -> Napi::Value {
+    const auto ptrs = arg_typed_array<Napi::BigUint64Array>(info, 0, "ptrs", napi_biguint64_array, "BigUint64Array");
+    const auto nums = arg_typed_array<Napi::Float64Array>(info, 1, "nums", napi_float64_array, "Float64Array");
+    const int device = arg_int(info, 2, "device");
+    if (ptrs.ElementLength() != kv::kPtrCount || nums.ElementLength() != kv::kNumCount) {
+      throw InvalidArgument("cuda-math: kvAppend takes " + std::to_string(kv::kPtrCount) + " pointers and " +
+                                std::to_string(kv::kNumCount) + " numbers (src/kv-append.ts)",
+                            "ATTN_BAD_ARGUMENT");
+    }
+    check_device_index(device);
+    DeviceGuard guard(device);
+    math::run_kv_append(ptrs.Data(), nums.Data());
+    return info.Env().Undefined();
   });
 }
 
@@ -142,6 +163,7 @@ Napi::Value MathDeviceSupport(const Napi::CallbackInfo& info) {
 void bind_math(Napi::Env env, Napi::Object exports) {
   exports.Set("mathForward", Napi::Function::New(env, MathForward, "mathForward"));
   exports.Set("mathBackward", Napi::Function::New(env, MathBackward, "mathBackward"));
+  exports.Set("kvAppend", Napi::Function::New(env, KvAppend, "kvAppend"));
   exports.Set("mathLimits", Napi::Function::New(env, MathLimits, "mathLimits"));
   exports.Set("mathKeyTile", Napi::Function::New(env, MathKeyTile, "mathKeyTile"));
   exports.Set("mathKernels", Napi::Function::New(env, MathKernels, "mathKernels"));

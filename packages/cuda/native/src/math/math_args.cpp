@@ -230,6 +230,8 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
     p.max_blocks = B == 0 ? 0 : static_cast<int64_t>(call.block_table.size()) / B;
   } else if (present(a, "blockTable")) {
     bad("'blockTable' needs blockSize > 0");
+  } else if (present(a, "keyStart")) {
+    bad("'keyStart' needs a block table");
   }
   if (packed) {
     p.total_q = q.shape.empty() ? 0 : q.shape[0];
@@ -243,9 +245,14 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
       check_offsets(call.cu_k, B, -1, "cuSeqlensK");
       expect_shape(k, "k", {p.num_blocks, p.block_size, Hk, D}, call.dtype);
       expect_shape(v, "v", {p.num_blocks, p.block_size, Hk, Dv}, call.dtype);
+      // A kv cache's leftpadK: sequence b's keys start at key position keyStart[b] of its table row.
+      call.key_start = optional_int32s(a, "keyStart");
+      if (!call.key_start.empty() && static_cast<int64_t>(call.key_start.size()) != B) bad("'keyStart' must hold one position per sequence");
       // Every page a sequence reads is in the table and in the pool.
       for (int64_t b = 0; b < B; ++b) {
-        const int64_t keys = int64_t{call.cu_k[b + 1]} - call.cu_k[b];
+        const int64_t start = call.key_start.empty() ? 0 : call.key_start[b];
+        if (start < 0) bad("'keyStart' positions must be >= 0");
+        const int64_t keys = start + int64_t{call.cu_k[b + 1]} - call.cu_k[b];
         const int64_t needed = (keys + p.block_size - 1) / p.block_size;
         if (needed > p.max_blocks) bad("'blockTable' has fewer columns than a sequence has blocks");
         for (int64_t i = 0; i < needed; ++i) {

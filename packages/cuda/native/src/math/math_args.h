@@ -22,7 +22,7 @@ struct CallInfo {
   bool acc64 = false;
   // Host copies of the varlen offsets, the per-sequence key counts and the block table (empty when absent), checked
   // here; the binding uploads them, so the kernels never read offsets nobody checked.
-  std::vector<int32_t> cu_q, cu_k, seqused_k, block_table;
+  std::vector<int32_t> cu_q, cu_k, seqused_k, block_table, key_start;
 };
 
 CallInfo read_forward(const Napi::Object& args, Params& p);

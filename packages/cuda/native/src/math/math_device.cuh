@@ -78,6 +78,7 @@ __device__ __forceinline__ T* at_mut(const Rows& t, int64_t b, int64_t h, int64_
 template <typename T>
 __device__ __forceinline__ const T* key_row(const Params& p, const Rows& t, int64_t b, int64_t h, int64_t k_row0, int64_t j) {
   if (p.block_table == nullptr) return at<T>(t, b, h, k_row0 + j);
+  if (p.key_start != nullptr) j += p.key_start[b];
   int64_t page = p.block_table[b * p.max_blocks + j / p.block_size];
   page = page < 0 ? 0 : (page >= p.num_blocks ? p.num_blocks - 1 : page);
   return static_cast<const T*>(t.data) + page * t.sb + h * t.sh + (j % p.block_size) * t.sr;

@@ -1,6 +1,7 @@
 // cuda-math's launchers: each queues its kernels on `stream` (no host synchronization) and returns
 // the instances it ran, for tests and `attn doctor`. Params are checked by bind_math.cpp first.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,10 @@ std::vector<std::string> run_backward(const BwdParams& p, DType dtype, bool acc6
 
 // Keys per block of the key kernel for these head dims (shared memory bounds it).
 int key_tile(int head_dim, int head_dim_v, bool acc64);
+
+// The kv-cache append and rotary kernel (attn/kv_append.cuh) on the stream ptrs[kStream] names; the
+// arrays as src/kv-append.ts packs them (kv::kPtrCount and kv::kNumCount entries).
+void run_kv_append(const uint64_t* ptrs, const double* nums);
 
 // A kernel of each file, to ask the runtime whether the addon has code for a device.
 const void* forward_probe();

@@ -32,6 +32,9 @@ struct Params {
   // j % block_size of page block_table[b * max_blocks + j / block_size] (key_row() in math_device.cuh).
   const int32_t* block_table = nullptr;
   int64_t block_size = 0, max_blocks = 0, num_blocks = 0;
+  // Paged only, or null: key j of sequence b is key position key_start[b] + j of its table row (a kv
+  // cache's leftpadK), so the page is block_table[b * max_blocks + (key_start[b] + j) / block_size].
+  const int32_t* key_start = nullptr;
   // Query rows of the call: B * Hq * Sq (dense) or Hq * total_q (varlen); row r is (b, h, i) in that
   // order for dense calls and (h, packed row) for varlen ones, which is also the logsumexp's layout.
   int64_t rows = 0;

@@ -131,7 +131,26 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         }
     });
   }
-  if (p.bwd_lean && !p.dropout && (mask_fast || plain)) {
+  if (!p.dropout && tile_mods_only<kFeat>(p, i0, M, j0, N)) {
+    // In view and unmasked with softcap or ALiBi: ModRule's logit per score (no bounds, no mask, no
+    // int-to-float conversion), then the lean loop's P and dS. The feature kernels are built with kMask
+    // (they take masks too), so whether this call has a mask is tile_mods_only's run-time test, not kMask. Element (n, e) is query i0 + 2t + n8 + e%2
+    // and key j0 + 16 warp + g + 8 (e / 2): its distance is the thread's first plus 8n + e%2 - 8 (e / 2).
+    const ModRule rule(p, sc, i0 + 2 * t, j0 + warp * 16 + g);
+#pragma unroll
+    for (int n = 0; n < QT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int il = n * 8 + 2 * t + (e % 2);
+        const float lse2 = lse_b[il];
+        float dcap;
+        const float x = exp2f(rule.logit2<kAccurate>(acc_st[n][e], static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)), dcap) - lse2);
+        const float pr = lse2 != -INFINITY ? x : 0.f;
+        ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+        acc_dpt[n][e] = ds[n][e] * dcap;
+        acc_st[n][e] = pr;
+      }
+  } else if (p.bwd_lean && !p.dropout && (mask_fast || plain)) {
     // v8: the same P and dS without the per-element rules (none apply on these steps) and without a
     // branch per score: a padded or fully masked row (lse = -inf) selects P = 0 after the exp2. With
     // keep = 1 the general loop's acc * keep - D and P * keep are these values exactly.

@@ -171,17 +171,64 @@ __device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView
   return masked_logit<kFeat, kAccurate>(p, m, sc, i, j, dot, dcap);
 }
 
-// True when every score of the tile [i0, i0 + m) x [j0, j0 + n) is plain scale * dot: every key in bounds and
-// visible from every query, no mask, no softcap or ALiBi. The kernels then skip the per-element work. kFeat =
-// false: a kernel without the features (no left bound, softcap or ALiBi to look at).
+// True when every key of the tile [i0, i0 + m) x [j0, j0 + n) is in bounds and visible from every query (the
+// causal and window bounds; masks and score modifiers aside). kFeat = false: a kernel without the features
+// (no left bound to look at).
 template <bool kFeat>
-__device__ __forceinline__ bool tile_unmasked(const FwdParams& p, int i0, int m, int j0, int n) {
-  if (p.mask_kind != MaskKind::kNone || (kFeat && has_score_mods(p))) return false;
+__device__ __forceinline__ bool tile_in_view(const FwdParams& p, int i0, int m, int j0, int n) {
   if (j0 + n > p.seq_k) return false;
   if (p.has_right && j0 + n - 1 > i0 + p.right_offset) return false;
   if (kFeat && p.has_left && j0 < static_cast<int64_t>(i0) + m - 1 + p.left_offset) return false;
   return true;
 }
+
+// True when every score of the tile is plain scale * dot: in view, no mask, no softcap or ALiBi. The kernels
+// then skip the per-element work.
+template <bool kFeat>
+__device__ __forceinline__ bool tile_unmasked(const FwdParams& p, int i0, int m, int j0, int n) {
+  if (p.mask_kind != MaskKind::kNone || (kFeat && has_score_mods(p))) return false;
+  return tile_in_view<kFeat>(p, i0, m, j0, n);
+}
+
+// True when the tile is in view and unmasked but the call has softcap or ALiBi: its scores need modded_score
+// and nothing else (no bounds, no mask), so the kernels take ModRule on it instead of masked_logit.
+template <bool kFeat>
+__device__ __forceinline__ bool tile_mods_only(const FwdParams& p, int i0, int m, int j0, int n) {
+  return kFeat && p.mask_kind == MaskKind::kNone && has_score_mods(p) && tile_in_view<kFeat>(p, i0, m, j0, n);
+}
+
+// modded_score for the scores of one thread on an in-view tile, in log2 units, with the per-score work cut to
+// what the call has: the softcap test is made once, and ALiBi's distance |i - j + diag| is `base + c`, where
+// base = (i_first - j_first) + diag is converted once per tile and c, the element's offset from that thread's
+// first element, is a compile-time constant of the fragment layout (no int-to-float conversion per score;
+// exact, as masked_logit's, while |i - j + diag| < 2^24).
+struct ModRule {
+  float softcap, softcap_in, scale_log2, slope_log2, base;
+  bool cap;
+
+  __device__ __forceinline__ ModRule(const FwdParams& p, const ScoreCtx& sc, int i_first, int j_first)
+      : softcap(p.softcap * kLog2e),
+        softcap_in(p.softcap_in),
+        scale_log2(p.scale * kLog2e),
+        slope_log2(sc.slope * kLog2e),
+        base(static_cast<float>(i_first - j_first) + sc.diag),
+        cap(p.softcap != 0.f) {}
+
+  // The log2-unit logit of dot at distance offset c (i - j = i_first - j_first + c); dcap as modded_score's.
+  template <bool kAccurate>
+  __device__ __forceinline__ float logit2(float dot, float c, float& dcap) const {
+    float s;
+    if (cap) {
+      const float th = softcap_tanh<kAccurate>(dot * softcap_in);
+      s = softcap * th;
+      dcap = fmaf(-th, th, 1.f);
+    } else {
+      s = dot * scale_log2;
+      dcap = 1.f;
+    }
+    return fmaf(-slope_log2, fabsf(base + c), s);  // slope 0 without ALiBi
+  }
+};
 
 // The first key visible from query i_first (the window's left bound of a query block [i_first, ...]).
 __device__ __forceinline__ int key_begin_for_queries(const FwdParams& p, int i_first) {

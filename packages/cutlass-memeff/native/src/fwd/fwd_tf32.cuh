@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
       const unsigned char* row_g = mask_s + (r0 + g) * kPitch;
       with_mask_dtype<float>(mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
     } else if (bounds_only) {
-      scale_unmasked_scores<kFeat>(acc_s, p, sc, plain, scale_log2, i0 + r0 + g, j0, t, coff);
+      scale_unmasked_scores<kFeat>(acc_s, p, sc, plain, tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, i0 + r0 + g, j0, t, coff);
     } else {
 #pragma unroll
       for (int n = 0; n < NT; ++n)

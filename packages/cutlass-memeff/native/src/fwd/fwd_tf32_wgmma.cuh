@@ -247,7 +247,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
     if constexpr (kMasked) {
       apply_mask_terms<kFeat>(s, mv, p, sc, row, j0, t, coff);
     } else {
-      scale_unmasked_scores<kFeat>(s, p, sc, tile_unmasked<kFeat>(p, i0, M, j0, N), scale_log2, row, j0, t, coff);
+      scale_unmasked_scores<kFeat>(s, p, sc, tile_unmasked<kFeat>(p, i0, M, j0, N), tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, row,
+                                   j0, t, coff);
     }
     float alpha[2];
     online_softmax(s, m_run, l_run, alpha);

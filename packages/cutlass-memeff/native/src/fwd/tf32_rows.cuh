@@ -22,10 +22,11 @@ __device__ __forceinline__ void init_rows(float (&acc_o)[OT][4], float (&m_run)[
 // A step without a mask: `plain` steps (every key visible and in bounds, no softcap or ALiBi) only take the
 // scale (v17: one test per step; per element, ptxas branched and reloaded the scale 16 times); the others the
 // causal / bounds rule in 32-bit compares (v18: masked_logit's rule, as fwd_mma does). kFeat (the feature
-// kernels): the window's left side too, and softcap / ALiBi by masked_logit's rule where the call has them.
+// kernels): the window's left side too, and softcap / ALiBi: by ModRule alone on `mods_only` steps
+// (tile_mods_only), by masked_logit's rule on the others.
 template <bool kFeat, int NT>
-__device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, const ScoreCtx& sc, bool plain, float scale_log2,
-                                                      int row, int j0, int t, int coff) {
+__device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, const ScoreCtx& sc, bool plain, bool mods_only,
+                                                      float scale_log2, int row, int j0, int t, int coff) {
   if (plain) {
 #pragma unroll
     for (int n = 0; n < NT; ++n)
@@ -34,7 +35,16 @@ __device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const F
     return;
   }
   if constexpr (kFeat) {
-    if (has_score_mods(p)) {
+    if (mods_only) {  // in view, no mask: softcap / ALiBi alone (ModRule)
+      const ModRule rule(p, sc, row, j0 + 2 * t);
+#pragma unroll
+      for (int n = 0; n < NT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float dcap;
+          s[n][e] = rule.logit2<true>(s[n][e], static_cast<float>(8 * (e / 2) - 8 * n - (e % 2)), dcap);
+        }
+    } else if (has_score_mods(p)) {
       const MaskView none{nullptr, 0, 0, MaskKind::kNone, kF32};
 #pragma unroll
       for (int n = 0; n < NT; ++n)

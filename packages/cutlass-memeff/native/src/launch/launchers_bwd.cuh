@@ -95,10 +95,12 @@ template <typename T, int kBucket> const void* probe_bwd_mma() {
 }
 
 // fp32 on tensor cores (3xTF32, bwd_tf32.cuh).
+// Calls with features and no mask take, at D == Dv == the bucket, the feature kernel built without the
+// mask code (its in-view steps are ModRule's alone; the masked build costs the fp32 backward ~10% on them).
 template <typename Tr, bool kFull>
 void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone || !p.mask_free_kernels;
-  auto kernel = p.features ? &bwd_tf32_kernel<Tr, kFull, true, true>
+  auto kernel = p.features ? (kFull && !masked ? &bwd_tf32_kernel<Tr, kFull, false, true> : &bwd_tf32_kernel<Tr, kFull, true, true>)
                 : masked   ? &bwd_tf32_kernel<Tr, kFull, true, false>
                            : &bwd_tf32_kernel<Tr, kFull, false, false>;
   static_assert(Tr::kSmemMaskBytes == Tr::kMaskBufs * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
@@ -119,10 +121,13 @@ void launch_bwd_tf32_bucket(const BwdParams& p, cudaStream_t stream) {
 template <typename T, int kBucket>
 void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   static_assert(sizeof(T) == 4, "fp32 only");
-  bool split = false;
-  if constexpr (kBucket > 64) split = p.tf32_bwd_split;
-  if (split) {
-    launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket, 2>>(p, stream);
+  // The split form exists at d128 only: the d64 instance builds no split kernels.
+  if constexpr (kBucket > 64) {
+    if (p.tf32_bwd_split) {
+      launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket, 2>>(p, stream);
+    } else {
+      launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
+    }
   } else {
     launch_bwd_tf32_bucket<Tf32BwdTraits<kBucket>>(p, stream);
   }

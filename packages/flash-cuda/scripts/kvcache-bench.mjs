@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+// sdpaKvCache decode with append + rotary against the plain decode it replaces, on flash-cuda at
+// B 8, Hq 32, Hk 8, Sq 1, D 128, bf16, a paged cache (block 256) holding Sk - 1 = 8191 keys per row
+// plus the appended one (Sk 8192 attended). Per call, CUDA events around N back-to-back calls after
+// WARMUP (the method of decode-bench.mjs):
+//   plain        flashForward on validated sdpaVarlen params over the same pool (paged 256, Sk keys,
+//                causal lower-right as the kv call: the query sees every key);
+//   plain+copy   the same plus a device copy of kNew and vNew's bytes (an append without rotary);
+//   plain graph  the sdpaVarlen call captured into a CUDA graph and replayed (no copy);
+//   kvcache      flashKvCacheForward on validated sdpaKvCache params: the shared append + rotary kernel
+//                (kNew rotated into the cache, q rotated into scratch) and the forward over the cache;
+//   kv graph     the sdpaKvCache call captured once into a CUDA graph and replayed (a decode loop's cost);
+//   kv api       the public sdpaKvCache call (reads cacheSeqlens and blockTable on the host: one sync).
+// The goal (issue 22): kvcache no slower than plain+copy.
+//
+//   node packages/flash-cuda/scripts/kvcache-bench.mjs [--json out.json]
+import { writeFileSync } from 'node:fs';
+import * as core from '@attn/core';
+import * as cuda from '@attn/cuda';
+import { flashForward, flashKvCacheForward, planFor } from '@attn/flash-cuda';
+
+const [B, Hq, Hk, Sk, D, BS] = [8, 32, 8, 8192, 128, 256];
+const N = 500;
+const WARMUP = 50;
+const o = { dtype: 'bfloat16', device: 'cuda' };
+const props = cuda.deviceProperties(0);
+const i32 = (xs, shape) => core.tensor(Int32Array.from(xs), shape, { dtype: 'int32', device: 'cuda' });
+const blocks = (B * Sk) / BS;
+const kPool = core.randn([blocks, BS, Hk, D], { ...o, seed: 2 });
+const vPool = core.randn([blocks, BS, Hk, D], { ...o, seed: 3 });
+// A shuffled table (the same for both calls).
+const perm = Array.from({ length: blocks }, (_, i) => (i * 97) % blocks);
+const table = i32(perm, [B, Sk / BS]);
+const q = core.randn([B, 1, Hq, D], { ...o, seed: 1 });
+const kNew = core.randn([B, 1, Hk, D], { ...o, seed: 4 });
+const vNew = core.randn([B, 1, Hk, D], { ...o, seed: 5 });
+const cos = core.randn([Sk + 1, D / 2], { ...o, seed: 6 });
+const sin = core.randn([Sk + 1, D / 2], { ...o, seed: 7 });
+const cacheSeqlens = i32(Array(B).fill(Sk - 1), [B]);
+const kvOpts = { cacheSeqlens, kNew, vNew, rotaryCos: cos, rotarySin: sin, blockTable: table, isCausal: true, enableGqa: true };
+const kvParams = core.normalizeKvCacheParams(q, kPool, vPool, kvOpts);
+
+const qPacked = q.reshape([B, Hq, D]);
+const varlenOpts = {
+  cuSeqlensQ: i32(Array.from({ length: B + 1 }, (_, b) => b), [B + 1]),
+  cuSeqlensK: i32(Array.from({ length: B + 1 }, (_, b) => b * Sk), [B + 1]),
+  maxSeqlenQ: 1,
+  maxSeqlenK: Sk,
+  blockTable: table,
+  isCausal: true,
+  alignment: 'lowerRight',
+  enableGqa: true,
+};
+const plainParams = core.normalizeVarlenParams(qPacked, kPool, vPool, varlenOpts);
+const copyDst = core.empty([2, B, Hk, D], o);
+
+const start = new cuda.Event();
+const end = new cuda.Event();
+function loopUs(fn) {
+  for (let i = 0; i < WARMUP; i++) fn();
+  cuda.synchronize(0);
+  start.record();
+  for (let i = 0; i < N; i++) fn();
+  end.record();
+  end.synchronize();
+  return (start.elapsedMs(end) * 1e3) / N;
+}
+const drop = (r) => {
+  r.out.dispose();
+  r.logsumexp.dispose();
+};
+const half = kNew.storage.bytes;
+const plain = () => drop(flashForward(plainParams));
+const plainCopy = () => {
+  cuda.copyDeviceToDevice(copyDst.storage, 0, kNew.storage, 0, half);
+  cuda.copyDeviceToDevice(copyDst.storage, half, vNew.storage, 0, half);
+  drop(flashForward(plainParams));
+};
+const kv = () => drop(flashKvCacheForward(kvParams));
+// No append, no rotary: the kernel only copies q into its scratch; the rest is the forward.
+const kvReadParams = core.normalizeKvCacheParams(q, kPool, vPool, { cacheSeqlens: i32(Array(B).fill(Sk), [B]), blockTable: table, isCausal: true, enableGqa: true });
+const kvRead = () => drop(flashKvCacheForward(kvReadParams));
+const api = () => drop(core.sdpaKvCache(q, kPool, vPool, { ...kvOpts, backends: ['flash-cuda'] }));
+cuda.synchronize(0);
+const graph = cuda.captureGraph(() => core.sdpaKvCache(q, kPool, vPool, { ...kvOpts, backends: ['flash-cuda'] }));
+const replay = () => graph.replay();
+const plainGraph = cuda.captureGraph(() => core.sdpaVarlen(qPacked, kPool, vPool, { ...varlenOpts, backends: ['flash-cuda'] }));
+const plainReplay = () => plainGraph.replay();
+
+
+const rows = {
+  plainUs: loopUs(plain),
+  plainPlusCopyUs: loopUs(plainCopy),
+  plainGraphReplayUs: loopUs(plainReplay),
+  kvCacheUs: loopUs(kv),
+  kvNoAppendNoRotaryUs: loopUs(kvRead),
+  kvGraphReplayUs: loopUs(replay),
+  kvApiUs: loopUs(api),
+};
+const result = {
+  device: props.name,
+  shape: { B, Hq, Hk, Sq: 1, Sk, D, blockSize: BS, dtype: 'bfloat16', rotaryDim: D },
+  method: `CUDA events around ${N} back-to-back calls after ${WARMUP} warm-up calls`,
+  ...rows,
+  plan: planFor(plainParams),
+  kvOverPlainPlusCopy: rows.kvCacheUs / rows.plainPlusCopyUs,
+  kvGraphOverPlainGraph: rows.kvGraphReplayUs / rows.plainGraphReplayUs,
+};
+console.log(JSON.stringify(result, null, 1));
+const json = process.argv.indexOf('--json');
+if (json > 0) writeFileSync(process.argv[json + 1], JSON.stringify(result, null, 1));
