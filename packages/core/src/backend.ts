@@ -18,10 +18,18 @@ export interface RuleContext {
   readonly deviceUnknownReason?: string;
 }
 
-/** One check, as PyTorch's check_* functions: null when it passes. */
+/**
+ * One check, as PyTorch's check_* functions: null when it passes. Its answer must follow from the
+ * call's signature (shapes, strides, offsets, dtypes, devices, option values, the device's properties),
+ * which selection caches per signature, unless `readsValues` says it reads more (addresses, tensor
+ * values): such a rule runs on every call. Calls that carry host copies of index values
+ * (params.varlen.seqlensQ, sequsedK.lengths, paged.table) are never cached.
+ */
 export interface Rule {
   readonly name: string;
   check(params: SdpaParams, ctx: RuleContext): string | null;
+  /** The answer depends on more than the call's signature (e.g. storage addresses); re-checked per call. */
+  readonly readsValues?: boolean;
 }
 
 export interface ForwardOutputs {

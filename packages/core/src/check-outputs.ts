@@ -6,22 +6,26 @@ import { AttnError } from './errors.js';
 import type { SdpaParams } from './params.js';
 import { Tensor } from './tensor.js';
 
+// A loop, not every() with a closure: this runs twice per call on the call path.
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((s, i) => s === b[i]);
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function badOutput(backend: string, what: string, shape: readonly number[], dtype: string, p: SdpaParams, got: string): never {
+  throw new AttnError(
+    'ATTN_BACKEND_OUTPUT',
+    `Backend '${backend}' returned a bad ${what}: expected ${dtype} [${shape.join(', ')}] on ${deviceToString(p.device)}, got ${got}. ` +
+      'This is a bug in that backend; choose another with the backends option meanwhile.',
+  );
 }
 
 function expectTensor(backend: string, what: string, t: unknown, shape: readonly number[], dtype: string, p: SdpaParams): void {
-  const fail = (got: string): never => {
-    throw new AttnError(
-      'ATTN_BACKEND_OUTPUT',
-      `Backend '${backend}' returned a bad ${what}: expected ${dtype} [${shape.join(', ')}] on ${deviceToString(p.device)}, got ${got}. ` +
-        'This is a bug in that backend; choose another with the backends option meanwhile.',
-    );
-  };
-  if (!Tensor.isTensor(t)) return fail(t === undefined ? 'nothing' : typeof t);
-  if (t.disposed) return fail('a disposed tensor');
+  if (!Tensor.isTensor(t)) return badOutput(backend, what, shape, dtype, p, t === undefined ? 'nothing' : typeof t);
+  if (t.disposed) return badOutput(backend, what, shape, dtype, p, 'a disposed tensor');
   if (!sameShape(t.shape, shape) || t.dtype !== dtype || !sameDevice(t.device, p.device)) {
-    fail(`${t.dtype} [${t.shape.join(', ')}] on ${deviceToString(t.device)}`);
+    badOutput(backend, what, shape, dtype, p, `${t.dtype} [${t.shape.join(', ')}] on ${deviceToString(t.device)}`);
   }
 }
 
@@ -29,6 +33,12 @@ function expectTensor(backend: string, what: string, t: unknown, shape: readonly
 export function checkForwardOutputs(backend: string, p: SdpaParams, o: ForwardOutputs): void {
   if (typeof o !== 'object' || o === null) {
     throw new AttnError('ATTN_BACKEND_OUTPUT', `Backend '${backend}' forward returned ${String(o)} instead of { out, logsumexp }.`);
+  }
+  if (p.out && o.out !== p.out) {
+    throw new AttnError(
+      'ATTN_BACKEND_OUTPUT',
+      `Backend '${backend}' did not write into the call's out tensor (it returned another). This is a bug in that backend: it must write into params.out (forwardOutput), or decline calls with out by a rule.`,
+    );
   }
   if (p.varlen) {
     const totalQ = p.query.shape[0]!;

@@ -42,7 +42,8 @@ function checkRuntimeShape(runtime: DeviceRuntime): void {
  */
 export function registerDeviceRuntime(runtime: DeviceRuntime): void {
   checkRuntimeShape(runtime);
-  const { runtimes } = registryState();
+  const state = registryState();
+  const { runtimes } = state;
   const prev = runtimes.get(runtime.type);
   if (prev === runtime) return;
   if (prev) {
@@ -51,11 +52,15 @@ export function registerDeviceRuntime(runtime: DeviceRuntime): void {
     });
   }
   runtimes.set(runtime.type, runtime);
+  state.generation++;
 }
 
 /** Removes a runtime (tests, or a package that failed to initialize). Returns whether it was there. */
 export function unregisterDeviceRuntime(type: DeviceType): boolean {
-  return registryState().runtimes.delete(type as Exclude<DeviceType, 'cpu'>);
+  const state = registryState();
+  const removed = state.runtimes.delete(type as Exclude<DeviceType, 'cpu'>);
+  if (removed) state.generation++;
+  return removed;
 }
 
 export function getDeviceRuntime(type: DeviceType): DeviceRuntime | undefined {

@@ -4,6 +4,7 @@
 import { DTYPE_BYTES } from './dtype.js';
 import { AttnError, AttnInputError, OutOfMemoryError } from './errors.js';
 import { empty, type TensorOptions } from './factory.js';
+import type { SdpaParams } from './params.js';
 import type { Tensor } from './tensor.js';
 
 /** Which output of which call, and what to shrink, for the allocation error. */
@@ -41,6 +42,20 @@ export function emptyOutput(name: OutputName, shape: readonly number[], opts: Te
     }
     throw new AttnInputError('ATTN_SIZE', message, { cause: e });
   }
+}
+
+/**
+ * The attention output of a forward call: the user's out (params.out, validated by core: this shape,
+ * dtype and device, contiguous) when the call gave one, else a fresh tensor as emptyOutput makes. A
+ * backend that cannot write into a given out copies its result into it, or declines the call by a rule.
+ */
+export function forwardOutput(p: SdpaParams, shape: readonly number[], opts: TensorOptions): Tensor {
+  const given = p.out;
+  if (!given) return emptyOutput(OUTPUT_NAMES.out, shape, opts);
+  if (given.rank !== shape.length || given.shape.some((s, i) => s !== shape[i])) {
+    throw new AttnError('ATTN_BACKEND_OUTPUT', `A backend asked for an out of [${shape.join(', ')}] but the call's out is [${given.shape.join(', ')}]; this is a bug in that backend.`);
+  }
+  return given;
 }
 
 const CHUNK_FORWARD = 'run the call in chunks of queries (Sq), heads or batch and concatenate the outputs';

@@ -45,6 +45,23 @@ export interface SdpaOptions {
   requiresGrad?: boolean;
   /** Backward accumulates in a fixed order (bitwise reproducible). */
   deterministic?: boolean;
+  /**
+   * Where the output goes (PyTorch's out=): a live, contiguous tensor of the output's shape (dense
+   * [B, Hq, Sq, Dv], varlen [totalQ, Hq, Dv]), the query's dtype and device, sharing no memory with
+   * any input. The call writes into it and returns it as `out`. Not with requiresGrad (backward reads
+   * the forward output, which a reused buffer would have overwritten).
+   */
+  out?: Tensor | null;
+  /**
+   * true: the values of the device index tensors (cuSeqlensQ/K, sequsedK, blockTable) are not read
+   * on the host: no synchronizing copy per call. They are checked for dtype, shape, contiguity and
+   * device only, as during graph capture, and kernels clamp what they read (a length past its row
+   * reads fewer keys, never outside the tensors). maxSeqlenQ/K must then bound the lengths (as
+   * FlashAttention's varlen API takes them). Backends that plan from host copies decline
+   * (indexValuesOnHost). CPU tensors' values are host memory: they are read and checked whatever
+   * this says.
+   */
+  indexValuesOnDevice?: boolean;
 }
 
 export interface VarlenOptions extends Omit<SdpaOptions, 'attnMask'> {
@@ -131,8 +148,8 @@ export interface SequsedKParams {
   readonly tensor: Tensor;
   /**
    * Host copy of the validated lengths: 0 <= lengths[b] <= the key count of row b. Null when the
-   * call was validated during graph capture (params.capturing): the values were not read, and kernels
-   * clamp what they read on the device.
+   * values stayed on the device (params.indexValuesOnDevice): they were not read, and kernels clamp
+   * what they read on the device.
    */
   readonly lengths: Int32Array | null;
 }
@@ -148,7 +165,7 @@ export interface PagedKvParams {
   /**
    * Host copy of the table, row-major [B, maxBlocksPerSeq]. Every entry a sequence reads (its first
    * ceil(keys / blockSize)) is in [0, numBlocks); the others are unchecked and never read. Null when
-   * the call was validated during graph capture (params.capturing): entries unread, kernels clamp them.
+   * the values stayed on the device (params.indexValuesOnDevice): entries unread, kernels clamp them.
    */
   readonly table: Int32Array | null;
 }
@@ -218,7 +235,7 @@ export interface VarlenParams {
   readonly maxSeqlenK: number;
   /**
    * Host copies of the offsets (validated: start at 0, non-decreasing, end at total). Null when the
-   * call was validated during graph capture (params.capturing): only shape, dtype and device were
+   * values stayed on the device (params.indexValuesOnDevice): only shape, dtype and device were
    * checked, and kernels clamp the offsets they read on the device.
    */
   readonly seqlensQ: Int32Array | null;
@@ -270,11 +287,23 @@ export interface SdpaParams {
   readonly deterministic: boolean;
   /**
    * The call was validated while its device's current stream captured a graph (deviceCapturing).
-   * Device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable; for kv-cache calls also
-   * cacheSeqlens, cacheBatchIdx and leftpadK) were checked for shape, dtype and
-   * device only: their values were not read (a synchronizing read would break the capture, and
-   * replays may change them), so their host copies are null. A backend that needs the values on
-   * the host declines such calls (indexValuesOnHost); kernels that read them on the device clamp them.
+   * Its index values then stay on the device (indexValuesOnDevice): a synchronizing read would break
+   * the capture, and replays may change them.
    */
   readonly capturing: boolean;
+  /**
+   * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable; for kv-cache
+   * calls also cacheSeqlens, cacheBatchIdx and leftpadK) were not read on the host: during graph
+   * capture, or by the call's indexValuesOnDevice option. They were checked
+   * for shape, dtype and device only, so their host copies are null. A backend that needs the values
+   * on the host declines such calls (indexValuesOnHost); kernels that read them on the device clamp
+   * them. Always false on the CPU, whose index values are host memory.
+   */
+  readonly indexValuesOnDevice: boolean;
+  /**
+   * The user's output tensor (SdpaOptions.out), validated: the output's shape, the query's dtype and
+   * device, contiguous, sharing no memory with an input. A backend writes the attention output into
+   * it (forwardOutput) and returns it as out; null: the backend allocates the output.
+   */
+  readonly out: Tensor | null;
 }

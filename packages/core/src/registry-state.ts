@@ -10,7 +10,7 @@ import type { DeviceRuntime } from './storage.js';
 export const REGISTRY_SYMBOL = Symbol.for('@attn/core/registry');
 
 /** Bump when the shape below changes incompatibly; a copy that finds another version refuses it. */
-export const REGISTRY_VERSION = 1;
+export const REGISTRY_VERSION = 2;
 
 export interface BackendSlot {
   backend: Backend;
@@ -32,10 +32,16 @@ export interface RegistryState {
   readonly runtimes: Map<DeviceType, DeviceRuntime>;
   readonly scope: AsyncLocalStorage<ScopeFrame>;
   seq: number;
+  /**
+   * Bumped by every change selection depends on (a backend registered, replaced or removed, a
+   * priority changed, a device runtime registered or removed): cached selections of an older
+   * generation are stale (call-cache.ts).
+   */
+  generation: number;
 }
 
 export function createRegistryState(): RegistryState {
-  return { version: REGISTRY_VERSION, backends: new Map(), runtimes: new Map(), scope: new AsyncLocalStorage(), seq: 0 };
+  return { version: REGISTRY_VERSION, backends: new Map(), runtimes: new Map(), scope: new AsyncLocalStorage(), seq: 0, generation: 0 };
 }
 
 type GlobalWithRegistry = typeof globalThis & { [REGISTRY_SYMBOL]?: RegistryState };

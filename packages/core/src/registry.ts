@@ -60,7 +60,10 @@ export function registerBackend(backend: Backend, opts: RegisterOptions = {}): v
   const state = registryState();
   const prev = state.backends.get(backend.name);
   if (prev && prev.backend === backend) {
-    if (explicit !== undefined) prev.priority = explicit;
+    if (explicit !== undefined && prev.priority !== explicit) {
+      prev.priority = explicit;
+      state.generation++;
+    }
     return;
   }
   if (prev) {
@@ -75,11 +78,15 @@ export function registerBackend(backend: Backend, opts: RegisterOptions = {}): v
     userPriority: keepUserPriority,
     seq: prev ? prev.seq : state.seq++,
   });
+  state.generation++;
 }
 
 /** Removes a backend; returns whether it was registered. */
 export function unregisterBackend(name: string): boolean {
-  return registryState().backends.delete(name);
+  const state = registryState();
+  const removed = state.backends.delete(name);
+  if (removed) state.generation++;
+  return removed;
 }
 
 /** Registered backends (of one device type, or all), highest priority first, ties by registration order. */
@@ -99,10 +106,12 @@ export function getBackend(name: string): Backend | undefined {
 
 /** Changes a registered backend's priority; kept if its package registers it again. */
 export function setBackendPriority(name: string, priority: number): void {
-  const slot = registryState().backends.get(name);
+  const state = registryState();
+  const slot = state.backends.get(name);
   if (!slot) throw unknownBackendError([name]);
   slot.priority = checkPriority(priority, 'priority');
   slot.userPriority = true;
+  state.generation++;
 }
 
 /** The error for names that are not registered; lists the ones that are. */

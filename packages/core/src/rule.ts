@@ -1,13 +1,17 @@
 // Building blocks shared by the rule library.
 import type { Rule, RuleContext } from './backend.js';
 import type { FloatDType } from './dtype.js';
-import { GraphError } from './errors.js';
+import { AttnError, GraphError } from './errors.js';
 import type { SdpaParams } from './params.js';
 import type { Tensor } from './tensor.js';
 
-/** A named check: returns null when it passes, else a message that says what to change. */
-export function rule(name: string, check: (p: SdpaParams, ctx: RuleContext) => string | null): Rule {
-  return Object.freeze({ name, check });
+/**
+ * A named check: returns null when it passes, else a message that says what to change. `readsValues`:
+ * its answer depends on more than the call's signature (storage addresses, tensor values), so cached
+ * selections run it again on every call (Rule.readsValues).
+ */
+export function rule(name: string, check: (p: SdpaParams, ctx: RuleContext) => string | null, opts: { readsValues?: boolean } = {}): Rule {
+  return Object.freeze(opts.readsValues ? { name, check, readsValues: true } : { name, check });
 }
 
 /** A number, or a number that depends on the dtype (e.g. alignment 8 for half types, 4 for float32). */
@@ -50,7 +54,7 @@ export function lastStride(t: Tensor): number {
 
 /**
  * Query and key lengths of every sequence: one pair for dense calls, one per sequence for varlen.
- * Null when they live on the device only (a call validated during graph capture: params.capturing).
+ * Null when they live on the device only (params.indexValuesOnDevice: graph capture, or the option).
  */
 export function sequencePairs(p: SdpaParams): Array<[number, number]> | null {
   if (p.kvCache) return p.kvCache.keyCount ? Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]) : null;
@@ -78,18 +82,20 @@ export interface HostIndexCopies {
 }
 
 /**
- * The host copies validation made. A call validated during graph capture has none (params.capturing);
- * backends that need them decline it by the indexValuesOnHost rule, so reaching here then is a bug in
- * that backend's rules, reported as GraphError ATTN_GRAPH_CAPTURE_UNSUPPORTED.
+ * The host copies validation made. A call whose index values stayed on the device has none
+ * (params.indexValuesOnDevice: graph capture, or the indexValuesOnDevice option); backends that need
+ * them decline it by the indexValuesOnHost rule, so reaching here then is a bug in that backend's
+ * rules, reported as GraphError ATTN_GRAPH_CAPTURE_UNSUPPORTED (capture) or AttnError ATTN_BACKEND_RULES.
  */
 export function hostIndexCopies(p: SdpaParams): HostIndexCopies {
   const v = p.varlen;
   const missing = (v && (!v.seqlensQ || !v.seqlensK)) || (p.sequsedK && !p.sequsedK.lengths) || (p.paged && !p.paged.table);
   if (missing) {
-    throw new GraphError(
-      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
-      'This backend needs the values of cuSeqlensQ/K and sequsedK on the host, and the call was made during graph capture, where they are not read; its rules should include indexValuesOnHost.',
-    );
+    const why = 'This backend needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host';
+    if (p.capturing) {
+      throw new GraphError('ATTN_GRAPH_CAPTURE_UNSUPPORTED', `${why}, and the call was made during graph capture, where they are not read; its rules should include indexValuesOnHost.`);
+    }
+    throw new AttnError('ATTN_BACKEND_RULES', `${why}, and the call left them on the device (indexValuesOnDevice); its rules should include indexValuesOnHost.`);
   }
   return {
     seqlensQ: v ? v.seqlensQ : null,

@@ -79,7 +79,7 @@ export function storageAligned(bytes: PerDType): Rule {
     const bad = (['query', 'key', 'value'] as const).filter((name) => p[name].numel > 0 && misalignment(p[name], n) !== 0);
     if (bad.length === 0) return null;
     return `Requires q, k, and v storage offsets * element_size to be aligned to ${n} bytes; ${bad.join(', ')} ${bad.length > 1 ? 'are' : 'is'} not. Call .contiguous() on them.`;
-  });
+  }, { readsValues: true });
 }
 
 /**

@@ -59,7 +59,7 @@ export const noCausalNonSquare: Rule = rule('noCausalNonSquare', (p) => {
   if (!p.causal) return null;
   const pairs = sequencePairs(p);
   if (!pairs) {
-    return 'Does not support isCausal with lengths read on the device during graph capture (they may differ per replay); capture with a backend that supports non-square causal.';
+    return 'Does not support isCausal with lengths left on the device (graph capture or indexValuesOnDevice: they may differ per call); choose a backend that supports non-square causal.';
   }
   const bad = pairs.find(([sq, sk]) => sq !== sk);
   if (!bad) return null;
@@ -133,6 +133,15 @@ export const noKvCache: Rule = rule('noKvCache', (p) => {
   return 'Does not support sdpaKvCache (cache append, rotary, cacheBatchIdx, leftpadK); choose a backend that takes it, or append and gather the cache yourself and call sdpaVarlen.';
 });
 
+/**
+ * No out option: the backend allocates its own output and cannot write into the user's (its kernels'
+ * output layout is its own). Declining lets selection pick a backend that writes into out.
+ */
+export const noOutTensor: Rule = rule('noOutTensor', (p) => {
+  if (!p.out) return null;
+  return 'Cannot write into a given out tensor; leave out unset, or choose a backend that takes it (cpu-math, cpu-flash, cuda-math, flash-cuda, memeff-cuda).';
+});
+
 /** No backward pass: declines calls made with requiresGrad. */
 export const noBackward: Rule = rule('noBackward', (p) => {
   if (!p.requiresGrad) return null;
@@ -148,9 +157,14 @@ export const noDeterministic: Rule = rule('noDeterministic', (p) => {
 /**
  * The values of device-resident index tensors (cuSeqlensQ/K, sequsedK, blockTable, and a kv cache's
  * cacheSeqlens, cacheBatchIdx, leftpadK) were read on the host: a backend that plans or uploads from
- * those host copies needs them, and a call validated during graph capture (params.capturing) has none.
+ * those host copies needs them, and a call whose values stayed on the device
+ * (params.indexValuesOnDevice: graph capture, or the option) has none.
  */
 export const indexValuesOnHost: Rule = rule('indexValuesOnHost', (p) => {
-  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged && !p.kvCache)) return null;
-  return 'Needs the values of cuSeqlensQ/K, sequsedK, blockTable (and a kv cache\'s cacheSeqlens, cacheBatchIdx, leftpadK) on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.';
+  if (!p.indexValuesOnDevice || (!p.varlen && !p.sequsedK && !p.paged && !p.kvCache)) return null;
+  const what = 'the values of cuSeqlensQ/K, sequsedK, blockTable (and a kv cache\'s cacheSeqlens, cacheBatchIdx, leftpadK)';
+  if (p.capturing) {
+    return `Needs ${what} on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.`;
+  }
+  return `Needs ${what} on the host, and the call left them on the device (indexValuesOnDevice: true); choose a backend that reads them on the device (flash-cuda), or leave indexValuesOnDevice unset.`;
 });

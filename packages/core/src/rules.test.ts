@@ -258,10 +258,17 @@ const CASES: Case[] = [
   {
     rule: () => rules.indexValuesOnHost,
     pass: () => [varlen([2], [2]), CPU_CTX],
-    fail: () => [{ ...varlen([2], [2]), capturing: true }, CPU_CTX],
+    fail: () => [{ ...varlen([2], [2]), capturing: true, indexValuesOnDevice: true }, CPU_CTX],
     says: /graph capture/,
   },
+  {
+    rule: () => rules.indexValuesOnHost,
+    pass: () => [varlen([2], [2]), CPU_CTX],
+    fail: () => [{ ...varlen([2], [2]), indexValuesOnDevice: true }, CPU_CTX],
+    says: /indexValuesOnDevice/,
+  },
   { rule: () => rules.noKvCache, pass: () => [pagedVarlen(), CPU_CTX], fail: () => [kvCacheCall(), CPU_CTX], says: /sdpaKvCache/ },
+  { rule: () => rules.noOutTensor, pass: () => [P(), CPU_CTX], fail: () => [P({}, { out: zeros([2, 4, 6, 64], { dtype: 'float16' }) }), CPU_CTX], says: /leave out unset/ },
   { rule: () => rules.noBackward, pass: () => [P(), CPU_CTX], fail: () => [P({}, { requiresGrad: true }), CPU_CTX], says: /requiresGrad: false/ },
   { rule: () => rules.noDeterministic, pass: () => [P(), CPU_CTX], fail: () => [P({}, { deterministic: true }), CPU_CTX] },
   { rule: () => rules.noBoolMask, pass: () => [P({}, { attnMask: zeros([6, 6]) }), CPU_CTX], fail: () => [P({}, { attnMask: zeros([6, 6], { dtype: 'bool' }) }), CPU_CTX] },

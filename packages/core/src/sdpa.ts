@@ -11,6 +11,7 @@ import type { SelectionReport } from './report.js';
 import { requireBackend, resolveRestriction, selectBackend } from './select.js';
 import { Tensor } from './tensor.js';
 import { type NormalizedCall, normalizeCall } from './validate.js';
+import { callInputs } from './validate-call.js';
 
 export type { ForwardResult } from './forward-record.js';
 
@@ -20,16 +21,16 @@ function forwardResult(call: NormalizedCall, backend: string, outputs: ForwardOu
   return recordForward(call.params, outputs.out, outputs.logsumexp, rng, backend);
 }
 
-/** Every tensor a call reads. */
-function callInputs(p: SdpaParams): Array<Tensor | null | undefined> {
-  return [p.query, p.key, p.value, p.mask?.tensor, p.alibiSlopes, p.varlen?.cuSeqlensQ, p.varlen?.cuSeqlensK, p.sequsedK?.tensor, p.paged?.blockTable];
+/** Every tensor a call reads or writes (a given out included), for the capturing runtime. */
+function callTensors(p: SdpaParams): Array<Tensor | null | undefined> {
+  return [...callInputs(p).map((i) => i.tensor), p.out];
 }
 
 /** Selects and runs forward synchronously. Shared with varlen. */
 export function runForward(call: NormalizedCall): ForwardResult {
-  const backend = requireBackend(call.params, resolveRestriction(call.backends));
-  // Outputs are allocated during the capture, so the runtime sees them; the inputs it learns here.
-  if (call.params.capturing) noteCaptureUse(call.params.device, callInputs(call.params));
+  const backend = requireBackend(call.params, resolveRestriction(call.backends), call.cached);
+  // Outputs a backend allocates during the capture the runtime sees; the inputs (and a given out) it learns here.
+  if (call.params.capturing) noteCaptureUse(call.params.device, callTensors(call.params));
   const outputs = backend.forward(call.params);
   checkForwardOutputs(backend.name, call.params, outputs);
   return forwardResult(call, backend.name, outputs);
@@ -37,7 +38,7 @@ export function runForward(call: NormalizedCall): ForwardResult {
 
 /** Selects now (inside the caller's sdpaKernel scope), then awaits forwardAsync where the backend has it. */
 export async function runForwardAsync(call: NormalizedCall): Promise<ForwardResult> {
-  const backend = requireBackend(call.params, resolveRestriction(call.backends));
+  const backend = requireBackend(call.params, resolveRestriction(call.backends), call.cached);
   const outputs = backend.forwardAsync ? await backend.forwardAsync(call.params) : backend.forward(call.params);
   checkForwardOutputs(backend.name, call.params, outputs);
   return forwardResult(call, backend.name, outputs);
@@ -95,7 +96,7 @@ export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
       `Backend '${backendName}' ran forward but has no backward. Pass requiresGrad: true to sdpaForward so that a backend with backward is chosen.`,
     );
   }
-  if (deviceCapturing(gradOut.device)) noteCaptureUse(gradOut.device, [gradOut, out, logsumexp, ...callInputs(params)]);
+  if (deviceCapturing(gradOut.device)) noteCaptureUse(gradOut.device, [gradOut, out, logsumexp, ...callTensors(params)]);
   const grads = backend.backward(params, { out, logsumexp }, gradOut);
   checkGradients(backend.name, params, grads);
   return grads;

@@ -1,7 +1,8 @@
 // Backend selection: candidates for the query's device in priority order (or the restriction's
 // order), each asked availability() and then every rule; the first with no reason runs. Unlike
 // PyTorch, every failing rule of every candidate is reported, not only the first.
-import type { Backend, Reason, RuleContext } from './backend.js';
+import type { Backend, Reason, Rule, RuleContext } from './backend.js';
+import type { CacheEntry, CachedSelection, PathStep } from './call-cache.js';
 import { deviceToString } from './device-parse.js';
 import { ruleContext } from './device-context.js';
 import type { SdpaParams } from './params.js';
@@ -120,9 +121,9 @@ export function selectBackend(params: SdpaParams, restriction: Restriction, exha
   return { backend: chosen, report };
 }
 
-/** Whether every rule passes; stops at the first failing (or throwing) one. */
-function passesAllRules(backend: Backend, params: SdpaParams, ctx: RuleContext): boolean {
-  for (const r of backend.rules) {
+/** Whether every rule passes; stops at the first failing (or throwing) one. `readsValues` picks one kind of rule. */
+function passesRules(rules: readonly Rule[], params: SdpaParams, ctx: RuleContext): boolean {
+  for (const r of rules) {
     try {
       if (r.check(params, ctx) !== null) return false;
     } catch {
@@ -132,27 +133,75 @@ function passesAllRules(backend: Backend, params: SdpaParams, ctx: RuleContext):
   return true;
 }
 
+/** The backend's rules whose answer follows from the signature alone, and the others (Rule.readsValues). */
+function splitRules(backend: Backend): { fixed: Rule[]; valueRules: Rule[] } {
+  const fixed: Rule[] = [];
+  const valueRules: Rule[] = [];
+  for (const r of backend.rules) (r.readsValues === true ? valueRules : fixed).push(r);
+  return { fixed, valueRules };
+}
+
 /**
  * The call path's selection without a report: the same first candidate selectBackend chooses (same order,
  * availability, then every rule), but no report objects, reasons or describeCall strings are built and
- * rule checks stop at the first failure. The report is built only when nothing can run.
+ * rule checks stop at the first failure. Also returns the path it walked, for the call cache.
  */
-function firstRunnable(params: SdpaParams, restriction: Restriction): Backend | null {
+function firstRunnable(params: SdpaParams, restriction: Restriction): { backend: Backend | null; selection: CachedSelection } {
   const all = listBackends(params.device.type);
   const ctx = ruleContext(params.device);
-  const consider = (e: { backend: Backend }): boolean =>
-    availabilityOf(e.backend).available && passesAllRules(e.backend, params, ctx);
+  const path: PathStep[] = [];
+  const consider = (backend: Backend): boolean => {
+    const { fixed, valueRules } = splitRules(backend);
+    const staticPass = passesRules(fixed, params, ctx);
+    path.push({ backend, staticPass, valueRules });
+    return staticPass && availabilityOf(backend).available && passesRules(valueRules, params, ctx);
+  };
+  const selection = { names: restriction.names, ctx, path };
   if (restriction.names) {
-    for (const n of restriction.names) for (const e of all) if (e.name === n && consider(e)) return e.backend;
-    return null;
+    for (const n of restriction.names) for (const e of all) if (e.name === n && consider(e.backend)) return { backend: e.backend, selection };
+    return { backend: null, selection };
   }
-  for (const e of all) if (consider(e)) return e.backend;
+  for (const e of all) if (consider(e.backend)) return { backend: e.backend, selection };
+  return { backend: null, selection };
+}
+
+function sameNames(a: readonly string[] | null, b: readonly string[] | null): boolean {
+  if (a === b) return true;
+  if (!a || !b || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * A cached path replayed for one call: availability and the readsValues rules are asked again, the
+ * other rules' answers are the signature's. Null when no backend on the path runs now (the candidates
+ * after it were never asked: full selection decides).
+ */
+function replayPath(sel: CachedSelection, params: SdpaParams): Backend | null {
+  for (const step of sel.path) {
+    if (!step.staticPass) continue;
+    if (!availabilityOf(step.backend).available) continue;
+    if (step.valueRules.length > 0 && !passesRules(step.valueRules, params, sel.ctx)) continue;
+    return step.backend;
+  }
   return null;
 }
 
-/** The backend that runs the call, or NoBackendError with the full report. */
-export function requireBackend(params: SdpaParams, restriction: Restriction): Backend {
-  const fast = firstRunnable(params, restriction);
+/**
+ * The backend that runs the call, or NoBackendError with the full report. With the cache entry of the
+ * call's signature, the path selection walked for it is replayed, and filled on first use.
+ */
+export function requireBackend(params: SdpaParams, restriction: Restriction, cached?: CacheEntry | null): Backend {
+  if (cached) {
+    const sel = cached.selection;
+    if (sel && sameNames(sel.names, restriction.names)) {
+      const replayed = replayPath(sel, params);
+      if (replayed) return replayed;
+    }
+  }
+  const { backend: fast, selection } = firstRunnable(params, restriction);
+  // A path built without the device's properties is not kept: rules declined for want of them.
+  if (cached && selection.ctx.device !== null) cached.selection = selection;
   if (fast) return fast;
   // When nothing is chosen the loop never stopped early, so the report already covers every candidate.
   const { backend, report } = selectBackend(params, restriction, false);

@@ -34,8 +34,9 @@ export function pagedPoolShape(k: Tensor, v: Tensor): { numBlocks: number; block
 /**
  * int32 [batch, maxBlocksPerSeq], contiguous, on the call's device; every block a sequence reads
  * (its first ceil(keys(b) / blockSize)) indexes the pool. Returns the params with a host copy of the
- * table (reading a device tensor synchronizes, as cuSeqlens does). `keys` null: the call is being
- * captured into a graph, so the entries are not read (table null) and the kernels clamp each one.
+ * table (reading a device tensor synchronizes, as cuSeqlens does). `keys` null: the values stay on the
+ * device (graph capture, or indexValuesOnDevice), so the entries are not read (table null) and the
+ * kernels clamp each one.
  */
 export function checkBlockTable(
   value: unknown,

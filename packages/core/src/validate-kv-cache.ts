@@ -286,6 +286,10 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     requiresGrad: false,
     deterministic: false,
     capturing,
+    // sdpaKvCache has no indexValuesOnDevice option (yet: index-values.ts's indexValuePolicy is the
+    // one decision to use for it): its values stay on the device exactly while capturing.
+    indexValuesOnDevice: capturing,
+    out: null,
   };
   return { params: Object.freeze(params), backends: common.backends, rng: common.rng };
 }

@@ -26,6 +26,8 @@ export const SDPA_OPTION_KEYS: ReadonlySet<keyof SdpaOptions> = new Set<keyof Sd
   'backends',
   'requiresGrad',
   'deterministic',
+  'out',
+  'indexValuesOnDevice',
 ]);
 
 export interface CommonOptions {
@@ -66,7 +68,8 @@ function bool(v: unknown, name: string): boolean {
   return v;
 }
 
-function checkDropout(opts: Partial<SdpaOptions>): { dropout: DropoutParams | null; rng: CommonOptions['rng'] } {
+/** dropoutP, dropoutSeed and dropoutOffset; the seed is fresh per call unless given. */
+export function checkDropout(opts: Partial<SdpaOptions>): { dropout: DropoutParams | null; rng: CommonOptions['rng'] } {
   const p = opts.dropoutP ?? 0;
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) {
     throw new AttnInputError('ATTN_DROPOUT', `dropoutP must be a number in [0, 1), got ${describeValue(p)}; use 0 to turn dropout off.`);

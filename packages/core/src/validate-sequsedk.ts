@@ -11,15 +11,15 @@ function sequsedError(message: string): AttnInputError {
 /**
  * int32 [batch], contiguous, on the call's device, each length in [0, keyCount(b)]. Returns a host
  * copy of the lengths (reading a device tensor synchronizes, as cuSeqlens does), or null when absent.
- * While the device captures a graph (`capturing`) the values are not read: lengths is null, and
- * the kernels clamp each length they read to the row's keys.
+ * When the values stay on the device (`valuesOnDevice`: graph capture, or indexValuesOnDevice) they
+ * are not read: lengths is null, and the kernels clamp each length they read to the row's keys.
  */
 export function checkSequsedK(
   value: unknown,
   batch: number,
   keyCount: (b: number) => number,
   device: Device,
-  capturing: boolean,
+  valuesOnDevice: boolean,
 ): SequsedKParams | null {
   if (value === undefined || value === null) return null;
   const t = checkTensorArg(value, 'sequsedK');
@@ -28,7 +28,7 @@ export function checkSequsedK(
   }
   if (!t.isContiguous()) throw sequsedError('sequsedK must be contiguous (kernels read it as a plain array); call .contiguous().');
   checkSameDevice(t, 'sequsedK', device);
-  if (capturing) return Object.freeze({ tensor: t, lengths: null });
+  if (valuesOnDevice) return Object.freeze({ tensor: t, lengths: null });
   const lengths = Int32Array.from(t.toFloat64Array());
   for (let b = 0; b < batch; b++) {
     const n = lengths[b]!;

@@ -6,15 +6,19 @@ import { AttnInputError } from './errors.js';
 import type { SdpaParams, VarlenOptions, VarlenParams } from './params.js';
 import type { Tensor } from './tensor.js';
 import type { NormalizedCall } from './validate.js';
+import { addEntry, assembleParams, cacheable, findEntry, VARLEN_CALL } from './call-cache.js';
+import { type IndexValuePolicy, indexValuePolicy } from './index-values.js';
 import {
   checkAlibi,
   checkCommonOptions,
   checkCounterRange,
+  checkDropout,
   checkOptionsObject,
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
-import { deviceCapturing } from './device-registry.js';
+import { callInputs, givenOut, liveTensors } from './validate-call.js';
+import { checkOutAliasing } from './validate-out.js';
 import { blockTableError, checkBlockTable, pagedPoolShape } from './validate-block-table.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
@@ -65,7 +69,7 @@ function maxLength(offsets: Int32Array): number {
   return max;
 }
 
-/** `actual` null: the offsets were not read (graph capture), so only the range is checked. */
+/** `actual` null: the offsets were not read (left on the device), so only the range is checked. */
 function checkMaxSeqlen(given: unknown, name: string, actual: number | null): number {
   if (!Number.isInteger(given) || (given as number) < (actual ?? 0) || (given as number) > 2 ** 31 - 1) {
     const bound = actual === null ? 'in [0, 2^31 - 1]' : `>= the longest sequence (${actual})`;
@@ -102,14 +106,8 @@ function checkPackedShapes(q: Tensor, k: Tensor, v: Tensor, enableGqa: boolean, 
   }
 }
 
-export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown, options: VarlenOptions): NormalizedCall {
-  if (options === undefined || options === null) {
-    throw varlenError('sdpaVarlen needs options with cuSeqlensQ, cuSeqlensK, maxSeqlenQ and maxSeqlenK.');
-  }
-  const opts = checkOptionsObject<VarlenOptions>(options, VARLEN_OPTION_KEYS, 'sdpaVarlen');
-  const q = checkTensorArg(query, 'query');
-  const k = checkTensorArg(key, 'key');
-  const v = checkTensorArg(value, 'value');
+/** The full varlen validation of a call whose signature is not cached. */
+function validateVarlen(q: Tensor, k: Tensor, v: Tensor, opts: Partial<VarlenOptions>, policy: IndexValuePolicy): NormalizedCall {
   const { dtype, device } = checkQkv(q, k, v);
   const common = checkCommonOptions(opts);
   const pagedGiven = opts.blockTable !== undefined && opts.blockTable !== null;
@@ -125,25 +123,27 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
   checkSameDevice(cuK, 'cuSeqlensK', device);
   const [totalQ, headsQ, headDim] = q.shape as [number, number, number];
   const headsKV = k.shape[k.rank - 2]!;
+  const headDimV = v.shape[v.rank - 1]!;
   checkOffsetsLayout(cuQ, 'cuSeqlensQ');
   checkOffsetsLayout(cuK, 'cuSeqlensK');
   if (cuQ.numel !== cuK.numel) {
     throw varlenError(`cuSeqlensQ and cuSeqlensK must have the same length (batch + 1); got ${cuQ.numel} and ${cuK.numel}.`);
   }
-  // During graph capture the offsets, sequsedK and the block table stay on the device: reading them
-  // would break the capture, and each replay may bring new ones. The kernels clamp what they read
-  // (params.capturing says the host copies are absent).
-  const capturing = deviceCapturing(device);
-  const seqlensQ = capturing ? null : checkOffsets(cuQ, 'cuSeqlensQ', totalQ);
-  const seqlensK = capturing ? null : checkOffsets(cuK, 'cuSeqlensK', pool ? null : k.shape[0]!);
+  // Values left on the device (graph capture: reading them would break the capture, and each replay
+  // may bring new ones; or the indexValuesOnDevice option: no synchronizing read per call) are checked
+  // for layout only, and the kernels clamp what they read (params.indexValuesOnDevice).
+  const onDevice = policy.onDevice;
+  const seqlensQ = onDevice ? null : checkOffsets(cuQ, 'cuSeqlensQ', totalQ);
+  const seqlensK = onDevice ? null : checkOffsets(cuK, 'cuSeqlensK', pool ? null : k.shape[0]!);
   const batch = cuQ.numel - 1;
   const maxSeqlenQ = checkMaxSeqlen(opts.maxSeqlenQ, 'maxSeqlenQ', seqlensQ && maxLength(seqlensQ));
   const maxSeqlenK = checkMaxSeqlen(opts.maxSeqlenK, 'maxSeqlenK', seqlensK && maxLength(seqlensK));
   checkCounterRange(batch, headsQ);
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
   const keysOf = (b: number): number => seqlensK![b + 1]! - seqlensK![b]!;
-  const sequsedK = checkSequsedK(opts.sequsedK, batch, keysOf, device, capturing);
-  const paged = pool ? checkBlockTable(opts.blockTable, batch, capturing ? null : keysOf, pool, device) : null;
+  const sequsedK = checkSequsedK(opts.sequsedK, batch, keysOf, device, onDevice);
+  const paged = pool ? checkBlockTable(opts.blockTable, batch, onDevice ? null : keysOf, pool, device) : null;
+  const out = givenOut(opts.out, [totalQ, headsQ, headDimV], dtype, device, common.requiresGrad);
 
   const varlen: VarlenParams = { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ, maxSeqlenK, seqlensQ, seqlensK };
   const params: SdpaParams = {
@@ -158,7 +158,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
     seqQ: maxSeqlenQ,
     seqK: maxSeqlenK,
     headDim,
-    headDimV: v.shape[v.rank - 1]!,
+    headDimV,
     scale: resolveScale(common.explicitScale, headDim),
     causal: common.causal,
     alignment: common.alignment,
@@ -174,7 +174,34 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
     kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
-    capturing,
+    capturing: policy.capturing,
+    indexValuesOnDevice: onDevice,
+    out,
   };
-  return { params: Object.freeze(params), backends: common.backends, rng: common.rng };
+  return { params: Object.freeze(params), backends: common.backends, rng: common.rng, cached: null };
+}
+
+/** The full varlen validation (or its cached result for this signature). */
+export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown, options: VarlenOptions): NormalizedCall {
+  if (options === undefined || options === null) {
+    throw varlenError('sdpaVarlen needs options with cuSeqlensQ, cuSeqlensK, maxSeqlenQ and maxSeqlenK.');
+  }
+  const opts = checkOptionsObject<VarlenOptions>(options, VARLEN_OPTION_KEYS, 'sdpaVarlen');
+  const q = checkTensorArg(query, 'query');
+  const k = checkTensorArg(key, 'key');
+  const v = checkTensorArg(value, 'value');
+  const policy = indexValuePolicy(q.device, opts.indexValuesOnDevice);
+  const raw = opts as Record<string, unknown>;
+  // Only calls whose index values stay on the device are cached (call-cache.ts).
+  const entry = policy.onDevice ? findEntry(VARLEN_CALL, q, k, v, raw, policy.capturing) : null;
+  if (entry) {
+    const { dropout, rng } = checkDropout(opts);
+    const t = liveTensors(q, k, v, opts);
+    const params = assembleParams(entry.skeleton, t, dropout);
+    if (t.out) checkOutAliasing(t.out, callInputs(params));
+    return { params, backends: entry.backends, rng, cached: entry };
+  }
+  const call = validateVarlen(q, k, v, opts, policy);
+  if (call.params.out) checkOutAliasing(call.params.out, callInputs(call.params));
+  return cacheable(call.params) ? { ...call, cached: addEntry(VARLEN_CALL, call.params, raw, call.backends) } : call;
 }

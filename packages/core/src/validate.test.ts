@@ -95,6 +95,7 @@ const CASES: Array<[string, string, () => unknown]> = [
     structuredClone(buffer, { transfer: [buffer] });
     return normalizeParams(q, k, v);
   }],
+  ['ATTN_OUT', 'out of the wrong shape', () => norm({}, { out: zeros([2, 4, 5, 9]) })],
   ['ATTN_OPTION', 'unknown option (a typo)', () => norm({}, { is_causal: true } as never)],
   ['ATTN_OPTION', 'isCausal not boolean', () => norm({}, { isCausal: 1 as never })],
   ['ATTN_OPTION', 'unknown alignment', () => norm({}, { alignment: 'center' as never })],

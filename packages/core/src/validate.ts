@@ -15,17 +15,21 @@ import { AttnInputError } from './errors.js';
 import { broadcastsTo, expandedStridesTo } from './layout.js';
 import type { MaskParams, SdpaOptions, SdpaParams } from './params.js';
 import type { Tensor } from './tensor.js';
+import { addEntry, assembleParams, cacheable, type CacheEntry, DENSE_CALL, findEntry } from './call-cache.js';
+import { type IndexValuePolicy, indexValuePolicy } from './index-values.js';
 import {
   checkAlibi,
   checkCommonOptions,
   checkCounterRange,
+  checkDropout,
   checkOptionsObject,
   type CommonOptions,
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
+import { callInputs, givenOut, liveTensors } from './validate-call.js';
+import { checkOutAliasing } from './validate-out.js';
 import { checkSequsedK } from './validate-sequsedk.js';
-import { deviceCapturing } from './device-registry.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
 /** Validated params plus what the entry points need beside them. */
@@ -33,6 +37,8 @@ export interface NormalizedCall {
   readonly params: SdpaParams;
   readonly backends: readonly string[] | null;
   readonly rng: CommonOptions['rng'];
+  /** The cache entry of the call's signature (null: not cacheable), where selection keeps its path. */
+  readonly cached?: CacheEntry | null;
 }
 
 function checkRank4(q: Tensor, k: Tensor, v: Tensor): void {
@@ -129,12 +135,8 @@ function checkOutputSize(batch: number, headsQ: number, seqQ: number, seqK: numb
   checkCounterRange(batch, headsQ);
 }
 
-/** The full dense validation; also returns the per-call backend restriction and the rng state. */
-export function normalizeCall(query: unknown, key: unknown, value: unknown, options?: SdpaOptions): NormalizedCall {
-  const opts = checkOptionsObject<SdpaOptions>(options, SDPA_OPTION_KEYS, 'sdpa');
-  const q = checkTensorArg(query, 'query');
-  const k = checkTensorArg(key, 'key');
-  const v = checkTensorArg(value, 'value');
+/** The full dense validation of a call whose signature is not cached. */
+function validateDense(q: Tensor, k: Tensor, v: Tensor, opts: Partial<SdpaOptions>, policy: IndexValuePolicy): NormalizedCall {
   const { dtype, device } = checkQkv(q, k, v);
   checkRank4(q, k, v);
   const common = checkCommonOptions(opts);
@@ -151,8 +153,8 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     checkSameDevice(m, 'attnMask', device);
   }
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
-  const capturing = deviceCapturing(device);
-  const sequsedK = checkSequsedK(opts.sequsedK, batch, () => seqK, device, capturing);
+  const sequsedK = checkSequsedK(opts.sequsedK, batch, () => seqK, device, policy.onDevice);
+  const out = givenOut(opts.out, [batch, headsQ, seqQ, headDimV], dtype, device, common.requiresGrad);
 
   const params: SdpaParams = {
     query: q,
@@ -182,9 +184,32 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
     kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
-    capturing,
+    capturing: policy.capturing,
+    indexValuesOnDevice: policy.onDevice,
+    out,
   };
-  return { params: Object.freeze(params), backends: common.backends, rng: common.rng };
+  return { params: Object.freeze(params), backends: common.backends, rng: common.rng, cached: null };
+}
+
+/** The full dense validation (or its cached result for this signature); also returns the per-call backend restriction and the rng state. */
+export function normalizeCall(query: unknown, key: unknown, value: unknown, options?: SdpaOptions): NormalizedCall {
+  const opts = checkOptionsObject<SdpaOptions>(options, SDPA_OPTION_KEYS, 'sdpa');
+  const q = checkTensorArg(query, 'query');
+  const k = checkTensorArg(key, 'key');
+  const v = checkTensorArg(value, 'value');
+  const policy = indexValuePolicy(q.device, opts.indexValuesOnDevice);
+  const raw = opts as Record<string, unknown>;
+  const entry = findEntry(DENSE_CALL, q, k, v, raw, policy.capturing);
+  if (entry) {
+    const { dropout, rng } = checkDropout(opts);
+    const t = liveTensors(q, k, v, opts);
+    const params = assembleParams(entry.skeleton, t, dropout);
+    if (t.out) checkOutAliasing(t.out, callInputs(params));
+    return { params, backends: entry.backends, rng, cached: entry };
+  }
+  const call = validateDense(q, k, v, opts, policy);
+  if (call.params.out) checkOutAliasing(call.params.out, callInputs(call.params));
+  return cacheable(call.params) ? { ...call, cached: addEntry(DENSE_CALL, call.params, raw, call.backends) } : call;
 }
 
 /** Validates a dense call and returns what backends receive. Throws AttnInputError. */

@@ -30,8 +30,8 @@ function failing(opts: SdpaOptions, s: Partial<{ dtype: FloatDType; D: number; D
 }
 
 describe('memeff-cuda rules', () => {
-  it('decline graph capture only with device-read index tensors (its kernels do not clamp them)', () => {
-    const rule = memeffRules.find((r) => r.name === 'noCapturedIndexValues')!;
+  it('decline unchecked index values (graph capture, indexValuesOnDevice) only with device-read index tensors (its kernels do not clamp them)', () => {
+    const rule = memeffRules.find((r) => r.name === 'noUncheckedIndexValues')!;
     const dev = { device: 'cuda' as const };
     const dense = normalizeParams(randn([1, 2, 5, 8], dev), randn([1, 2, 7, 8], dev), randn([1, 2, 7, 8], dev), {});
     const used = normalizeParams(randn([1, 2, 5, 8], dev), randn([1, 2, 7, 8], dev), randn([1, 2, 7, 8], dev), {
@@ -39,7 +39,9 @@ describe('memeff-cuda rules', () => {
     });
     expect(rule.check({ ...dense, capturing: true }, sm(9, 0))).toBeNull();
     expect(rule.check(used, sm(9, 0))).toBeNull();
-    expect(rule.check({ ...used, capturing: true }, sm(9, 0))).toMatch(/flash-cuda/);
+    expect(rule.check({ ...dense, capturing: true, indexValuesOnDevice: true }, sm(9, 0))).toBeNull();
+    expect(rule.check({ ...used, capturing: true, indexValuesOnDevice: true }, sm(9, 0))).toMatch(/capture this call with flash-cuda/);
+    expect(rule.check({ ...used, indexValuesOnDevice: true }, sm(9, 0))).toMatch(/indexValuesOnDevice/);
   });
 
   it('accept every dtype, odd and unequal head dims, GQA, masks, causal both ways, dropout', () => {

@@ -78,13 +78,17 @@ export const backwardHeadDimWithinRule: Rule = rule(`backwardHeadDimAtMost(${MAX
 });
 
 /**
- * Not during graph capture with device-read index tensors: the kernels read cuSeqlensQ/K and sequsedK
- * on the device as validated, without clamping them into the tensors, so a replay after those values
- * changed could read or write outside q, k, v or out. flash-cuda clamps them and takes such captures.
+ * Not with index values left unchecked on the device (graph capture, or indexValuesOnDevice): the
+ * kernels read cuSeqlensQ/K and sequsedK on the device as validated, without clamping them into the
+ * tensors, so values core did not check (a replay's, or an eager call's with the option) could read or
+ * write outside q, k, v or out. flash-cuda clamps them and takes such calls.
  */
-export const noCapturedIndexValues: Rule = rule('noCapturedIndexValues', (p) => {
-  if (!p.capturing || (!p.varlen && !p.sequsedK && !p.paged)) return null;
-  return 'Reads cuSeqlensQ/K and sequsedK on the device without clamping them, so a graph replayed with other values could address outside the tensors; capture this call with flash-cuda, or run it eagerly.';
+export const noUncheckedIndexValues: Rule = rule('noUncheckedIndexValues', (p) => {
+  if (!p.indexValuesOnDevice || (!p.varlen && !p.sequsedK && !p.paged)) return null;
+  if (p.capturing) {
+    return 'Reads cuSeqlensQ/K and sequsedK on the device without clamping them, so a graph replayed with other values could address outside the tensors; capture this call with flash-cuda, or run it eagerly.';
+  }
+  return 'Reads cuSeqlensQ/K and sequsedK on the device without clamping them, and indexValuesOnDevice left them unchecked; run this call with flash-cuda, or leave indexValuesOnDevice unset.';
 });
 
 export const memeffRules: readonly Rule[] = Object.freeze([
@@ -102,5 +106,5 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   backwardHeadDimWithinRule,
   noPagedKv,
   noKvCache,
-  noCapturedIndexValues,
+  noUncheckedIndexValues,
 ]);

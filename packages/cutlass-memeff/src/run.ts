@@ -3,13 +3,16 @@
 import {
   AttnError,
   DeviceError,
+  type DeviceStorage,
   type DType,
   empty,
   emptyOutput,
+  forwardOutput,
   type ForwardOutputs,
   full,
   type Gradients,
   OUTPUT_NAMES,
+  requireDeviceRuntime,
   type SdpaParams,
   type Tensor,
   zeros,
@@ -52,6 +55,12 @@ function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
 }
 
 /** No key at all (Sk = 0, or every varlen sequence empty): every row is fully masked, nothing to launch. */
+/** Zeros a contiguous device tensor in place, on the runtime's current stream. */
+function zeroFill(t: Tensor): Tensor {
+  requireDeviceRuntime(t.device).fill(t.storage as DeviceStorage, t.offset * t.itemBytes, t.numel * t.itemBytes, 0);
+  return t;
+}
+
 function noKeys(p: SdpaParams): boolean {
   return p.seqK === 0 || p.key.shape[0] === 0 || p.headsKV === 0;
 }
@@ -62,18 +71,19 @@ export function runForward(p: SdpaParams, path: KernelPath = 'auto'): ForwardRun
   const shapes = outputShapes(p);
   if (noKeys(p)) {
     // Rows that see no key: out 0, logsumexp -inf (cpu-math's fully masked rows).
-    const out = zeros(shapes.out, { dtype: p.dtype, device });
+    const out = p.out ? zeroFill(p.out) : zeros(shapes.out, { dtype: p.dtype, device });
     const logsumexp = full(shapes.lse, -Infinity, { dtype: 'float32', device });
     return { outputs: { out, logsumexp }, kernel: '' };
   }
-  const out = emptyOutput(OUTPUT_NAMES.out, shapes.out, { dtype: p.dtype, device });
+  // The call's out when given (core checked it: this shape, contiguous), else a fresh one.
+  const out = forwardOutput(p, shapes.out, { dtype: p.dtype, device });
   const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32', device });
   if (logsumexp.numel === 0) return { outputs: { out, logsumexp }, kernel: '' };
   try {
     const kernel = callNative('forward', () => addon.forward(forwardArgs(p, out, logsumexp, currentStream(device.index), path)));
     return { outputs: { out, logsumexp }, kernel };
   } catch (e) {
-    out.dispose();
+    if (out !== p.out) out.dispose(); // the user's out stays theirs
     logsumexp.dispose();
     throw e;
   }

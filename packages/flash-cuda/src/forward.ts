@@ -1,7 +1,7 @@
 // One forward call: outputs allocated through @attn/cuda on the device, arguments packed into the abi
 // arrays, the split count planned by the addon (split-KV partials in a scratch buffer), one launch
 // (two with split-KV) on @attn/cuda's current stream.
-import { AttnInputError, DeviceError, empty, emptyOutput, type ForwardOutputs, kernelWindow, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
+import { AttnInputError, DeviceError, empty, emptyOutput, forwardOutput, type ForwardOutputs, kernelWindow, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream, deviceProperties } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
 import { addon, availability, type FlashAddon, type FlashPlan } from './native.js';
@@ -196,9 +196,10 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
 
   const varlen = p.varlen !== null;
   const totalQ = varlen ? p.query.shape[0]! : 0;
+  // The call's out when given (core checked it: this shape, contiguous), else a fresh one.
   const out = varlen
-    ? emptyOutput(OUTPUT_NAMES.out, [totalQ, p.headsQ, p.headDimV], { dtype: p.dtype, device })
-    : emptyOutput(OUTPUT_NAMES.out, [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+    ? forwardOutput(p, [totalQ, p.headsQ, p.headDimV], { dtype: p.dtype, device })
+    : forwardOutput(p, [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
   const lse = varlen
     ? emptyOutput(OUTPUT_NAMES.logsumexp, [p.headsQ, totalQ], { dtype: 'float32', device })
     : emptyOutput(OUTPUT_NAMES.logsumexp, [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
@@ -232,7 +233,7 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
       rethrow(e);
     }
   } catch (e) {
-    out.dispose();
+    if (out !== p.out) out.dispose(); // the user's out stays theirs
     lse.dispose();
     throw e;
   } finally {

@@ -4,6 +4,7 @@
 // (the backend is unavailable then anyway) they assume the newest version this binding knows.
 import {
   noKvCache,
+  noOutTensor,
   noPagedKv,
   batchAndHeads,
   dtypeIn,
@@ -185,6 +186,7 @@ export function flashRules(deps: AotritonRuleDeps): Rule[] {
     noSequsedK,
     noPagedKv,
     noKvCache,
+    noOutTensor,
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),
@@ -206,6 +208,7 @@ export function efficientRules(deps: AotritonRuleDeps): Rule[] {
     noSequsedK,
     noPagedKv,
     noKvCache,
+    noOutTensor,
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),

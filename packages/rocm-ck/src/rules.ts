@@ -3,6 +3,7 @@
 // an additive bias on efficient only, ALiBi and windows on both.
 import {
   noKvCache,
+  noOutTensor,
   noPagedKv,
   batchAndHeads,
   dtypeIn,
@@ -127,6 +128,7 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     noSequsedK,
     noPagedKv,
     noKvCache,
+    noOutTensor,
     ckNoDropout,
   ];
 }
@@ -148,6 +150,7 @@ export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutPr
     noSequsedK,
     noPagedKv,
     noKvCache,
+    noOutTensor,
     ckNoDropout,
   ];
 }

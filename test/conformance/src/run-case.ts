@@ -3,7 +3,7 @@
 // rounded inputs and the naive implementation in the case's dtype, and apply the accuracy rule to
 // every output. If not, check that the decline is a proper one: reasons in explain, and
 // NoBackendError (not a crash) from the call itself.
-import { DTYPE_BYTES, getBackend, NoBackendError, sdpaBackward } from '@attn/core';
+import { DTYPE_BYTES, full, getBackend, NoBackendError, noOutTensor, sdpaBackward } from '@attn/core';
 import type { Device, FloatDType, ForwardResult, Gradients, Tensor } from '@attn/core';
 import { judge } from './accuracy.js';
 import type { Verdict } from './accuracy.js';
@@ -111,8 +111,13 @@ export function compareWithReference(
   const ref = inputs.ref;
   const refFwd = forwardCall(spec, ref, callOptions(spec, ref, inputs, REFERENCE, backward));
   poisonAllocator(device, [bytesAs(refFwd.out, spec.dtype), bytesAs(refFwd.logsumexp, 'float32')]);
-  const fwd: ForwardResult = forwardCall(spec, t, callOptions(spec, t, inputs, backend, backward));
+  // Forward-only runs write into a given out filled with NaN (the out option; an element the backend
+  // never writes stays NaN, on the CPU too), where the backend takes out at all.
+  const out = !backward && takesOut(backend) ? full(refFwd.out.shape, NaN, { dtype: spec.dtype, device }) : null;
+  const opts = callOptions(spec, t, inputs, backend, backward);
+  const fwd: ForwardResult = forwardCall(spec, t, out ? { ...opts, out } : opts);
   if (backend !== null && fwd.backend !== backend) throw new Error(`asked for '${backend}', core ran '${fwd.backend}'`);
+  if (out && fwd.out !== out) throw new Error(`'${fwd.backend}' returned another tensor than the given out`);
   const dropout = spec.dropoutP ? { seed: inputs.dropoutSeed, offset: inputs.dropoutOffset } : null;
   const naive = naiveAttention(spec, inputs.values, dropout, backward);
   // Poisoned inputs: the same NaN/Inf pattern as the reference, exactly in the forward; the
@@ -145,6 +150,12 @@ export function compareWithReference(
   }
   disposeAll(fwd.out, fwd.logsumexp);
   return { backend: fwd.backend, verdicts };
+}
+
+/** Whether the backend writes into a given out (backends that cannot decline it by core's noOutTensor). */
+function takesOut(backend: string | null): boolean {
+  const impl = backend === null ? undefined : getBackend(backend);
+  return impl !== undefined && !impl.rules.includes(noOutTensor);
 }
 
 /** Frees a case's device inputs. */

@@ -15,6 +15,15 @@ export interface Features {
   readonly softcap: number;
   readonly enableGqa: boolean;
   readonly requiresGrad: boolean;
+  /**
+   * Packed varlen inputs (sdpaVarlen): q [B*Sq, Hq, D], k/v [B*Sk, Hk, D], every sequence Sq queries
+   * and Sk keys, cuSeqlensQ/K on the problem's device.
+   */
+  readonly varlen: boolean;
+  /** indexValuesOnDevice: true (no host read of cuSeqlensQ/K per call). */
+  readonly indexValuesOnDevice: boolean;
+  /** Each call writes into a preallocated output (the out option) instead of allocating one. */
+  readonly out: boolean;
 }
 
 export interface ProblemSpec extends Features {
@@ -42,6 +51,9 @@ export const PLAIN_FEATURES: Features = {
   softcap: 0,
   enableGqa: false,
   requiresGrad: false,
+  varlen: false,
+  indexValuesOnDevice: false,
+  out: false,
 };
 
 /** "B=1 Hq=8 Hk=8 Sq=512 Sk=512 D=64" (Dv and Hk only where they differ). */
@@ -63,5 +75,7 @@ export function describeFeatures(f: Features): string {
   if (f.dropoutP > 0) parts.push(`dropout ${f.dropoutP}`);
   if (f.enableGqa) parts.push('gqa');
   if (f.requiresGrad) parts.push('requires grad');
+  if (f.varlen) parts.push(f.indexValuesOnDevice ? 'varlen (index values on device)' : 'varlen');
+  if (f.out) parts.push('preallocated out');
   return parts.length ? parts.join(', ') : 'non-causal';
 }

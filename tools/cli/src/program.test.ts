@@ -44,6 +44,10 @@ describe('usage errors exit 2 with what to change', () => {
     [['bench', '--device', 'cpu', '--plot', 'chart.png'], /must end in .svg or .html/],
     [['bench', '--device', 'cpu', '--backends', 'nope'], /Unknown backend 'nope'/],
     [['bench', '--mode', 'fwd,sideways'], /'sideways' is not one of fwd, bwd, fwdbwd/],
+    [['bench', '--device', 'cpu', '--overhead', '--index-values-on-device'], /--index-values-on-device needs --varlen/],
+    [['bench', '--device', 'cpu', '--overhead', '--varlen', '--mode', 'fwdbwd'], /--varlen time forward calls: use --mode fwd/],
+    [['bench', '--device', 'cpu', '--overhead', '--out', '--mode', 'bwd'], /--out time forward calls/],
+    [['bench', '--device', 'cpu', '--varlen', '--mask', 'bool'], /option '--varlen' cannot be used with option '--mask <kind>'/],
     [['frobnicate'], /unknown command 'frobnicate'/],
   ])('attn %j', async (argv, message) => {
     const r = await attn(...argv);
@@ -235,5 +239,15 @@ describe('attn bench (CPU smoke run)', () => {
     expect(r.out).toMatch(/overhead grid, 1 case\(s\).*loops of 200 back-to-back calls, each disposing its outputs/);
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
     expect(rows).toEqual([expect.objectContaining({ batch: 1, headsQ: 1, seqQ: 16, headDim: 64, status: 'ok' })]);
+  });
+
+  it('times the loop of varlen calls writing into a preallocated out', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
+    const json = join(dir, 'v.json');
+    const r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--overhead', '--varlen', '--out', '--non-causal', '--repeat', '2', '--warmup', '0', '--warmup-ms', '0', '--quiet', '--json', json);
+    expect(r.code).toBe(EXIT_OK);
+    expect(r.out).toMatch(/loops of 200 back-to-back calls.*calls: sdpaVarlen, a preallocated out/);
+    const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
+    expect(rows).toEqual([expect.objectContaining({ seqQ: 16, status: 'ok', features: expect.stringMatching(/varlen.*preallocated out/) })]);
   });
 });

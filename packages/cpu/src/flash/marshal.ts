@@ -1,6 +1,6 @@
 // SdpaParams -> the addon's call descriptors, and the output tensors the kernels write into.
 // Only CPU tensors get here (the rules say so); views are passed as they are, strides included.
-import { AttnInputError, emptyOutput, hostIndexCopies, kernelWindow, kvHostCopies, OUTPUT_NAMES } from '@attn/core';
+import { AttnInputError, emptyOutput, forwardOutput, hostIndexCopies, kernelWindow, kvHostCopies, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
 
 import { cachePages } from '../kv-cache/host.js';
@@ -135,14 +135,15 @@ export function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
 }
 
 /**
- * Fresh outputs: out in the query dtype, logsumexp float32 (shapes: outputShapes). A kv-cache call's
- * out is stored [B, Sq, Hq, Dv] (sdpaKvCache hands it back in that layout) and viewed as its shape.
+ * The outputs: out in the query dtype (the call's out when given, else fresh), logsumexp float32
+ * (shapes: outputShapes). A kv-cache call's out is stored [B, Sq, Hq, Dv] (sdpaKvCache hands it back
+ * in that layout) and viewed as its shape.
  */
 export function forwardOutputs(p: SdpaParams): ForwardOutputs {
   const shapes = outputShapes(p);
   const out = p.kvCache
     ? emptyOutput(OUTPUT_NAMES.out, [p.batch, p.seqQ, p.headsQ, p.headDimV], { dtype: p.dtype }).transpose(1, 2)
-    : emptyOutput(OUTPUT_NAMES.out, shapes.out, { dtype: p.dtype });
+    : forwardOutput(p, shapes.out, { dtype: p.dtype });
   return {
     out,
     logsumexp: emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32' }),

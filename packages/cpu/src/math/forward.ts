@@ -1,6 +1,6 @@
 // cpu-math forward: exact softmax attention in float64, one query row at a time (never an Sq x Sk
 // buffer), reading q/k/v through their strides and rounding the output to its dtype once.
-import { emptyOutput, OUTPUT_NAMES } from '@attn/core';
+import { emptyOutput, forwardOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams } from '@attn/core';
 import { gather, gatherRows, scatterRow } from './host-io.js';
 import { addWeightedRows, expRow, rowMax } from './kernels.js';
@@ -15,7 +15,7 @@ export function forwardMath(call: SdpaParams): ForwardOutputs {
   const { headsKV, headDim: D, headDimV: Dv, dtype } = params;
   const out = params.kvCache
     ? emptyOutput(OUTPUT_NAMES.out, [params.batch, params.seqQ, params.headsQ, Dv], { dtype }).transpose(1, 2) // stored [B, Sq, Hq, Dv]
-    : emptyOutput(OUTPUT_NAMES.out, pb.outShape, { dtype });
+    : forwardOutput(params, pb.outShape, { dtype });
   const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, pb.lseShape, { dtype: 'float32' });
   const outRows = pb.rowsQ(out);
   const outData = out.hostData();

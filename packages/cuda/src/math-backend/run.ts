@@ -1,7 +1,7 @@
 // One forward or backward call: outputs allocated through the registered 'cuda' runtime (this
 // package's caching allocator, core's emptyOutput naming the tensor on failure), kernels queued on
 // the device's current stream by the addon. Nothing here waits for the device.
-import { empty, emptyOutput, OUTPUT_NAMES, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { empty, emptyOutput, forwardOutput, OUTPUT_NAMES, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
 import { cuda } from '../cuda-runtime.js';
 import { callNative } from '../errors.js';
 import { kvAppendArgs } from '../kv-append.js';
@@ -30,7 +30,7 @@ export function runForward(p: SdpaParams): ForwardRun {
   const totalQ = p.varlen ? p.query.shape[0]! : 0;
   const outShape = p.varlen ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV];
   const lseShape = p.varlen ? [p.headsQ, totalQ] : [p.batch, p.headsQ, p.seqQ];
-  const out = emptyOutput(OUTPUT_NAMES.out, outShape, { dtype: p.dtype, device });
+  const out = forwardOutput(p, outShape, { dtype: p.dtype, device });
   let lse: Tensor | null = null;
   try {
     lse = emptyOutput(OUTPUT_NAMES.logsumexp, lseShape, { dtype: 'float32', device });
@@ -38,7 +38,7 @@ export function runForward(p: SdpaParams): ForwardRun {
     const kernel = callNative(() => addon.mathForward(args));
     return { outputs: { out, logsumexp: lse }, kernel };
   } catch (e) {
-    disposeAll([out, lse]);
+    disposeAll([out === p.out ? null : out, lse]); // the user's out stays theirs
     throw e;
   }
 }

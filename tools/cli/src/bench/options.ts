@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import { MODES, type Mode } from '../flops.js';
 import { addFeatureOptions, type FeatureFlags } from '../options/problem-options.js';
+import { OVERHEAD_LOOP_CALLS } from './run-case.js';
 import { choiceList, parseNameList, parseNonNegativeInt, parsePositiveInt, parsePositiveNumber, parseSizeList } from '../options/parse.js';
 
 export interface BenchFlags extends FeatureFlags {
@@ -46,8 +47,13 @@ export function addBenchOptions(cmd: Command): Command {
     .addOption(new Option('--hidden <n>', 'H*D of the grid').argParser(parsePositiveInt))
     .addOption(new Option('--causal', 'only causal cases (default: causal and not)').conflicts('nonCausal'))
     .addOption(new Option('--non-causal', 'only non-causal cases'))
-    .addOption(new Option('--decode', 'decode preset: B=8, Hq=32, Hk=8, Sq=1, Sk=8192, D=128').conflicts([...GRID_FLAGS, 'overhead', 'causal', 'nonCausal']))
-    .addOption(new Option('--overhead', 'per-call time at B=1, H=1, S=16, D=64').conflicts(GRID_FLAGS));
+    .addOption(new Option('--decode', 'decode preset: B=8, Hq=32, Hk=8, Sq=1, Sk=8192, D=128').conflicts([...GRID_FLAGS, 'causal', 'nonCausal']))
+    .addOption(
+      new Option('--overhead', `the loop figure: each sample is ${OVERHEAD_LOOP_CALLS} back-to-back calls, each disposing its outputs (torch: the same loop); alone: at B=1, H=1, S=16, D=64, with --decode: at the decode shape`).conflicts(GRID_FLAGS),
+    )
+    .addOption(new Option('--varlen', 'packed inputs through sdpaVarlen (every sequence of the problem\'s lengths); torch runs its dense SDPA on the same shapes').conflicts(['mask']))
+    .addOption(new Option('--index-values-on-device', 'with --varlen: indexValuesOnDevice (no host read of cuSeqlensQ/K per call)'))
+    .addOption(new Option('--out', 'each call writes into a preallocated output (the out option); torch allocates (its SDPA has no out=)'));
   addFeatureOptions(cmd);
   return cmd
     .addOption(new Option('--repeat <n>', 'timed calls per case (median reported)').argParser(parsePositiveInt).default(10))

@@ -3,6 +3,7 @@ import type { Backend } from '@attn/core';
 import { runTorch, torchIncompatibility, torchRequest, torchRows, type TorchAnswer } from '../compare/torch.js';
 import type { Mode } from '../flops.js';
 import type { OutStream } from '../io.js';
+import type { ProblemSpec } from '../problem.js';
 import type { Target } from '../runtime/target.js';
 import { benchCase, type CaseSettings } from './run-case.js';
 import type { BenchPlan } from './plan.js';
@@ -22,6 +23,18 @@ export interface BenchOutcome {
   readonly torch: TorchAnswer | null;
   /** Problems torch was not asked to run, and why. */
   readonly torchSkipped: readonly string[];
+  /** How torch's calls differ from ours where they do (varlen, a preallocated out). */
+  readonly torchNotes: readonly string[];
+}
+
+/** What torch runs instead where it has no equivalent of our call. */
+export function torchNotes(problems: readonly ProblemSpec[]): string[] {
+  const notes: string[] = [];
+  if (problems.some((p) => p.varlen)) {
+    notes.push('varlen problems run as torch\'s dense SDPA on the same shapes (equal-length sequences: the same attention; torch has no public varlen SDPA)');
+  }
+  if (problems.some((p) => p.out)) notes.push('torch allocates each output (its SDPA has no out=); ours writes into a preallocated one');
+  return notes;
 }
 
 export async function runBench(
@@ -40,11 +53,11 @@ export async function runBench(
   } finally {
     progress.stop();
   }
-  if (!torch) return { rows, torch: null, torchSkipped: [] };
+  if (!torch) return { rows, torch: null, torchSkipped: [], torchNotes: [] };
   const comparable = plan.problems.filter((p) => torchIncompatibility(p) === null);
   const torchSkipped = [...new Set(plan.problems.map(torchIncompatibility).filter((x): x is string => x !== null))];
-  if (comparable.length === 0) return { rows, torch: null, torchSkipped };
+  if (comparable.length === 0) return { rows, torch: null, torchSkipped, torchNotes: [] };
   const timing = { warmup: settings.warmup, warmupMs: settings.warmupMs, repeat: settings.repeat, budgetMs: settings.budgetMs, callsPerSample: settings.callsPerSample };
   const answer = await runTorch(torchRequest(comparable, modes, timing, torch.threads, torch.backends), torch.python, torch.log);
-  return { rows: [...rows, ...torchRows(comparable, answer)], torch: answer, torchSkipped };
+  return { rows: [...rows, ...torchRows(comparable, answer)], torch: answer, torchSkipped, torchNotes: torchNotes(comparable) };
 }

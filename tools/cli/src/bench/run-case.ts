@@ -1,8 +1,8 @@
 // Times every (mode, backend) of one problem on shared, rotated input sets.
-import { explain, type Backend } from '@attn/core';
+import type { Backend } from '@attn/core';
 import type { Mode } from '../flops.js';
 import type { ProblemSpec } from '../problem.js';
-import { sdpaOptions, type ProblemInputs } from '../runtime/inputs.js';
+import { explainCall, type ProblemInputs } from '../runtime/inputs.js';
 import { makeOperation, problemForMode } from '../runtime/operation.js';
 import { allocateSets, disposeSets } from '../runtime/rotation.js';
 import type { Target } from '../runtime/target.js';
@@ -33,7 +33,7 @@ function message(err: unknown): string {
 
 /** Why `backend` declines, from the selection report; null when it would run. */
 function declineReason(p: ProblemSpec, set: ProblemInputs, backend: string): string | null {
-  const report = explain(set.query, set.key, set.value, sdpaOptions(p, set, [backend]));
+  const report = explainCall(p, set, [backend]);
   if (report.selected === backend) return null;
   const c = report.candidates.find((x) => x.backend === backend);
   if (!c) return `${backend} is not a candidate on ${report.device}`;

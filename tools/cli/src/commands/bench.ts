@@ -6,6 +6,7 @@ import { makeProgress } from '../bench/progress.js';
 import { buildReport, writeReport } from '../bench/report.js';
 import { backendBuilds, pathLines } from '../bench/paths.js';
 import { OVERHEAD_LOOP_CALLS } from '../bench/run-case.js';
+import { CliUsageError } from '../errors.js';
 import { runBench } from '../bench/run-bench.js';
 import { renderSkipped, renderTable } from '../bench/table.js';
 import { println } from '../io.js';
@@ -24,6 +25,21 @@ export function benchCommand(getContext: ContextProvider): Command {
   return cmd.action((flags: BenchFlags) => withCpuThreads(flags.threads, () => bench(flags, getContext)));
 }
 
+/** --varlen, --index-values-on-device and --out time forward calls only (no backward through them here). */
+function checkCallFlags(flags: BenchFlags): void {
+  if (flags.indexValuesOnDevice && !flags.varlen) throw new CliUsageError('--index-values-on-device needs --varlen (dense calls here have no index tensors).');
+  const only = ['varlen', 'out'].filter((f) => flags[f as 'varlen' | 'out']);
+  if (only.length > 0 && flags.mode.some((m) => m !== 'fwd')) {
+    throw new CliUsageError(`--${only.join(' and --')} time forward calls: use --mode fwd (backward is timed on dense calls with fresh outputs).`);
+  }
+}
+
+/** How our calls are made, where not the plain sdpa(q, k, v, opts) with fresh outputs. */
+function callForm(flags: BenchFlags): string {
+  const parts = [flags.varlen ? `sdpaVarlen${flags.indexValuesOnDevice ? ' with indexValuesOnDevice' : ''}` : null, flags.out ? 'a preallocated out' : null].filter(Boolean);
+  return parts.length ? `; calls: ${parts.join(', ')}` : '';
+}
+
 async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<void> {
   const { io, packages, setExitCode } = await getContext();
   const threads = cpuThreads(flags.threads);
@@ -38,13 +54,15 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   const dtype = flags.dtype ?? defaultDType(device);
   const target = resolveTarget(device, runtimeModuleFor(packages, device)); // first: says why a GPU is unusable
   const backends = benchBackends(type, flags.backends ?? null, packages);
+  checkCallFlags(flags);
   const plan = benchPlan(flags, device, dtype, type);
-  const settings = { warmup: flags.warmup, warmupMs: flags.warmupMs, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: plan.kind === 'overhead' ? OVERHEAD_LOOP_CALLS : 1 };
+  const settings = { warmup: flags.warmup, warmupMs: flags.warmupMs, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: flags.overhead ? OVERHEAD_LOOP_CALLS : 1 };
   println(
     io.stdout,
     `attn bench on ${target.name}: ${plan.gridName} grid, ${plan.problems.length} case(s) x ${flags.mode.join(',')} x ${backends.map((b) => b.name).join(', ')}; ${dtype}; ` +
       `warm-up ${settings.warmup} calls and ${settings.warmupMs} ms, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` loops of ${settings.callsPerSample} back-to-back calls, each disposing its outputs (torch: the same loop)` : ''}; ${target.clock.description}` +
-      (type === 'cpu' ? `; ${threads} CPU threads` : ''),
+      (type === 'cpu' ? `; ${threads} CPU threads` : '') +
+      callForm(flags),
   );
   const builds = backendBuilds(backends);
   for (const line of pathLines(builds, dtype)) println(io.stdout, `  ${line}`);
@@ -58,7 +76,7 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
     const t = outcome.torch;
     println(io.stdout, t.available ? `torch ${t.torch} on ${t.device} (${t.threads} threads, ${t.timer})` : `torch not compared: ${t.reason}`);
   }
-  for (const s of outcome.torchSkipped) println(io.stdout, `torch: ${s}`);
+  for (const s of [...outcome.torchSkipped, ...outcome.torchNotes]) println(io.stdout, `torch: ${s}`);
 
   if (flags.json) {
     const report = buildReport({

@@ -30,7 +30,8 @@ function loopLines(r: RunResult): string[] {
   // On the CPU the host does the work itself; on a device it only issues it.
   if (String(r.problem.device).startsWith('cpu')) return lines;
   const bound = l.hostPerCallMs >= 0.9 * l.perCallMs ? 'host-bound: the host issues calls no faster than this' : 'device-bound: the host issues calls faster';
-  lines.push(`          host ${formatTime(l.hostPerCallMs)} per call to issue and dispose, ${bound}; device ${formatTime(t.medianMs)} per call alone`);
+  const share = Math.min(100, (100 * l.hostPerCallMs) / l.perCallMs).toFixed(0);
+  lines.push(`          host ${formatTime(l.hostPerCallMs)} per call to issue and dispose (${share}% of the loop's), ${bound}; device ${formatTime(t.medianMs)} per call alone (events around one call)`);
   return lines;
 }
 

@@ -17,6 +17,10 @@ export interface FeatureFlags {
   requiresGrad?: boolean;
   seed: number;
   backends?: string[];
+  /** bench only: --varlen, --index-values-on-device, --out. */
+  varlen?: boolean;
+  indexValuesOnDevice?: boolean;
+  out?: boolean;
 }
 
 export interface ShapeFlags extends FeatureFlags {
@@ -67,6 +71,9 @@ export function featuresFrom(f: FeatureFlags, causal: boolean): Features {
     softcap: f.softcap ?? 0,
     enableGqa: f.gqa ?? false,
     requiresGrad: f.requiresGrad ?? false,
+    varlen: f.varlen ?? false,
+    indexValuesOnDevice: f.indexValuesOnDevice ?? false,
+    out: f.out ?? false,
   };
 }
 

@@ -59,6 +59,9 @@ function referenceInputs(p: ProblemSpec, src: ProblemInputs, mode: Mode): RefInp
       value: toCpu(src.value, dtype)!,
       attnMask: toCpu(src.attnMask, dtype),
       alibiSlopes: toCpu(src.alibiSlopes, null),
+      cuSeqlensQ: null,
+      cuSeqlensK: null,
+      out: null,
     };
     const opts = sdpaOptions({ ...problem, dtype: inputs.query.dtype as ProblemSpec['dtype'], device: 'cpu' }, inputs, [REFERENCE_BACKEND]);
     const report = explain(inputs.query, inputs.key, inputs.value, opts);

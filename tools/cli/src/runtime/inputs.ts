@@ -1,14 +1,35 @@
 // Random inputs for one problem, made on the problem's device, and the SdpaOptions that go with them.
-import { DTYPE_BYTES, empty, fromHostArray, parseDevice, tensor, type SdpaOptions, type Tensor } from '@attn/core';
+import {
+  DTYPE_BYTES,
+  empty,
+  explain,
+  explainVarlen,
+  fromHostArray,
+  parseDevice,
+  sdpaForward,
+  sdpaVarlen,
+  tensor,
+  type ForwardResult,
+  type SdpaOptions,
+  type SelectionReport,
+  type Tensor,
+  type VarlenOptions,
+} from '@attn/core';
 import type { ProblemSpec } from '../problem.js';
 import { randomTensor } from './random.js';
 
 export interface ProblemInputs {
+  /** Dense [B, Hq, Sq, D] (and k/v [B, Hk, Sk, D | Dv]); varlen problems: packed [B*Sq, Hq, D]. */
   readonly query: Tensor;
   readonly key: Tensor;
   readonly value: Tensor;
   readonly attnMask: Tensor | null;
   readonly alibiSlopes: Tensor | null;
+  /** Varlen problems: int32 [B + 1] offsets of equal-length sequences, on the problem's device. */
+  readonly cuSeqlensQ: Tensor | null;
+  readonly cuSeqlensK: Tensor | null;
+  /** Problems with a preallocated output (ProblemSpec.out): where each call of this set writes. */
+  readonly out: Tensor | null;
 }
 
 /** mulberry32: a small seeded generator for mask patterns. */
@@ -42,20 +63,36 @@ function makeMask(p: ProblemSpec, seed: number): Tensor | null {
   return fromHostArray(bits, 'bool', shape, parseDevice(p.device));
 }
 
+/** int32 [B + 1] offsets of B sequences of `len` each. */
+function uniformOffsets(batch: number, len: number, device: ProblemSpec['device']): Tensor {
+  return tensor(Int32Array.from({ length: batch + 1 }, (_, b) => b * len), [batch + 1], { dtype: 'int32', device });
+}
+
+/** The output's shape: dense [B, Hq, Sq, Dv], varlen [B*Sq, Hq, Dv]. */
+export function outShape(p: ProblemSpec): number[] {
+  return p.varlen ? [p.batch * p.seqQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV];
+}
+
 /** Input set number `set` of a problem: distinct sets let timing rotate inputs. */
 export function makeInputs(p: ProblemSpec, set = 0): ProblemInputs {
   const base = (p.seed * 1009 + set * 16) >>> 0;
+  const [q, k, v] = p.varlen
+    ? [[p.batch * p.seqQ, p.headsQ, p.headDim], [p.batch * p.seqK, p.headsKV, p.headDim], [p.batch * p.seqK, p.headsKV, p.headDimV]]
+    : [[p.batch, p.headsQ, p.seqQ, p.headDim], [p.batch, p.headsKV, p.seqK, p.headDim], [p.batch, p.headsKV, p.seqK, p.headDimV]];
   return {
-    query: randomTensor([p.batch, p.headsQ, p.seqQ, p.headDim], p.dtype, p.device, base + 1),
-    key: randomTensor([p.batch, p.headsKV, p.seqK, p.headDim], p.dtype, p.device, base + 2),
-    value: randomTensor([p.batch, p.headsKV, p.seqK, p.headDimV], p.dtype, p.device, base + 3),
+    query: randomTensor(q, p.dtype, p.device, base + 1),
+    key: randomTensor(k, p.dtype, p.device, base + 2),
+    value: randomTensor(v, p.dtype, p.device, base + 3),
     attnMask: makeMask(p, base + 4),
     alibiSlopes: p.alibi ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device }) : null,
+    cuSeqlensQ: p.varlen ? uniformOffsets(p.batch, p.seqQ, p.device) : null,
+    cuSeqlensK: p.varlen ? uniformOffsets(p.batch, p.seqK, p.device) : null,
+    out: p.out ? empty(outShape(p), { dtype: p.dtype, device: p.device }) : null,
   };
 }
 
 export function disposeInputs(inputs: ProblemInputs): void {
-  for (const t of [inputs.query, inputs.key, inputs.value, inputs.attnMask, inputs.alibiSlopes]) t?.dispose();
+  for (const t of [inputs.query, inputs.key, inputs.value, inputs.attnMask, inputs.alibiSlopes, inputs.cuSeqlensQ, inputs.cuSeqlensK, inputs.out]) t?.dispose();
 }
 
 /** Bytes of one input set (what rotation must spread across the cache). */
@@ -83,7 +120,38 @@ export function sdpaOptions(p: ProblemSpec, inputs: ProblemInputs, backends: rea
     ...opts,
     ...(p.softcap > 0 ? { softcap: p.softcap } : {}),
     ...(backends ? { backends } : {}),
+    ...(inputs.out ? { out: inputs.out } : {}),
   };
+}
+
+/** The options of a varlen problem's sdpaVarlen call (sdpaOptions without the mask, with the offsets). */
+export function varlenOptions(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): VarlenOptions {
+  const { attnMask: _none, ...rest } = sdpaOptions(p, inputs, backends);
+  return {
+    ...rest,
+    cuSeqlensQ: inputs.cuSeqlensQ!,
+    cuSeqlensK: inputs.cuSeqlensK!,
+    maxSeqlenQ: p.seqQ,
+    maxSeqlenK: p.seqK,
+    ...(p.indexValuesOnDevice ? { indexValuesOnDevice: true } : {}),
+  };
+}
+
+/** One forward call of the problem on an input set (sdpaForward, or sdpaVarlen for varlen problems). */
+export function forwardCall(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): () => ForwardResult {
+  const { query: q, key: k, value: v } = inputs;
+  if (p.varlen) {
+    const opts = varlenOptions(p, inputs, backends);
+    return () => sdpaVarlen(q, k, v, opts);
+  }
+  const opts = sdpaOptions(p, inputs, backends);
+  return () => sdpaForward(q, k, v, opts);
+}
+
+/** The selection report of the problem's call on an input set. */
+export function explainCall(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): SelectionReport {
+  const { query: q, key: k, value: v } = inputs;
+  return p.varlen ? explainVarlen(q, k, v, varlenOptions(p, inputs, backends)) : explain(q, k, v, sdpaOptions(p, inputs, backends));
 }
 
 /** Uninitialized inputs of the right shapes and dtypes: enough for explain, nothing to compute with. */
@@ -95,5 +163,8 @@ export function emptyInputs(p: ProblemSpec): ProblemInputs {
     value: empty([p.batch, p.headsKV, p.seqK, p.headDimV], opts),
     attnMask: p.mask ? empty([p.batch, 1, p.seqQ, p.seqK], { dtype: p.mask === 'bool' ? 'bool' : p.dtype, device: p.device }) : null,
     alibiSlopes: p.alibi ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device }) : null,
+    cuSeqlensQ: null,
+    cuSeqlensK: null,
+    out: null,
   };
 }

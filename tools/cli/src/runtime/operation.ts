@@ -1,8 +1,8 @@
 // One timed operation (forward, backward, or both) on a problem's input sets, for one backend.
-import { sdpaBackward, sdpaForward, type ForwardResult, type Gradients, type Tensor } from '@attn/core';
+import { sdpaBackward, type ForwardResult, type Gradients, type Tensor } from '@attn/core';
 import type { Mode } from '../flops.js';
 import type { ProblemSpec } from '../problem.js';
-import { sdpaOptions, type ProblemInputs } from './inputs.js';
+import { forwardCall, type ProblemInputs } from './inputs.js';
 import { randomTensor } from './random.js';
 
 export interface Operation {
@@ -12,8 +12,9 @@ export interface Operation {
   dispose(): void;
 }
 
-function disposeForward(r: ForwardResult): void {
-  r.out.dispose();
+/** What a user's loop disposes after a call: its outputs, but not a preallocated out it reuses. */
+function disposeForward(r: ForwardResult, kept: Tensor | null = null): void {
+  if (r.out !== kept) r.out.dispose();
   r.logsumexp.dispose();
 }
 
@@ -36,13 +37,13 @@ export function problemForMode(p: ProblemSpec, mode: Mode): ProblemSpec {
 
 export function makeOperation(p: ProblemSpec, mode: Mode, sets: readonly ProblemInputs[], backends: readonly string[] | null): Operation {
   const problem = problemForMode(p, mode);
-  const opts = sets.map((s) => sdpaOptions(problem, s, backends));
-  const forward = (i: number) => sdpaForward(sets[i]!.query, sets[i]!.key, sets[i]!.value, opts[i]);
+  const calls = sets.map((s) => forwardCall(problem, s, backends));
+  const forward = (i: number) => calls[i]!();
   if (mode === 'fwd') {
     return {
       call(i) {
         const r = forward(i);
-        return () => disposeForward(r);
+        return () => disposeForward(r, sets[i]!.out);
       },
       dispose() {},
     };
@@ -69,7 +70,7 @@ export function makeOperation(p: ProblemSpec, mode: Mode, sets: readonly Problem
     },
     dispose() {
       grads.forEach((g) => g.dispose());
-      saved.forEach(disposeForward);
+      saved.forEach((r) => disposeForward(r));
     },
   };
 }

@@ -1,0 +1,55 @@
+// Pieces of call validation shared by the dense and varlen entry points, on the full path and on a
+// cached signature's path alike.
+import type { CallTensors } from './call-cache.js';
+import type { Device } from './device.js';
+import type { DType } from './dtype.js';
+import type { SdpaParams, VarlenOptions } from './params.js';
+import type { Tensor } from './tensor.js';
+import { checkOutLayout } from './validate-out.js';
+import { checkTensorArg } from './validate-tensors.js';
+
+/** A named tensor a call reads. */
+export interface CallInput {
+  readonly name: string;
+  readonly tensor: Tensor | null | undefined;
+}
+
+/** Every tensor a call reads (not out, which it writes). */
+export function callInputs(p: SdpaParams): CallInput[] {
+  return [
+    { name: 'query', tensor: p.query },
+    { name: 'key', tensor: p.key },
+    { name: 'value', tensor: p.value },
+    { name: 'attnMask', tensor: p.mask?.tensor },
+    { name: 'alibiSlopes', tensor: p.alibiSlopes },
+    { name: 'cuSeqlensQ', tensor: p.varlen?.cuSeqlensQ },
+    { name: 'cuSeqlensK', tensor: p.varlen?.cuSeqlensK },
+    { name: 'sequsedK', tensor: p.sequsedK?.tensor },
+    { name: 'blockTable', tensor: p.paged?.blockTable },
+  ];
+}
+
+/** The out option checked against the output's layout, or null when absent. */
+export function givenOut(value: unknown, shape: readonly number[], dtype: DType, device: Device, requiresGrad: boolean): Tensor | null {
+  return value === undefined || value === null ? null : checkOutLayout(value, shape, dtype, device, requiresGrad);
+}
+
+function optional(v: unknown, name: string): Tensor | null {
+  return v === undefined || v === null ? null : checkTensorArg(v, name);
+}
+
+/** The tensors of a call whose signature matched a cache entry, each checked live (the layouts already matched). */
+export function liveTensors(q: Tensor, k: Tensor, v: Tensor, opts: Partial<VarlenOptions> & { attnMask?: unknown }): CallTensors {
+  return {
+    query: q,
+    key: k,
+    value: v,
+    mask: optional(opts.attnMask, 'attnMask'),
+    alibiSlopes: optional(opts.alibiSlopes, 'alibiSlopes'),
+    sequsedK: optional(opts.sequsedK, 'sequsedK'),
+    out: optional(opts.out, 'out'),
+    cuSeqlensQ: optional(opts.cuSeqlensQ, 'cuSeqlensQ'),
+    cuSeqlensK: optional(opts.cuSeqlensK, 'cuSeqlensK'),
+    blockTable: optional(opts.blockTable, 'blockTable'),
+  };
+}
