@@ -13,6 +13,7 @@
 //
 //   node examples/paged-decode/decode.mjs [--device cpu|cuda] [--layers 32] [--batch 8] [--context 4096]
 //        [--steps 32] [--block 64] [--dtype bfloat16|float16|float32] [--check] [--smoke]
+// (GPU defaults shown; on the CPU: 4 layers, batch 4, context 1024, 8 steps, float32.)
 // --smoke: a few tiny steps on the CPU with --check (the package's test).
 /* global console, performance */
 import { parseArgs } from 'node:util';
@@ -22,10 +23,10 @@ import '@attn/cpu';
 const { values: args } = parseArgs({
   options: {
     device: { type: 'string', default: 'cpu' },
-    layers: { type: 'string', default: '32' },
-    batch: { type: 'string', default: '8' },
-    context: { type: 'string', default: '4096' },
-    steps: { type: 'string', default: '32' },
+    layers: { type: 'string' },
+    batch: { type: 'string' },
+    context: { type: 'string' },
+    steps: { type: 'string' },
     block: { type: 'string', default: '64' },
     dtype: { type: 'string' },
     check: { type: 'boolean', default: false },
@@ -39,10 +40,12 @@ const int = (s, name) => {
   if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${s}`);
   return n;
 };
-const L = smoke ? 2 : int(args.layers, 'layers');
-const B = smoke ? 3 : int(args.batch, 'batch');
-const context = smoke ? 70 : int(args.context, 'context');
-const steps = smoke ? 3 : int(args.steps, 'steps');
+// Defaults: a 7B-class decode on a GPU; a smaller one on the CPU, which runs it about 100x slower.
+const gpu = device !== 'cpu';
+const L = smoke ? 2 : int(args.layers ?? (gpu ? '32' : '4'), 'layers');
+const B = smoke ? 3 : int(args.batch ?? (gpu ? '8' : '4'), 'batch');
+const context = smoke ? 70 : int(args.context ?? (gpu ? '4096' : '1024'), 'context');
+const steps = smoke ? 3 : int(args.steps ?? (gpu ? '32' : '8'), 'steps');
 const blockSize = smoke ? 16 : int(args.block, 'block');
 const dtype = args.dtype ?? (device === 'cpu' ? 'float32' : 'bfloat16');
 const check = smoke || args.check;
@@ -61,7 +64,8 @@ const i32 = (xs, shape) => core.tensor(Int32Array.from(xs), shape ?? [xs.length]
 
 // Ragged sequences: row b starts with context - (a few tokens) keys and grows by one per step.
 const start = Array.from({ length: B }, (_, b) => context - ((b * 7) % Math.max(1, Math.floor(context / 8))));
-const capacity = Math.max(...start) + steps + 1;
+// Room for the check's step, one warm-up step each for eager and graph, and the timed steps.
+const capacity = Math.max(...start) + steps + 3;
 const blocksPerSeq = Math.ceil(capacity / blockSize);
 const numBlocks = B * blocksPerSeq;
 // One block table for every layer (as servers keep it: per sequence), its blocks shuffled over the pool.
@@ -96,10 +100,33 @@ for (let p = 0; p < capacity; p++) {
 const rotaryCos = core.tensor(cos, [capacity, half], o);
 const rotarySin = core.tensor(sin, [capacity, half], o);
 
-// Per layer: the K/V pools (filled at random: the prompt's keys), this step's q, kNew, vNew.
+const elementBytes = dtype === 'float32' ? 4 : 2;
+/** Copies n elements of src from element srcAt into dst at element dstAt (same dtype and device). */
+function copyElements(dst, dstAt, src, srcAt, n) {
+  if (cuda) cuda.copyDeviceToDevice(dst.storage, (dst.offset + dstAt) * elementBytes, src.storage, (src.offset + srcAt) * elementBytes, n * elementBytes);
+  else dst.storage.set(src.storage.subarray(src.offset + srcAt, src.offset + srcAt + n), dst.offset + dstAt);
+}
+/**
+ * A pool [numBlocks, blockSize, Hk, D] of random keys: a few random blocks repeated over the pool. A
+ * random fill of every pool would draw billions of numbers on the host at the GPU defaults; for timing
+ * attention, repeated keys are as good as fresh ones.
+ */
+function randomPool(seed) {
+  const perBlock = blockSize * Hk * D;
+  const chunkBlocks = Math.min(numBlocks, 8);
+  const chunk = core.randn([chunkBlocks, blockSize, Hk, D], { ...o, seed });
+  const pool = core.empty([numBlocks, blockSize, Hk, D], o);
+  for (let blk = 0; blk < numBlocks; blk += chunkBlocks) {
+    copyElements(pool, blk * perBlock, chunk, 0, Math.min(chunkBlocks, numBlocks - blk) * perBlock);
+  }
+  chunk.dispose();
+  return pool;
+}
+
+// Per layer: the K/V pools (the prompt's keys), this step's q, kNew, vNew.
 const layers = Array.from({ length: L }, (_, l) => ({
-  kPool: core.randn([numBlocks, blockSize, Hk, D], { ...o, seed: 1000 + l }),
-  vPool: core.randn([numBlocks, blockSize, Hk, D], { ...o, seed: 2000 + l }),
+  kPool: randomPool(1000 + l),
+  vPool: randomPool(2000 + l),
   q: core.randn([B, 1, Hq, D], { ...o, seed: 3000 + l }),
   kNew: core.randn([B, 1, Hk, D], { ...o, seed: 4000 + l }),
   vNew: core.randn([B, 1, Hk, D], { ...o, seed: 5000 + l }),
@@ -178,21 +205,25 @@ const report = (name, seconds, n) => {
     `${((seconds / (n * L)) * 1e6).toFixed(1).padStart(8)} us per attention call  (${n} steps x ${L} layers)`);
 };
 
-// Eager: the lengths advance on the host between steps, as a server's loop does. The cache holds room
-// for `steps` more tokens per sequence; eager and graph each use half of them.
+// Eager: the lengths advance on the host between steps, as a server's loop does. The timed steps are
+// split between eager and graph, each after one untimed warm-up step.
 const eagerSteps = Math.max(1, Math.floor(steps / 2));
-report('eager', timed(eagerSteps, () => {
+const eagerStep = () => {
   for (const out of step()) out.dispose();
   advance();
-}), eagerSteps);
+};
+eagerStep(); // warm-up: plans and allocator pools
+report('eager', timed(eagerSteps, eagerStep), eagerSteps);
 
 if (cuda) {
   const graph = cuda.captureGraph(() => step());
-  const graphSteps = steps - eagerSteps;
-  report('graph', timed(graphSteps, () => {
+  const graphSteps = Math.max(1, steps - eagerSteps);
+  const replayStep = () => {
     graph.replay();
     advance();
-  }), graphSteps);
+  };
+  replayStep(); // warm-up
+  report('graph', timed(graphSteps, replayStep), graphSteps);
   graph.dispose();
 } else {
   console.log('graph  (CUDA only: captureGraph records CUDA streams)');
