@@ -80,8 +80,17 @@ export async function startRegistry(work, log) {
     const npmrc = join(work, 'npmrc');
     writeFileSync(npmrc, `registry=${url}\n//127.0.0.1:${port}/:_authToken=${token}\n`);
     log(`verdaccio on ${url} (storage ${join(work, 'storage')}, everything but @attn/* from ${upstream})`);
-    // npm's settings for every call of the test: this registry, its token, no audit or fund requests.
-    const npmConfig = { npm_config_userconfig: npmrc, npm_config_registry: url, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+    // npm's settings for every call of the test: this registry, its token, no audit or fund requests, and
+    // a cache of its own. Every run publishes the same versions (0.1.0), so a shared cache would hand npx
+    // an earlier run's install (~/.npm/_npx keeps @attn/core@0.1.0 from the last run that installed it).
+    const npmConfig = {
+      npm_config_userconfig: npmrc,
+      npm_config_registry: url,
+      npm_config_cache: join(work, 'npm-cache'),
+      npm_config_audit: 'false',
+      npm_config_fund: 'false',
+      npm_config_update_notifier: 'false',
+    };
     return { url, env: { ...process.env, ...npmConfig }, npmConfig, logFile, stop };
   } catch (e) {
     stop();
