@@ -109,6 +109,23 @@ export function withIsolatedRegistry<T>(fn: () => T, opts: IsolationOptions = {}
   return result;
 }
 
+/**
+ * max |a - b| / max(1, max |b|) over two tensors of the same size (b the reference, read on the host);
+ * Infinity when their NaN patterns differ (equal infinities match). The GPU suites' one error measure.
+ */
+export function scaledMaxError(a: Tensor, b: Tensor): number {
+  const x = a.toFloat64Array();
+  const y = b.toFloat64Array();
+  let m = 0;
+  let scale = 1;
+  for (let i = 0; i < x.length; i++) {
+    if (Number.isNaN(x[i]!) !== Number.isNaN(y[i]!)) return Infinity;
+    if (x[i] !== y[i]) m = Math.max(m, Math.abs(x[i]! - y[i]!));
+    if (Number.isFinite(y[i]!)) scale = Math.max(scale, Math.abs(y[i]!));
+  }
+  return m / scale;
+}
+
 /** max_i |a_i - b_i|; Infinity when any element is NaN (NaN never passes a tolerance). */
 export function maxAbsError(actual: ArrayLike<number>, expected: ArrayLike<number>): number {
   if (actual.length !== expected.length) {

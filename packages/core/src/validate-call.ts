@@ -1,11 +1,14 @@
 // Pieces of call validation shared by the dense and varlen entry points, on the full path and on a
 // cached signature's path alike.
-import type { CallTensors } from './call-cache.js';
+import { addEntry, assembleParams, cacheable, type CallKind, type CallTensors, findEntry } from './call-cache.js';
 import type { Device } from './device.js';
 import type { DType } from './dtype.js';
-import type { SdpaParams, VarlenOptions } from './params.js';
+import type { IndexValuePolicy } from './index-values.js';
+import type { SdpaOptions, SdpaParams, VarlenOptions } from './params.js';
 import type { Tensor } from './tensor.js';
-import { checkOutLayout } from './validate-out.js';
+import type { NormalizedCall } from './validate.js';
+import { checkDropout } from './validate-options.js';
+import { checkOutAliasing, checkOutLayout } from './validate-out.js';
 import { checkTensorArg } from './validate-tensors.js';
 
 /** A named tensor a call reads. */
@@ -52,4 +55,33 @@ export function liveTensors(q: Tensor, k: Tensor, v: Tensor, opts: Partial<Varle
     cuSeqlensK: optional(opts.cuSeqlensK, 'cuSeqlensK'),
     blockTable: optional(opts.blockTable, 'blockTable'),
   };
+}
+
+/**
+ * What the dense and varlen entry points share after their argument checks: a cached signature's params
+ * with only the live checks redone, else `validate()`'s full result, cached where it may be. `lookup`
+ * false skips the cache (calls whose validation reads index values on the host).
+ */
+export function cachedOrValidated(
+  kind: CallKind,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: Partial<VarlenOptions> & Pick<SdpaOptions, 'attnMask'>,
+  policy: IndexValuePolicy,
+  lookup: boolean,
+  validate: () => NormalizedCall,
+): NormalizedCall {
+  const raw = opts as Record<string, unknown>;
+  const entry = lookup ? findEntry(kind, q, k, v, raw, policy.capturing) : null;
+  if (entry) {
+    const { dropout, rng } = checkDropout(opts);
+    const t = liveTensors(q, k, v, opts);
+    const params = assembleParams(entry.skeleton, t, dropout);
+    if (t.out) checkOutAliasing(t.out, callInputs(params));
+    return { params, backends: entry.backends, rng, cached: entry };
+  }
+  const call = validate();
+  if (call.params.out) checkOutAliasing(call.params.out, callInputs(call.params));
+  return cacheable(call.params) ? { ...call, cached: addEntry(kind, call.params, raw, call.backends) } : call;
 }

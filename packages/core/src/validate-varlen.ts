@@ -6,19 +6,17 @@ import { AttnInputError } from './errors.js';
 import type { SdpaParams, VarlenOptions, VarlenParams } from './params.js';
 import type { Tensor } from './tensor.js';
 import type { NormalizedCall } from './validate.js';
-import { addEntry, assembleParams, cacheable, findEntry, VARLEN_CALL } from './call-cache.js';
+import { VARLEN_CALL } from './call-cache.js';
 import { type IndexValuePolicy, indexValuePolicy } from './index-values.js';
 import {
   checkAlibi,
   checkCommonOptions,
   checkCounterRange,
-  checkDropout,
   checkOptionsObject,
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
-import { callInputs, givenOut, liveTensors } from './validate-call.js';
-import { checkOutAliasing } from './validate-out.js';
+import { cachedOrValidated, givenOut } from './validate-call.js';
 import { blockTableError, checkBlockTable, pagedPoolShape } from './validate-block-table.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
@@ -191,17 +189,6 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
   const k = checkTensorArg(key, 'key');
   const v = checkTensorArg(value, 'value');
   const policy = indexValuePolicy(q.device, opts.indexValuesOnDevice);
-  const raw = opts as Record<string, unknown>;
   // Only calls whose index values stay on the device are cached (call-cache.ts).
-  const entry = policy.onDevice ? findEntry(VARLEN_CALL, q, k, v, raw, policy.capturing) : null;
-  if (entry) {
-    const { dropout, rng } = checkDropout(opts);
-    const t = liveTensors(q, k, v, opts);
-    const params = assembleParams(entry.skeleton, t, dropout);
-    if (t.out) checkOutAliasing(t.out, callInputs(params));
-    return { params, backends: entry.backends, rng, cached: entry };
-  }
-  const call = validateVarlen(q, k, v, opts, policy);
-  if (call.params.out) checkOutAliasing(call.params.out, callInputs(call.params));
-  return cacheable(call.params) ? { ...call, cached: addEntry(VARLEN_CALL, call.params, raw, call.backends) } : call;
+  return cachedOrValidated(VARLEN_CALL, q, k, v, opts, policy, policy.onDevice, () => validateVarlen(q, k, v, opts, policy));
 }

@@ -15,20 +15,18 @@ import { AttnInputError } from './errors.js';
 import { broadcastsTo, expandedStridesTo } from './layout.js';
 import type { MaskParams, SdpaOptions, SdpaParams } from './params.js';
 import type { Tensor } from './tensor.js';
-import { addEntry, assembleParams, cacheable, type CacheEntry, DENSE_CALL, findEntry } from './call-cache.js';
+import { type CacheEntry, DENSE_CALL } from './call-cache.js';
 import { type IndexValuePolicy, indexValuePolicy } from './index-values.js';
 import {
   checkAlibi,
   checkCommonOptions,
   checkCounterRange,
-  checkDropout,
   checkOptionsObject,
   type CommonOptions,
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
-import { callInputs, givenOut, liveTensors } from './validate-call.js';
-import { checkOutAliasing } from './validate-out.js';
+import { cachedOrValidated, givenOut } from './validate-call.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
@@ -198,18 +196,7 @@ export function normalizeCall(query: unknown, key: unknown, value: unknown, opti
   const k = checkTensorArg(key, 'key');
   const v = checkTensorArg(value, 'value');
   const policy = indexValuePolicy(q.device, opts.indexValuesOnDevice);
-  const raw = opts as Record<string, unknown>;
-  const entry = findEntry(DENSE_CALL, q, k, v, raw, policy.capturing);
-  if (entry) {
-    const { dropout, rng } = checkDropout(opts);
-    const t = liveTensors(q, k, v, opts);
-    const params = assembleParams(entry.skeleton, t, dropout);
-    if (t.out) checkOutAliasing(t.out, callInputs(params));
-    return { params, backends: entry.backends, rng, cached: entry };
-  }
-  const call = validateDense(q, k, v, opts, policy);
-  if (call.params.out) checkOutAliasing(call.params.out, callInputs(call.params));
-  return cacheable(call.params) ? { ...call, cached: addEntry(DENSE_CALL, call.params, raw, call.backends) } : call;
+  return cachedOrValidated(DENSE_CALL, q, k, v, opts, policy, true, () => validateDense(q, k, v, opts, policy));
 }
 
 /** Validates a dense call and returns what backends receive. Throws AttnInputError. */

@@ -19,6 +19,7 @@ import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
 import { flashCudaBackend, flashForward, planFor } from '@attn/flash-cuda';
+import { loopTimer } from './lib/loop-timer.mjs';
 
 const [B, Hq, Hk, Sk, D] = [8, 32, 8, 8192, 128];
 const N = 500;
@@ -106,18 +107,8 @@ if (process.argv.includes('--ncu')) {
   process.exit(0);
 }
 
-const start = new cuda.Event();
-const end = new cuda.Event();
 /** Microseconds per call: events around N back-to-back calls after WARMUP. */
-function loopUs(fn) {
-  for (let i = 0; i < WARMUP; i++) fn();
-  cuda.synchronize(0);
-  start.record();
-  for (let i = 0; i < N; i++) fn();
-  end.record();
-  end.synchronize();
-  return (start.elapsedMs(end) * 1e3) / N;
-}
+const loopUs = loopTimer(cuda, { warmup: WARMUP, calls: N });
 
 // The bench times correct calls: dense and paged with the identity table read the varlen call's bytes in
 // its order and give its bits (the timed paged variants read a shuffled table: other keys, other numbers).

@@ -18,6 +18,7 @@ import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
 import { flashForward, flashKvCacheForward, planFor } from '@attn/flash-cuda';
+import { loopTimer } from './lib/loop-timer.mjs';
 
 const [B, Hq, Hk, Sk, D, BS] = [8, 32, 8, 8192, 128, 256];
 const N = 500;
@@ -54,17 +55,8 @@ const varlenOpts = {
 const plainParams = core.normalizeVarlenParams(qPacked, kPool, vPool, varlenOpts);
 const copyDst = core.empty([2, B, Hk, D], o);
 
-const start = new cuda.Event();
-const end = new cuda.Event();
-function loopUs(fn) {
-  for (let i = 0; i < WARMUP; i++) fn();
-  cuda.synchronize(0);
-  start.record();
-  for (let i = 0; i < N; i++) fn();
-  end.record();
-  end.synchronize();
-  return (start.elapsedMs(end) * 1e3) / N;
-}
+/** Microseconds per call: events around N back-to-back calls after WARMUP. */
+const loopUs = loopTimer(cuda, { warmup: WARMUP, calls: N });
 const drop = (r) => {
   r.out.dispose();
   r.logsumexp.dispose();

@@ -205,33 +205,9 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
     : emptyOutput(OUTPUT_NAMES.logsumexp, [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
   const scratch: Tensor[] = [];
   try {
-    [nums[NUM.oBatchStride], nums[NUM.oHeadStride], nums[NUM.oRowStride]] = strides3(out, varlen);
-    nums[NUM.lseBatchStride] = varlen ? 0 : p.headsQ * p.seqQ;
-    nums[NUM.lseHeadStride] = varlen ? totalQ : p.seqQ;
-    nums[NUM.aligned16] = aligned16(p, [p.query, p.key, p.value, out], nums) ? 1 : 0;
-    nums[NUM.numSplits] = plan.numSplits;
-    ptrs[PTR.q] = p.query.dataPointer();
-    ptrs[PTR.k] = p.key.dataPointer();
-    ptrs[PTR.v] = p.value.dataPointer();
-    ptrs[PTR.out] = out.dataPointer();
-    ptrs[PTR.lse] = lse.dataPointer();
-    if (plan.numSplits > 1) {
-      const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
-      // One scratch allocation for both partials (one allocator round trip per call instead of two):
-      // O partials first, then the lse partials (float32 each, read and written element-wise).
-      const oElems = plan.numSplits * rows * plan.oaccumStride;
-      const partials = empty([oElems + plan.numSplits * rows], { dtype: 'float32', device });
-      scratch.push(partials);
-      const base = partials.dataPointer();
-      ptrs[PTR.oaccum] = base;
-      ptrs[PTR.lseAccum] = base + BigInt(oElems * 4);
-    }
-    ptrs[PTR.stream] = currentStream(device.index);
-    try {
-      a.forward(ptrs, nums);
-    } catch (e) {
-      rethrow(e);
-    }
+    const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
+    const lseStrides: [number, number] = varlen ? [0, totalQ] : [p.headsQ * p.seqQ, p.seqQ];
+    launchForward(a, p, ptrs, nums, plan, { q: p.query, out, lse, varlen, rows, lseStrides }, scratch);
   } catch (e) {
     if (out !== p.out) out.dispose(); // the user's out stays theirs
     lse.dispose();
@@ -242,6 +218,60 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
     for (const t of scratch) t.dispose();
   }
   return { out, logsumexp: lse };
+}
+
+/** Where one forward launch reads q and writes its outputs, and how many query rows (x heads) it has. */
+export interface ForwardIo {
+  readonly q: Tensor;
+  /** [B, Hq, Sq, Dv] (a view), or [totalQ, Hq, Dv] when varlen. */
+  readonly out: Tensor;
+  readonly lse: Tensor;
+  readonly varlen: boolean;
+  readonly rows: number;
+  /** lse's batch and head strides. */
+  readonly lseStrides: readonly [number, number];
+}
+
+/**
+ * The launch half of a forward call (flashForward and the kv-cache path): the output and lse strides,
+ * the alignment, the split partials (one scratch allocation, O partials then lse partials, pushed to
+ * `scratch` for the caller to free after the call), the pointers and the stream; then the kernels.
+ * ptrs / nums already hold the call's packed arguments, and plan is cachedPlan's for them.
+ */
+export function launchForward(
+  a: FlashAddon,
+  p: SdpaParams,
+  ptrs: BigUint64Array,
+  nums: Float64Array,
+  plan: FlashPlan,
+  io: ForwardIo,
+  scratch: Tensor[],
+): void {
+  [nums[NUM.oBatchStride], nums[NUM.oHeadStride], nums[NUM.oRowStride]] = strides3(io.out, io.varlen);
+  [nums[NUM.lseBatchStride], nums[NUM.lseHeadStride]] = io.lseStrides;
+  nums[NUM.aligned16] = aligned16(p, [io.q, p.key, p.value, io.out], nums) ? 1 : 0;
+  nums[NUM.numSplits] = plan.numSplits;
+  ptrs[PTR.q] = io.q.dataPointer();
+  ptrs[PTR.k] = p.key.dataPointer();
+  ptrs[PTR.v] = p.value.dataPointer();
+  ptrs[PTR.out] = io.out.dataPointer();
+  ptrs[PTR.lse] = io.lse.dataPointer();
+  if (plan.numSplits > 1) {
+    // One scratch allocation for both partials (one allocator round trip per call instead of two):
+    // O partials first, then the lse partials (float32 each, read and written element-wise).
+    const oElems = plan.numSplits * io.rows * plan.oaccumStride;
+    const partials = empty([oElems + plan.numSplits * io.rows], { dtype: 'float32', device: p.device });
+    scratch.push(partials);
+    const base = partials.dataPointer();
+    ptrs[PTR.oaccum] = base;
+    ptrs[PTR.lseAccum] = base + BigInt(oElems * 4);
+  }
+  ptrs[PTR.stream] = currentStream(p.device.index);
+  try {
+    a.forward(ptrs, nums);
+  } catch (e) {
+    rethrow(e);
+  }
 }
 
 /** What the addon would run for these params (kernel configuration, splits): diagnostics and benches. */

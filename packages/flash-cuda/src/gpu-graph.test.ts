@@ -7,7 +7,7 @@ import '@attn/cpu';
 import { randn, sdpaVarlen, type Tensor, tensor, type VarlenOptions } from '@attn/core';
 import { captureGraph, copyDeviceToDevice, type CudaStorage, memoryStats, synchronize } from '@attn/cuda';
 import { describe, expect, it } from 'vitest';
-import { relErr } from './gpu-compare.js';
+import { scaledMaxError as relErr } from '@attn/core/testing';
 import { flashCudaBackend } from './index.js';
 
 const av = flashCudaBackend.availability();

@@ -9,7 +9,7 @@ import { explainKvCache, type KvCacheOptions, randn, sdpaKvCache, type Tensor, t
 import { buildKvCacheCases, type KvCacheCaseSpec, runKvCacheCase } from '@attn/conformance';
 import { captureGraph, copyDeviceToDevice, type CudaStorage, synchronize } from '@attn/cuda';
 import { describe, expect, it } from 'vitest';
-import { relErr } from './gpu-compare.js';
+import { scaledMaxError as relErr } from '@attn/core/testing';
 import { flashCudaBackend } from './index.js';
 
 const av = flashCudaBackend.availability();

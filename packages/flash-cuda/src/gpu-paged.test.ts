@@ -8,7 +8,7 @@
 import '@attn/cpu';
 import { normalizeVarlenParams, randn, sdpaVarlen, type Tensor, tensor, type VarlenOptions } from '@attn/core';
 import { describe, expect, it } from 'vitest';
-import { relErr } from './gpu-compare.js';
+import { scaledMaxError as relErr } from '@attn/core/testing';
 import { flashCudaBackend, flashForward, planFor } from './index.js';
 
 const av = flashCudaBackend.availability();

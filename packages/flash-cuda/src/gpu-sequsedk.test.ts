@@ -7,7 +7,7 @@ import '@attn/cpu';
 import { normalizeParams, randn, sdpaBackward, sdpaForward, sdpaVarlen, type SdpaOptions, type Tensor, tensor } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { deviceProperties } from '@attn/cuda';
-import { relErr } from './gpu-compare.js';
+import { scaledMaxError as relErr } from '@attn/core/testing';
 import { flashCudaBackend, flashForward, planFor } from './index.js';
 
 const av = flashCudaBackend.availability();

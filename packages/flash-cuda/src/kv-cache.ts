@@ -6,7 +6,7 @@
 import { DeviceError, empty, emptyOutput, OUTPUT_NAMES, type ForwardOutputs, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream, kvAppendArgs } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
-import { aligned16, cachedPlan, factsOf, packArgs, requireAddon, rethrow, strides3 } from './forward.js';
+import { cachedPlan, factsOf, launchForward, packArgs, requireAddon, rethrow, strides3 } from './forward.js';
 
 const callArgs = argArrays();
 
@@ -68,30 +68,7 @@ export function flashKvCacheForward(p: SdpaParams): ForwardOutputs {
     const { ptrs, nums } = packKvCacheArgs(p, qRot, rowTable, factsOf(device.index), callArgs);
     const plan = cachedPlan(a, ptrs, nums);
     const outView = out.transpose(1, 2); // [B, Hq, Sq, Dv]
-    [nums[NUM.oBatchStride], nums[NUM.oHeadStride], nums[NUM.oRowStride]] = strides3(outView, false);
-    nums[NUM.lseBatchStride] = Hq * Sq;
-    nums[NUM.lseHeadStride] = Sq;
-    nums[NUM.aligned16] = aligned16(p, [qRot, p.key, p.value, out], nums) ? 1 : 0;
-    nums[NUM.numSplits] = plan.numSplits;
-    ptrs[PTR.q] = qRot.dataPointer();
-    ptrs[PTR.k] = p.key.dataPointer();
-    ptrs[PTR.v] = p.value.dataPointer();
-    ptrs[PTR.out] = out.dataPointer();
-    ptrs[PTR.lse] = lse.dataPointer();
-    if (plan.numSplits > 1) {
-      const rows = B * Hq * Sq;
-      const oElems = plan.numSplits * rows * plan.oaccumStride;
-      const partials = empty([oElems + plan.numSplits * rows], { dtype: 'float32', device });
-      scratch.push(partials);
-      ptrs[PTR.oaccum] = partials.dataPointer();
-      ptrs[PTR.lseAccum] = partials.dataPointer() + BigInt(oElems * 4);
-    }
-    ptrs[PTR.stream] = stream;
-    try {
-      a.forward(ptrs, nums);
-    } catch (e) {
-      rethrow(e);
-    }
+    launchForward(a, p, ptrs, nums, plan, { q: qRot, out: outView, lse, varlen: false, rows: B * Hq * Sq, lseStrides: [Hq * Sq, Sq] }, scratch);
     return { out: outView, logsumexp: lse };
   } catch (e) {
     out.dispose();

@@ -19,26 +19,13 @@ import {
   tensor,
   type VarlenOptions,
 } from '@attn/core';
+import { scaledMaxError as relErr } from '@attn/core/testing';
 import { cudaMathBackend } from '@attn/cuda';
 import { describe, expect, it } from 'vitest';
 
 const av = cudaMathBackend.availability();
 if (!av.ok) console.log(`per-call options on cuda:0 skipped: ${av.reason}`);
 const TOL = 3e-2; // half types, relative to the largest reference element
-
-/** max |a - b| / max(1, max |b|); Infinity when the NaN patterns differ. */
-function relErr(a: Tensor, b: Tensor): number {
-  const x = a.toFloat64Array();
-  const y = b.toFloat64Array();
-  let m = 0;
-  let scale = 1;
-  for (let i = 0; i < x.length; i++) {
-    if (Number.isNaN(x[i]!) !== Number.isNaN(y[i]!)) return Infinity;
-    if (x[i] !== y[i]) m = Math.max(m, Math.abs(x[i]! - y[i]!));
-    if (Number.isFinite(y[i]!)) scale = Math.max(scale, Math.abs(y[i]!));
-  }
-  return m / scale;
-}
 
 const cpu = (t: Tensor | null | undefined) => (t ? t.to('cpu') : t);
 const i32 = (xs: readonly number[], device: 'cpu' | 'cuda') => tensor([...xs], [xs.length], { dtype: 'int32', device });

@@ -79,19 +79,7 @@ struct DecodeIO {
   __device__ __noinline__ static void load_elementwise(E* smem, RowPtr row_ptr, int d, int lane) {
     for (int idx = lane; idx < kRows * Tr::kChunksPerRow; idx += 32) {
       const int row = idx / Tr::kChunksPerRow, chunk = idx % Tr::kChunksPerRow;
-      const uint16_t* src = reinterpret_cast<const uint16_t*>(row_ptr(row));
-      uint16_t v[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const int col = chunk * 8 + e;
-        v[e] = (src != nullptr && col < d) ? src[col] : uint16_t(0);
-      }
-      uint4 packed;
-      packed.x = v[0] | (uint32_t(v[1]) << 16);
-      packed.y = v[2] | (uint32_t(v[3]) << 16);
-      packed.z = v[4] | (uint32_t(v[5]) << 16);
-      packed.w = v[6] | (uint32_t(v[7]) << 16);
-      *reinterpret_cast<uint4*>(smem + swizzle_offset<Tr>(row, chunk, kRows)) = packed;
+      copy_chunk_elementwise<Tr, kRows>(smem, row_ptr(row), row, chunk, d);
     }
   }
 };

@@ -26,6 +26,25 @@ struct PageLocator {
   }
 };
 
+// One 16-byte chunk (8 elements) of a row copied element-wise into its swizzled place (tensors not
+// 16-byte aligned): columns >= d, and every column of a null row, become zero.
+template <typename Tr, int kRows, typename E>
+__device__ __forceinline__ void copy_chunk_elementwise(E* smem, const E* row_src, int row, int chunk, int d) {
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(row_src);
+  uint16_t v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const int col = chunk * 8 + e;
+    v[e] = (src != nullptr && col < d) ? src[col] : uint16_t(0);
+  }
+  uint4 packed;
+  packed.x = v[0] | (uint32_t(v[1]) << 16);
+  packed.y = v[2] | (uint32_t(v[3]) << 16);
+  packed.z = v[4] | (uint32_t(v[5]) << 16);
+  packed.w = v[6] | (uint32_t(v[7]) << 16);
+  *reinterpret_cast<uint4*>(smem + swizzle_offset<Tr>(row, chunk, kRows)) = packed;
+}
+
 template <typename Tr>
 struct TileIO {
   using E = typename Tr::Element;
@@ -52,19 +71,7 @@ struct TileIO {
       for (int it = 0; it < kChunks / Tr::kNThreads; ++it) {
         const int idx = it * Tr::kNThreads + tid;
         const int row = idx / Tr::kChunksPerRow, chunk = idx % Tr::kChunksPerRow;
-        const uint16_t* src = reinterpret_cast<const uint16_t*>(row_ptr(row));
-        uint16_t v[8];
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const int col = chunk * 8 + e;
-          v[e] = (src != nullptr && col < d) ? src[col] : uint16_t(0);
-        }
-        uint4 packed;
-        packed.x = v[0] | (uint32_t(v[1]) << 16);
-        packed.y = v[2] | (uint32_t(v[3]) << 16);
-        packed.z = v[4] | (uint32_t(v[5]) << 16);
-        packed.w = v[6] | (uint32_t(v[7]) << 16);
-        *reinterpret_cast<uint4*>(smem + swizzle_offset<Tr>(row, chunk, kRows)) = packed;
+        copy_chunk_elementwise<Tr, kRows>(smem, row_ptr(row), row, chunk, d);
       }
     }
   }
