@@ -3,16 +3,11 @@
 // below. Version-dependent rules read the AOTriton version the addon reports; without the addon
 // (the backend is unavailable then anyway) they assume the newest version this binding knows.
 import {
-  noKvCache,
-  noOutTensor,
-  noPagedKv,
   batchAndHeads,
   dtypeIn,
   headDimsEqual,
   lastDimContiguous,
   noAttnMask,
-  noSoftcap,
-  noSequsedK,
   nonzeroSeqLens,
   rule,
   tensorsOn,
@@ -21,6 +16,7 @@ import {
 } from '@attn/core';
 import { readEnvFlag, rocmFaLibraryRule, warnOnce, type Env, type FaLibraryDeps } from '@attn/rocm';
 import { archStatus, baseArch, ENABLE_EXPERIMENTAL_ENV, stableArchs } from './arch.js';
+import { aotritonNoKvCache, aotritonNoPagedKv, aotritonNoSequsedK, aotritonNoSoftcap } from './declines.js';
 import {
   efficientUsesAlignmentRule,
   hasDeterministicOption,
@@ -172,6 +168,7 @@ function common(deps: AotritonRuleDeps, what: 'Flash' | 'Mem Efficient'): Rule[]
 }
 
 export function flashRules(deps: AotritonRuleDeps): Rule[] {
+  const version = () => deps.version();
   return [
     ...common(deps, 'Flash'),
     noAttnMask,
@@ -182,11 +179,10 @@ export function flashRules(deps: AotritonRuleDeps): Rule[] {
     batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
     dtypeIn(['float16', 'bfloat16']),
     aotritonNoAlibi,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    aotritonNoSoftcap(version),
+    aotritonNoSequsedK(version),
+    aotritonNoPagedKv(version),
+    aotritonNoKvCache(version),
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),
@@ -194,6 +190,7 @@ export function flashRules(deps: AotritonRuleDeps): Rule[] {
 }
 
 export function efficientRules(deps: AotritonRuleDeps): Rule[] {
+  const version = () => deps.version();
   return [
     ...common(deps, 'Mem Efficient'),
     headDimsEqual,
@@ -204,11 +201,10 @@ export function efficientRules(deps: AotritonRuleDeps): Rule[] {
     dtypeIn(['float16', 'bfloat16', 'float32']),
     aotritonBias,
     aotritonNoAlibi,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    aotritonNoSoftcap(version),
+    aotritonNoSequsedK(version),
+    aotritonNoPagedKv(version),
+    aotritonNoKvCache(version),
     aotritonWindow(deps),
     aotritonNoDropout,
     aotritonDeterministic(deps),

@@ -1,6 +1,6 @@
 // 'ck-flash' and 'ck-efficient': CK tile's fmha_fwd/fmha_bwd behind two rule sets. Allocation and
 // marshalling here; the native shim only copies traits/args into CK's structs and calls the API.
-import { DeviceError, empty, zeros, type Backend, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import { DeviceError, empty, forwardOutput, zeros, type Backend, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream, type FaLibraryDeps } from '@attn/rocm';
 import { forwardArgs, forwardTraits } from './marshal/args.js';
 import { backwardArgs, backwardTraits, dqAccSplits } from './marshal/backward.js';
@@ -27,7 +27,8 @@ function forward(p: SdpaParams): ForwardOutputs {
   const addon = requireAddon();
   const device = p.device;
   const totalQ = p.varlen ? p.query.shape[0]! : 0;
-  const out = empty(p.varlen ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+  // The call's out (fmha_fwd_args takes o_ptr with its strides), or a new tensor.
+  const out = forwardOutput(p, p.varlen ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
   const lse = empty(p.varlen ? [p.headsQ, totalQ] : [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
   const r = addon.forward(forwardTraits(p), forwardArgs(p, { out, lse }), currentStream(device.index));
   if (r < 0) noInstance('fmha_fwd', r, p);

@@ -1,10 +1,11 @@
-import { explain, registerBackend, type SdpaOptions, type SelectionReport } from '@attn/core';
+import { explain, registerBackend, type RuleContext, type SdpaOptions, type SdpaParams, type SelectionReport } from '@attn/core';
 import { withIsolatedRegistry } from '@attn/core/testing';
 import { resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
 import fc from 'fast-check';
 import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { installFakeRocmRuntime, params, qkv, rocmTensor, varlenParams, type Qkv } from '@attn/rocm/testing';
 import { makeCkBackend } from './backend.js';
+import { ckNoKvCache, ckNoPagedKv, ckNoSequsedK, ckNoSoftcap } from './declines.js';
 import { encodeCkMask, MASK_BOTTOM_RIGHT, MASK_NONE, MASK_TOP_LEFT, type CkMask } from './mask.js';
 import { forwardArgs, forwardTraits } from './marshal/args.js';
 import { backwardArgs, dqAccSplits } from './marshal/backward.js';
@@ -169,5 +170,19 @@ describe('CK rules', () => {
     expect(failing(r, 'ck-flash')).toContain('noAttnMask');
     expect(failing(r, 'ck-efficient')).toEqual([]);
     expect(message(report(t, { dropoutP: 0.2 }), 'ck-flash', 'noDropout')).toMatch(/own Philox counter layout \(8-bit random values per warp tile, kept when <= floor\(\(1 - p\) \* 255\)/);
+  });
+  it("takes the call's out (fmha_fwd_args writes o_ptr with its strides)", () => {
+    for (const b of ['ck-flash', 'ck-efficient']) expect(failing(report(qkv(1, 2, 16, 16, 64), { out: rocmTensor([1, 2, 16, 64]) }), b)).toEqual([]);
+  });
+  it("declines softcap, sequsedK, paged K/V and sdpaKvCache with CK's reason", () => {
+    const ctx = {} as RuleContext;
+    const p = (fields: Partial<Record<keyof SdpaParams, unknown>>): SdpaParams =>
+      ({ softcap: 0, sequsedK: null, paged: null, kvCache: null, varlen: null, ...fields }) as unknown as SdpaParams;
+    expect(ckNoSoftcap.check(p({ softcap: 30 }), ctx)).toMatch(/fmha_bwd has no logits soft cap .*only after 8e22e1ae \(logits_soft_cap\)/);
+    expect(ckNoSequsedK.check(p({ sequsedK: {} }), ctx)).toMatch(/seqlen_k_ptr\) only in group \(varlen\) mode, never for dense/);
+    expect(ckNoSequsedK.check(p({ sequsedK: {}, varlen: {} }), ctx)).toMatch(/only in group mode, and this binding does not pass them/);
+    expect(ckNoPagedKv.check(p({ paged: {} }), ctx)).toMatch(/no block table \(paged K\/V is only in CK's fmha_fwd_splitkv/);
+    expect(ckNoKvCache.check(p({ kvCache: {} }), ctx)).toMatch(/fmha_fwd_appendkv and fmha_fwd_splitkv/);
+    for (const r of [ckNoSoftcap, ckNoSequsedK, ckNoPagedKv, ckNoKvCache]) expect(r.check(p({}), ctx)).toBeNull();
   });
 });

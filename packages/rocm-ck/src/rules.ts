@@ -2,23 +2,19 @@
 // §2.7/§2.9): gfx90a/gfx942/gfx950, fp16/bf16, head dims 32..256 in multiples of 8, GQA on flash only,
 // an additive bias on efficient only, ALiBi and windows on both.
 import {
-  noKvCache,
-  noOutTensor,
-  noPagedKv,
   batchAndHeads,
   dtypeIn,
   headDimMultipleOf,
   headDimVMultipleOf,
   lastDimContiguous,
   noAttnMask,
-  noSoftcap,
-  noSequsedK,
   nonzeroSeqLens,
   rule,
   tensorsOn,
   type Rule,
 } from '@attn/core';
 import { rocmFaLibraryRule, type FaLibraryDeps } from '@attn/rocm';
+import { ckNoKvCache, ckNoPagedKv, ckNoSequsedK, ckNoSoftcap } from './declines.js';
 import { loadCk } from './native.js';
 
 export const CK_ARCHS: readonly string[] = ['gfx90a', 'gfx942', 'gfx950'];
@@ -124,11 +120,10 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     ckGqaBackward,
     dtypeIn(['float16', 'bfloat16']),
     ckAlibiSlopes,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    ckNoSoftcap,
+    ckNoSequsedK,
+    ckNoPagedKv,
+    ckNoKvCache,
     ckNoDropout,
   ];
 }
@@ -146,11 +141,10 @@ export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutPr
     dtypeIn(['float16', 'bfloat16']),
     ckBiasRule,
     ckAlibiSlopes,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    ckNoSoftcap,
+    ckNoSequsedK,
+    ckNoPagedKv,
+    ckNoKvCache,
     ckNoDropout,
   ];
 }
