@@ -4,6 +4,7 @@ import { DeviceError, empty, forwardOutput, zeros, type Backend, type ForwardOut
 import { currentStream, type FaLibraryDeps } from '@attn/rocm';
 import { forwardArgs, forwardTraits } from './marshal/args.js';
 import { backwardArgs, backwardTraits, dqAccSplits } from './marshal/backward.js';
+import { expandedShape, headGroupSumArgs } from './marshal/head-groups.js';
 import { ckAvailability, loadCk, type CkAddon } from './native.js';
 import { efficientRules, flashRules, type BwdLayoutProbe } from './rules.js';
 
@@ -43,17 +44,30 @@ function backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradie
   const dk = empty(p.key.shape, { dtype: p.dtype, device });
   const dv = empty(p.value.shape, { dtype: p.dtype, device });
   const dbias = p.mask ? empty(p.mask.tensor.shape, { dtype: p.dtype, device }) : null;
+  // GQA/MQA: CK writes dK/dV per query head; they are summed into dk/dv afterwards (head-groups.ts).
+  const grouped = p.headsQ !== p.headsKV;
+  const dkHeads = grouped ? empty(expandedShape(p, p.headDim), { dtype: p.dtype, device }) : dk;
+  const dvHeads = grouped ? empty(expandedShape(p, p.headDimV), { dtype: p.dtype, device }) : dv;
   const d = empty(saved.logsumexp.shape, f32);
   const splits = dqAccSplits(p);
   const accShape = p.varlen ? [splits, p.headsQ, p.query.shape[0]!, p.headDim] : [splits, p.batch, p.headsQ, p.seqQ, p.headDim];
   const dqAcc = zeros(accShape, f32);
+  const stream = currentStream(device.index);
   try {
-    const args = backwardArgs(p, { out: saved.out, lse: saved.logsumexp, gradOut, d, dq, dk, dv, dbias, dqAcc });
-    const r = addon.backward(backwardTraits(p), args, currentStream(device.index));
+    const args = backwardArgs(p, { out: saved.out, lse: saved.logsumexp, gradOut, d, dq, dk: dkHeads, dv: dvHeads, dbias, dqAcc });
+    const r = addon.backward(backwardTraits(p), args, stream);
     if (r < 0) noInstance('fmha_bwd', r, p);
+    if (grouped) {
+      addon.sumHeadGroups(headGroupSumArgs(p, dkHeads, dk), stream);
+      addon.sumHeadGroups(headGroupSumArgs(p, dvHeads, dv), stream);
+    }
   } finally {
     d.dispose();
     dqAcc.dispose();
+    if (grouped) {
+      dkHeads.dispose();
+      dvHeads.dispose();
+    }
   }
   return dbias ? { dq, dk, dv, dbias } : { dq, dk, dv };
 }
@@ -65,7 +79,7 @@ export function makeCkBackend(kind: CkKind, fa?: () => FaLibraryDeps, bwdLayout?
     defaultPriority: kind === 'flash' ? 190 : 140,
     description:
       kind === 'flash'
-        ? "Composable Kernel's tile fmha (PyTorch's CK flash path): fp16/bf16, GQA, causal/window, ALiBi, varlen, backward"
+        ? "Composable Kernel's tile fmha (PyTorch's CK flash path): fp16/bf16, GQA (forward and backward), causal/window, ALiBi, varlen, backward"
         : "Composable Kernel's tile fmha with an additive bias (PyTorch's CK memory-efficient path): fp16/bf16, no GQA",
     availability: ckAvailability,
     rules: kind === 'flash' ? flashRules(fa, bwdLayout) : efficientRules(fa, bwdLayout),

@@ -149,12 +149,11 @@ describe('CK rules', () => {
     device.setArch('gfx1100');
     expect(message(report(qkv(1, 1, 8, 8, 64), {}), 'ck-flash', 'ckArch')).toMatch(/gfx90a, gfx942, gfx950 only; this GPU is gfx1100/);
   });
-  it('GQA on flash (forward), not on efficient; GQA backward declined', () => {
+  it('GQA on flash, forward and backward; not on efficient', () => {
     const t = qkv(1, 8, 16, 16, 64, { hk: 2 });
     expect(failing(report(t, { enableGqa: true }), 'ck-flash')).toEqual([]);
+    expect(failing(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash')).toEqual([]);
     expect(failing(report(t, { enableGqa: true }), 'ck-efficient')).toContain('batchAndHeads(gqa=false, sameKvHeads=true, mqa=false)');
-    expect(failing(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash')).toEqual(['ckGqaBackward']);
-    expect(message(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash', 'ckGqaBackward')).toMatch(/per query head \(8 heads; .* sum each group of 4 into the 2/);
   });
   it("backward is declined on a CK whose fmha_bwd_args has the workspace layout; forward still runs", () => {
     const t = qkv(1, 2, 16, 16, 64);

@@ -1,6 +1,7 @@
 // The rules of 'ck-flash' and 'ck-efficient' (PyTorch's CK path, sdp-selection.md §6, rocm-backends.md
-// §2.7/§2.9): gfx90a/gfx942/gfx950, fp16/bf16, head dims 32..256 in multiples of 8, GQA on flash only,
-// an additive bias on efficient only, ALiBi and windows on both.
+// §2.7/§2.9): gfx90a/gfx942/gfx950, fp16/bf16, head dims 32..256 in multiples of 8, GQA on flash only
+// (forward and backward: marshal/head-groups.ts), an additive bias on efficient only, ALiBi and windows
+// on both.
 import {
   batchAndHeads,
   dtypeIn,
@@ -65,18 +66,6 @@ export const ckAlibiSlopes: Rule = rule('ckAlibi', (p) => {
 });
 
 /**
- * CK's fmha_bwd takes nhead_q/nhead_k, but its dq_dk_dv kernel writes dK/dV per query head (the
- * example's runner and PyTorch's mha_bwd_ck allocate dk/dv with h_q heads, "dk_expanded", and sum
- * each group of h_q/h_k heads afterwards). attn has no device reduction to do that sum, so GQA/MQA
- * backward is declined here (forward is fine; AOTriton's backward reduces inside the library).
- */
-export const ckGqaBackward: Rule = rule('ckGqaBackward', (p) =>
-  p.requiresGrad && p.headsQ !== p.headsKV
-    ? `CK's backward writes dK/dV per query head (${p.headsQ} heads; callers such as PyTorch sum each group of ${p.headsQ / p.headsKV} into the ${p.headsKV} key/value heads), and this binding has no device reduction for that sum; repeat the key/value heads for training, or use AOTriton, whose backward reduces the groups itself.`
-    : null,
-);
-
-/**
  * Whether the loaded addon's CK has the dq_acc backward layout (fmha_bwd_args with dq_acc_ptr and
  * its strides), which the binding marshals; null when the addon is not loaded (then the backend is
  * unavailable anyway).
@@ -117,7 +106,6 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     nonzeroSeqLens,
     lastDimContiguous(),
     batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
-    ckGqaBackward,
     dtypeIn(['float16', 'bfloat16']),
     ckAlibiSlopes,
     ckNoSoftcap,
