@@ -41,13 +41,16 @@ function backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradie
   const device = p.device;
   const f32 = { dtype: 'float32' as const, device };
   const dq = zeros(p.query.shape, { dtype: p.dtype, device }); // CK accumulates dq
-  const dk = empty(p.key.shape, { dtype: p.dtype, device });
-  const dv = empty(p.value.shape, { dtype: p.dtype, device });
-  const dbias = p.mask ? empty(p.mask.tensor.shape, { dtype: p.dtype, device }) : null;
   // GQA/MQA: CK writes dK/dV per query head; they are summed into dk/dv afterwards (head-groups.ts).
+  // With sequsedK, CK writes no dK/dV row past a sequence's used keys, so what it writes into starts
+  // at zero (those gradients are 0).
   const grouped = p.headsQ !== p.headsKV;
-  const dkHeads = grouped ? empty(expandedShape(p, p.headDim), { dtype: p.dtype, device }) : dk;
-  const dvHeads = grouped ? empty(expandedShape(p, p.headDimV), { dtype: p.dtype, device }) : dv;
+  const ckWrites = p.sequsedK ? zeros : empty;
+  const dk = (grouped ? empty : ckWrites)(p.key.shape, { dtype: p.dtype, device });
+  const dv = (grouped ? empty : ckWrites)(p.value.shape, { dtype: p.dtype, device });
+  const dbias = p.mask ? empty(p.mask.tensor.shape, { dtype: p.dtype, device }) : null;
+  const dkHeads = grouped ? ckWrites(expandedShape(p, p.headDim), { dtype: p.dtype, device }) : dk;
+  const dvHeads = grouped ? ckWrites(expandedShape(p, p.headDimV), { dtype: p.dtype, device }) : dv;
   const d = empty(saved.logsumexp.shape, f32);
   const splits = dqAccSplits(p);
   const accShape = p.varlen ? [splits, p.headsQ, p.query.shape[0]!, p.headDim] : [splits, p.batch, p.headsQ, p.seqQ, p.headDim];
@@ -79,7 +82,7 @@ export function makeCkBackend(kind: CkKind, fa?: () => FaLibraryDeps, bwdLayout?
     defaultPriority: kind === 'flash' ? 190 : 140,
     description:
       kind === 'flash'
-        ? "Composable Kernel's tile fmha (PyTorch's CK flash path): fp16/bf16, GQA (forward and backward), causal/window, ALiBi, varlen, backward"
+        ? "Composable Kernel's tile fmha (PyTorch's CK flash path): fp16/bf16, GQA (forward and backward), causal/window, ALiBi, varlen with sequsedK, backward"
         : "Composable Kernel's tile fmha with an additive bias (PyTorch's CK memory-efficient path): fp16/bf16, no GQA",
     availability: ckAvailability,
     rules: kind === 'flash' ? flashRules(fa, bwdLayout) : efficientRules(fa, bwdLayout),

@@ -1,5 +1,5 @@
 // Features CK's tile fmha_fwd / fmha_bwd (example/ck_tile/01_fmha, the API this binding and PyTorch
-// call) do not have, declined with CK's own reason. Checked against fmha_fwd.hpp / fmha_bwd.hpp at
+// call) do not have, declined with CK's own reason; and sequsedK, which CK takes in group mode only. Checked against fmha_fwd.hpp / fmha_bwd.hpp at
 // 8e22e1ae (2024-10) and at the newest indexed revisions (fmha_fwd 01ab82ef, fmha_bwd 0282f870;
 // README "Checked against CK"). The attn output is not among them: fmha_fwd_args takes o_ptr with
 // its strides, so the backends take the call's out.
@@ -16,15 +16,20 @@ export const ckNoSoftcap: Rule = rule('noSoftcap', (p) =>
 );
 
 /**
- * fmha_fwd_args.seqlen_k_ptr is "only used if both seqstart_q_ptr & seqstart_k_ptr are not nullptr"
- * (group mode); batch mode has no per-batch key length. In group mode the forward would take it, but
- * fmha_bwd leaves the dK/dV rows past each used length unwritten, and this binding does not pass it.
+ * sequsedK is CK's seqlen_k_ptr, which fmha_fwd_args and fmha_bwd_args read "only ... if both
+ * seqstart_q_ptr & seqstart_k_ptr are not nullptr" (group mode, attn's varlen): the kernels then
+ * take seqlen_k = seqlen_k_ptr[b] without clamping it to the sequence's keys, so the lengths must
+ * have been validated on the host. Batch mode has no per-batch key length.
  */
-export const ckNoSequsedK: Rule = rule('noSequsedK', (p) => {
+export const ckSequsedK: Rule = rule('ckSequsedK', (p) => {
   if (!p.sequsedK) return null;
-  return p.varlen
-    ? "CK reads per-batch used key lengths (seqlen_k_ptr) only in group mode, and this binding does not pass them (its backward would leave dK/dV past each used length unwritten); slice the keys to the used ones and pass those lengths as cuSeqlensK, or use a backend that takes sequsedK."
-    : "CK's fmha_fwd reads per-batch key lengths (seqlen_k_ptr) only in group (varlen) mode, never for dense [B, H, S, D] inputs; slice key and value to the used keys, or use a backend that takes sequsedK.";
+  if (!p.varlen) {
+    return "CK's fmha_fwd reads per-batch used key lengths (seqlen_k_ptr) only in group (varlen) mode, never for dense [B, H, S, D] inputs; pass the call as sdpaVarlen (cuSeqlensQ/K) with sequsedK, or slice key and value to the used keys.";
+  }
+  if (p.indexValuesOnDevice) {
+    return "CK takes seqlen_k_ptr[b] as sequence b's key count without clamping it to the keys the sequence has, so sequsedK must be validated on the host; leave indexValuesOnDevice unset, or use a backend that clamps it on the device (flash-cuda).";
+  }
+  return null;
 });
 
 /**

@@ -15,7 +15,7 @@ import {
   type Rule,
 } from '@attn/core';
 import { rocmFaLibraryRule, type FaLibraryDeps } from '@attn/rocm';
-import { ckNoKvCache, ckNoPagedKv, ckNoSequsedK, ckNoSoftcap } from './declines.js';
+import { ckNoKvCache, ckNoPagedKv, ckNoSoftcap, ckSequsedK } from './declines.js';
 import { loadCk } from './native.js';
 
 export const CK_ARCHS: readonly string[] = ['gfx90a', 'gfx942', 'gfx950'];
@@ -109,7 +109,7 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     dtypeIn(['float16', 'bfloat16']),
     ckAlibiSlopes,
     ckNoSoftcap,
-    ckNoSequsedK,
+    ckSequsedK,
     ckNoPagedKv,
     ckNoKvCache,
     ckNoDropout,
@@ -130,7 +130,7 @@ export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutPr
     ckBiasRule,
     ckAlibiSlopes,
     ckNoSoftcap,
-    ckNoSequsedK,
+    ckSequsedK,
     ckNoPagedKv,
     ckNoKvCache,
     ckNoDropout,
