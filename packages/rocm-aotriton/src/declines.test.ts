@@ -22,6 +22,9 @@ describe('AOTriton declines', () => {
   it('name the loaded AOTriton version and what its flash API lacks', () => {
     expect(aotritonNoSoftcap(v0112).check(params({ softcap: 30 }), ctx)).toMatch(/^AOTriton 0\.11\.2 has no logits soft cap: .*Sm_scale only \(0\.10b to 0\.13b\)/);
     expect(aotritonNoSequsedK(v0112).check(params({ sequsedK: {} }), ctx)).toMatch(/^AOTriton 0\.11\.2 takes no per-batch used-key count .*cu_seqlens_k only/);
+    expect(aotritonNoSequsedK(() => ({ major: 0, minor: 12, patch: 1 })).check(params({ sequsedK: {} }), ctx)).toMatch(
+      /^AOTriton 0\.12\.1 takes used key lengths only as the cu_seqlens_k of its padded or strided varlen layouts .* does not marshal/,
+    );
     expect(aotritonNoPagedKv(v0112).check(params({ paged: {} }), ctx)).toMatch(/^AOTriton 0\.11\.2 has no paged K\/V: .*no block table/);
     expect(aotritonNoKvCache(v0112).check(params({ kvCache: {} }), ctx)).toMatch(/^AOTriton 0\.11\.2 has no KV-cache call: its flash API is attn_fwd and attn_bwd/);
   });

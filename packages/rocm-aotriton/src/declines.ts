@@ -4,10 +4,13 @@
 // against AOTriton's headers"). The attn output is not among them: attn_fwd writes a strided
 // TensorView, so the backends take the call's out.
 import { rule, type Rule } from '@attn/core';
-import { LATEST_KNOWN, versionString, type AotritonVersion } from './version.js';
+import { compareVersions, LATEST_KNOWN, versionString, type AotritonVersion } from './version.js';
 
 /** The AOTriton version the addon was built against, or null when it is not loaded. */
 export type VersionProbe = () => AotritonVersion | null;
+
+/** The first AOTriton with padded / strided varlen (attn_fwd_params::seq_strides_q/k). */
+const PADDED_VARLEN: AotritonVersion = { major: 0, minor: 12, patch: 0 };
 
 const named = (version: VersionProbe): string => `AOTriton ${versionString(version() ?? LATEST_KNOWN)}`;
 
@@ -21,15 +24,21 @@ export function aotritonNoSoftcap(version: VersionProbe): Rule {
 }
 
 /**
- * AOTriton's varlen reads cumulative lengths (cu_seqlens_q/k) and, from 0.12, padded or strided
- * per-sequence offsets (seq_strides_q/k); none of its parameters is a per-batch count of used keys.
+ * Before 0.12, AOTriton's varlen is compact only: key lengths come from cu_seqlens_k, with no
+ * per-batch used-key count. 0.12 added padded (BHSD) and strided (THD with gaps, seq_strides_q/k)
+ * varlen layouts whose cu_seqlens_k are the actual lengths, which could carry sequsedK; this binding
+ * marshals the compact layout only, so the rule says which of the two applies.
  */
 export function aotritonNoSequsedK(version: VersionProbe): Rule {
-  return rule('noSequsedK', (p) =>
-    p.sequsedK
-      ? `${named(version)} takes no per-batch used-key count (FlashAttention's seqused_k): attn_fwd/attn_bwd read the key lengths from cu_seqlens_k only; slice the keys to the used ones (varlen: pass those lengths as cuSeqlensK), or use a backend that takes sequsedK.`
-      : null,
-  );
+  return rule('noSequsedK', (p) => {
+    if (!p.sequsedK) return null;
+    const v = version() ?? LATEST_KNOWN;
+    const fix = 'slice the keys to the used ones (varlen: pass those lengths as cuSeqlensK), or use a backend that takes sequsedK.';
+    if (compareVersions(v, PADDED_VARLEN) < 0) {
+      return `${named(version)} takes no per-batch used-key count (FlashAttention's seqused_k): its varlen reads the key lengths from cu_seqlens_k only (compact layout); ${fix}`;
+    }
+    return `${named(version)} takes used key lengths only as the cu_seqlens_k of its padded or strided varlen layouts (varlen_type PaddedVarlen / StridedVarlen, from 0.12), which this binding does not marshal (it passes the compact layout); ${fix}`;
+  });
 }
 
 /** attn_fwd reads K and V as [B, Hk, Sk, D] TensorViews (or packed varlen rows); no block table. */
