@@ -118,9 +118,14 @@ export const aotritonBias: Rule = rule('aotritonBias', (p) => {
   return null;
 });
 
-export const aotritonNoAlibi: Rule = rule('noAlibi', (p) =>
-  p.alibiSlopes ? `AOTriton is built without ALiBi (USE_ALIBI is compiled off); drop alibiSlopes ${CK_HINT}, whose kernels take ALiBi.` : null,
-);
+/** attn_fwd sets USE_ALIBI = false (v3src/flash/attn_fwd.cc, 0.10b to 0.13b): no ALiBi kernels. */
+export function aotritonNoAlibi(deps: AotritonRuleDeps): Rule {
+  return rule('noAlibi', (p) =>
+    p.alibiSlopes
+      ? `AOTriton ${versionString(versionOf(deps))} is built without ALiBi (attn_fwd compiles USE_ALIBI off, 0.10b to 0.13b); drop alibiSlopes ${CK_HINT}, whose kernels take ALiBi.`
+      : null,
+  );
+}
 
 /**
  * AOTriton supports dropout, but draws the mask its own way (tritonsrc/dropout.py, fwd_kernel.py at
@@ -131,11 +136,13 @@ export const aotritonNoAlibi: Rule = rule('noAlibi', (p) =>
  * [j>>2, i, b*Hq+h, offset] keyed by (lo32(seed), hi32(seed)). The two can't be reconciled
  * without changing AOTriton's kernels, so the rule declines dropout to keep "same seed, same mask".
  */
-export const aotritonNoDropout: Rule = rule('noDropout', (p) =>
-  p.dropout
-    ? `AOTriton draws dropout with its own Philox counter layout (tl.randint4x on one linear counter per four keys: philox_offset + (b*Hq+h)*Max_seqlen_q*ceil(Sk/4) + i*ceil(Sk/4) + j/4), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements here than on every other backend; use dropoutP: 0 here, or another backend for dropout.`
-    : null,
-);
+export function aotritonNoDropout(deps: AotritonRuleDeps): Rule {
+  return rule('noDropout', (p) =>
+    p.dropout
+      ? `AOTriton ${versionString(versionOf(deps))} draws dropout with its own Philox counter layout (tl.randint4x on one linear counter per four keys: philox_offset + (b*Hq+h)*Max_seqlen_q*ceil(Sk/4) + i*ceil(Sk/4) + j/4), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements here than on every other backend; use dropoutP: 0 here, or another backend for dropout.`
+      : null,
+  );
+}
 
 /** The window must be encodable, and AOTriton 0.10-0.11.1 ignores window_right in the forward. */
 export function aotritonWindow(deps: AotritonRuleDeps): Rule {
@@ -178,13 +185,13 @@ export function flashRules(deps: AotritonRuleDeps): Rule[] {
     lastDimContiguous(),
     batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
     dtypeIn(['float16', 'bfloat16']),
-    aotritonNoAlibi,
+    aotritonNoAlibi(deps),
     aotritonNoSoftcap(version),
     aotritonNoSequsedK(version),
     aotritonNoPagedKv(version),
     aotritonNoKvCache(version),
     aotritonWindow(deps),
-    aotritonNoDropout,
+    aotritonNoDropout(deps),
     aotritonDeterministic(deps),
   ];
 }
@@ -200,13 +207,13 @@ export function efficientRules(deps: AotritonRuleDeps): Rule[] {
     batchAndHeads({ gqa: false, sameKvHeads: true, mqa: false }),
     dtypeIn(['float16', 'bfloat16', 'float32']),
     aotritonBias,
-    aotritonNoAlibi,
+    aotritonNoAlibi(deps),
     aotritonNoSoftcap(version),
     aotritonNoSequsedK(version),
     aotritonNoPagedKv(version),
     aotritonNoKvCache(version),
     aotritonWindow(deps),
-    aotritonNoDropout,
+    aotritonNoDropout(deps),
     aotritonDeterministic(deps),
   ];
 }

@@ -174,7 +174,7 @@ describe('CK rules', () => {
     const r = report(t, { attnMask: rocmTensor([16, 16]) });
     expect(failing(r, 'ck-flash')).toContain('noAttnMask');
     expect(failing(r, 'ck-efficient')).toEqual([]);
-    expect(message(report(t, { dropoutP: 0.2 }), 'ck-flash', 'noDropout')).toMatch(/own Philox counter layout \(8-bit random values per warp tile, kept when <= floor\(\(1 - p\) \* 255\)/);
+    expect(message(report(t, { dropoutP: 0.2 }), 'ck-flash', 'noDropout')).toMatch(/checked at 8e22e1ae\) with its own Philox counter layout \(8-bit random values per warp tile, kept when <= floor\(\(1 - p\) \* 255\)/);
   });
   it("takes the call's out (fmha_fwd_args writes o_ptr with its strides)", () => {
     for (const b of ['ck-flash', 'ck-efficient']) expect(failing(report(qkv(1, 2, 16, 16, 64), { out: rocmTensor([1, 2, 16, 64]) }), b)).toEqual([]);

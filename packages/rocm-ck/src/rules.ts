@@ -40,7 +40,7 @@ export const ckHeadDim: Rule = rule('ckHeadDim', (p) => {
  */
 export const ckNoDropout: Rule = rule('noDropout', (p) =>
   p.dropout
-    ? `CK draws dropout with its own Philox counter layout (8-bit random values per warp tile, kept when <= floor((1 - p) * 255), so p is also rounded to 1/255), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements than on every other backend; use dropoutP: 0 here.`
+    ? `CK draws dropout (ck_tile BlockDropout, checked at 8e22e1ae) with its own Philox counter layout (8-bit random values per warp tile, kept when <= floor((1 - p) * 255), so p is also rounded to 1/255), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements than on every other backend; use dropoutP: 0 here.`
     : null,
 );
 
