@@ -22,7 +22,7 @@ namespace attn::flash {
 // memory), and each computes half of dQ's columns.
 template <int kHeadDim_, int kBlockM_, typename Element_>
 struct BwdSm90Traits : SmemRows<kHeadDim_> {
-  static constexpr int kVersion = 90;  // flash_bwd_launch.h picks the body by this and kRoles
+  static constexpr BwdForm kForm = BwdForm::kSm90;  // flash_bwd_launch.h picks the body by this and kRoles
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;

@@ -2,7 +2,7 @@
 // AtomLayoutNdKV / AtomLayoutMdQ). Same work per CTA as version 2 (flash_bwd_kernel.h: kBlockN keys of
 // one (batch, KV head), every query head of the group and every query block that sees a key), same
 // elementwise math (bwd_scores.h), same dQ atomics and the same order of every sum, but each GEMM has its
-// own warp layout (bwd_traits.h, BwdTraitsV3), so P^T and dS^T pass through shared memory:
+// own warp layout (bwd_traits.h, BwdTraits2d), so P^T and dS^T pass through shared memory:
 //   prefetch Q, dO of the next pair into the other stage     (always two stages)
 //   S^T = K Q_m^T, dP^T = V dO_m^T     warps: keys x queries; per pass of kPassRows queries
 //   P, dS elementwise -> sP^T, sdS^T   (bf16/fp16, the operands version 2 packed in registers)
@@ -29,7 +29,7 @@ struct BwdTypeTag {
 };
 
 template <typename Tr>
-__global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const __grid_constant__ BwdParams p) {
+__global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const __grid_constant__ BwdParams p) {
   using E = typename Tr::Element;
   using Op = MmaOp<E>;
   using IO = TileIO<Tr>;
@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
       // one branch per n8 column group, after the column's lse/Dsum loads (shared by both forms), spills
       // nothing (the lse/Dsum loads hoisted before one whole-loop branch: 8 bytes).
       constexpr bool kPlainPerColumn = Tr::kHeadDim > 128;
-      const bool plain = p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN);
+      const bool plain = plain_tile(f, rc, i0, kM, j0, kN);
       auto plain_cols = [&](int nt, float2 l2, float2 d2) {
 #pragma unroll
         for (int mt = 0; mt < kAM; ++mt)
