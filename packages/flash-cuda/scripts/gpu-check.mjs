@@ -372,7 +372,7 @@ function bench(quick) {
       rows.push({ kind: 'decode-splits', splits: numSplits, us: ts.gpuMs * 1e3 });
       log(`      splits ${numSplits}: ${(ts.gpuMs * 1e3).toFixed(1)} us GPU`);
     }
-    // The other decode tiles, forced by name (v3: 'lean_small' 64x128 is forced-only; 'small' is 64x64, Q in registers).
+    // The other decode tiles by name (the plan picks 'lean_small', 64x128; 'small' is 64x64, Q in registers).
     for (const kernel of ['bf16_d128_small', 'bf16_d128_lean_small']) {
       if (kernel === plan.kernel || !info?.kernelNames?.includes(kernel)) continue;
       for (const numSplits of [undefined, 8]) {

@@ -8,7 +8,7 @@
 //   dQ = dS.K                    M = kBlockM queries, N = D / 2 per warpgroup, k = 128 keys
 //                                                                             A = dS^T, B = K (smem, MN-major)
 // Per warp the accumulators have mma.m16n8k16's layout (16 keys per warp, n8 query groups), so the
-// elementwise part (bwd_scores.h) is version 2's, and P^T / dS^T feed the next GEMMs from registers.
+// elementwise part (bwd_scores.h) is the mma.sync kernels', and P^T / dS^T feed the next GEMMs from registers.
 #pragma once
 #include <cstdint>
 
