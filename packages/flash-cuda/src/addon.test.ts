@@ -152,7 +152,8 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       split.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
       split.nums[NUM.numSplits] = 3;
       expect(() => a!.plan(split.nums, split.ptrs)).toThrow(/split-KV/);
-      const forcedTile = nums([4, 16, 16, 4096, 4096, 128], {}, A100);
+      // A tile forced by index (tests): the Hopper one is refused off sm90 (a B200-like device: 227 KB, sm100).
+      const forcedTile = nums([4, 16, 16, 4096, 4096, 128], {}, { ...H100, major: 10, minor: 0 });
       forcedTile.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90ws');
       expect(() => a!.plan(forcedTile.nums, forcedTile.ptrs)).toThrow(/only on sm90/);
     },

@@ -152,6 +152,7 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
   p.f = params_from_abi(ptrs, nums);  // re-checks shapes, strides, features; out and lse are the saved ones
   if (p.f.block_table != nullptr) throw std::invalid_argument("flash-cuda: paged K/V (a block table) is forward only");
   p.deterministic = as_flag(bnums, kDeterministic, "deterministic flag");
+  p.plain_tiles = p.f.softcap_out == 0.f && p.f.alibi == nullptr && !p.f.dropout;
   p.f.aligned16 = p.f.aligned16 && as_flag(bnums, kGradAligned16, "gradient alignment flag");
   const bool bf16 = nums[kIsBf16] == 1;
   const BwdPlan pl =

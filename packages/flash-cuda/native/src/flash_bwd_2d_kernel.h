@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
       // one branch per n8 column group, after the column's lse/Dsum loads (shared by both forms), spills
       // nothing (the lse/Dsum loads hoisted before one whole-loop branch: 8 bytes).
       constexpr bool kPlainPerColumn = Tr::kHeadDim > 128;
-      const bool plain = plain_tile(f, rc, i0, kM, j0, kN);
+      const bool plain = p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN);
       auto plain_cols = [&](int nt, float2 l2, float2 d2) {
 #pragma unroll
         for (int mt = 0; mt < kAM; ++mt)

@@ -143,7 +143,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
       }
     }
     // element (r, c): query row g + 8r of the warp, key column 2t + c
-    if (plain_tile(f, rc, i0, kM, j0, kN)) {
+    if (p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN)) {
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll

@@ -257,7 +257,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
     }
 
     // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
-    if (plain_tile(f, rc, i0, kM, j0, kN)) {
+    if (p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN)) {
 #pragma unroll
       for (int nt = 0; nt < kQT; ++nt) {
         const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);

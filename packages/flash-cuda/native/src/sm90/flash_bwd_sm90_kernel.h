@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
 
     // ---- S^T = K Q^T and dP^T = V dO^T for this warpgroup's 64 keys, one commit group each: on plain tiles
     // P is computed while the dP^T GEMM still runs.
-    const bool plain = plain_tile(f, rc, i0, kM, j0, kN);
+    const bool plain = p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN);
     float st[kQT][4], dpt[kQT][4];
     sm90::fence_operands(st);
     sm90::fence_operands(dpt);

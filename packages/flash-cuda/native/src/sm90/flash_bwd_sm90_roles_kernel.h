@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
       i = i0 + (x >> 2) * 8 + 2 * t + (x & 1);
       j = j0 + kw * 16 + g + 8 * ((x >> 1) & 1);
     });
-    const bool plain = plain_tile(f, rc, i0, kM, j0, kN);
+    const bool plain = p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN);
 
     // ---- S^T (warpgroup 0) or dP^T (warpgroup 1)
     float x[kQT][4];
