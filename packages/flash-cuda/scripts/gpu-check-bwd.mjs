@@ -135,7 +135,7 @@ function runCase(c) {
 
 // ---------------------------------------------------------------- the cases
 // --dim N: the head dim of every case that does not name one (default 64), e.g. to run all the feature
-// cases on the D128 / D256 buckets (ATTN_FLASH_BWD_KERNEL=v3).
+// cases on the D128 / D256 buckets (their 2-D tiled and Hopper dK/dV kernels).
 const DIM = process.argv.includes('--dim') ? Number(process.argv[process.argv.indexOf('--dim') + 1]) : null;
 function cases() {
   const { list, add: addAny } = caseListWithHeadDimGrid();

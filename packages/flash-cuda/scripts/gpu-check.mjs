@@ -281,7 +281,7 @@ function cases() {
   // grid above reaches only through the auto choice; skipped on GPUs other than sm90.
   if (SM90) {
     // head dims 33-64, 97-128 and 225-256 (the buckets 64, 128, 256): the Hopper kernels' head dims
-    const k = (dt, D) => `${dt === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? 64 : D <= 128 ? 128 : 256}_sm90`;
+    const k = (dt, D) => `${dt === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? '64_sm90ws' : D <= 128 ? '128_sm90ws' : '256_sm90'}`;
     for (const [Sq, Sk] of [[1, 1], [17, 17], [1, 300], [1000, 1000], [300, 1000], [1000, 260]])
       for (const alignment of ['upperLeft', 'lowerRight'])
         add(`sm90 forced causal ${alignment} sq${Sq} sk${Sk} D128`, { D: 128, Sq, Sk, B: 1, Hq: 2, Hk: 2, kernel: k('bfloat16', 128), opts: { isCausal: true, alignment } });
@@ -290,8 +290,6 @@ function cases() {
     add('sm90 forced fp16 D256 window[-1,33] lowerRight', { dtype: 'float16', D: 256, Sq: 333, Sk: 500, kernel: k('float16', 256), opts: { window: [-1, 33], alignment: 'lowerRight' } });
     add('sm90 forced misaligned D64 sq200', { misalign: true, D: 64, Sq: 200, Sk: 211, kernel: k('bfloat16', 64) });
     add('sm90 forced strided bshd D128 causal', { layout: 'bshd', D: 128, Hq: 4, Hk: 4, Sq: 257, Sk: 257, kernel: k('bfloat16', 128), opts: { isCausal: true } });
-    add('sm90 forced alt D64', { D: 64, Sq: 300, Sk: 333, kernel: 'bf16_d64_sm90_alt', opts: { isCausal: true, alignment: 'lowerRight' } });
-    add('sm90 forced alt D128', { D: 128, Sq: 300, Sk: 333, kernel: 'bf16_d128_sm90_alt' });
     // The warp-specialized kernels (producer warpgroup, 3-stage ring, ping-pong consumers), where compiled.
     for (const ws of ['bf16_d64_sm90ws', 'bf16_d128_sm90ws', 'fp16_d64_sm90ws', 'fp16_d128_sm90ws']) {
       if (!info?.kernelNames?.includes(ws)) continue;
@@ -374,7 +372,7 @@ function bench(quick) {
       rows.push({ kind: 'decode-splits', splits: numSplits, us: ts.gpuMs * 1e3 });
       log(`      splits ${numSplits}: ${(ts.gpuMs * 1e3).toFixed(1)} us GPU`);
     }
-    // The other decode tiles, forced by name (v3: 'lean_small' 64x128 is forced-only; 'small' is 64x64, Q in registers).
+    // The other decode tiles by name (the plan picks 'lean_small', 64x128; 'small' is 64x64, Q in registers).
     for (const kernel of ['bf16_d128_small', 'bf16_d128_lean_small']) {
       if (kernel === plan.kernel || !info?.kernelNames?.includes(kernel)) continue;
       for (const numSplits of [undefined, 8]) {

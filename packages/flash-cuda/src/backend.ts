@@ -2,6 +2,7 @@
 import type { Backend } from '@attn/core';
 import { flashBackward } from './backward.js';
 import { flashForward } from './forward.js';
+import { FLASH_KERNELS } from './kernels.js';
 import { flashKvCacheForward } from './kv-cache.js';
 import { addonLoad, availability } from './native.js';
 import { FLASH_RULES } from './rules.js';
@@ -19,6 +20,7 @@ export const flashCudaBackend: Backend = Object.freeze({
     'backward, sdpaKvCache (append, rotary, paged or contiguous caches, cacheBatchIdx, leftpadK; graph-capturable); no mask.',
   availability,
   rules: FLASH_RULES,
+  kernels: FLASH_KERNELS,
   forward: (params) => (params.kvCache ? flashKvCacheForward(params) : flashForward(params)),
   backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
