@@ -186,6 +186,24 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         ds[n][e] = acc_dpt[n][e];
         acc_st[n][e] = pr;
       }
+  } else if (!p.dropout && p.mask_kind == MaskKind::kNone && !(kFeat && has_score_mods(p))) {
+    // Only the causal / window bounds cut this step (a window's edge, the diagonal, the sequence ends):
+    // the plain loop's P and dS with the visibility test as a select, instead of masked_logit's rules
+    // (an invisible score gives P = 0, as its -inf logit would).
+    const float sl2 = p.scale * kLog2e;
+#pragma unroll
+    for (int n = 0; n < QT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int il = n * 8 + 2 * t + (e % 2);
+        const float lse2 = lse_b[il];
+        const float x = exp2f(acc_st[n][e] * sl2 - lse2);
+        const bool seen = lse2 != -INFINITY && sc.kb.visible(i0 + il, j0 + warp * 16 + g + 8 * (e / 2));
+        const float pr = seen ? x : 0.f;
+        acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+        ds[n][e] = acc_dpt[n][e];
+        acc_st[n][e] = pr;
+      }
   } else {
 #pragma unroll
     for (int n = 0; n < QT; ++n)
