@@ -1,0 +1,89 @@
+// The ring backward of one rank. Each query chunk keeps its dQ; each K/V block travels with its dK/dV
+// accumulators. Step s: post the K/V send (it does not depend on this step's work), receive the
+// accumulators of the block in hand (sent by rank-1 after its step s-1), add this rank's block
+// gradients (block.ts: FlashAttention's backward with the merged lse and delta = rowsum(dO * O)),
+// and send the accumulators on to rank+1. After the last step one more hop brings every block's
+// accumulators home: R hops of dK/dV in all, each after the compute it carries.
+// Accumulators are float64 (rounded once, at the end, to the inputs' dtype); they travel as float64
+// tensors on the inputs' device.
+import type { Tensor } from '@attn/core';
+import { blockBackward, type RowState } from './block.js';
+import { disposeReceived, type RankForward } from './forward.js';
+import { addInto, hostValues, rowDots, tensorLike } from './host.js';
+import { checkShard, type RankShard, type RingOptions } from './options.js';
+import { stepTasks } from './schedule.js';
+import type { RingTransport } from './transport.js';
+import { cpError } from './errors.js';
+
+export interface RankGradients {
+  readonly dq: Tensor[];
+  readonly dk: Tensor[];
+  readonly dv: Tensor[];
+}
+
+function rowStates(shard: RankShard, fwd: RankForward, gradOut: readonly Tensor[]): RowState[] {
+  return shard.q.map((q, i) => {
+    const out = fwd.out[i]!;
+    const g = gradOut[i];
+    if (!g || g.rank !== out.rank || !g.shape.every((n, d) => n === out.shape[d])) {
+      throw cpError('ATTN_CP_SHARD', `gradOut chunk ${i} must match the forward's out chunk [${out.shape.join(', ')}]; got ${g ? `[${g.shape.join(', ')}]` : 'none'}.`);
+    }
+    const dO = hostValues(g);
+    return { gradOut: dO, lse: hostValues(fwd.logsumexp[i]!), delta: rowDots(dO, hostValues(out), out.shape[3]!), q: hostValues(q) };
+  });
+}
+
+export async function ringBackward(
+  transport: RingTransport,
+  shard: RankShard,
+  fwd: RankForward,
+  gradOut: readonly Tensor[],
+  opts: RingOptions,
+): Promise<RankGradients> {
+  const local = checkShard(transport, shard, opts);
+  const { layout } = opts;
+  const causal = opts.isCausal ?? false;
+  const rows = rowStates(shard, fwd, gradOut);
+  const own = [...shard.k, ...shard.v];
+  const nk = shard.k.length;
+  const dqAcc = shard.q.map((q) => new Float64Array(q.numel));
+  let kv: Tensor[] = own;
+  // The accumulators of the block in hand: [dk chunks..., dv chunks...], float64.
+  let grads: Tensor[] = own.map((t) => tensorLike(new Float64Array(t.numel), t.shape, t, 'float64'));
+  let pendingGrads: Promise<Tensor[]> | null = null;
+  for (let s = 0; s < layout.ranks; s++) {
+    const nextKv = s < layout.ranks - 1 ? transport.sendRecv('kv', kv) : null;
+    try {
+      if (pendingGrads) grads = await pendingGrads;
+      const acc = grads.map(hostValues);
+      for (const t of stepTasks(layout, transport.rank, s, causal).tasks) {
+        const b = blockBackward(shard.q[t.qi]!, kv[t.ki]!, kv[nk + t.ki]!, t.kind === 'causal', rows[t.qi]!, local);
+        addInto(dqAcc[t.qi]!, b.dq);
+        addInto(acc[t.ki]!, b.dk);
+        addInto(acc[nk + t.ki]!, b.dv);
+      }
+      const sent = acc.map((a, i) => tensorLike(a, grads[i]!.shape, grads[i]!, 'float64'));
+      for (const t of grads) t.dispose();
+      // What is sent stays alive until its sendRecv settles (the transport's contract).
+      pendingGrads = transport.sendRecv('grad', sent).finally(() => {
+        for (const t of sent) t.dispose();
+      });
+    } catch (e) {
+      nextKv?.catch(() => undefined);
+      pendingGrads?.catch(() => undefined);
+      throw e;
+    }
+    const held = kv;
+    if (nextKv) kv = await nextKv;
+    disposeReceived(held, own);
+  }
+  disposeReceived(kv, own);
+  const home = await pendingGrads!;
+  const result: RankGradients = {
+    dq: shard.q.map((q, i) => tensorLike(dqAcc[i]!, q.shape, q)),
+    dk: shard.k.map((k, i) => tensorLike(hostValues(home[i]!), k.shape, k)),
+    dv: shard.v.map((v, i) => tensorLike(hostValues(home[nk + i]!), v.shape, v)),
+  };
+  for (const t of home) t.dispose();
+  return result;
+}
