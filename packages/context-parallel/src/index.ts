@@ -10,3 +10,5 @@ export type { RankShard, RingOptions } from './options.js';
 export { ringForward, type RankForward } from './forward.js';
 export { ringBackward, type RankGradients } from './backward.js';
 export { type LoopbackCallOptions, type LoopbackResult, ringAttentionLoopback } from './loopback-run.js';
+export { findNccl, headerVersion, type NcclBuild, type NcclLibrary, type NcclProbe, type NcclReport, type NcclSource, systemProbe } from './nccl/find.js';
+export { fetchNcclWheel, NCCL_WHEEL } from './nccl/wheel.js';

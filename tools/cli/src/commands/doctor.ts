@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { collectDoctor } from '../doctor/collect.js';
 import { formatDoctor } from '../doctor/format.js';
+import { ncclSection } from '../doctor/nccl.js';
 import { println } from '../io.js';
 import type { ContextProvider } from './context.js';
 
@@ -11,7 +12,7 @@ export function doctorCommand(getContext: ContextProvider): Command {
     .addOption(new Option('--json', 'print the report as JSON'))
     .action(async (flags: { json?: boolean }) => {
       const { io, packages } = await getContext();
-      const report = collectDoctor(packages);
+      const report = { ...collectDoctor(packages), nccl: await ncclSection() };
       println(io.stdout, flags.json ? JSON.stringify(report, null, 2) : formatDoctor(report));
     });
 }

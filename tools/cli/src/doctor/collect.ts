@@ -1,6 +1,7 @@
 // `attn doctor`'s facts, as data: host, device runtimes and their devices, packages, backends.
 import { getDeviceRuntime, listBackends, type BackendEntry, type DeviceProperties } from '@attn/core';
 import { cpuInfo, type CpuInfo } from '../runtime/cpu-info.js';
+import type { NcclSection } from './nccl.js';
 import { KNOWN_PACKAGES, moduleOf, type PackageStatus } from '../runtime/packages.js';
 
 type Facts = Record<string, string | number | boolean | readonly string[]>;
@@ -32,6 +33,8 @@ export interface DoctorReport {
   readonly runtimes: readonly RuntimeReport[];
   readonly packages: readonly { readonly name: string; readonly kind: string; readonly state: string; readonly version?: string | null; readonly error?: string }[];
   readonly backends: readonly BackendReport[];
+  /** Which NCCL @attn/context-parallel finds (doctor adds it; absent in collectDoctor's own answer). */
+  readonly nccl?: NcclSection;
 }
 
 function message(err: unknown): string {

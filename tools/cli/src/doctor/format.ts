@@ -59,6 +59,7 @@ export function formatDoctor(r: DoctorReport): string {
     '',
     'Devices',
     ...r.runtimes.flatMap(runtimeLines),
+    ...(r.nccl ? [row('nccl', `${r.nccl.state}: ${r.nccl.summary}`)] : []),
     '',
     'Packages',
     ...r.packages.map((p) => row(p.name, `${p.state}${p.version ? ` ${p.version}` : ''}${p.error ? `: ${p.error}` : ''}  [${p.kind}]`)),
