@@ -12,3 +12,4 @@ export { ringBackward, type RankGradients } from './backward.js';
 export { type LoopbackCallOptions, type LoopbackResult, ringAttentionLoopback } from './loopback-run.js';
 export { findNccl, headerVersion, type NcclBuild, type NcclLibrary, type NcclProbe, type NcclReport, type NcclSource, systemProbe } from './nccl/find.js';
 export { fetchNcclWheel, NCCL_WHEEL } from './nccl/wheel.js';
+export { exchangeUniqueId, FileRendezvous, NCCL_UNIQUE_ID_BYTES, type Rendezvous } from './rendezvous/file.js';
