@@ -75,9 +75,8 @@ export async function ringBackward(
     }
     const held = kv;
     if (nextKv) kv = await nextKv;
-    disposeReceived(held, own);
+    disposeReceived(held, own); // at the last step, the last block received
   }
-  disposeReceived(kv, own);
   const home = await pendingGrads!;
   const result: RankGradients = {
     dq: shard.q.map((q, i) => tensorLike(dqAcc[i]!, q.shape, q)),

@@ -45,9 +45,8 @@ export async function ringForward(transport: RingTransport, shard: RankShard, op
     }
     const held = kv;
     if (next) kv = await next;
-    disposeReceived(held, own);
+    disposeReceived(held, own); // at the last step, the last block received
   }
-  disposeReceived(kv, own);
   return {
     out: shard.q.map((q, i) => tensorLike(acc[i]!, [q.shape[0]!, q.shape[1]!, q.shape[2]!, dv], q)),
     logsumexp: shard.q.map((q, i) => tensorLike(accLse[i]!, [q.shape[0]!, q.shape[1]!, q.shape[2]!], q, 'float32')),
