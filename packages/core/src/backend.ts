@@ -1,5 +1,6 @@
 // The interface every backend package implements. Implementations live in the backend packages.
 import type { DeviceProperties, DeviceType } from './device.js';
+import type { FloatDType } from './dtype.js';
 import type { SdpaParams } from './params.js';
 import type { Availability } from './storage.js';
 import type { Tensor } from './tensor.js';
@@ -39,6 +40,11 @@ export interface ForwardOutputs {
   readonly logsumexp: Tensor;
 }
 
+/** See Backend.tolerances. */
+export interface Tolerances {
+  readonly slack: Readonly<Partial<Record<FloatDType, number>>>;
+}
+
 export interface Gradients {
   readonly dq: Tensor;
   readonly dk: Tensor;
@@ -63,6 +69,12 @@ export interface Backend {
   availability(): Availability;
   /** Ordered rules; the backend supports a call when every rule passes. */
   readonly rules: readonly Rule[];
+  /**
+   * The accuracy the backend claims, declared beside its rules (as xFormers' ERROR_ATOL): the
+   * conformance suite's absolute slack per dtype, per unit of max(1, max |reference|), added to
+   * twice the naive implementation's error. A dtype left out gets the suite's default.
+   */
+  readonly tolerances?: Tolerances;
   forward(params: SdpaParams): ForwardOutputs;
   /** Off the event loop where the backend can; core falls back to forward() otherwise. */
   forwardAsync?(params: SdpaParams): Promise<ForwardOutputs>;

@@ -10,6 +10,8 @@ export interface MaskSpec {
   readonly shape: readonly number[];
   /** Mask every key of a few rows (they must come out 0 with logsumexp -inf). */
   readonly fullyMaskedRows?: boolean;
+  /** An additive mask's dtype on the side under test; default the case's (float32 on a half query). */
+  readonly dtype?: 'float32';
 }
 
 /** A value planted in an input (the fuzz suite's NaN, +-Inf, huge and tiny values). */
@@ -32,6 +34,12 @@ export interface CaseSpec {
   readonly headDimV: number;
   /** 'bshd': q, k, v are transposed views of [B, S, H, D] storage (strided, last dim contiguous). */
   readonly layout: 'bhsd' | 'bshd';
+  /**
+   * q, k, v and gradOut of the side under test start off their alignment: 'base' one element into
+   * their storage (rows contiguous), 'rows' one element into rows of headDim + 1 (every row off).
+   * Kernels that load 16 bytes at a time must take their element-wise path or decline.
+   */
+  readonly misalign?: 'base' | 'rows';
   readonly enableGqa?: boolean;
   readonly scale?: number;
   readonly mask?: MaskSpec;

@@ -3,13 +3,19 @@
 //   import '@attn/your-backend';   // registers the backend under test
 //   describeConformance('your-backend', { quick: true });
 export { describeConformance, describeConformanceWhereRunnable } from './describe.js';
+export { describeCaseTable } from './describe-table.js';
+export type { TableCase, TableOptions } from './describe-table.js';
+export { headDimGrid, tableCase } from './table-case.js';
+export type { Short } from './table-case.js';
+export { describeWhereRunnable, REQUIRE_GPU_ENV } from './gate.js';
 export type { ConformanceOptions, GatedConformance } from './describe.js';
 export { buildCases } from './cases.js';
 export type { CaseOptions, CaseSpec, MaskSpec, PoisonSpec } from './cases.js';
-export { judge, NAIVE_SANITY, SLACK } from './accuracy.js';
+export { DEFAULT_SLACK, judge, NAIVE_SANITY, slackOf } from './accuracy.js';
 export type { JudgeOptions, Verdict } from './accuracy.js';
 export { naiveAttention } from './naive.js';
 export { compareWithReference, disposeInputs, REFERENCE, runCase } from './run-case.js';
+export type { Launch } from './run-case.js';
 export { makeInputs } from './inputs.js';
 export { fromPool, pagedLayout, toPool } from './paged.js';
 export { buildKvCacheCases, runKvCacheCase } from './kv-cache.js';
