@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""PyTorch's efficient (mem-eff) SDPA backend on the grid of scripts/gpu-check.mjs, side by side.
+"""PyTorch's efficient (mem-eff) SDPA backend on memeff-cuda's timing grid.
 
     python3 packages/cutlass-memeff/scripts/torch-efficient.py [--iters 5]
 
-Same shapes, FLOP convention and timing method as gpu-check.mjs (warm-up call, then mean wall time
-over `iters` calls between synchronizations): fwd = 4*B*H*S*S*D (halved when causal), fwd+bwd = 3.5x.
+A warm-up call, then mean wall time over `iters` calls between synchronizations; FLOPs by
+FlashAttention's convention: fwd = 4*B*H*S*S*D (halved when causal), fwd+bwd = 3.5x. The side-by-side
+with memeff-cuda is `attn bench --compare torch`.
 """
 import argparse
 import time

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""PyTorch's side of the comparison with scripts/gpu-check.mjs: the same grid, decode and per-call
-overhead, timed with CUDA events, for torch's FLASH_ATTENTION backend (and cuDNN for reference).
+"""PyTorch's side of flash-cuda's timing grid, decode and per-call overhead, timed with CUDA events, for
+torch's FLASH_ATTENTION backend (and cuDNN for reference); flash-cuda's side is `attn bench`.
 
     python3 packages/flash-cuda/scripts/bench_torch.py [--quick] [--backends flash,cudnn]
-    python3 packages/flash-cuda/scripts/bench_torch.py --backward [--quick]   # fwd+bwd and bwd (gpu-check-bwd.mjs's side)
+    python3 packages/flash-cuda/scripts/bench_torch.py --backward [--quick]   # fwd+bwd and bwd
 
 TFLOP/s by FlashAttention's convention: 4*B*H*Sq*Sk*D / time, halved when causal; bwd = 2.5x that,
 fwd+bwd = 3.5x. Prints one JSON line at the end (key "rows") for the notes file.
