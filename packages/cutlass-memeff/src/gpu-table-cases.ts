@@ -28,7 +28,7 @@ function forcedPath(path: KernelPath): TableCase['launch'] {
 
 export function memeffCases(): TableCase[] {
   const cases: TableCase[] = [];
-  const add = (name: string, c: MemeffShort, dtypes: readonly FloatDType[] = ALL) => {
+  const add = (name: string, c: MemeffShort, dtypes: readonly FloatDType[] = ALL, declinedBy?: string) => {
     const { causal, path, sequsedK, mask, alignment, ...rest } = c;
     const short: Short = {
       ...rest,
@@ -36,7 +36,8 @@ export function memeffCases(): TableCase[] {
       ...(sequsedK ? { used: sequsedK } : {}),
       ...(mask ? { mask: { kind: mask.kind, shape: mask.shape, ...(mask.fullyMasked ? { fullyMaskedRows: true } : {}), ...(mask.dtype ? { dtype: mask.dtype } : {}) } } : {}),
     };
-    for (const dtype of dtypes) cases.push(tableCase(`${name} ${dtype}`, { ...short, dtype, Hk: c.Hk ?? c.Hq }, path ? { launch: forcedPath(path) } : {}));
+    const extra = { ...(path ? { launch: forcedPath(path) } : {}), ...(declinedBy ? { declinedBy } : {}) };
+    for (const dtype of dtypes) cases.push(tableCase(`${name} ${dtype}`, { ...short, dtype }, extra));
   };
   add('tiny s1 d8', { B: 1, Hq: 1, Sq: 1, Sk: 1, D: 8 });
   add('sq17 sk23 d8', { B: 2, Hq: 2, Sq: 17, Sk: 23, D: 8 });
@@ -70,8 +71,10 @@ export function memeffCases(): TableCase[] {
   add('bias full [B,H,Sq,Sk]', { B: 2, Hq: 2, Sq: 60, Sk: 90, D: 64, mask: { kind: 'additive', shape: [2, 2, 60, 90] } });
   add('bias [Sq,Sk]', { B: 2, Hq: 2, Sq: 60, Sk: 90, D: 64, mask: { kind: 'additive', shape: [60, 90] } });
   add('bias [B,1,1,Sk] key padding', { B: 2, Hq: 3, Sq: 60, Sk: 90, D: 64, mask: { kind: 'additive', shape: [2, 1, 1, 90] } });
-  add('bias [H,Sq,1]', { B: 2, Hq: 3, Sq: 60, Sk: 90, D: 32, mask: { kind: 'additive', shape: [3, 60, 1] } });
-  add('bias scalar []', { B: 1, Hq: 2, Sq: 20, Sk: 30, D: 16, mask: { kind: 'additive', shape: [] } });
+  // Masks broadcast along the keys (key stride 0): the kernels read mask rows with stride 1, so the rules
+  // decline them and selection falls back (the call materializes nothing behind the caller's back).
+  add('bias [H,Sq,1] (declined)', { B: 2, Hq: 3, Sq: 60, Sk: 90, D: 32, mask: { kind: 'additive', shape: [3, 60, 1] } }, ALL, 'lastDimContiguous');
+  add('bias scalar [] (declined)', { B: 1, Hq: 2, Sq: 20, Sk: 30, D: 16, mask: { kind: 'additive', shape: [] } }, ALL, 'lastDimContiguous');
   add('bias fp32 on half q', { B: 1, Hq: 2, Sq: 60, Sk: 90, D: 64, mask: { kind: 'additive', shape: [1, 2, 60, 90], dtype: 'float32' } }, ['float16', 'bfloat16']);
   add('bias -inf rows', { B: 1, Hq: 2, Sq: 40, Sk: 50, D: 64, mask: { kind: 'additive', shape: [1, 2, 40, 50], fullyMasked: true } });
   add('bool mask + fully masked rows', { B: 2, Hq: 2, Sq: 40, Sk: 50, D: 64, mask: { kind: 'bool', shape: [2, 1, 40, 50], fullyMasked: true } });

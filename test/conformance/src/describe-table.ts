@@ -1,7 +1,8 @@
 // describeCaseTable: a backend's own list of cases (shapes and kernels its package wants covered
 // beyond the shared list), each run through the conformance harness: the same inputs, reference,
 // accuracy rule, poisoned outputs and deterministic-mode reproducibility as describeConformance.
-// Unlike the shared list, every case of a table must run: a decline fails with the rules' reasons.
+// Unlike the shared list, every case of a table must run (a decline fails with the rules' reasons),
+// except those that name the rule that must decline them.
 import { getBackend, parseDevice } from '@attn/core';
 import type { DeviceLike } from '@attn/core';
 import { expect, it } from 'vitest';
@@ -15,6 +16,8 @@ export interface TableCase extends CaseSpec {
   readonly launch?: Launch;
   /** Run the forward only (the backend's own forward on core's params), where the backward has its own table. */
   readonly forwardOnly?: boolean;
+  /** The case is one the backend must decline, by this rule (a proper decline: reasons, NoBackendError). */
+  readonly declinedBy?: string;
 }
 
 export interface TableOptions {
@@ -37,9 +40,14 @@ export function describeCaseTable(backendName: string, cases: readonly TableCase
       if (!backend) throw new Error(`'${backendName}' is not registered: import its package in the test file`);
       if (!getBackend(REFERENCE)) throw new Error(`the reference '${REFERENCE}' is not registered: import '@attn/cpu' in the test file`);
       const device = parseDevice(options.device ?? backend.deviceType);
-      const { launch, forwardOnly, ...plain } = spec;
+      const { launch, forwardOnly, declinedBy, ...plain } = spec;
       const forwardLaunch: Launch | undefined = forwardOnly ? { forward: launch?.forward ?? ((p) => backend.forward(p)) } : launch;
       const outcome = runCase(backendName, plain, caseSeed(seed, index), device, forwardLaunch);
+      if (declinedBy !== undefined) {
+        const reasons = outcome.ran === 'declined' ? outcome.reasons : [];
+        expect(reasons.some((r) => r.startsWith(`${declinedBy}`)), `${spec.name} must be declined by ${declinedBy}; ${outcome.ran}: ${reasons.join('; ')}`).toBe(true);
+        return;
+      }
       if (outcome.ran === 'declined') expect.fail(`'${backendName}' declined ${spec.name}, ${rerun}: ${outcome.reasons.join('; ')}`);
       const failed = outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
       expect(failed, `${spec.name} (${outcome.ran}), ${rerun}:\n  ${failed.join('\n  ')}`).toEqual([]);
