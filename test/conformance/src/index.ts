@@ -27,7 +27,7 @@ export type { GridWalkOptions } from './grid/describe-grid.js';
 export { featureCombinations, gridCase, gridCases, GRID_SHAPES } from './grid/feature-grid.js';
 export type { GridFeatures, GridShape } from './grid/feature-grid.js';
 export type { Outcome } from './run-case.js';
-export type { NaiveResult } from './naive.js';
+export type { NaiveDropout, NaiveResult } from './naive.js';
 export { checkBackend } from './check.js';
 export type { CaseResult, CheckOptions, CheckReport } from './check.js';
 export { describeFuzz, FUZZ_RUNS_ENV, FUZZ_SANITIZER_ENV, FUZZ_SEED_ENV } from './fuzz/describe-fuzz.js';
