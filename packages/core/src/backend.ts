@@ -53,6 +53,22 @@ export interface Gradients {
   readonly dbias?: Tensor;
 }
 
+/**
+ * A kernel family a backend can be told to run with the `kernel` call option (benchmarks, A/B runs).
+ * Without the option the backend's dispatcher picks from the device and the problem; with it, the
+ * named family runs or the call is declined with the reason (never a silent fallback).
+ */
+export interface KernelChoice {
+  /** Unique within the backend: lowercase letters, digits, "." "_" "-" (e.g. 'sm90', 'avx2'). */
+  readonly name: string;
+  readonly description: string;
+  /**
+   * Why this kernel cannot run the call on this device, or null when it can. Same contract as
+   * Rule.check: its answer must follow from the call's signature and the device's properties.
+   */
+  check?(params: SdpaParams, ctx: RuleContext): string | null;
+}
+
 export interface Backend {
   /** Stable name used in `backends`, explain and doctor: 'cpu-math', 'flash-cuda', ... */
   readonly name: string;
@@ -75,6 +91,8 @@ export interface Backend {
    * twice the naive implementation's error. A dtype left out gets the suite's default.
    */
   readonly tolerances?: Tolerances;
+  /** The kernel families the `kernel` option may name; absent or empty: the backend has no choosable kernel. */
+  readonly kernels?: readonly KernelChoice[];
   forward(params: SdpaParams): ForwardOutputs;
   /** Off the event loop where the backend can; core falls back to forward() otherwise. */
   forwardAsync?(params: SdpaParams): Promise<ForwardOutputs>;

@@ -75,7 +75,7 @@ export interface CallKind {
   readonly listKeys: readonly string[];
 }
 
-const COMMON_SCALARS = ['dropoutP', 'isCausal', 'alignment', 'scale', 'enableGqa', 'softcap', 'requiresGrad', 'deterministic', 'indexValuesOnDevice'];
+const COMMON_SCALARS = ['dropoutP', 'isCausal', 'alignment', 'scale', 'enableGqa', 'softcap', 'requiresGrad', 'deterministic', 'indexValuesOnDevice', 'kernel'];
 const COMMON_LISTS = ['window', 'backends'];
 
 // dropoutSeed and dropoutOffset are left out: they are values, checked on every call (checkDropout).
@@ -257,6 +257,7 @@ export function assembleParams(s: ParamsSkeleton, t: CallTensors, dropout: Dropo
     kvCache: null,
     requiresGrad: b.requiresGrad,
     deterministic: b.deterministic,
+    kernel: b.kernel,
     capturing: b.capturing,
     indexValuesOnDevice: b.indexValuesOnDevice,
     out: t.out,

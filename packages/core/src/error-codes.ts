@@ -26,6 +26,7 @@ export const VALIDATION_CODES = [
   'ATTN_KV_CACHE', // sdpaKvCache: cache shapes, cacheSeqlens, kNew/vNew, rotary, cacheBatchIdx or leftpadK inconsistent, an append past the cache, or requiresGrad
   'ATTN_SIZE', // sizes beyond what indices or the dropout counter can address
   'ATTN_UNKNOWN_BACKEND', // `backends` names an unregistered backend
+  'ATTN_UNKNOWN_KERNEL', // `kernel` names no kernel of a registered backend (of `backends`, when given)
   'ATTN_GRAD_OUT', // sdpaBackward: gradOut does not match the forward output
   'ATTN_NO_BACKWARD', // sdpaBackward: the backend that ran forward has no backward
   'ATTN_FORWARD_RESULT', // sdpaBackward: fwd is not an unchanged result of sdpaForward / sdpaVarlen

@@ -4,6 +4,8 @@ export * from './device.js';
 export { CPU, DEVICE_TYPES, deviceToString, isDeviceType, parseDevice, sameDevice } from './device-parse.js';
 export { deviceCapturing, noteCaptureUse, requireDeviceRuntime } from './device-registry.js';
 export * from './dtype.js';
+export { envNumThreads, MAX_NUM_THREADS, RUNTIME_ENV_FLAGS, type RuntimeEnvFlag } from './env-flags.js';
+export { kernelCatalog, resolveKernel } from './kernel-option.js';
 export * from './error-codes.js';
 export * from './errors.js';
 export * from './factory.js';

@@ -41,6 +41,15 @@ export interface SdpaOptions {
   dropoutOffset?: number;
   /** Restrict (and order) the candidate backends for this call. */
   backends?: readonly string[];
+  /**
+   * Run this kernel family of the backend that declares it (`attn doctor` lists each backend's
+   * kernels, e.g. flash-cuda 'sm90' / 'sm80', cpu-flash 'avx2' / 'avx512' / 'amx'): for benchmarks
+   * and A/B runs. It implies that backend (with `backends`, one of them must declare it). A name no
+   * registered backend declares is an AttnInputError (ATTN_UNKNOWN_KERNEL); a kernel that cannot run
+   * this call on this device declines it with its reason (NoBackendError), never a silent fallback.
+   * Backward runs the same family. Default: the backend's dispatcher picks.
+   */
+  kernel?: string;
   /** Will sdpaBackward be called on the result? Backends without backward decline. */
   requiresGrad?: boolean;
   /** Backward accumulates in a fixed order (bitwise reproducible). */
@@ -123,6 +132,8 @@ export interface KvCacheOptions {
   alibiSlopes?: Tensor | null;
   softcap?: number;
   backends?: readonly string[];
+  /** As SdpaOptions.kernel. */
+  kernel?: string;
 }
 
 export interface DropoutParams {
@@ -285,6 +296,11 @@ export interface SdpaParams {
   readonly kvCache: KvCacheParams | null;
   readonly requiresGrad: boolean;
   readonly deterministic: boolean;
+  /**
+   * The kernel family the call asked for (SdpaOptions.kernel), validated: a name in the running
+   * backend's `kernels`, whose check passed. null: the backend's dispatcher picks.
+   */
+  readonly kernel: string | null;
   /**
    * The call was validated while its device's current stream captured a graph (deviceCapturing).
    * Its index values then stay on the device (indexValuesOnDevice): a synchronizing read would break

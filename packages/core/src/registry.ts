@@ -51,6 +51,17 @@ function checkBackendShape(backend: Backend): void {
   for (const rule of b.rules) {
     if (typeof rule?.name !== 'string' || typeof rule.check !== 'function') fail('every rule needs a name and a check()');
   }
+  if (b.kernels !== undefined) {
+    if (!Array.isArray(b.kernels)) fail('kernels must be an array of { name, description, check? }');
+    const seen = new Set<string>();
+    for (const k of b.kernels) {
+      if (typeof k?.name !== 'string' || !NAME_PATTERN.test(k.name)) fail('every kernel needs a name of lowercase letters, digits, ".", "_" or "-"');
+      if (seen.has(k.name)) fail(`kernel ${JSON.stringify(k.name)} is declared twice`);
+      seen.add(k.name);
+      if (typeof k.description !== 'string') fail(`kernel ${JSON.stringify(k.name)} needs a description`);
+      if (k.check !== undefined && typeof k.check !== 'function') fail(`kernel ${JSON.stringify(k.name)}: check must be a function`);
+    }
+  }
 }
 
 /**

@@ -28,6 +28,8 @@ export interface SelectionReport {
   readonly excluded: readonly string[];
   /** One line describing the call (dtype, shapes, features). */
   readonly call: string;
+  /** The kernel option (a kernel family of the backends that declare it), or null. */
+  readonly kernel: string | null;
 }
 
 function candidateLines(c: CandidateReport, index: number): string[] {
@@ -51,7 +53,7 @@ export function formatReport(report: SelectionReport): string {
   );
   lines.push(`  call: ${report.call}`);
   if (report.restrictedTo) {
-    const from = report.restrictionSource === 'scope' ? 'sdpaKernel scope' : 'backends option';
+    const from = report.restrictionSource === 'scope' ? 'sdpaKernel scope' : report.kernel !== null ? `kernel option ${JSON.stringify(report.kernel)}` : 'backends option';
     lines.push(`  restricted to (${from}): ${report.restrictedTo.join(', ')}`);
   }
   if (report.candidates.length === 0) {

@@ -51,6 +51,17 @@ describe('sdpa and sdpaForward', () => {
     expect(sdpaForward(q, k, v).rng).toEqual({ seed: 0n, offset: 0 });
   });
 
+  it('sdpa frees the logsumexp it does not hand back, and keeps out alive', () => {
+    const made: ForwardOutputs[] = [];
+    registerBackend(makeFakeBackend('seven', { forward: (p) => (made.push(marked(7)(p)), made.at(-1)!) }));
+    const [q, k, v] = qkv();
+    const out = sdpa(q, k, v);
+    expect(made).toHaveLength(1);
+    expect(made[0]!.logsumexp.disposed).toBe(true);
+    expect(out.disposed).toBe(false);
+    expect(sdpaForward(q, k, v).logsumexp.disposed).toBe(false);
+  });
+
   it('refuses backend outputs of the wrong shape, dtype or kind', () => {
     const [q, k, v] = qkv();
     registerBackend(

@@ -47,7 +47,12 @@ export async function runForwardAsync(call: NormalizedCall): Promise<ForwardResu
 
 /** Attention output [B, Hq, Sq, Dv]. */
 export function sdpa(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): Tensor {
-  return runForward(normalizeCall(query, key, value, opts)).out;
+  const r = runForward(normalizeCall(query, key, value, opts));
+  // Only out leaves this function, so nothing can reach the logsumexp: its memory goes back to the
+  // allocator now, not when the garbage collector finds it (a loop of sdpa calls otherwise grows the
+  // device pool by one block per call until a collection, and pays a fresh allocation each time).
+  r.logsumexp.dispose();
+  return r.out;
 }
 
 /** Output, logsumexp, rng state and the backend that ran: everything sdpaBackward needs. */

@@ -4,6 +4,7 @@
 import type { Backend, Reason, Rule, RuleContext } from './backend.js';
 import type { CacheEntry, CachedSelection, PathStep } from './call-cache.js';
 import { deviceToString } from './device-parse.js';
+import { rulesFor } from './kernel-option.js';
 import { ruleContext } from './device-context.js';
 import type { SdpaParams } from './params.js';
 import { listBackends } from './registry.js';
@@ -27,10 +28,13 @@ function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Every failing rule. A rule that throws is a failing rule too (its error is the reason), never a pass. */
+/**
+ * Every failing rule (the kernel rule included when the call names a kernel). A rule that throws is a
+ * failing rule too (its error is the reason), never a pass.
+ */
 export function failingRules(backend: Backend, params: SdpaParams, ctx: RuleContext): Reason[] {
   const reasons: Reason[] = [];
-  for (const r of backend.rules) {
+  for (const r of rulesFor(backend, params)) {
     let message: string | null;
     try {
       message = r.check(params, ctx);
@@ -72,6 +76,7 @@ export function describeCall(p: SdpaParams): string {
   if (p.enableGqa) parts.push('gqa');
   if (p.requiresGrad) parts.push('requiresGrad');
   if (p.deterministic) parts.push('deterministic');
+  if (p.kernel !== null) parts.push(`kernel ${p.kernel}`);
   return parts.join(', ');
 }
 
@@ -117,6 +122,7 @@ export function selectBackend(params: SdpaParams, restriction: Restriction, exha
     candidates: reports,
     excluded,
     call: describeCall(params),
+    kernel: params.kernel,
   };
   return { backend: chosen, report };
 }
@@ -133,11 +139,11 @@ function passesRules(rules: readonly Rule[], params: SdpaParams, ctx: RuleContex
   return true;
 }
 
-/** The backend's rules whose answer follows from the signature alone, and the others (Rule.readsValues). */
-function splitRules(backend: Backend): { fixed: Rule[]; valueRules: Rule[] } {
+/** The backend's rules for this call whose answer follows from the signature alone, and the others (Rule.readsValues). */
+function splitRules(backend: Backend, params: SdpaParams): { fixed: Rule[]; valueRules: Rule[] } {
   const fixed: Rule[] = [];
   const valueRules: Rule[] = [];
-  for (const r of backend.rules) (r.readsValues === true ? valueRules : fixed).push(r);
+  for (const r of rulesFor(backend, params)) (r.readsValues === true ? valueRules : fixed).push(r);
   return { fixed, valueRules };
 }
 
@@ -151,7 +157,7 @@ function firstRunnable(params: SdpaParams, restriction: Restriction): { backend:
   const ctx = ruleContext(params.device);
   const path: PathStep[] = [];
   const consider = (backend: Backend): boolean => {
-    const { fixed, valueRules } = splitRules(backend);
+    const { fixed, valueRules } = splitRules(backend, params);
     const staticPass = passesRules(fixed, params, ctx);
     path.push({ backend, staticPass, valueRules });
     return staticPass && availabilityOf(backend).available && passesRules(valueRules, params, ctx);

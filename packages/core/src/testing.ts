@@ -1,5 +1,5 @@
 // @attn/core/testing: helpers for the tests of core and of backend packages. Not for production use.
-import type { Backend, ForwardOutputs, Gradients, Rule } from './backend.js';
+import type { Backend, ForwardOutputs, Gradients, KernelChoice, Rule } from './backend.js';
 import type { DeviceType } from './device.js';
 import { full } from './factory.js';
 import type { SdpaParams } from './params.js';
@@ -11,6 +11,8 @@ export interface FakeBackendOptions {
   /** Default 0. */
   priority?: number;
   rules?: readonly Rule[];
+  /** Its kernel families (the `kernel` option). */
+  kernels?: readonly KernelChoice[];
   /** true (default), or the reason it is unavailable. */
   available?: true | string;
   forward?: (params: SdpaParams) => ForwardOutputs;
@@ -52,6 +54,7 @@ export function makeFakeBackend(name: string, opts: FakeBackendOptions = {}): Fa
     defaultPriority: opts.priority ?? 0,
     description: `fake backend '${name}' for tests`,
     rules: opts.rules ?? [],
+    ...(opts.kernels ? { kernels: opts.kernels } : {}),
     calls,
     availability: () => (opts.available === undefined || opts.available === true ? { ok: true } : { ok: false, reason: opts.available }),
     forward: (p) => {

@@ -33,6 +33,7 @@ const KV_CACHE_OPTION_KEYS: ReadonlySet<string> = new Set<keyof KvCacheOptions |
   'alibiSlopes',
   'softcap',
   'backends',
+  'kernel',
   // Accepted only as false, so that the inference-only rule is said in its own words.
   'requiresGrad',
 ]);
@@ -151,6 +152,7 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     alibiSlopes: opts.alibiSlopes,
     softcap: opts.softcap,
     backends: opts.backends,
+    kernel: opts.kernel,
     alignment: 'lowerRight',
   });
   checkHeads(q, k, v, common.enableGqa);
@@ -285,6 +287,7 @@ export function normalizeKvCacheCall(query: unknown, kCache: unknown, vCache: un
     kvCache,
     requiresGrad: false,
     deterministic: false,
+    kernel: common.kernel,
     capturing,
     // sdpaKvCache has no indexValuesOnDevice option (yet: index-values.ts's indexValuePolicy is the
     // one decision to use for it): its values stay on the device exactly while capturing.

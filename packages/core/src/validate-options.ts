@@ -3,6 +3,7 @@ import type { Device } from './device.js';
 import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { Alignment, DropoutParams, SdpaOptions, SdpaParams } from './params.js';
+import { resolveKernel } from './kernel-option.js';
 import { dropoutThreshold } from './philox.js';
 import { checkBackendNames } from './registry.js';
 import { randomSeed, toSeed } from './seed.js';
@@ -24,6 +25,7 @@ export const SDPA_OPTION_KEYS: ReadonlySet<keyof SdpaOptions> = new Set<keyof Sd
   'dropoutSeed',
   'dropoutOffset',
   'backends',
+  'kernel',
   'requiresGrad',
   'deterministic',
   'out',
@@ -42,8 +44,10 @@ export interface CommonOptions {
   readonly enableGqa: boolean;
   readonly requiresGrad: boolean;
   readonly deterministic: boolean;
-  /** Per-call restriction, or null. */
+  /** Per-call restriction, or null; with a kernel, narrowed to the backends that declare it. */
   readonly backends: readonly string[] | null;
+  /** The kernel option, checked against the registered backends' kernels (resolveKernel). */
+  readonly kernel: string | null;
   readonly alibiSlopes: Tensor | null;
 }
 
@@ -119,6 +123,7 @@ export function checkCommonOptions(opts: Partial<SdpaOptions>): CommonOptions {
   }
   const { dropout, rng } = checkDropout(opts);
   const alibi = opts.alibiSlopes ?? null;
+  const { kernel, backends } = resolveKernel(opts.kernel, opts.backends === undefined ? null : checkBackendNames(opts.backends, 'backends'));
   return {
     explicitScale: opts.scale ?? null,
     causal: bool(opts.isCausal, 'isCausal'),
@@ -130,7 +135,8 @@ export function checkCommonOptions(opts: Partial<SdpaOptions>): CommonOptions {
     enableGqa: bool(opts.enableGqa, 'enableGqa'),
     requiresGrad: bool(opts.requiresGrad, 'requiresGrad'),
     deterministic: bool(opts.deterministic, 'deterministic'),
-    backends: opts.backends === undefined ? null : checkBackendNames(opts.backends, 'backends'),
+    backends,
+    kernel,
     alibiSlopes: alibi === null ? null : checkTensorArg(alibi, 'alibiSlopes'),
   };
 }

@@ -172,6 +172,7 @@ function validateVarlen(q: Tensor, k: Tensor, v: Tensor, opts: Partial<VarlenOpt
     kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
+    kernel: common.kernel,
     capturing: policy.capturing,
     indexValuesOnDevice: onDevice,
     out,

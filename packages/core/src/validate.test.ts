@@ -176,6 +176,7 @@ const CASES: Array<[string, string, () => unknown]> = [
     return normalizeParams(q, q, q);
   }],
   ['ATTN_UNKNOWN_BACKEND', 'backends names an unregistered backend', () => norm({}, { backends: ['nope'] })],
+  ['ATTN_UNKNOWN_KERNEL', 'kernel names no registered backend kernel', () => norm({}, { kernel: 'sm90' })],
   ['ATTN_VARLEN', 'offsets not int32', packed({ cuSeqlensQ: tensor([0, 3, 3, 7], [4]) })],
   ['ATTN_VARLEN', 'offsets not starting at 0', packed({ cuSeqlensQ: tensor([1, 3, 3, 7], [4], { dtype: 'int32' }) })],
   ['ATTN_VARLEN', 'offsets decreasing', packed({ cuSeqlensQ: tensor([0, 4, 3, 7], [4], { dtype: 'int32' }) })],

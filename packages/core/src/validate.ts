@@ -172,6 +172,7 @@ function validateDense(q: Tensor, k: Tensor, v: Tensor, opts: Partial<SdpaOption
     kvCache: null,
     requiresGrad: common.requiresGrad,
     deterministic: common.deterministic,
+    kernel: common.kernel,
     capturing: policy.capturing,
     indexValuesOnDevice: policy.onDevice,
     out,

@@ -10,8 +10,8 @@
 //            loop pays it (core reads varlen offsets and the block table on the host: one sync per call).
 // Also the split count the plan chose, each variant at fixed split counts, and the fraction of the HBM
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
-// Then every decode-shaped tile (the decode kernel's shapes and 'lean_small', forced by name) at split
-// counts 1..16 on dense and paged 16, each first checked against the varlen output (max |diff|).
+// Then the decode-shaped tile ('lean_small', by name) at split counts 1..16 on dense and paged 16, first
+// checked against the varlen output (max |diff|).
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
 // --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256 (for ncu's kernel sections).
@@ -137,8 +137,8 @@ for (const v of variants) {
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
   );
 }
-// Tile shapes side by side: every forced decode-shaped kernel at each split count.
-const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^bf16_d128_(decode_|lean_small$)/.test(k));
+// The decode-shaped tile at each split count.
+const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^bf16_d128_lean_small$/.test(k));
 const sweep = [];
 for (const v of variants.filter((x) => ['dense', 'paged 16'].includes(x.name))) {
   for (const kernel of tiles) {

@@ -12,11 +12,11 @@
 //   dK/dV kernel: blockM query rows per step, warps x 16 keys per CTA (blockN = 16 * warps);
 //                 above D 128 the dK/dV columns split over two CTAs (bwd_traits.h).
 //   dQ kernel (deterministic mode): 16 * dqWarps query rows per CTA, dqBlockN keys per step.
-//   version 3 dK/dV kernel (BwdTraitsV3, 2-D warp tiling, two Q/dO stages always): only the buckets where
-//   it is expected to win; bwd_dispatch.cu runs it when ATTN_FLASH_BWD_KERNEL=v3 and it fits the GPU's
-//   shared memory, else version 2. Its deterministic dQ kernel is the bucket's version 2 one.
+//   2-D tiled dK/dV kernel (BwdTraits2d, a 2-D warp layout per GEMM, two Q/dO stages always): the D128 and
+//   D256 buckets; bwd_dispatch.cu runs it where its shared memory fits and no Hopper kernel runs (A100 at
+//   D128; sm100 at both). Its deterministic dQ kernel is the bucket's row-tiled one.
 //   Hopper dK/dV kernel (BwdSm90Traits, wgmma, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it on sm90
-//   devices unless ATTN_FLASH_BWD_KERNEL says v3 or v2; its deterministic dQ kernel is the bucket's version 2 one too.
+//   devices unless the kernel option asks for 'sm80'; its deterministic dQ kernel is the bucket's row-tiled one too.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';
@@ -28,9 +28,9 @@ export const BWD_CONFIGS = [
   [192, 32, 4, 32, 4],
   [256, 32, 4, 32, 4],
 ];
-export const BWD_V3_CONFIGS = [
-  // headDim, blockM, blockN, warps, layout sm90, layout sm8x (bwd_traits.h, BwdTraitsV3: the digits are
-  // sdpWarpsN sdpPasses dkvWarpsN dqWarpsM; the spill-free ones found with ptxas, NOTES.md "Backward v3")
+export const BWD_2D_CONFIGS = [
+  // headDim, blockM, blockN, warps, layout sm90, layout sm8x (bwd_traits.h, BwdTraits2d: the digits are
+  // sdpWarpsN sdpPasses dkvWarpsN dqWarpsM; the spill-free ones found with ptxas, docs/perf/flash-cuda.md)
   [128, 64, 128, 8, 8142, 8242],
   [256, 64, 64, 8, 4124, 4244],
 ];
@@ -76,19 +76,19 @@ export function generatedFiles() {
       list.push(`ATTN_BWD_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${w}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}")`);
     }
   }
-  const v3 = [];
+  const tiled2d = [];
   for (const [dname, ctype] of DTYPES) {
-    for (const cfg of BWD_V3_CONFIGS) {
+    for (const cfg of BWD_2D_CONFIGS) {
       const [d, m, n, w, l90, l8x] = cfg;
       const [, , , dqN, dqW] = BWD_CONFIGS.find(([hd]) => hd === d);
-      const tr = `attn::flash::BwdTraitsV3<${d}, ${m}, ${n}, ${w}, ${l90}, ${l8x}, ${ctype}>`;
+      const tr = `attn::flash::BwdTraits2d<${d}, ${m}, ${n}, ${w}, ${l90}, ${l8x}, ${ctype}>`;
       const dq = `attn::flash::DqTraits<${d}, ${dqN}, ${dqW}, ${ctype}>`;
       files.set(
-        `bwd_v3_${dname}_d${d}.cu`,
+        `bwd_2d_${dname}_d${d}.cu`,
         `${banner}#include "../flash_bwd_launch.h"\n\n` +
           `template void attn::flash::run_bwd<${tr}, ${dq}>(const attn::flash::BwdParams&, cudaStream_t, int);\n`,
       );
-      v3.push(`ATTN_BWD_CONFIG_V3(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${l90}, ${l8x}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_v3")`);
+      tiled2d.push(`ATTN_BWD_CONFIG_2D(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${l90}, ${l8x}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_2d")`);
     }
   }
   const sm90 = [];
@@ -108,8 +108,8 @@ export function generatedFiles() {
   files.set(
     'bwd_configs.inc',
     `${banner}// ATTN_BWD_CONFIG(is_bf16, head_dim, block_m, warps, dq_block_n, dq_warps, element, name)\n${list.join('\n')}\n` +
-      '// ATTN_BWD_CONFIG_V3(is_bf16, head_dim, block_m, block_n, warps, layout_sm90, layout_sm8x, dq_block_n, dq_warps,\n' +
-      `//                    element, name)\n${v3.join('\n')}\n` +
+      '// ATTN_BWD_CONFIG_2D(is_bf16, head_dim, block_m, block_n, warps, layout_sm90, layout_sm8x, dq_block_n, dq_warps,\n' +
+      `//                    element, name)\n${tiled2d.join('\n')}\n` +
       `// ATTN_BWD_CONFIG_SM90(is_bf16, head_dim, block_m, dq_block_n, dq_warps, element, name)\n${sm90.join('\n')}\n`,
   );
   return files;

@@ -18,7 +18,7 @@ export const NUM_NAMES = [
   'device', 'smCount', 'smemOptin', 'ccMajor', 'ccMinor',
   'numSplits', 'aligned16', 'kernel',
   'totalK', 'pageSize', 'numPages', 'maxPagesPerSeq', 'kPageStride', 'vPageStride',
-  'kvCache', 'kvNewLen',
+  'kvCache', 'kvNewLen', 'kernelFamily',
 ] as const;
 
 export type PtrName = (typeof PTR_NAMES)[number];

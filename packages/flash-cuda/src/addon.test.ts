@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { argArrays, NUM, PTR } from './abi.js';
 import { BWD_NUM, bwdArgArrays } from './bwd-abi.js';
 import { packArgs } from './forward.js';
+import { KERNEL_FAMILY } from './kernels.js';
 import { addon } from './native.js';
 
 const a = addon();
@@ -85,14 +86,11 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const n = nums([4, 16, 16, 4096, 4096, 128], opts);
       expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
     }
-    // Decode (packed rows <= 16): the automatic decode kernel without ALiBi, 'small' with it; short queries
-    // with more rows: 'lean_small' (forced-only in version 3's build).
-    const leanSmallAuto = !a!.buildInfo().kernels.some((k) => k.startsWith('bf16_d128_lean_small ') && k.includes('forced only'));
-    const decodeAuto = a!.buildInfo().kernels.find((k) => k.startsWith('bf16_d128_decode_') && !k.includes('forced only'));
+    // Decode and short queries (packed rows <= 64): 'lean_small' without ALiBi, 'small' with it.
     const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
-    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe(decodeAuto ? decodeAuto.split(' ')[0] : leanSmallAuto ? 'bf16_d128_lean_small' : 'bf16_d128_small');
+    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_lean_small');
     const shortQ = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows
-    expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe(leanSmallAuto ? 'bf16_d128_lean_small' : 'bf16_d128_small');
+    expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe('bf16_d128_lean_small');
     const forcedSmall = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
     forcedSmall.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean_small');
     expect(a!.plan(forcedSmall.nums, forcedSmall.ptrs).kernel).toBe('bf16_d128_lean_small');
@@ -103,13 +101,22 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
     expect(() => a!.plan(alibi.nums, alibi.ptrs)).toThrow(/lean/);
   });
 
+  it('holds only the tiles the plan picks for some device and call (no forced-only forms)', () => {
+    const names = a!.buildInfo().kernelNames;
+    expect(names.filter((n) => /alt|decode/.test(n))).toEqual([]);
+    expect(names.filter((n) => n.includes('sm90')).sort()).toEqual(
+      ['bf16_d128_sm90ws', 'bf16_d256_sm90', 'bf16_d64_sm90ws', 'fp16_d128_sm90ws', 'fp16_d256_sm90', 'fp16_d64_sm90ws'],
+    );
+    expect(a!.buildInfo().kernels.some((k) => k.includes('forced only'))).toBe(false);
+  });
+
   // Only an addon that holds sm_90a code has the Hopper kernels' bodies (the default build does).
-  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d128_sm90') || !/\b90a\b/.test(a.buildInfo().cudaArchs))(
+  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d256_sm90') || !/\b90a\b/.test(a.buildInfo().cudaArchs))(
     'plans the Hopper kernel on sm90 for lean calls without split-KV, and only there',
     () => {
       const names = a!.buildInfo().kernelNames;
       const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
-      // The warp-specialized kernel at D <= 128 (ATTN_FLASH_FWD_KERNEL unset), the plain one at D = 256.
+      // The warp-specialized kernel at D <= 128, the two-stage one at D = 256.
       expect(a!.plan(plain.nums, plain.ptrs)).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1, packGqa: false });
       const d256 = nums([4, 8, 8, 4096, 4096, 256]);
       expect(a!.plan(d256.nums, d256.ptrs).kernel).toBe('bf16_d256_sm90');
@@ -130,14 +137,25 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const fewPlan = a!.plan(few.nums, few.ptrs);
       expect(fewPlan.kernel).toBe('bf16_d128_lean');
       expect(fewPlan.numSplits).toBeGreaterThan(1);
-      // Forced: refused off sm90 and with splits, saying why.
+      // The kernel option: 'sm90' runs the Hopper kernel where the heuristic would split (the small grid
+      // above), 'sm80' keeps a call the Hopper kernel would take on mma.sync; 'sm90' is refused off sm90
+      // and with splits, saying why (kernels.ts declines those calls before they get here).
+      few.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
+      expect(a!.plan(few.nums, few.ptrs)).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1 });
+      const sm80 = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
+      sm80.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm80;
+      expect(a!.plan(sm80.nums, sm80.ptrs).kernel).toBe('bf16_d128_lean');
       const onA100 = nums([4, 16, 16, 4096, 4096, 128], {}, A100);
-      onA100.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90');
-      expect(() => a!.plan(onA100.nums, onA100.ptrs)).toThrow(/only on sm90/);
+      onA100.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
+      expect(() => a!.plan(onA100.nums, onA100.ptrs)).toThrow(/kernel sm90 cannot run this call/);
       const split = nums([4, 16, 16, 4096, 4096, 128]);
-      split.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90');
+      split.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
       split.nums[NUM.numSplits] = 3;
       expect(() => a!.plan(split.nums, split.ptrs)).toThrow(/split-KV/);
+      // A tile forced by index (tests): the Hopper one is refused off sm90 (a B200-like device: 227 KB, sm100).
+      const forcedTile = nums([4, 16, 16, 4096, 4096, 128], {}, { ...H100, major: 10, minor: 0 });
+      forcedTile.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90ws');
+      expect(() => a!.plan(forcedTile.nums, forcedTile.ptrs)).toThrow(/only on sm90/);
     },
   );
 
@@ -173,18 +191,18 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
 
   const hopperBuild = /\b90a\b/.test(a?.buildInfo().cudaArchs ?? '');
 
-  it('picks the head-dim bucket, the 2-D tiled dK/dV kernel (v3) where it fits, and two Q/dO stages where shared memory allows', () => {
-    // A100 and RTX 4090: no Hopper kernel. v3 needs 161 KB at D128 and 209 KB at D256: an A100 runs v3 at D128
-    // and v2 at D256, an RTX 4090 v2 only.
+  it('picks the head-dim bucket, the 2-D tiled dK/dV kernel where it fits, and two Q/dO stages where shared memory allows', () => {
+    // A100 and RTX 4090: no Hopper kernel. The 2-D tiled form needs 161 KB at D128 and 209 KB at D256: an
+    // A100 runs it at D128 and the row-tiled one at D256, an RTX 4090 the row-tiled one only.
     const a100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }, A100).nums, bnums());
-    expect(a100.kernel).toBe('bf16_d128_v3');
+    expect(a100.kernel).toBe('bf16_d128_2d');
     expect(a100.stages).toBe(2);
     expect(a100.dqAccumStride).toBe(128);
     expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, A100).nums, bnums()).kernel).toBe('bf16_d256');
     const ada = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 128], { requiresGrad: true }, RTX4090).nums, bnums());
     expect(ada.kernel).toBe('bf16_d128');
     expect(ada.stages).toBe(1);
-    // D64 has no v3 build.
+    // D64 has no 2-D tiled build.
     expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64], {}, A100).nums, bnums()).kernel).toBe('bf16_d64');
   });
 
@@ -193,8 +211,16 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
     expect(h100).toMatchObject({ kernel: 'bf16_d128_sm90', stages: 2, dqAccumStride: 128 });
     expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64]).nums, bnums(true)).kernel).toBe('bf16_d64_sm90');
     expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe('fp16_d256_sm90');
-    // D192 has neither a Hopper nor a v3 build.
+    // D192 has neither a Hopper nor a 2-D tiled build.
     expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 192]).nums, bnums()).kernel).toBe('bf16_d192');
+    // The kernel option: 'sm80' keeps the backward on mma.sync (the 2-D tiled form at D128 and D256 on an
+    // H100); 'sm90' where no Hopper backward exists is refused.
+    const sm80 = nums([1, 8, 8, 512, 512, 128]);
+    sm80.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm80;
+    expect(a!.backwardPlan!(sm80.nums, bnums()).kernel).toBe('bf16_d128_2d');
+    const d192 = nums([1, 8, 8, 512, 512, 192]);
+    d192.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
+    expect(() => a!.backwardPlan!(d192.nums, bnums())).toThrow(/kernel sm90 has no backward/);
   });
 
   it('refuses what does not fit and re-checks its arguments (throws, never aborts)', () => {

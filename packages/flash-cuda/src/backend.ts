@@ -2,6 +2,7 @@
 import type { Backend } from '@attn/core';
 import { flashBackward } from './backward.js';
 import { flashForward } from './forward.js';
+import { FLASH_KERNELS } from './kernels.js';
 import { flashKvCacheForward } from './kv-cache.js';
 import { addonLoad, availability } from './native.js';
 import { FLASH_RULES, FLASH_TOLERANCES } from './rules.js';
@@ -20,6 +21,7 @@ export const flashCudaBackend: Backend = Object.freeze({
   availability,
   rules: FLASH_RULES,
   tolerances: FLASH_TOLERANCES,
+  kernels: FLASH_KERNELS,
   forward: (params) => (params.kvCache ? flashKvCacheForward(params) : flashForward(params)),
   backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {

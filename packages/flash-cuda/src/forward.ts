@@ -4,6 +4,7 @@
 import { AttnInputError, DeviceError, empty, emptyOutput, forwardOutput, type ForwardOutputs, kernelWindow, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
 import { currentStream, deviceProperties } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
+import { kernelFamilyOf } from './kernels.js';
 import { addon, availability, type FlashAddon, type FlashPlan } from './native.js';
 
 const U64 = (1n << 64n) - 1n;
@@ -120,6 +121,7 @@ export function packArgs(
   nums[NUM.ccMinor] = facts.minor;
   nums[NUM.numSplits] = 0; // 0: the addon's heuristic decides
   nums[NUM.kernel] = -1; // -1: the addon picks the tile configuration
+  nums[NUM.kernelFamily] = kernelFamilyOf(p); // the call's kernel option (kernels.ts); backward reads it too
   return { ptrs, nums };
 }
 
@@ -137,10 +139,14 @@ export function aligned16(p: SdpaParams, tensors: readonly Tensor[], nums: Float
   return true;
 }
 
-/** Overrides for benches and tests: a fixed split count, a kernel configuration by name. */
+/**
+ * Overrides for tests that compare two calls on one tile (e.g. paged against packed K/V bit for bit): a
+ * fixed split count, a tile configuration by name. Users choose a kernel family with the `kernel` call
+ * option instead (kernels.ts).
+ */
 export interface FlashOverrides {
   readonly numSplits?: number;
-  /** A name from buildInfo().kernels, e.g. 'bf16_d128_alt'. */
+  /** A name from buildInfo().kernelNames, e.g. 'bf16_d128_large'. */
   readonly kernel?: string;
 }
 
@@ -162,6 +168,7 @@ function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides)
 const PLAN_SLOTS = [
   NUM.isBf16, NUM.batch, NUM.headsQ, NUM.headsK, NUM.seqQ, NUM.seqK, NUM.headDim, NUM.totalQ, NUM.smCount,
   NUM.smemOptin, NUM.numSplits, NUM.kernel, NUM.softcap, NUM.dropout, NUM.windowLeft, NUM.scale, NUM.pageSize, NUM.kvCache,
+  NUM.kernelFamily, NUM.ccMajor, NUM.ccMinor,
 ] as const;
 const lastKey = new Float64Array(PLAN_SLOTS.length + 1).fill(Number.NaN); // NaN never compares equal
 let lastPlan: FlashPlan | null = null;

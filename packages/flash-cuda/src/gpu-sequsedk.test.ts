@@ -70,17 +70,17 @@ describeWhereRunnable('flash-cuda sequsedK on a GPU', av.ok ? null : av.reason, 
   }
 
   const sm90 = av.ok && deviceProperties(0).major === 9 && deviceProperties(0).minor === 0;
-  it.skipIf(!sm90)('the Hopper forward kernels (forced by name), causal lower-right', () => {
-    for (const D of [64, 128]) {
+  it.skipIf(!sm90)('both kernel families (the kernel option: Hopper wgmma and mma.sync), causal lower-right', () => {
+    for (const D of [64, 128, 256]) {
       const { q, k, v } = inputs([3, 2, 2, 200, 300, D]);
       const counts = [1, 299, 0];
       const opts: SdpaOptions = { isCausal: true, alignment: 'lowerRight' };
-      const p = normalizeParams(q, k, v, { ...opts, sequsedK: used(counts, 'cuda') });
       const ref = sdpaForward(q.to('cpu'), k.to('cpu'), v.to('cpu'), onCpu(opts, counts));
-      for (const kernel of [`bf16_d${D}_sm90`, `bf16_d${D}_sm90ws`]) {
-        const r = flashForward(p, { kernel });
-        expect(relErr(r.out, ref.out), kernel).toBeLessThan(TOL);
-        expect(relErr(r.logsumexp, ref.logsumexp), kernel).toBeLessThan(TOL);
+      for (const kernel of ['sm90', 'sm80']) {
+        const r = sdpaForward(q, k, v, { ...opts, sequsedK: used(counts, 'cuda'), kernel });
+        expect(r.backend).toBe('flash-cuda');
+        expect(relErr(r.out, ref.out), `${kernel} D${D}`).toBeLessThan(TOL);
+        expect(relErr(r.logsumexp, ref.logsumexp), `${kernel} D${D}`).toBeLessThan(TOL);
       }
     }
   });

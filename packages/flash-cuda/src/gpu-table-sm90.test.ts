@@ -18,8 +18,8 @@ function blocker(): string | null {
 }
 
 const forced = (kernel: string): Partial<TableCase> => ({ forwardOnly: true, launch: { forward: (p) => flashForward(p, { kernel }) } });
-/** The Hopper kernel of a head dim's bucket (64, 128, 256). */
-const bucket = (dtype: 'bfloat16' | 'float16', D: number) => `${dtype === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? 64 : D <= 128 ? 128 : 256}_sm90`;
+/** The Hopper kernel of a head dim's bucket: warp-specialized at 64 and 128, two-stage at 256. */
+const bucket = (dtype: 'bfloat16' | 'float16', D: number) => `${dtype === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? '64_sm90ws' : D <= 128 ? '128_sm90ws' : '256_sm90'}`;
 
 function cases(): TableCase[] {
   const list: TableCase[] = [];
@@ -31,8 +31,6 @@ function cases(): TableCase[] {
   add('sm90 forced fp16 D256 window[-1,33] lowerRight', { dtype: 'float16', D: 256, Sq: 333, Sk: 500, window: [-1, 33], alignment: 'lowerRight' }, bucket('float16', 256));
   add('sm90 forced misaligned D64 sq200', { misalign: 'base', D: 64, Sq: 200, Sk: 211 }, bucket('bfloat16', 64));
   add('sm90 forced strided bshd D128 causal', { layout: 'bshd', D: 128, Hq: 4, Sq: 257, Sk: 257, causal: true }, bucket('bfloat16', 128));
-  add('sm90 forced alt D64', { D: 64, Sq: 300, Sk: 333, causal: true, alignment: 'lowerRight' }, 'bf16_d64_sm90_alt');
-  add('sm90 forced alt D128', { D: 128, Sq: 300, Sk: 333 }, 'bf16_d128_sm90_alt');
   // The warp-specialized kernels (producer warpgroup, 3-stage ring, ping-pong consumers), where compiled.
   const names = (flashCudaBackend.buildInfo?.().kernelNames ?? []) as readonly string[];
   for (const ws of ['bf16_d64_sm90ws', 'bf16_d128_sm90ws', 'fp16_d64_sm90ws', 'fp16_d128_sm90ws']) {

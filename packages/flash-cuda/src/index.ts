@@ -7,6 +7,7 @@ import { flashCudaBackend } from './backend.js';
 registerBackend(flashCudaBackend);
 
 export { FLASH_PRIORITY, flashCudaBackend } from './backend.js';
+export { FLASH_KERNELS, sm90Declines } from './kernels.js';
 export { FLASH_RULES, alibiHeadContiguous, denseRank4OrVarlen, varlenOffsetsOnDevice } from './rules.js';
 export { flashForward, planFor } from './forward.js';
 export { flashKvCacheForward } from './kv-cache.js';

@@ -5,6 +5,7 @@ import {
   AttnInputError,
   DeviceError,
   empty,
+  forwardOutput,
   zeros,
   type Availability,
   type Backend,
@@ -54,7 +55,7 @@ function forward(p: SdpaParams): ForwardOutputs {
   checkGpu(addon, p.device.index, stream);
   const plan = planForward(p);
   const device = p.device;
-  const out = empty(plan.outShape, { dtype: p.dtype, device });
+  const out = forwardOutput(p, plan.outShape, { dtype: p.dtype, device }); // the call's out, or a new tensor
   const logsumexp = empty(plan.lseShape, { dtype: 'float32', device });
   const aotLse = plan.aotLse === 'alias' ? logsumexp.reshape(plan.aotLseShape) : empty(plan.aotLseShape, { dtype: 'float32', device });
   const counter = plan.atomicCounter ? zeros([1], { dtype: 'int32', device }) : null;

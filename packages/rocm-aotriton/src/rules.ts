@@ -3,16 +3,11 @@
 // below. Version-dependent rules read the AOTriton version the addon reports; without the addon
 // (the backend is unavailable then anyway) they assume the newest version this binding knows.
 import {
-  noKvCache,
-  noOutTensor,
-  noPagedKv,
   batchAndHeads,
   dtypeIn,
   headDimsEqual,
   lastDimContiguous,
   noAttnMask,
-  noSoftcap,
-  noSequsedK,
   nonzeroSeqLens,
   rule,
   tensorsOn,
@@ -21,6 +16,7 @@ import {
 } from '@attn/core';
 import { readEnvFlag, rocmFaLibraryRule, warnOnce, type Env, type FaLibraryDeps } from '@attn/rocm';
 import { archStatus, baseArch, ENABLE_EXPERIMENTAL_ENV, stableArchs } from './arch.js';
+import { aotritonNoKvCache, aotritonNoPagedKv, aotritonNoSequsedK, aotritonNoSoftcap } from './declines.js';
 import {
   efficientUsesAlignmentRule,
   hasDeterministicOption,
@@ -122,9 +118,14 @@ export const aotritonBias: Rule = rule('aotritonBias', (p) => {
   return null;
 });
 
-export const aotritonNoAlibi: Rule = rule('noAlibi', (p) =>
-  p.alibiSlopes ? `AOTriton is built without ALiBi (USE_ALIBI is compiled off); drop alibiSlopes ${CK_HINT}, whose kernels take ALiBi.` : null,
-);
+/** attn_fwd sets USE_ALIBI = false (v3src/flash/attn_fwd.cc, 0.10b to 0.13b): no ALiBi kernels. */
+export function aotritonNoAlibi(deps: AotritonRuleDeps): Rule {
+  return rule('noAlibi', (p) =>
+    p.alibiSlopes
+      ? `AOTriton ${versionString(versionOf(deps))} is built without ALiBi (attn_fwd compiles USE_ALIBI off, 0.10b to 0.13b); drop alibiSlopes ${CK_HINT}, whose kernels take ALiBi.`
+      : null,
+  );
+}
 
 /**
  * AOTriton supports dropout, but draws the mask its own way (tritonsrc/dropout.py, fwd_kernel.py at
@@ -135,11 +136,13 @@ export const aotritonNoAlibi: Rule = rule('noAlibi', (p) =>
  * [j>>2, i, b*Hq+h, offset] keyed by (lo32(seed), hi32(seed)). The two can't be reconciled
  * without changing AOTriton's kernels, so the rule declines dropout to keep "same seed, same mask".
  */
-export const aotritonNoDropout: Rule = rule('noDropout', (p) =>
-  p.dropout
-    ? `AOTriton draws dropout with its own Philox counter layout (tl.randint4x on one linear counter per four keys: philox_offset + (b*Hq+h)*Max_seqlen_q*ceil(Sk/4) + i*ceil(Sk/4) + j/4), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements here than on every other backend; use dropoutP: 0 here, or another backend for dropout.`
-    : null,
-);
+export function aotritonNoDropout(deps: AotritonRuleDeps): Rule {
+  return rule('noDropout', (p) =>
+    p.dropout
+      ? `AOTriton ${versionString(versionOf(deps))} draws dropout with its own Philox counter layout (tl.randint4x on one linear counter per four keys: philox_offset + (b*Hq+h)*Max_seqlen_q*ceil(Sk/4) + i*ceil(Sk/4) + j/4), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements here than on every other backend; use dropoutP: 0 here, or another backend for dropout.`
+      : null,
+  );
+}
 
 /** The window must be encodable, and AOTriton 0.10-0.11.1 ignores window_right in the forward. */
 export function aotritonWindow(deps: AotritonRuleDeps): Rule {
@@ -172,6 +175,7 @@ function common(deps: AotritonRuleDeps, what: 'Flash' | 'Mem Efficient'): Rule[]
 }
 
 export function flashRules(deps: AotritonRuleDeps): Rule[] {
+  const version = () => deps.version();
   return [
     ...common(deps, 'Flash'),
     noAttnMask,
@@ -181,19 +185,19 @@ export function flashRules(deps: AotritonRuleDeps): Rule[] {
     lastDimContiguous(),
     batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
     dtypeIn(['float16', 'bfloat16']),
-    aotritonNoAlibi,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    aotritonNoAlibi(deps),
+    aotritonNoSoftcap(version),
+    aotritonNoSequsedK(version),
+    aotritonNoPagedKv(version),
+    aotritonNoKvCache(version),
     aotritonWindow(deps),
-    aotritonNoDropout,
+    aotritonNoDropout(deps),
     aotritonDeterministic(deps),
   ];
 }
 
 export function efficientRules(deps: AotritonRuleDeps): Rule[] {
+  const version = () => deps.version();
   return [
     ...common(deps, 'Mem Efficient'),
     headDimsEqual,
@@ -203,14 +207,13 @@ export function efficientRules(deps: AotritonRuleDeps): Rule[] {
     batchAndHeads({ gqa: false, sameKvHeads: true, mqa: false }),
     dtypeIn(['float16', 'bfloat16', 'float32']),
     aotritonBias,
-    aotritonNoAlibi,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    aotritonNoAlibi(deps),
+    aotritonNoSoftcap(version),
+    aotritonNoSequsedK(version),
+    aotritonNoPagedKv(version),
+    aotritonNoKvCache(version),
     aotritonWindow(deps),
-    aotritonNoDropout,
+    aotritonNoDropout(deps),
     aotritonDeterministic(deps),
   ];
 }

@@ -106,10 +106,10 @@ describe('AOTriton selection (PyTorch ROCm flash -> efficient order)', () => {
   it('no ALiBi, no softcap, and dropout declined because the Philox mapping differs', () => {
     const t = qkv(1, 2, 8, 8, 64);
     const alibi = report(t, { alibiSlopes: rocmTensor([2], { dtype: 'float32' }) });
-    expect(message(alibi, 'aotriton-flash', 'noAlibi')).toMatch(/without ALiBi.*ATTN_ROCM_FA_PREFER_CK=1/);
+    expect(message(alibi, 'aotriton-flash', 'noAlibi')).toMatch(/^AOTriton 0\.12\.1 is built without ALiBi.*ATTN_ROCM_FA_PREFER_CK=1/);
     expect(failing(report(t, { softcap: 30 }), 'aotriton-flash')).toContain('noSoftcap');
     const drop = report(t, { dropoutP: 0.1 });
-    expect(message(drop, 'aotriton-flash', 'noDropout')).toMatch(/own Philox counter layout \(tl.randint4x .*ceil\(Sk\/4\).*same seed would drop different elements/);
+    expect(message(drop, 'aotriton-flash', 'noDropout')).toMatch(/^AOTriton 0\.12\.1 draws dropout with its own Philox counter layout \(tl.randint4x .*ceil\(Sk\/4\).*same seed would drop different elements/);
     expect(failing(drop, 'aotriton-efficient')).toContain('noDropout');
   });
 

@@ -55,7 +55,7 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   set_dq_acc_ptr(args, a.ptr("dq_acc_ptr"));
   ATTN_PTR(seqstart_q_ptr); ATTN_PTR(seqstart_k_ptr);
   args.rand_val_ptr = nullptr;
-  args.seqlen_k_ptr = nullptr;
+  ATTN_PTR(seqlen_k_ptr);  // group mode: sequsedK, else nullptr
   ATTN_IDX(seqlen_q); ATTN_IDX(seqlen_k); ATTN_IDX(batch); ATTN_IDX(max_seqlen_q); ATTN_IDX(max_seqlen_k);
   ATTN_IDX(hdim_q); ATTN_IDX(hdim_v); ATTN_IDX(nhead_q); ATTN_IDX(nhead_k);
   args.scale = static_cast<float>(a.num("scale"));

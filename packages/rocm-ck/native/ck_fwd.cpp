@@ -46,7 +46,7 @@ Napi::Value Forward(const Napi::CallbackInfo& info) {
   args.o_ptr = a.ptr("o_ptr");
   args.seqstart_q_ptr = a.ptr("seqstart_q_ptr");
   args.seqstart_k_ptr = a.ptr("seqstart_k_ptr");
-  args.seqlen_k_ptr = nullptr;
+  args.seqlen_k_ptr = a.ptr("seqlen_k_ptr");  // group mode: sequsedK (used keys per sequence), else nullptr
   args.seqlen_q = a.idx("seqlen_q");
   args.seqlen_k = a.idx("seqlen_k");
   args.batch = a.idx("batch");

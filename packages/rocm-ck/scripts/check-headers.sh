@@ -69,7 +69,16 @@ check_one() { # CK_ROOT LABEL
   return $rc
 }
 
+# native/head_group_sum.hip includes no CK header: compiled once, host and device, to an object.
+check_kernel() {
+  local cmd=(env HIP_PLATFORM=amd "$hipcc" -x hip "--offload-arch=$arch" -std=c++17 -c -Wall -Werror -Wno-unused-command-line-argument
+    -D__HIP_PLATFORM_AMD__ "$here/native/head_group_sum.hip" -o "$work/head_group_sum.o")
+  echo "+ ${cmd[*]}"
+  if "${cmd[@]}"; then echo "OK: head_group_sum.hip"; else echo "FAIL: head_group_sum.hip"; return 1; fi
+}
+
 status=0
+check_kernel || status=1
 if [ "${1:-}" = "--git" ]; then
   [ $# -ge 3 ] || { echo "usage: $0 --git REPO REF..." >&2; exit 2; }
   repo="$2"; shift 2

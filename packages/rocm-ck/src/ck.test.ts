@@ -1,10 +1,11 @@
-import { explain, registerBackend, type SdpaOptions, type SelectionReport } from '@attn/core';
+import { explain, registerBackend, tensor, type RuleContext, type SdpaOptions, type SdpaParams, type SelectionReport } from '@attn/core';
 import { withIsolatedRegistry } from '@attn/core/testing';
 import { resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
 import fc from 'fast-check';
 import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { installFakeRocmRuntime, params, qkv, rocmTensor, varlenParams, type Qkv } from '@attn/rocm/testing';
 import { makeCkBackend } from './backend.js';
+import { ckNoKvCache, ckNoPagedKv, ckNoSoftcap, ckSequsedK } from './declines.js';
 import { encodeCkMask, MASK_BOTTOM_RIGHT, MASK_NONE, MASK_TOP_LEFT, type CkMask } from './mask.js';
 import { forwardArgs, forwardTraits } from './marshal/args.js';
 import { backwardArgs, dqAccSplits } from './marshal/backward.js';
@@ -61,6 +62,12 @@ describe('encodeCkMask', () => {
   it('upperLeft ALiBi without a mask gets an open top-left mask (CK anchors unmasked ALiBi bottom-right)', () => {
     expect(encodeCkMask({ causal: false, window: null, alignment: 'upperLeft', seqQ: 4, seqK: 8, alibiSlopes: {} as never }).maskType).toBe(MASK_TOP_LEFT);
     expect(encodeCkMask({ causal: false, window: null, alignment: 'lowerRight', seqQ: 4, seqK: 8, alibiSlopes: {} as never }).maskType).toBe(MASK_NONE);
+    expect(encodeCkMask({ causal: false, window: null, alignment: 'upperLeft', seqQ: 8, seqK: 8, alibiSlopes: {} as never }).maskType).toBe(MASK_NONE);
+  });
+  it('varlen upperLeft ALiBi always gets the open top-left mask: a sequence may have Sq != Sk (or fewer used keys) where the maxima agree', () => {
+    const p = varlenParams([3, 8], 2, 64, { kLens: [8, 3], alibiSlopes: rocmTensor([2], { dtype: 'float32' }) });
+    expect([p.seqQ, p.seqK]).toEqual([8, 8]);
+    expect(encodeCkMask(p)).toEqual({ maskType: MASK_TOP_LEFT, left: -1, right: -1 });
   });
 });
 
@@ -148,12 +155,11 @@ describe('CK rules', () => {
     device.setArch('gfx1100');
     expect(message(report(qkv(1, 1, 8, 8, 64), {}), 'ck-flash', 'ckArch')).toMatch(/gfx90a, gfx942, gfx950 only; this GPU is gfx1100/);
   });
-  it('GQA on flash (forward), not on efficient; GQA backward declined', () => {
+  it('GQA on flash, forward and backward; not on efficient', () => {
     const t = qkv(1, 8, 16, 16, 64, { hk: 2 });
     expect(failing(report(t, { enableGqa: true }), 'ck-flash')).toEqual([]);
+    expect(failing(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash')).toEqual([]);
     expect(failing(report(t, { enableGqa: true }), 'ck-efficient')).toContain('batchAndHeads(gqa=false, sameKvHeads=true, mqa=false)');
-    expect(failing(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash')).toEqual(['ckGqaBackward']);
-    expect(message(report(t, { enableGqa: true, requiresGrad: true }), 'ck-flash', 'ckGqaBackward')).toMatch(/per query head \(8 heads; .* sum each group of 4 into the 2/);
   });
   it("backward is declined on a CK whose fmha_bwd_args has the workspace layout; forward still runs", () => {
     const t = qkv(1, 2, 16, 16, 64);
@@ -168,6 +174,35 @@ describe('CK rules', () => {
     const r = report(t, { attnMask: rocmTensor([16, 16]) });
     expect(failing(r, 'ck-flash')).toContain('noAttnMask');
     expect(failing(r, 'ck-efficient')).toEqual([]);
-    expect(message(report(t, { dropoutP: 0.2 }), 'ck-flash', 'noDropout')).toMatch(/own Philox counter layout \(8-bit random values per warp tile, kept when <= floor\(\(1 - p\) \* 255\)/);
+    expect(message(report(t, { dropoutP: 0.2 }), 'ck-flash', 'noDropout')).toMatch(/checked at 8e22e1ae\) with its own Philox counter layout \(8-bit random values per warp tile, kept when <= floor\(\(1 - p\) \* 255\)/);
+  });
+  it("takes the call's out (fmha_fwd_args writes o_ptr with its strides)", () => {
+    for (const b of ['ck-flash', 'ck-efficient']) expect(failing(report(qkv(1, 2, 16, 16, 64), { out: rocmTensor([1, 2, 16, 64]) }), b)).toEqual([]);
+  });
+  it("declines softcap, sequsedK, paged K/V and sdpaKvCache with CK's reason", () => {
+    const ctx = {} as RuleContext;
+    const p = (fields: Partial<Record<keyof SdpaParams, unknown>>): SdpaParams =>
+      ({ softcap: 0, sequsedK: null, paged: null, kvCache: null, varlen: null, ...fields }) as unknown as SdpaParams;
+    expect(ckNoSoftcap.check(p({ softcap: 30 }), ctx)).toMatch(/fmha_bwd has no logits soft cap .*only after 8e22e1ae \(logits_soft_cap\)/);
+    expect(ckSequsedK.check(p({ sequsedK: {} }), ctx)).toMatch(/seqlen_k_ptr\) only in group \(varlen\) mode, never for dense/);
+    expect(ckSequsedK.check(p({ sequsedK: {}, varlen: {}, indexValuesOnDevice: true }), ctx)).toMatch(/without clamping it .* leave indexValuesOnDevice unset/);
+    expect(ckSequsedK.check(p({ sequsedK: {}, varlen: {}, indexValuesOnDevice: false }), ctx)).toBeNull();
+    expect(ckNoPagedKv.check(p({ paged: {} }), ctx)).toMatch(/no block table \(paged K\/V is only in CK's fmha_fwd_splitkv/);
+    expect(ckNoKvCache.check(p({ kvCache: {} }), ctx)).toMatch(/fmha_fwd_appendkv and fmha_fwd_splitkv/);
+    for (const r of [ckNoSoftcap, ckSequsedK, ckNoPagedKv, ckNoKvCache]) expect(r.check(p({}), ctx)).toBeNull();
+  });
+  it('varlen sequsedK becomes seqlen_k_ptr in the forward and backward args (dense passes none)', () => {
+    const used = tensor([2, 0], [2], { dtype: 'int32', device: 'rocm' });
+    const p = varlenParams([3, 5], 2, 64, { kLens: [4, 6], sequsedK: used });
+    const f32 = { dtype: 'float32' as const };
+    const fwd = forwardArgs(p, { out: rocmTensor([8, 2, 64]), lse: rocmTensor([2, 8], f32) });
+    expect(fwd.seqlen_k_ptr).toBe(used.dataPointer());
+    const bwd = backwardArgs(p, {
+      out: rocmTensor([8, 2, 64]), lse: rocmTensor([2, 8], f32), gradOut: rocmTensor([8, 2, 64]), d: rocmTensor([2, 8], f32),
+      dq: rocmTensor([8, 2, 64]), dk: rocmTensor([10, 2, 64]), dv: rocmTensor([10, 2, 64]), dbias: null, dqAcc: rocmTensor([1, 2, 8, 64], f32),
+    });
+    expect(bwd.seqlen_k_ptr).toBe(used.dataPointer());
+    expect(forwardArgs(params(qkv(1, 2, 8, 8, 64)), { out: rocmTensor([1, 2, 8, 64]), lse: rocmTensor([1, 2, 8], f32) }).seqlen_k_ptr).toBe(0n);
+    expect(failing(report(qkv(1, 2, 8, 8, 64), { sequsedK: tensor([4], [1], { dtype: 'int32', device: 'rocm' }) }), 'ck-flash')).toContain('ckSequsedK');
   });
 });

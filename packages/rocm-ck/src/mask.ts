@@ -18,7 +18,7 @@ export interface CkMask {
   readonly right: number;
 }
 
-type MaskInput = Pick<SdpaParams, 'causal' | 'window' | 'alignment' | 'seqQ' | 'seqK' | 'alibiSlopes'>;
+type MaskInput = Pick<SdpaParams, 'causal' | 'window' | 'alignment' | 'seqQ' | 'seqK' | 'alibiSlopes'> & Partial<Pick<SdpaParams, 'varlen'>>;
 
 export function encodeCkMask(p: MaskInput): CkMask {
   const alibi = p.alibiSlopes !== null && p.alibiSlopes !== undefined;
@@ -26,7 +26,9 @@ export function encodeCkMask(p: MaskInput): CkMask {
   const maskType = p.alignment === 'lowerRight' ? MASK_BOTTOM_RIGHT : MASK_TOP_LEFT;
   if (bounds === null) {
     // No mask; but CK's unmasked ALiBi is bottom-right, so upperLeft ALiBi needs an open top-left mask.
-    if (alibi && p.alignment === 'upperLeft' && p.seqQ !== p.seqK) return { maskType: MASK_TOP_LEFT, left: -1, right: -1 };
+    // Varlen (group mode) sequences can have Sq != Sk, or fewer used keys, where the maxima agree.
+    const varlen = (p.varlen ?? null) !== null;
+    if (alibi && p.alignment === 'upperLeft' && (p.seqQ !== p.seqK || varlen)) return { maskType: MASK_TOP_LEFT, left: -1, right: -1 };
     return { maskType: MASK_NONE, left: -1, right: -1 };
   }
   let left = bounds.left ?? -1;

@@ -4,6 +4,7 @@ import { findPackageRoot, lazyNativeAddon } from '@attn/native';
 import { rocmAvailability } from '@attn/rocm';
 import type { CkFwdArgs, CkFwdTraits } from './marshal/args.js';
 import type { CkBwdTraits } from './marshal/backward.js';
+import type { CkHeadGroupSum } from './marshal/head-groups.js';
 
 export interface CkAddon {
   /** bwdDqAccLayout: this CK's fmha_bwd_args has dq_acc_ptr and its strides (see rules.ts ckBackwardLayout). */
@@ -11,9 +12,11 @@ export interface CkAddon {
   /** Returns fmha_fwd's result: < 0 when no compiled instance matches the traits. */
   forward(traits: CkFwdTraits, args: CkFwdArgs, stream: bigint): number;
   backward(traits: CkBwdTraits, args: Record<string, bigint | number>, stream: bigint): number;
+  /** GQA/MQA: adds each group of query heads' dK/dV into the key/value heads (head_group_sum.hip). */
+  sumHeadGroups(args: CkHeadGroupSum, stream: bigint): void;
 }
 
-const REQUIRED = ['info', 'forward', 'backward'] as const;
+const REQUIRED = ['info', 'forward', 'backward', 'sumHeadGroups'] as const;
 
 export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/rocm-ck');
 

@@ -1,24 +1,21 @@
 // The rules of 'ck-flash' and 'ck-efficient' (PyTorch's CK path, sdp-selection.md §6, rocm-backends.md
-// §2.7/§2.9): gfx90a/gfx942/gfx950, fp16/bf16, head dims 32..256 in multiples of 8, GQA on flash only,
-// an additive bias on efficient only, ALiBi and windows on both.
+// §2.7/§2.9): gfx90a/gfx942/gfx950, fp16/bf16, head dims 32..256 in multiples of 8, GQA on flash only
+// (forward and backward: marshal/head-groups.ts), an additive bias on efficient only, ALiBi and windows
+// on both.
 import {
-  noKvCache,
-  noOutTensor,
-  noPagedKv,
   batchAndHeads,
   dtypeIn,
   headDimMultipleOf,
   headDimVMultipleOf,
   lastDimContiguous,
   noAttnMask,
-  noSoftcap,
-  noSequsedK,
   nonzeroSeqLens,
   rule,
   tensorsOn,
   type Rule,
 } from '@attn/core';
 import { rocmFaLibraryRule, type FaLibraryDeps } from '@attn/rocm';
+import { ckNoKvCache, ckNoPagedKv, ckNoSoftcap, ckSequsedK } from './declines.js';
 import { loadCk } from './native.js';
 
 export const CK_ARCHS: readonly string[] = ['gfx90a', 'gfx942', 'gfx950'];
@@ -43,7 +40,7 @@ export const ckHeadDim: Rule = rule('ckHeadDim', (p) => {
  */
 export const ckNoDropout: Rule = rule('noDropout', (p) =>
   p.dropout
-    ? `CK draws dropout with its own Philox counter layout (8-bit random values per warp tile, kept when <= floor((1 - p) * 255), so p is also rounded to 1/255), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements than on every other backend; use dropoutP: 0 here.`
+    ? `CK draws dropout (ck_tile BlockDropout, checked at 8e22e1ae) with its own Philox counter layout (8-bit random values per warp tile, kept when <= floor((1 - p) * 255), so p is also rounded to 1/255), not attn's (seed, offset) -> [j>>2, i, b*Hq+h, offset] mapping, so the same seed would drop different elements than on every other backend; use dropoutP: 0 here.`
     : null,
 );
 
@@ -67,18 +64,6 @@ export const ckAlibiSlopes: Rule = rule('ckAlibi', (p) => {
   if (s.strides[s.rank - 1] !== 1) return 'CK reads ALiBi slopes contiguous over heads; call .contiguous() on them.';
   return null;
 });
-
-/**
- * CK's fmha_bwd takes nhead_q/nhead_k, but its dq_dk_dv kernel writes dK/dV per query head (the
- * example's runner and PyTorch's mha_bwd_ck allocate dk/dv with h_q heads, "dk_expanded", and sum
- * each group of h_q/h_k heads afterwards). attn has no device reduction to do that sum, so GQA/MQA
- * backward is declined here (forward is fine; AOTriton's backward reduces inside the library).
- */
-export const ckGqaBackward: Rule = rule('ckGqaBackward', (p) =>
-  p.requiresGrad && p.headsQ !== p.headsKV
-    ? `CK's backward writes dK/dV per query head (${p.headsQ} heads; callers such as PyTorch sum each group of ${p.headsQ / p.headsKV} into the ${p.headsKV} key/value heads), and this binding has no device reduction for that sum; repeat the key/value heads for training, or use AOTriton, whose backward reduces the groups itself.`
-    : null,
-);
 
 /**
  * Whether the loaded addon's CK has the dq_acc backward layout (fmha_bwd_args with dq_acc_ptr and
@@ -121,14 +106,12 @@ export function flashRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutProbe)
     nonzeroSeqLens,
     lastDimContiguous(),
     batchAndHeads({ gqa: true, sameKvHeads: true, mqa: true }),
-    ckGqaBackward,
     dtypeIn(['float16', 'bfloat16']),
     ckAlibiSlopes,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    ckNoSoftcap,
+    ckSequsedK,
+    ckNoPagedKv,
+    ckNoKvCache,
     ckNoDropout,
   ];
 }
@@ -146,11 +129,10 @@ export function efficientRules(fa?: () => FaLibraryDeps, bwdLayout?: BwdLayoutPr
     dtypeIn(['float16', 'bfloat16']),
     ckBiasRule,
     ckAlibiSlopes,
-    noSoftcap,
-    noSequsedK,
-    noPagedKv,
-    noKvCache,
-    noOutTensor,
+    ckNoSoftcap,
+    ckSequsedK,
+    ckNoPagedKv,
+    ckNoKvCache,
     ckNoDropout,
   ];
 }

@@ -24,6 +24,8 @@ export interface Features {
   readonly indexValuesOnDevice: boolean;
   /** Each call writes into a preallocated output (the out option) instead of allocating one. */
   readonly out: boolean;
+  /** The kernel option: a kernel family of the backends that declare it (`attn doctor` lists them), or null. */
+  readonly kernel: string | null;
 }
 
 export interface ProblemSpec extends Features {
@@ -54,6 +56,7 @@ export const PLAIN_FEATURES: Features = {
   varlen: false,
   indexValuesOnDevice: false,
   out: false,
+  kernel: null,
 };
 
 /** "B=1 Hq=8 Hk=8 Sq=512 Sk=512 D=64" (Dv and Hk only where they differ). */
@@ -77,5 +80,6 @@ export function describeFeatures(f: Features): string {
   if (f.requiresGrad) parts.push('requires grad');
   if (f.varlen) parts.push(f.indexValuesOnDevice ? 'varlen (index values on device)' : 'varlen');
   if (f.out) parts.push('preallocated out');
+  if (f.kernel) parts.push(`kernel ${f.kernel}`);
   return parts.length ? parts.join(', ') : 'non-causal';
 }

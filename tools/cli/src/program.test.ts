@@ -43,6 +43,7 @@ describe('usage errors exit 2 with what to change', () => {
     [['bench', '--overhead', '--dim', '64'], /option '--overhead' cannot be used with option '--dim <list>'/],
     [['bench', '--device', 'cpu', '--plot', 'chart.png'], /must end in .svg or .html/],
     [['bench', '--device', 'cpu', '--backends', 'nope'], /Unknown backend 'nope'/],
+    [['bench', '--device', 'cpu', '--backends', 'cpu-math', '--kernel', 'avx2'], /No kernel named 'avx2' among cpu-math; kernels: cpu-flash: portable, avx2/],
     [['bench', '--mode', 'fwd,sideways'], /'sideways' is not one of fwd, bwd, fwdbwd/],
     [['bench', '--device', 'cpu', '--overhead', '--index-values-on-device'], /--index-values-on-device needs --varlen/],
     [['bench', '--device', 'cpu', '--overhead', '--varlen', '--mode', 'fwdbwd'], /--varlen time forward calls: use --mode fwd/],
@@ -94,6 +95,16 @@ describe('attn explain', () => {
     expect(report.selected).toMatch(/^cpu-(math|flash)$/);
     const picked = report.candidates.find((c: { backend: string }) => c.backend === 'test-picky');
     expect(picked.reasons.map((x: { rule: string }) => x.rule)).toEqual([expect.stringMatching(/^dtypeIn/)]);
+  });
+
+  it('honours --kernel: the backend that declares it, named in the report; an unknown name is an input error', async () => {
+    const r = await attn('explain', '--shape', '1,1,8,16', '--device', 'cpu', '--kernel', 'portable', '--json');
+    const { report } = JSON.parse(r.out);
+    expect(report).toMatchObject({ kernel: 'portable', restrictedTo: ['cpu-flash'] });
+    expect(report.call).toContain('kernel portable');
+    const bad = await attn('explain', '--shape', '1,1,8,16', '--device', 'cpu', '--kernel', 'sm42');
+    expect(bad.code).toBe(EXIT_FAILED);
+    expect(bad.err).toMatch(/No kernel named "sm42"; kernels: .*cpu-flash: portable/);
   });
 
   it('honours --backends as a restriction', async () => {
@@ -155,6 +166,9 @@ describe('attn doctor', () => {
     expect(r.out).toMatch(/CPU\s+.+\d+ threads/);
     expect(r.out).toMatch(/@attn\/cpu\s+installed/);
     expect(r.out).toMatch(/cpu-math\s+cpu, priority \d+, available/);
+    expect(r.out).toMatch(/kernel avx2: AVX2/);
+    const json = JSON.parse((await attn('doctor', '--json')).out);
+    expect(json.backends.find((b: { name: string }) => b.name === 'cpu-flash').kernels.map((k: { name: string }) => k.name)).toEqual(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx']);
   });
 
   it('answers JSON with every known package', async () => {
@@ -229,6 +243,16 @@ describe('attn bench (CPU smoke run)', () => {
     expect(r.code).toBe(EXIT_OK);
     expect(r.err).toBe('');
     expect(r.out).toMatch(/Not run:\n\s+test-picky fwd unsupported: dtypeIn/);
+  });
+
+  it('--kernel benches the backends that declare it, each call asking for it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attn-bench-kernel-'));
+    const json = join(dir, 'k.json');
+    const r = await attn('bench', '--device', 'cpu', '--kernel', 'portable', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--quiet', '--json', json);
+    expect(r.code).toBe(EXIT_OK);
+    const rows = JSON.parse(readFileSync(json, 'utf8')).rows as { backend: string; features: string }[];
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) expect(row).toMatchObject({ backend: 'cpu-flash', features: expect.stringContaining('kernel portable') });
   });
 
   it('measures per-call overhead', async () => {

@@ -15,7 +15,7 @@ bool parse_isa(const std::string& s, Isa* out);
 std::vector<Isa> compiled_isas();
 bool isa_runnable(Isa isa);
 // The level 'auto' runs: the fastest measured that this CPU runs: amx, avx512, avx2, portable (a
-// call's `isa`, from the backend option or ATTN_CPU_FLASH_ISA in src/flash/isa.ts, forces another). avx512bf16 (bf16 on
+// call's `isa`, from the `kernel` call option or the backend's `isa` option in src/flash/isa.ts, forces another). avx512bf16 (bf16 on
 // vdpbf16ps) runs only when asked for: on Sapphire Rapids it is slower than converting to fp32.
 Isa best_isa();
 // The kernels for a requested level (kAuto = best_isa()). Throws std::invalid_argument when the

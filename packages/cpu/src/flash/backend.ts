@@ -9,7 +9,7 @@ import { backwardBuffers, backwardDesc, forwardDesc, forwardFlops, forwardOutput
 import { addon } from './native.js';
 import type { CpuFlashAddon } from './native.js';
 import { CPU_FLASH_TOLERANCES, cpuFlashRules } from './rules.js';
-import { checkIsa, defaultIsa, type CpuFlashIsa } from './isa.js';
+import { checkIsa, type CpuFlashIsa, isaKernels } from './isa.js';
 import { checkThreads, defaultThreads, threadsFor } from './threads.js';
 import { backwardWorkspaceBytes, forwardWorkspaceBytes } from './workspace.js';
 
@@ -18,7 +18,7 @@ export { CPU_FLASH_ISAS, type CpuFlashIsa } from './isa.js';
 export interface CpuFlashOptions {
   /** Thread budget per call; default ATTN_NUM_THREADS, else os.availableParallelism(). */
   readonly threads?: number;
-  /** SIMD level; default ATTN_CPU_FLASH_ISA, else 'auto' (the fastest this CPU runs: amx, avx512, avx2, portable); see isa.ts. */
+  /** SIMD level when a call names no kernel; default 'auto' (the fastest this CPU runs: amx, avx512, avx2, portable); see isa.ts. */
   readonly isa?: CpuFlashIsa;
   /** Registered name; default 'cpu-flash'. */
   readonly name?: string;
@@ -90,7 +90,12 @@ function withKvCache(params: SdpaParams): SdpaParams {
 
 export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
   if (options.isa !== undefined) checkIsa(options.isa);
-  const level = (): CpuFlashIsa => options.isa ?? defaultIsa();
+  // The call's kernel option (a level this CPU runs: selection checked it), else the instance's.
+  const level = (p?: SdpaParams): CpuFlashIsa => (p?.kernel as CpuFlashIsa | null | undefined) ?? options.isa ?? 'auto';
+  const runnable = (): readonly string[] | null => {
+    const load = addon();
+    return load.ok ? load.addon.buildInfo('auto').runnableIsas : null;
+  };
   const limit = () => (options.threads !== undefined ? checkThreads(options.threads) : defaultThreads());
 
   function prepare(call: SdpaParams) {
@@ -98,7 +103,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
     const p = withKvCache(call);
     const outputs = forwardOutputs(p);
     const threads = threadsFor(forwardFlops(p), limit());
-    return { outputs, threads, desc: forwardDesc(p, outputs.out, outputs.logsumexp, level(), threads) };
+    return { outputs, threads, desc: forwardDesc(p, outputs.out, outputs.logsumexp, level(call), threads) };
   }
 
   return {
@@ -113,6 +118,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
     },
     rules: cpuFlashRules,
     tolerances: CPU_FLASH_TOLERANCES,
+    kernels: isaKernels(runnable),
     forward(p: SdpaParams): ForwardOutputs {
       const native = loaded();
       const { outputs, threads, desc } = prepare(p);
@@ -138,7 +144,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
       const bufs = backwardBuffers(p);
       const threads = threadsFor(2.5 * forwardFlops(p), limit());
       if (!isEmpty(p)) {
-        const desc = backwardDesc(p, fwd, gradOut, bufs, level(), threads);
+        const desc = backwardDesc(p, fwd, gradOut, bufs, level(p), threads);
         callNative(() => native.backward(desc), backwardWorkspaceBytes(p));
       }
       const grads: Gradients = { dq: bufs.dq, dk: bufs.dk, dv: bufs.dv };

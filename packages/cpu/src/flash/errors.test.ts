@@ -8,7 +8,6 @@ import { forwardDesc, forwardOutputs } from './marshal.js';
 import { addon } from './native.js';
 import type { NativeForwardDesc } from './native.js';
 import { params } from './testing.js';
-import { defaultIsa } from './isa.js';
 import { defaultThreads, threadsFor } from './threads.js';
 
 const load = addon();
@@ -27,23 +26,6 @@ describe('cpu-flash options', () => {
     expect(() => b.forward(params(shape, 'float32'))).toThrow(/threads must be an integer/);
     expect(() => defaultThreads({ ATTN_NUM_THREADS: 'many' })).toThrow(AttnInputError);
     expect(defaultThreads({ ATTN_NUM_THREADS: '3' })).toBe(3);
-  });
-
-  it('reads ATTN_CPU_FLASH_ISA once per call and rejects an unknown level with a typed error', () => {
-    expect(defaultIsa({})).toBe('auto');
-    expect(defaultIsa({ ATTN_CPU_FLASH_ISA: ' ' })).toBe('auto');
-    expect(defaultIsa({ ATTN_CPU_FLASH_ISA: 'avx2' })).toBe('avx2');
-    expect(() => defaultIsa({ ATTN_CPU_FLASH_ISA: 'sse9' })).toThrow(/ATTN_CPU_FLASH_ISA must be one of/);
-    const before = process.env.ATTN_CPU_FLASH_ISA;
-    try {
-      process.env.ATTN_CPU_FLASH_ISA = 'sse9';
-      expect(() => createCpuFlashBackend().forward(params(shape, 'float32'))).toThrow(AttnInputError);
-      process.env.ATTN_CPU_FLASH_ISA = 'portable';
-      if (load.ok) expect(createCpuFlashBackend().buildInfo!()).toMatchObject({ isa: 'portable' });
-    } finally {
-      if (before === undefined) delete process.env.ATTN_CPU_FLASH_ISA;
-      else process.env.ATTN_CPU_FLASH_ISA = before;
-    }
   });
 
   it('uses one thread for small calls and up to the limit for large ones', () => {

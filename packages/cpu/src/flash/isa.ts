@@ -1,8 +1,8 @@
-// Which SIMD level cpu-flash runs: the backend's `isa` option, else ATTN_CPU_FLASH_ISA, else 'auto' (the
-// fastest level this CPU runs: amx, avx512, avx2, portable; the addon's dispatch.cpp decides). The variable is
-// the one run-time knob of cpu-flash besides ATTN_NUM_THREADS: it lets `attn bench` and the test suites run
-// the AVX2 or portable kernels on an AVX-512 machine. Read here only, on each call.
-import { AttnInputError } from '@attn/core';
+// Which SIMD level cpu-flash runs. Each level but 'auto' is one of the backend's kernels (the `kernel`
+// call option: `sdpa(q, k, v, { kernel: 'avx2' })` runs the AVX2 kernels on an AVX-512 machine, for
+// benchmarks and A/B runs); without it, the backend's `isa` option, else 'auto' (the fastest level this
+// CPU runs: amx, avx512, avx2, portable; the addon's dispatch.cpp decides).
+import { AttnInputError, type KernelChoice } from '@attn/core';
 
 export const CPU_FLASH_ISAS = ['auto', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx'] as const;
 export type CpuFlashIsa = (typeof CPU_FLASH_ISAS)[number];
@@ -19,15 +19,26 @@ export function checkIsa(isa: unknown): CpuFlashIsa {
   return isa;
 }
 
+const DESCRIPTIONS: Readonly<Record<Exclude<CpuFlashIsa, 'auto'>, string>> = {
+  portable: 'plain C++ micro-kernels (any x86-64 or arm64 CPU)',
+  avx2: 'AVX2 + FMA micro-kernels, fp32 accumulation (Haswell and newer)',
+  avx512: 'AVX-512F micro-kernels, fp32 accumulation (Skylake-X and newer)',
+  avx512bf16: 'bf16 products on vdpbf16ps (AVX512-BF16; bf16 calls, others run avx512); never picked by auto',
+  amx: 'bf16 tiles on AMX (Sapphire Rapids and newer; bf16 calls, others run avx512)',
+};
+
 /**
- * ATTN_CPU_FLASH_ISA's level ('auto' when unset or empty); throws AttnInputError (ATTN_OPTION) for an unknown
- * one. A level this CPU cannot run is refused by the addon when a call asks for it.
+ * The kernels the `kernel` option may name: every level but 'auto'. `runnable` says which levels this
+ * binary holds and this CPU runs (null: the addon is not loaded; availability reports why).
  */
-export function defaultIsa(env: NodeJS.ProcessEnv = process.env): CpuFlashIsa {
-  const raw = env.ATTN_CPU_FLASH_ISA;
-  if (raw === undefined || raw.trim() === '') return 'auto';
-  if (!isIsa(raw)) {
-    throw new AttnInputError('ATTN_OPTION', `ATTN_CPU_FLASH_ISA must be one of ${CPU_FLASH_ISAS.join(', ')}, got '${raw}'; unset it for 'auto'.`);
-  }
-  return raw;
+export function isaKernels(runnable: () => readonly string[] | null): KernelChoice[] {
+  return (Object.keys(DESCRIPTIONS) as Array<keyof typeof DESCRIPTIONS>).map((name) => ({
+    name,
+    description: DESCRIPTIONS[name],
+    check() {
+      const r = runnable();
+      if (r === null || r.includes(name)) return null;
+      return `this CPU or binary does not run ${name} (runnable here: ${r.join(', ')})`;
+    },
+  }));
 }

@@ -1,19 +1,13 @@
 // How many threads a call may use: the backend's option, else ATTN_NUM_THREADS, else every CPU
 // this process may run on. Small calls use fewer: waking threads costs more than they would save.
 import { availableParallelism } from 'node:os';
-import { AttnInputError } from '@attn/core';
+import { AttnInputError, envNumThreads, MAX_NUM_THREADS } from '@attn/core';
 
-export const MAX_THREADS = 1024;
+export const MAX_THREADS = MAX_NUM_THREADS;
 
-/** Threads from the environment or the machine; throws AttnInputError for a malformed ATTN_NUM_THREADS. */
+/** Threads from the environment (core's envNumThreads: the one parser) or the machine. */
 export function defaultThreads(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.ATTN_NUM_THREADS;
-  if (raw === undefined || raw.trim() === '') return Math.min(availableParallelism(), MAX_THREADS);
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > MAX_THREADS) {
-    throw new AttnInputError('ATTN_NUM_THREADS', `ATTN_NUM_THREADS must be an integer in [1, ${MAX_THREADS}], got '${raw}'.`);
-  }
-  return n;
+  return envNumThreads(env) ?? Math.min(availableParallelism(), MAX_THREADS);
 }
 
 export function checkThreads(n: number): number {

@@ -226,6 +226,16 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     }
   });
 
+  it('a row whose softmax sits on one key has dS = 0 exactly, with dropout, at a scale (1e39) that would magnify any residue', () => {
+    // Scale 1e39 makes every row's P one-hot; dropout's Z dP then is a rounded product, and dS = P (Z dP - delta)
+    // is 0 only if delta sums the same rounded products (a fused Z * dP - delta leaves ~1e-16, times 1e39).
+    const r = expectMatches((device) => {
+      const x = rand(device, 'float64', 41);
+      return { q: x([2, 2, 7, 8]), k: x([2, 2, 16, 8]), v: x([2, 2, 16, 8]), opts: { scale: 1e39, dropoutP: 0.2, dropoutSeed: 7n } };
+    }, 'float64');
+    for (const name of ['dq', 'dk'] as const) expect(r.gpuGrads![name].toFloat64Array().every((g) => g === 0), name).toBe(true);
+  });
+
   it('accumulates in float64 where scale or softcap overflow float32, as cpu-math computes them', () => {
     const make: Maker = (device) => {
       const x = rand(device, 'float32', 31);

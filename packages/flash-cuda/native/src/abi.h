@@ -24,7 +24,7 @@ enum Num : int {
   kDevice, kSmCount, kSmemOptin, kCcMajor, kCcMinor,
   kNumSplits, kAligned16, kKernel,
   kTotalK, kPageSize, kNumPages, kMaxPagesPerSeq, kKPageStride, kVPageStride,
-  kKvCache, kKvNewLen,
+  kKvCache, kKvNewLen, kKernelFamily,
   kNumCount
 };
 

@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 
 #include "abi.h"
@@ -27,8 +25,7 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device);
 namespace {
 
 struct BwdConfig {
-  int version;  // 2: flash_bwd_kernel.h (1-D warp tiling); 3: flash_bwd_v3_kernel.h (2-D, two stages always);
-                // 90: sm90/flash_bwd_sm90_kernel.h (wgmma, sm90 devices and an sm_90a build only)
+  BwdForm form;
   bool bf16;
   int head_dim;
   int block_m, block_n, warps, smem, smem2;    // dK/dV kernel (smem: one stage of Q/dO, smem2: two)
@@ -38,17 +35,17 @@ struct BwdConfig {
 };
 
 #define ATTN_BWD_CONFIG(IS_BF16, D, M, W, DQN, DQW, ELEM, NAME)                                              \
-  {2, IS_BF16 != 0, D, M, BwdTraits<D, M, W, ELEM>::kBlockN, W, BwdTraits<D, M, W, ELEM>::smem_bytes(1),         \
+  {BwdForm::kRowTiled, IS_BF16 != 0, D, M, BwdTraits<D, M, W, ELEM>::kBlockN, W, BwdTraits<D, M, W, ELEM>::smem_bytes(1),         \
    BwdTraits<D, M, W, ELEM>::smem_bytes(2),                                                                   \
    DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
    &run_bwd<BwdTraits<D, M, W, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
-#define ATTN_BWD_CONFIG_V3(IS_BF16, D, M, N, W, L90, L8X, DQN, DQW, ELEM, NAME)                                \
-  {3, IS_BF16 != 0, D, M, N, W, BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                          \
-   BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                                                     \
+#define ATTN_BWD_CONFIG_2D(IS_BF16, D, M, N, W, L90, L8X, DQN, DQW, ELEM, NAME)                                \
+  {BwdForm::kTiled2d, IS_BF16 != 0, D, M, N, W, BwdTraits2d<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),          \
+   BwdTraits2d<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                                                     \
    DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
-   &run_bwd<BwdTraitsV3<D, M, N, W, L90, L8X, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
+   &run_bwd<BwdTraits2d<D, M, N, W, L90, L8X, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
 #define ATTN_BWD_CONFIG_SM90(IS_BF16, D, M, DQN, DQW, ELEM, NAME)                                            \
-  {90, IS_BF16 != 0, D, M, BwdSm90Traits<D, M, ELEM>::kBlockN, BwdSm90Traits<D, M, ELEM>::kNWarps,               \
+  {BwdForm::kSm90, IS_BF16 != 0, D, M, BwdSm90Traits<D, M, ELEM>::kBlockN, BwdSm90Traits<D, M, ELEM>::kNWarps,               \
    BwdSm90Traits<D, M, ELEM>::kSmemBytes, BwdSm90Traits<D, M, ELEM>::kSmemBytes,                                 \
    DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
    &run_bwd<BwdSm90Traits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
@@ -56,7 +53,7 @@ const BwdConfig kBwdConfigs[] = {
 #include "bwd_instantiations/bwd_configs.inc"
 };
 #undef ATTN_BWD_CONFIG
-#undef ATTN_BWD_CONFIG_V3
+#undef ATTN_BWD_CONFIG_2D
 #undef ATTN_BWD_CONFIG_SM90
 constexpr int kNumBwdConfigs = sizeof(kBwdConfigs) / sizeof(kBwdConfigs[0]);
 
@@ -77,43 +74,15 @@ bool as_flag(const double* bnums, int i, const char* what) {
   return x == 1;
 }
 
-// Which dK/dV kernel runs where several are compiled: ATTN_FLASH_BWD_KERNEL=sm90 (the default: the Hopper
-// kernel, since it passed every GPU check at D64 and D128), v3 or v2, read once per process (so one GPU run
-// can time them by running its script once per value). Each exists only for some buckets (the generator's
-// tables) and needs two Q/dO stages of shared memory, the Hopper one an sm90 device and an sm_90a build;
-// where the wanted one is missing, the next older one runs.
-int wanted_version() {
-  static const int v = [] {
-    const char* e = std::getenv("ATTN_FLASH_BWD_KERNEL");
-    if (e == nullptr || *e == 0 || std::strcmp(e, "sm90") == 0) return 90;
-    if (std::strcmp(e, "v3") == 0) return 3;
-    if (std::strcmp(e, "v2") == 0) return 2;
-    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_KERNEL must be v2, v3 or sm90, got '") + e +
-                                "'");
-  }();
-  return v;
-}
-
-// Whether interior tiles take the plain elementwise form (bwd_scores.h plain_tile; BwdParams::plain_tiles):
-// ATTN_FLASH_BWD_PLAIN=1 (the default) or 0 (the per-element form everywhere). Read once per process, so
-// that a GPU run can time the forms side by side.
-bool plain_tiles_on() {
-  static const bool on = [] {
-    const char* e = std::getenv("ATTN_FLASH_BWD_PLAIN");
-    if (e == nullptr || *e == 0 || std::strcmp(e, "1") == 0) return true;
-    if (std::strcmp(e, "0") == 0) return false;
-    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_BWD_PLAIN must be 0 or 1, got '") + e + "'");
-  }();
-  return on;
-}
-
 // The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory, then the
-// newest wanted kernel of that bucket that this device runs.
-int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_sm90) {
+// preferred form of that bucket that this device runs: wgmma on sm90 (unless the family is sm80), else the
+// 2-D tiled form where its two stages fit, else the row-tiled one. Measured on H100/H200: each step of that
+// order is the faster one wherever both run (docs/perf/flash-cuda.md).
+int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_sm90, KernelFamily family) {
   int best = -1;
   for (int i = 0; i < kNumBwdConfigs; ++i) {
     const BwdConfig& c = kBwdConfigs[i];
-    if (c.version != 2 || c.bf16 != bf16 || c.head_dim < head_dim) continue;
+    if (c.form != BwdForm::kRowTiled || c.bf16 != bf16 || c.head_dim < head_dim) continue;
     if (best < 0 || c.head_dim < kBwdConfigs[best].head_dim) best = i;
   }
   if (best < 0) throw std::runtime_error("flash-cuda: no backward kernel for head dim " + std::to_string(head_dim));
@@ -122,33 +91,33 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_
   if (need > smem_optin)
     throw std::runtime_error(std::string("flash-cuda: the backward kernel ") + c.name + " needs " + std::to_string(need) +
                              " bytes of shared memory per block; this GPU allows " + std::to_string(smem_optin));
-  auto find = [&](int version) {
+  auto find = [&](BwdForm form) {
     for (int i = 0; i < kNumBwdConfigs; ++i) {
       const BwdConfig& v = kBwdConfigs[i];
-      if (v.version == version && v.bf16 == bf16 && v.head_dim == c.head_dim && v.smem2 <= smem_optin &&
+      if (v.form == form && v.bf16 == bf16 && v.head_dim == c.head_dim && v.smem2 <= smem_optin &&
           (!deterministic || v.dq_smem <= smem_optin))
         return i;
     }
     return -1;
   };
-  const int want = wanted_version();
-  if (want == 90 && on_sm90) {
-    const int i = find(90);
+  if (family != KernelFamily::kSm80 && on_sm90) {
+    const int i = find(BwdForm::kSm90);
     if (i >= 0) return i;
   }
-  if (want >= 3) {
-    const int i = find(3);
-    if (i >= 0) return i;
-  }
-  return best;
+  // Asked for by the kernel option (src/kernels.ts declines what it cannot run first).
+  if (family == KernelFamily::kSm90)
+    throw std::invalid_argument("flash-cuda: kernel sm90 has no backward for head dim " + std::to_string(head_dim) +
+                                " on this device (wgmma backward: sm90 with an sm_90a build, D <= 128 or 193..256)");
+  const int i = find(BwdForm::kTiled2d);
+  return i >= 0 ? i : best;
 }
 
-BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool deterministic, bool on_sm90) {
+BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool deterministic, bool on_sm90, KernelFamily family) {
   BwdPlan pl{};
-  pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90);
+  pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90, family);
   const BwdConfig& c = kBwdConfigs[pl.config];
   pl.dq_accum_stride = c.head_dim;  // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
-  pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // version 3 and sm90: always 2 (choose() checked)
+  pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // the 2-D tiled and sm90 forms: always 2 (choose() checked)
   pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
   pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);
   require(pl.n_blocks * 2 <= 2147483647 && pl.m_blocks >= 0, "sequence too long");
@@ -174,7 +143,7 @@ BwdPlan backward_plan(const double* nums, const double* bnums) {
   f.seqlen_q = in(kSeqQ, 0, 2147483647.0, "query length");
   f.seqlen_k = in(kSeqK, 0, 2147483647.0, "key length");
   return plan_for(f, in(kIsBf16, 0, 1, "dtype flag") == 1, in(kSmemOptin, 1, 1 << 30, "opt-in shared memory"),
-                  as_flag(bnums, kDeterministic, "deterministic flag"), on_sm90(nums));
+                  as_flag(bnums, kDeterministic, "deterministic flag"), on_sm90(nums), kernel_family(nums));
 }
 
 void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, const double* bnums) {
@@ -183,10 +152,11 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
   p.f = params_from_abi(ptrs, nums);  // re-checks shapes, strides, features; out and lse are the saved ones
   if (p.f.block_table != nullptr) throw std::invalid_argument("flash-cuda: paged K/V (a block table) is forward only");
   p.deterministic = as_flag(bnums, kDeterministic, "deterministic flag");
-  p.plain_tiles = plain_tiles_on();
+  p.plain_tiles = p.f.softcap_out == 0.f && p.f.alibi == nullptr && !p.f.dropout;
   p.f.aligned16 = p.f.aligned16 && as_flag(bnums, kGradAligned16, "gradient alignment flag");
   const bool bf16 = nums[kIsBf16] == 1;
-  const BwdPlan pl = plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic, on_sm90(nums));
+  const BwdPlan pl =
+      plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic, on_sm90(nums), kernel_family(nums));
 
   require(bptrs[kDout] && bptrs[kDq] && bptrs[kDk] && bptrs[kDv] && bptrs[kDsum],
           "dout, dq, dk, dv and dsum need device addresses");
@@ -229,7 +199,9 @@ std::vector<std::string> backward_kernel_names() {
 std::vector<std::string> backward_kernel_descriptions() {
   std::vector<std::string> out;
   for (const BwdConfig& c : kBwdConfigs)
-    out.push_back(std::string(c.name) + " (dK/dV " + (c.version == 90 ? std::string("sm90 wgmma") : "v" + std::to_string(c.version)) + " " + std::to_string(c.block_m) + "x" +
+    out.push_back(std::string(c.name) + " (dK/dV " +
+                  (c.form == BwdForm::kSm90 ? "sm90 wgmma" : c.form == BwdForm::kTiled2d ? "2-D warp tiling" : "row-tiled") + " " +
+                  std::to_string(c.block_m) + "x" +
                   std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem / 1024) + " KB, " +
                   std::to_string(c.smem2 / 1024) + " KB with prefetch; dQ " +

@@ -29,9 +29,10 @@ struct BwdParams {
 
   float scale;         // the softmax scale: dS is the gradient of the scaled score, dQ = scale * dS K
   bool deterministic;  // dQ by its own kernel, per query block, keys in a fixed order (no atomics)
-  // Tiles where every key is visible to every row, without softcap, ALiBi or dropout, take grad_element's
-  // plain form (bwd_scores.h plain_tile) unless ATTN_FLASH_BWD_PLAIN=0 (every kernel's plain form has passed
-  // the GPU checks; 0 keeps the per-element form everywhere, to time both on one build).
+  // The call has no softcap, ALiBi or dropout, so its interior tiles may take grad_element's plain form
+  // (bwd_scores.h plain_tile decides per tile). Set once per call on the host; also a runtime value the
+  // kernels test before plain_tile, which is the code shape ptxas allocates without spills at 255 registers
+  // (folding the test into plain_tile alone spilled 20-52 bytes in the 2-D tiled D128/D256 kernels).
   bool plain_tiles;
   int stages;          // 1 or 2 shared-memory stages of (Q, dO) in the dK/dV kernel (2: prefetch)
   int n_blocks;        // key blocks of the dK/dV kernel

@@ -17,6 +17,14 @@ inline constexpr bool kBwdSm8x = true;
 inline constexpr bool kBwdSm8x = false;
 #endif
 
+// The dK/dV kernel forms, in the dispatcher's order of preference where several run a call
+// (bwd_dispatch.cu choose): flash_bwd_launch.h picks the kernel body of a traits type by its kForm.
+enum class BwdForm : int {
+  kRowTiled = 0,  // flash_bwd_kernel.h: 1-D warp tiling (each warp 16 keys), one or two Q/dO stages; every bucket
+  kTiled2d = 1,   // flash_bwd_2d_kernel.h: a 2-D warp layout per GEMM, two stages always; D128 and D256 buckets
+  kSm90 = 2,      // sm90/flash_bwd_sm90_kernel.h, ..._roles_kernel.h: wgmma, sm90 devices and an sm_90a build only
+};
+
 // Swizzle parameters of a tile whose rows are kCols elements wide (what swizzle_offset and LdsmAddr read).
 template <int kCols>
 struct SmemRows {
@@ -33,7 +41,7 @@ struct SmemRows {
 // dQ += dS K (default mode) goes through shared memory (dS^T), warps tiled (rows x column groups).
 template <int kHeadDim_, int kBlockM_, int kNWarps_, typename Element_>
 struct BwdTraits : SmemRows<kHeadDim_> {
-  static constexpr int kVersion = 2;  // flash_bwd_dkdv_kernel (flash_bwd_launch.h picks the body by this)
+  static constexpr BwdForm kForm = BwdForm::kRowTiled;
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;
@@ -74,7 +82,7 @@ struct BwdTraits : SmemRows<kHeadDim_> {
   static_assert(kBlockM <= kNThreads, "one thread per row loads lse and Dsum");
 };
 
-// dK/dV kernel, version 3 (flash_bwd_v3_kernel.h): FlashAttention-2's 2-D warp tiling. Every GEMM has
+// dK/dV kernel with 2-D warp tiling (flash_bwd_2d_kernel.h), FlashAttention-2's. Every GEMM has
 // its own warp layout over the CTA's (kBlockN keys x kBlockM queries x D) block, so one ldmatrix of a
 // B operand feeds two or more A fragments, and P^T and dS^T go through shared memory between them:
 //   S^T, dP^T (kBlockN x kBlockM, k = D):  kSdpWarpsN x (kNWarps / kSdpWarpsN) warps, in kSdpPasses
@@ -82,15 +90,15 @@ struct BwdTraits : SmemRows<kHeadDim_> {
 //   dV, dK (kBlockN x D, k = kBlockM):     kDkvWarpsN x (kNWarps / kDkvWarpsN) warps (keys x columns):
 //                                          D > 128 needs no column split, each warp holds a slice;
 //   dQ (kBlockM x D, k = kBlockN):         kDqWarpsM x (kNWarps / kDqWarpsM) warps, passes of at most
-//                                          4 n8 tiles of columns (the atomics as in version 2).
+//                                          4 n8 tiles of columns (the atomics as in BwdTraits' kernel).
 // The four layout numbers come packed in one decimal: kSdpWarpsN kSdpPasses kDkvWarpsN kDqWarpsM, e.g.
 // 8142 = 8 x 1 warps for S^T (one pass), 4 x 2 for dK/dV, 2 x 4 for dQ. kLayout90_ is for sm90+,
 // kLayout8x_ for the sm8x device pass: at 255 registers ptxas's two allocators spill on different
 // layouts, and the layout changes no shared-memory size or host-side number, only the body.
-// Always two shared-memory stages of (Q, dO): the dispatcher runs version 3 only where they fit.
+// Always two shared-memory stages of (Q, dO): the dispatcher runs this form only where they fit.
 template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, int kLayout90_, int kLayout8x_, typename Element_>
-struct BwdTraitsV3 : SmemRows<kHeadDim_> {
-  static constexpr int kVersion = 3;
+struct BwdTraits2d : SmemRows<kHeadDim_> {
+  static constexpr BwdForm kForm = BwdForm::kTiled2d;
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;

@@ -8,14 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 
 #include "abi.h"
 #include "attn/cuda_check.h"
 #include "combine.h"
-#include "flash_fwd_decode_kernel.h"
 #include "fwd_params.h"
 #include "kernel_traits.h"
 #include "sm90/fwd_sm90_traits.h"
@@ -26,8 +23,6 @@ template <typename Tr>
 void run_fwd(const FwdParams& p, cudaStream_t stream, int device);
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device);
-template <typename Tr>
-void run_fwd_decode(const FwdParams& p, cudaStream_t stream, int device);
 
 // Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
 // bodies exist only there.
@@ -47,30 +42,23 @@ struct FwdConfig {
   int paged_smem_bytes;  // with the staged block-table entries of paged calls (sm80 family; = smem_bytes for sm90)
   void (*run)(const FwdParams&, cudaStream_t, int);
   const char* name;
-  bool auto_select;  // false: only when asked for by index (kKernel)
   bool sm90;         // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
   bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
   int min_blocks;    // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
-  bool decode;       // the decode kernel (16 query rows, warps splitting the keys): lean calls
 };
 
-#define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME, AUTO)                     \
+#define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME)                     \
   {IS_BF16 != 0, D, M, N, W, QR, EXTRAS, FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes, \
-   FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kPagedSmemBytes, &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, AUTO, false, false, 0},
-#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME, AUTO)                                   \
+   FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kPagedSmemBytes, &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, false, false, 0},
+#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME)                                   \
   {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32, false, false,           \
    FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
-   AUTO, true, WS, MINB},
-#define ATTN_FWD_DECODE_CONFIG(IS_BF16, D, KEYS, STAGES, W, ELEM, NAME, AUTO)                                       \
-  {IS_BF16 != 0, D, 16, KEYS * W, W, true, false, DecodeTraits<D, KEYS, STAGES, W, ELEM>::kSmemBytes,              \
-   DecodeTraits<D, KEYS, STAGES, W, ELEM>::kPagedSmemBytes, &run_fwd_decode<DecodeTraits<D, KEYS, STAGES, W, ELEM>>, \
-   NAME, AUTO, false, false, 0, true},
+   true, WS, MINB},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
 };
 #undef ATTN_FWD_CONFIG
 #undef ATTN_FWD_SM90_CONFIG
-#undef ATTN_FWD_DECODE_CONFIG
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
 constexpr int kBuckets[] = {32, 64, 96, 128, 160, 192, 224, 256};
@@ -101,16 +89,20 @@ int64_t as_i64(const double* nums, int i, const char* what) {
   return static_cast<int64_t>(x);
 }
 
+}  // namespace
+
+KernelFamily kernel_family(const double* nums) {
+  return static_cast<KernelFamily>(as_int(nums, abi::kKernelFamily, "kernel family", 0, 2));
+}
+
+namespace {
+
 // CTAs of one configuration resident per SM: registers (up to 255 per thread) and shared memory.
 // (Unpaged shared memory: a paged call's staged table entries add at most 1 KB.)
-// The decode kernel counts at most 4 warps per SM: measured (H200, decode B 8 Hk 8 Sk 8192 D 128, every
-// shape of it), 8 resident warps per SM read K/V slower than 4 warps with twice the keys each, so the
-// split heuristic below fills the GPU with one 4-warp CTA (two 2-warp CTAs) per SM.
 int ctas_per_sm(const FwdConfig& c, int smem_optin) {
   const int by_regs = c.min_blocks > 0 ? c.min_blocks : std::max(1, 65536 / (c.warps * 32 * 256));
   const int by_smem = std::max(1, smem_optin / c.smem_bytes);
-  const int by_warps = c.decode ? std::max(1, 4 / c.warps) : by_regs;
-  return std::min({by_regs, by_smem, by_warps});
+  return std::min(by_regs, by_smem);
 }
 
 // FlashAttention's num_splits_heuristic: the fewest splits reaching 85% of the best wave efficiency;
@@ -143,22 +135,6 @@ struct Shape {
   bool varlen;
   bool paged;  // K/V through a block table: the sm80-family kernels only
 };
-
-// Which Hopper kernels the automatic choice may use: ATTN_FLASH_FWD_KERNEL=auto (the default: the
-// warp-specialized one where it fits, else the plain one), sm90 (the plain one only) or sm80 (none: the
-// mma.sync kernels everywhere). Read once per process; one GPU run can time all three side by side.
-enum class Sm90Use { kAuto, kPlainOnly, kNone };
-Sm90Use sm90_use() {
-  static const Sm90Use u = [] {
-    const char* e = std::getenv("ATTN_FLASH_FWD_KERNEL");
-    if (e == nullptr || *e == 0 || std::strcmp(e, "auto") == 0) return Sm90Use::kAuto;
-    if (std::strcmp(e, "sm90") == 0) return Sm90Use::kPlainOnly;
-    if (std::strcmp(e, "sm80") == 0) return Sm90Use::kNone;
-    throw std::invalid_argument(std::string("flash-cuda: ATTN_FLASH_FWD_KERNEL must be auto, sm90 or sm80, got '") + e +
-                                "'");
-  }();
-  return u;
-}
 
 Shape read_shape(const double* nums, bool varlen) {
   using namespace abi;
@@ -196,22 +172,18 @@ bool lean_ok(const double* nums, bool alibi) {
 // The shared memory a configuration launches with for this call.
 int smem_of(const FwdConfig& c, const Shape& s) { return s.paged ? c.paged_smem_bytes : c.smem_bytes; }
 
-Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
+Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, KernelFamily family) {
   const int bucket = head_dim_bucket(s.head_dim);
   const bool pack = s.group > 1 && s.seq_q <= 64;
   const int64_t rows = int64_t(s.seq_q) * (pack ? s.group : 1);
   const bool on_sm90 = s.cc_major == 9 && s.cc_minor == 0 && built_for_sm90a();
-  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1;
+  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
-    if (!c.auto_select || c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
+    if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
-      const bool allowed = sm90_use() == Sm90Use::kAuto || (sm90_use() == Sm90Use::kPlainOnly && !c.warp_specialized);
-      if (lean && on_sm90 && !pack && !s.paged && allowed && hopper < 0) hopper = i;
-      continue;
-    }
-    if (c.decode) {
-      if (lean && decode < 0) decode = i;
+      // One Hopper kernel per head dim: warp-specialized at D <= 128, two stages at D 256.
+      if (lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80 && hopper < 0) hopper = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -225,8 +197,6 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
   if (lean_large >= 0) large = lean_large;
   if (lean_small >= 0) small = lean_small;
   int cfg = (rows <= 64 && small >= 0) ? small : (large >= 0 ? large : small);
-  // Rows that fit one 16-row tile (decode with GQA packed): the decode kernel, where the call is lean.
-  if (rows <= 16 && decode >= 0) cfg = decode;
   if (forced >= 0) {
     if (forced >= kNumConfigs) throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
     const FwdConfig& c = kConfigs[forced];
@@ -247,6 +217,16 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean) {
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " has no paged K/V (block table); the sm80-family kernels take it");
     cfg = forced;
+  } else if (family == KernelFamily::kSm90) {
+    // Asked for by the kernel option (src/kernels.ts declines the calls it cannot run first): the Hopper
+    // kernel with no split-KV, whatever the heuristic would prefer.
+    if (hopper < 0 || requested_splits > 1)
+      throw std::invalid_argument(
+          "flash-cuda: kernel sm90 cannot run this call: it needs an sm90 device and an sm_90a build (" +
+          std::string(ATTN_CUDA_ARCHS_STRING) +
+          "), head dim <= 256, no ALiBi, softcap, dropout or left window bound, scale > 0, no paged K/V, no split-KV "
+          "and no packed GQA (query length <= 64 with GQA)");
+    cfg = hopper;
   } else if (hopper >= 0 && rows > 64 && requested_splits <= 1) {
     // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile.
     const FwdConfig& h = kConfigs[hopper];
@@ -288,7 +268,7 @@ Plan plan(const double* nums, const uint64_t* ptrs) {
   // kNumSplits > 0 forces a split count (tests); 0 lets the heuristic choose.
   return make_plan(read_shape(nums, varlen), as_int(nums, kNumSplits, "split count", 0, kMaxSplits),
                    as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1),
-                   lean_ok(nums, ptrs == nullptr || ptrs[kAlibi] != 0));
+                   lean_ok(nums, ptrs == nullptr || ptrs[kAlibi] != 0), kernel_family(nums));
 }
 
 FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
@@ -395,8 +375,8 @@ void forward(const uint64_t* ptrs, const double* nums) {
   const bool varlen = total_q >= 0;
   const Shape s = read_shape(nums, varlen);
   const int splits = as_int(nums, kNumSplits, "split count", 1, kMaxSplits);
-  const Plan pl =
-      make_plan(s, splits, as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1), lean_ok(nums, ptrs[kAlibi] != 0));
+  const Plan pl = make_plan(s, splits, as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1),
+                            lean_ok(nums, ptrs[kAlibi] != 0), kernel_family(nums));
   const FwdConfig& c = kConfigs[pl.config];
   require(splits == 1 || (ptrs[kOaccum] && ptrs[kLseAccum]), "split-KV needs partial buffers");
 
@@ -432,9 +412,7 @@ std::vector<std::string> kernel_descriptions() {
     out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
                   (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
-                  (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") +
-                  (c.decode ? ", decode: warps split the keys" : "") +
-                  (c.auto_select ? "" : ", forced only") + ")");
+                  (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") + ")");
   return out;
 }
 

@@ -9,6 +9,13 @@
 
 namespace attn::flash {
 
+// The kernel families the `kernel` call option names (src/kernels.ts declares them for core; nums[kKernelFamily]):
+// kAuto lets the plan choose from the device and the problem; kSm80 keeps every GEMM on mma.sync (the
+// sm80-family kernels, forward and backward, on any GPU); kSm90 runs the Hopper wgmma kernels and throws
+// std::invalid_argument where they cannot run the call.
+enum class KernelFamily : int { kAuto = 0, kSm80 = 1, kSm90 = 2 };
+KernelFamily kernel_family(const double* nums);
+
 struct Plan {
   int num_splits;      // 1: no split-KV
   int oaccum_stride;   // floats per row of the split-KV partials (the head-dim bucket)
@@ -22,7 +29,8 @@ struct Plan {
 // configuration fits the device.
 Plan plan(const double* nums, const uint64_t* ptrs);
 // ptrs, nums: the abi arrays; nums[kNumSplits] is the split count to run (plan(nums).num_splits; partials in
-// ptrs[kOaccum]); nums[kKernel] >= 0 forces a configuration by index (benches), -1 lets the plan choose.
+// ptrs[kOaccum]); nums[kKernel] >= 0 runs one tile configuration by index (tests comparing two calls on one
+// tile), -1 lets the plan choose within nums[kKernelFamily].
 void forward(const uint64_t* ptrs, const double* nums);
 // The FwdParams of a call from the abi arrays (pointers, shapes, strides, score features), re-checked;
 // the plan's fields (splits, GQA packing, blocks, partials) are left for the caller. The backward fills

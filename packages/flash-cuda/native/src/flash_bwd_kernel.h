@@ -74,7 +74,7 @@ __device__ __forceinline__ void load_key_rows(E* dst, const E* base, const BwdSe
 }
 
 // The query blocks [begin, end) of kM rows that hold a row seeing a key of [j0, j0 + kN):
-// j <= i + off + right and j >= i + off - left. Shared by the v2 and v3 dK/dV kernels.
+// j <= i + off + right and j >= i + off - left. Shared by the row-tiled and 2-D tiled dK/dV kernels.
 struct QueryBlocks {
   int begin, end;
 };

@@ -15,7 +15,7 @@
 #include "bwd_prepost.h"
 #include "flash_bwd_dq_kernel.h"
 #include "flash_bwd_kernel.h"
-#include "flash_bwd_v3_kernel.h"
+#include "flash_bwd_2d_kernel.h"
 #include "sm90/flash_bwd_sm90_kernel.h"
 #include "sm90/flash_bwd_sm90_roles_kernel.h"
 
@@ -31,17 +31,17 @@ void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int devi
   }
 }
 
-// The dK/dV kernel body of a traits type: version 2 (1-D warp tiling), version 3 (2-D, bwd_traits.h) or the
-// Hopper one (wgmma, sm90/bwd_sm90_traits.h).
+// The dK/dV kernel body of a traits type (its kForm): row-tiled, 2-D tiled (bwd_traits.h) or the Hopper
+// one (wgmma, sm90/bwd_sm90_traits.h).
 template <typename Tr>
 constexpr auto dkdv_kernel() {
-  if constexpr (Tr::kVersion == 90) {
+  if constexpr (Tr::kForm == BwdForm::kSm90) {
     if constexpr (Tr::kRoles)
       return flash_bwd_sm90_roles_kernel<Tr>;
     else
       return flash_bwd_sm90_kernel<Tr>;
-  } else if constexpr (Tr::kVersion == 3)
-    return flash_bwd_dkdv_v3_kernel<Tr>;
+  } else if constexpr (Tr::kForm == BwdForm::kTiled2d)
+    return flash_bwd_dkdv_2d_kernel<Tr>;
   else
     return flash_bwd_dkdv_kernel<Tr>;
 }
@@ -50,9 +50,9 @@ template <typename Tr, typename DqTr>
 void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   using E = typename Tr::Element;
   static std::atomic<uint64_t> dkdv_opted{0}, dq_opted{0};
-  // p.stages is fixed per device (by its opt-in limit); version 3 and the Hopper kernel always run two (the
+  // p.stages is fixed per device (by its opt-in limit); the 2-D tiled and Hopper forms always run two (the
   // dispatcher checks they fit)
-  const int dkdv_smem = Tr::kVersion == 2 ? Tr::smem_bytes(p.stages) : Tr::smem_bytes(2);
+  const int dkdv_smem = Tr::kForm == BwdForm::kRowTiled ? Tr::smem_bytes(p.stages) : Tr::smem_bytes(2);
   const auto kernel = dkdv_kernel<Tr>();
   opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
   if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);

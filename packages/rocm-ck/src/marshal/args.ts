@@ -45,6 +45,8 @@ export interface CkFwdArgs {
   readonly o_ptr: bigint;
   readonly seqstart_q_ptr: bigint;
   readonly seqstart_k_ptr: bigint;
+  /** Group mode with sequsedK: its int32 [B] tensor (each sequence's used keys), else 0. */
+  readonly seqlen_k_ptr: bigint;
   readonly seqlen_q: number;
   readonly seqlen_k: number;
   readonly batch: number;
@@ -97,6 +99,11 @@ export function ckBias(p: SdpaParams): { type: number; ptr: bigint; row: number;
   return { type: BIAS_NONE, ptr: 0n, row: 0, nhead: 0, batch: 0 };
 }
 
+/** CK's seqlen_k_ptr: sequsedK's tensor in group mode (the rules decline it in batch mode), else 0. */
+export function usedKeysPointer(p: SdpaParams): bigint {
+  return p.varlen && p.sequsedK ? p.sequsedK.tensor.dataPointer() : 0n;
+}
+
 export function forwardTraits(p: SdpaParams): CkFwdTraits {
   return {
     hdim_q: p.headDim,
@@ -135,6 +142,7 @@ export function forwardArgs(p: SdpaParams, buf: CkFwdBuffers): CkFwdArgs {
     o_ptr: buf.out.dataPointer(),
     seqstart_q_ptr: p.varlen ? p.varlen.cuSeqlensQ.dataPointer() : 0n,
     seqstart_k_ptr: p.varlen ? p.varlen.cuSeqlensK.dataPointer() : 0n,
+    seqlen_k_ptr: usedKeysPointer(p),
     seqlen_q: p.seqQ,
     seqlen_k: p.seqK,
     batch: p.batch,

@@ -2,7 +2,7 @@
 // (dQ accumulated in fp32: zeroed dq_acc, per-split slices when deterministic) and convert_dq.
 import type { SdpaParams, Tensor } from '@attn/core';
 import { encodeCkMask } from '../mask.js';
-import { ckBias, ckStrides, forwardTraits, type CkStrides } from './args.js';
+import { ckBias, ckStrides, forwardTraits, usedKeysPointer, type CkStrides } from './args.js';
 
 export interface CkBwdTraits {
   readonly hdim_q: number;
@@ -24,6 +24,7 @@ export interface CkBwdBuffers {
   /** float32 [B, Hq, Sq] (varlen [Hq, totalQ]) scratch for rowsum(dO * O). */
   readonly d: Tensor;
   readonly dq: Tensor;
+  /** With sequsedK, zeroed: CK writes no dK/dV row past a sequence's used keys. */
   readonly dk: Tensor;
   readonly dv: Tensor;
   readonly dbias: Tensor | null;
@@ -71,6 +72,7 @@ export function backwardArgs(p: SdpaParams, buf: CkBwdBuffers): Record<string, b
     dbias_ptr: buf.dbias ? buf.dbias.dataPointer() : 0n, dq_acc_ptr: buf.dqAcc.dataPointer(),
     seqstart_q_ptr: p.varlen ? p.varlen.cuSeqlensQ.dataPointer() : 0n,
     seqstart_k_ptr: p.varlen ? p.varlen.cuSeqlensK.dataPointer() : 0n,
+    seqlen_k_ptr: usedKeysPointer(p),
     seqlen_q: p.seqQ, seqlen_k: p.seqK, batch: p.batch, max_seqlen_q: p.seqQ, max_seqlen_k: p.seqK,
     hdim_q: p.headDim, hdim_v: p.headDimV, nhead_q: p.headsQ, nhead_k: p.headsKV, scale: p.scale,
     stride_q: q!.row, stride_k: k!.row, stride_v: v!.row, stride_bias: bias.row, stride_o: o!.row, stride_do: dO!.row,

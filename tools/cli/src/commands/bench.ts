@@ -53,7 +53,7 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   const { type } = splitDevice(device);
   const dtype = flags.dtype ?? defaultDType(device);
   const target = resolveTarget(device, runtimeModuleFor(packages, device)); // first: says why a GPU is unusable
-  const backends = benchBackends(type, flags.backends ?? null, packages);
+  const backends = benchBackends(type, flags.backends ?? null, packages, flags.kernel ?? null);
   checkCallFlags(flags);
   const plan = benchPlan(flags, device, dtype, type);
   const settings = { warmup: flags.warmup, warmupMs: flags.warmupMs, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: flags.overhead ? OVERHEAD_LOOP_CALLS : 1 };

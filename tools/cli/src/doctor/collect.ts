@@ -23,6 +23,8 @@ export interface BackendReport {
   readonly available: boolean;
   readonly reason?: string;
   readonly buildInfo?: Facts;
+  /** The kernel families the `kernel` option (`--kernel`) may name on this backend. */
+  readonly kernels: readonly { readonly name: string; readonly description: string }[];
 }
 
 export interface DoctorReport {
@@ -98,7 +100,8 @@ function runtimeReport(type: 'cuda' | 'rocm', packages: readonly PackageStatus[]
 
 function backendReport(entry: BackendEntry): BackendReport {
   const b = entry.backend;
-  const base = { name: b.name, device: b.deviceType, priority: entry.priority, description: b.description };
+  const kernels = (b.kernels ?? []).map((k) => ({ name: k.name, description: k.description }));
+  const base = { name: b.name, device: b.deviceType, priority: entry.priority, description: b.description, kernels };
   let available = false;
   let reason: string | undefined;
   try {

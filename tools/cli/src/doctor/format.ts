@@ -70,6 +70,7 @@ export function formatDoctor(r: DoctorReport): string {
     const state = b.available ? 'available' : `unavailable: ${why(b.reason)}`;
     lines.push(row(b.name, `${b.device}, priority ${b.priority}, ${state}`));
     if (b.buildInfo) lines.push(row('', `build: ${facts(buildFacts(b.buildInfo, b.reason))}`));
+    for (const k of b.kernels) lines.push(row('', `kernel ${k.name}: ${k.description}`));
   }
   return lines.join('\n');
 }

@@ -17,6 +17,7 @@ export interface FeatureFlags {
   requiresGrad?: boolean;
   seed: number;
   backends?: string[];
+  kernel?: string;
   /** bench only: --varlen, --index-values-on-device, --out. */
   varlen?: boolean;
   indexValuesOnDevice?: boolean;
@@ -45,7 +46,8 @@ export function addFeatureOptions(cmd: Command): Command {
     .addOption(new Option('--gqa', 'allow fewer key/value heads than query heads (grouped-query attention)'))
     .addOption(new Option('--requires-grad', 'the call will be followed by a backward (backends without one decline)'))
     .addOption(new Option('--seed <n>', 'seed of the random inputs and of dropout').argParser(parseNonNegativeInt).default(0))
-    .addOption(new Option('--backends <names>', 'restrict (and order) the candidate backends, e.g. cpu-flash,cpu-math').argParser(parseNameList));
+    .addOption(new Option('--backends <names>', 'restrict (and order) the candidate backends, e.g. cpu-flash,cpu-math').argParser(parseNameList))
+    .addOption(new Option('--kernel <name>', 'run this kernel family of the backend that declares it (`attn doctor` lists them: e.g. sm90 or sm80 on flash-cuda, avx2 on cpu-flash)'));
 }
 
 /** --shape (required), --kv-heads, --seq-k, --dv, --causal, then the feature options. */
@@ -74,6 +76,7 @@ export function featuresFrom(f: FeatureFlags, causal: boolean): Features {
     varlen: f.varlen ?? false,
     indexValuesOnDevice: f.indexValuesOnDevice ?? false,
     out: f.out ?? false,
+    kernel: f.kernel ?? null,
   };
 }
 

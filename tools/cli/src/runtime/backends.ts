@@ -1,5 +1,5 @@
 // Which device to use when none is named, and which backends a command may name or bench.
-import { getDeviceRuntime, listBackends, type Backend, type DeviceLike, type DeviceType } from '@attn/core';
+import { getDeviceRuntime, kernelCatalog, listBackends, type Backend, type DeviceLike, type DeviceType } from '@attn/core';
 import { CliUsageError } from '../errors.js';
 import { KNOWN_PACKAGES, type PackageStatus } from './packages.js';
 
@@ -36,8 +36,23 @@ export function isAvailable(b: Backend): boolean {
   }
 }
 
-/** Backends of a device type in priority order: the named ones (checked), else every available one. */
-export function benchBackends(type: DeviceType, names: readonly string[] | null, packages: readonly PackageStatus[]): Backend[] {
+const declares = (b: Backend, kernel: string): boolean => (b.kernels ?? []).some((k) => k.name === kernel);
+
+/**
+ * Backends of a device type in priority order: the named ones (checked), else every available one; with
+ * --kernel, only those that declare the kernel (a name none of them declares is a usage error).
+ */
+export function benchBackends(type: DeviceType, names: readonly string[] | null, packages: readonly PackageStatus[], kernel: string | null = null): Backend[] {
+  const picked = pickBackends(type, names, packages);
+  if (kernel === null) return picked;
+  const owners = picked.filter((b) => declares(b, kernel));
+  if (owners.length === 0) {
+    throw new CliUsageError(`No kernel named '${kernel}' among ${picked.map((b) => b.name).join(', ')}; kernels: ${kernelCatalog(listBackends(type).map((e) => e.backend))}.`);
+  }
+  return owners;
+}
+
+function pickBackends(type: DeviceType, names: readonly string[] | null, packages: readonly PackageStatus[]): Backend[] {
   const all = listBackends(type).map((e) => e.backend);
   if (names) {
     checkBackendNames(names, packages);

@@ -120,6 +120,7 @@ export function sdpaOptions(p: ProblemSpec, inputs: ProblemInputs, backends: rea
     ...opts,
     ...(p.softcap > 0 ? { softcap: p.softcap } : {}),
     ...(backends ? { backends } : {}),
+    ...(p.kernel ? { kernel: p.kernel } : {}),
     ...(inputs.out ? { out: inputs.out } : {}),
   };
 }

@@ -38,7 +38,10 @@ struct KeyGrad {
 template <typename Acc>
 __device__ __forceinline__ KeyGrad<Acc> key_grad(const BwdParams& p, Acc s, Acc t, Acc dp, Acc z, const Stats<Acc>& st) {
   const Acc prob = exp_of(s - st.max) * st.inv;
-  const Acc ds = prob * (z * dp - st.delta);
+  // delta is sum_j P_j (Z_j dP_j) over the same rounded products (rows_kernel), so where P sits on one key
+  // dS is exactly 0, as in cpu-math. A fused Z * dP - delta would leave that product's rounding error,
+  // times scale * k in the gradients: 1e23 at scale 1e39.
+  const Acc ds = prob * (mul_rn(z, dp) - st.delta);
   const Acc dx = ds * (Acc(1) - t * t) * static_cast<Acc>(p.scale);
   return {dx, prob * z, ds};
 }
@@ -84,7 +87,7 @@ __global__ void __launch_bounds__(kThreads) rows_kernel(const BwdParams p) {
           if (lane == 0) {
             const Acc e = exp_of(s_s[kk] - m);
             s_s[kk] = e;
-            x_s[kk] = e * (keep_factor<Acc>(p, w.b, w.h, w.i, j) * dp);
+            x_s[kk] = e * mul_rn(keep_factor<Acc>(p, w.b, w.h, w.i, j), dp);
           }
         }
         __syncthreads();

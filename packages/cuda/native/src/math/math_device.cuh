@@ -101,6 +101,10 @@ __device__ __forceinline__ float log_of(float x) { return logf(x); }
 __device__ __forceinline__ double log_of(double x) { return log(x); }
 __device__ __forceinline__ float tanh_of(float x) { return tanhf(x); }
 __device__ __forceinline__ double tanh_of(double x) { return tanh(x); }
+// A product rounded on its own, which nvcc never fuses into a neighbouring add (--fmad contracts a * b - c
+// into one fma, whose result differs from the separately rounded a * b - c by up to an ulp of a * b).
+__device__ __forceinline__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
 
 // Sum over the warp; every lane gets the same value (a fixed butterfly: deterministic).
 template <typename Acc>

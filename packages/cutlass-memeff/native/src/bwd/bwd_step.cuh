@@ -137,19 +137,38 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
     // (they take masks too), so whether this call has a mask is tile_mods_only's run-time test, not kMask. Element (n, e) is query i0 + 2t + n8 + e%2
     // and key j0 + 16 warp + g + 8 (e / 2): its distance is the thread's first plus 8n + e%2 - 8 (e / 2).
     const ModRule rule(p, sc, i0 + 2 * t, j0 + warp * 16 + g);
+    if (!rule.cap) {
+      // ALiBi alone (dcap = 1): the plain loop plus one FADD and one FFMA per score. The bias and -lse meet
+      // in one FMA (they are large and of the same size at long distances, so they cancel there exactly),
+      // then dot * scale is added: exp2(dot * scale - (slope |base + c| + lse)).
 #pragma unroll
-    for (int n = 0; n < QT; ++n)
+      for (int n = 0; n < QT; ++n)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int il = n * 8 + 2 * t + (e % 2);
-        const float lse2 = lse_b[il];
-        float dcap;
-        const float x = exp2f(rule.logit2<kAccurate>(acc_st[n][e], static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)), dcap) - lse2);
-        const float pr = lse2 != -INFINITY ? x : 0.f;
-        ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
-        acc_dpt[n][e] = ds[n][e] * dcap;
-        acc_st[n][e] = pr;
-      }
+        for (int e = 0; e < 4; ++e) {
+          const int il = n * 8 + 2 * t + (e % 2);
+          const float lse2 = lse_b[il];
+          const float c = static_cast<float>(8 * n + (e % 2) - 8 * (e / 2));
+          const float x = exp2f(fmaf(acc_st[n][e], rule.scale_log2, fmaf(-rule.slope_log2, fabsf(rule.base + c), -lse2)));
+          const float pr = lse2 != -INFINITY ? x : 0.f;
+          acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+          ds[n][e] = acc_dpt[n][e];
+          acc_st[n][e] = pr;
+        }
+    } else {
+#pragma unroll
+      for (int n = 0; n < QT; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int il = n * 8 + 2 * t + (e % 2);
+          const float lse2 = lse_b[il];
+          float dcap;
+          const float x = exp2f(rule.logit2<kAccurate>(acc_st[n][e], static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)), dcap) - lse2);
+          const float pr = lse2 != -INFINITY ? x : 0.f;
+          ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+          acc_dpt[n][e] = ds[n][e] * dcap;
+          acc_st[n][e] = pr;
+        }
+    }
   } else if (!p.dropout && (mask_fast || plain)) {
     // The general loop's P and dS without the per-element rules (none apply on these steps) and without a
     // branch per score: a padded or fully masked row (lse = -inf) selects P = 0 after the exp2. With
@@ -163,6 +182,24 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         const float lse2 = lse_b[il];
         const float x = exp2f(acc_st[n][e] * sl2 - lse2);
         const float pr = lse2 != -INFINITY ? x : 0.f;
+        acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+        ds[n][e] = acc_dpt[n][e];
+        acc_st[n][e] = pr;
+      }
+  } else if (!p.dropout && p.mask_kind == MaskKind::kNone && !(kFeat && has_score_mods(p))) {
+    // Only the causal / window bounds cut this step (a window's edge, the diagonal, the sequence ends):
+    // the plain loop's P and dS with the visibility test as a select, instead of masked_logit's rules
+    // (an invisible score gives P = 0, as its -inf logit would).
+    const float sl2 = p.scale * kLog2e;
+#pragma unroll
+    for (int n = 0; n < QT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int il = n * 8 + 2 * t + (e % 2);
+        const float lse2 = lse_b[il];
+        const float x = exp2f(acc_st[n][e] * sl2 - lse2);
+        const bool seen = lse2 != -INFINITY && sc.kb.visible(i0 + il, j0 + warp * 16 + g + 8 * (e / 2));
+        const float pr = seen ? x : 0.f;
         acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
         ds[n][e] = acc_dpt[n][e];
         acc_st[n][e] = pr;

@@ -8,7 +8,7 @@
 //   dQ = dS.K                    M = kBlockM queries, N = D / 2 per warpgroup, k = 128 keys
 //                                                                             A = dS^T, B = K (smem, MN-major)
 // Per warp the accumulators have mma.m16n8k16's layout (16 keys per warp, n8 query groups), so the
-// elementwise part (bwd_scores.h) is version 2's, and P^T / dS^T feed the next GEMMs from registers.
+// elementwise part (bwd_scores.h) is the mma.sync kernels', and P^T / dS^T feed the next GEMMs from registers.
 #pragma once
 #include <cstdint>
 
@@ -22,7 +22,7 @@ namespace attn::flash {
 // memory), and each computes half of dQ's columns.
 template <int kHeadDim_, int kBlockM_, typename Element_>
 struct BwdSm90Traits : SmemRows<kHeadDim_> {
-  static constexpr int kVersion = 90;  // flash_bwd_launch.h picks the body by this and kRoles
+  static constexpr BwdForm kForm = BwdForm::kSm90;  // flash_bwd_launch.h picks the body by this and kRoles
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;

@@ -1,10 +1,10 @@
-// The Hopper dK/dV kernel of the backward: version 2's algorithm (flash_bwd_kernel.h: one CTA per key
+// The Hopper dK/dV kernel of the backward: the row-tiled kernel's algorithm (flash_bwd_kernel.h: one CTA per key
 // block, the whole GQA group and every query block that sees its keys, dQ by fp32 atomics) with every GEMM
 // on wgmma (sm_90a), which reaches Hopper's full tensor-core rate where mma.sync tops out well below it.
 // Tiles and the GEMMs' operands: bwd_sm90_traits.h. Per (query head, query block) pair, with Q and dO in
 // stage st (cp.async, two stages: the next pair's copies overlap this one):
 //   S^T = K.Q^T, dP^T = V.dO^T       one wgmma batch per warpgroup (its 64 keys)
-//   P, dS elementwise                version 2's code (bwd_scores.h): the accumulators have its layout
+//   P, dS elementwise                the mma.sync kernels' code (bwd_scores.h): the accumulators have its layout
 //   dS^T -> shared memory            (default mode: the dQ GEMM needs every key's row)
 //   dV += P^T.dO, dK += dS^T.Q       A from registers (P^T, dS^T packed from the accumulators)
 //   dQ = dS.K                        A = dS^T, B = K, both MN-major in shared memory; fp32 atomics

@@ -4,7 +4,7 @@
 //   warpgroup 0                                   warpgroup 1
 //   S^T = K.Q^T (wgmma, 16 k16 steps)             dP^T = V.dO^T
 //   S^T -> shared memory (fp32), arrive           wait for S^T
-//   P (bwd_scores.h, version 2's element map)     dS from S^T and dP^T (grad_element)
+//   P (bwd_scores.h, mma.sync's element map)       dS from S^T and dP^T (grad_element)
 //   dV += P^T.dO (A = P^T from registers)         dS^T -> shared memory; dK += dS^T.Q
 //   ---------------------- barrier: dS^T complete ----------------------
 //   dQ columns 0..127 = dS.K                      dQ columns 128..255   (passes of 64; fp32 atomics)
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
       // Deterministic mode has no dQ barrier: without one here, compute-sanitizer's racecheck reports the S^T
       // exchange (write above, read by warpgroup 1) as a hazard, although the next pair's begin_pair barrier
       // already orders warpgroup 1's read before warpgroup 0's next write. Kept so that the tool's runs stay
-      // clean; it costs only the deterministic mode (NOTES, version 6).
+      // clean; it costs only the deterministic mode (about 1% there, docs/perf/flash-cuda.md).
       __syncthreads();
     }
     sm90::fence_operands(xa);

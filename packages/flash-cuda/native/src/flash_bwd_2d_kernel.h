@@ -1,15 +1,15 @@
-// The dK/dV kernel of the backward, version 3: FlashAttention-2's 2-D warp tiling (AtomLayoutMSdP /
-// AtomLayoutNdKV / AtomLayoutMdQ). Same work per CTA as version 2 (flash_bwd_kernel.h: kBlockN keys of
+// The dK/dV kernel of the backward with 2-D warp tiling, FlashAttention-2's (AtomLayoutMSdP /
+// AtomLayoutNdKV / AtomLayoutMdQ). Same work per CTA as the row-tiled kernel (flash_bwd_kernel.h: kBlockN keys of
 // one (batch, KV head), every query head of the group and every query block that sees a key), same
 // elementwise math (bwd_scores.h), same dQ atomics and the same order of every sum, but each GEMM has its
-// own warp layout (bwd_traits.h, BwdTraitsV3), so P^T and dS^T pass through shared memory:
+// own warp layout (bwd_traits.h, BwdTraits2d), so P^T and dS^T pass through shared memory:
 //   prefetch Q, dO of the next pair into the other stage     (always two stages)
 //   S^T = K Q_m^T, dP^T = V dO_m^T     warps: keys x queries; per pass of kPassRows queries
-//   P, dS elementwise -> sP^T, sdS^T   (bf16/fp16, the operands version 2 packed in registers)
+//   P, dS elementwise -> sP^T, sdS^T   (bf16/fp16: with 2-D tiles the warp that needs a fragment is not the one that computed it)
 //   barrier
 //   dV += sP^T dO_m, dK += sdS^T Q_m   warps: keys x columns (D > 128: no column split, no recompute)
 //   default mode: dQ_m += dS K         warps: queries x columns; fp32 atomics into the workspace
-// One ldmatrix of a B operand now feeds kDkvMTiles (S^T: kSdpMTiles, dQ: kDqMTiles) mma instead of one.
+// One ldmatrix of a B operand feeds kDkvMTiles (S^T: kSdpMTiles, dQ: kDqMTiles) mma, not one as in the row-tiled kernel.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -29,7 +29,7 @@ struct BwdTypeTag {
 };
 
 template <typename Tr>
-__global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const __grid_constant__ BwdParams p) {
+__global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const __grid_constant__ BwdParams p) {
   using E = typename Tr::Element;
   using Op = MmaOp<E>;
   using IO = TileIO<Tr>;
@@ -71,7 +71,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_v3_kernel(const 
   // ---- K and V tiles of this CTA's keys, for the whole loop
   load_kv_tiles<IO, kN>(sK, sV, f, sq, b, hk, j0, tid);
 
-  // Per-lane ldmatrix coordinates (as version 2): A operands with rows = keys (K, V, P^T, dS^T) plain;
+  // Per-lane ldmatrix coordinates (as the row-tiled kernel's): A operands with rows = keys (K, V, P^T, dS^T) plain;
   // B = Q, dO rows plain (S^T, dP^T) or .trans (dV, dK); dS^T .trans as dQ's A, K .trans as its B.
   // Built where they are used from one opaque shared base and lane (addr() below): ten of them kept
   // live across the pair loop would cost 20 registers at the point where the accumulators peak.
