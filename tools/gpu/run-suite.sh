@@ -3,6 +3,8 @@
 # Each step has its own time limit and log; one failing step does not hide the others.
 # Usage: bash tools/gpu/run-suite.sh STEP... (named steps below, or NAME:COMMAND); logs go to $OUT/logs/ as each step
 # ends (so a run cut short by its time limit still returns the finished steps), a summary to stdout.
+# `cuda flash memeff grid` together are what `pnpm test:gpu` runs where pnpm is (each CUDA package's vitest
+# suite, GPU parts included); set ATTN_REQUIRE_GPU=1 so that a suite that cannot run fails instead of skipping.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/attn-out}; LOGS="$OUT/logs"; mkdir -p "$LOGS"
@@ -11,7 +13,8 @@ ROOT=$PWD
 node_cmd() { bash .gpu/run.sh node "$@"; }
 # Each package's suite runs from its own folder, as `pnpm test` runs it (the fuzz suite's child
 # processes resolve the backend packages from the working folder).
-vitest() { (cd "$1" && PATH="$ROOT/.gpu/bin:$PATH" node "$ROOT/node_modules/vitest/vitest.mjs" run); }
+# vitest DIR [FILTER...]: the package's suite, or the files whose path contains a FILTER.
+vitest() { (cd "$1" && shift && PATH="$ROOT/.gpu/bin:$PATH" node "$ROOT/node_modules/vitest/vitest.mjs" run "$@"); }
 export ROOT
 export -f node_cmd vitest
 declare -A STATUS
@@ -32,9 +35,9 @@ for s in "$@"; do
     golden)     step golden 300 python3 packages/cpu/scripts/make_golden.py "$OUT/golden.json" ;;
     cuda)       step cuda 300 vitest packages/cuda ;;
     flash)      step flash 480 vitest packages/flash-cuda ;;
-    flash-check) step flash-check 480 node_cmd packages/flash-cuda/scripts/gpu-check.mjs ;;
+    flash-tables) step flash-tables 480 vitest packages/flash-cuda gpu-table ;;  # flash-cuda's case tables alone
     memeff)     step memeff 480 vitest packages/cutlass-memeff ;;
-    memeff-check) step memeff-check 480 node_cmd packages/cutlass-memeff/scripts/gpu-check.mjs ;;
+    memeff-tables) step memeff-tables 480 vitest packages/cutlass-memeff gpu-table ;;  # memeff-cuda's case tables alone
     cpu)        step cpu 300 vitest packages/cpu ;;
     grid)       step grid 480 vitest test/cuda-grid ;;  # every feature combination, all CUDA backends: no NoBackendError
     cuda-math-sanitize)  # a slice of cuda-math's GPU tests under compute-sanitizer (vitest forks: follow every process)

@@ -1,5 +1,6 @@
 // The interface every backend package implements. Implementations live in the backend packages.
 import type { DeviceProperties, DeviceType } from './device.js';
+import type { FloatDType } from './dtype.js';
 import type { SdpaParams } from './params.js';
 import type { Availability } from './storage.js';
 import type { Tensor } from './tensor.js';
@@ -37,6 +38,11 @@ export interface ForwardOutputs {
   readonly out: Tensor;
   /** float32, dense: [B, Hq, Sq]; varlen: [Hq, totalQ]. Natural log; -inf for fully masked rows. */
   readonly logsumexp: Tensor;
+}
+
+/** See Backend.tolerances. */
+export interface Tolerances {
+  readonly slack: Readonly<Partial<Record<FloatDType, number>>>;
 }
 
 export interface Gradients {
@@ -79,6 +85,12 @@ export interface Backend {
   availability(): Availability;
   /** Ordered rules; the backend supports a call when every rule passes. */
   readonly rules: readonly Rule[];
+  /**
+   * The accuracy the backend claims, declared beside its rules (as xFormers' ERROR_ATOL): the
+   * conformance suite's absolute slack per dtype, per unit of max(1, max |reference|), added to
+   * twice the naive implementation's error. A dtype left out gets the suite's default.
+   */
+  readonly tolerances?: Tolerances;
   /** The kernel families the `kernel` option may name; absent or empty: the backend has no choosable kernel. */
   readonly kernels?: readonly KernelChoice[];
   forward(params: SdpaParams): ForwardOutputs;

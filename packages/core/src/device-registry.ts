@@ -5,7 +5,6 @@ import { deviceToString, isDeviceType } from './device-parse.js';
 import { AttnInputError, DeviceError } from './errors.js';
 import { registryState } from './registry-state.js';
 import type { DeviceRuntime, DeviceStorage } from './storage.js';
-import type { Tensor } from './tensor.js';
 
 /** The package that provides each runtime, for error messages. */
 const RUNTIME_PACKAGES: Readonly<Record<Exclude<DeviceType, 'cpu'>, string>> = {
@@ -112,8 +111,11 @@ export function deviceCapturing(device: Device): boolean {
   return runtime?.capturing?.(device.index) === true;
 }
 
-/** Reports the device storages of `tensors` (CPU ones and nulls skipped) to the capturing runtime. */
-export function noteCaptureUse(device: Device, tensors: readonly (Tensor | null | undefined)[]): void {
+/**
+ * Reports the device storages of `tensors` (CPU ones and nulls skipped) to the capturing runtime.
+ * Tensors are taken by their shape, not the Tensor type: tensor.ts loads this module.
+ */
+export function noteCaptureUse(device: Device, tensors: readonly ({ readonly storage: unknown } | null | undefined)[]): void {
   if (device.type === 'cpu') return;
   const runtime = registryState().runtimes.get(device.type);
   if (!runtime?.noteCaptureUse) return;

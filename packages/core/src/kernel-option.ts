@@ -6,7 +6,7 @@ import type { Backend, KernelChoice, Rule } from './backend.js';
 import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { SdpaParams } from './params.js';
-import { registryState } from './registry-state.js';
+import { listBackends } from './registry.js';
 
 /** Every registered backend's kernel names, as 'backend: a, b' lines joined by '; ' (for messages). */
 export function kernelCatalog(backends: Iterable<Backend>): string {
@@ -26,7 +26,7 @@ export function kernelOf(backend: Backend, name: string): KernelChoice | undefin
  */
 export function resolveKernel(kernel: unknown, backends: readonly string[] | null): { kernel: string | null; backends: readonly string[] | null } {
   if (kernel === undefined || kernel === null) return { kernel: null, backends };
-  const all = [...registryState().backends.values()].map((s) => s.backend);
+  const all = listBackends().map((e) => e.backend);
   if (typeof kernel !== 'string' || kernel === '') {
     throw new AttnInputError('ATTN_UNKNOWN_KERNEL', `kernel must be a kernel name, got ${describeValue(kernel)}; kernels: ${kernelCatalog(all)}.`);
   }

@@ -2,7 +2,6 @@
 // copies of @attn/core in one process (a backend resolving its own copy, dist next to src in a
 // test) see the same backends, runtimes and sdpaKernel scope.
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Backend } from './backend.js';
 import type { DeviceType } from './device.js';
 import { AttnError } from './errors.js';
 import type { DeviceRuntime } from './storage.js';
@@ -12,8 +11,13 @@ export const REGISTRY_SYMBOL = Symbol.for('@attn/core/registry');
 /** Bump when the shape below changes incompatibly; a copy that finds another version refuses it. */
 export const REGISTRY_VERSION = 2;
 
-export interface BackendSlot {
-  backend: Backend;
+/**
+ * One registered backend. The backend's type is a parameter (registry.ts, the only writer, fixes it
+ * to Backend) so that this module, which the device layer loads (tensor -> device-io ->
+ * device-registry -> here), does not depend on Backend and through it on Tensor.
+ */
+export interface BackendSlot<B = unknown> {
+  backend: B;
   priority: number;
   /** Set by setBackendPriority: survives the backend being registered again. */
   userPriority: boolean;
@@ -26,9 +30,10 @@ export interface ScopeFrame {
   readonly backends: readonly string[];
 }
 
-export interface RegistryState {
+/** The shared state; B is the backends' type (see BackendSlot). */
+export interface RegistryState<B = unknown> {
   readonly version: number;
-  readonly backends: Map<string, BackendSlot>;
+  readonly backends: Map<string, BackendSlot<B>>;
   readonly runtimes: Map<DeviceType, DeviceRuntime>;
   readonly scope: AsyncLocalStorage<ScopeFrame>;
   seq: number;

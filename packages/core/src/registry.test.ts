@@ -85,7 +85,7 @@ describe('backend registry', () => {
   it('is shared across copies of core through the global symbol', () => {
     registerBackend(makeFakeBackend('shared', { priority: 3 }));
     // What a second copy of core sees: the same object under Symbol.for, not a module variable.
-    const state = (globalThis as unknown as Record<symbol, RegistryState>)[Symbol.for('@attn/core/registry')]!;
+    const state = (globalThis as unknown as Record<symbol, RegistryState<Backend>>)[Symbol.for('@attn/core/registry')]!;
     expect(REGISTRY_SYMBOL).toBe(Symbol.for('@attn/core/registry'));
     expect(state.backends.get('shared')?.backend.name).toBe('shared');
     // A registration made by "the other copy" (directly on the shared state) is visible here.

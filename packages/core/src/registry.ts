@@ -3,7 +3,7 @@ import type { Backend } from './backend.js';
 import type { DeviceType } from './device.js';
 import { isDeviceType } from './device-parse.js';
 import { AttnInputError } from './errors.js';
-import { registryState } from './registry-state.js';
+import { type BackendSlot, registryState } from './registry-state.js';
 
 export { getDeviceRuntime, listDeviceRuntimes, registerDeviceRuntime, unregisterDeviceRuntime } from './device-registry.js';
 
@@ -18,6 +18,11 @@ export interface BackendEntry {
   readonly deviceType: DeviceType;
   readonly priority: number;
   readonly backend: Backend;
+}
+
+/** The registered backends; registerBackend, below, is the only writer and stores Backends. */
+function slots(): Map<string, BackendSlot<Backend>> {
+  return registryState().backends as Map<string, BackendSlot<Backend>>;
 }
 
 const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
@@ -69,7 +74,7 @@ export function registerBackend(backend: Backend, opts: RegisterOptions = {}): v
   checkBackendShape(backend);
   const explicit = opts.priority === undefined ? undefined : checkPriority(opts.priority, 'priority');
   const state = registryState();
-  const prev = state.backends.get(backend.name);
+  const prev = slots().get(backend.name);
   if (prev && prev.backend === backend) {
     if (explicit !== undefined && prev.priority !== explicit) {
       prev.priority = explicit;
@@ -83,7 +88,7 @@ export function registerBackend(backend: Backend, opts: RegisterOptions = {}): v
     });
   }
   const keepUserPriority = prev?.userPriority === true && explicit === undefined;
-  state.backends.set(backend.name, {
+  slots().set(backend.name, {
     backend,
     priority: keepUserPriority ? prev.priority : (explicit ?? backend.defaultPriority),
     userPriority: keepUserPriority,
@@ -105,20 +110,20 @@ export function listBackends(deviceType?: DeviceType): BackendEntry[] {
   if (deviceType !== undefined && !isDeviceType(deviceType)) {
     throw new AttnInputError('ATTN_DEVICE', `listBackends: unknown device type ${JSON.stringify(deviceType)}.`);
   }
-  return [...registryState().backends.values()]
+  return [...slots().values()]
     .filter((s) => deviceType === undefined || s.backend.deviceType === deviceType)
     .sort((a, b) => b.priority - a.priority || a.seq - b.seq)
     .map((s) => ({ name: s.backend.name, deviceType: s.backend.deviceType, priority: s.priority, backend: s.backend }));
 }
 
 export function getBackend(name: string): Backend | undefined {
-  return registryState().backends.get(name)?.backend;
+  return slots().get(name)?.backend;
 }
 
 /** Changes a registered backend's priority; kept if its package registers it again. */
 export function setBackendPriority(name: string, priority: number): void {
   const state = registryState();
-  const slot = state.backends.get(name);
+  const slot = slots().get(name);
   if (!slot) throw unknownBackendError([name]);
   slot.priority = checkPriority(priority, 'priority');
   slot.userPriority = true;

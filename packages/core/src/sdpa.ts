@@ -10,7 +10,8 @@ import { getBackend } from './registry.js';
 import type { SelectionReport } from './report.js';
 import { requireBackend, resolveRestriction, selectBackend } from './select.js';
 import { Tensor } from './tensor.js';
-import { type NormalizedCall, normalizeCall } from './validate.js';
+import type { NormalizedCall } from './validate-call.js';
+import { normalizeCall } from './validate.js';
 import { callInputs } from './validate-call.js';
 
 export type { ForwardResult } from './forward-record.js';

@@ -1,15 +1,23 @@
 // Pieces of call validation shared by the dense and varlen entry points, on the full path and on a
 // cached signature's path alike.
-import { addEntry, assembleParams, cacheable, type CallKind, type CallTensors, findEntry } from './call-cache.js';
+import { addEntry, assembleParams, cacheable, type CacheEntry, type CallKind, type CallTensors, findEntry } from './call-cache.js';
 import type { Device } from './device.js';
 import type { DType } from './dtype.js';
 import type { IndexValuePolicy } from './index-values.js';
 import type { SdpaOptions, SdpaParams, VarlenOptions } from './params.js';
 import type { Tensor } from './tensor.js';
-import type { NormalizedCall } from './validate.js';
-import { checkDropout } from './validate-options.js';
+import { checkDropout, type CommonOptions } from './validate-options.js';
 import { checkOutAliasing, checkOutLayout } from './validate-out.js';
 import { checkTensorArg } from './validate-tensors.js';
+
+/** Validated params plus what the entry points need beside them. */
+export interface NormalizedCall {
+  readonly params: SdpaParams;
+  readonly backends: readonly string[] | null;
+  readonly rng: CommonOptions['rng'];
+  /** The cache entry of the call's signature (null: not cacheable), where selection keeps its path. */
+  readonly cached?: CacheEntry | null;
+}
 
 /** A named tensor a call reads. */
 export interface CallInput {

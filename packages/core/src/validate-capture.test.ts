@@ -2,28 +2,16 @@
 // tensors on the device are checked for shape, dtype and device without reading their values (no
 // device-to-host copy), their host copies are null, and params.capturing (and indexValuesOnDevice)
 // say so. Eager calls are unchanged. sdpa and sdpaVarlen: validate-index-values.test.ts.
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { registerDeviceRuntime } from './device-registry.js';
+import { describe, expect, it } from 'vitest';
+import { useCapturingDevice } from './capturing-device.fixture.js';
 import { AttnError } from './errors.js';
 import { tensor, zeros } from './factory.js';
-import { type FakeDeviceRuntime, makeFakeDeviceRuntime } from './fake-device.js';
 import { kvHostCopies, normalizeKvCacheParams } from './kv-cache.js';
 import { sequencePairs } from './rule.js';
 import { indexValuesOnHost } from './rules.js';
-import { isolateRegistry } from './testing.js';
 
 describe('sdpaKvCache validation during graph capture', () => {
-  let runtime: FakeDeviceRuntime;
-  let capturing = false;
-  let restore: (() => void) | null = null;
-
-  beforeEach(() => {
-    runtime = makeFakeDeviceRuntime();
-    restore = isolateRegistry({ keepDeviceRuntimes: false });
-    registerDeviceRuntime({ ...runtime, capturing: () => capturing });
-    capturing = false;
-  });
-  afterEach(() => restore?.());
+  const device = useCapturingDevice();
 
   const i32 = (values: number[], shape: number[]) => tensor(values, shape, { dtype: 'int32', device: 'cuda' });
 
@@ -46,13 +34,13 @@ describe('sdpaKvCache validation during graph capture', () => {
 
     it('reads cacheSeqlens, cacheBatchIdx and leftpadK eagerly, none of them while capturing', () => {
       const eager = kvCall()();
-      expect(runtime.counts.d2h).toBe(3);
+      expect(device.counts.d2h).toBe(3);
       expect(eager.capturing).toBe(false);
       expect(kvHostCopies(eager.kvCache!).keyCount).toEqual(Int32Array.from([3, 10]));
 
-      capturing = true;
+      device.capturing = true;
       const p = kvCall()();
-      expect(runtime.counts.d2h).toBe(3);
+      expect(device.counts.d2h).toBe(3);
       expect(p.capturing).toBe(true);
       expect(p.indexValuesOnDevice).toBe(true);
       expect(p.kvCache).toMatchObject({ seqlens: null, cacheRows: null, keyStart: null, keyCount: null, newLen: 1, capacity: 10 });
@@ -68,20 +56,20 @@ describe('sdpaKvCache validation during graph capture', () => {
       const repeated = kvCall({ cacheBatchIdx: i32([1, 1], [2]) });
       const table = kvCall({ cacheBatchIdx: null, blockTable: i32([0, 9, 1, 2], [2, 2]) }, [4, 4, 2, 8]);
       for (const c of [overflow, repeated, table]) expect(c).toThrow(AttnError);
-      const reads = runtime.counts.d2h;
-      capturing = true;
+      const reads = device.counts.d2h;
+      device.capturing = true;
       for (const c of [overflow, repeated, table]) expect(c).not.toThrow();
-      expect(runtime.counts.d2h).toBe(reads);
+      expect(device.counts.d2h).toBe(reads);
     });
 
     it('still checks shapes, dtypes and devices while capturing', () => {
-      capturing = true;
+      device.capturing = true;
       expect(kvCall({ cacheSeqlens: i32([3], [1]) })).toThrow(expect.objectContaining({ code: 'ATTN_KV_CACHE' }));
       expect(kvCall({ leftpadK: tensor([0, 0], [2], { dtype: 'int32' }) })).toThrow(expect.objectContaining({ code: 'ATTN_DEVICE_MISMATCH' }));
       expect(kvCall({ cacheBatchIdx: tensor([0, 1], [2], { dtype: 'float32', device: 'cuda' }) })).toThrow(expect.objectContaining({ code: 'ATTN_KV_CACHE' }));
       expect(kvCall({ cacheSeqlens: null })).toThrow(/needs cacheSeqlens/);
       expect(kvCall({ cacheBatchIdx: null, blockTable: i32([0, 1, 2], [3, 1]) }, [4, 4, 2, 8])).toThrow(expect.objectContaining({ code: 'ATTN_BLOCK_TABLE' }));
-      expect(runtime.counts.d2h).toBe(0);
+      expect(device.counts.d2h).toBe(0);
     });
   });
 });

@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { registerDeviceRuntime } from './device-registry.js';
 import { tensor, zeros } from './factory.js';
+import { useCapturingDevice } from './capturing-device.fixture.js';
 import { type FakeDeviceRuntime, makeFakeDeviceRuntime } from './fake-device.js';
 import { hostIndexCopies, sequencePairs } from './rule.js';
 import { clearCallCache } from './call-cache.js';
@@ -21,22 +22,11 @@ const MODES = [
 ] as const;
 
 describe.each(MODES)('validation with index values on the device: $mode', ({ option, capturing: byCapture }) => {
-  let runtime: FakeDeviceRuntime;
-  let capturing = false;
-  let restore: (() => void) | null = null;
-
-  beforeEach(() => {
-    runtime = makeFakeDeviceRuntime();
-    restore = isolateRegistry({ keepDeviceRuntimes: false });
-    clearCallCache();
-    registerDeviceRuntime({ ...runtime, capturing: () => capturing });
-    capturing = false;
-  });
-  afterEach(() => restore?.());
+  const device = useCapturingDevice();
 
   /** Leaves the index values on the device for the calls made with `withOption`. */
   const on = () => {
-    if (byCapture) capturing = true;
+    if (byCapture) device.capturing = true;
   };
   const withOption = <T extends object>(o: T): T => ({ ...o, ...option });
   const i32 = (values: number[], shape: number[]) => tensor(values, shape, { dtype: 'int32', device: 'cuda' });
@@ -58,14 +48,14 @@ describe.each(MODES)('validation with index values on the device: $mode', ({ opt
   it('reads the index values eagerly, and none when they stay on the device', () => {
     const { q, k, opts } = pagedCall();
     const eager = normalizeVarlenParams(q, k, k, opts);
-    expect(runtime.counts.d2h).toBe(4); // cuSeqlensQ, cuSeqlensK, sequsedK, blockTable
+    expect(device.counts.d2h).toBe(4); // cuSeqlensQ, cuSeqlensK, sequsedK, blockTable
     expect(eager.capturing).toBe(false);
     expect(eager.indexValuesOnDevice).toBe(false);
     expect([...hostIndexCopies(eager).blockTable!]).toEqual([3, 1, 0, 2]);
 
     on();
     const p = normalizeVarlenParams(q, k, k, withOption(opts));
-    expect(runtime.counts.d2h).toBe(4);
+    expect(device.counts.d2h).toBe(4);
     expect(p.capturing).toBe(byCapture);
     expect(p.indexValuesOnDevice).toBe(true);
     expect(p.varlen).toMatchObject({ seqlensQ: null, seqlensK: null, maxSeqlenQ: 1, maxSeqlenK: 5 });
@@ -85,7 +75,7 @@ describe.each(MODES)('validation with index values on the device: $mode', ({ opt
     expect(bad({ sequsedK: tensor([1, 2], [2], { dtype: 'int32' }) })).toThrow(expect.objectContaining({ code: 'ATTN_DEVICE_MISMATCH' }));
     expect(bad({ blockTable: i32([0, 1, 2], [3, 1]) })).toThrow(expect.objectContaining({ code: 'ATTN_BLOCK_TABLE' }));
     expect(bad({ maxSeqlenK: 2 ** 31 })).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' }));
-    expect(runtime.counts.d2h).toBe(0);
+    expect(device.counts.d2h).toBe(0);
   });
 
   it('dense calls with sequsedK skip only the value check', () => {
@@ -97,7 +87,7 @@ describe.each(MODES)('validation with index values on the device: $mode', ({ opt
     const p = normalizeParams(q, k, k, withOption({ sequsedK }));
     expect(p).toMatchObject({ capturing: byCapture, indexValuesOnDevice: true, sequsedK: { lengths: null } });
     expect(normalizeParams(q, k, k, withOption({})).indexValuesOnDevice).toBe(true);
-    expect(runtime.counts.d2h).toBe(1);
+    expect(device.counts.d2h).toBe(1);
   });
 
   it('declines backends that need the values on the host (indexValuesOnHost), and runs the others', () => {

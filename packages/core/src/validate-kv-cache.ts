@@ -14,7 +14,7 @@ import type { Tensor } from './tensor.js';
 import { checkBlockTable, pagedPoolShape } from './validate-block-table.js';
 import { checkAlibi, checkCommonOptions, checkCounterRange, checkOptionsObject, resolveScale } from './validate-options.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
-import type { NormalizedCall } from './validate.js';
+import type { NormalizedCall } from './validate-call.js';
 
 const KV_CACHE_OPTION_KEYS: ReadonlySet<string> = new Set<keyof KvCacheOptions | 'requiresGrad'>([
   'cacheSeqlens',

@@ -5,7 +5,7 @@ import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { SdpaParams, VarlenOptions, VarlenParams } from './params.js';
 import type { Tensor } from './tensor.js';
-import type { NormalizedCall } from './validate.js';
+import type { NormalizedCall } from './validate-call.js';
 import { VARLEN_CALL } from './call-cache.js';
 import { type IndexValuePolicy, indexValuePolicy } from './index-values.js';
 import {

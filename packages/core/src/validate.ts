@@ -15,29 +15,19 @@ import { AttnInputError } from './errors.js';
 import { broadcastsTo, expandedStridesTo } from './layout.js';
 import type { MaskParams, SdpaOptions, SdpaParams } from './params.js';
 import type { Tensor } from './tensor.js';
-import { type CacheEntry, DENSE_CALL } from './call-cache.js';
+import { DENSE_CALL } from './call-cache.js';
 import { type IndexValuePolicy, indexValuePolicy } from './index-values.js';
 import {
   checkAlibi,
   checkCommonOptions,
   checkCounterRange,
   checkOptionsObject,
-  type CommonOptions,
   resolveScale,
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
-import { cachedOrValidated, givenOut } from './validate-call.js';
+import { cachedOrValidated, givenOut, type NormalizedCall } from './validate-call.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
-
-/** Validated params plus what the entry points need beside them. */
-export interface NormalizedCall {
-  readonly params: SdpaParams;
-  readonly backends: readonly string[] | null;
-  readonly rng: CommonOptions['rng'];
-  /** The cache entry of the call's signature (null: not cacheable), where selection keeps its path. */
-  readonly cached?: CacheEntry | null;
-}
 
 function checkRank4(q: Tensor, k: Tensor, v: Tensor): void {
   if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {

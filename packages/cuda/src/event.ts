@@ -7,7 +7,8 @@ import type { Devices } from './devices.js';
 import { callNative } from './errors.js';
 import type { NativeAccess } from './native.js';
 import { gpuPlatform, type GpuType } from './platform.js';
-import { checkSameRuntime, type GpuStream, type Streams } from './stream.js';
+import { checkSameRuntime } from './runtime-handle.js';
+import type { GpuStream, Streams } from './stream.js';
 
 export interface EventOptions {
   /** Device index; default 0. */

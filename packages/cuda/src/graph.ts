@@ -21,7 +21,8 @@ import { callNative, translateNativeError } from './errors.js';
 import type { NativeAccess } from './native.js';
 import { gpuPlatform, type GpuType } from './platform.js';
 import type { GpuStorage } from './storage.js';
-import { checkSameRuntime, type GpuStream, type Streams } from './stream.js';
+import { checkSameRuntime } from './runtime-handle.js';
+import type { GpuStream, Streams } from './stream.js';
 
 /** The capture underway, if any (one per process at a time). */
 export interface CaptureState {

@@ -6,7 +6,8 @@ import { callNative } from './errors.js';
 import type { MemoryStats } from './memory-stats.js';
 import type { NativeAccess } from './native.js';
 import type { GpuStorage } from './storage.js';
-import { checkSameRuntime, type GpuStream } from './stream.js';
+import { checkSameRuntime } from './runtime-handle.js';
+import type { GpuStream } from './stream.js';
 
 export interface MemoryControls {
   memoryStats(device?: number): MemoryStats;

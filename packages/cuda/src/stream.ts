@@ -6,7 +6,7 @@ import { AttnInputError, DisposedError } from '@attn/core';
 import type { NativeBinding } from './binding.js';
 import type { Devices } from './devices.js';
 import { callNative } from './errors.js';
-import type { GpuEvent } from './event.js';
+import { checkSameRuntime, type RuntimeHandle } from './runtime-handle.js';
 import type { NativeAccess } from './native.js';
 import { gpuPlatform, type GpuPlatform, type GpuType } from './platform.js';
 
@@ -89,7 +89,7 @@ export class GpuStream {
   }
 
   /** Later work on this stream waits for the event's captured work (which may be on another device). */
-  waitEvent(event: GpuEvent): void {
+  waitEvent(event: RuntimeHandle): void {
     const handle = this.handle;
     const eventHandle = checkSameRuntime(this.deviceType, 'waitEvent: event', event).handle;
     callNative(() => this.#addon.streamWaitEvent(handle, eventHandle));
@@ -110,15 +110,6 @@ export class GpuStream {
     const handle = this.#handle;
     callNative(() => this.#addon.streamDestroy(handle));
   }
-}
-
-/** `s` when it is a stream or event of the runtime of `type`: their handles mean nothing to another addon. */
-export function checkSameRuntime<S extends { readonly deviceType: GpuType }>(type: GpuType, what: string, s: S): S {
-  if (typeof s !== 'object' || s === null || s.deviceType !== type) {
-    const got = typeof s === 'object' && s !== null && typeof s.deviceType === 'string' ? `a ${s.deviceType} one` : String(s);
-    throw new AttnInputError('ATTN_DEVICE', `${what} must belong to the ${type} runtime (${gpuPlatform(type).packageName}), got ${got}.`);
-  }
-  return s;
 }
 
 /** The Stream class of one runtime. */

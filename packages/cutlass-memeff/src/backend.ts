@@ -4,7 +4,7 @@
 import type { Availability, Backend } from '@attn/core';
 import { availability as cudaAvailability } from '@attn/cuda';
 import { addonState } from './native.js';
-import { memeffRules } from './rules.js';
+import { MEMEFF_TOLERANCES, memeffRules } from './rules.js';
 import { runBackward, runForward } from './run.js';
 
 /** Below flash-cuda (100): flash takes what it can, this backend the rest. */
@@ -28,6 +28,7 @@ export const memeffCudaBackend: Backend = {
     'tensor cores for fp16/bf16 on sm80+ and for fp32 (3xTF32) on sm90, FMA elsewhere.',
   availability,
   rules: memeffRules,
+  tolerances: MEMEFF_TOLERANCES,
   forward: (p) => runForward(p).outputs,
   backward: (p, saved, gradOut) => runBackward(p, saved, gradOut).gradients,
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {

@@ -5,17 +5,12 @@
 // features, empty sequences and odd sizes all run: every other case must run, so a feature the rules
 // start to decline fails here.
 import '@attn/cpu';
-import { buildCases, describeConformance } from '@attn/conformance';
-import { describe, it } from 'vitest';
+import { buildCases, describeConformance, describeWhereRunnable } from '@attn/conformance';
+
 import { gpuEnv } from './gpu-env.js';
 import './index.js';
 
 const env = gpuEnv();
-if (env.ok) {
+describeWhereRunnable(`conformance of 'memeff-cuda'`, env.ok ? null : env.reason, () => {
   describeConformance('memeff-cuda', { minCases: buildCases().filter((c) => c.dtype !== 'float64' && c.headDimV > 0 && !c.paged).length });
-} else {
-  console.log(`memeff-cuda conformance skipped: ${env.reason}`);
-  describe.skip(`conformance of 'memeff-cuda' (skipped: ${env.reason})`, () => {
-    it('needs a CUDA device', () => {});
-  });
-}
+});

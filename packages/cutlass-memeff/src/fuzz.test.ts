@@ -1,12 +1,12 @@
 // The fuzz suite on memeff-cuda, on a GPU host (ATTN_FUZZ_RUNS sets a larger budget there); elsewhere
 // skipped with the reason printed. Every case runs in a child process; see @attn/conformance.
 import { fileURLToPath } from 'node:url';
-import { describeFuzz } from '@attn/conformance';
-import { describe, it } from 'vitest';
+import { describeFuzz, describeWhereRunnable } from '@attn/conformance';
+
 import { gpuEnv } from './gpu-env.js';
 
 const env = gpuEnv();
-if (env.ok) {
+describeWhereRunnable(`fuzz of 'memeff-cuda'`, env.ok ? null : env.reason, () => {
   // memeff takes every feature the fuzz draws (it declines empty head dims and float32-overflowing scalars
   // only), so the default share of cases must run; each decline is still checked.
   describeFuzz('memeff-cuda', {
@@ -14,9 +14,4 @@ if (env.ok) {
     device: 'cuda:0',
     dtypes: ['float32', 'float16', 'bfloat16'],
   });
-} else {
-  console.log(`memeff-cuda fuzz skipped: ${env.reason}`);
-  describe.skip(`fuzz of 'memeff-cuda' (skipped: ${env.reason})`, () => {
-    it('needs a CUDA device', () => {});
-  });
-}
+});

@@ -15,12 +15,12 @@ import {
   type SdpaOptions,
   type Tensor,
 } from '@attn/core';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { gpuEnv } from './gpu-env.js';
 import { runBackward, runForward, type KernelPath } from './index.js';
+import { describeWhereRunnable } from '@attn/conformance';
 
 const env = gpuEnv();
-if (!env.ok) console.log(`memeff-cuda GPU tests skipped: ${env.reason}`);
 
 const TOL: Record<FloatDType, number> = { float64: 0, float32: 2e-5, float16: 4e-3, bfloat16: 3e-2 };
 const GRAD_TOL: Record<FloatDType, number> = { float64: 0, float32: 1e-4, float16: 1.5e-2, bfloat16: 8e-2 };
@@ -108,7 +108,7 @@ function check(c: Case, backward = true) {
   return { fwd, bwd };
 }
 
-describe.skipIf(!env.ok)('memeff-cuda on the GPU', () => {
+describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () => {
   it('takes the tensor-core path for fp16/bf16 with head dims multiple of 8, FMA otherwise', () => {
     const bf = check({ dtype: 'bfloat16', shape: [2, 2, 2, 70, 90, 64, 64] });
     expect(bf.fwd.kernel).toBe('fwd_mma_bf16_d64');

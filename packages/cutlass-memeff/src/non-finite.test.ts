@@ -8,7 +8,7 @@
 import '@attn/cpu';
 import { parseDevice, randn, sdpaForward, tensor } from '@attn/core';
 import type { DeviceLike, FloatDType, SdpaOptions, Tensor } from '@attn/core';
-import { runCase } from '@attn/conformance';
+import { describeWhereRunnable, runCase } from '@attn/conformance';
 import type { CaseSpec, PoisonSpec } from '@attn/conformance';
 import { describe, expect, it } from 'vitest';
 import { gpuEnv } from './gpu-env.js';
@@ -43,12 +43,7 @@ function both(dtype: FloatDType, where: 'q' | 'k' | 'v' | 'mask' | null, value: 
   return { got: run('cuda:0', dtype, 'memeff-cuda'), ref: run('cpu', 'float64', 'cpu-math') };
 }
 
-if (!env.ok) {
-  console.log(`memeff-cuda non-finite inputs skipped: ${env.reason}`);
-  describe.skip(`memeff-cuda non-finite inputs (skipped: ${env.reason})`, () => {
-    it('needs a CUDA device', () => {});
-  });
-} else {
+describeWhereRunnable(`memeff-cuda non-finite inputs`, env.ok ? null : env.reason, () => {
   describe('memeff-cuda non-finite inputs, against cpu-math', () => {
     const dtypes: FloatDType[] = ['float32', 'float16', 'bfloat16'];
     it.each(dtypes)('%s: NaN / +Inf in q, k or the mask give NaN lse and out where the reference does', (dtype) => {
@@ -99,4 +94,4 @@ if (!env.ok) {
       }
     });
   });
-}
+});

@@ -4,6 +4,7 @@
 // bf16 on every arch (converted in registers), GQA, causal in both alignments, sliding windows, ALiBi,
 // softcap, varlen and empty sequences (the seeds' features: every path of the kernels takes them). It
 // declines a scale that overflows float32 (float32Scalars): the kernels take it as a float.
+import type { Tolerances } from '@attn/core';
 import {
   noKvCache,
   noPagedKv,
@@ -108,3 +109,10 @@ export const memeffRules: readonly Rule[] = Object.freeze([
   noKvCache,
   noUncheckedIndexValues,
 ]);
+
+/**
+ * The accuracy this backend claims (Backend.tolerances, read by the conformance suite): the rule's
+ * absolute slack per unit of max(1, max |reference|): about one ulp at 1 of each dtype it takes; the
+ * 3xTF32 forward is held to fp32's (its three-part products recover fp32's).
+ */
+export const MEMEFF_TOLERANCES: Tolerances = { slack: { float32: 1e-6, float16: 1e-3, bfloat16: 8e-3 } };

@@ -5,7 +5,7 @@ import { flashForward } from './forward.js';
 import { FLASH_KERNELS } from './kernels.js';
 import { flashKvCacheForward } from './kv-cache.js';
 import { addonLoad, availability } from './native.js';
-import { FLASH_RULES } from './rules.js';
+import { FLASH_RULES, FLASH_TOLERANCES } from './rules.js';
 
 /** Above 'cutlass-memeff' (80), as PyTorch tries flash before efficient attention. */
 export const FLASH_PRIORITY = 100;
@@ -20,6 +20,7 @@ export const flashCudaBackend: Backend = Object.freeze({
     'backward, sdpaKvCache (append, rotary, paged or contiguous caches, cacheBatchIdx, leftpadK; graph-capturable); no mask.',
   availability,
   rules: FLASH_RULES,
+  tolerances: FLASH_TOLERANCES,
   kernels: FLASH_KERNELS,
   forward: (params) => (params.kvCache ? flashKvCacheForward(params) : flashForward(params)),
   backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),

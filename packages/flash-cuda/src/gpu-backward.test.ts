@@ -3,11 +3,11 @@
 // see no key, and the addon's re-checks. Skipped with the reason printed where there is no usable device.
 import '@attn/cpu';
 import { normalizeParams, randn, sdpaBackward, sdpaForward, type SdpaOptions, type Tensor, tensor } from '@attn/core';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { backwardPlanFor, flashBackward, flashCudaBackend } from './index.js';
+import { describeWhereRunnable } from '@attn/conformance';
 
 const av = flashCudaBackend.availability();
-if (!av.ok) console.log(`[@attn/flash-cuda] GPU backward suite skipped: ${av.reason}`);
 
 /** max |a - b| / max(1, max |b|); Infinity when the NaN patterns differ. */
 function relErr(a: Float64Array, b: Float64Array): number {
@@ -47,7 +47,7 @@ function againstCpu(shape: Shape, opts: SdpaOptions) {
 
 const TOL = 3e-2; // bf16 gradients, relative to the largest reference element
 
-describe.skipIf(!av.ok)('flash-cuda backward on a GPU', () => {
+describeWhereRunnable('flash-cuda backward on a GPU', av.ok ? null : av.reason, () => {
   const slopes = () => tensor([0.5, 0.25, 0.125, 0.0625], [4], { dtype: 'float32', device: 'cuda' });
   const cases: Array<[string, () => SdpaOptions, Shape]> = [
     ['plain', () => ({}), [2, 3, 3, 129, 200, 64]],

@@ -6,14 +6,13 @@
 // Skipped with the reason printed where there is no usable device.
 import '@attn/cpu';
 import { explainKvCache, type KvCacheOptions, randn, sdpaKvCache, type Tensor, tensor } from '@attn/core';
-import { buildKvCacheCases, type KvCacheCaseSpec, runKvCacheCase } from '@attn/conformance';
+import { buildKvCacheCases, describeWhereRunnable, type KvCacheCaseSpec, runKvCacheCase } from '@attn/conformance';
 import { captureGraph, copyDeviceToDevice, type CudaStorage, synchronize } from '@attn/cuda';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { scaledMaxError as relErr } from '@attn/core/testing';
 import { flashCudaBackend } from './index.js';
 
 const av = flashCudaBackend.availability();
-if (!av.ok) console.log(`[@attn/flash-cuda] GPU kv-cache suite skipped: ${av.reason}`);
 
 const decode = { batch: 3, headsQ: 8, headsKV: 2, seqQ: 1, headDim: 64, headDimV: 64, newLen: 1, causal: true } as const;
 const EXTRA: KvCacheCaseSpec[] = (['float16', 'bfloat16'] as const).flatMap((dtype) => [
@@ -26,7 +25,7 @@ const EXTRA: KvCacheCaseSpec[] = (['float16', 'bfloat16'] as const).flatMap((dty
 const CASES = [...buildKvCacheCases(), ...EXTRA];
 const halfSameDims = (s: KvCacheCaseSpec) => (s.dtype === 'float16' || s.dtype === 'bfloat16') && s.headDim === s.headDimV;
 
-describe.skipIf(!av.ok)('sdpaKvCache on CUDA against cpu-math', () => {
+describeWhereRunnable('sdpaKvCache on CUDA against cpu-math', av.ok ? null : av.reason, () => {
   const seed = BigInt(Date.now() % 1_000_000);
   for (const backend of ['flash-cuda', 'cuda-math'] as const) {
     CASES.forEach((spec, i) => {
@@ -55,7 +54,7 @@ describe.skipIf(!av.ok)('sdpaKvCache on CUDA against cpu-math', () => {
 const storage = (t: Tensor): CudaStorage => t.storage as CudaStorage;
 const copyInto = (dst: Tensor, src: Tensor): void => copyDeviceToDevice(storage(dst), 0, storage(src), 0, storage(src).bytes);
 
-describe.skipIf(!av.ok)('flash-cuda kv-cache decode step in a CUDA graph', () => {
+describeWhereRunnable('flash-cuda kv-cache decode step in a CUDA graph', av.ok ? null : av.reason, () => {
   it('replays append + rotary + attention for new lengths written on the device, matching cpu-math', () => {
     const B = 4, HQ = 8, HK = 2, D = 128, BS = 16, PAGES = 8; // 128 positions per row
     const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };

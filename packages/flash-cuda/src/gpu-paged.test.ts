@@ -7,12 +7,12 @@
 // the reason printed where there is no usable device.
 import '@attn/cpu';
 import { normalizeVarlenParams, randn, sdpaVarlen, type Tensor, tensor, type VarlenOptions } from '@attn/core';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { scaledMaxError as relErr } from '@attn/core/testing';
 import { flashCudaBackend, flashForward, planFor } from './index.js';
+import { describeWhereRunnable } from '@attn/conformance';
 
 const av = flashCudaBackend.availability();
-if (!av.ok) console.log(`[@attn/flash-cuda] GPU paged K/V suite skipped: ${av.reason}`);
 
 function sameBits(a: Tensor, b: Tensor): boolean {
   const x = a.toFloat64Array();
@@ -127,7 +127,7 @@ function setup(c: Case, seed: number) {
   return { q, pg, ref, pagedParams, packedParams };
 }
 
-describe.skipIf(!av.ok)('flash-cuda paged K/V on a GPU', () => {
+describeWhereRunnable('flash-cuda paged K/V on a GPU', av.ok ? null : av.reason, () => {
   const slopes = (device: 'cpu' | 'cuda') =>
     tensor([0.5, 0.25, 0.4, 0.125, 0.3, 0.2, 0.1, 0.05], [2, 4], { dtype: 'float32', device });
   const cases: Array<[string, Case]> = [];

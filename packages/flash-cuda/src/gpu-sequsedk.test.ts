@@ -5,13 +5,13 @@
 // printed where there is no usable device.
 import '@attn/cpu';
 import { normalizeParams, randn, sdpaBackward, sdpaForward, sdpaVarlen, type SdpaOptions, type Tensor, tensor } from '@attn/core';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { deviceProperties } from '@attn/cuda';
 import { scaledMaxError as relErr } from '@attn/core/testing';
 import { flashCudaBackend, flashForward, planFor } from './index.js';
+import { describeWhereRunnable } from '@attn/conformance';
 
 const av = flashCudaBackend.availability();
-if (!av.ok) console.log(`[@attn/flash-cuda] GPU sequsedK suite skipped: ${av.reason}`);
 
 const TOL = 3e-2; // bf16, relative to the largest reference element
 const used = (xs: readonly number[], device: 'cpu' | 'cuda') => tensor([...xs], [xs.length], { dtype: 'int32', device });
@@ -39,7 +39,7 @@ function unusedZero(t: Tensor, b: number, n: number): boolean {
   return n === S || [...t.narrow(0, b, 1).narrow(2, n, S - n).toFloat64Array()].every((x) => x === 0);
 }
 
-describe.skipIf(!av.ok)('flash-cuda sequsedK on a GPU', () => {
+describeWhereRunnable('flash-cuda sequsedK on a GPU', av.ok ? null : av.reason, () => {
   const slopes = () => tensor([0.5, 0.25, 0.4, 0.125], [2, 2], { dtype: 'float32', device: 'cuda' });
   const cases: Array<[string, () => SdpaOptions, Shape, number[]]> = [
     // One key tile of 128: no split-KV, so sm90 devices run the Hopper forward kernel.

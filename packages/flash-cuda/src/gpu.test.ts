@@ -13,11 +13,11 @@ import {
   type Tensor,
   tensor,
 } from '@attn/core';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { flashCudaBackend, flashForward, planFor } from './index.js';
+import { describeWhereRunnable } from '@attn/conformance';
 
 const av = flashCudaBackend.availability();
-if (!av.ok) console.log(`[@attn/flash-cuda] GPU suite skipped: ${av.reason}`);
 
 function maxDiff(a: Float64Array, b: Float64Array): number {
   let m = 0;
@@ -48,7 +48,7 @@ function againstCpu(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOptions) {
 
 const TOL = { bfloat16: 2.5e-2, float16: 4e-3 };
 
-describe.skipIf(!av.ok)('flash-cuda on a GPU', () => {
+describeWhereRunnable('flash-cuda on a GPU', av.ok ? null : av.reason, () => {
   const features: Array<[string, SdpaOptions, [number, number, number, number, number, number]]> = [
     ['plain', {}, [2, 3, 3, 129, 200, 64]],
     ['causal upper-left, Sq < Sk', { isCausal: true }, [2, 2, 2, 40, 300, 128]],

@@ -7,6 +7,7 @@
 // (backwardSharedMemory, rules-backward.ts). sdpaKvCache calls (kv-cache.ts): append, rotary, paged or
 // contiguous caches, cacheBatchIdx, leftpadK, graph capture; the limits are the forward's own (the
 // rules above, on the query and the caches) plus a row's capacity in int32 (kvCacheCapacity).
+import type { Tolerances } from '@attn/core';
 import {
   batchAndHeads,
   denseRank4,
@@ -87,3 +88,10 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   kvCacheCapacity,
   kvAppendInAddon,
 ]);
+
+/**
+ * The accuracy this backend claims (Backend.tolerances, read by the conformance suite): the rule's
+ * absolute slack per unit of max(1, max |reference|): about one ulp at 1 of fp16 and bf16, the dtypes
+ * its rules take, beyond twice the naive error (FlashAttention's tests).
+ */
+export const FLASH_TOLERANCES: Tolerances = { slack: { float16: 1e-3, bfloat16: 8e-3 } };

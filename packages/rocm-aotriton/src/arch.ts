@@ -2,11 +2,9 @@
 // (isArchExperimentallySupported) or tech preview (isArchTechPreview, 0.13+). Checked against each
 // tag's v3src/util.cc (the gfx-name table getGpuFromStream knows, and the experimental list; an arch
 // missing from the table is GPU_ARCH_UNKNOWN, so check_gpu fails): 0.10b, 0.11b, 0.11.1b, 0.11.2b,
-// 0.12b, 0.12.1b, 0.13b (see README "Checked against"). PyTorch gates experimental archs behind
-// TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL; attn mirrors it as ATTN_ROCM_AOTRITON_ENABLE_EXPERIMENTAL.
+// 0.12b, 0.12.1b, 0.13b (see README "Checked against"). Experimental archs run only after
+// enableExperimentalAotritonArchs(true) (experimental.ts).
 import { compareVersions, type AotritonVersion } from './version.js';
-
-export const ENABLE_EXPERIMENTAL_ENV = 'ATTN_ROCM_AOTRITON_ENABLE_EXPERIMENTAL';
 
 export type ArchStatus = 'supported' | 'experimental' | 'tech-preview' | 'unsupported';
 

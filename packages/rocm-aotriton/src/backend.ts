@@ -15,6 +15,7 @@ import {
   type Tensor,
 } from '@attn/core';
 import { currentStream, rocmBuildInfo } from '@attn/rocm';
+import { enableExperimentalAotritonArchs } from './experimental.js';
 import { backwardArgs } from './marshal/backward.js';
 import { forwardArgs } from './marshal/forward.js';
 import { lseConvertArgs } from './marshal/lse.js';
@@ -25,7 +26,7 @@ import { versionString } from './version.js';
 
 export type AotritonKind = 'flash' | 'efficient';
 
-export const defaultRuleDeps: AotritonRuleDeps = { version: aotritonVersion, env: () => process.env };
+export const defaultRuleDeps: AotritonRuleDeps = { version: aotritonVersion, experimental: () => enableExperimentalAotritonArchs() };
 
 function requireAddon(): AotritonAddon {
   const a = aotritonAvailability();
@@ -43,7 +44,7 @@ function checkGpu(addon: AotritonAddon, device: number, stream: bigint): void {
   if (err !== 0) {
     throw new DeviceError(
       'ATTN_ROCM_NO_BINARY',
-      `AOTriton has no kernels for rocm:${device} (check_gpu returned hipError ${err}); use a GPU AOTriton supports or prefer CK (ATTN_ROCM_FA_PREFER_CK=1).`,
+      `AOTriton has no kernels for rocm:${device} (check_gpu returned hipError ${err}); use a GPU AOTriton supports or prefer CK (preferredRocmFaLibrary('ck') from @attn/rocm).`,
     );
   }
   checkedDevices.add(device);

@@ -13,7 +13,7 @@ function blocker(): string | null {
   const av = aotritonFlash.availability();
   if (!av.ok) return av.reason;
   try {
-    // The AOTriton backends decline while CK is the preferred library (ATTN_ROCM_FA_PREFER_CK=1).
+    // The AOTriton backends decline while CK is the preferred library (preferredRocmFaLibrary('ck')).
     preferredRocmFaLibrary('aotriton');
   } catch (e) {
     return `cannot select AOTriton as the ROCm attention library: ${e instanceof Error ? e.message : String(e)}`;

@@ -36,8 +36,8 @@ describe('AOTriton declines', () => {
 
   it("take the call's out on both backends (attn_fwd writes a strided Out)", () => {
     const t = qkv(1, 2, 8, 8, 64);
-    const fa = (): FaLibraryDeps => ({ env: {}, probe: () => undefined, visibleArchs: () => ({ ok: true, archs: ['gfx942'] }) });
-    const deps = { version: () => ({ major: 0, minor: 12, patch: 1 }), env: () => ({}), faLibrary: fa };
+    const fa = (): FaLibraryDeps => ({ probe: () => undefined, visibleArchs: () => ({ ok: true, archs: ['gfx942'] }) });
+    const deps = { version: () => ({ major: 0, minor: 12, patch: 1 }), experimental: () => false, faLibrary: fa };
     const r = withIsolatedRegistry(() => {
       registerBackend(makeAotritonBackend('flash', deps));
       registerBackend(makeAotritonBackend('efficient', deps));

@@ -7,7 +7,8 @@ registerBackend(aotritonFlash);
 registerBackend(aotritonEfficient);
 
 export * from './backend.js';
-export { archStatus, ENABLE_EXPERIMENTAL_ENV, stableArchs, type ArchStatus } from './arch.js';
+export { archStatus, stableArchs, type ArchStatus } from './arch.js';
+export { enableExperimentalAotritonArchs } from './experimental.js';
 export { aotritonAvailability, aotritonVersion, type AotritonInfo } from './native.js';
 export { efficientRules, flashRules, type AotritonRuleDeps } from './rules.js';
 export * from './version.js';

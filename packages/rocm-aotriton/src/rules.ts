@@ -14,8 +14,9 @@ import {
   type Rule,
   type SdpaParams,
 } from '@attn/core';
-import { readEnvFlag, rocmFaLibraryRule, warnOnce, type Env, type FaLibraryDeps } from '@attn/rocm';
-import { archStatus, baseArch, ENABLE_EXPERIMENTAL_ENV, stableArchs } from './arch.js';
+import { rocmFaLibraryRule, warnOnce, type FaLibraryDeps } from '@attn/rocm';
+import { archStatus, baseArch, stableArchs } from './arch.js';
+import { ENABLE_EXPERIMENTAL_CALL } from './experimental.js';
 import { aotritonNoKvCache, aotritonNoPagedKv, aotritonNoSequsedK, aotritonNoSoftcap } from './declines.js';
 import {
   efficientUsesAlignmentRule,
@@ -31,12 +32,13 @@ import { encodeWindow } from './window.js';
 export interface AotritonRuleDeps {
   /** The AOTriton version the addon was built against, or null when it is not loaded. */
   version(): AotritonVersion | null;
-  env(): Env;
+  /** Whether experimental archs may run (enableExperimentalAotritonArchs). */
+  experimental(): boolean;
   /** For the ROCm library preference (tests inject their own). */
   faLibrary?: () => FaLibraryDeps;
 }
 
-const CK_HINT = 'or prefer CK (ATTN_ROCM_FA_PREFER_CK=1)';
+const CK_HINT = "or prefer CK (preferredRocmFaLibrary('ck') from @attn/rocm)";
 
 function versionOf(deps: AotritonRuleDeps): AotritonVersion {
   return deps.version() ?? LATEST_KNOWN;
@@ -54,15 +56,14 @@ export function aotritonArch(deps: AotritonRuleDeps, what: 'Flash' | 'Mem Effici
     if (status === 'unsupported') {
       return (
         `${what} attention was not compiled for the current AMD GPU architecture: AOTriton ${versionString(v)} has no kernels for ${arch} ` +
-        `(it runs on ${stableArchs(v).join(', ')}, more behind ${ENABLE_EXPERIMENTAL_ENV}=1); use a supported GPU ${CK_HINT}.`
+        `(it runs on ${stableArchs(v).join(', ')}, more behind ${ENABLE_EXPERIMENTAL_CALL}); use a supported GPU ${CK_HINT}.`
       );
     }
     if (status !== 'experimental') return null;
-    const flag = readEnvFlag(ENABLE_EXPERIMENTAL_ENV, deps.env());
-    if (flag.on) return null;
-    const message = `${what} attention on ${arch} is still experimental in AOTriton ${versionString(v)}. Enable it with ${ENABLE_EXPERIMENTAL_ENV}=1.`;
+    if (deps.experimental()) return null;
+    const message = `${what} attention on ${arch} is still experimental in AOTriton ${versionString(v)}. Enable it with ${ENABLE_EXPERIMENTAL_CALL}.`;
     warnOnce(`aotriton-experimental-${what}-${arch}`, 'ATTN_ROCM_AOTRITON_EXPERIMENTAL', `attn: ${message}`);
-    return flag.error === null ? message : `${message} (${flag.error})`;
+    return message;
   });
 }
 

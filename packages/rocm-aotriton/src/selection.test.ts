@@ -2,7 +2,7 @@
 // AOTriton backend takes which call, and what every decline says.
 import { explain, registerBackend, type SdpaOptions, type SelectionReport } from '@attn/core';
 import { withIsolatedRegistry } from '@attn/core/testing';
-import { resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
+import { preferredRocmFaLibrary, resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { installFakeRocmRuntime, qkv, rocmTensor, type Qkv } from '@attn/rocm/testing';
 import { makeAotritonBackend } from './backend.js';
@@ -21,17 +21,18 @@ afterEach(() => device.setArch('gfx942'));
 
 interface World {
   version?: AotritonVersion;
-  env?: Record<string, string>;
+  experimental?: boolean;
   preferCk?: boolean;
 }
 
 function report(t: Qkv, opts: SdpaOptions, world: World = {}): SelectionReport {
   const fa = (): FaLibraryDeps => ({
-    env: world.preferCk ? { ATTN_ROCM_FA_PREFER_CK: '1' } : {},
     probe: (lib) => (lib === 'ck' ? { library: 'ck', availability: () => ({ ok: true }), archs: ['gfx90a', 'gfx942', 'gfx950'] } : undefined),
     visibleArchs: () => ({ ok: true, archs: ['gfx942'] }),
   });
-  const deps = { version: () => world.version ?? { major: 0, minor: 12, patch: 1 }, env: () => world.env ?? {}, faLibrary: fa };
+  const deps = { version: () => world.version ?? { major: 0, minor: 12, patch: 1 }, experimental: () => world.experimental ?? false, faLibrary: fa };
+  if (world.preferCk) preferredRocmFaLibrary('ck', fa());
+  else resetRocmFaPreference();
   return withIsolatedRegistry(() => {
     registerBackend(makeAotritonBackend('flash', deps));
     registerBackend(makeAotritonBackend('efficient', deps));
@@ -106,7 +107,7 @@ describe('AOTriton selection (PyTorch ROCm flash -> efficient order)', () => {
   it('no ALiBi, no softcap, and dropout declined because the Philox mapping differs', () => {
     const t = qkv(1, 2, 8, 8, 64);
     const alibi = report(t, { alibiSlopes: rocmTensor([2], { dtype: 'float32' }) });
-    expect(message(alibi, 'aotriton-flash', 'noAlibi')).toMatch(/^AOTriton 0\.12\.1 is built without ALiBi.*ATTN_ROCM_FA_PREFER_CK=1/);
+    expect(message(alibi, 'aotriton-flash', 'noAlibi')).toMatch(/^AOTriton 0\.12\.1 is built without ALiBi.*preferredRocmFaLibrary\('ck'\)/);
     expect(failing(report(t, { softcap: 30 }), 'aotriton-flash')).toContain('noSoftcap');
     const drop = report(t, { dropoutP: 0.1 });
     expect(message(drop, 'aotriton-flash', 'noDropout')).toMatch(/^AOTriton 0\.12\.1 draws dropout with its own Philox counter layout \(tl.randint4x .*ceil\(Sk\/4\).*same seed would drop different elements/);
@@ -137,17 +138,17 @@ describe('AOTriton selection (PyTorch ROCm flash -> efficient order)', () => {
 });
 
 describe('arch gating', () => {
-  it('experimental archs need ATTN_ROCM_AOTRITON_ENABLE_EXPERIMENTAL', () => {
+  it('experimental archs need enableExperimentalAotritonArchs(true)', () => {
     device.setArch('gfx1101');
     const t = qkv(1, 2, 8, 8, 64);
-    expect(message(report(t, {}), 'aotriton-flash', 'aotritonArch')).toMatch(/gfx1101 is still experimental.*ATTN_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1/);
+    expect(message(report(t, {}), 'aotriton-flash', 'aotritonArch')).toMatch(/gfx1101 is still experimental.*enableExperimentalAotritonArchs\(true\) from @attn\/rocm-aotriton/);
     expect(message(report(t, {}), 'aotriton-efficient', 'aotritonArch')).toMatch(/^Mem Efficient attention on gfx1101/);
-    expect(failing(report(t, {}, { env: { ATTN_ROCM_AOTRITON_ENABLE_EXPERIMENTAL: '1' } }), 'aotriton-flash')).toEqual([]);
+    expect(failing(report(t, {}, { experimental: true }), 'aotriton-flash')).toEqual([]);
   });
 
   it('unknown archs are declined with the supported list; tech preview needs no switch', () => {
     device.setArch('gfx1030');
-    expect(message(report(qkv(1, 2, 8, 8, 64), {}), 'aotriton-flash', 'aotritonArch')).toMatch(/no kernels for gfx1030 \(it runs on gfx90a, gfx942, gfx950/);
+    expect(message(report(qkv(1, 2, 8, 8, 64), {}), 'aotriton-flash', 'aotritonArch')).toMatch(/no kernels for gfx1030 \(it runs on gfx90a, gfx942, gfx950.*more behind enableExperimentalAotritonArchs\(true\)/);
     device.setArch('gfx1250');
     expect(failing(report(qkv(1, 2, 8, 8, 64), {}, { version: { major: 0, minor: 13, patch: 0 } }), 'aotriton-flash')).toEqual([]);
   });
@@ -156,7 +157,7 @@ describe('arch gating', () => {
 describe('library preference', () => {
   it('with CK preferred, both AOTriton backends decline and say so', () => {
     const r = report(qkv(1, 2, 8, 8, 64), {}, { preferCk: true });
-    expect(message(r, 'aotriton-flash', 'rocmFaLibrary')).toMatch(/CK is the preferred ROCm attention library \(ATTN_ROCM_FA_PREFER_CK=1\)/);
+    expect(message(r, 'aotriton-flash', 'rocmFaLibrary')).toMatch(/CK is the preferred ROCm attention library \(preferredRocmFaLibrary\('ck'\)\).*preferredRocmFaLibrary\('aotriton'\)/);
     expect(failing(r, 'aotriton-efficient')).toEqual(['rocmFaLibrary']);
   });
 });

@@ -68,6 +68,6 @@ function notEncodable(side: string, value: number): string {
   return (
     `AOTriton measures windows from the top-left diagonal and resolves lowerRight alignment per sequence only ` +
     `for causal (left unbounded, right 0); a varlen call with a lowerRight window ${side} of ${value} cannot be expressed: ` +
-    `use alignment 'upperLeft', a dense call, or CK (ATTN_ROCM_FA_PREFER_CK=1)`
+    `use alignment 'upperLeft', a dense call, or CK (preferredRocmFaLibrary('ck') from @attn/rocm)`
   );
 }

@@ -1,6 +1,6 @@
 import { explain, registerBackend, tensor, type RuleContext, type SdpaOptions, type SdpaParams, type SelectionReport } from '@attn/core';
 import { withIsolatedRegistry } from '@attn/core/testing';
-import { resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
+import { preferredRocmFaLibrary, resetRocmFaPreference, resetWarnOnce, type FaLibraryDeps } from '@attn/rocm';
 import fc from 'fast-check';
 import { beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { installFakeRocmRuntime, params, qkv, rocmTensor, varlenParams, type Qkv } from '@attn/rocm/testing';
@@ -126,10 +126,11 @@ describe('CK args', () => {
 
 function report(t: Qkv, opts: SdpaOptions, preferCk = true, bwdDqAccLayout: boolean | null = null): SelectionReport {
   const fa = (): FaLibraryDeps => ({
-    env: preferCk ? { ATTN_ROCM_FA_PREFER_CK: '1' } : {},
     probe: (lib) => (lib === 'ck' ? { library: 'ck', availability: () => ({ ok: true }), archs: ['gfx90a', 'gfx942', 'gfx950'] } : undefined),
     visibleArchs: () => ({ ok: true, archs: ['gfx942'] }),
   });
+  if (preferCk) preferredRocmFaLibrary('ck', fa());
+  else resetRocmFaPreference();
   return withIsolatedRegistry(() => {
     registerBackend(makeCkBackend('flash', fa, () => bwdDqAccLayout));
     registerBackend(makeCkBackend('efficient', fa, () => bwdDqAccLayout));
@@ -145,7 +146,7 @@ describe('CK rules', () => {
     expect(failing(report(qkv(1, 2, 16, 16, 64), { alibiSlopes: rocmTensor([2], { dtype: 'float32' }), window: [4, 0] }), 'ck-flash')).toEqual([]);
   });
   it('AOTriton by default: CK declines and says how to prefer it', () => {
-    expect(message(report(qkv(1, 2, 16, 16, 64), {}, false), 'ck-flash', 'rocmFaLibrary')).toMatch(/AOTriton is the preferred.*ATTN_ROCM_FA_PREFER_CK=1/);
+    expect(message(report(qkv(1, 2, 16, 16, 64), {}, false), 'ck-flash', 'rocmFaLibrary')).toMatch(/AOTriton is the preferred.*call preferredRocmFaLibrary\('ck'\)/);
   });
   it('head dims 32..256, multiples of 8; fp16/bf16 only; archs gfx90a/942/950', () => {
     expect(message(report(qkv(1, 1, 8, 8, 512), {}), 'ck-flash', 'ckHeadDim')).toMatch(/32 to 256/);

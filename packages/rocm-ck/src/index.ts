@@ -1,5 +1,5 @@
 // @attn/rocm-ck: registers 'ck-flash' and 'ck-efficient' for device 'rocm' on import, and tells
-// @attn/rocm that CK is installed (so ATTN_ROCM_FA_PREFER_CK / preferredRocmFaLibrary('ck') can use it).
+// @attn/rocm that CK is installed (so preferredRocmFaLibrary('ck') can use it).
 import { registerBackend } from '@attn/core';
 import { registerRocmFaLibrary } from '@attn/rocm';
 import { ckEfficient, ckFlash } from './backend.js';

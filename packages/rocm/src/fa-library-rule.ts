@@ -1,7 +1,7 @@
 // The rule every ROCm attention backend lists first after the device check: only the library that
 // runs (see fa-library.ts) takes calls, and the reason says which one is preferred and why.
 import type { Rule } from '@attn/core';
-import { defaultFaLibraryDeps, describeSource, PREFER_CK_ENV, resolveAndWarn, type FaLibraryDeps, type RocmFaLibrary } from './fa-library.js';
+import { defaultFaLibraryDeps, describeSource, resolveAndWarn, type FaLibraryDeps, type RocmFaLibrary } from './fa-library.js';
 
 const NAMES: Readonly<Record<RocmFaLibrary, string>> = { aotriton: 'AOTriton', ck: 'CK' };
 
@@ -10,20 +10,19 @@ export function rocmFaLibraryRule(library: RocmFaLibrary, deps: () => FaLibraryD
     name: 'rocmFaLibrary',
     check() {
       const choice = resolveAndWarn(deps());
-      const envNote = choice.envError === null ? '' : ` (${choice.envError})`;
       if (choice.effective === library) return null;
       if (library === 'ck') {
         if (choice.fallback !== null) {
-          return `CK was preferred (${describeSource(choice)}) but AOTriton runs instead: ${choice.fallback}${envNote}.`;
+          return `CK was preferred (${describeSource(choice)}) but AOTriton runs instead: ${choice.fallback}.`;
         }
         return (
-          `AOTriton is the preferred ROCm attention library (${describeSource(choice)}); to run ${NAMES.ck} set ` +
-          `${PREFER_CK_ENV}=1 or call preferredRocmFaLibrary('ck')${envNote}.`
+          `AOTriton is the preferred ROCm attention library (${describeSource(choice)}); to run ${NAMES.ck} ` +
+          `call preferredRocmFaLibrary('ck') from @attn/rocm.`
         );
       }
       return (
         `CK is the preferred ROCm attention library (${describeSource(choice)}); to run ${NAMES.aotriton} ` +
-        `unset ${PREFER_CK_ENV} or call preferredRocmFaLibrary('aotriton')${envNote}.`
+        `call preferredRocmFaLibrary('aotriton') from @attn/rocm.`
       );
     },
   };

@@ -8,6 +8,7 @@ import {
   RocmFaLibraryError,
   unregisterRocmFaLibrary,
   type FaLibraryDeps,
+  type RocmFaLibrary,
   type RocmFaLibraryProbe,
   type VisibleArchs,
 } from './fa-library.js';
@@ -20,16 +21,18 @@ function ckProbe(availability: Availability = { ok: true }): RocmFaLibraryProbe 
   return { library: 'ck', availability: () => availability, archs: CK_ARCHS };
 }
 
-function deps(opts: { env?: Record<string, string>; ck?: RocmFaLibraryProbe | null; gpus?: VisibleArchs } = {}): FaLibraryDeps {
+function deps(opts: { ck?: RocmFaLibraryProbe | null; gpus?: VisibleArchs } = {}): FaLibraryDeps {
   const ck = opts.ck === undefined ? ckProbe() : opts.ck;
   return {
-    env: opts.env ?? {},
     probe: (lib) => (lib === 'ck' && ck ? ck : undefined),
     visibleArchs: () => opts.gpus ?? { ok: true, archs: ['gfx942'] },
   };
 }
 
-const PREFER_CK = { ATTN_ROCM_FA_PREFER_CK: '1' };
+/** Prefers CK through the API where CK can run; returns the library that runs. */
+function preferCk(): RocmFaLibrary {
+  return preferredRocmFaLibrary('ck', deps());
+}
 
 beforeEach(() => {
   resetRocmFaPreference();
@@ -42,50 +45,49 @@ describe('resolveRocmFaLibrary (PyTorch getROCmFAPreferredBackend)', () => {
     expect(resolveRocmFaLibrary(deps())).toMatchObject({ requested: 'default', source: 'default', effective: 'aotriton', fallback: null });
   });
 
-  it('prefers CK when ATTN_ROCM_FA_PREFER_CK is truthy and CK can run', () => {
-    for (const v of ['1', 'ON', 'yes', 'True', 'y']) {
-      expect(resolveRocmFaLibrary(deps({ env: { ATTN_ROCM_FA_PREFER_CK: v } })).effective).toBe('ck');
-    }
+  it('runs CK once preferredRocmFaLibrary prefers it and CK can run', () => {
+    expect(preferCk()).toBe('ck');
+    expect(resolveRocmFaLibrary(deps())).toMatchObject({ requested: 'ck', source: 'api', effective: 'ck', fallback: null });
   });
 
-  it('ignores falsy env values and reports unreadable ones', () => {
-    for (const v of ['0', 'off', 'no', 'false', '']) {
-      expect(resolveRocmFaLibrary(deps({ env: { ATTN_ROCM_FA_PREFER_CK: v } })).effective).toBe('aotriton');
-    }
-    const bad = resolveRocmFaLibrary(deps({ env: { ATTN_ROCM_FA_PREFER_CK: 'maybe' } }));
-    expect(bad.effective).toBe('aotriton');
-    expect(bad.envError).toMatch(/ATTN_ROCM_FA_PREFER_CK="maybe" is not a switch value.*set it to 1/);
-  });
-
-  it('falls back to AOTriton when CK is not loaded, not available, or a GPU is outside its list', () => {
-    const notLoaded = resolveRocmFaLibrary(deps({ env: PREFER_CK, ck: null }));
-    expect(notLoaded).toMatchObject({ requested: 'ck', source: 'env', effective: 'aotriton' });
+  it('falls back to AOTriton when CK is no longer loaded, not available, or a GPU is outside its list', () => {
+    preferCk();
+    const notLoaded = resolveRocmFaLibrary(deps({ ck: null }));
+    expect(notLoaded).toMatchObject({ requested: 'ck', source: 'api', effective: 'aotriton' });
     expect(notLoaded.fallback).toMatch(/@attn\/rocm-ck is not loaded/);
 
-    const unavailable = resolveRocmFaLibrary(deps({ env: PREFER_CK, ck: ckProbe({ ok: false, reason: 'CK headers missing' }) }));
+    const unavailable = resolveRocmFaLibrary(deps({ ck: ckProbe({ ok: false, reason: 'CK headers missing' }) }));
     expect(unavailable.effective).toBe('aotriton');
     expect(unavailable.fallback).toMatch(/CK is unavailable: CK headers missing/);
 
-    const mixed = resolveRocmFaLibrary(deps({ env: PREFER_CK, gpus: { ok: true, archs: ['gfx942', 'gfx1100'] } }));
+    const mixed = resolveRocmFaLibrary(deps({ gpus: { ok: true, archs: ['gfx942', 'gfx1100'] } }));
     expect(mixed.effective).toBe('aotriton');
     expect(mixed.fallback).toMatch(/visible GPU gfx1100 is not among them/);
 
-    const none = resolveRocmFaLibrary(deps({ env: PREFER_CK, gpus: { ok: true, archs: [] } }));
+    const none = resolveRocmFaLibrary(deps({ gpus: { ok: true, archs: [] } }));
     expect(none.fallback).toMatch(/no AMD GPU is visible/);
+
+    const unlisted = resolveRocmFaLibrary(deps({ gpus: { ok: false, reason: 'hipInit failed' } }));
+    expect(unlisted.fallback).toMatch(/cannot list the visible GPUs: hipInit failed/);
   });
 
   it('accepts every CK arch', () => {
-    expect(resolveRocmFaLibrary(deps({ env: PREFER_CK, gpus: { ok: true, archs: CK_ARCHS } })).effective).toBe('ck');
+    expect(preferredRocmFaLibrary('ck', deps({ gpus: { ok: true, archs: CK_ARCHS } }))).toBe('ck');
+    expect(resolveRocmFaLibrary(deps({ gpus: { ok: true, archs: CK_ARCHS } })).effective).toBe('ck');
   });
 });
 
 describe('preferredRocmFaLibrary (torch.backends.cuda.preferred_rocm_fa_library)', () => {
-  it('the API overrides the environment both ways', () => {
+  it('sets the preference both ways; without an argument returns the library that runs', () => {
+    expect(preferredRocmFaLibrary(undefined, deps())).toBe('aotriton');
     expect(preferredRocmFaLibrary('ck', deps())).toBe('ck');
     expect(resolveRocmFaLibrary(deps()).source).toBe('api');
-    expect(preferredRocmFaLibrary('aotriton', deps({ env: PREFER_CK }))).toBe('aotriton');
-    expect(preferredRocmFaLibrary(undefined, deps({ env: PREFER_CK }))).toBe('aotriton');
-    expect(preferredRocmFaLibrary('default', deps({ env: PREFER_CK }))).toBe('aotriton');
+    expect(preferredRocmFaLibrary(undefined, deps())).toBe('ck');
+    expect(preferredRocmFaLibrary('aotriton', deps())).toBe('aotriton');
+    expect(preferredRocmFaLibrary(undefined, deps())).toBe('aotriton');
+    preferCk();
+    expect(preferredRocmFaLibrary('default', deps())).toBe('aotriton');
+    expect(resolveRocmFaLibrary(deps())).toMatchObject({ requested: 'default', source: 'api' });
   });
 
   it('throws instead of falling back when CK cannot be used, and keeps the old preference', () => {
@@ -101,32 +103,35 @@ describe('preferredRocmFaLibrary (torch.backends.cuda.preferred_rocm_fa_library)
 
   it('the getter warns once on a fallback', () => {
     const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-    const d = deps({ env: PREFER_CK, ck: null });
+    preferCk();
+    const d = deps({ ck: null });
     expect(preferredRocmFaLibrary(undefined, d)).toBe('aotriton');
     expect(preferredRocmFaLibrary(undefined, d)).toBe('aotriton');
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(String(warn.mock.calls[0]![0])).toMatch(/CK was preferred.*ATTN_ROCM_FA_PREFER_CK=1.*Using AOTriton instead/);
+    expect(String(warn.mock.calls[0]![0])).toMatch(/CK was preferred.*preferredRocmFaLibrary\('ck'\).*Using AOTriton instead/);
   });
 });
 
 describe('rocmFaLibraryRule: only the library that runs takes calls, and says why', () => {
   const check = (lib: 'aotriton' | 'ck', d: FaLibraryDeps) => rocmFaLibraryRule(lib, () => d).check({} as never, { device: null });
 
-  it('by default AOTriton passes and CK declines, naming the switch', () => {
+  it('by default AOTriton passes and CK declines, naming the call that prefers it', () => {
     expect(check('aotriton', deps())).toBeNull();
-    expect(check('ck', deps())).toMatch(/AOTriton is the preferred ROCm attention library \(the default\).*ATTN_ROCM_FA_PREFER_CK=1.*preferredRocmFaLibrary\('ck'\)/);
+    expect(check('ck', deps())).toMatch(/AOTriton is the preferred ROCm attention library \(the default\); to run CK call preferredRocmFaLibrary\('ck'\)/);
   });
 
   it('with CK preferred, CK passes and AOTriton declines', () => {
-    expect(check('ck', deps({ env: PREFER_CK }))).toBeNull();
-    expect(check('aotriton', deps({ env: PREFER_CK }))).toMatch(/CK is the preferred ROCm attention library \(ATTN_ROCM_FA_PREFER_CK=1\)/);
+    preferCk();
+    expect(check('ck', deps())).toBeNull();
+    expect(check('aotriton', deps())).toMatch(/CK is the preferred ROCm attention library \(preferredRocmFaLibrary\('ck'\)\); to run AOTriton call preferredRocmFaLibrary\('aotriton'\)/);
   });
 
   it('with a CK fallback, AOTriton passes and CK says why it does not run', () => {
     vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
-    const d = deps({ env: PREFER_CK, ck: ckProbe({ ok: false, reason: 'no libamdhip64' }) });
+    preferCk();
+    const d = deps({ ck: ckProbe({ ok: false, reason: 'no libamdhip64' }) });
     expect(check('aotriton', d)).toBeNull();
-    expect(check('ck', d)).toMatch(/CK was preferred \(ATTN_ROCM_FA_PREFER_CK=1\) but AOTriton runs instead: CK is unavailable: no libamdhip64/);
+    expect(check('ck', d)).toMatch(/CK was preferred \(preferredRocmFaLibrary\('ck'\)\) but AOTriton runs instead: CK is unavailable: no libamdhip64/);
   });
 });
 

@@ -1,16 +1,15 @@
 // Which library runs flash and memory-efficient attention on ROCm: AOTriton (the default) or CK.
-// As PyTorch's at::ROCmFABackend: the preference starts from ATTN_ROCM_FA_PREFER_CK (mirrors
-// TORCH_ROCM_FA_PREFER_CK), preferredRocmFaLibrary() overrides it, 'default' means AOTriton, and a
-// CK preference that cannot be honoured (CK not installed or not loadable, or a visible GPU outside
-// CK's arch list) falls back to AOTriton with a one-time warning. The setter throws instead.
+// As PyTorch's at::ROCmFABackend: the preference is set by preferredRocmFaLibrary() (as
+// torch.backends.cuda.preferred_rocm_fa_library; attn reads no environment switch for it), 'default'
+// means AOTriton, and a CK preference that can no longer be honoured when a call resolves it (CK
+// unregistered or not loadable, or a visible GPU outside CK's arch list) falls back to AOTriton with a
+// one-time warning. The setter throws instead of accepting a CK preference it cannot honour.
 // State lives on globalThis so two copies of this package agree.
 import { AttnError, AttnInputError, getDeviceRuntime, type Availability } from '@attn/core';
-import { readEnvFlag, type Env } from './env.js';
 import { warnOnce } from './warn-once.js';
 
 export type RocmFaLibrary = 'aotriton' | 'ck';
 export type RocmFaPreference = 'default' | RocmFaLibrary;
-export const PREFER_CK_ENV = 'ATTN_ROCM_FA_PREFER_CK';
 const PREFERENCES: readonly RocmFaPreference[] = ['default', 'aotriton', 'ck'];
 
 /** What a library package registers so the preference can be checked (CK: hasCKSDPA + ckSupported). */
@@ -26,7 +25,6 @@ export type VisibleArchs = { readonly ok: true; readonly archs: readonly string[
 
 /** What resolution reads; injectable for tests. */
 export interface FaLibraryDeps {
-  readonly env: Env;
   probe(library: RocmFaLibrary): RocmFaLibraryProbe | undefined;
   visibleArchs(): VisibleArchs;
 }
@@ -34,13 +32,11 @@ export interface FaLibraryDeps {
 export interface RocmFaChoice {
   /** What was asked for, and by whom. */
   readonly requested: RocmFaPreference;
-  readonly source: 'api' | 'env' | 'default';
+  readonly source: 'api' | 'default';
   /** The library that runs. */
   readonly effective: RocmFaLibrary;
   /** Set when CK was requested but AOTriton runs: why. */
   readonly fallback: string | null;
-  /** Set when ATTN_ROCM_FA_PREFER_CK holds an unreadable value. */
-  readonly envError: string | null;
 }
 
 /** Thrown by preferredRocmFaLibrary('ck') when CK cannot be used. */
@@ -85,7 +81,7 @@ export function visibleRocmArchs(): VisibleArchs {
 }
 
 export function defaultFaLibraryDeps(): FaLibraryDeps {
-  return { env: process.env, probe: (lib) => state().probes.get(lib), visibleArchs: visibleRocmArchs };
+  return { probe: (lib) => state().probes.get(lib), visibleArchs: visibleRocmArchs };
 }
 
 /** Why CK cannot be used, or [] when it can (PyTorch: hasCKSDPA() && ckSupported()). */
@@ -111,24 +107,21 @@ export function ckProblems(deps: FaLibraryDeps): string[] {
 
 /** Resolves the preference to the library that runs (pure: no warning). */
 export function resolveRocmFaLibrary(deps: FaLibraryDeps = defaultFaLibraryDeps()): RocmFaChoice {
-  const env = readEnvFlag(PREFER_CK_ENV, deps.env);
   const api = state().api;
-  const requested: RocmFaPreference = api ?? (env.on ? 'ck' : 'default');
-  const source = api !== null ? 'api' : env.on ? 'env' : 'default';
-  if (requested !== 'ck') return { requested, source, effective: 'aotriton', fallback: null, envError: env.error };
+  const requested: RocmFaPreference = api ?? 'default';
+  const source = api !== null ? 'api' : 'default';
+  if (requested !== 'ck') return { requested, source, effective: 'aotriton', fallback: null };
   const problems = ckProblems(deps);
   return {
     requested,
     source,
     effective: problems.length === 0 ? 'ck' : 'aotriton',
     fallback: problems.length === 0 ? null : problems.join('; '),
-    envError: env.error,
   };
 }
 
-/** How the choice was made, in words: "ATTN_ROCM_FA_PREFER_CK=1", "preferredRocmFaLibrary('ck')", "the default". */
+/** How the choice was made, in words: "preferredRocmFaLibrary('ck')" or "the default". */
 export function describeSource(choice: RocmFaChoice): string {
-  if (choice.source === 'env') return `${PREFER_CK_ENV}=1`;
   if (choice.source === 'api') return `preferredRocmFaLibrary('${choice.requested}')`;
   return 'the default';
 }
@@ -149,7 +142,7 @@ export function resolveAndWarn(deps: FaLibraryDeps = defaultFaLibraryDeps()): Ro
 /**
  * As torch.backends.cuda.preferred_rocm_fa_library: without an argument, returns the library that
  * runs (warning once if a CK preference falls back to AOTriton). With 'default', 'aotriton' or 'ck',
- * sets the preference (overriding ATTN_ROCM_FA_PREFER_CK) and returns the library that runs;
+ * sets the preference and returns the library that runs;
  * 'ck' throws RocmFaLibraryError when CK cannot be used, and leaves the preference unchanged.
  */
 export function preferredRocmFaLibrary(library?: RocmFaPreference, deps: FaLibraryDeps = defaultFaLibraryDeps()): RocmFaLibrary {
@@ -172,7 +165,7 @@ export function preferredRocmFaLibrary(library?: RocmFaPreference, deps: FaLibra
   return resolveRocmFaLibrary(deps).effective;
 }
 
-/** Forgets an API preference, so ATTN_ROCM_FA_PREFER_CK decides again (tests, long-lived processes). */
+/** Forgets the preference, back to the default (AOTriton): for tests and long-lived processes. */
 export function resetRocmFaPreference(): void {
   state().api = null;
 }

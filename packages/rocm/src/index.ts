@@ -9,13 +9,11 @@ import { rocm } from './runtime.js';
 registerDeviceRuntime(rocm.runtime);
 
 export { effectiveBounds, type Bounds } from './bounds.js';
-export { readEnvFlag, type Env, type EnvFlag } from './env.js';
 export {
   ckProblems,
   defaultFaLibraryDeps,
   describeSource,
   isCkSdpaAvailable,
-  PREFER_CK_ENV,
   preferredRocmFaLibrary,
   registerRocmFaLibrary,
   resetRocmFaPreference,

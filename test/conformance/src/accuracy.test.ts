@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { judge, SLACK } from './accuracy.js';
+import { judge, DEFAULT_SLACK } from './accuracy.js';
 import type { CaseSpec } from './cases.js';
 import { makeInputs } from './inputs.js';
 import { naiveAttention } from './naive.js';
@@ -9,7 +9,7 @@ const naive = Float64Array.from([1.01, -2, 0.5, -Infinity]); // naive error 0.01
 
 describe('judge (the accuracy rule)', () => {
   it('passes an error up to 2x the naive error plus slack', () => {
-    const slack = SLACK.float16 * 2; // max(1, max |ref|) = 2
+    const slack = DEFAULT_SLACK.float16 * 2; // max(1, max |ref|) = 2
     expect(judge('out', 'float16', Float64Array.from([1, -2.02 + slack / 2, 0.5, -Infinity]), ref, naive).ok).toBe(true);
   });
 
@@ -92,7 +92,7 @@ describe('the gradient allowance for FlashAttention-form backwards', () => {
 
   it('passes dq from a bf16-stored output, which fails without the allowance', () => {
     const got = fusedDq(round(8));
-    expect(Math.max(...got.map(Math.abs))).toBeGreaterThan(SLACK.bfloat16);
+    expect(Math.max(...got.map(Math.abs))).toBeGreaterThan(DEFAULT_SLACK.bfloat16);
     expect(judge('dq', 'bfloat16', got, ref.dq, naive.dq).ok).toBe(false);
     const v = judge('dq', 'bfloat16', got, ref.dq, naive.dq, { allowance: naive.allowance!.dq });
     expect(v.ok, v.message).toBe(true);

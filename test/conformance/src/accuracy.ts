@@ -13,10 +13,14 @@
 // the bound of an element is 2x (naive error + its allowance) + slack. The allowance is an estimate
 // of size, never a widened constant: a gradient wrong by more than the forms' rounding still fails
 // (packages/cpu/src/math/conformance-harness.test.ts plants such faults).
+import { getBackend } from '@attn/core';
 import type { FloatDType } from '@attn/core';
 
-/** Absolute slack of the rule, per unit of max(1, max |reference|): about one ulp of the dtype at 1. */
-export const SLACK: Readonly<Record<FloatDType, number>> = {
+/**
+ * Absolute slack of the rule, per unit of max(1, max |reference|): about one ulp of the dtype at 1.
+ * The default for a backend that declares none (Backend.tolerances, beside its rules).
+ */
+export const DEFAULT_SLACK: Readonly<Record<FloatDType, number>> = {
   float64: 1e-12,
   float32: 1e-6,
   float16: 1e-3,
@@ -34,6 +38,12 @@ export const NAIVE_SANITY: Readonly<Record<FloatDType, number>> = {
   float16: 5e-2,
   bfloat16: 3e-1,
 };
+
+/** The slack `backend` declares for dtype (Backend.tolerances), else DEFAULT_SLACK's. */
+export function slackOf(backend: string | null, dtype: FloatDType): number {
+  const declared = backend === null ? undefined : getBackend(backend)?.tolerances?.slack[dtype];
+  return declared ?? DEFAULT_SLACK[dtype];
+}
 
 export interface Verdict {
   readonly ok: boolean;
@@ -107,6 +117,8 @@ export interface JudgeOptions {
    * most 2 x (naive error + allowance[n]) + slack. NaN or infinite entries count as 0.
    */
   readonly allowance?: Float64Array;
+  /** The rule's slack per unit of max(1, max |reference|): the backend's (slackOf); default DEFAULT_SLACK[dtype]. */
+  readonly slack?: number;
 }
 
 /** Applies the rule to one output (out, logsumexp, dq, ...). */
@@ -122,7 +134,7 @@ export function judge(what: string, dtype: FloatDType, got: Float64Array, ref: F
   // With an allowance, b.err is the worst error less twice its element's allowance.
   const b = maxError(checked, ref, options.allowance);
   const n = maxError(naive, ref);
-  const bound = 2 * n.err + SLACK[dtype] * magnitude;
+  const bound = 2 * n.err + (options.slack ?? DEFAULT_SLACK[dtype]) * magnitude;
   const allowed = (i: number) => (options.allowance ? ` allowance ${finiteOrZero(options.allowance[i]).toExponential(3)}` : '');
   const show = (i: number) => (i < 0 ? '-' : `[${i}] got ${got[i]} ref ${ref[i]} naive ${naive[i]}${allowed(i)}`);
   const problems: string[] = [];

@@ -10,6 +10,8 @@ export interface MaskSpec {
   readonly shape: readonly number[];
   /** Mask every key of a few rows (they must come out 0 with logsumexp -inf). */
   readonly fullyMaskedRows?: boolean;
+  /** An additive mask's dtype on the side under test; default the case's (float32 on a half query). */
+  readonly dtype?: 'float32';
 }
 
 /** A value planted in an input (the fuzz suite's NaN, +-Inf, huge and tiny values). */
@@ -32,6 +34,12 @@ export interface CaseSpec {
   readonly headDimV: number;
   /** 'bshd': q, k, v are transposed views of [B, S, H, D] storage (strided, last dim contiguous). */
   readonly layout: 'bhsd' | 'bshd';
+  /**
+   * q, k, v and gradOut of the side under test start off their alignment: 'base' one element into
+   * their storage (rows contiguous), 'rows' one element into rows of headDim + 1 (every row off).
+   * Kernels that load 16 bytes at a time must take their element-wise path or decline.
+   */
+  readonly misalign?: 'base' | 'rows';
   readonly enableGqa?: boolean;
   readonly scale?: number;
   readonly mask?: MaskSpec;
@@ -120,6 +128,15 @@ const EMPTY_SHAPES: Record<string, Shape> = {
   'dv0': { ...base, headDimV: 0 },
   'varlen-empty-sequences': { ...packed, seqQ: 5, seqK: 6, varlen: { seqlensQ: [0, 5, 3], seqlensK: [4, 0, 6] } },
 };
+
+/**
+ * A paged case: packed sequences of these lengths (batch and seqQ / seqK follow) with K/V in a pool of
+ * blocks of `blockSize` keys; by default GQA 4/2, causal lower-right as decode runs.
+ */
+function paged(seqlensQ: number[], seqlensK: number[], blockSize: number, rest: Partial<Shape> = {}): Shape {
+  const lengths = { batch: seqlensQ.length, seqQ: Math.max(...seqlensQ), seqK: Math.max(...seqlensK), varlen: { seqlensQ, seqlensK } };
+  return { ...base, headsQ: 4, headsKV: 2, enableGqa: true, causal: true, alignment: 'lowerRight', ...lengths, paged: { blockSize }, ...rest };
+}
 
 /** One feature (or a combination) each, on small shapes with Sq != Sk where it matters. */
 const FEATURES: Record<string, Shape> = {
@@ -231,79 +248,18 @@ const FEATURES: Record<string, Shape> = {
   },
   // Paged K/V: shuffled pools with NaN in every row no sequence reads, lengths that end mid-block,
   // decode (one query per sequence, causal lower-right as decode runs) and prefill chunks.
-  'paged-b16-decode-gqa-causal': {
-    ...base,
-    batch: 3,
-    headsQ: 4,
+  'paged-b16-decode-gqa-causal': paged([1, 1, 1], [37, 16, 70], 16),
+  'paged-b16-decode-mqa-d72-sequsedK-softcap': paged([1, 1, 1], [50, 1, 33], 16, { headsKV: 1, headDim: 72, headDimV: 72, sequsedK: [41, 0, 33], softcap: 3 }),
+  'paged-b64-prefill-chunk-window-alibi': paged([17, 5, 33], [70, 5, 150], 64, { window: [40, 0], alibi: 'perBatchHead' }),
+  'paged-b256-prefill-sequsedK-gqa': paged([9, 1, 4], [300, 17, 257], 256, { headDim: 64, headDimV: 64, sequsedK: [290, 17, 256] }),
+  'paged-b64-upper-left-dropout-softcap': paged([20, 3], [130, 65], 64, {
+    headsQ: 2,
     headsKV: 2,
-    enableGqa: true,
-    seqQ: 1,
-    seqK: 70,
-    varlen: { seqlensQ: [1, 1, 1], seqlensK: [37, 16, 70] },
-    causal: true,
-    alignment: 'lowerRight',
-    paged: { blockSize: 16 },
-  },
-  'paged-b16-decode-mqa-d72-sequsedK-softcap': {
-    ...base,
-    batch: 3,
-    headsQ: 4,
-    headsKV: 1,
-    enableGqa: true,
-    headDim: 72,
-    headDimV: 72,
-    seqQ: 1,
-    seqK: 50,
-    varlen: { seqlensQ: [1, 1, 1], seqlensK: [50, 1, 33] },
-    sequsedK: [41, 0, 33],
-    causal: true,
-    alignment: 'lowerRight',
-    softcap: 3,
-    paged: { blockSize: 16 },
-  },
-  'paged-b64-prefill-chunk-window-alibi': {
-    ...base,
-    batch: 3,
-    headsQ: 4,
-    headsKV: 2,
-    enableGqa: true,
-    seqQ: 33,
-    seqK: 150,
-    varlen: { seqlensQ: [17, 5, 33], seqlensK: [70, 5, 150] },
-    causal: true,
-    alignment: 'lowerRight',
-    window: [40, 0],
-    alibi: 'perBatchHead',
-    paged: { blockSize: 64 },
-  },
-  'paged-b256-prefill-sequsedK-gqa': {
-    ...base,
-    batch: 3,
-    headsQ: 4,
-    headsKV: 2,
-    enableGqa: true,
-    headDim: 64,
-    headDimV: 64,
-    seqQ: 9,
-    seqK: 300,
-    varlen: { seqlensQ: [9, 1, 4], seqlensK: [300, 17, 257] },
-    sequsedK: [290, 17, 256],
-    causal: true,
-    alignment: 'lowerRight',
-    paged: { blockSize: 256 },
-  },
-  'paged-b64-upper-left-dropout-softcap': {
-    ...base,
-    batch: 2,
-    seqQ: 20,
-    seqK: 130,
-    varlen: { seqlensQ: [20, 3], seqlensK: [130, 65] },
-    causal: true,
+    enableGqa: false,
     alignment: 'upperLeft',
     softcap: 4,
     dropoutP: 0.2,
-    paged: { blockSize: 64 },
-  },
+  }),
   'combo-gqa-mask-softcap-causal-strided': {
     ...square,
     headsQ: 4,

@@ -9,6 +9,7 @@ import { buildKvCacheCases, runKvCacheCase } from './kv-cache.js';
 import { REFERENCE, runCase } from './run-case.js';
 import type { Outcome } from './run-case.js';
 import { baseSeed, caseSeed, SEED_ENV } from './seeds.js';
+import { describeWhereRunnable } from './gate.js';
 
 export interface ConformanceOptions extends CaseOptions {
   /** The device the backend's inputs live on; default the backend's device type, index 0. */
@@ -100,19 +101,6 @@ export interface GatedConformance extends ConformanceOptions {
 export function describeConformanceWhereRunnable(names: readonly string[], gate: GatedConformance): void {
   const { reason, requireEnv, needs, ...options } = gate;
   for (const name of names) {
-    if (reason === null) {
-      describeConformance(name, options);
-    } else if (process.env[requireEnv] === '1') {
-      describe(`conformance of '${name}'`, () => {
-        it(`runs (${requireEnv}=1)`, () => {
-          expect.fail(`'${name}' cannot run: ${reason}`);
-        });
-      });
-    } else {
-      console.log(`conformance of '${name}' skipped: ${reason}`);
-      describe.skip(`conformance of '${name}' (skipped: ${reason})`, () => {
-        it(`needs ${needs}`, () => {});
-      });
-    }
+    describeWhereRunnable(`conformance of '${name}' (needs ${needs})`, reason, () => describeConformance(name, options), requireEnv);
   }
 }

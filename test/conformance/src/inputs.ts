@@ -79,8 +79,22 @@ function roundTo(values: Float64Array, dtype: FloatDType): Float64Array {
   return tensor(values, [values.length], { dtype }).toFloat64Array();
 }
 
+/** A view of values one element off its storage's alignment (CaseSpec.misalign). */
+function misaligned(values: Float64Array, shape: readonly number[], dtype: FloatDType, device: Device, how: 'base' | 'rows'): Tensor {
+  if (how === 'base') {
+    const padded = new Float64Array(values.length + 1);
+    padded.set(values, 1);
+    return tensor(padded, [padded.length], { dtype, device }).narrow(0, 1, values.length).reshape(shape);
+  }
+  const cols = shape[shape.length - 1]!;
+  const wide = new Float64Array((values.length / Math.max(cols, 1)) * (cols + 1));
+  for (let r = 0; r < values.length / cols; r++) wide.set(values.subarray(r * cols, (r + 1) * cols), r * (cols + 1) + 1);
+  return tensor(wide, [...shape.slice(0, -1), cols + 1], { dtype, device }).narrow(shape.length - 1, 1, cols);
+}
+
 /** q/k/v-like tensor in the case's layout: 'bshd' is a transposed view of [B, S, H, D] storage. */
-function placed(values: Float64Array, shape: readonly number[], dtype: FloatDType, device: Device, layout: CaseSpec['layout']): Tensor {
+function placed(values: Float64Array, shape: readonly number[], dtype: FloatDType, device: Device, layout: CaseSpec['layout'], misalign?: CaseSpec['misalign']): Tensor {
+  if (misalign && values.length > 0) return misaligned(values, shape, dtype, device, misalign);
   if (layout === 'bhsd' || shape.length !== 4) return tensor(values, shape, { dtype, device });
   const [B, H, S, D] = shape as [number, number, number, number];
   const physical = new Float64Array(values.length);
@@ -162,7 +176,7 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
   const maskRaw = maskValues(spec, next);
   // Only an additive mask carries values; a bool one is keep / drop.
   const rawMask = maskRaw && spec.mask?.kind === 'additive' ? planted(maskRaw, spec, 'mask') : maskRaw;
-  const mask = rawMask && spec.mask?.kind === 'additive' ? roundTo(rawMask, dtype) : rawMask;
+  const mask = rawMask && spec.mask?.kind === 'additive' ? roundTo(rawMask, spec.mask.dtype ?? dtype) : rawMask;
   const slopes = slopeValues(spec);
   const maskDtype = spec.mask?.kind === 'bool' ? 'bool' : dtype;
   const cuQ = spec.varlen ? cumulative(spec.varlen.seqlensQ) : null;
@@ -171,12 +185,12 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
 
   // The side under test gets the pools and the table; the reference the packed keys (independent of
   // paging, so that a paged call is checked against a packed one).
-  const on = (where: Device, asDtype: FloatDType, lay: CaseSpec['layout'], pages: typeof paged): CallTensors => ({
-    q: placed(q, shapes.q, asDtype, where, lay),
-    k: pages ? tensor(pages.kPool, pages.kShape, { dtype: asDtype, device: where }) : placed(k, shapes.k, asDtype, where, lay),
-    v: pages ? tensor(pages.vPool, pages.vShape, { dtype: asDtype, device: where }) : placed(v, shapes.v, asDtype, where, lay),
-    gradOut: tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
-    mask: mask && spec.mask ? tensor(mask, spec.mask.shape, { dtype: maskDtype === 'bool' ? 'bool' : asDtype, device: where }) : null,
+  const on = (where: Device, asDtype: FloatDType, lay: CaseSpec['layout'], pages: typeof paged, off?: CaseSpec['misalign']): CallTensors => ({
+    q: placed(q, shapes.q, asDtype, where, lay, off),
+    k: pages ? tensor(pages.kPool, pages.kShape, { dtype: asDtype, device: where }) : placed(k, shapes.k, asDtype, where, lay, off),
+    v: pages ? tensor(pages.vPool, pages.vShape, { dtype: asDtype, device: where }) : placed(v, shapes.v, asDtype, where, lay, off),
+    gradOut: off ? placed(gradOut, shapes.out, asDtype, where, 'bhsd', off) : tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
+    mask: mask && spec.mask ? tensor(mask, spec.mask.shape, { dtype: maskDtype === 'bool' ? 'bool' : asDtype === 'float64' ? asDtype : (spec.mask.dtype ?? asDtype), device: where }) : null,
     slopes: slopes ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], { dtype: 'float32', device: where }) : null,
     cuSeqlensQ: cuQ ? tensor(cuQ, [cuQ.length], { dtype: 'int32', device: where }) : null,
     cuSeqlensK: cuK ? tensor(cuK, [cuK.length], { dtype: 'int32', device: where }) : null,
@@ -186,7 +200,7 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
   const cpu: Device = { type: 'cpu', index: 0 };
   const dropoutSeed = next();
   return {
-    test: on(device, dtype, layout, paged),
+    test: on(device, dtype, layout, paged, spec.misalign),
     ref: on(cpu, 'float64', 'bhsd', null),
     values: { q, k, v, gradOut, mask, slopes, paged },
     dropoutSeed,

@@ -3,9 +3,9 @@
 // rounded inputs and the naive implementation in the case's dtype, and apply the accuracy rule to
 // every output. If not, check that the decline is a proper one: reasons in explain, and
 // NoBackendError (not a crash) from the call itself.
-import { DTYPE_BYTES, full, getBackend, NoBackendError, noOutTensor, sdpaBackward } from '@attn/core';
-import type { Device, FloatDType, ForwardResult, Gradients, Tensor } from '@attn/core';
-import { judge } from './accuracy.js';
+import { DTYPE_BYTES, full, getBackend, NoBackendError, normalizeParams, normalizeVarlenParams, noOutTensor, sdpaBackward } from '@attn/core';
+import type { Device, FloatDType, ForwardOutputs, ForwardResult, Gradients, SdpaOptions, SdpaParams, Tensor, VarlenOptions } from '@attn/core';
+import { judge, slackOf } from './accuracy.js';
 import type { Verdict } from './accuracy.js';
 import { callOptions, explainCall, forwardCall } from './call.js';
 import type { CaseSpec } from './cases.js';
@@ -15,6 +15,16 @@ import { naiveAttention } from './naive.js';
 import { poisonAllocator } from './poison.js';
 
 export const REFERENCE = 'cpu-math';
+
+/**
+ * A backend's own entry points in place of sdpaForward / sdpaBackward, for cases that force what
+ * selection would not pick (a kernel or split count by name, a kernel path). The params are core's
+ * validated ones for the case's call; without `backward` the case runs forward only.
+ */
+export interface Launch {
+  forward(params: SdpaParams): ForwardOutputs;
+  backward?(params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients;
+}
 
 export type Outcome =
   | { readonly ran: 'forward' | 'forward+backward'; readonly verdicts: readonly Verdict[] }
@@ -106,6 +116,7 @@ export function compareWithReference(
   device: Device,
   backend: string | null,
   backward: boolean,
+  launch?: Launch,
 ): { readonly backend: string; readonly verdicts: Verdict[] } {
   const t = inputs.test;
   const ref = inputs.ref;
@@ -113,11 +124,13 @@ export function compareWithReference(
   poisonAllocator(device, [bytesAs(refFwd.out, spec.dtype), bytesAs(refFwd.logsumexp, 'float32')]);
   // Forward-only runs write into a given out filled with NaN (the out option; an element the backend
   // never writes stays NaN, on the CPU too), where the backend takes out at all.
-  const out = !backward && takesOut(backend) ? full(refFwd.out.shape, NaN, { dtype: spec.dtype, device }) : null;
+  const out = !backward && !launch && takesOut(backend) ? full(refFwd.out.shape, NaN, { dtype: spec.dtype, device }) : null;
   const opts = callOptions(spec, t, inputs, backend, backward);
-  const fwd: ForwardResult = forwardCall(spec, t, out ? { ...opts, out } : opts);
+  const launched = launch ? launchedCall(spec, t, opts, backend, launch) : null;
+  const fwd: ForwardResult = launched ? launched.fwd : forwardCall(spec, t, out ? { ...opts, out } : opts);
   if (backend !== null && fwd.backend !== backend) throw new Error(`asked for '${backend}', core ran '${fwd.backend}'`);
   if (out && fwd.out !== out) throw new Error(`'${fwd.backend}' returned another tensor than the given out`);
+  const backwardOf = (): Gradients => (launched ? launched.backward(t.gradOut) : sdpaBackward(t.gradOut, fwd));
   const dropout = spec.dropoutP ? { seed: inputs.dropoutSeed, offset: inputs.dropoutOffset } : null;
   const naive = naiveAttention(spec, inputs.values, dropout, backward);
   // Poisoned inputs: the same NaN/Inf pattern as the reference, exactly in the forward; the
@@ -125,8 +138,9 @@ export function compareWithReference(
   const planted = (spec.poison?.length ?? 0) > 0;
   const beyond = scalarsBeyondNaive(spec);
   const poisoned = planted || beyond;
-  const fwdRule = { poisoned, extraNaN: zeroWeightMeetsInfiniteValue(spec, inputs), patternOnly: beyond };
-  const bwdRule = { poisoned, extraNaN: planted, patternOnly: beyond || extremeLogits(spec) || extremeValues(spec) };
+  const slack = slackOf(fwd.backend, spec.dtype);
+  const fwdRule = { poisoned, extraNaN: zeroWeightMeetsInfiniteValue(spec, inputs), patternOnly: beyond, slack };
+  const bwdRule = { poisoned, extraNaN: planted, patternOnly: beyond || extremeLogits(spec) || extremeValues(spec), slack };
   const verdicts = [
     judge('out', spec.dtype, host(fwd.out), host(refFwd.out), naive.out, fwdRule),
     judge('logsumexp', spec.dtype, host(fwd.logsumexp), host(refFwd.logsumexp), naive.lse, fwdRule),
@@ -134,7 +148,7 @@ export function compareWithReference(
   if (backward) {
     const refGrads = sdpaBackward(ref.gradOut, refFwd);
     poisonAllocator(device, [refGrads.dq, refGrads.dk, refGrads.dv, refGrads.dbias].flatMap((g) => (g ? [bytesAs(g, spec.dtype)] : [])));
-    const grads: Gradients = sdpaBackward(t.gradOut, fwd);
+    const grads: Gradients = backwardOf();
     // The gradients' bound allows for FlashAttention's form of the backward (naive.ts, GradientAllowance).
     const allow = naive.allowance!;
     verdicts.push(
@@ -146,10 +160,43 @@ export function compareWithReference(
       if (!grads.dbias || !refGrads.dbias) throw new Error('an additive mask was given but no dbias came back');
       verdicts.push(judge('dbias', spec.dtype, host(grads.dbias), host(refGrads.dbias), naive.dbias, { ...bwdRule, allowance: allow.dbias! }));
     }
+    if (spec.deterministic) verdicts.push(bitwiseAgain(grads, backwardOf()));
     disposeAll(grads.dq, grads.dk, grads.dv, grads.dbias);
   }
   disposeAll(fwd.out, fwd.logsumexp);
   return { backend: fwd.backend, verdicts };
+}
+
+/**
+ * A deterministic backward run again on the same inputs gives dq, dk and dv bit for bit (dbias is
+ * left out: a broadcast mask's dbias may be summed with atomics, which the mode does not promise).
+ */
+function bitwiseAgain(first: Gradients, again: Gradients): Verdict {
+  const differ = (['dq', 'dk', 'dv'] as const).filter((n) => {
+    const a = host(first[n]);
+    const b = host(again[n]);
+    return a.length !== b.length || a.some((x, i) => !Object.is(x, b[i]));
+  });
+  disposeAll(again.dq, again.dk, again.dv, again.dbias);
+  return differ.length === 0
+    ? { ok: true, message: 'deterministic: dq, dk, dv bitwise reproducible' }
+    : { ok: false, message: `deterministic: ${differ.join(', ')} differ between two backward calls on the same inputs` };
+}
+
+/** The case's call through `launch` (the backend's own entry points) on core's validated params. */
+function launchedCall(spec: CaseSpec, t: CaseInputs['test'], opts: ReturnType<typeof callOptions>, backend: string | null, launch: Launch) {
+  if (backend === null) throw new Error('a launch needs the backend it launches on');
+  const { backends: _restriction, ...call } = opts;
+  const params = spec.varlen ? normalizeVarlenParams(t.q, t.k, t.v, call as VarlenOptions) : normalizeParams(t.q, t.k, t.v, call as SdpaOptions);
+  const saved = launch.forward(params);
+  const fwd: ForwardResult = { out: saved.out, logsumexp: saved.logsumexp, rng: { seed: 0n, offset: 0 }, backend };
+  return {
+    fwd,
+    backward: (gradOut: Tensor): Gradients => {
+      if (!launch.backward) throw new Error(`${spec.name}: the launch has no backward`);
+      return launch.backward(params, saved, gradOut);
+    },
+  };
 }
 
 /** Whether the backend writes into a given out (backends that cannot decline it by core's noOutTensor). */
@@ -164,13 +211,13 @@ export function disposeInputs(inputs: CaseInputs): void {
   disposeAll(t.q, t.k, t.v, t.gradOut, t.mask, t.slopes, t.cuSeqlensQ, t.cuSeqlensK, t.sequsedK, t.blockTable);
 }
 
-export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: Device): Outcome {
+export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: Device, launch?: Launch): Outcome {
   const impl = getBackend(backend);
   if (!impl) throw new Error(`backend '${backend}' is not registered: import its package before describeConformance()`);
   const inputs = makeInputs(spec, seed, device);
   try {
     // Paged K/V is inference only: core rejects requiresGrad with a blockTable.
-    let backward = typeof impl.backward === 'function' && !spec.paged;
+    let backward = typeof impl.backward === 'function' && !spec.paged && (!launch || launch.backward !== undefined);
     let reasons = declineReasons(spec, backend, inputs, backward);
     if (reasons.length > 0 && backward && declineReasons(spec, backend, inputs, false).length === 0) {
       // Declined with requiresGrad only: the forward alone is supported, so it runs alone.
@@ -181,7 +228,7 @@ export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: D
       assertProperDecline(spec, backend, inputs, reasons);
       return { ran: 'declined', reasons };
     }
-    const { verdicts } = compareWithReference(spec, inputs, device, backend, backward);
+    const { verdicts } = compareWithReference(spec, inputs, device, backend, backward, launch);
     return { ran: backward ? 'forward+backward' : 'forward', verdicts };
   } finally {
     disposeInputs(inputs);

@@ -8,7 +8,7 @@ import { appendToCache, rotatedQuery } from '../kv-cache/host.js';
 import { backwardBuffers, backwardDesc, forwardDesc, forwardFlops, forwardOutputs, outputShapes } from './marshal.js';
 import { addon } from './native.js';
 import type { CpuFlashAddon } from './native.js';
-import { cpuFlashRules } from './rules.js';
+import { CPU_FLASH_TOLERANCES, cpuFlashRules } from './rules.js';
 import { checkIsa, type CpuFlashIsa, isaKernels } from './isa.js';
 import { checkThreads, defaultThreads, threadsFor } from './threads.js';
 import { backwardWorkspaceBytes, forwardWorkspaceBytes } from './workspace.js';
@@ -117,6 +117,7 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
       return load.ok ? { ok: true } : { ok: false, reason: load.reason };
     },
     rules: cpuFlashRules,
+    tolerances: CPU_FLASH_TOLERANCES,
     kernels: isaKernels(runnable),
     forward(p: SdpaParams): ForwardOutputs {
       const native = loaded();

@@ -13,7 +13,7 @@ import {
   rule,
   tensorsOn,
 } from '@attn/core';
-import type { Rule } from '@attn/core';
+import type { Rule, Tolerances } from '@attn/core';
 import { CPU_FLASH_LIMITS } from './limits.js';
 
 /** Largest B, H and S the kernel takes. */
@@ -47,3 +47,10 @@ export const cpuFlashRules: readonly Rule[] = [
   windowAtMost(CPU_FLASH_LIMITS.maxWindow),
   float32Scalars,
 ];
+
+/**
+ * The accuracy this backend claims (Backend.tolerances, read by the conformance suite): the rule's
+ * absolute slack per unit of max(1, max |reference|): about one ulp at 1 of each dtype it takes (fp32
+ * accumulation at every ISA level).
+ */
+export const CPU_FLASH_TOLERANCES: Tolerances = { slack: { float32: 1e-6, float16: 1e-3, bfloat16: 8e-3 } };

@@ -2,7 +2,7 @@
 import type { Backend } from '@attn/core';
 import { backwardMath } from './backward.js';
 import { forwardMath } from './forward.js';
-import { cpuMathRules } from './rules.js';
+import { CPU_MATH_TOLERANCES, cpuMathRules } from './rules.js';
 
 export const cpuMathBackend: Backend = {
   name: 'cpu-math',
@@ -12,6 +12,7 @@ export const cpuMathBackend: Backend = {
   description: 'Reference attention in TypeScript: float64 accumulation, every feature and dtype, forward and backward.',
   availability: () => ({ ok: true }),
   rules: cpuMathRules,
+  tolerances: CPU_MATH_TOLERANCES,
   forward: forwardMath,
   backward: backwardMath,
   buildInfo: () => ({ language: 'TypeScript', accumulation: 'float64', native: false }),

@@ -1,10 +1,10 @@
 // Features PyTorch's SDPA lacks, each pinned by an independent formulation: ALiBi as an explicit
-// additive bias, softcap and dropout by attention written out by hand (dropout through core's
-// dropoutKeep, element by element).
+// additive bias, softcap and dropout by the conformance suite's naive implementation in float64
+// (dropout through core's dropoutKeep, element by element).
 import { dropoutKeep, dropoutThreshold, tensor } from '@attn/core';
 import type { Alignment } from '@attn/core';
 import { describe, expect, it } from 'vitest';
-import { expectClose, expectSameRun, f64, normal, plainAttention, runMath } from '../../test/math/helpers.js';
+import { expectClose, expectSameRun, f64, naiveFloat64, normal, runMath } from '../../test/math/helpers.js';
 
 const B = 2;
 const H = 3;
@@ -44,10 +44,9 @@ describe('softcap', () => {
     const k = normal([B, H, 8, D], 5);
     const v = normal([B, H, 8, D], 6);
     const mask = normal([6, 8], 7);
-    const m = mask.toFloat64Array();
     const [scale, cap] = [0.7, 2];
     const got = runMath(qt, k, v, { scale, softcap: cap, attnMask: mask }).fwd;
-    const want = plainAttention(qt, k, v, (_b, _h, i, j, dot) => cap * Math.tanh((dot * scale) / cap) + m[i * 8 + j]!);
+    const want = naiveFloat64(qt, k, v, { scale, softcap: cap, mask: { kind: 'additive', shape: [6, 8] } }, { mask });
     expectClose(got.out, want.out, 'out');
     expectClose(got.logsumexp, want.lse, 'logsumexp', 1e-7); // logsumexp is float32
   });
@@ -65,9 +64,7 @@ describe('dropout', () => {
 
   it('out is the softmax with dropped elements zeroed and the rest scaled by 1 / (1 - p), via dropoutKeep', () => {
     const got = runMath(q, k, v, { dropoutP: p, dropoutSeed: seed, dropoutOffset: offset, isCausal: true }).fwd;
-    const want = plainAttention(q, k, v, (_b, _h, i, j, dot) => (j <= i ? dot / Math.sqrt(D) : -Infinity), (b, h, i, j) =>
-      keep(b, h, i, j) ? 1 / (1 - p) : 0,
-    );
+    const want = naiveFloat64(q, k, v, { causal: true, dropoutP: p }, { dropout: { seed, offset } });
     expectClose(got.out, want.out, 'out');
     // logsumexp is that of the softmax before dropout.
     expectClose(got.logsumexp, want.lse, 'logsumexp', 1e-7);

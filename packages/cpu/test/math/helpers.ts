@@ -2,6 +2,8 @@
 import { randn, sdpaBackward, sdpaForward, sdpaVarlen, tensor } from '@attn/core';
 import type { ForwardResult, Gradients, SdpaOptions, Tensor, VarlenOptions } from '@attn/core';
 import { maxAbsError } from '@attn/core/testing';
+import { naiveAttention } from '@attn/conformance';
+import type { CaseSpec, NaiveDropout } from '@attn/conformance';
 import { expect } from 'vitest';
 import '../../src/index.js';
 
@@ -60,44 +62,41 @@ export function expectSameRun(got: Run, want: Run, what: string, tol = 1e-12): v
 }
 
 /**
- * Attention written out in the plainest way, float64, for contiguous [B, H, S, D] inputs with
- * H query heads = kv heads: score(b, h, i, j, dot) gives the final score (-Infinity = masked) from
- * q_i . k_j, and factor(b, h, i, j) multiplies each softmax probability (dropout). Returns out and lse.
+ * The conformance suite's naive implementation (naive.ts) in float64: attention written out with the
+ * whole score matrix, independently of cpu-math, for contiguous [B, H, S, D] inputs. `features` are
+ * the case's options (scale, causal, softcap, mask, ...); its out and logsumexp (float32, as every
+ * backend's).
  */
-export function plainAttention(
+export function naiveFloat64(
   q: Tensor,
   k: Tensor,
   v: Tensor,
-  score: (b: number, h: number, i: number, j: number, dot: number) => number,
-  factor: (b: number, h: number, i: number, j: number) => number = () => 1,
+  features: Partial<CaseSpec> = {},
+  extra: { readonly mask?: Tensor; readonly dropout?: NaiveDropout } = {},
 ): { out: Float64Array; lse: Float64Array } {
   const [B, H, Sq, D] = q.shape as [number, number, number, number];
-  const Sk = k.shape[2]!;
-  const Dv = v.shape[3]!;
-  const [Q, K, V] = [q, k, v].map((t) => t.toFloat64Array()) as [Float64Array, Float64Array, Float64Array];
-  const out = new Float64Array(B * H * Sq * Dv);
-  const lse = new Float64Array(B * H * Sq);
-  for (let b = 0; b < B; b++)
-    for (let h = 0; h < H; h++)
-      for (let i = 0; i < Sq; i++) {
-        const s: number[] = [];
-        for (let j = 0; j < Sk; j++) {
-          let dot = 0;
-          for (let d = 0; d < D; d++) dot += Q[((b * H + h) * Sq + i) * D + d]! * K[((b * H + h) * Sk + j) * D + d]!;
-          s.push(score(b, h, i, j, dot));
-        }
-        const max = Math.max(...s);
-        const row = (b * H + h) * Sq + i;
-        if (max === -Infinity) {
-          lse[row] = -Infinity;
-          continue;
-        }
-        const sum = s.reduce((a, x) => a + Math.exp(x - max), 0);
-        lse[row] = max + Math.log(sum);
-        for (let j = 0; j < Sk; j++) {
-          const p = (Math.exp(s[j]! - max) / sum) * factor(b, h, i, j);
-          for (let c = 0; c < Dv; c++) out[row * Dv + c] = out[row * Dv + c]! + p * V[((b * H + h) * Sk + j) * Dv + c]!;
-        }
-      }
-  return { out, lse };
+  const spec: CaseSpec = {
+    name: 'naive',
+    dtype: 'float64',
+    batch: B,
+    headsQ: H,
+    headsKV: k.shape[1]!,
+    seqQ: Sq,
+    seqK: k.shape[2]!,
+    headDim: D,
+    headDimV: v.shape[3]!,
+    layout: 'bhsd',
+    ...features,
+  };
+  const values = {
+    q: q.contiguous().toFloat64Array(),
+    k: k.contiguous().toFloat64Array(),
+    v: v.contiguous().toFloat64Array(),
+    gradOut: new Float64Array(0),
+    mask: extra.mask ? extra.mask.contiguous().toFloat64Array() : null,
+    slopes: null,
+    paged: null,
+  };
+  const r = naiveAttention(spec, values, extra.dropout ?? null, false);
+  return { out: r.out, lse: r.lse };
 }

@@ -4,7 +4,7 @@
 import type { Availability, Backend } from '@attn/core';
 import { mathLoad } from './binding.js';
 import { CUDA_MATH_LIMITS } from './limits.js';
-import { cudaMathRules } from './rules.js';
+import { CUDA_MATH_TOLERANCES, cudaMathRules } from './rules.js';
 import { runBackward, runForward } from './run.js';
 
 /** Below every other CUDA backend (memeff-cuda 80, flash-cuda 100): it runs what they all decline. */
@@ -26,6 +26,7 @@ export const cudaMathBackend: Backend = Object.freeze({
     `causal, window, ALiBi, softcap, dropout, GQA, varlen, zero lengths, head dims up to ${CUDA_MATH_LIMITS.maxHeadDim}; forward and a deterministic backward.`,
   availability,
   rules: cudaMathRules,
+  tolerances: CUDA_MATH_TOLERANCES,
   forward: (p) => runForward(p).outputs,
   backward: (p, saved, gradOut) => runBackward(p, saved, gradOut).gradients,
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {

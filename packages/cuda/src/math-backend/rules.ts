@@ -6,7 +6,7 @@
 // kernels take the index values from the host (indexValuesOnHost). sdpaKvCache calls: every option
 // (append, rotary, contiguous caches through cacheBatchIdx, paged caches, leftpadK), through the shared
 // append kernel (attn/kv_append.cuh) and the paged forward.
-import { indexValuesOnHost, rule, tensorsOn, type Rule } from '@attn/core';
+import { indexValuesOnHost, rule, tensorsOn, type Rule, type Tolerances } from '@attn/core';
 import { mathLoad } from './binding.js';
 import { CUDA_MATH_LIMITS } from './limits.js';
 
@@ -46,3 +46,10 @@ export const builtForDevice: Rule = rule('builtForDevice', (p) => {
 });
 
 export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens, indexValuesOnHost]);
+
+/**
+ * The accuracy this backend claims (Backend.tolerances, read by the conformance suite): the rule's
+ * absolute slack per unit of max(1, max |reference|): about one ulp at 1 of each dtype (float64
+ * computed in float64).
+ */
+export const CUDA_MATH_TOLERANCES: Tolerances = { slack: { float64: 1e-12, float32: 1e-6, float16: 1e-3, bfloat16: 8e-3 } };

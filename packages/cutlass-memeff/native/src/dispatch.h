@@ -28,7 +28,7 @@ struct BwdPlan {
   bool dbias_stagger = false;
   // ... and sums a GQA group's dS in the block before sending it (BwdParams::dbias_presum).
   bool dbias_presum = false;
-  // How dbias is formed, for the plan and gpu-check: "" (no dbias), "direct" / "direct-x4" (unbroadcast:
+  // How dbias is formed, for the plan and the GPU case tables: "" (no dbias), "direct" / "direct-x4" (unbroadcast:
   // stores), "atomic-x4" / "atomic" (fp32 reductions, 4 or 1 per request; "+stagger" with
   // dbias_stagger, "+presum" with dbias_presum), "recompute" (bwd_dbias_simt).
   std::string dbias_mode;

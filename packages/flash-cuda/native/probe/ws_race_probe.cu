@@ -1,6 +1,6 @@
 // A standalone launch of the warp-specialized Hopper forward kernel (bf16, D=128, 128 x 128 tiles) for
 // compute-sanitizer: racecheck on the addon runs every kernel of a call through Node, which is slow and
-// cannot switch the kernel's barriers. Built twice by scripts/ws-race-probe.sh, with and without
+// cannot switch the kernel's barriers. Built twice by tools/research/ws-race-probe.sh, with and without
 // ATTN_SM90_WS_NO_TURNS (the consumers' turn-taking compiled out), so that a hazard the tool reports can be
 // pinned on the named-barrier hand-offs or not. It checks its output against a float64 reference too.
 //

@@ -115,7 +115,7 @@ __device__ __forceinline__ void add_partial(float (&d)[4], const float (&part)[4
 // itself put 3 truncations of |d| per step, all biased the same way, on every output element (D / 8
 // steps of Q.K^T, Sk / 8 of P.V). Inside the fresh partial, the small terms go first so that they
 // are not lost against hi*hi. (All three into d fails the fp32 accuracy rule on conformance case
-// s17-d72-h3; scripts/tf32x3-emulate.py models both orders.)
+// s17-d72-h3; tools/research/tf32x3-emulate.py models both orders.)
 __device__ __forceinline__ void mma_1688_3xtf32(float (&d)[4], const Tf32Pair (&a)[4], const Tf32Pair (&b)[2]) {
   float part[4] = {0.f, 0.f, 0.f, 0.f};
   mma_1688_tf32(part, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);

@@ -87,7 +87,7 @@ namespace w = attn::sm90;
 
 // Q.K^T's k8 steps [4 ch, 4 ch + 4) into d (fresh: the first product starts it): the chunk's small terms
 // (lo.hi, hi.lo) first, then its hi.hi terms, so that only the last 4 of the 12 sums the tensor cores
-// truncate are at the partial's full size (per step in turn, 10 were: scripts/tf32x3-emulate.py, the
+// truncate are at the partial's full size (per step in turn, 10 were: tools/research/tf32x3-emulate.py, the
 // worst error against the rule's bound 0.57 -> 0.28). Descriptor offsets in 16-byte units: column block
 // ks / 4, 32 bytes per step in it.
 template <typename Tr>

@@ -24,7 +24,7 @@ struct Tf32WgmmaFwdTraits {
   static constexpr int kPSteps = kBlockN / 8;   // k8 steps of P.V
   // Q.K^T's k8 steps go into fresh partial accumulators 4 at a time, P.V's whole step into one, each then
   // added with an IEEE add: the tensor cores truncate their sums (tf32x3.cuh), and one accumulator over all
-  // of D fails the fp32 accuracy rule (scripts/tf32x3-emulate.py).
+  // of D fails the fp32 accuracy rule (tools/research/tf32x3-emulate.py).
   static constexpr int kQkChunk = 4;
   static constexpr int kQkChunks = kKSteps / kQkChunk;
   // Unpadded: the split passes read 8 consecutive 16-byte chunks of a row per phase, or 32 consecutive

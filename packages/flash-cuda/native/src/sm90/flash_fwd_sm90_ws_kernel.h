@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   // Turn-taking: warpgroup 0 issues first; after issuing its GEMMs each warpgroup hands the turn to the
   // other, except warpgroup 1 after its last tile (no turn follows it). Every named barrier then completes
   // as often as it is waited on, and none is left half-arrived when the CTA exits.
-  // ATTN_SM90_WS_NO_TURNS (diagnostic builds only, scripts/ws-race-probe.sh) compiles the turn-taking out,
+  // ATTN_SM90_WS_NO_TURNS (diagnostic builds only, tools/research/ws-race-probe.sh) compiles the turn-taking out,
   // so that compute-sanitizer's racecheck can be run with and without the named-barrier hand-offs.
 #ifdef ATTN_SM90_WS_NO_TURNS
   constexpr bool kTurns = false;

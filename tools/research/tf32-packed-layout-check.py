@@ -2,7 +2,7 @@
 # Emulates the packed wide fp32 forward's index math (fwd/fwd_tf32.cuh split_k_packed,
 # split_v_packed, the Q prologue and the readers) for d128, N = 32, 8 warps: every reader word holds the part
 # the unpacked wide reader took there, every part is stored once, 8-lane phases of the LDS.128 / STS.128 hit 8
-# distinct 16-byte bank groups, the passes' 32-bit reads 32 distinct banks. Run: python3 scripts/tf32-packed-layout-check.py
+# distinct 16-byte bank groups, the passes' 32-bit reads 32 distinct banks. Run: python3 tools/research/tf32-packed-layout-check.py
 HD, N, M, T = 128, 32, 128, 256
 PQ = HD + 4; PKP = 2 * HD + 16
 LAND = N * PQ; KP = N * PKP; VP = N * 3 * HD; QP = 2 * M * HD

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU model of conformance case sq17-sk1/float32 through the forward AND the fp32 backward.
 
-    python3 packages/cutlass-memeff/scripts/sk1-backward-emulate.py [--trials 400] [--seed 0]
+    python3 tools/research/sk1-backward-emulate.py [--trials 400] [--seed 0]
 
 Why it exists: with the 3xTF32 forward the case failed on an H200 while out and logsumexp
 are within the rule in tf32x3-emulate.py. With one key per row the naive implementation's dS is

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """CPU model of the fp32 forward's numerics (fwd_tf32.cuh) against the conformance accuracy rule.
 
-    python3 packages/cutlass-memeff/scripts/tf32x3-emulate.py [--trials 40] [--seed 0]
+    python3 tools/research/tf32x3-emulate.py [--trials 40] [--seed 0]
 
 Why it exists: the 3xTF32 forward failed conformance case s17-d72-h3/float32 on the H200 while the
-FMA forward passes, and the kernel's indexing is right (32/32 fp32 gpu-check cases). What differs
+FMA forward passes, and the kernel's indexing is right (32/32 fp32 cases of the GPU check of the time). What differs
 is rounding. This emulates, element for element, what the kernel does:
   - each operand split hi = tf32(a), lo = tf32(a - hi) with cvt.rna (nearest, ties away);
   - mma.sync m16n8k8: 8 exact products plus the accumulator, the result truncated to fp32 (round

@@ -7,7 +7,7 @@
 // whose head differs from the thread's previous one pays --remote (its head's K/V come from L3 or
 // another core's L2, not its own L2).
 //
-//   node packages/cpu/scripts/schedule-sim.mjs [--shape 1,8,1024,64] [--threads 2,16]
+//   node tools/research/schedule-sim.mjs [--shape 1,8,1024,64] [--threads 2,16]
 //       [--qb 64] [--kb 128] [--remote 1] [--setup 0.25]
 //
 // --remote: unknown for 16 threads; on the 2-vCPU dev machine one thread with 32 heads in a

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Builds native/probe/ws_race_probe.cu twice (as is, and with the consumers' turn-taking compiled out) into
-# $1 (default build/probe), for compute-sanitizer racecheck runs on a GPU host. Needs nvcc and sm_90a.
+# Builds packages/flash-cuda/native/probe/ws_race_probe.cu twice (as is, and with the consumers' turn-taking
+# compiled out) into $1 (default packages/flash-cuda/build/probe), for compute-sanitizer racecheck runs on a GPU
+# host. Needs nvcc and sm_90a.
 set -euo pipefail
-here="$(cd "$(dirname "$0")/.." && pwd)"
+here="$(cd "$(dirname "$0")/../../packages/flash-cuda" && pwd)"
 out="${1:-$here/build/probe}"
 mkdir -p "$out"
 inc=(-I "$here/../cuda/native/include")
