@@ -97,6 +97,10 @@ export interface Backend {
   /** Off the event loop where the backend can; core falls back to forward() otherwise. */
   forwardAsync?(params: SdpaParams): Promise<ForwardOutputs>;
   backward?(params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients;
-  /** Extra facts for `attn doctor` (how the addon was built, arch list, SIMD, ...). */
-  buildInfo?(): Record<string, string | number | boolean | readonly string[]>;
+  /**
+   * Extra facts for `attn doctor` and `attn bench` (how the addon was built, arch list, SIMD, ...).
+   * With `kernel` (one of `kernels`), the facts of calls that name it, where they differ (the code
+   * paths it runs); backends without kernel-specific facts ignore it.
+   */
+  buildInfo?(kernel?: string): Record<string, string | number | boolean | readonly string[]>;
 }

@@ -12,7 +12,8 @@ Request:  {"device": "cuda"|"cpu", "deviceIndex": 0, "threads": 2, "dtype": "bfl
                       "headDim": 64, "headDimV": 64, "causal": true, "alignment": "upperLeft",
                       "dropoutP": 0.0, "mask": null}]}
 Answer:   {"available": true, "torch": "2.x", "device": "...", "threads": 2, "timer": "...",
-           (device on the CPU: "cpu (ATen capability AVX2)", the SIMD level torch dispatches to)
+           (on the CPU: device "cpu (ATen capability AVX2)" and capability "AVX2", the SIMD level
+           torch's kernels dispatch to)
            "results": [{"case": 0, "mode": "fwd", "backend": "flash", "ok": true,
                         "medianMs": 1.0, "p20Ms": 0.9, "p80Ms": 1.1, "samples": 10}
                        | {"case": 0, "mode": "fwd", "backend": "flash", "ok": false, "reason": "..."}]}
@@ -247,6 +248,7 @@ def run(req):
             return {"available": False, "torch": torch.__version__, "reason": "torch.cuda.is_available() is False (torch %s)" % torch.__version__}
         index = int(req.get("deviceIndex", 0))
         device = torch.device("cuda", index)
+        capability = None
         props = torch.cuda.get_device_properties(index)
         name = props.name
         cache = getattr(props, "L2_cache_size", 50 * 2**20)
@@ -256,7 +258,8 @@ def run(req):
         threads = int(req.get("threads", 0))
         if threads > 0:
             torch.set_num_threads(threads)
-        name = "cpu (ATen capability %s)" % cpu_capability(torch)
+        capability = cpu_capability(torch)
+        name = "cpu (ATen capability %s)" % capability
         cache = 32 * 2**20
         memory = 8 * 2**30
 
@@ -312,7 +315,7 @@ def run(req):
                 state = "%.3f ms" % entry["medianMs"] if entry.get("ok") else "unsupported: %s" % entry.get("reason", "")
                 log("[torch %d/%d] %s %s case %d: %s" % (done, total, b, mode, case["id"], state))
             del sets
-    return {
+    answer = {
         "available": True,
         "torch": torch.__version__,
         "device": name,
@@ -320,6 +323,9 @@ def run(req):
         "timer": timer.description,
         "results": results,
     }
+    if capability is not None:
+        answer["capability"] = capability
+    return answer
 
 
 def main():

@@ -1,11 +1,15 @@
 // The `attn` program end to end, in-process, on the CPU backends that are registered.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { dtypeIn, headDimAtMost, registerBackend, unregisterBackend, type Backend } from '@attn/core';
+import { cpuFlashBackend } from '@attn/cpu';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memoryIO } from './io.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, main } from './program.js';
+import { cpuInfo } from './runtime/cpu-info.js';
 
 async function attn(...argv: string[]) {
   const io = memoryIO();
@@ -253,6 +257,63 @@ describe('attn bench (CPU smoke run)', () => {
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows as { backend: string; features: string }[];
     expect(rows.length).toBeGreaterThan(0);
     for (const row of rows) expect(row).toMatchObject({ backend: 'cpu-flash', features: expect.stringContaining('kernel portable') });
+  });
+
+  it('states the CPU, kernel path, threads and torch version in the header and the JSON', async () => {
+    // test/fake_torch stands in for torch (first on PYTHONPATH): the facts, not the numbers, are tested.
+    const hasPython = spawnSync('python3', ['--version']).status === 0;
+    if (!hasPython) return void console.warn('program.test: python3 is missing; the torch header facts are not tested');
+    const dir = mkdtempSync(join(tmpdir(), 'attn-bench-facts-'));
+    const json = join(dir, 'f.json');
+    const before = process.env.PYTHONPATH;
+    process.env.PYTHONPATH = fileURLToPath(new URL('../test/fake_torch', import.meta.url));
+    let r: Awaited<ReturnType<typeof attn>>;
+    try {
+      r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--threads', '3', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--compare', 'torch', '--torch-backends', 'math', '--quiet', '--json', json);
+    } finally {
+      if (before === undefined) delete process.env.PYTHONPATH;
+      else process.env.PYTHONPATH = before;
+    }
+    expect(r.code).toBe(EXIT_OK);
+    const cpu = cpuInfo();
+    const header = r.out.slice(0, r.out.indexOf('┌'));
+    expect(header).toContain(`  cpu: ${cpu.model}${cpu.id ? ` [${cpu.id}]` : ''}, ${process.platform}-${process.arch}, ${cpu.threads} logical CPUs`);
+    expect(header).toMatch(/; 3 CPU threads/);
+    expect(header).toContain('  torch 0.0-fake on cpu (ATen capability FAKE_SIMD): 3 threads (ours 3), timed with time.perf_counter');
+    expect(r.err).toBe(''); // --quiet: no progress from either side
+    const report = JSON.parse(readFileSync(json, 'utf8'));
+    expect(report.machine).toEqual({ platform: `${process.platform}-${process.arch}`, cpu: { ...cpu } });
+    expect(report.threads).toEqual({ attn: 3, torch: 3 });
+    expect(report.torch).toMatchObject({ available: true, version: '0.0-fake', capability: 'FAKE_SIMD', threads: 3 });
+    expect(report.paths).toEqual({}); // cpu-math states no kernel path
+  });
+
+  it.skipIf(!cpuFlashBackend.availability().ok)('with --kernel, the header and JSON give the paths of the kernel asked for', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attn-bench-paths-'));
+    const json = join(dir, 'p.json');
+    const r = await attn('bench', '--device', 'cpu', '--kernel', 'portable', '--dtype', 'bfloat16', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--threads', '2', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--quiet', '--json', json);
+    expect(r.code).toBe(EXIT_OK);
+    expect(r.out).toMatch(/\n {2}cpu-flash: kernel portable, isa portable, forward portable\/\S+, backward portable\/\S+, threads 2\n/);
+    const report = JSON.parse(readFileSync(json, 'utf8'));
+    expect(report.paths['cpu-flash']).toMatchObject({ kernel: 'portable', isa: 'portable', forward: expect.stringMatching(/^portable\//), threads: 2 });
+    expect(report.threads).toEqual({ attn: 2, torch: null });
+    expect(report.torch).toBeNull();
+  });
+
+  it('--strict exits 1 when one of our backends throws on a case, and says so', async () => {
+    const throws: Backend = { ...picky, name: 'test-throws', rules: [], forward: () => { throw new Error('kernel fault (test)'); } };
+    registerBackend(throws);
+    try {
+      const args = ['bench', '--device', 'cpu', '--backends', 'test-throws,cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--quiet'];
+      const loose = await attn(...args);
+      expect(loose.code).toBe(EXIT_OK); // cpu-math ran; the failure is a row
+      expect(loose.out).toMatch(/test-throws fwd failed: kernel fault \(test\)/);
+      const strict = await attn(...args, '--strict');
+      expect(strict.code).toBe(EXIT_FAILED);
+      expect(strict.err).toMatch(/--strict: 1 of our case\(s\) failed/);
+    } finally {
+      unregisterBackend(throws.name);
+    }
   });
 
   it('measures per-call overhead', async () => {

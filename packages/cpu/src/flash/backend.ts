@@ -151,14 +151,17 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
       if (bufs.dbias) return { ...grads, dbias: dbiasTensor(p, bufs.dbias) };
       return grads;
     },
-    buildInfo() {
+    buildInfo(kernel?: string) {
       const load = addon();
       if (!load.ok) return { native: false, reason: load.reason };
-      const info = load.addon.buildInfo(level());
+      // A kernel name is an ISA level (isa.ts); the addon says which path each dtype takes there.
+      const requested = kernel === undefined ? level() : checkIsa(kernel);
+      const info = load.addon.buildInfo(requested);
       const out: Record<string, string | number | boolean | readonly string[]> = {
         native: true,
         addon: load.path,
         addonOrigin: load.origin,
+        kernel: requested,
         isa: info.isa,
         compiledIsas: info.compiledIsas,
         runnableIsas: info.runnableIsas,

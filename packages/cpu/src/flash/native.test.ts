@@ -27,5 +27,14 @@ describe.skipIf(!addon().ok)('the built addon', () => {
     expect(info.compiledIsas).toContain('portable');
     expect(String(info['forward.float32'])).toMatch(/\/fp32$/);
     expect(info.runnableIsas).toContain(info.isa);
+    expect(info.kernel).toBe('auto');
+  });
+
+  it('says which paths a call naming a kernel takes (attn bench --kernel)', () => {
+    const info = cpuFlashBackend.buildInfo!('portable');
+    expect(info).toMatchObject({ kernel: 'portable', isa: 'portable' });
+    expect(String(info['forward.float32'])).toMatch(/^portable\//);
+    expect(String(info['backward.bfloat16'])).toMatch(/^portable\//);
+    expect(() => cpuFlashBackend.buildInfo!('sm90')).toThrow(/isa must be one of/);
   });
 });

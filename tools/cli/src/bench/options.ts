@@ -30,6 +30,7 @@ export interface BenchFlags extends FeatureFlags {
   threads?: number;
   torchBackends?: string[];
   quiet?: boolean;
+  strict?: boolean;
 }
 
 const GRID_FLAGS = ['seq', 'dim', 'batch', 'heads', 'kvHeads', 'tokens', 'hidden', 'grid'];
@@ -70,5 +71,6 @@ export function addBenchOptions(cmd: Command): Command {
     .addOption(new Option('--python <path>', 'python with torch, for --compare torch').default('python3'))
     .addOption(new Option('--threads <n>', 'CPU threads for cpu-flash (ATTN_NUM_THREADS) and for torch (default: ATTN_NUM_THREADS, else every core)').argParser(parsePositiveInt))
     .addOption(new Option('--torch-backends <names>', 'torch backends to compare (default: flash,efficient,cudnn,math on a GPU; math,flash on the CPU)').argParser(parseNameList))
-    .addOption(new Option('--quiet', 'no progress output'));
+    .addOption(new Option('--quiet', 'no progress output'))
+    .addOption(new Option('--strict', 'exit 1 when one of our backends fails a case (throws; declining a case is not a failure), as the CI smoke does'));
 }

@@ -1,7 +1,10 @@
-// The --json file of a bench: what ran where, how it was timed, every row, and the ratios to torch.
+// The --json file of a bench: what ran where (machine, kernel paths, threads, torch), how it was
+// timed, every row, and the ratios to torch.
 import { writeFile } from 'node:fs/promises';
 import { OutputFileError } from '../errors.js';
 import type { TorchAnswer } from '../compare/torch.js';
+import type { MachineFacts, ThreadFacts } from './machine.js';
+import type { PathFacts } from './paths.js';
 import { allRatios, type RatioEntry } from './ratios.js';
 import type { BenchRow } from './row.js';
 
@@ -9,14 +12,28 @@ export interface BenchReport {
   readonly version: 1;
   readonly createdAt: string;
   readonly device: string;
+  /** The host: platform and CPU (model, identity, logical CPUs, SIMD flags, last-level cache). */
+  readonly machine: MachineFacts;
   readonly node: string;
   readonly clock: string;
   readonly flopConvention: string;
   readonly settings: Readonly<Record<string, unknown>>;
   /** Each benched backend's buildInfo(): its ISA, kernel paths and build (bench/paths.ts). */
   readonly backends: Readonly<Record<string, unknown>>;
-  /** torch's device: on the CPU it names the SIMD level torch's kernels dispatch to. */
-  readonly torch: { readonly available: boolean; readonly version?: string; readonly device?: string; readonly reason?: string; readonly timer?: string; readonly threads?: number } | null;
+  /** Per backend, for the bench's dtype: the kernel asked for, the ISA, forward and backward paths, threads. */
+  readonly paths: Readonly<Record<string, PathFacts>>;
+  /** Threads of our CPU backends and of torch (null on a GPU, or where torch did not run). */
+  readonly threads: ThreadFacts;
+  /** torch's device: on the CPU it names the SIMD level torch's kernels dispatch to (also as capability). */
+  readonly torch: {
+    readonly available: boolean;
+    readonly version?: string;
+    readonly device?: string;
+    readonly capability?: string;
+    readonly reason?: string;
+    readonly timer?: string;
+    readonly threads?: number;
+  } | null;
   readonly rows: readonly BenchRow[];
   readonly ratios: readonly RatioEntry[];
 }
@@ -26,10 +43,13 @@ export const FLOP_CONVENTION =
 
 export function buildReport(args: {
   device: string;
+  machine: MachineFacts;
   clock: string;
   settings: Record<string, unknown>;
   /** Each benched backend's buildInfo() (bench/paths.ts). */
   backends?: Record<string, unknown>;
+  paths?: Record<string, PathFacts>;
+  threads: ThreadFacts;
   rows: readonly BenchRow[];
   torch: TorchAnswer | null;
 }): BenchReport {
@@ -38,12 +58,15 @@ export function buildReport(args: {
     version: 1,
     createdAt: new Date().toISOString(),
     device: args.device,
+    machine: args.machine,
     node: process.version,
     clock: args.clock,
     flopConvention: FLOP_CONVENTION,
     settings: args.settings,
     backends: args.backends ?? {},
-    torch: t === null ? null : t.available ? { available: true, version: t.torch, device: t.device, timer: t.timer, threads: t.threads } : { available: false, reason: t.reason },
+    paths: args.paths ?? {},
+    threads: args.threads,
+    torch: t === null ? null : t.available ? { available: true, version: t.torch, device: t.device, ...(t.capability ? { capability: t.capability } : {}), timer: t.timer, threads: t.threads } : { available: false, reason: t.reason },
     rows: args.rows,
     ratios: allRatios(args.rows),
   };

@@ -4,7 +4,8 @@ import { addBenchOptions, type BenchFlags } from '../bench/options.js';
 import { benchPlan } from '../bench/plan.js';
 import { makeProgress } from '../bench/progress.js';
 import { buildReport, writeReport } from '../bench/report.js';
-import { backendBuilds, pathLines } from '../bench/paths.js';
+import { cpuLine, machineFacts, threadFacts, torchLine } from '../bench/machine.js';
+import { backendBuilds, pathFacts, pathLines } from '../bench/paths.js';
 import { OVERHEAD_LOOP_CALLS } from '../bench/run-case.js';
 import { CliUsageError } from '../errors.js';
 import { runBench } from '../bench/run-bench.js';
@@ -14,10 +15,14 @@ import { checkOutputWritable } from '../output-path.js';
 import { defaultDType } from '../options/problem-options.js';
 import { plotFormat, writePlot } from '../plot/render.js';
 import { benchBackends } from '../runtime/backends.js';
+import { cpuInfo } from '../runtime/cpu-info.js';
 import { runtimeModuleFor } from '../runtime/packages.js';
 import { resolveTarget, splitDevice } from '../runtime/target.js';
 import { cpuThreads, withCpuThreads } from '../runtime/threads.js';
 import { resolveDevice, type ContextProvider } from './context.js';
+
+/** Where torch's progress lines go under --quiet (its errors still reach the answer's reason). */
+const SILENT = { write: () => true };
 
 export function benchCommand(getContext: ContextProvider): Command {
   const cmd = new Command('bench').description('time a grid of problems on every available backend; table, --json, --plot, --compare torch');
@@ -64,26 +69,31 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
       (type === 'cpu' ? `; ${threads} CPU threads` : '') +
       callForm(flags),
   );
-  const builds = backendBuilds(backends);
+  // What ran where (bench/machine.ts, bench/paths.ts): the CPU, then each backend's kernel path.
+  const machine = machineFacts(cpuInfo());
+  if (type === 'cpu') println(io.stdout, `  ${cpuLine(machine)}`);
+  const builds = backendBuilds(backends, flags.kernel ?? null);
   for (const line of pathLines(builds, dtype)) println(io.stdout, `  ${line}`);
-  const torch = flags.compare === 'torch' ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: io.stderr } : null;
+  const torch = flags.compare === 'torch' ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: flags.quiet ? SILENT : io.stderr } : null;
   const outcome = await runBench(plan, flags.mode, backends, target, settings, makeProgress(io.stderr, flags.quiet), torch);
 
+  // torch's side of the header: known once it ran, printed above the table.
+  const threadsUsed = threadFacts(type === 'cpu', threads, outcome.torch);
+  if (outcome.torch) println(io.stdout, `  ${torchLine(outcome.torch, threadsUsed)}`);
+  for (const s of [...outcome.torchSkipped, ...outcome.torchNotes]) println(io.stdout, `  torch: ${s}`);
   println(io.stdout, renderTable(outcome.rows, { bandwidth: plan.kind === 'decode' }));
   const skipped = renderSkipped(outcome.rows);
   if (skipped.length) println(io.stdout, ['Not run:', ...skipped.map((s) => `  ${s}`)].join('\n'));
-  if (outcome.torch) {
-    const t = outcome.torch;
-    println(io.stdout, t.available ? `torch ${t.torch} on ${t.device} (${t.threads} threads, ${t.timer})` : `torch not compared: ${t.reason}`);
-  }
-  for (const s of [...outcome.torchSkipped, ...outcome.torchNotes]) println(io.stdout, `torch: ${s}`);
 
   if (flags.json) {
     const report = buildReport({
       device: target.name,
+      machine,
       clock: target.clock.description,
       settings: { ...flags, threads, plan: plan.gridName },
       backends: builds,
+      paths: pathFacts(builds, dtype),
+      threads: threadsUsed,
       rows: outcome.rows,
       torch: outcome.torch,
     });
@@ -97,6 +107,11 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   }
   if (!ran) {
     println(io.stderr, 'No backend ran any case: see the reasons above.');
+    setExitCode(1);
+  }
+  const failed = outcome.rows.filter((r) => r.source === 'attn' && r.status === 'failed');
+  if (flags.strict && failed.length > 0) {
+    println(io.stderr, `--strict: ${failed.length} of our case(s) failed (an error, not a decline): see "Not run" above.`);
     setExitCode(1);
   }
 }

@@ -61,7 +61,16 @@ export interface TorchResult {
 }
 
 export type TorchAnswer =
-  | { readonly available: true; readonly torch: string; readonly device: string; readonly threads: number; readonly timer: string; readonly results: readonly TorchResult[] }
+  | {
+      readonly available: true;
+      readonly torch: string;
+      readonly device: string;
+      /** On the CPU: torch.backends.cpu.get_cpu_capability(), the SIMD level its kernels dispatch to. */
+      readonly capability?: string;
+      readonly threads: number;
+      readonly timer: string;
+      readonly results: readonly TorchResult[];
+    }
   | { readonly available: false; readonly reason: string; readonly torch?: string };
 
 /** Why torch cannot run this problem the same way, or null. */

@@ -103,6 +103,7 @@ def no_grad():
 
 
 cuda = types.SimpleNamespace(is_available=lambda: False, empty_cache=lambda: None, synchronize=lambda: None)
+backends = types.SimpleNamespace(cpu=types.SimpleNamespace(get_cpu_capability=lambda: "FAKE_SIMD"))
 
 
 def _log(entry):
