@@ -7,6 +7,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
 
 namespace attn_cpu {
 
@@ -18,12 +22,13 @@ const char* isa_name(Isa isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAmx: return "amx";
+    case Isa::kNeon: return "neon";
   }
   return "?";
 }
 
 bool parse_isa(const std::string& s, Isa* out) {
-  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
+  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx, Isa::kNeon}) {
     if (s == isa_name(i)) {
       *out = i;
       return true;
@@ -35,6 +40,8 @@ bool parse_isa(const std::string& s, Isa* out) {
 std::vector<Isa> compiled_isas() {
 #if defined(__x86_64__)
   return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx};
+#elif defined(__aarch64__)
+  return {Isa::kPortable, Isa::kNeon};
 #else
   return {Isa::kPortable};
 #endif
@@ -75,6 +82,16 @@ bool isa_runnable(Isa isa) {
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     case Isa::kAvx512Bf16: return isa_runnable(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
     case Isa::kAmx: return isa_runnable(Isa::kAvx512Bf16) && amx_usable();
+    default: return false;
+#elif defined(__aarch64__)
+    // Advanced SIMD is part of the AArch64 base architecture; Linux reports it in HWCAP all the same.
+    case Isa::kNeon:
+#if defined(__linux__)
+      return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+      return true;
+#endif
+    default: return false;
 #else
     default: return false;
 #endif
@@ -84,7 +101,7 @@ bool isa_runnable(Isa isa) {
 
 Isa best_isa() {
   static const Isa best = [] {
-    for (Isa i : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2}) {
+    for (Isa i : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
       if (isa_runnable(i)) return i;
     }
     return Isa::kPortable;
@@ -104,6 +121,9 @@ const KernelSet& kernels_for(Isa requested) {
     case Isa::kAvx512: return kKernelsAvx512;
     case Isa::kAvx512Bf16: return kKernelsAvx512Bf16;
     case Isa::kAmx: return kKernelsAmx;
+#endif
+#if defined(__aarch64__)
+    case Isa::kNeon: return kKernelsNeon;
 #endif
     default: return kKernelsPortable;
   }

@@ -20,5 +20,8 @@ extern const KernelSet kKernelsAvx512;
 extern const KernelSet kKernelsAvx512Bf16;
 extern const KernelSet kKernelsAmx;
 #endif
+#if defined(__aarch64__)
+extern const KernelSet kKernelsNeon;
+#endif
 
 }  // namespace attn_cpu
