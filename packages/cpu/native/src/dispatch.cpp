@@ -10,6 +10,7 @@
 #if defined(__aarch64__) && defined(__linux__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #endif
 
 namespace attn_cpu {
@@ -23,12 +24,13 @@ const char* isa_name(Isa isa) {
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAmx: return "amx";
     case Isa::kNeon: return "neon";
+    case Isa::kSve256: return "sve256";
   }
   return "?";
 }
 
 bool parse_isa(const std::string& s, Isa* out) {
-  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx, Isa::kNeon}) {
+  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx, Isa::kNeon, Isa::kSve256}) {
     if (s == isa_name(i)) {
       *out = i;
       return true;
@@ -41,7 +43,11 @@ std::vector<Isa> compiled_isas() {
 #if defined(__x86_64__)
   return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx};
 #elif defined(__aarch64__)
+#if defined(ATTN_CPU_SVE256)
+  return {Isa::kPortable, Isa::kNeon, Isa::kSve256};
+#else
   return {Isa::kPortable, Isa::kNeon};
+#endif
 #else
   return {Isa::kPortable};
 #endif
@@ -91,6 +97,15 @@ bool isa_runnable(Isa isa) {
 #else
       return true;
 #endif
+    // Built for a fixed 256-bit vector length: SVE present and this thread's length 32 bytes (a
+    // process may lower it with prctl; the kernels' threads inherit the length of the thread that
+    // started the pool, normally the main thread's).
+    case Isa::kSve256:
+#if defined(__linux__) && defined(ATTN_CPU_SVE256)
+      return (getauxval(AT_HWCAP) & HWCAP_SVE) != 0 && (prctl(PR_SVE_GET_VL) & PR_SVE_VL_LEN_MASK) == 32;
+#else
+      return false;
+#endif
     default: return false;
 #else
     default: return false;
@@ -124,6 +139,9 @@ const KernelSet& kernels_for(Isa requested) {
 #endif
 #if defined(__aarch64__)
     case Isa::kNeon: return kKernelsNeon;
+#endif
+#if defined(ATTN_CPU_SVE256)
+    case Isa::kSve256: return kKernelsSve256;
 #endif
     default: return kKernelsPortable;
   }

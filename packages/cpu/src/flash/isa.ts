@@ -4,7 +4,7 @@
 // CPU runs: amx, avx512, avx2 on x86-64, neon on arm64, else portable; the addon's dispatch.cpp decides).
 import { AttnInputError, type KernelChoice } from '@attn/core';
 
-export const CPU_FLASH_ISAS = ['auto', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'neon'] as const;
+export const CPU_FLASH_ISAS = ['auto', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'neon', 'sve256'] as const;
 export type CpuFlashIsa = (typeof CPU_FLASH_ISAS)[number];
 
 function isIsa(v: unknown): v is CpuFlashIsa {
@@ -26,6 +26,7 @@ const DESCRIPTIONS: Readonly<Record<Exclude<CpuFlashIsa, 'auto'>, string>> = {
   avx512bf16: 'bf16 products on vdpbf16ps (AVX512-BF16; bf16 calls, others run avx512); never picked by auto',
   amx: 'bf16 tiles on AMX (Sapphire Rapids and newer; bf16 calls, others run avx512)',
   neon: 'Advanced SIMD (NEON) micro-kernels, fp32 accumulation (every arm64 CPU; bf16 and fp16 widened to fp32)',
+  sve256: 'SVE micro-kernels for 256-bit vectors (Neoverse V1, Graviton3); never picked by auto (not yet timed against neon)',
 };
 
 /**

@@ -23,5 +23,8 @@ extern const KernelSet kKernelsAmx;
 #if defined(__aarch64__)
 extern const KernelSet kKernelsNeon;
 #endif
+#if defined(ATTN_CPU_SVE256)
+extern const KernelSet kKernelsSve256;
+#endif
 
 }  // namespace attn_cpu
