@@ -172,7 +172,7 @@ describe('attn doctor', () => {
     expect(r.out).toMatch(/cpu-math\s+cpu, priority \d+, available/);
     expect(r.out).toMatch(/kernel avx2: AVX2/);
     const json = JSON.parse((await attn('doctor', '--json')).out);
-    expect(json.backends.find((b: { name: string }) => b.name === 'cpu-flash').kernels.map((k: { name: string }) => k.name)).toEqual(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx']);
+    expect(json.backends.find((b: { name: string }) => b.name === 'cpu-flash').kernels.map((k: { name: string }) => k.name)).toEqual(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'neon', 'sve256']);
   });
 
   it('answers JSON with every known package', async () => {

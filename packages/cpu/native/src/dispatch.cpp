@@ -7,6 +7,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#endif
 
 namespace attn_cpu {
 
@@ -18,12 +23,14 @@ const char* isa_name(Isa isa) {
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAmx: return "amx";
+    case Isa::kNeon: return "neon";
+    case Isa::kSve256: return "sve256";
   }
   return "?";
 }
 
 bool parse_isa(const std::string& s, Isa* out) {
-  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx}) {
+  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx, Isa::kNeon, Isa::kSve256}) {
     if (s == isa_name(i)) {
       *out = i;
       return true;
@@ -35,6 +42,12 @@ bool parse_isa(const std::string& s, Isa* out) {
 std::vector<Isa> compiled_isas() {
 #if defined(__x86_64__)
   return {Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx};
+#elif defined(__aarch64__)
+#if defined(ATTN_CPU_SVE256)
+  return {Isa::kPortable, Isa::kNeon, Isa::kSve256};
+#else
+  return {Isa::kPortable, Isa::kNeon};
+#endif
 #else
   return {Isa::kPortable};
 #endif
@@ -75,6 +88,25 @@ bool isa_runnable(Isa isa) {
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
     case Isa::kAvx512Bf16: return isa_runnable(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
     case Isa::kAmx: return isa_runnable(Isa::kAvx512Bf16) && amx_usable();
+    default: return false;
+#elif defined(__aarch64__)
+    // Advanced SIMD is part of the AArch64 base architecture; Linux reports it in HWCAP all the same.
+    case Isa::kNeon:
+#if defined(__linux__)
+      return (getauxval(AT_HWCAP) & HWCAP_ASIMD) != 0;
+#else
+      return true;
+#endif
+    // Built for a fixed 256-bit vector length: SVE present and this thread's length 32 bytes (a
+    // process may lower it with prctl; the kernels' threads inherit the length of the thread that
+    // started the pool, normally the main thread's).
+    case Isa::kSve256:
+#if defined(__linux__) && defined(ATTN_CPU_SVE256)
+      return (getauxval(AT_HWCAP) & HWCAP_SVE) != 0 && (prctl(PR_SVE_GET_VL) & PR_SVE_VL_LEN_MASK) == 32;
+#else
+      return false;
+#endif
+    default: return false;
 #else
     default: return false;
 #endif
@@ -84,7 +116,7 @@ bool isa_runnable(Isa isa) {
 
 Isa best_isa() {
   static const Isa best = [] {
-    for (Isa i : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2}) {
+    for (Isa i : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
       if (isa_runnable(i)) return i;
     }
     return Isa::kPortable;
@@ -104,6 +136,12 @@ const KernelSet& kernels_for(Isa requested) {
     case Isa::kAvx512: return kKernelsAvx512;
     case Isa::kAvx512Bf16: return kKernelsAvx512Bf16;
     case Isa::kAmx: return kKernelsAmx;
+#endif
+#if defined(__aarch64__)
+    case Isa::kNeon: return kKernelsNeon;
+#endif
+#if defined(ATTN_CPU_SVE256)
+    case Isa::kSve256: return kKernelsSve256;
 #endif
     default: return kKernelsPortable;
   }

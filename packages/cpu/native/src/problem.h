@@ -54,7 +54,7 @@ struct ScoreMods {
   float keep_scale = 1.f;              // 1 / (1 - p)
 };
 
-enum class Isa : int32_t { kAuto = -1, kPortable = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3, kAmx = 4 };
+enum class Isa : int32_t { kAuto = -1, kPortable = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3, kAmx = 4, kNeon = 5, kSve256 = 6 };
 
 // Packed variable-length batches (FlashAttention's varlen): sequence b has queries
 // cu_q[b] .. cu_q[b+1]-1 and keys cu_k[b] .. cu_k[b+1]-1 of [total, H, D] tensors, given as views

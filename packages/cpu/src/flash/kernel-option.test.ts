@@ -10,7 +10,7 @@ import { addon } from './native.js';
 
 const load = addon();
 const runnable = load.ok ? load.addon.buildInfo('auto').runnableIsas : [];
-const LEVELS = ['portable', 'avx2', 'avx512', 'avx512bf16', 'amx'];
+const LEVELS = ['portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'neon', 'sve256'];
 
 let restore: () => void;
 beforeEach(() => {
@@ -34,7 +34,7 @@ describe('cpu-flash kernel option', () => {
   it('an unknown level is a typed error listing the valid ones', () => {
     const [q, k, v] = qkv();
     expect(() => sdpaForward(q, k, v, { kernel: 'sse9' })).toThrow(AttnInputError);
-    expect(() => sdpaForward(q, k, v, { kernel: 'sse9' })).toThrow(/cpu-flash: portable, avx2, avx512, avx512bf16, amx/);
+    expect(() => sdpaForward(q, k, v, { kernel: 'sse9' })).toThrow(/cpu-flash: portable, avx2, avx512, avx512bf16, amx, neon, sve256/);
     expect(() => sdpaForward(q, k, v, { kernel: 'avx2', backends: ['cpu-math'] })).toThrow(expect.objectContaining({ code: 'ATTN_UNKNOWN_KERNEL' }));
   });
 

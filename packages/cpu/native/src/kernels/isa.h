@@ -20,5 +20,11 @@ extern const KernelSet kKernelsAvx512;
 extern const KernelSet kKernelsAvx512Bf16;
 extern const KernelSet kKernelsAmx;
 #endif
+#if defined(__aarch64__)
+extern const KernelSet kKernelsNeon;
+#endif
+#if defined(ATTN_CPU_SVE256)
+extern const KernelSet kKernelsSve256;
+#endif
 
 }  // namespace attn_cpu
