@@ -5,6 +5,7 @@
 namespace attn::flash::abi {
 
 // BigUint64Array: device addresses (0 = absent), the stream, the dropout seed.
+// clang-format off: the enums are grouped by meaning, one group per line.
 enum Ptr : int {
   kQ, kK, kV, kOut, kLse, kAlibi, kCuSeqlensQ, kCuSeqlensK, kOaccum, kLseAccum, kStream, kSeed, kSequsedK,
   kBlockTable, kKvSeqlens, kKvLeftpad,
@@ -27,5 +28,6 @@ enum Num : int {
   kKvCache, kKvNewLen, kKernelFamily,
   kNumCount
 };
+// clang-format on
 
 }  // namespace attn::flash::abi

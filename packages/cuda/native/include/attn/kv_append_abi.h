@@ -6,6 +6,7 @@ namespace attn::kv {
 
 // The argument layout from TS (@attn/cuda's src/kv-append.ts lists the same names in the same order).
 // BigUint64Array: device addresses (0 = absent) and the stream.
+// clang-format off: the enums are grouped by meaning, one group per line.
 enum Ptr : int {
   kQ, kQOut, kKNew, kVNew, kKCache, kVCache, kCos, kSin, kCacheSeqlens, kCacheBatchIdx, kBlockTable, kRowTable, kStream,
   kPtrCount
@@ -22,5 +23,6 @@ enum Num : int {
   kCosS0, kCosS1, kSinS0, kSinS1,
   kNumCount
 };
+// clang-format on
 
 }  // namespace attn::kv
