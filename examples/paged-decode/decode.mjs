@@ -57,7 +57,9 @@ if (device !== 'cpu') {
   const a = cuda.availability();
   if (!a.ok) throw new Error(`--device ${device}: ${a.reason}`);
   // The fast path; without it the calls run on cuda-math (the banner says which backend ran).
-  await import('@attn/flash-cuda').catch((e) => console.warn(`@attn/flash-cuda not loaded (${e.message}): the reference backend runs`));
+  await import('@attn/flash-cuda').catch((e) =>
+    console.warn(`@attn/flash-cuda not loaded (${e.message}): the reference backend runs`),
+  );
 }
 const o = { dtype, device };
 const i32 = (xs, shape) => core.tensor(Int32Array.from(xs), shape ?? [xs.length], { dtype: 'int32', device });
@@ -103,7 +105,14 @@ const rotarySin = core.tensor(sin, [capacity, half], o);
 const elementBytes = dtype === 'float32' ? 4 : 2;
 /** Copies n elements of src from element srcAt into dst at element dstAt (same dtype and device). */
 function copyElements(dst, dstAt, src, srcAt, n) {
-  if (cuda) cuda.copyDeviceToDevice(dst.storage, (dst.offset + dstAt) * elementBytes, src.storage, (src.offset + srcAt) * elementBytes, n * elementBytes);
+  if (cuda)
+    cuda.copyDeviceToDevice(
+      dst.storage,
+      (dst.offset + dstAt) * elementBytes,
+      src.storage,
+      (src.offset + srcAt) * elementBytes,
+      n * elementBytes,
+    );
   else dst.storage.set(src.storage.subarray(src.offset + srcAt, src.offset + srcAt + n), dst.offset + dstAt);
 }
 /**
@@ -146,8 +155,10 @@ const callOpts = (l, backends) => ({
 const attend = (l, backends) => core.sdpaKvCache(l.q, l.kPool, l.vPool, callOpts(l, backends));
 
 const first = attend(layers[0]);
-console.log(`paged decode: ${L} layers, B ${B}, Hq ${Hq}, Hk ${Hk}, D ${D}, ${dtype} on ${device}, block ${blockSize}, ` +
-  `context ${Math.min(...start)}-${Math.max(...start)} keys, backend ${first.backend}`);
+console.log(
+  `paged decode: ${L} layers, B ${B}, Hq ${Hq}, Hk ${Hk}, D ${D}, ${dtype} on ${device}, block ${blockSize}, ` +
+    `context ${Math.min(...start)}-${Math.max(...start)} keys, backend ${first.backend}`,
+);
 
 if (check) {
   // The same step on the reference backend: it appends the same new keys at the same positions (the pool
@@ -159,7 +170,9 @@ if (check) {
   let worst = 0;
   for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
   const bound = dtype === 'float32' ? 1e-4 : dtype === 'float16' ? 5e-3 : 3e-2;
-  console.log(`check: ${first.backend} against ${reference}, max |difference| ${worst.toExponential(2)} (bound ${bound})`);
+  console.log(
+    `check: ${first.backend} against ${reference}, max |difference| ${worst.toExponential(2)} (bound ${bound})`,
+  );
   if (!(worst <= bound)) throw new Error(`check failed: ${worst} > ${bound}`);
   ref.out.dispose();
   ref.logsumexp.dispose();
@@ -201,8 +214,10 @@ function timed(n, fn) {
 
 const report = (name, seconds, n) => {
   const tokens = B * n;
-  console.log(`${name.padEnd(6)} ${(tokens / seconds).toFixed(0).padStart(9)} tokens/s  ` +
-    `${((seconds / (n * L)) * 1e6).toFixed(1).padStart(8)} us per attention call  (${n} steps x ${L} layers)`);
+  console.log(
+    `${name.padEnd(6)} ${(tokens / seconds).toFixed(0).padStart(9)} tokens/s  ` +
+      `${((seconds / (n * L)) * 1e6).toFixed(1).padStart(8)} us per attention call  (${n} steps x ${L} layers)`,
+  );
 };
 
 // Eager: the lengths advance on the host between steps, as a server's loop does. The timed steps are

@@ -25,7 +25,8 @@ function sources(dir, out = []) {
 /** The file a relative specifier names: './a.js' is ./a.ts in the sources (NodeNext spelling). */
 function target(from, spec, files) {
   const base = resolve(dirname(from), spec);
-  for (const c of [base.replace(/\.(m?)js$/, '.$1ts'), base, `${base}.ts`, join(base, 'index.ts')]) if (files.has(c)) return c;
+  for (const c of [base.replace(/\.(m?)js$/, '.$1ts'), base, `${base}.ts`, join(base, 'index.ts')])
+    if (files.has(c)) return c;
   return null;
 }
 
@@ -36,7 +37,11 @@ function relativeImports(file) {
   const visit = (node) => {
     if (ts.isImportDeclaration(node)) specs.push(node.moduleSpecifier.text);
     else if (ts.isExportDeclaration(node) && node.moduleSpecifier) specs.push(node.moduleSpecifier.text);
-    else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && ts.isStringLiteral(node.arguments[0] ?? {}))
+    else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      ts.isStringLiteral(node.arguments[0] ?? {})
+    )
       specs.push(node.arguments[0].text);
     ts.forEachChild(node, visit);
   };
@@ -73,11 +78,20 @@ if (dirs.length === 0) {
   process.exit(2);
 }
 const files = new Set(dirs.flatMap((d) => sources(d)));
-const graph = new Map([...files].map((f) => [f, relativeImports(f).map((s) => target(f, s, files)).filter(Boolean)]));
+const graph = new Map(
+  [...files].map((f) => [
+    f,
+    relativeImports(f)
+      .map((s) => target(f, s, files))
+      .filter(Boolean),
+  ]),
+);
 const found = circles(graph);
 const name = (f) => relative(process.cwd(), f);
 for (const c of found) console.error(`import circle: ${[...c, c[0]].map(name).join(' -> ')}`);
 if (found.length > 0) {
-  console.error(`${found.length} import circle(s): move the shared types into a module of their own and import them with \`import type\``);
+  console.error(
+    `${found.length} import circle(s): move the shared types into a module of their own and import them with \`import type\``,
+  );
   process.exit(1);
 }

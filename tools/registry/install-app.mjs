@@ -27,7 +27,10 @@ try {
   if (unbuilt.length > 0) throw new Error(`build these first: ${unbuilt.map((u) => u.name).join(', ')}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'attn-app', version: '1.0.0', private: true, type: 'module' }));
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: 'attn-app', version: '1.0.0', private: true, type: 'module' }),
+  );
   const r = spawnSync('npm', ['install', ...pkgs], { cwd: dir, env: userEnv(registry), stdio: 'inherit' });
   if (r.status !== 0) throw new Error(`npm install failed (exit ${r.status})`);
   log(`installed ${pkgs.join(' ')} into ${dir}`);

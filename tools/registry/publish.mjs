@@ -9,7 +9,8 @@ import { join } from 'node:path';
 
 function run(cmd, args, opts) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', ...opts });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status}) in ${opts.cwd}:\n${r.stdout}\n${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} failed (exit ${r.status}) in ${opts.cwd}:\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
 }
 
@@ -31,7 +32,7 @@ export function publishAll(root, registry, packDir, log) {
     const manifest = JSON.parse(readFileSync(join(pkg.path, 'package.json'), 'utf8'));
     const missing = (manifest.files ?? []).filter((f) => f.endsWith('.node') && !existsSync(join(pkg.path, f)));
     if (missing.length > 0 && manifest.cpu && !manifest.cpu.includes(process.arch)) {
-      const reason = `its ${manifest.cpu.join("/")} binary is cross-built by the release build (tools/release/build-prebuilts.sh), not on this ${process.arch} machine`;
+      const reason = `its ${manifest.cpu.join('/')} binary is cross-built by the release build (tools/release/build-prebuilts.sh), not on this ${process.arch} machine`;
       unbuilt.push({ name: pkg.name, reason });
       log(`not published: ${pkg.name} (${reason})`);
       continue;
@@ -49,7 +50,10 @@ export function publishAll(root, registry, packDir, log) {
     }
     const out = run('pnpm', ['pack', '--pack-destination', packDir], { cwd: pkg.path }).trim().split('\n');
     const tarball = out[out.length - 1].trim();
-    run('npm', ['publish', tarball, '--registry', registry.url, '--tag', 'latest'], { cwd: packDir, env: registry.env });
+    run('npm', ['publish', tarball, '--registry', registry.url, '--tag', 'latest'], {
+      cwd: packDir,
+      env: registry.env,
+    });
     const bytes = statSync(tarball).size;
     published.push({ name: pkg.name, bytes });
     log(`published ${pkg.name}@${pkg.version} (${(bytes / 1048576).toFixed(2)} MB packed)`);

@@ -25,7 +25,10 @@ function installVerdaccio(log) {
   const bin = join(verdaccioDir, 'node_modules', 'verdaccio', 'bin', 'verdaccio');
   if (existsSync(bin)) return bin;
   log('installing verdaccio 6.8.0 (npm ci)');
-  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: verdaccioDir, stdio: 'inherit' });
+  const r = spawnSync('npm', ['ci', '--no-audit', '--no-fund', '--ignore-scripts'], {
+    cwd: verdaccioDir,
+    stdio: 'inherit',
+  });
   if (r.status !== 0 || !existsSync(bin)) throw new Error(`npm ci of verdaccio failed (exit ${r.status})`);
   return bin;
 }
@@ -47,7 +50,9 @@ async function waitUntilUp(url, child, logFile) {
 
 /** Starts the registry under `work` (a temp folder); `stop()` ends it. */
 export async function startRegistry(work, log) {
-  const upstream = spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).stdout.trim() || 'https://registry.npmjs.org/';
+  const upstream =
+    spawnSync('npm', ['config', 'get', 'registry'], { encoding: 'utf8' }).stdout.trim() ||
+    'https://registry.npmjs.org/';
   const bin = installVerdaccio(log);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/`;
@@ -60,7 +65,9 @@ export async function startRegistry(work, log) {
   writeFileSync(configFile, config);
   const logFile = join(work, 'verdaccio.log');
   const out = createWriteStream(logFile);
-  const child = spawn(process.execPath, [bin, '--config', configFile, '--listen', `127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [bin, '--config', configFile, '--listen', `127.0.0.1:${port}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stdout.pipe(out);
   child.stderr.pipe(out);
   const stop = () => {
@@ -73,7 +80,13 @@ export async function startRegistry(work, log) {
     const r = await fetch(`${url}-/user/org.couchdb.user:attn-ci`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'attn-ci', password: 'attn-ci-password', type: 'user', roles: [], date: new Date().toISOString() }),
+      body: JSON.stringify({
+        name: 'attn-ci',
+        password: 'attn-ci-password',
+        type: 'user',
+        roles: [],
+        date: new Date().toISOString(),
+      }),
     });
     const { token } = await r.json();
     if (!r.ok || !token) throw new Error(`could not create a publishing user (HTTP ${r.status})`);
@@ -104,6 +117,9 @@ export function userEnv(registry) {
   for (const [k, v] of Object.entries(process.env)) {
     if (!/^(npm_|pnpm_|PNPM_|NODE_PATH$|NODE_OPTIONS$|INIT_CWD$)/i.test(k)) env[k] = v;
   }
-  env.PATH = (process.env.PATH ?? '').split(':').filter((p) => !p.includes('node_modules')).join(':');
+  env.PATH = (process.env.PATH ?? '')
+    .split(':')
+    .filter((p) => !p.includes('node_modules'))
+    .join(':');
   return { ...env, ...registry.npmConfig };
 }

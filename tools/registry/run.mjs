@@ -46,7 +46,10 @@ try {
   const app = (name) => {
     const dir = join(work, 'apps', name);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `attn-app-${name}`, version: '1.0.0', private: true, type: 'module' }));
+    writeFileSync(
+      join(dir, 'package.json'),
+      JSON.stringify({ name: `attn-app-${name}`, version: '1.0.0', private: true, type: 'module' }),
+    );
     cpSync(join(here, 'probes'), join(dir, 'probes'), { recursive: true });
     return dir;
   };
@@ -82,7 +85,10 @@ try {
     return { ok: r.status === 0, out: r.out.trim(), note: r.out.trim().split('\n')[0] };
   };
 
-  for (const [name, extra] of [['cpu-prebuilt', []], ['cpu-prebuilt-ignore-scripts', ['--ignore-scripts']]]) {
+  for (const [name, extra] of [
+    ['cpu-prebuilt', []],
+    ['cpu-prebuilt-ignore-scripts', ['--ignore-scripts']],
+  ]) {
     check(name, () => {
       const dir = app(name);
       npmInstall(dir, ['@attn/core', '@attn/cpu'], extra);
@@ -90,49 +96,66 @@ try {
     }, ['@attn/cpu-linux-x64-gnu']);
   }
 
-  check('flash-cuda-alone', () => {
-    const dir = app('flash-cuda-alone');
-    npmInstall(dir, ['@attn/core', '@attn/flash-cuda']);
-    const ls = sh('npm', ['ls', '--all', '--json'], dir, env);
-    const names = new Set();
-    const walk = (deps) => {
-      for (const [n, d] of Object.entries(deps ?? {})) {
-        names.add(n);
-        walk(d.dependencies);
-      }
-    };
-    walk(JSON.parse(ls.out.slice(ls.out.indexOf('{'))).dependencies);
-    const stray = [...names].filter((n) => /^@attn\/(cpu|cutlass-memeff|rocm)/.test(n));
-    const needed = ['@attn/flash-cuda-linux-x64-gnu', '@attn/cuda-linux-x64-gnu', '@attn/native'].filter((n) => !names.has(n));
-    const p = probe(dir, 'cuda.mjs');
-    const installed = [...names].filter((n) => n.startsWith('@attn/')).sort().join(', ');
-    return {
-      ok: stray.length === 0 && needed.length === 0 && p.ok,
-      note: `installed ${installed}; ${p.note}`,
-      why: `stray: ${stray.join(', ') || 'none'}; missing: ${needed.join(', ') || 'none'}; probe: ${p.out}`,
-    };
-  }, ['@attn/flash-cuda-linux-x64-gnu', '@attn/cuda-linux-x64-gnu']);
+  check(
+    'flash-cuda-alone',
+    () => {
+      const dir = app('flash-cuda-alone');
+      npmInstall(dir, ['@attn/core', '@attn/flash-cuda']);
+      const ls = sh('npm', ['ls', '--all', '--json'], dir, env);
+      const names = new Set();
+      const walk = (deps) => {
+        for (const [n, d] of Object.entries(deps ?? {})) {
+          names.add(n);
+          walk(d.dependencies);
+        }
+      };
+      walk(JSON.parse(ls.out.slice(ls.out.indexOf('{'))).dependencies);
+      const stray = [...names].filter((n) => /^@attn\/(cpu|cutlass-memeff|rocm)/.test(n));
+      const needed = ['@attn/flash-cuda-linux-x64-gnu', '@attn/cuda-linux-x64-gnu', '@attn/native'].filter(
+        (n) => !names.has(n),
+      );
+      const p = probe(dir, 'cuda.mjs');
+      const installed = [...names]
+        .filter((n) => n.startsWith('@attn/'))
+        .sort()
+        .join(', ');
+      return {
+        ok: stray.length === 0 && needed.length === 0 && p.ok,
+        note: `installed ${installed}; ${p.note}`,
+        why: `stray: ${stray.join(', ') || 'none'}; missing: ${needed.join(', ') || 'none'}; probe: ${p.out}`,
+      };
+    },
+    ['@attn/flash-cuda-linux-x64-gnu', '@attn/cuda-linux-x64-gnu'],
+  );
 
-  check('cli-doctor-npx', () => {
-    const dir = app('cli-doctor');
-    const r = sh('npx', ['--yes', '@attn/cli', 'doctor'], dir, env);
-    const ok = r.status === 0 && /cpu-flash\s.*available/.test(r.out) && !/cpu-flash\s.*unavailable/.test(r.out);
-    return { ok, out: r.out, note: (r.out.match(/^.*cpu-flash.*$/m) ?? ['(no cpu-flash line)'])[0].trim() };
-  }, ['@attn/cpu-linux-x64-gnu']);
+  check(
+    'cli-doctor-npx',
+    () => {
+      const dir = app('cli-doctor');
+      const r = sh('npx', ['--yes', '@attn/cli', 'doctor'], dir, env);
+      const ok = r.status === 0 && /cpu-flash\s.*available/.test(r.out) && !/cpu-flash\s.*unavailable/.test(r.out);
+      return { ok, out: r.out, note: (r.out.match(/^.*cpu-flash.*$/m) ?? ['(no cpu-flash line)'])[0].trim() };
+    },
+    ['@attn/cpu-linux-x64-gnu'],
+  );
 
-  check('cpu-source-build', () => {
-    const dir = app('cpu-source-build');
-    npmInstall(dir, ['@attn/core', '@attn/cpu'], ['--omit=optional']);
-    const missing = probe(dir, 'cpu-missing.mjs');
-    if (!missing.ok) return { ok: false, why: `without the prebuilt: ${missing.out}` };
-    // A fresh cache: the build tools come from the registry, as on a user's first source build.
-    const buildEnv = { ...env, XDG_CACHE_HOME: join(work, 'cache'), ATTN_BUILD_JOBS: '2' };
-    const b = sh('npx', ['--yes', '@attn/native', 'build', '@attn/cpu'], dir, buildEnv);
-    if (b.status !== 0) return { ok: false, why: `the source build failed:\n${b.out}` };
-    const p = probe(dir, 'cpu.mjs', ['local build']);
-    const built = (b.out.match(/built \S+ \(([\d.]+ MB)\) in (\d+) s/) ?? []).slice(1).join(' in ');
-    return { ...p, note: `source build ${built} s; ${p.note}` };
-  }, ['@attn/cpu-linux-x64-gnu']);
+  check(
+    'cpu-source-build',
+    () => {
+      const dir = app('cpu-source-build');
+      npmInstall(dir, ['@attn/core', '@attn/cpu'], ['--omit=optional']);
+      const missing = probe(dir, 'cpu-missing.mjs');
+      if (!missing.ok) return { ok: false, why: `without the prebuilt: ${missing.out}` };
+      // A fresh cache: the build tools come from the registry, as on a user's first source build.
+      const buildEnv = { ...env, XDG_CACHE_HOME: join(work, 'cache'), ATTN_BUILD_JOBS: '2' };
+      const b = sh('npx', ['--yes', '@attn/native', 'build', '@attn/cpu'], dir, buildEnv);
+      if (b.status !== 0) return { ok: false, why: `the source build failed:\n${b.out}` };
+      const p = probe(dir, 'cpu.mjs', ['local build']);
+      const built = (b.out.match(/built \S+ \(([\d.]+ MB)\) in (\d+) s/) ?? []).slice(1).join(' in ');
+      return { ...p, note: `source build ${built} s; ${p.note}` };
+    },
+    ['@attn/cpu-linux-x64-gnu'],
+  );
 } catch (e) {
   results.push({ name: 'setup', ok: false, detail: { why: e instanceof Error ? e.stack : String(e) } });
   console.log(`FAIL setup: ${e instanceof Error ? e.message : String(e)}`);

@@ -45,7 +45,10 @@ function tasks(causal) {
 // once it is empty the thread takes single tasks from the back of the range with the most left.
 function simulateSteal(list, T) {
   const n = list.length;
-  const ranges = Array.from({ length: T }, (_, i) => ({ lo: Math.floor((i * n) / T), hi: Math.floor(((i + 1) * n) / T) }));
+  const ranges = Array.from({ length: T }, (_, i) => ({
+    lo: Math.floor((i * n) / T),
+    hi: Math.floor(((i + 1) * n) / T),
+  }));
   const threads = Array.from({ length: T }, () => ({ t: 0, head: -1, tasks: 0, switches: 0 }));
   for (;;) {
     let i = 0;
@@ -55,7 +58,9 @@ function simulateSteal(list, T) {
     if (ranges[i].lo < ranges[i].hi) idx = ranges[i].lo++;
     else {
       let v = -1;
-      for (let k = 0; k < T; k++) if (ranges[k].hi - ranges[k].lo > 0 && (v < 0 || ranges[k].hi - ranges[k].lo > ranges[v].hi - ranges[v].lo)) v = k;
+      for (let k = 0; k < T; k++)
+        if (ranges[k].hi - ranges[k].lo > 0 && (v < 0 || ranges[k].hi - ranges[k].lo > ranges[v].hi - ranges[v].lo))
+          v = k;
       if (v < 0) break;
       idx = --ranges[v].hi;
     }
@@ -106,7 +111,9 @@ for (const causal of [false, true]) {
   const list = tasks(causal);
   for (const T of threadList) {
     for (const claim of ['dynamic', 'guided', 'steal']) {
-      console.log(JSON.stringify({ B, H, S, QB, KB, causal, threads: T, tasks: list.length, claim, ...simulate(list, T, claim) }));
+      console.log(
+        JSON.stringify({ B, H, S, QB, KB, causal, threads: T, tasks: list.length, claim, ...simulate(list, T, claim) }),
+      );
     }
   }
 }

@@ -26,10 +26,18 @@ function rowStates(shard: RankShard, fwd: RankForward, gradOut: readonly Tensor[
     const out = fwd.out[i]!;
     const g = gradOut[i];
     if (!g || g.rank !== out.rank || !g.shape.every((n, d) => n === out.shape[d])) {
-      throw cpError('ATTN_CP_SHARD', `gradOut chunk ${i} must match the forward's out chunk [${out.shape.join(', ')}]; got ${g ? `[${g.shape.join(', ')}]` : 'none'}.`);
+      throw cpError(
+        'ATTN_CP_SHARD',
+        `gradOut chunk ${i} must match the forward's out chunk [${out.shape.join(', ')}]; got ${g ? `[${g.shape.join(', ')}]` : 'none'}.`,
+      );
     }
     const dO = hostValues(g);
-    return { gradOut: dO, lse: hostValues(fwd.logsumexp[i]!), delta: rowDots(dO, hostValues(out), out.shape[3]!), q: hostValues(q) };
+    return {
+      gradOut: dO,
+      lse: hostValues(fwd.logsumexp[i]!),
+      delta: rowDots(dO, hostValues(out), out.shape[3]!),
+      q: hostValues(q),
+    };
   });
 }
 

@@ -25,12 +25,31 @@ import { hostValues, rowDots, scaleRows, tensorLike } from './host.js';
 import { partialWeight } from './merge.js';
 import type { LocalCallOptions } from './options.js';
 
-function call(q: Tensor, k: Tensor, v: Tensor, causal: boolean, o: LocalCallOptions, requiresGrad: boolean): ForwardResult {
-  return sdpaForward(q, k, v, { isCausal: causal, scale: o.scale, enableGqa: o.enableGqa, backends: o.backends, requiresGrad });
+function call(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  causal: boolean,
+  o: LocalCallOptions,
+  requiresGrad: boolean,
+): ForwardResult {
+  return sdpaForward(q, k, v, {
+    isCausal: causal,
+    scale: o.scale,
+    enableGqa: o.enableGqa,
+    backends: o.backends,
+    requiresGrad,
+  });
 }
 
 /** The block's own out and lse, on the host (float64), the call's tensors freed. */
-export function blockForward(q: Tensor, k: Tensor, v: Tensor, causal: boolean, o: LocalCallOptions): { out: Float64Array; lse: Float64Array } {
+export function blockForward(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  causal: boolean,
+  o: LocalCallOptions,
+): { out: Float64Array; lse: Float64Array } {
   const r = call(q, k, v, causal, o, false);
   try {
     return { out: hostValues(r.out), lse: hostValues(r.logsumexp) };
@@ -59,7 +78,14 @@ export interface BlockGrads {
 }
 
 /** Gradients of one (query chunk, key chunk) block inside the full row (see the header). */
-export function blockBackward(q: Tensor, k: Tensor, v: Tensor, causal: boolean, rows: RowState, o: LocalCallOptions): BlockGrads {
+export function blockBackward(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  causal: boolean,
+  rows: RowState,
+  o: LocalCallOptions,
+): BlockGrads {
   const D = q.shape[3]!;
   const Dv = v.shape[3]!;
   const outShape = [q.shape[0]!, q.shape[1]!, q.shape[2]!, Dv];

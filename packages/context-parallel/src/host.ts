@@ -11,7 +11,12 @@ export function hostValues(t: Tensor): Float64Array {
 }
 
 /** A tensor of `shape` holding `values`, in `dtype` on `like`'s device. */
-export function tensorLike(values: Float64Array, shape: readonly number[], like: Tensor, dtype: DType = like.dtype): Tensor {
+export function tensorLike(
+  values: Float64Array,
+  shape: readonly number[],
+  like: Tensor,
+  dtype: DType = like.dtype,
+): Tensor {
   return tensor(values, shape, { dtype, device: like.device });
 }
 

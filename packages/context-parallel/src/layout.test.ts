@@ -5,7 +5,13 @@ import { shardTensor, unshardTensor } from './shard.js';
 
 describe('splitEven', () => {
   it('covers [0, S) with consecutive chunks differing by at most one', () => {
-    for (const [s, n] of [[17, 6], [1000, 6], [3, 8], [0, 4], [12, 4]] as const) {
+    for (const [s, n] of [
+      [17, 6],
+      [1000, 6],
+      [3, 8],
+      [0, 4],
+      [12, 4],
+    ] as const) {
       const c = splitEven(s, n);
       expect(c).toHaveLength(n);
       expect(c.reduce((a, x) => a + x.length, 0)).toBe(s);
@@ -28,7 +34,12 @@ describe('shardLayout', () => {
 
   it('contiguous gives rank r chunk r', () => {
     const l = shardLayout('contiguous', 10, 4);
-    expect([0, 1, 2, 3].map((r) => l.chunksOf(r).map((c) => [c.start, c.length]))).toEqual([[[0, 3]], [[3, 3]], [[6, 2]], [[8, 2]]]);
+    expect([0, 1, 2, 3].map((r) => l.chunksOf(r).map((c) => [c.start, c.length]))).toEqual([
+      [[0, 3]],
+      [[3, 3]],
+      [[6, 2]],
+      [[8, 2]],
+    ]);
   });
 
   it('refuses bad ranks and kinds with a code', () => {
@@ -63,12 +74,16 @@ describe('shardTensor / unshardTensor', () => {
       expect(Array.from(unshardTensor(shards, layout).toFloat64Array())).toEqual(Array.from(values));
       // The logsumexp's [B, H, S] along dim 2 too.
       const lse = tensor(values.subarray(0, B * H * S), [B, H, S], { dtype: 'float32' });
-      expect(Array.from(unshardTensor(shardTensor(lse, layout), layout).toFloat64Array())).toEqual(Array.from(lse.toFloat64Array()));
+      expect(Array.from(unshardTensor(shardTensor(lse, layout), layout).toFloat64Array())).toEqual(
+        Array.from(lse.toFloat64Array()),
+      );
     });
   }
 
-  it('refuses a tensor whose sequence is not the layout\'s', () => {
+  it("refuses a tensor whose sequence is not the layout's", () => {
     const t = tensor(new Float64Array(16), [1, 1, 8, 2], { dtype: 'float64' });
-    expect(() => shardTensor(t, shardLayout('zigzag', 9, 2))).toThrow(expect.objectContaining({ code: 'ATTN_CP_SHARD' }));
+    expect(() => shardTensor(t, shardLayout('zigzag', 9, 2))).toThrow(
+      expect.objectContaining({ code: 'ATTN_CP_SHARD' }),
+    );
   });
 });

@@ -51,13 +51,17 @@ function chunkIndices(kind: LayoutKind, rank: number, ranks: number): number[] {
 }
 
 export function shardLayout(kind: LayoutKind, seqLen: number, ranks: number): ShardLayout {
-  if (kind !== 'contiguous' && kind !== 'zigzag') throw cpError('ATTN_CP_LAYOUT', `layout must be 'contiguous' or 'zigzag'; got ${String(kind)}.`);
-  if (!Number.isInteger(ranks) || ranks < 1) throw cpError('ATTN_CP_LAYOUT', `ranks must be an integer >= 1; got ${ranks}.`);
-  if (!Number.isInteger(seqLen) || seqLen < 0) throw cpError('ATTN_CP_LAYOUT', `the sequence length must be an integer >= 0; got ${seqLen}.`);
+  if (kind !== 'contiguous' && kind !== 'zigzag')
+    throw cpError('ATTN_CP_LAYOUT', `layout must be 'contiguous' or 'zigzag'; got ${String(kind)}.`);
+  if (!Number.isInteger(ranks) || ranks < 1)
+    throw cpError('ATTN_CP_LAYOUT', `ranks must be an integer >= 1; got ${ranks}.`);
+  if (!Number.isInteger(seqLen) || seqLen < 0)
+    throw cpError('ATTN_CP_LAYOUT', `the sequence length must be an integer >= 0; got ${seqLen}.`);
   const chunks = splitEven(seqLen, kind === 'contiguous' ? ranks : 2 * ranks);
   const byRank = Array.from({ length: ranks }, (_, r) => chunkIndices(kind, r, ranks).map((i) => chunks[i]!));
   const checkRank = (rank: number) => {
-    if (!Number.isInteger(rank) || rank < 0 || rank >= ranks) throw cpError('ATTN_CP_LAYOUT', `rank must be in [0, ${ranks}); got ${rank}.`);
+    if (!Number.isInteger(rank) || rank < 0 || rank >= ranks)
+      throw cpError('ATTN_CP_LAYOUT', `rank must be in [0, ${ranks}); got ${rank}.`);
   };
   return Object.freeze({
     kind,

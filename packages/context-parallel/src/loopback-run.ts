@@ -42,7 +42,12 @@ async function allRanks<T>(ring: LoopbackRing, run: (rank: number) => Promise<T>
   return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
 
-export async function ringAttentionLoopback(q: Tensor, k: Tensor, v: Tensor, opts: LoopbackCallOptions): Promise<LoopbackResult> {
+export async function ringAttentionLoopback(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: LoopbackCallOptions,
+): Promise<LoopbackResult> {
   if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4 || q.shape[2] !== k.shape[2] || k.shape[2] !== v.shape[2]) {
     throw cpError(
       'ATTN_CP_SHARD',
@@ -60,13 +65,34 @@ export async function ringAttentionLoopback(q: Tensor, k: Tensor, v: Tensor, opt
   try {
     const fwd: RankForward[] = await allRanks(ring, (r) => ringForward(ring.endpoint(r), shards[r]!, ringOpts));
     owned.push(...fwd.flatMap((f) => [...f.out, ...f.logsumexp]));
-    const out = unshardTensor(fwd.map((f) => f.out), layout);
-    const logsumexp = unshardTensor(fwd.map((f) => f.logsumexp), layout);
+    const out = unshardTensor(
+      fwd.map((f) => f.out),
+      layout,
+    );
+    const logsumexp = unshardTensor(
+      fwd.map((f) => f.logsumexp),
+      layout,
+    );
     let grads: LoopbackResult['grads'] = null;
     if (dOs) {
-      const g: RankGradients[] = await allRanks(ring, (r) => ringBackward(ring.endpoint(r), shards[r]!, fwd[r]!, dOs[r]!, ringOpts));
+      const g: RankGradients[] = await allRanks(ring, (r) =>
+        ringBackward(ring.endpoint(r), shards[r]!, fwd[r]!, dOs[r]!, ringOpts),
+      );
       owned.push(...g.flatMap((x) => [...x.dq, ...x.dk, ...x.dv]));
-      grads = { dq: unshardTensor(g.map((x) => x.dq), layout), dk: unshardTensor(g.map((x) => x.dk), layout), dv: unshardTensor(g.map((x) => x.dv), layout) };
+      grads = {
+        dq: unshardTensor(
+          g.map((x) => x.dq),
+          layout,
+        ),
+        dk: unshardTensor(
+          g.map((x) => x.dk),
+          layout,
+        ),
+        dv: unshardTensor(
+          g.map((x) => x.dv),
+          layout,
+        ),
+      };
     }
     return { out, logsumexp, grads, stats: ring.stats };
   } finally {

@@ -39,30 +39,42 @@ describe('LoopbackRing', () => {
 });
 
 describe('ring drivers: bad input', () => {
-  const [q, k, v] = [randn([1, 2, 8, 4], { seed: 1n }), randn([1, 2, 8, 4], { seed: 2n }), randn([1, 2, 8, 4], { seed: 3n })];
+  const [q, k, v] = [
+    randn([1, 2, 8, 4], { seed: 1n }),
+    randn([1, 2, 8, 4], { seed: 2n }),
+    randn([1, 2, 8, 4], { seed: 3n }),
+  ];
 
   it('a failing local call rejects every rank with its error and leaves none hanging', async () => {
-    await expect(ringAttentionLoopback(q, k, v, { ranks: 2, layout: 'zigzag', backends: ['no-such-backend'] })).rejects.toMatchObject({
+    await expect(
+      ringAttentionLoopback(q, k, v, { ranks: 2, layout: 'zigzag', backends: ['no-such-backend'] }),
+    ).rejects.toMatchObject({
       code: 'ATTN_UNKNOWN_BACKEND',
     });
   });
 
-  it('a transport whose size is not the layout\'s is refused', async () => {
+  it("a transport whose size is not the layout's is refused", async () => {
     const ring = new LoopbackRing(3);
-    await expect(ringForward(ring.endpoint(0), { q: [q], k: [k], v: [v] }, { layout: shardLayout('contiguous', 8, 2) })).rejects.toMatchObject({
+    await expect(
+      ringForward(ring.endpoint(0), { q: [q], k: [k], v: [v] }, { layout: shardLayout('contiguous', 8, 2) }),
+    ).rejects.toMatchObject({
       code: 'ATTN_CP_TRANSPORT',
     });
   });
 
   it('a shard that does not match the layout is refused', async () => {
     const ring = new LoopbackRing(2);
-    await expect(ringForward(ring.endpoint(0), { q: [q], k: [k], v: [v] }, { layout: shardLayout('zigzag', 8, 2) })).rejects.toMatchObject({
+    await expect(
+      ringForward(ring.endpoint(0), { q: [q], k: [k], v: [v] }, { layout: shardLayout('zigzag', 8, 2) }),
+    ).rejects.toMatchObject({
       code: 'ATTN_CP_SHARD',
     });
   });
 
   it('q and k/v over different sequence lengths are refused', async () => {
-    await expect(ringAttentionLoopback(q, randn([1, 2, 9, 4]), randn([1, 2, 9, 4]), { ranks: 2, layout: 'zigzag' })).rejects.toMatchObject({
+    await expect(
+      ringAttentionLoopback(q, randn([1, 2, 9, 4]), randn([1, 2, 9, 4]), { ranks: 2, layout: 'zigzag' }),
+    ).rejects.toMatchObject({
       code: 'ATTN_CP_SHARD',
     });
   });

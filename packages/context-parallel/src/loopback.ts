@@ -31,7 +31,8 @@ export class LoopbackRing {
   readonly #stats = { messages: { kv: 0, grad: 0 }, bytes: { kv: 0, grad: 0 } };
 
   constructor(size: number) {
-    if (!Number.isInteger(size) || size < 1) throw cpError('ATTN_CP_TRANSPORT', `a ring needs an integer size >= 1; got ${size}.`);
+    if (!Number.isInteger(size) || size < 1)
+      throw cpError('ATTN_CP_TRANSPORT', `a ring needs an integer size >= 1; got ${size}.`);
     this.size = size;
   }
 
@@ -40,7 +41,8 @@ export class LoopbackRing {
   }
 
   endpoint(rank: number): RingTransport {
-    if (!Number.isInteger(rank) || rank < 0 || rank >= this.size) throw cpError('ATTN_CP_TRANSPORT', `rank must be in [0, ${this.size}); got ${rank}.`);
+    if (!Number.isInteger(rank) || rank < 0 || rank >= this.size)
+      throw cpError('ATTN_CP_TRANSPORT', `rank must be in [0, ${this.size}); got ${rank}.`);
     return { rank, size: this.size, sendRecv: (channel, blocks) => this.#sendRecv(rank, channel, blocks) };
   }
 

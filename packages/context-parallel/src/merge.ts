@@ -17,10 +17,18 @@ export function logAddExp(a: number, b: number): number {
  * Folds a partial (out [rows, dv], lse [rows]) into the running acc (same shapes) in place; acc starts
  * as zeros with lse -inf. Float64 throughout: the result is rounded once, by whoever stores it.
  */
-export function mergeInto(acc: Float64Array, accLse: Float64Array, out: ArrayLike<number>, lse: ArrayLike<number>, dv: number): void {
+export function mergeInto(
+  acc: Float64Array,
+  accLse: Float64Array,
+  out: ArrayLike<number>,
+  lse: ArrayLike<number>,
+  dv: number,
+): void {
   const rows = accLse.length;
   if (acc.length !== rows * dv || out.length !== rows * dv || lse.length !== rows) {
-    throw new RangeError(`mergeInto: ${rows} rows of ${dv}; got acc ${acc.length}, out ${out.length}, lse ${lse.length}`);
+    throw new RangeError(
+      `mergeInto: ${rows} rows of ${dv}; got acc ${acc.length}, out ${out.length}, lse ${lse.length}`,
+    );
   }
   for (let i = 0; i < rows; i++) {
     const a = accLse[i]!;

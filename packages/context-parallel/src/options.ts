@@ -34,16 +34,29 @@ export interface LocalCallOptions {
 export function checkShard(transport: RingTransport, shard: RankShard, opts: RingOptions): LocalCallOptions {
   const { layout } = opts;
   if (transport.size !== layout.ranks) {
-    throw cpError('ATTN_CP_TRANSPORT', `the transport has ${transport.size} ranks and the layout ${layout.ranks}; build both for the same ring.`);
+    throw cpError(
+      'ATTN_CP_TRANSPORT',
+      `the transport has ${transport.size} ranks and the layout ${layout.ranks}; build both for the same ring.`,
+    );
   }
   const chunks = layout.chunksOf(transport.rank);
-  for (const [name, list] of [['q', shard.q], ['k', shard.k], ['v', shard.v]] as const) {
+  for (const [name, list] of [
+    ['q', shard.q],
+    ['k', shard.k],
+    ['v', shard.v],
+  ] as const) {
     if (list.length !== chunks.length) {
-      throw cpError('ATTN_CP_SHARD', `rank ${transport.rank}: ${name} has ${list.length} chunks; the ${layout.kind} layout gives it ${chunks.length}.`);
+      throw cpError(
+        'ATTN_CP_SHARD',
+        `rank ${transport.rank}: ${name} has ${list.length} chunks; the ${layout.kind} layout gives it ${chunks.length}.`,
+      );
     }
     list.forEach((t, i) => {
       if (t.rank !== 4 || t.shape[2] !== chunks[i]!.length) {
-        throw cpError('ATTN_CP_SHARD', `rank ${transport.rank}: ${name} chunk ${i} is [${t.shape.join(', ')}]; expected [B, H, ${chunks[i]!.length}, D].`);
+        throw cpError(
+          'ATTN_CP_SHARD',
+          `rank ${transport.rank}: ${name} chunk ${i} is [${t.shape.join(', ')}]; expected [B, H, ${chunks[i]!.length}, D].`,
+        );
       }
     });
   }

@@ -59,8 +59,10 @@ function relError(got: Float64Array, ref: Float64Array): number {
 }
 
 function name(c: RingCase): string {
-  return `R=${c.ranks} ${c.layout}${c.causal ? ' causal' : ''} S=${c.seq} Hq=${c.headsQ} Hk=${c.headsKV} D=${c.headDim}` +
-    `${c.headDimV ? ` Dv=${c.headDimV}` : ''} ${c.dtype ?? 'float32'}${c.backends ? ` on ${c.backends.join(',')}` : ''}`;
+  return (
+    `R=${c.ranks} ${c.layout}${c.causal ? ' causal' : ''} S=${c.seq} Hq=${c.headsQ} Hk=${c.headsKV} D=${c.headDim}` +
+    `${c.headDimV ? ` Dv=${c.headDimV}` : ''} ${c.dtype ?? 'float32'}${c.backends ? ` on ${c.backends.join(',')}` : ''}`
+  );
 }
 
 describe('ring attention over a loopback ring equals the unsharded call (conformance rule)', () => {
@@ -85,11 +87,21 @@ describe('ring attention over a loopback ring equals the unsharded call (conform
       const seed = randomSeed();
       const inputs = makeInputs(spec, seed, CPU);
       const opts = { isCausal: c.causal, enableGqa: spec.enableGqa };
-      const ref = sdpaForward(inputs.ref.q, inputs.ref.k, inputs.ref.v, { ...opts, backends: [REFERENCE], requiresGrad: true });
+      const ref = sdpaForward(inputs.ref.q, inputs.ref.k, inputs.ref.v, {
+        ...opts,
+        backends: [REFERENCE],
+        requiresGrad: true,
+      });
       const refGrads = sdpaBackward(inputs.ref.gradOut, ref);
       const naive = naiveAttention(spec, inputs.values, null, true);
       const t = inputs.test;
-      const got = await ringAttentionLoopback(t.q, t.k, t.v, { ...opts, ranks: c.ranks, layout: c.layout, gradOut: t.gradOut, backends: c.backends });
+      const got = await ringAttentionLoopback(t.q, t.k, t.v, {
+        ...opts,
+        ranks: c.ranks,
+        layout: c.layout,
+        gradOut: t.gradOut,
+        backends: c.backends,
+      });
       const g = got.grads!;
       const allow = naive.allowance!;
       const verdicts = [
@@ -113,14 +125,36 @@ describe('ring attention over a loopback ring equals the unsharded call (conform
 describe('float64 inputs: float32-accurate (partial logsumexps are float32)', () => {
   for (const causal of [true, false]) {
     it(`R=3 zigzag${causal ? ' causal' : ''} S=17 Hq=4 Hk=2 D=8`, async () => {
-      const spec: CaseSpec = { name: 'f64', dtype: 'float64', batch: 1, headsQ: 4, headsKV: 2, seqQ: 17, seqK: 17, headDim: 8, headDimV: 8, layout: 'bhsd', enableGqa: true, causal };
+      const spec: CaseSpec = {
+        name: 'f64',
+        dtype: 'float64',
+        batch: 1,
+        headsQ: 4,
+        headsKV: 2,
+        seqQ: 17,
+        seqK: 17,
+        headDim: 8,
+        headDimV: 8,
+        layout: 'bhsd',
+        enableGqa: true,
+        causal,
+      };
       const seed = randomSeed();
       const inputs = makeInputs(spec, seed, CPU);
       const opts = { isCausal: causal, enableGqa: true };
-      const ref = sdpaForward(inputs.ref.q, inputs.ref.k, inputs.ref.v, { ...opts, backends: [REFERENCE], requiresGrad: true });
+      const ref = sdpaForward(inputs.ref.q, inputs.ref.k, inputs.ref.v, {
+        ...opts,
+        backends: [REFERENCE],
+        requiresGrad: true,
+      });
       const refGrads = sdpaBackward(inputs.ref.gradOut, ref);
       const t = inputs.test;
-      const got = await ringAttentionLoopback(t.q, t.k, t.v, { ...opts, ranks: 3, layout: 'zigzag', gradOut: t.gradOut });
+      const got = await ringAttentionLoopback(t.q, t.k, t.v, {
+        ...opts,
+        ranks: 3,
+        layout: 'zigzag',
+        gradOut: t.gradOut,
+      });
       const errs = {
         out: relError(got.out.toFloat64Array(), ref.out.toFloat64Array()),
         dq: relError(got.grads!.dq.toFloat64Array(), refGrads.dq.toFloat64Array()),

@@ -34,7 +34,12 @@ describe('ring schedule', () => {
   for (const kind of ['contiguous', 'zigzag'] as const) {
     for (const causal of [true, false]) {
       it(`${kind}${causal ? ', causal' : ''}: the tasks cover every visible pair exactly once`, () => {
-        for (const [R, S] of [[2, 16], [3, 17], [4, 1000], [4, 5]] as const) {
+        for (const [R, S] of [
+          [2, 16],
+          [3, 17],
+          [4, 1000],
+          [4, 5],
+        ] as const) {
           const layout = shardLayout(kind, S, R);
           const sched = ringSchedule(layout, causal);
           const total = sched.reduce((n, steps, r) => n + steps.reduce((m, st) => m + taskPairs(layout, r, st), 0), 0);

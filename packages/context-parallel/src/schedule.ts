@@ -68,7 +68,9 @@ export function stepTasks(layout: ShardLayout, rank: number, step: number, causa
 
 /** The whole schedule: [rank][step]. */
 export function ringSchedule(layout: ShardLayout, causal: boolean): RingStep[][] {
-  return Array.from({ length: layout.ranks }, (_, r) => Array.from({ length: layout.ranks }, (_, s) => stepTasks(layout, r, s, causal)));
+  return Array.from({ length: layout.ranks }, (_, r) =>
+    Array.from({ length: layout.ranks }, (_, s) => stepTasks(layout, r, s, causal)),
+  );
 }
 
 /** Query-key pairs a task covers under the mask (for balance checks: the work of a step). */

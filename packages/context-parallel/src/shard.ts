@@ -12,7 +12,10 @@ export const SEQ_DIM = 2;
 /** shards[rank][i]: the i-th chunk rank holds (layout.chunksOf(rank)[i]), as a contiguous copy. */
 export function shardTensor(t: Tensor, layout: ShardLayout, dim = SEQ_DIM): Tensor[][] {
   if (t.shape[dim] !== layout.seqLen) {
-    throw cpError('ATTN_CP_SHARD', `dim ${dim} of [${t.shape.join(', ')}] must be the layout's sequence length ${layout.seqLen}.`);
+    throw cpError(
+      'ATTN_CP_SHARD',
+      `dim ${dim} of [${t.shape.join(', ')}] must be the layout's sequence length ${layout.seqLen}.`,
+    );
   }
   return Array.from({ length: layout.ranks }, (_, r) =>
     layout.chunksOf(r).map((c) => {
@@ -24,7 +27,8 @@ export function shardTensor(t: Tensor, layout: ShardLayout, dim = SEQ_DIM): Tens
 
 /** The inverse of shardTensor: one tensor with every chunk back at its positions. */
 export function unshardTensor(shards: readonly (readonly Tensor[])[], layout: ShardLayout, dim = SEQ_DIM): Tensor {
-  if (shards.length !== layout.ranks) throw cpError('ATTN_CP_SHARD', `${shards.length} shards for ${layout.ranks} ranks.`);
+  if (shards.length !== layout.ranks)
+    throw cpError('ATTN_CP_SHARD', `${shards.length} shards for ${layout.ranks} ranks.`);
   const first = shards[0]?.[0];
   if (!first) throw cpError('ATTN_CP_SHARD', 'unshardTensor needs at least one chunk.');
   const shape = [...first.shape];
@@ -34,14 +38,22 @@ export function unshardTensor(shards: readonly (readonly Tensor[])[], layout: Sh
   const values = new Float64Array(outer * layout.seqLen * inner);
   shards.forEach((chunks, r) => {
     const want = layout.chunksOf(r);
-    if (chunks.length !== want.length) throw cpError('ATTN_CP_SHARD', `rank ${r} gave ${chunks.length} chunks; the layout has ${want.length}.`);
+    if (chunks.length !== want.length)
+      throw cpError('ATTN_CP_SHARD', `rank ${r} gave ${chunks.length} chunks; the layout has ${want.length}.`);
     chunks.forEach((t, i) => {
       const c = want[i]!;
       const same = t.rank === shape.length && t.shape.every((n, d) => (d === dim ? n === c.length : n === shape[d]));
-      if (!same) throw cpError('ATTN_CP_SHARD', `rank ${r} chunk ${i} is [${t.shape.join(', ')}]; expected length ${c.length} on dim ${dim} of [${shape.join(', ')}].`);
+      if (!same)
+        throw cpError(
+          'ATTN_CP_SHARD',
+          `rank ${r} chunk ${i} is [${t.shape.join(', ')}]; expected length ${c.length} on dim ${dim} of [${shape.join(', ')}].`,
+        );
       const src = hostValues(t);
       for (let o = 0; o < outer; o++) {
-        values.set(src.subarray(o * c.length * inner, (o + 1) * c.length * inner), (o * layout.seqLen + c.start) * inner);
+        values.set(
+          src.subarray(o * c.length * inner, (o + 1) * c.length * inner),
+          (o * layout.seqLen + c.start) * inner,
+        );
       }
     });
   });

@@ -14,7 +14,10 @@ import { isolateRegistry, makeFakeBackend } from './testing.js';
 import { sdpaVarlen } from './varlen.js';
 
 /** A rule that passes and counts how often it ran. */
-function counting(name: string, opts: { readsValues?: boolean; pass?: (p: SdpaParams) => boolean } = {}): Rule & { runs: number } {
+function counting(
+  name: string,
+  opts: { readsValues?: boolean; pass?: (p: SdpaParams) => boolean } = {},
+): Rule & { runs: number } {
   const r = {
     runs: 0,
     name,
@@ -64,7 +67,12 @@ describe('call cache', () => {
     const changes: Array<() => unknown> = [
       () => sdpaForward(...qkv(6)),
       () => sdpaForward(zeros([1, 5, 2, 8]).transpose(1, 2), k, v),
-      () => sdpaForward(zeros([1, 2, 5, 8], { dtype: 'float64' }), zeros([1, 2, 5, 8], { dtype: 'float64' }), zeros([1, 2, 5, 8], { dtype: 'float64' })),
+      () =>
+        sdpaForward(
+          zeros([1, 2, 5, 8], { dtype: 'float64' }),
+          zeros([1, 2, 5, 8], { dtype: 'float64' }),
+          zeros([1, 2, 5, 8], { dtype: 'float64' }),
+        ),
       () => sdpaForward(q, k, v, { isCausal: true }),
       () => sdpaForward(q, k, v, { scale: 0.5 }),
       () => sdpaForward(q, k, v, { window: [2, 0] }),
@@ -105,7 +113,10 @@ describe('call cache', () => {
   it('asks availability again on every call', () => {
     let available: true | string = true;
     const flaky = makeFakeBackend('flaky', { priority: 2 });
-    registerBackend({ ...flaky, availability: () => (available === true ? { ok: true } : { ok: false, reason: available }) });
+    registerBackend({
+      ...flaky,
+      availability: () => (available === true ? { ok: true } : { ok: false, reason: available }),
+    });
     registerBackend(makeFakeBackend('steady', { priority: 1 }));
     const [q, k, v] = qkv();
     expect(sdpaForward(q, k, v).backend).toBe('flaky');
@@ -153,7 +164,9 @@ describe('call cache', () => {
     expect(() => sdpaForward(q, k, v, { attnMask: m2 })).toThrow(expect.objectContaining({ code: 'ATTN_DISPOSED' }));
     const forged = Object.create(Tensor.prototype) as Tensor;
     expect(() => sdpaForward(forged, k, v, { attnMask: mask })).toThrow(expect.objectContaining({ code: 'ATTN_TYPE' }));
-    expect(() => sdpaForward(q, k, v, { attnMask: { ...mask } as Tensor })).toThrow(expect.objectContaining({ code: 'ATTN_TYPE' }));
+    expect(() => sdpaForward(q, k, v, { attnMask: { ...mask } as Tensor })).toThrow(
+      expect.objectContaining({ code: 'ATTN_TYPE' }),
+    );
     const q3 = zeros([1, 2, 5, 8]);
     const buffer = q3.hostData().buffer as ArrayBuffer;
     structuredClone(buffer, { transfer: [buffer] });
@@ -167,7 +180,9 @@ describe('call cache', () => {
     sdpaForward(q, k, v, { dropoutP: 0.5, dropoutSeed: 1 });
     expect(sdpaForward(q, k, v, { dropoutP: 0.5, dropoutSeed: 2 }).rng.seed).toBe(2n);
     expect(b.calls[1]!.dropout!.seed).toBe(2n);
-    expect(() => sdpaForward(q, k, v, { dropoutP: 0.5, dropoutOffset: -1 })).toThrow(expect.objectContaining({ code: 'ATTN_DROPOUT' }));
+    expect(() => sdpaForward(q, k, v, { dropoutP: 0.5, dropoutOffset: -1 })).toThrow(
+      expect.objectContaining({ code: 'ATTN_DROPOUT' }),
+    );
     const fresh = [sdpaForward(q, k, v, { dropoutP: 0.5 }).rng.seed, sdpaForward(q, k, v, { dropoutP: 0.5 }).rng.seed];
     expect(fresh[0]).not.toBe(fresh[1]);
   });
@@ -181,20 +196,28 @@ describe('call cache', () => {
     sdpaVarlen(q, k, k, opts);
     sdpaVarlen(q, k, k, opts);
     expect(callCacheSize()).toBe(0);
-    expect(() => sdpaVarlen(q, k, k, { ...opts, cuSeqlensK: i32([0, 4, 5]) })).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' }));
+    expect(() => sdpaVarlen(q, k, k, { ...opts, cuSeqlensK: i32([0, 4, 5]) })).toThrow(
+      expect.objectContaining({ code: 'ATTN_VARLEN' }),
+    );
     const [dq, dk, dv] = [zeros([2, 1, 1, 8]), zeros([2, 1, 4, 8]), zeros([2, 1, 4, 8])];
     sdpaForward(dq, dk, dv, { sequsedK: i32([4, 2]) });
     expect(callCacheSize()).toBe(0);
-    expect(() => sdpaForward(dq, dk, dv, { sequsedK: i32([4, 9]) })).toThrow(expect.objectContaining({ code: 'ATTN_SEQUSED_K' }));
+    expect(() => sdpaForward(dq, dk, dv, { sequsedK: i32([4, 9]) })).toThrow(
+      expect.objectContaining({ code: 'ATTN_SEQUSED_K' }),
+    );
   });
 
   it('reports the same error on a cached signature as on a fresh one (junk in an option)', () => {
     registerBackend(makeFakeBackend('a'));
     const [q, k, v] = qkv();
     const out = empty([1, 2, 5, 8]);
-    registerBackend(makeFakeBackend('writer', { priority: 5, forward: (p) => ({ out: p.out!, logsumexp: zeros([1, 2, 5]) }) }));
+    registerBackend(
+      makeFakeBackend('writer', { priority: 5, forward: (p) => ({ out: p.out!, logsumexp: zeros([1, 2, 5]) }) }),
+    );
     sdpaForward(q, k, v, { out });
     expect(() => sdpaForward(q, k, v, { out: 'x' as never })).toThrow(expect.objectContaining({ code: 'ATTN_TYPE' }));
-    expect(() => sdpaForward(q, k, v, { isCausal: 1 as never, out })).toThrow(expect.objectContaining({ code: 'ATTN_OPTION' }));
+    expect(() => sdpaForward(q, k, v, { isCausal: 1 as never, out })).toThrow(
+      expect.objectContaining({ code: 'ATTN_OPTION' }),
+    );
   });
 });

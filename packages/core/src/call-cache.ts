@@ -29,7 +29,14 @@ interface Layout {
 
 function layoutOf(t: unknown): Layout | null {
   if (!Tensor.isTensor(t)) return null;
-  return { dtype: t.dtype, type: t.device.type, index: t.device.index, shape: t.shape, strides: t.strides, offset: t.offset };
+  return {
+    dtype: t.dtype,
+    type: t.device.type,
+    index: t.device.index,
+    shape: t.shape,
+    strides: t.strides,
+    offset: t.offset,
+  };
 }
 
 function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
@@ -75,7 +82,18 @@ export interface CallKind {
   readonly listKeys: readonly string[];
 }
 
-const COMMON_SCALARS = ['dropoutP', 'isCausal', 'alignment', 'scale', 'enableGqa', 'softcap', 'requiresGrad', 'deterministic', 'indexValuesOnDevice', 'kernel'];
+const COMMON_SCALARS = [
+  'dropoutP',
+  'isCausal',
+  'alignment',
+  'scale',
+  'enableGqa',
+  'softcap',
+  'requiresGrad',
+  'deterministic',
+  'indexValuesOnDevice',
+  'kernel',
+];
 const COMMON_LISTS = ['window', 'backends'];
 
 // dropoutSeed and dropoutOffset are left out: they are values, checked on every call (checkDropout).
@@ -93,7 +111,10 @@ export const VARLEN_CALL: CallKind = Object.freeze({
 
 /** The params of a cached call without its tensors and per-call values: what every call of the signature shares. */
 export interface ParamsSkeleton {
-  readonly base: Omit<SdpaParams, 'query' | 'key' | 'value' | 'mask' | 'alibiSlopes' | 'dropout' | 'sequsedK' | 'varlen' | 'paged' | 'out'>;
+  readonly base: Omit<
+    SdpaParams,
+    'query' | 'key' | 'value' | 'mask' | 'alibiSlopes' | 'dropout' | 'sequsedK' | 'varlen' | 'paged' | 'out'
+  >;
   readonly mask: Omit<MaskParams, 'tensor'> | null;
   readonly varlen: { readonly maxSeqlenQ: number; readonly maxSeqlenK: number } | null;
   readonly paged: Omit<PagedKvParams, 'blockTable' | 'table'> | null;
@@ -135,18 +156,35 @@ const MAX_ENTRIES = 16;
 const entries: CacheEntry[] = [];
 
 /** The call's tensors in the entry's order: q, k, v, then kind.tensorKeys. */
-function matches(e: CacheEntry, kind: CallKind, q: Tensor, k: Tensor, v: Tensor, opts: Record<string, unknown>, capturing: boolean): boolean {
+function matches(
+  e: CacheEntry,
+  kind: CallKind,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: Record<string, unknown>,
+  capturing: boolean,
+): boolean {
   if (e.kind !== kind || e.capturing !== capturing) return false;
   const l = e.layouts;
   if (!matchesLayout(l[0]!, q) || !matchesLayout(l[1]!, k) || !matchesLayout(l[2]!, v)) return false;
-  for (let i = 0; i < kind.tensorKeys.length; i++) if (!matchesLayout(l[i + 3]!, opts[kind.tensorKeys[i]!])) return false;
-  for (let i = 0; i < kind.scalarKeys.length; i++) if (!Object.is(e.scalars[i], opts[kind.scalarKeys[i]!])) return false;
+  for (let i = 0; i < kind.tensorKeys.length; i++)
+    if (!matchesLayout(l[i + 3]!, opts[kind.tensorKeys[i]!])) return false;
+  for (let i = 0; i < kind.scalarKeys.length; i++)
+    if (!Object.is(e.scalars[i], opts[kind.scalarKeys[i]!])) return false;
   for (let i = 0; i < kind.listKeys.length; i++) if (!sameList(e.lists[i], opts[kind.listKeys[i]!])) return false;
   return true;
 }
 
 /** The entry for this signature, most recently used first; null on a miss. */
-export function findEntry(kind: CallKind, q: Tensor, k: Tensor, v: Tensor, opts: Record<string, unknown>, capturing: boolean): CacheEntry | null {
+export function findEntry(
+  kind: CallKind,
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: Record<string, unknown>,
+  capturing: boolean,
+): CacheEntry | null {
   const state = registryState();
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
@@ -171,7 +209,19 @@ export function cacheable(p: SdpaParams): boolean {
 
 /** Strips a validated call's params down to what every call of its signature shares. */
 function skeletonOf(p: SdpaParams): ParamsSkeleton {
-  const { query: _q, key: _k, value: _v, mask, alibiSlopes: _a, dropout: _d, sequsedK: _s, varlen, paged, out: _o, ...base } = p;
+  const {
+    query: _q,
+    key: _k,
+    value: _v,
+    mask,
+    alibiSlopes: _a,
+    dropout: _d,
+    sequsedK: _s,
+    varlen,
+    paged,
+    out: _o,
+    ...base
+  } = p;
   return {
     base,
     mask: mask && { kind: mask.kind, expandedStrides: mask.expandedStrides },
@@ -181,13 +231,23 @@ function skeletonOf(p: SdpaParams): ParamsSkeleton {
 }
 
 /** Remembers a validated, cacheable call (its tensors' layouts and raw options, not the tensors). */
-export function addEntry(kind: CallKind, p: SdpaParams, opts: Record<string, unknown>, backends: readonly string[] | null): CacheEntry {
+export function addEntry(
+  kind: CallKind,
+  p: SdpaParams,
+  opts: Record<string, unknown>,
+  backends: readonly string[] | null,
+): CacheEntry {
   const state = registryState();
   const entry: CacheEntry = {
     state,
     generation: state.generation,
     kind,
-    layouts: [layoutOf(p.query), layoutOf(p.key), layoutOf(p.value), ...kind.tensorKeys.map((key) => layoutOf(opts[key]))],
+    layouts: [
+      layoutOf(p.query),
+      layoutOf(p.key),
+      layoutOf(p.value),
+      ...kind.tensorKeys.map((key) => layoutOf(opts[key])),
+    ],
     scalars: kind.scalarKeys.map((key) => opts[key]),
     lists: kind.listKeys.map((key) => copyList(opts[key])),
     capturing: p.capturing,
@@ -222,13 +282,27 @@ export interface CallTensors {
  */
 export function assembleParams(s: ParamsSkeleton, t: CallTensors, dropout: DropoutParams | null): SdpaParams {
   const b = s.base;
-  const mask: MaskParams | null = s.mask && Object.freeze({ kind: s.mask.kind, tensor: t.mask!, expandedStrides: s.mask.expandedStrides });
+  const mask: MaskParams | null =
+    s.mask && Object.freeze({ kind: s.mask.kind, tensor: t.mask!, expandedStrides: s.mask.expandedStrides });
   const varlen: VarlenParams | null =
     s.varlen &&
-    Object.freeze({ cuSeqlensQ: t.cuSeqlensQ!, cuSeqlensK: t.cuSeqlensK!, maxSeqlenQ: s.varlen.maxSeqlenQ, maxSeqlenK: s.varlen.maxSeqlenK, seqlensQ: null, seqlensK: null });
+    Object.freeze({
+      cuSeqlensQ: t.cuSeqlensQ!,
+      cuSeqlensK: t.cuSeqlensK!,
+      maxSeqlenQ: s.varlen.maxSeqlenQ,
+      maxSeqlenK: s.varlen.maxSeqlenK,
+      seqlensQ: null,
+      seqlensK: null,
+    });
   const paged: PagedKvParams | null =
     s.paged &&
-    Object.freeze({ blockTable: t.blockTable!, blockSize: s.paged.blockSize, numBlocks: s.paged.numBlocks, maxBlocksPerSeq: s.paged.maxBlocksPerSeq, table: null });
+    Object.freeze({
+      blockTable: t.blockTable!,
+      blockSize: s.paged.blockSize,
+      numBlocks: s.paged.numBlocks,
+      maxBlocksPerSeq: s.paged.maxBlocksPerSeq,
+      table: null,
+    });
   const params: SdpaParams = {
     query: t.query,
     key: t.key,

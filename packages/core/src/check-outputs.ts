@@ -13,7 +13,14 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-function badOutput(backend: string, what: string, shape: readonly number[], dtype: string, p: SdpaParams, got: string): never {
+function badOutput(
+  backend: string,
+  what: string,
+  shape: readonly number[],
+  dtype: string,
+  p: SdpaParams,
+  got: string,
+): never {
   throw new AttnError(
     'ATTN_BACKEND_OUTPUT',
     `Backend '${backend}' returned a bad ${what}: expected ${dtype} [${shape.join(', ')}] on ${deviceToString(p.device)}, got ${got}. ` +
@@ -21,7 +28,14 @@ function badOutput(backend: string, what: string, shape: readonly number[], dtyp
   );
 }
 
-function expectTensor(backend: string, what: string, t: unknown, shape: readonly number[], dtype: string, p: SdpaParams): void {
+function expectTensor(
+  backend: string,
+  what: string,
+  t: unknown,
+  shape: readonly number[],
+  dtype: string,
+  p: SdpaParams,
+): void {
   if (!Tensor.isTensor(t)) return badOutput(backend, what, shape, dtype, p, t === undefined ? 'nothing' : typeof t);
   if (t.disposed) return badOutput(backend, what, shape, dtype, p, 'a disposed tensor');
   if (!sameShape(t.shape, shape) || t.dtype !== dtype || !sameDevice(t.device, p.device)) {
@@ -32,7 +46,10 @@ function expectTensor(backend: string, what: string, t: unknown, shape: readonly
 /** out [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv]) in the query dtype; logsumexp float32 [B, Hq, Sq] (varlen [Hq, totalQ]). */
 export function checkForwardOutputs(backend: string, p: SdpaParams, o: ForwardOutputs): void {
   if (typeof o !== 'object' || o === null) {
-    throw new AttnError('ATTN_BACKEND_OUTPUT', `Backend '${backend}' forward returned ${String(o)} instead of { out, logsumexp }.`);
+    throw new AttnError(
+      'ATTN_BACKEND_OUTPUT',
+      `Backend '${backend}' forward returned ${String(o)} instead of { out, logsumexp }.`,
+    );
   }
   if (p.out && o.out !== p.out) {
     throw new AttnError(
@@ -53,7 +70,10 @@ export function checkForwardOutputs(backend: string, p: SdpaParams, o: ForwardOu
 /** dq, dk, dv shaped like q, k, v in their dtype; dbias like the additive mask, required with one and only then. */
 export function checkGradients(backend: string, p: SdpaParams, g: Gradients): void {
   if (typeof g !== 'object' || g === null) {
-    throw new AttnError('ATTN_BACKEND_OUTPUT', `Backend '${backend}' backward returned ${String(g)} instead of { dq, dk, dv }.`);
+    throw new AttnError(
+      'ATTN_BACKEND_OUTPUT',
+      `Backend '${backend}' backward returned ${String(g)} instead of { dq, dk, dv }.`,
+    );
   }
   expectTensor(backend, 'dq', g.dq, p.query.shape, p.dtype, p);
   expectTensor(backend, 'dk', g.dk, p.key.shape, p.dtype, p);
@@ -61,6 +81,9 @@ export function checkGradients(backend: string, p: SdpaParams, g: Gradients): vo
   if (p.mask?.kind === 'additive') {
     expectTensor(backend, 'dbias', g.dbias, p.mask.tensor.shape, p.mask.tensor.dtype, p);
   } else if (g.dbias !== undefined) {
-    throw new AttnError('ATTN_BACKEND_OUTPUT', `Backend '${backend}' returned dbias although the call has no additive mask.`);
+    throw new AttnError(
+      'ATTN_BACKEND_OUTPUT',
+      `Backend '${backend}' returned dbias although the call has no additive mask.`,
+    );
   }
 }

@@ -34,12 +34,16 @@ export function ruleContext(device: Device): RuleContext {
   if (!runtime) return { device: null, deviceUnknownReason: `no '${device.type}' device runtime is registered` };
   try {
     const avail = runtime.availability();
-    if (!avail.ok) return { device: null, deviceUnknownReason: `the '${device.type}' runtime is unavailable: ${avail.reason}` };
+    if (!avail.ok)
+      return { device: null, deviceUnknownReason: `the '${device.type}' runtime is unavailable: ${avail.reason}` };
     if (device.index >= runtime.deviceCount()) {
       return { device: null, deviceUnknownReason: `${device.type}:${device.index} does not exist` };
     }
     return { device: runtime.properties(device.index) };
   } catch (e) {
-    return { device: null, deviceUnknownReason: `the '${device.type}' runtime failed: ${e instanceof Error ? e.message : String(e)}` };
+    return {
+      device: null,
+      deviceUnknownReason: `the '${device.type}' runtime failed: ${e instanceof Error ? e.message : String(e)}`,
+    };
   }
 }

@@ -49,6 +49,12 @@ export function downloadSpan(
 }
 
 /** Copies `bytes` bytes between device buffers on one runtime. */
-export function copyOnDevice(dst: DeviceStorage, dstByte: number, src: DeviceStorage, srcByte: number, bytes: number): void {
+export function copyOnDevice(
+  dst: DeviceStorage,
+  dstByte: number,
+  src: DeviceStorage,
+  srcByte: number,
+  bytes: number,
+): void {
   requireDeviceRuntime(src.device).copyDeviceToDevice(dst, dstByte, src, srcByte, bytes);
 }

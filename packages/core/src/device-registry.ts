@@ -13,7 +13,7 @@ const RUNTIME_PACKAGES: Readonly<Record<Exclude<DeviceType, 'cpu'>, string>> = {
 };
 
 function checkRuntimeShape(runtime: DeviceRuntime): void {
-  const r = runtime as Partial<Omit<DeviceRuntime, 'type'>> & { type?: unknown } | null;
+  const r = runtime as (Partial<Omit<DeviceRuntime, 'type'>> & { type?: unknown }) | null;
   if (typeof r !== 'object' || r === null || !isDeviceType(r.type) || r.type === 'cpu') {
     throw new AttnInputError('ATTN_RUNTIME', "registerDeviceRuntime: runtime.type must be 'cuda' or 'rocm'.");
   }
@@ -30,7 +30,10 @@ function checkRuntimeShape(runtime: DeviceRuntime): void {
   ] as const;
   const missing = methods.filter((m) => typeof r[m] !== 'function');
   if (missing.length > 0) {
-    throw new AttnInputError('ATTN_RUNTIME', `registerDeviceRuntime('${r.type}'): missing methods ${missing.join(', ')}.`);
+    throw new AttnInputError(
+      'ATTN_RUNTIME',
+      `registerDeviceRuntime('${r.type}'): missing methods ${missing.join(', ')}.`,
+    );
   }
 }
 
@@ -115,7 +118,10 @@ export function deviceCapturing(device: Device): boolean {
  * Reports the device storages of `tensors` (CPU ones and nulls skipped) to the capturing runtime.
  * Tensors are taken by their shape, not the Tensor type: tensor.ts loads this module.
  */
-export function noteCaptureUse(device: Device, tensors: readonly ({ readonly storage: unknown } | null | undefined)[]): void {
+export function noteCaptureUse(
+  device: Device,
+  tensors: readonly ({ readonly storage: unknown } | null | undefined)[],
+): void {
   if (device.type === 'cpu') return;
   const runtime = registryState().runtimes.get(device.type);
   if (!runtime?.noteCaptureUse) return;

@@ -29,7 +29,10 @@ export function envNumThreads(env: Env = processEnv()): number | null {
   if (raw === undefined || raw.trim() === '') return null;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1 || n > MAX_NUM_THREADS) {
-    throw new AttnInputError('ATTN_NUM_THREADS', `ATTN_NUM_THREADS must be an integer in [1, ${MAX_NUM_THREADS}], got '${raw}'; unset it for every core.`);
+    throw new AttnInputError(
+      'ATTN_NUM_THREADS',
+      `ATTN_NUM_THREADS must be an integer in [1, ${MAX_NUM_THREADS}], got '${raw}'; unset it for every core.`,
+    );
   }
   return n;
 }

@@ -27,7 +27,9 @@ describe('factories', () => {
     expect(() => tensor([1, 'a' as never], [2])).toThrow(expect.objectContaining({ code: 'ATTN_VALUE' }));
     expect(() => tensor(5 as never, [1])).toThrow(expect.objectContaining({ code: 'ATTN_VALUE' }));
     expect(() => tensor([1.5], [1], { dtype: 'int32' })).toThrow(expect.objectContaining({ code: 'ATTN_VALUE' }));
-    expect(() => tensor([1], [1], { dtype: 'float8' as never })).toThrow(expect.objectContaining({ code: 'ATTN_DTYPE' }));
+    expect(() => tensor([1], [1], { dtype: 'float8' as never })).toThrow(
+      expect.objectContaining({ code: 'ATTN_DTYPE' }),
+    );
     expect(() => zeros([2], { device: 'tpu' as never })).toThrow(expect.objectContaining({ code: 'ATTN_DEVICE' }));
   });
 

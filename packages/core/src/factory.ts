@@ -83,7 +83,8 @@ export function zeros(shape: readonly number[], opts?: TensorOptions): Tensor {
 
 export function full(shape: readonly number[], value: number, opts?: TensorOptions): Tensor {
   const { dtype, device } = resolve(opts);
-  if (typeof value !== 'number') throw new AttnInputError('ATTN_VALUE', `full(): value must be a number, got ${typeof value}.`);
+  if (typeof value !== 'number')
+    throw new AttnInputError('ATTN_VALUE', `full(): value must be a number, got ${typeof value}.`);
   const numel = checkShape(shape);
   const data = allocHostArray(dtype, numel);
   data.fill(elementEncoder(dtype)(value));
@@ -138,7 +139,11 @@ export interface FromStorageOptions {
 }
 
 /** Wraps existing memory (a host typed array of the dtype, or a DeviceStorage) without copying. */
-export function fromStorage(storage: HostArray | DeviceStorage, shape: readonly number[], opts: FromStorageOptions): Tensor {
+export function fromStorage(
+  storage: HostArray | DeviceStorage,
+  shape: readonly number[],
+  opts: FromStorageOptions,
+): Tensor {
   if (typeof opts !== 'object' || opts === null) {
     throw new AttnInputError('ATTN_DTYPE', 'fromStorage(storage, shape, { dtype }): dtype is required.');
   }

@@ -59,21 +59,19 @@ function checkRange(s: FakeStorage, offset: number, bytes: number): void {
 
 export function makeFakeDeviceRuntime(opts: FakeDeviceOptions = {}): FakeDeviceRuntime {
   const type = opts.type ?? 'cuda';
-  const devices = (opts.devices ?? [{}]).map(
-    (d, index): DeviceProperties => ({
-      type,
-      index,
-      name: 'fake device',
-      arch: type === 'cuda' ? 'sm_90' : 'gfx942',
-      major: type === 'cuda' ? 9 : 0,
-      minor: 0,
-      multiProcessorCount: 132,
-      totalMemoryBytes: 2 ** 34,
-      sharedMemoryPerBlockOptin: 232448,
-      l2CacheBytes: 2 ** 25,
-      ...d,
-    }),
-  );
+  const devices = (opts.devices ?? [{}]).map((d, index): DeviceProperties => ({
+    type,
+    index,
+    name: 'fake device',
+    arch: type === 'cuda' ? 'sm_90' : 'gfx942',
+    major: type === 'cuda' ? 9 : 0,
+    minor: 0,
+    multiProcessorCount: 132,
+    totalMemoryBytes: 2 ** 34,
+    sharedMemoryPerBlockOptin: 232448,
+    l2CacheBytes: 2 ** 25,
+    ...d,
+  }));
   let live = 0;
   let nextAddress = 0x7f0000000000n;
   const counts = { allocate: 0, h2d: 0, d2h: 0, d2d: 0, fill: 0 };

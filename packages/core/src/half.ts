@@ -144,26 +144,38 @@ function checkLength(what: string, src: ArrayLike<number>, dst: ArrayLike<number
   }
 }
 
-export function float32ArrayToFloat16(src: ArrayLike<number>, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+export function float32ArrayToFloat16(
+  src: ArrayLike<number>,
+  dst: Uint16Array = new Uint16Array(src.length),
+): Uint16Array {
   checkLength('float32ArrayToFloat16', src, dst);
   for (let i = 0; i < src.length; i++) dst[i] = float32ToFloat16Bits(src[i]!);
   return dst;
 }
 
-export function float16ArrayToFloat32(src: Uint16Array, dst: Float32Array = new Float32Array(src.length)): Float32Array {
+export function float16ArrayToFloat32(
+  src: Uint16Array,
+  dst: Float32Array = new Float32Array(src.length),
+): Float32Array {
   checkLength('float16ArrayToFloat32', src, dst);
   const table = float16DecodeTable();
   for (let i = 0; i < src.length; i++) dst[i] = table[src[i]!]!;
   return dst;
 }
 
-export function float32ArrayToBfloat16(src: ArrayLike<number>, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+export function float32ArrayToBfloat16(
+  src: ArrayLike<number>,
+  dst: Uint16Array = new Uint16Array(src.length),
+): Uint16Array {
   checkLength('float32ArrayToBfloat16', src, dst);
   for (let i = 0; i < src.length; i++) dst[i] = float32ToBfloat16Bits(src[i]!);
   return dst;
 }
 
-export function bfloat16ArrayToFloat32(src: Uint16Array, dst: Float32Array = new Float32Array(src.length)): Float32Array {
+export function bfloat16ArrayToFloat32(
+  src: Uint16Array,
+  dst: Float32Array = new Float32Array(src.length),
+): Float32Array {
   checkLength('bfloat16ArrayToFloat32', src, dst);
   // Widening is a 16-bit shift; doing it through a Uint32 view of dst avoids a per-element scratch.
   const wide = new Uint32Array(dst.buffer, dst.byteOffset, dst.length);

@@ -21,7 +21,14 @@ export * from './registry.js';
 export * from './report.js';
 export * from './rules.js';
 export { type HostIndexCopies, hostIndexCopies } from './rule.js';
-export { describeCall, failingRules, type Restriction, resolveRestriction, selectBackend, type Selection } from './select.js';
+export {
+  describeCall,
+  failingRules,
+  type Restriction,
+  resolveRestriction,
+  selectBackend,
+  type Selection,
+} from './select.js';
 export { explain, type ForwardResult, sdpa, sdpaBackward, sdpaForward, sdpaForwardAsync } from './sdpa.js';
 export { currentKernelScope, sdpaKernel } from './scope.js';
 export { randomSeed } from './seed.js';
@@ -30,4 +37,12 @@ export { fromHostArray, isDeviceStorage, Tensor, type TensorInit } from './tenso
 export { normalizeParams } from './validate.js';
 export { kernelWindow } from './window.js';
 export { explainVarlen, normalizeVarlenParams, sdpaVarlen, sdpaVarlenAsync } from './varlen.js';
-export { explainKvCache, type KvCacheResult, type KvHostCopies, kvHostCopies, normalizeKvCacheParams, sdpaKvCache, sdpaKvCacheAsync } from './kv-cache.js';
+export {
+  explainKvCache,
+  type KvCacheResult,
+  type KvHostCopies,
+  kvHostCopies,
+  normalizeKvCacheParams,
+  sdpaKvCache,
+  sdpaKvCacheAsync,
+} from './kv-cache.js';

@@ -13,7 +13,11 @@ import { isolateRegistry, makeFakeBackend } from './testing.js';
 
 const q = (D = 8) => zeros([1, 2, 3, D]);
 
-const wide: KernelChoice = { name: 'wide', description: 'runs D <= 8 only', check: (p) => (p.headDim <= 8 ? null : `head dim ${p.headDim} > 8`) };
+const wide: KernelChoice = {
+  name: 'wide',
+  description: 'runs D <= 8 only',
+  check: (p) => (p.headDim <= 8 ? null : `head dim ${p.headDim} > 8`),
+};
 const narrow: KernelChoice = { name: 'narrow', description: 'runs everything' };
 
 let restore: () => void;
@@ -26,7 +30,10 @@ afterEach(() => restore());
 function setup() {
   const fast = makeFakeBackend('fast', { priority: 10, kernels: [wide, narrow] });
   const slow = makeFakeBackend('slow', { priority: 1 });
-  const other = makeFakeBackend('other', { priority: 5, kernels: [{ name: 'wide', description: 'the same name elsewhere' }] });
+  const other = makeFakeBackend('other', {
+    priority: 5,
+    kernels: [{ name: 'wide', description: 'the same name elsewhere' }],
+  });
   registerBackend(fast);
   registerBackend(slow);
   return { fast, slow, other };
@@ -58,7 +65,9 @@ describe('kernel option', () => {
 
   it('must agree with backends: a name none of them declares is refused', () => {
     setup();
-    expect(() => sdpaForward(q(), q(), q(), { kernel: 'narrow', backends: ['slow'] })).toThrow(/No kernel named "narrow" among backends slow/);
+    expect(() => sdpaForward(q(), q(), q(), { kernel: 'narrow', backends: ['slow'] })).toThrow(
+      /No kernel named "narrow" among backends slow/,
+    );
     expect(sdpaForward(q(), q(), q(), { kernel: 'narrow', backends: ['slow', 'fast'] }).backend).toBe('fast');
   });
 
@@ -72,7 +81,9 @@ describe('kernel option', () => {
       const r = (e as NoBackendError).report;
       expect(r.kernel).toBe('wide');
       expect(r.restrictedTo).toEqual(['fast']);
-      expect(r.candidates[0]!.reasons).toEqual([{ rule: 'kernel', message: expect.stringContaining('head dim 16 > 8') }]);
+      expect(r.candidates[0]!.reasons).toEqual([
+        { rule: 'kernel', message: expect.stringContaining('head dim 16 > 8') },
+      ]);
       expect(r.candidates[0]!.reasons[0]!.message).toContain('its kernels: wide, narrow');
     }
     expect(slow.calls).toHaveLength(0);
@@ -110,7 +121,9 @@ describe('kernel option', () => {
   });
 
   it('registration refuses malformed or repeated kernel names', () => {
-    expect(() => registerBackend(makeFakeBackend('bad', { kernels: [{ name: 'Sm90', description: '' }] }))).toThrow(/every kernel needs a name/);
+    expect(() => registerBackend(makeFakeBackend('bad', { kernels: [{ name: 'Sm90', description: '' }] }))).toThrow(
+      /every kernel needs a name/,
+    );
     expect(() => registerBackend(makeFakeBackend('twice', { kernels: [narrow, narrow] }))).toThrow(/declared twice/);
   });
 });

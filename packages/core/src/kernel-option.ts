@@ -11,7 +11,8 @@ import { listBackends } from './registry.js';
 /** Every registered backend's kernel names, as 'backend: a, b' lines joined by '; ' (for messages). */
 export function kernelCatalog(backends: Iterable<Backend>): string {
   const parts: string[] = [];
-  for (const b of backends) if (b.kernels && b.kernels.length > 0) parts.push(`${b.name}: ${b.kernels.map((k) => k.name).join(', ')}`);
+  for (const b of backends)
+    if (b.kernels && b.kernels.length > 0) parts.push(`${b.name}: ${b.kernels.map((k) => k.name).join(', ')}`);
   return parts.length > 0 ? parts.join('; ') : '(no registered backend declares kernels)';
 }
 
@@ -24,11 +25,17 @@ export function kernelOf(backend: Backend, name: string): KernelChoice | undefin
  * given list's order when there is one, else every declaring backend (selection orders them by
  * priority). Throws AttnInputError (ATTN_UNKNOWN_KERNEL) naming the valid kernels.
  */
-export function resolveKernel(kernel: unknown, backends: readonly string[] | null): { kernel: string | null; backends: readonly string[] | null } {
+export function resolveKernel(
+  kernel: unknown,
+  backends: readonly string[] | null,
+): { kernel: string | null; backends: readonly string[] | null } {
   if (kernel === undefined || kernel === null) return { kernel: null, backends };
   const all = listBackends().map((e) => e.backend);
   if (typeof kernel !== 'string' || kernel === '') {
-    throw new AttnInputError('ATTN_UNKNOWN_KERNEL', `kernel must be a kernel name, got ${describeValue(kernel)}; kernels: ${kernelCatalog(all)}.`);
+    throw new AttnInputError(
+      'ATTN_UNKNOWN_KERNEL',
+      `kernel must be a kernel name, got ${describeValue(kernel)}; kernels: ${kernelCatalog(all)}.`,
+    );
   }
   const pool = backends ? all.filter((b) => backends.includes(b.name)) : all;
   const owners = pool.filter((b) => kernelOf(b, kernel) !== undefined).map((b) => b.name);
@@ -58,9 +65,12 @@ export function kernelRule(backend: Backend): Rule {
         if (p.kernel === null) return null;
         const k = kernelOf(backend, p.kernel);
         const names = (backend.kernels ?? []).map((c) => c.name).join(', ') || 'none';
-        if (!k) return `Has no kernel ${JSON.stringify(p.kernel)} (its kernels: ${names}); drop kernel or name one of these.`;
+        if (!k)
+          return `Has no kernel ${JSON.stringify(p.kernel)} (its kernels: ${names}); drop kernel or name one of these.`;
         const why = k.check ? k.check(p, ctx) : null;
-        return why === null ? null : `Kernel ${JSON.stringify(p.kernel)} cannot run this call: ${why} (its kernels: ${names}; leave kernel out to let it choose).`;
+        return why === null
+          ? null
+          : `Kernel ${JSON.stringify(p.kernel)} cannot run this call: ${why} (its kernels: ${names}; leave kernel out to let it choose).`;
       },
     };
     kernelRules.set(backend, r);

@@ -26,11 +26,17 @@ const base = (): KvCacheOptions => ({
   enableGqa: true,
   isCausal: true,
 });
-const call = (opts: Partial<KvCacheOptions> & Record<string, unknown> = {}, k = kc(), v = vc(), qq = q()) => () =>
-  normalizeKvCacheParams(qq, k, v, { ...base(), ...opts } as KvCacheOptions);
+const call =
+  (opts: Partial<KvCacheOptions> & Record<string, unknown> = {}, k = kc(), v = vc(), qq = q()) =>
+  () =>
+    normalizeKvCacheParams(qq, k, v, { ...base(), ...opts } as KvCacheOptions);
 // Paged: pools of 6 blocks of 4 keys, tables 3 blocks wide (12 positions per row).
 const paged = (opts: Partial<KvCacheOptions> = {}) =>
-  call({ blockTable: int32([5, 0, -1, 2, -1, -1, 1, 3, 4], [3, 3]), cacheSeqlens: int32([5, 0, 9]), ...opts }, kc([6, 4, 2, 8]), vc([6, 4, 2, 6]));
+  call(
+    { blockTable: int32([5, 0, -1, 2, -1, -1, 1, 3, 4], [3, 3]), cacheSeqlens: int32([5, 0, 9]), ...opts },
+    kc([6, 4, 2, 8]),
+    vc([6, 4, 2, 6]),
+  );
 const rot = (rows: number, half: number) => ({ rotaryCos: zeros([rows, half]), rotarySin: zeros([rows, half]) });
 
 let restore: () => void;
@@ -59,11 +65,19 @@ const CASES: Array<[string, string, () => unknown]> = [
   ['ATTN_KV_CACHE', 'leftpadK past cacheSeqlens', call({ leftpadK: int32([4, 0, 0]) })],
   ['ATTN_KV_CACHE', 'a negative leftpadK', call({ leftpadK: int32([0, -1, 0]) })],
   ['ATTN_KV_CACHE', 'rotary tables too short for the appended positions', call(rot(9, 2))],
-  ['ATTN_KV_CACHE', 'rotary tables too short for causal q rows', call({ ...rot(11, 2), kNew: null, vNew: null, cacheSeqlens: int32([3, 0, 10]) }, kc(), vc(), zeros([3, 2, 4, 8]))],
+  [
+    'ATTN_KV_CACHE',
+    'rotary tables too short for causal q rows',
+    call({ ...rot(11, 2), kNew: null, vNew: null, cacheSeqlens: int32([3, 0, 10]) }, kc(), vc(), zeros([3, 2, 4, 8])),
+  ],
   ['ATTN_KV_CACHE', 'rotaryCos without rotarySin', call({ rotaryCos: zeros([10, 2]) })],
   ['ATTN_KV_CACHE', 'a rotary dim above the head dim', call(rot(10, 5))],
   ['ATTN_KV_CACHE', 'cos and sin of different shapes', call({ rotaryCos: zeros([10, 2]), rotarySin: zeros([10, 3]) })],
-  ['ATTN_DTYPE_MISMATCH', 'rotary tables in another dtype', call({ rotaryCos: zeros([10, 2], { dtype: 'float64' }), rotarySin: zeros([10, 2], { dtype: 'float64' }) })],
+  [
+    'ATTN_DTYPE_MISMATCH',
+    'rotary tables in another dtype',
+    call({ rotaryCos: zeros([10, 2], { dtype: 'float64' }), rotarySin: zeros([10, 2], { dtype: 'float64' }) }),
+  ],
   ['ATTN_OPTION', 'rotaryInterleaved not a boolean', call({ rotaryInterleaved: 1 as never })],
   ['ATTN_KV_CACHE', 'requiresGrad', call({ requiresGrad: true })],
   ['ATTN_OPTION', 'dropout (not an option of sdpaKvCache)', call({ dropoutP: 0.1 })],
@@ -71,9 +85,17 @@ const CASES: Array<[string, string, () => unknown]> = [
   ['ATTN_RANK', 'a rank-3 q', call({}, kc(), vc(), zeros([3, 4, 8]))],
   ['ATTN_GQA', 'fewer cache heads without enableGqa', call({ enableGqa: false })],
   ['ATTN_HEAD_DIM', 'q and kCache head dims differ', call({}, kc([4, 10, 2, 7]))],
-  ['ATTN_BLOCK_TABLE', 'a read block outside the pool', paged({ blockTable: int32([5, 0, -1, 2, -1, -1, 1, 3, 6], [3, 3]) })],
+  [
+    'ATTN_BLOCK_TABLE',
+    'a read block outside the pool',
+    paged({ blockTable: int32([5, 0, -1, 2, -1, -1, 1, 3, 6], [3, 3]) }),
+  ],
   ['ATTN_KV_CACHE', 'an append past the blocks of a row', paged({ cacheSeqlens: int32([5, 0, 12]) })],
-  ['ATTN_KV_CACHE', 'pools of different block sizes', call({ blockTable: int32([0, 1, 2], [3, 1]) }, kc([6, 4, 2, 8]), vc([12, 2, 2, 6]))],
+  [
+    'ATTN_KV_CACHE',
+    'pools of different block sizes',
+    call({ blockTable: int32([0, 1, 2], [3, 1]) }, kc([6, 4, 2, 8]), vc([12, 2, 2, 6])),
+  ],
 ];
 
 describe('sdpaKvCache validation', () => {
@@ -92,7 +114,9 @@ describe('sdpaKvCache validation', () => {
   it('takes the good calls', () => {
     expect(() => call()()).not.toThrow();
     expect(() => paged()()).not.toThrow();
-    expect(() => call({ cacheBatchIdx: int32([2, 0, 3]), leftpadK: int32([1, 0, 4]), ...rot(10, 4), rotaryInterleaved: true })()).not.toThrow();
+    expect(() =>
+      call({ cacheBatchIdx: int32([2, 0, 3]), leftpadK: int32([1, 0, 4]), ...rot(10, 4), rotaryInterleaved: true })(),
+    ).not.toThrow();
     // Without an append a cache row may serve several batch rows.
     expect(() => call({ cacheBatchIdx: int32([1, 1, 1]), kNew: null, vNew: null })()).not.toThrow();
   });
@@ -101,7 +125,18 @@ describe('sdpaKvCache validation', () => {
 describe('what backends receive', () => {
   it('KvCacheParams: positions resolved, q seen as [B, Hq, Sq, D], lower-right', () => {
     const p = call({ cacheBatchIdx: int32([2, 0, 3]), leftpadK: int32([1, 0, 4]), ...rot(10, 4) })();
-    expect(p).toMatchObject({ batch: 3, headsQ: 4, headsKV: 2, seqQ: 1, seqK: 6, headDim: 8, headDimV: 6, alignment: 'lowerRight', causal: true, requiresGrad: false });
+    expect(p).toMatchObject({
+      batch: 3,
+      headsQ: 4,
+      headsKV: 2,
+      seqQ: 1,
+      seqK: 6,
+      headDim: 8,
+      headDimV: 6,
+      alignment: 'lowerRight',
+      causal: true,
+      requiresGrad: false,
+    });
     expect(p.query.shape).toEqual([3, 4, 1, 8]);
     const kv = p.kvCache!;
     expect([...kv.seqlens!]).toEqual([3, 0, 9]);
@@ -109,8 +144,14 @@ describe('what backends receive', () => {
     expect([...kv.keyCount!]).toEqual([3, 1, 6]);
     expect([...kv.cacheRows!]).toEqual([2, 0, 3]);
     expect(kv).toMatchObject({ capacity: 10, newLen: 1, rotary: { dim: 8, interleaved: false, qPerRow: true } });
-    expect(sequencePairs(p)).toEqual([[1, 3], [1, 1], [1, 6]]);
-    expect(describeCall(p)).toContain('kv cache (3 rows of up to 10 keys, append 1, rotary 8, cacheBatchIdx, leftpadK)');
+    expect(sequencePairs(p)).toEqual([
+      [1, 3],
+      [1, 1],
+      [1, 6],
+    ]);
+    expect(describeCall(p)).toContain(
+      'kv cache (3 rows of up to 10 keys, append 1, rotary 8, cacheBatchIdx, leftpadK)',
+    );
   });
 
   it('paged: the pool geometry and capacity from the table; rows full without cacheSeqlens', () => {

@@ -31,7 +31,12 @@ export function sdpaKvCache(q: Tensor, kCache: Tensor, vCache: Tensor, opts?: Kv
 }
 
 /** As sdpaKvCache, off the event loop where the backend can. Input errors reject the promise. */
-export async function sdpaKvCacheAsync(q: Tensor, kCache: Tensor, vCache: Tensor, opts?: KvCacheOptions): Promise<KvCacheResult> {
+export async function sdpaKvCacheAsync(
+  q: Tensor,
+  kCache: Tensor,
+  vCache: Tensor,
+  opts?: KvCacheOptions,
+): Promise<KvCacheResult> {
   return result(await runForwardAsync(normalizeKvCacheCall(q, kCache, vCache, opts)));
 }
 

@@ -83,18 +83,22 @@ describe('layout', () => {
     expect(viewStrides([], [], [1, 1])).toEqual([1, 1]);
     // The element order of any view that exists must be the logical order of the source.
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 4 }), fc.nat(23), (shape, permSeed) => {
-        const base = contiguousStrides(shape);
-        const perm = [...shape.keys()].sort((a, b) => ((a * 7 + permSeed) % 5) - ((b * 7 + permSeed) % 5));
-        const pShape = perm.map((d) => shape[d]!);
-        const pStrides = perm.map((d) => base[d]!);
-        const numel = pShape.reduce((a, b) => a * b, 1);
-        const target = [numel];
-        const vs = viewStrides(pShape, pStrides, target);
-        const order = bruteIndices(pShape, pStrides, 0);
-        if (vs) expect(bruteIndices(target, vs, 0)).toEqual(order);
-        else expect(isContiguousLayout(pShape, pStrides)).toBe(false);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 4 }),
+        fc.nat(23),
+        (shape, permSeed) => {
+          const base = contiguousStrides(shape);
+          const perm = [...shape.keys()].sort((a, b) => ((a * 7 + permSeed) % 5) - ((b * 7 + permSeed) % 5));
+          const pShape = perm.map((d) => shape[d]!);
+          const pStrides = perm.map((d) => base[d]!);
+          const numel = pShape.reduce((a, b) => a * b, 1);
+          const target = [numel];
+          const vs = viewStrides(pShape, pStrides, target);
+          const order = bruteIndices(pShape, pStrides, 0);
+          if (vs) expect(bruteIndices(target, vs, 0)).toEqual(order);
+          else expect(isContiguousLayout(pShape, pStrides)).toBe(false);
+        },
+      ),
       { numRuns: 200 },
     );
   });

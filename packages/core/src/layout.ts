@@ -81,7 +81,11 @@ export function maxReachableIndex(shape: readonly number[], strides: readonly nu
  * such view exists (the rule of ATen's computeStride: newShape must split or merge only dims that
  * are laid out contiguously relative to each other).
  */
-export function viewStrides(shape: readonly number[], strides: readonly number[], newShape: readonly number[]): number[] | null {
+export function viewStrides(
+  shape: readonly number[],
+  strides: readonly number[],
+  newShape: readonly number[],
+): number[] | null {
   if (shapeNumel(shape) === 0) return contiguousStrides(newShape);
   if (shape.length === 0) return newShape.map(() => 1);
   const out = new Array<number>(newShape.length);
@@ -158,7 +162,11 @@ export function broadcastsTo(from: readonly number[], to: readonly number[]): bo
 }
 
 /** Strides of `shape` broadcast to `target` (right-aligned): 0 on broadcast and missing dims. */
-export function expandedStridesTo(shape: readonly number[], strides: readonly number[], target: readonly number[]): number[] {
+export function expandedStridesTo(
+  shape: readonly number[],
+  strides: readonly number[],
+  target: readonly number[],
+): number[] {
   const lead = target.length - shape.length;
   return target.map((t, i) => {
     const d = i - lead;

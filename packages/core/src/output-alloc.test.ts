@@ -14,7 +14,12 @@ afterEach(() => restore());
 describe('emptyOutput', () => {
   it('a host allocation failure names the output, its shape and size, and what to chunk', () => {
     expect(() => emptyOutput(OUTPUT_NAMES.dq, [1, 1, 2 ** 31 - 1, 64], { dtype: 'float32' })).toThrow(
-      expect.objectContaining({ code: 'ATTN_SIZE', message: expect.stringMatching(/the query gradient \(dq\), float32 \[1, 1, 2147483647, 64\] \(512\.0 GiB\).*chunks of batch or heads/) }),
+      expect.objectContaining({
+        code: 'ATTN_SIZE',
+        message: expect.stringMatching(
+          /the query gradient \(dq\), float32 \[1, 1, 2147483647, 64\] \(512\.0 GiB\).*chunks of batch or heads/,
+        ),
+      }),
     );
   });
 
@@ -34,6 +39,8 @@ describe('emptyOutput', () => {
     }
     expect(error).toBeInstanceOf(OutOfMemoryError);
     expect((error as OutOfMemoryError).requestedBytes).toBe(2 * 8 * 4096 * 128 * 2);
-    expect((error as Error).message).toMatch(/the attention output \(out\), float16 \[2, 8, 4096, 128\] \(16\.0 MiB\): cuda:0 cannot allocate/);
+    expect((error as Error).message).toMatch(
+      /the attention output \(out\), float16 \[2, 8, 4096, 128\] \(16\.0 MiB\): cuda:0 cannot allocate/,
+    );
   });
 });

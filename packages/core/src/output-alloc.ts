@@ -53,7 +53,10 @@ export function forwardOutput(p: SdpaParams, shape: readonly number[], opts: Ten
   const given = p.out;
   if (!given) return emptyOutput(OUTPUT_NAMES.out, shape, opts);
   if (given.rank !== shape.length || given.shape.some((s, i) => s !== shape[i])) {
-    throw new AttnError('ATTN_BACKEND_OUTPUT', `A backend asked for an out of [${shape.join(', ')}] but the call's out is [${given.shape.join(', ')}]; this is a bug in that backend.`);
+    throw new AttnError(
+      'ATTN_BACKEND_OUTPUT',
+      `A backend asked for an out of [${shape.join(', ')}] but the call's out is [${given.shape.join(', ')}]; this is a bug in that backend.`,
+    );
   }
   return given;
 }
@@ -68,5 +71,8 @@ export const OUTPUT_NAMES = Object.freeze({
   dq: { what: 'the query gradient (dq)', shrink: CHUNK_BACKWARD },
   dk: { what: 'the key gradient (dk)', shrink: CHUNK_BACKWARD },
   dv: { what: 'the value gradient (dv)', shrink: CHUNK_BACKWARD },
-  dbias: { what: 'the mask gradient (dbias)', shrink: 'give the mask size-1 (broadcast) dims where it can, or ' + CHUNK_BACKWARD },
+  dbias: {
+    what: 'the mask gradient (dbias)',
+    shrink: 'give the mask size-1 (broadcast) dims where it can, or ' + CHUNK_BACKWARD,
+  },
 } satisfies Record<string, OutputName>);

@@ -85,12 +85,24 @@ export function philox4x32_10(counter: ArrayLike<number>, key: ArrayLike<number>
 /** Philox4x32 with a chosen number of rounds (7 and 10 have published known answers). */
 export function philox4x32(counter: ArrayLike<number>, key: ArrayLike<number>, rounds: number): Uint32Array {
   if (counter.length !== 4 || key.length !== 2) {
-    throw new RangeError(`philox4x32 takes a 4-word counter and a 2-word key, got ${counter.length} and ${key.length}.`);
+    throw new RangeError(
+      `philox4x32 takes a 4-word counter and a 2-word key, got ${counter.length} and ${key.length}.`,
+    );
   }
   for (let i = 0; i < 4; i++) checkUint32(`counter[${i}]`, counter[i]!);
   for (let i = 0; i < 2; i++) checkUint32(`key[${i}]`, key[i]!);
-  if (!Number.isInteger(rounds) || rounds < 0) throw new RangeError(`rounds must be a non-negative integer, got ${rounds}.`);
-  return philox4x32Into(new Uint32Array(4), counter[0]!, counter[1]!, counter[2]!, counter[3]!, key[0]!, key[1]!, rounds);
+  if (!Number.isInteger(rounds) || rounds < 0)
+    throw new RangeError(`rounds must be a non-negative integer, got ${rounds}.`);
+  return philox4x32Into(
+    new Uint32Array(4),
+    counter[0]!,
+    counter[1]!,
+    counter[2]!,
+    counter[3]!,
+    key[0]!,
+    key[1]!,
+    rounds,
+  );
 }
 
 /** Splits a 64-bit seed into the Philox key [lo32, hi32]. */

@@ -46,7 +46,14 @@ export interface RegistryState<B = unknown> {
 }
 
 export function createRegistryState(): RegistryState {
-  return { version: REGISTRY_VERSION, backends: new Map(), runtimes: new Map(), scope: new AsyncLocalStorage(), seq: 0, generation: 0 };
+  return {
+    version: REGISTRY_VERSION,
+    backends: new Map(),
+    runtimes: new Map(),
+    scope: new AsyncLocalStorage(),
+    seq: 0,
+    generation: 0,
+  };
 }
 
 type GlobalWithRegistry = typeof globalThis & { [REGISTRY_SYMBOL]?: RegistryState };

@@ -56,7 +56,10 @@ describe('backend registry', () => {
     registerBackend(second);
     expect(getBackend('dup')).toBe(second);
     expect(listBackends()[0]!.priority).toBe(50);
-    expect(warn).toHaveBeenCalledWith(expect.stringContaining("'dup'"), expect.objectContaining({ code: 'ATTN_BACKEND_REPLACED' }));
+    expect(warn).toHaveBeenCalledWith(
+      expect.stringContaining("'dup'"),
+      expect.objectContaining({ code: 'ATTN_BACKEND_REPLACED' }),
+    );
   });
 
   it('unregisters', () => {
@@ -134,7 +137,9 @@ describe('device runtime registry', () => {
 
   it('rejects malformed runtimes', () => {
     const r = makeFakeDeviceRuntime();
-    expect(() => registerDeviceRuntime({ ...r, type: 'cpu' } as never)).toThrow(expect.objectContaining({ code: 'ATTN_RUNTIME' }));
+    expect(() => registerDeviceRuntime({ ...r, type: 'cpu' } as never)).toThrow(
+      expect.objectContaining({ code: 'ATTN_RUNTIME' }),
+    );
     expect(() => registerDeviceRuntime({ ...r, allocate: undefined } as never)).toThrow(/allocate/);
   });
 });

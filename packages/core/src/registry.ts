@@ -5,7 +5,12 @@ import { isDeviceType } from './device-parse.js';
 import { AttnInputError } from './errors.js';
 import { type BackendSlot, registryState } from './registry-state.js';
 
-export { getDeviceRuntime, listDeviceRuntimes, registerDeviceRuntime, unregisterDeviceRuntime } from './device-registry.js';
+export {
+  getDeviceRuntime,
+  listDeviceRuntimes,
+  registerDeviceRuntime,
+  unregisterDeviceRuntime,
+} from './device-registry.js';
 
 export interface RegisterOptions {
   /** Overrides backend.defaultPriority. Higher runs first among the backends of a device. */
@@ -44,22 +49,26 @@ function checkBackendShape(backend: Backend): void {
     fail('name must be lowercase letters, digits, ".", "_" or "-" (e.g. "cpu-math")');
   }
   if (!isDeviceType(b.deviceType)) fail("deviceType must be 'cpu', 'cuda' or 'rocm'");
-  if (typeof b.defaultPriority !== 'number' || !Number.isFinite(b.defaultPriority)) fail('defaultPriority must be a finite number');
+  if (typeof b.defaultPriority !== 'number' || !Number.isFinite(b.defaultPriority))
+    fail('defaultPriority must be a finite number');
   if (typeof b.availability !== 'function') fail('availability() is missing');
   if (typeof b.forward !== 'function') fail('forward() is missing');
   if (!Array.isArray(b.rules)) fail('rules must be an array of rules');
   for (const rule of b.rules) {
-    if (typeof rule?.name !== 'string' || typeof rule.check !== 'function') fail('every rule needs a name and a check()');
+    if (typeof rule?.name !== 'string' || typeof rule.check !== 'function')
+      fail('every rule needs a name and a check()');
   }
   if (b.kernels !== undefined) {
     if (!Array.isArray(b.kernels)) fail('kernels must be an array of { name, description, check? }');
     const seen = new Set<string>();
     for (const k of b.kernels) {
-      if (typeof k?.name !== 'string' || !NAME_PATTERN.test(k.name)) fail('every kernel needs a name of lowercase letters, digits, ".", "_" or "-"');
+      if (typeof k?.name !== 'string' || !NAME_PATTERN.test(k.name))
+        fail('every kernel needs a name of lowercase letters, digits, ".", "_" or "-"');
       if (seen.has(k.name)) fail(`kernel ${JSON.stringify(k.name)} is declared twice`);
       seen.add(k.name);
       if (typeof k.description !== 'string') fail(`kernel ${JSON.stringify(k.name)} needs a description`);
-      if (k.check !== undefined && typeof k.check !== 'function') fail(`kernel ${JSON.stringify(k.name)}: check must be a function`);
+      if (k.check !== undefined && typeof k.check !== 'function')
+        fail(`kernel ${JSON.stringify(k.name)}: check must be a function`);
     }
   }
 }
@@ -83,9 +92,12 @@ export function registerBackend(backend: Backend, opts: RegisterOptions = {}): v
     return;
   }
   if (prev) {
-    process.emitWarning(`attn: backend '${backend.name}' was registered again by another object; the new one replaces it.`, {
-      code: 'ATTN_BACKEND_REPLACED',
-    });
+    process.emitWarning(
+      `attn: backend '${backend.name}' was registered again by another object; the new one replaces it.`,
+      {
+        code: 'ATTN_BACKEND_REPLACED',
+      },
+    );
   }
   const keepUserPriority = prev?.userPriority === true && explicit === undefined;
   slots().set(backend.name, {

@@ -53,7 +53,12 @@ export function formatReport(report: SelectionReport): string {
   );
   lines.push(`  call: ${report.call}`);
   if (report.restrictedTo) {
-    const from = report.restrictionSource === 'scope' ? 'sdpaKernel scope' : report.kernel !== null ? `kernel option ${JSON.stringify(report.kernel)}` : 'backends option';
+    const from =
+      report.restrictionSource === 'scope'
+        ? 'sdpaKernel scope'
+        : report.kernel !== null
+          ? `kernel option ${JSON.stringify(report.kernel)}`
+          : 'backends option';
     lines.push(`  restricted to (${from}): ${report.restrictedTo.join(', ')}`);
   }
   if (report.candidates.length === 0) {

@@ -10,7 +10,11 @@ import type { Tensor } from './tensor.js';
  * its answer depends on more than the call's signature (storage addresses, tensor values), so cached
  * selections run it again on every call (Rule.readsValues).
  */
-export function rule(name: string, check: (p: SdpaParams, ctx: RuleContext) => string | null, opts: { readsValues?: boolean } = {}): Rule {
+export function rule(
+  name: string,
+  check: (p: SdpaParams, ctx: RuleContext) => string | null,
+  opts: { readsValues?: boolean } = {},
+): Rule {
   return Object.freeze(opts.readsValues ? { name, check, readsValues: true } : { name, check });
 }
 
@@ -57,7 +61,8 @@ export function lastStride(t: Tensor): number {
  * Null when they live on the device only (params.indexValuesOnDevice: graph capture, or the option).
  */
 export function sequencePairs(p: SdpaParams): Array<[number, number]> | null {
-  if (p.kvCache) return p.kvCache.keyCount ? Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]) : null;
+  if (p.kvCache)
+    return p.kvCache.keyCount ? Array.from(p.kvCache.keyCount, (sk): [number, number] => [p.seqQ, sk]) : null;
   const used = p.sequsedK?.lengths ?? null;
   if (p.sequsedK && !used) return null;
   if (!p.varlen) return used ? Array.from(used, (sk): [number, number] => [p.seqQ, sk]) : [[p.seqQ, p.seqK]];
@@ -89,13 +94,20 @@ export interface HostIndexCopies {
  */
 export function hostIndexCopies(p: SdpaParams): HostIndexCopies {
   const v = p.varlen;
-  const missing = (v && (!v.seqlensQ || !v.seqlensK)) || (p.sequsedK && !p.sequsedK.lengths) || (p.paged && !p.paged.table);
+  const missing =
+    (v && (!v.seqlensQ || !v.seqlensK)) || (p.sequsedK && !p.sequsedK.lengths) || (p.paged && !p.paged.table);
   if (missing) {
     const why = 'This backend needs the values of cuSeqlensQ/K, sequsedK and blockTable on the host';
     if (p.capturing) {
-      throw new GraphError('ATTN_GRAPH_CAPTURE_UNSUPPORTED', `${why}, and the call was made during graph capture, where they are not read; its rules should include indexValuesOnHost.`);
+      throw new GraphError(
+        'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+        `${why}, and the call was made during graph capture, where they are not read; its rules should include indexValuesOnHost.`,
+      );
     }
-    throw new AttnError('ATTN_BACKEND_RULES', `${why}, and the call left them on the device (indexValuesOnDevice); its rules should include indexValuesOnHost.`);
+    throw new AttnError(
+      'ATTN_BACKEND_RULES',
+      `${why}, and the call left them on the device (indexValuesOnDevice); its rules should include indexValuesOnHost.`,
+    );
   }
   return {
     seqlensQ: v ? v.seqlensQ : null,

@@ -68,18 +68,24 @@ export function dtypeInByArch(table: readonly DtypesFromSm[]): Rule {
 /** Byte address of a tensor's first element modulo `bytes` (host: within its ArrayBuffer). */
 function misalignment(t: Tensor, bytes: number): number {
   const byteOffset = t.offset * t.itemBytes;
-  if (t.isHost) return ((t.hostData().byteOffset + byteOffset) % bytes + bytes) % bytes;
-  return Number((t.dataPointer() % BigInt(bytes) + BigInt(bytes)) % BigInt(bytes));
+  if (t.isHost) return (((t.hostData().byteOffset + byteOffset) % bytes) + bytes) % bytes;
+  return Number(((t.dataPointer() % BigInt(bytes)) + BigInt(bytes)) % BigInt(bytes));
 }
 
 /** q, k, v start addresses aligned to `bytes` (check_data_ptr_alignment_mem_efficient). Empty tensors pass. */
 export function storageAligned(bytes: PerDType): Rule {
-  return rule(`storageAligned(${perDTypeLabel(bytes)})`, (p) => {
-    const n = perDType(bytes, p.dtype);
-    const bad = (['query', 'key', 'value'] as const).filter((name) => p[name].numel > 0 && misalignment(p[name], n) !== 0);
-    if (bad.length === 0) return null;
-    return `Requires q, k, and v storage offsets * element_size to be aligned to ${n} bytes; ${bad.join(', ')} ${bad.length > 1 ? 'are' : 'is'} not. Call .contiguous() on them.`;
-  }, { readsValues: true });
+  return rule(
+    `storageAligned(${perDTypeLabel(bytes)})`,
+    (p) => {
+      const n = perDType(bytes, p.dtype);
+      const bad = (['query', 'key', 'value'] as const).filter(
+        (name) => p[name].numel > 0 && misalignment(p[name], n) !== 0,
+      );
+      if (bad.length === 0) return null;
+      return `Requires q, k, and v storage offsets * element_size to be aligned to ${n} bytes; ${bad.join(', ')} ${bad.length > 1 ? 'are' : 'is'} not. Call .contiguous() on them.`;
+    },
+    { readsValues: true },
+  );
 }
 
 /**
@@ -93,7 +99,7 @@ export const backwardHeadDimOnSm86_89: Rule = rule('backwardHeadDimOnSm86_89', (
   const dropout = p.dropout?.p ?? 0;
   if (d <= 192 || (dropout === 0 && d > 224)) return null;
   return (
-    'Flash attention currently doesn\'t support training with head_dim in (192, 224] or (head_dim in (224, 256] and dropout > 0.0) ' +
+    "Flash attention currently doesn't support training with head_dim in (192, 224] or (head_dim in (224, 256] and dropout > 0.0) " +
     `on gpu architectures in the range [sm86, sm89] or [sm120, sm121]. Attempting to run with dropout ${dropout} and head_dim ${d} on ${smLabel(ctx)}.`
   );
 });

@@ -162,7 +162,8 @@ export const noDeterministic: Rule = rule('noDeterministic', (p) => {
  */
 export const indexValuesOnHost: Rule = rule('indexValuesOnHost', (p) => {
   if (!p.indexValuesOnDevice || (!p.varlen && !p.sequsedK && !p.paged && !p.kvCache)) return null;
-  const what = 'the values of cuSeqlensQ/K, sequsedK, blockTable (and a kv cache\'s cacheSeqlens, cacheBatchIdx, leftpadK)';
+  const what =
+    "the values of cuSeqlensQ/K, sequsedK, blockTable (and a kv cache's cacheSeqlens, cacheBatchIdx, leftpadK)";
   if (p.capturing) {
     return `Needs ${what} on the host, which cannot be read during graph capture; capture with a backend that reads them on the device (flash-cuda), or run this call eagerly.`;
   }

@@ -6,7 +6,8 @@ import { headCounts, lastStride, type PerDType, perDType, perDTypeLabel, rule } 
 
 /** Dense [B, H, S, D] inputs (check_tensor_shapes). */
 export const denseRank4: Rule = rule('denseRank4', (p) => {
-  if (p.varlen) return 'Requires dense [batch, heads, seq, headDim] inputs; got packed varlen inputs. Use sdpa() with padded 4-D tensors.';
+  if (p.varlen)
+    return 'Requires dense [batch, heads, seq, headDim] inputs; got packed varlen inputs. Use sdpa() with padded 4-D tensors.';
   if (p.query.rank === 4 && p.key.rank === 4 && p.value.rank === 4) return null;
   return `Requires query, key and value to be 4 dimensional, but got query dim: ${p.query.rank}, key dim: ${p.key.rank}, value dim: ${p.value.rank}.`;
 });
@@ -53,7 +54,8 @@ export function lastDimContiguous(opts: LastDimContiguousOptions = {}): Rule {
     const maskOk = !opts.mask || maskStride === 1 || p.seqK <= 1;
     if (qkvOk && maskOk) return null;
     let msg = `Requires the last dimension of the inputs to have stride 1. Got query.stride(-1): ${q}, key.stride(-1): ${k}, value.stride(-1): ${v}`;
-    if (opts.mask && p.mask) msg += `, attnMask stride along keys: ${maskStride} (GPU kernels need it 1; materialize a broadcast mask with .expand(...).contiguous())`;
+    if (opts.mask && p.mask)
+      msg += `, attnMask stride along keys: ${maskStride} (GPU kernels need it 1; materialize a broadcast mask with .expand(...).contiguous())`;
     return `${msg}. Call .contiguous() on the inputs.`;
   });
 }
@@ -94,7 +96,9 @@ export function batchAndHeads(opts: BatchAndHeadsOptions): Rule {
       return null;
     }
     if (hq === hk && hq === hv) return null;
-    const why = p.enableGqa ? 'does not implement grouped-query attention' : 'needs enableGqa: true for grouped-query attention';
+    const why = p.enableGqa
+      ? 'does not implement grouped-query attention'
+      : 'needs enableGqa: true for grouped-query attention';
     return (
       `Requires query, key and value to have the same num_heads (this backend ${why}). Query.size(1): ${hq}, Key.size(1): ${hk}, ` +
       `Value.size(1): ${hv}. Repeat the key/value heads to ${hq} or choose a backend with GQA.`

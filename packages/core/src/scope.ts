@@ -12,7 +12,8 @@ import { registryState } from './registry-state.js';
 /** Runs fn with only `names` allowed; returns fn's result (a Promise stays a Promise). Restores on throw. */
 export function sdpaKernel<T>(names: readonly string[], fn: () => T): T {
   const backends = checkBackendNames(names, 'sdpaKernel(names)');
-  if (typeof fn !== 'function') throw new AttnInputError('ATTN_OPTION', 'sdpaKernel(names, fn): fn must be a function.');
+  if (typeof fn !== 'function')
+    throw new AttnInputError('ATTN_OPTION', 'sdpaKernel(names, fn): fn must be a function.');
   return registryState().scope.run({ backends }, fn);
 }
 

@@ -66,14 +66,19 @@ describe('sdpa and sdpaForward', () => {
     const [q, k, v] = qkv();
     registerBackend(
       makeFakeBackend('wrong-shape', {
-        forward: (p) => ({ out: zeros([p.batch, p.headsQ, p.seqQ, p.headDim]), logsumexp: zeros([p.batch, p.headsQ, p.seqQ]) }),
+        forward: (p) => ({
+          out: zeros([p.batch, p.headsQ, p.seqQ, p.headDim]),
+          logsumexp: zeros([p.batch, p.headsQ, p.seqQ]),
+        }),
       }),
     );
     expect(() => sdpa(q, k, v)).toThrow(expect.objectContaining({ code: 'ATTN_BACKEND_OUTPUT' }));
     expect(() => sdpa(q, k, v)).toThrow(/wrong-shape/);
     unregisterBackend('wrong-shape');
     registerBackend(
-      makeFakeBackend('f64-lse', { forward: (p) => ({ ...nanOutputs(p), logsumexp: zeros([p.batch, p.headsQ, p.seqQ], { dtype: 'float64' }) }) }),
+      makeFakeBackend('f64-lse', {
+        forward: (p) => ({ ...nanOutputs(p), logsumexp: zeros([p.batch, p.headsQ, p.seqQ], { dtype: 'float64' }) }),
+      }),
     );
     expect(() => sdpa(q, k, v)).toThrow(expect.objectContaining({ code: 'ATTN_BACKEND_OUTPUT' }));
     unregisterBackend('f64-lse');
@@ -82,14 +87,20 @@ describe('sdpa and sdpaForward', () => {
   });
 
   it('throws NoBackendError carrying the report', () => {
-    registerBackend(makeFakeBackend('no-dropout-please', { rules: [{ name: 'noDropout', check: (p) => (p.dropout ? 'no dropout' : null) }] }));
+    registerBackend(
+      makeFakeBackend('no-dropout-please', {
+        rules: [{ name: 'noDropout', check: (p) => (p.dropout ? 'no dropout' : null) }],
+      }),
+    );
     const [q, k, v] = qkv();
     try {
       sdpa(q, k, v, { dropoutP: 0.5 });
       expect.unreachable();
     } catch (e) {
       expect(e).toBeInstanceOf(NoBackendError);
-      expect((e as NoBackendError).report.candidates[0]!.reasons).toEqual([{ rule: 'noDropout', message: 'no dropout' }]);
+      expect((e as NoBackendError).report.candidates[0]!.reasons).toEqual([
+        { rule: 'noDropout', message: 'no dropout' },
+      ]);
     }
   });
 });
@@ -140,9 +151,15 @@ describe('sdpaBackward', () => {
   it('checks the gradients the backend returns', () => {
     registerBackend(makeFakeBackend('bad-grads', { backward: (p) => ({ ...gradsLike(p), dk: zeros([1]) }) }));
     const [q, k, v] = qkv();
-    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), sdpaForward(q, k, v))).toThrow(expect.objectContaining({ code: 'ATTN_BACKEND_OUTPUT' }));
+    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), sdpaForward(q, k, v))).toThrow(
+      expect.objectContaining({ code: 'ATTN_BACKEND_OUTPUT' }),
+    );
     unregisterBackend('bad-grads');
-    registerBackend(makeFakeBackend('no-dbias', { backward: (p) => ({ dq: gradsLike(p).dq, dk: gradsLike(p).dk, dv: gradsLike(p).dv }) }));
+    registerBackend(
+      makeFakeBackend('no-dbias', {
+        backward: (p) => ({ dq: gradsLike(p).dq, dk: gradsLike(p).dk, dv: gradsLike(p).dv }),
+      }),
+    );
     const fwd = sdpaForward(q, k, v, { attnMask: zeros([4, 5]) });
     expect(() => sdpaBackward(zeros([2, 3, 4, 6]), fwd)).toThrow(/dbias/);
   });
@@ -151,11 +168,17 @@ describe('sdpaBackward', () => {
     registerBackend(makeFakeBackend('t', { backward: gradsLike }));
     const [q, k, v] = qkv();
     const fwd = sdpaForward(q, k, v);
-    expect(() => sdpaBackward(zeros([2, 3, 4, 6], { dtype: 'float64' }), fwd)).toThrow(expect.objectContaining({ code: 'ATTN_GRAD_OUT' }));
+    expect(() => sdpaBackward(zeros([2, 3, 4, 6], { dtype: 'float64' }), fwd)).toThrow(
+      expect.objectContaining({ code: 'ATTN_GRAD_OUT' }),
+    );
     expect(() => sdpaBackward('x' as never, fwd)).toThrow(expect.objectContaining({ code: 'ATTN_TYPE' }));
-    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), {} as never)).toThrow(expect.objectContaining({ code: 'ATTN_FORWARD_RESULT' }));
+    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), {} as never)).toThrow(
+      expect.objectContaining({ code: 'ATTN_FORWARD_RESULT' }),
+    );
     // A copy is not the result: it could carry any out, logsumexp or backend.
-    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), { ...fwd })).toThrow(expect.objectContaining({ code: 'ATTN_FORWARD_RESULT' }));
+    expect(() => sdpaBackward(zeros([2, 3, 4, 6]), { ...fwd })).toThrow(
+      expect.objectContaining({ code: 'ATTN_FORWARD_RESULT' }),
+    );
     unregisterBackend('t');
     expect(() => sdpaBackward(zeros([2, 3, 4, 6]), fwd)).toThrow(expect.objectContaining({ code: 'ATTN_NO_BACKWARD' }));
     registerBackend(makeFakeBackend('t', { backward: gradsLike }));
@@ -201,7 +224,11 @@ describe('varlen entry points', () => {
   });
 
   it('checks varlen output shapes', () => {
-    registerBackend(makeFakeBackend('dense-shaped', { forward: (p) => ({ out: zeros([1, 2, 3, 4]), logsumexp: zeros([p.headsQ, 5]) }) }));
+    registerBackend(
+      makeFakeBackend('dense-shaped', {
+        forward: (p) => ({ out: zeros([1, 2, 3, 4]), logsumexp: zeros([p.headsQ, 5]) }),
+      }),
+    );
     const [q, k, v] = packed();
     expect(() => sdpaVarlen(q, k, v, { cuSeqlensQ: cu(), cuSeqlensK: cu(), maxSeqlenQ: 3, maxSeqlenK: 3 })).toThrow(
       expect.objectContaining({ code: 'ATTN_BACKEND_OUTPUT' }),

@@ -61,7 +61,12 @@ export function sdpaForward(query: Tensor, key: Tensor, value: Tensor, opts?: Sd
 }
 
 /** As sdpaForward, off the event loop where the backend can. Input errors reject the promise. */
-export async function sdpaForwardAsync(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): Promise<ForwardResult> {
+export async function sdpaForwardAsync(
+  query: Tensor,
+  key: Tensor,
+  value: Tensor,
+  opts?: SdpaOptions,
+): Promise<ForwardResult> {
   // `return await`: the inner promise gets its handler now, not one microtask later.
   return await runForwardAsync(normalizeCall(query, key, value, opts));
 }
@@ -81,7 +86,13 @@ export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
   const { params, out, logsumexp, backend: backendName } = forwardRecordOf(fwd);
   if (!Tensor.isTensor(gradOut)) throw new AttnInputError('ATTN_TYPE', 'sdpaBackward: gradOut must be a Tensor.');
   gradOut.assertLive('gradOut');
-  for (const [name, t] of [['forward out', out], ['forward logsumexp', logsumexp], ['query', params.query], ['key', params.key], ['value', params.value]] as const) {
+  for (const [name, t] of [
+    ['forward out', out],
+    ['forward logsumexp', logsumexp],
+    ['query', params.query],
+    ['key', params.key],
+    ['value', params.value],
+  ] as const) {
     t.assertLive(`${name} (needed by sdpaBackward)`);
   }
   const sameShape = gradOut.rank === out.rank && gradOut.shape.every((s, i) => s === out.shape[i]);
@@ -94,7 +105,10 @@ export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
   }
   const backend = getBackend(backendName);
   if (!backend) {
-    throw new AttnInputError('ATTN_NO_BACKWARD', `Backend '${backendName}', which ran forward, is no longer registered; register it again to run backward.`);
+    throw new AttnInputError(
+      'ATTN_NO_BACKWARD',
+      `Backend '${backendName}', which ran forward, is no longer registered; register it again to run backward.`,
+    );
   }
   if (typeof backend.backward !== 'function') {
     throw new AttnInputError(
@@ -102,7 +116,8 @@ export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
       `Backend '${backendName}' ran forward but has no backward. Pass requiresGrad: true to sdpaForward so that a backend with backward is chosen.`,
     );
   }
-  if (deviceCapturing(gradOut.device)) noteCaptureUse(gradOut.device, [gradOut, out, logsumexp, ...callTensors(params)]);
+  if (deviceCapturing(gradOut.device))
+    noteCaptureUse(gradOut.device, [gradOut, out, logsumexp, ...callTensors(params)]);
   const grads = backend.backward(params, { out, logsumexp }, gradOut);
   checkGradients(backend.name, params, grads);
   return grads;

@@ -22,7 +22,10 @@ export function toSeed(seed: bigint | number, what = 'seed', code = 'ATTN_SEED')
     return BigInt(seed);
   }
   if (typeof seed !== 'bigint' || seed < 0n || seed >= TWO_64) {
-    throw new AttnInputError(code, `${what} must be a bigint in [0, 2^64) or a non-negative safe integer, got ${describeValue(seed)}.`);
+    throw new AttnInputError(
+      code,
+      `${what} must be a bigint in [0, 2^64) or a non-negative safe integer, got ${describeValue(seed)}.`,
+    );
   }
   return seed;
 }

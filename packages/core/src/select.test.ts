@@ -39,14 +39,20 @@ describe('selection', () => {
     registerBackend(makeFakeBackend('ok'));
     const report = explain(q(), q(), q());
     expect(report.selected).toBe('ok');
-    expect(report.candidates[0]).toMatchObject({ backend: 'broken', available: false, unavailableReason: 'addon not built: run pnpm build:native', selected: false });
+    expect(report.candidates[0]).toMatchObject({
+      backend: 'broken',
+      available: false,
+      unavailableReason: 'addon not built: run pnpm build:native',
+      selected: false,
+    });
     expect(formatReport(report)).toContain('unavailable: addon not built');
   });
 
   it('reports every failing rule of every candidate, not only the first', () => {
     registerBackend(makeFakeBackend('flashy', { priority: 2, rules: [R.noDropout, R.noAttnMask, R.headDimAtMost(4)] }));
     registerBackend(makeFakeBackend('picky', { priority: 1, rules: [R.dtypeIn(['float16'])] }));
-    const call = (): unknown => sdpaForward(q(), q(), q(), { dropoutP: 0.1, attnMask: zeros([3, 3], { dtype: 'bool' }) });
+    const call = (): unknown =>
+      sdpaForward(q(), q(), q(), { dropoutP: 0.1, attnMask: zeros([3, 3], { dtype: 'bool' }) });
     expect(call).toThrow(NoBackendError);
     try {
       call();
@@ -100,7 +106,12 @@ describe('selection', () => {
     registerBackend(makeFakeBackend('third', { priority: 5 }));
     const report = explain(q(), q(), q(), { backends: ['second', 'first'] });
     expect(report.candidates.map((c) => c.backend)).toEqual(['second', 'first']);
-    expect(report).toMatchObject({ selected: 'second', restrictedTo: ['second', 'first'], restrictionSource: 'call', excluded: ['third'] });
+    expect(report).toMatchObject({
+      selected: 'second',
+      restrictedTo: ['second', 'first'],
+      restrictionSource: 'call',
+      excluded: ['third'],
+    });
     expect(formatReport(report)).toContain('restricted to (backends option): second, first');
     expect(formatReport(report)).toContain('left out by the restriction: third');
   });
@@ -255,20 +266,33 @@ describe('selection properties', () => {
       fc.property(callArb, backendsArb, fc.boolean(), (callSpec, specs, restrict) =>
         withIsolatedRegistry(() => {
           const backends = specs.map((s, i) =>
-            makeFakeBackend(`b${i}`, { priority: s.priority, rules: s.rules, available: s.available ? true : `b${i} is off` }),
+            makeFakeBackend(`b${i}`, {
+              priority: s.priority,
+              rules: s.rules,
+              available: s.available ? true : `b${i} is off`,
+            }),
           );
           backends.forEach((b) => registerBackend(b));
           const { query, key, value, opts } = buildCall(callSpec);
           // Half the runs restrict to a reversed subset, which also fixes the order.
-          const restriction = restrict ? backends.filter((_, i) => i % 2 === 0).map((b) => b.name).reverse() : undefined;
+          const restriction = restrict
+            ? backends
+                .filter((_, i) => i % 2 === 0)
+                .map((b) => b.name)
+                .reverse()
+            : undefined;
           if (restriction) opts.backends = restriction;
 
           const params = normalizeParams(query, key, value, opts);
           const ctx = ruleContext(params.device);
           const order = restriction
             ? restriction.map((n) => backends.find((b) => b.name === n)!)
-            : [...backends].map((b, i) => ({ b, i })).sort((x, y) => y.b.defaultPriority - x.b.defaultPriority || x.i - y.i).map((x) => x.b);
-          const failing = (b: (typeof backends)[number]) => b.rules.filter((r) => r.check(params, ctx) !== null).map((r) => r.name);
+            : [...backends]
+                .map((b, i) => ({ b, i }))
+                .sort((x, y) => y.b.defaultPriority - x.b.defaultPriority || x.i - y.i)
+                .map((x) => x.b);
+          const failing = (b: (typeof backends)[number]) =>
+            b.rules.filter((r) => r.check(params, ctx) !== null).map((r) => r.name);
           const runnable = (b: (typeof backends)[number]) => b.availability().ok && failing(b).length === 0;
 
           const report = explain(query, key, value, opts);

@@ -64,8 +64,18 @@ export function describeCall(p: SdpaParams): string {
   if (p.paged) parts.push(`paged K/V (${p.paged.numBlocks} blocks of ${p.paged.blockSize})`);
   const kv = p.kvCache;
   if (kv) {
-    const extras = [kv.newLen > 0 ? `append ${kv.newLen}` : null, kv.rotary ? `rotary ${kv.rotary.dim}${kv.rotary.interleaved ? ' interleaved' : ''}` : null, kv.cacheBatchIdx ? 'cacheBatchIdx' : null, kv.leftpadK ? 'leftpadK' : null];
-    parts.push(`kv cache (${p.batch} rows of up to ${kv.capacity} keys${extras.filter(Boolean).map((e) => `, ${e}`).join('')})`);
+    const extras = [
+      kv.newLen > 0 ? `append ${kv.newLen}` : null,
+      kv.rotary ? `rotary ${kv.rotary.dim}${kv.rotary.interleaved ? ' interleaved' : ''}` : null,
+      kv.cacheBatchIdx ? 'cacheBatchIdx' : null,
+      kv.leftpadK ? 'leftpadK' : null,
+    ];
+    parts.push(
+      `kv cache (${p.batch} rows of up to ${kv.capacity} keys${extras
+        .filter(Boolean)
+        .map((e) => `, ${e}`)
+        .join('')})`,
+    );
   }
   if (p.mask) parts.push(`${p.mask.kind} mask ${shape(p.mask.tensor.shape)} ${p.mask.tensor.dtype}`);
   if (p.causal) parts.push(`causal (${p.alignment})`);
@@ -91,9 +101,7 @@ export interface Selection {
  */
 export function selectBackend(params: SdpaParams, restriction: Restriction, exhaustive: boolean): Selection {
   const all = listBackends(params.device.type);
-  const candidates = restriction.names
-    ? restriction.names.flatMap((n) => all.filter((e) => e.name === n))
-    : all;
+  const candidates = restriction.names ? restriction.names.flatMap((n) => all.filter((e) => e.name === n)) : all;
   const excluded = restriction.names ? all.filter((e) => !restriction.names!.includes(e.name)).map((e) => e.name) : [];
   const ctx = ruleContext(params.device);
   const reports: CandidateReport[] = [];
@@ -152,7 +160,10 @@ function splitRules(backend: Backend, params: SdpaParams): { fixed: Rule[]; valu
  * availability, then every rule), but no report objects, reasons or describeCall strings are built and
  * rule checks stop at the first failure. Also returns the path it walked, for the call cache.
  */
-function firstRunnable(params: SdpaParams, restriction: Restriction): { backend: Backend | null; selection: CachedSelection } {
+function firstRunnable(
+  params: SdpaParams,
+  restriction: Restriction,
+): { backend: Backend | null; selection: CachedSelection } {
   const all = listBackends(params.device.type);
   const ctx = ruleContext(params.device);
   const path: PathStep[] = [];
@@ -164,7 +175,8 @@ function firstRunnable(params: SdpaParams, restriction: Restriction): { backend:
   };
   const selection = { names: restriction.names, ctx, path };
   if (restriction.names) {
-    for (const n of restriction.names) for (const e of all) if (e.name === n && consider(e.backend)) return { backend: e.backend, selection };
+    for (const n of restriction.names)
+      for (const e of all) if (e.name === n && consider(e.backend)) return { backend: e.backend, selection };
     return { backend: null, selection };
   }
   for (const e of all) if (consider(e.backend)) return { backend: e.backend, selection };

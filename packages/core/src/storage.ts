@@ -33,7 +33,13 @@ export interface DeviceRuntime {
   allocate(bytes: number, index: number): DeviceStorage;
   copyHostToDevice(dst: DeviceStorage, dstOffsetBytes: number, src: Uint8Array): void;
   copyDeviceToHost(src: DeviceStorage, srcOffsetBytes: number, dst: Uint8Array): void;
-  copyDeviceToDevice(dst: DeviceStorage, dstOffsetBytes: number, src: DeviceStorage, srcOffsetBytes: number, bytes: number): void;
+  copyDeviceToDevice(
+    dst: DeviceStorage,
+    dstOffsetBytes: number,
+    src: DeviceStorage,
+    srcOffsetBytes: number,
+    bytes: number,
+  ): void;
   /** Fills bytes with a repeated byte value (used to poison outputs in tests). */
   fill(dst: DeviceStorage, dstOffsetBytes: number, bytes: number, byteValue: number): void;
   synchronize(index: number): void;

@@ -126,7 +126,9 @@ describe('Tensor construction checks', () => {
     expect(() => new Tensor({ storage: new Float64Array(4), dtype: 'float32', shape: [4] })).toThrow(
       expect.objectContaining({ code: 'ATTN_STORAGE' }),
     );
-    expect(() => new Tensor({ storage: new Int16Array(4) as never, dtype: 'float16', shape: [4] })).toThrow(AttnInputError);
+    expect(() => new Tensor({ storage: new Int16Array(4) as never, dtype: 'float16', shape: [4] })).toThrow(
+      AttnInputError,
+    );
   });
 
   it('rejects views that reach past the storage', () => {
@@ -134,7 +136,9 @@ describe('Tensor construction checks', () => {
       expect.objectContaining({ code: 'ATTN_STRIDES' }),
     );
     expect(() => fromStorage(new Float32Array(6), [2, 3], { dtype: 'float32', strides: [3] })).toThrow(AttnInputError);
-    expect(() => fromStorage(new Float32Array(6), [2, 3], { dtype: 'float32', strides: [-3, 1] })).toThrow(AttnInputError);
+    expect(() => fromStorage(new Float32Array(6), [2, 3], { dtype: 'float32', strides: [-3, 1] })).toThrow(
+      AttnInputError,
+    );
     // Empty views may sit anywhere.
     expect(fromStorage(new Float32Array(0), [0, 3], { dtype: 'float32', offset: 0 }).numel).toBe(0);
   });
@@ -179,7 +183,9 @@ describe('storage that changes under a tensor', () => {
   it('a resizable ArrayBuffer shrunk below the view is the same error', () => {
     // Resizable buffers are ES2024 (Node 20 has them; the project's TS lib predates them).
     type Resizable = ArrayBuffer & { resize(bytes: number): void };
-    const buffer = new (ArrayBuffer as unknown as new (bytes: number, o: { maxByteLength: number }) => Resizable)(16, { maxByteLength: 32 });
+    const buffer = new (ArrayBuffer as unknown as new (bytes: number, o: { maxByteLength: number }) => Resizable)(16, {
+      maxByteLength: 32,
+    });
     const t = fromStorage(new Float32Array(buffer), [4], { dtype: 'float32' });
     expect([...t.toFloat64Array()]).toEqual([0, 0, 0, 0]);
     buffer.resize(8);

@@ -216,7 +216,10 @@ export class Tensor {
     this.assertLive();
     const lead = shape.length - this.rank;
     const fail = (why: string): never => {
-      throw new AttnInputError('ATTN_SHAPE', `Cannot expand [${this.shape.join(', ')}] to [${shape.join(', ')}]: ${why}.`);
+      throw new AttnInputError(
+        'ATTN_SHAPE',
+        `Cannot expand [${this.shape.join(', ')}] to [${shape.join(', ')}]: ${why}.`,
+      );
     };
     if (lead < 0) fail('the target has fewer dims');
     const outShape: number[] = [];
@@ -267,7 +270,10 @@ export class Tensor {
 
   #inferShape(shape: readonly number[]): number[] {
     const fail = (why: string): never => {
-      throw new AttnInputError('ATTN_SHAPE', `Cannot reshape [${this.shape.join(', ')}] to [${shape.join(', ')}]: ${why}.`);
+      throw new AttnInputError(
+        'ATTN_SHAPE',
+        `Cannot reshape [${this.shape.join(', ')}] to [${shape.join(', ')}]: ${why}.`,
+      );
     };
     const inferred = shape.filter((s) => s === -1).length;
     if (inferred > 1) fail('at most one size may be -1');
@@ -400,7 +406,14 @@ export class Tensor {
 }
 
 function hostArrayName(dtype: DType): string {
-  return { float64: 'Float64Array', float32: 'Float32Array', float16: 'Uint16Array', bfloat16: 'Uint16Array', bool: 'Uint8Array', int32: 'Int32Array' }[dtype];
+  return {
+    float64: 'Float64Array',
+    float32: 'Float32Array',
+    float16: 'Uint16Array',
+    bfloat16: 'Uint16Array',
+    bool: 'Uint8Array',
+    int32: 'Int32Array',
+  }[dtype];
 }
 
 /** A contiguous tensor over a host array, moved to `device` when that is not the CPU. */

@@ -56,7 +56,8 @@ export function makeFakeBackend(name: string, opts: FakeBackendOptions = {}): Fa
     rules: opts.rules ?? [],
     ...(opts.kernels ? { kernels: opts.kernels } : {}),
     calls,
-    availability: () => (opts.available === undefined || opts.available === true ? { ok: true } : { ok: false, reason: opts.available }),
+    availability: () =>
+      opts.available === undefined || opts.available === true ? { ok: true } : { ok: false, reason: opts.available },
     forward: (p) => {
       calls.push(p);
       return forward(p);

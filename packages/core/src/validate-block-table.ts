@@ -25,7 +25,9 @@ export function pagedPoolShape(k: Tensor, v: Tensor): { numBlocks: number; block
   const [nk, bk] = k.shape as [number, number];
   const [nv, bv] = v.shape as [number, number];
   if (nk !== nv || bk !== bv) {
-    throw blockTableError(`key and value pools must have the same [numBlocks, blockSize]; got [${nk}, ${bk}] and [${nv}, ${bv}].`);
+    throw blockTableError(
+      `key and value pools must have the same [numBlocks, blockSize]; got [${nk}, ${bk}] and [${nv}, ${bv}].`,
+    );
   }
   if (bk < 1) throw blockTableError('The block size (dim 1 of key and value) must be at least 1; got 0.');
   return { numBlocks: nk, blockSize: bk };
@@ -47,9 +49,12 @@ export function checkBlockTable(
 ): PagedKvParams {
   const t = checkTensorArg(value, 'blockTable');
   if (t.dtype !== 'int32' || t.rank !== 2 || t.shape[0] !== batch) {
-    throw blockTableError(`blockTable must be an int32 tensor of shape [${batch}, maxBlocksPerSeq] (one row of block indices per sequence); got ${t.dtype} ${shapeStr(t)}.`);
+    throw blockTableError(
+      `blockTable must be an int32 tensor of shape [${batch}, maxBlocksPerSeq] (one row of block indices per sequence); got ${t.dtype} ${shapeStr(t)}.`,
+    );
   }
-  if (!t.isContiguous()) throw blockTableError('blockTable must be contiguous (kernels read it as a plain array); call .contiguous().');
+  if (!t.isContiguous())
+    throw blockTableError('blockTable must be contiguous (kernels read it as a plain array); call .contiguous().');
   checkSameDevice(t, 'blockTable', device);
   const { numBlocks, blockSize } = pool;
   const maxBlocksPerSeq = t.shape[1]!;
@@ -66,7 +71,9 @@ export function checkBlockTable(
     for (let i = 0; i < needed; i++) {
       const block = table[b * maxBlocksPerSeq + i]!;
       if (block < 0 || block >= numBlocks) {
-        throw blockTableError(`blockTable[${b}, ${i}] = ${block} is outside the pool's ${numBlocks} blocks [0, ${numBlocks}); sequence ${b} reads it.`);
+        throw blockTableError(
+          `blockTable[${b}, ${i}] = ${block} is outside the pool's ${numBlocks} blocks [0, ${numBlocks}); sequence ${b} reads it.`,
+        );
       }
     }
   }

@@ -1,6 +1,14 @@
 // Pieces of call validation shared by the dense and varlen entry points, on the full path and on a
 // cached signature's path alike.
-import { addEntry, assembleParams, cacheable, type CacheEntry, type CallKind, type CallTensors, findEntry } from './call-cache.js';
+import {
+  addEntry,
+  assembleParams,
+  cacheable,
+  type CacheEntry,
+  type CallKind,
+  type CallTensors,
+  findEntry,
+} from './call-cache.js';
 import type { Device } from './device.js';
 import type { DType } from './dtype.js';
 import type { IndexValuePolicy } from './index-values.js';
@@ -41,7 +49,13 @@ export function callInputs(p: SdpaParams): CallInput[] {
 }
 
 /** The out option checked against the output's layout, or null when absent. */
-export function givenOut(value: unknown, shape: readonly number[], dtype: DType, device: Device, requiresGrad: boolean): Tensor | null {
+export function givenOut(
+  value: unknown,
+  shape: readonly number[],
+  dtype: DType,
+  device: Device,
+  requiresGrad: boolean,
+): Tensor | null {
   return value === undefined || value === null ? null : checkOutLayout(value, shape, dtype, device, requiresGrad);
 }
 
@@ -50,7 +64,12 @@ function optional(v: unknown, name: string): Tensor | null {
 }
 
 /** The tensors of a call whose signature matched a cache entry, each checked live (the layouts already matched). */
-export function liveTensors(q: Tensor, k: Tensor, v: Tensor, opts: Partial<VarlenOptions> & { attnMask?: unknown }): CallTensors {
+export function liveTensors(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: Partial<VarlenOptions> & { attnMask?: unknown },
+): CallTensors {
   return {
     query: q,
     key: k,

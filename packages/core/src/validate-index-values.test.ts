@@ -60,9 +60,17 @@ describe.each(MODES)('validation with index values on the device: $mode', ({ opt
     expect(p.indexValuesOnDevice).toBe(true);
     expect(p.varlen).toMatchObject({ seqlensQ: null, seqlensK: null, maxSeqlenQ: 1, maxSeqlenK: 5 });
     expect(p.sequsedK).toMatchObject({ tensor: opts.sequsedK, lengths: null });
-    expect(p.paged).toMatchObject({ blockTable: opts.blockTable, table: null, blockSize: 4, numBlocks: 4, maxBlocksPerSeq: 2 });
+    expect(p.paged).toMatchObject({
+      blockTable: opts.blockTable,
+      table: null,
+      blockSize: 4,
+      numBlocks: 4,
+      maxBlocksPerSeq: 2,
+    });
     expect(sequencePairs(p)).toBeNull();
-    expect(() => hostIndexCopies(p)).toThrow(expect.objectContaining({ code: byCapture ? 'ATTN_GRAPH_CAPTURE_UNSUPPORTED' : 'ATTN_BACKEND_RULES' }));
+    expect(() => hostIndexCopies(p)).toThrow(
+      expect.objectContaining({ code: byCapture ? 'ATTN_GRAPH_CAPTURE_UNSUPPORTED' : 'ATTN_BACKEND_RULES' }),
+    );
   });
 
   it('still checks shapes, dtypes and devices of the index tensors', () => {
@@ -70,9 +78,13 @@ describe.each(MODES)('validation with index values on the device: $mode', ({ opt
     on();
     const bad = (o: object) => () => normalizeVarlenParams(q, k, k, withOption({ ...opts, ...o }));
     expect(bad({ cuSeqlensK: i32([0, 5], [2]) })).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' }));
-    expect(bad({ cuSeqlensQ: tensor([0, 1, 2], [3], { dtype: 'float32', device: 'cuda' }) })).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' }));
+    expect(bad({ cuSeqlensQ: tensor([0, 1, 2], [3], { dtype: 'float32', device: 'cuda' }) })).toThrow(
+      expect.objectContaining({ code: 'ATTN_VARLEN' }),
+    );
     expect(bad({ sequsedK: i32([1, 2, 3], [3]) })).toThrow(expect.objectContaining({ code: 'ATTN_SEQUSED_K' }));
-    expect(bad({ sequsedK: tensor([1, 2], [2], { dtype: 'int32' }) })).toThrow(expect.objectContaining({ code: 'ATTN_DEVICE_MISMATCH' }));
+    expect(bad({ sequsedK: tensor([1, 2], [2], { dtype: 'int32' }) })).toThrow(
+      expect.objectContaining({ code: 'ATTN_DEVICE_MISMATCH' }),
+    );
     expect(bad({ blockTable: i32([0, 1, 2], [3, 1]) })).toThrow(expect.objectContaining({ code: 'ATTN_BLOCK_TABLE' }));
     expect(bad({ maxSeqlenK: 2 ** 31 })).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' }));
     expect(device.counts.d2h).toBe(0);
@@ -117,13 +129,21 @@ describe('the indexValuesOnDevice option', () => {
 
   it('is a boolean (ATTN_OPTION otherwise)', () => {
     const q = zeros([1, 1, 2, 8]);
-    expect(() => normalizeParams(q, q, q, { indexValuesOnDevice: 'yes' as never })).toThrow(expect.objectContaining({ code: 'ATTN_OPTION' }));
+    expect(() => normalizeParams(q, q, q, { indexValuesOnDevice: 'yes' as never })).toThrow(
+      expect.objectContaining({ code: 'ATTN_OPTION' }),
+    );
   });
 
   it('leaves CPU index values checked: they are host memory', () => {
     const q = zeros([3, 2, 8]);
     const i32 = (values: number[]) => tensor(values, [values.length], { dtype: 'int32' });
-    const opts = { cuSeqlensQ: i32([0, 1, 3]), cuSeqlensK: i32([0, 2, 4]), maxSeqlenQ: 2, maxSeqlenK: 2, indexValuesOnDevice: true };
+    const opts = {
+      cuSeqlensQ: i32([0, 1, 3]),
+      cuSeqlensK: i32([0, 2, 4]),
+      maxSeqlenQ: 2,
+      maxSeqlenK: 2,
+      indexValuesOnDevice: true,
+    };
     expect(() => normalizeVarlenParams(q, q, q, opts)).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' })); // ends at 4, not 3
     const p = normalizeVarlenParams(q, q, q, { ...opts, cuSeqlensK: i32([0, 2, 3]) });
     expect(p.indexValuesOnDevice).toBe(false);
@@ -132,11 +152,19 @@ describe('the indexValuesOnDevice option', () => {
 
   it('caches device calls: later calls of the signature read nothing and run no rule', () => {
     let runs = 0;
-    registerBackend(makeFakeBackend('reader', { deviceType: 'cuda', rules: [{ name: 'counted', check: () => (runs++, null) }] }));
+    registerBackend(
+      makeFakeBackend('reader', { deviceType: 'cuda', rules: [{ name: 'counted', check: () => (runs++, null) }] }),
+    );
     const q = zeros([2, 4, 64], { dtype: 'float16', device: 'cuda' });
     const k = zeros([8, 4, 64], { dtype: 'float16', device: 'cuda' });
     const i32 = (values: number[]) => tensor(values, [values.length], { dtype: 'int32', device: 'cuda' });
-    const opts = { cuSeqlensQ: i32([0, 1, 2]), cuSeqlensK: i32([0, 5, 8]), maxSeqlenQ: 1, maxSeqlenK: 5, indexValuesOnDevice: true };
+    const opts = {
+      cuSeqlensQ: i32([0, 1, 2]),
+      cuSeqlensK: i32([0, 5, 8]),
+      maxSeqlenQ: 1,
+      maxSeqlenK: 5,
+      indexValuesOnDevice: true,
+    };
     for (let i = 0; i < 3; i++) sdpaVarlen(q, k, k, opts);
     expect(runs).toBe(1);
     expect(runtime.counts.d2h).toBe(0);
@@ -145,6 +173,8 @@ describe('the indexValuesOnDevice option', () => {
     expect(runs).toBe(1);
     expect(runtime.counts.d2h).toBe(0);
     // A new layout is validated again.
-    expect(() => sdpaVarlen(q, k, k, { ...opts, cuSeqlensK: i32([0, 9]) })).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' }));
+    expect(() => sdpaVarlen(q, k, k, { ...opts, cuSeqlensK: i32([0, 9]) })).toThrow(
+      expect.objectContaining({ code: 'ATTN_VARLEN' }),
+    );
   });
 });

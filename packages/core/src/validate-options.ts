@@ -51,24 +51,35 @@ export interface CommonOptions {
   readonly alibiSlopes: Tensor | null;
 }
 
-export function checkOptionsObject<T extends object>(opts: unknown, allowed: ReadonlySet<string>, fn: string): Partial<T> {
+export function checkOptionsObject<T extends object>(
+  opts: unknown,
+  allowed: ReadonlySet<string>,
+  fn: string,
+): Partial<T> {
   if (opts === undefined || opts === null) return {};
   if (typeof opts !== 'object' || Array.isArray(opts)) {
-    throw new AttnInputError('ATTN_TYPE', `${fn}: options must be an object, got ${Array.isArray(opts) ? 'an array' : typeof opts}.`);
+    throw new AttnInputError(
+      'ATTN_TYPE',
+      `${fn}: options must be an object, got ${Array.isArray(opts) ? 'an array' : typeof opts}.`,
+    );
   }
   // No allocation when every key is known (the call path); the list only for the error.
   let clean = true;
   for (const k in opts) if (Object.hasOwn(opts, k) && !allowed.has(k)) clean = false;
   const unknown = clean ? [] : Object.keys(opts).filter((k) => !allowed.has(k));
   if (unknown.length > 0) {
-    throw new AttnInputError('ATTN_OPTION', `${fn}: unknown option ${unknown.join(', ')}; the options are ${[...allowed].join(', ')}.`);
+    throw new AttnInputError(
+      'ATTN_OPTION',
+      `${fn}: unknown option ${unknown.join(', ')}; the options are ${[...allowed].join(', ')}.`,
+    );
   }
   return opts as Partial<T>;
 }
 
 function bool(v: unknown, name: string): boolean {
   if (v === undefined) return false;
-  if (typeof v !== 'boolean') throw new AttnInputError('ATTN_OPTION', `${name} must be true or false, got ${describeValue(v)}.`);
+  if (typeof v !== 'boolean')
+    throw new AttnInputError('ATTN_OPTION', `${name} must be true or false, got ${describeValue(v)}.`);
   return v;
 }
 
@@ -76,11 +87,17 @@ function bool(v: unknown, name: string): boolean {
 export function checkDropout(opts: Partial<SdpaOptions>): { dropout: DropoutParams | null; rng: CommonOptions['rng'] } {
   const p = opts.dropoutP ?? 0;
   if (typeof p !== 'number' || !(p >= 0 && p < 1)) {
-    throw new AttnInputError('ATTN_DROPOUT', `dropoutP must be a number in [0, 1), got ${describeValue(p)}; use 0 to turn dropout off.`);
+    throw new AttnInputError(
+      'ATTN_DROPOUT',
+      `dropoutP must be a number in [0, 1), got ${describeValue(p)}; use 0 to turn dropout off.`,
+    );
   }
   const offset = opts.dropoutOffset ?? 0;
   if (!Number.isInteger(offset) || offset < 0 || offset > 0xffffffff) {
-    throw new AttnInputError('ATTN_DROPOUT', `dropoutOffset must be an integer in [0, 2^32), got ${describeValue(offset)}.`);
+    throw new AttnInputError(
+      'ATTN_DROPOUT',
+      `dropoutOffset must be an integer in [0, 2^32), got ${describeValue(offset)}.`,
+    );
   }
   const given = opts.dropoutSeed === undefined ? null : toSeed(opts.dropoutSeed, 'dropoutSeed', 'ATTN_DROPOUT');
   if (p === 0) return { dropout: null, rng: { seed: given ?? 0n, offset } };
@@ -107,7 +124,10 @@ function checkWindow(w: SdpaOptions['window'] | undefined): SdpaParams['window']
 }
 
 export function checkCommonOptions(opts: Partial<SdpaOptions>): CommonOptions {
-  if (opts.scale !== undefined && (typeof opts.scale !== 'number' || !Number.isFinite(opts.scale) || opts.scale === 0)) {
+  if (
+    opts.scale !== undefined &&
+    (typeof opts.scale !== 'number' || !Number.isFinite(opts.scale) || opts.scale === 0)
+  ) {
     throw new AttnInputError(
       'ATTN_SCALE',
       `scale must be a finite nonzero number, got ${describeValue(opts.scale)}; leave it out for the default 1/sqrt(headDim).`,
@@ -115,15 +135,24 @@ export function checkCommonOptions(opts: Partial<SdpaOptions>): CommonOptions {
   }
   const alignment = opts.alignment ?? 'upperLeft';
   if (alignment !== 'upperLeft' && alignment !== 'lowerRight') {
-    throw new AttnInputError('ATTN_OPTION', `alignment must be 'upperLeft' or 'lowerRight', got ${describeValue(alignment)}.`);
+    throw new AttnInputError(
+      'ATTN_OPTION',
+      `alignment must be 'upperLeft' or 'lowerRight', got ${describeValue(alignment)}.`,
+    );
   }
   const softcap = opts.softcap ?? 0;
   if (typeof softcap !== 'number' || !Number.isFinite(softcap) || softcap < 0) {
-    throw new AttnInputError('ATTN_SOFTCAP', `softcap must be a finite number >= 0 (0 = off), got ${describeValue(softcap)}.`);
+    throw new AttnInputError(
+      'ATTN_SOFTCAP',
+      `softcap must be a finite number >= 0 (0 = off), got ${describeValue(softcap)}.`,
+    );
   }
   const { dropout, rng } = checkDropout(opts);
   const alibi = opts.alibiSlopes ?? null;
-  const { kernel, backends } = resolveKernel(opts.kernel, opts.backends === undefined ? null : checkBackendNames(opts.backends, 'backends'));
+  const { kernel, backends } = resolveKernel(
+    opts.kernel,
+    opts.backends === undefined ? null : checkBackendNames(opts.backends, 'backends'),
+  );
   return {
     explicitScale: opts.scale ?? null,
     causal: bool(opts.isCausal, 'isCausal'),

@@ -23,7 +23,9 @@ function writer(name = 'writer', priority = 1) {
     forward: (p: SdpaParams) => {
       const shape = p.varlen ? [p.query.shape[0]!, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV];
       const out = forwardOutput(p, shape, { dtype: p.dtype, device: p.device });
-      const lse = p.varlen ? zeros([p.headsQ, p.query.shape[0]!], { device: p.device }) : zeros([p.batch, p.headsQ, p.seqQ], { device: p.device });
+      const lse = p.varlen
+        ? zeros([p.headsQ, p.query.shape[0]!], { device: p.device })
+        : zeros([p.batch, p.headsQ, p.seqQ], { device: p.device });
       return { out, logsumexp: lse };
     },
   });
@@ -51,7 +53,12 @@ describe('out', () => {
   it('refuses a wrong shape, dtype or device, a strided view and requiresGrad with ATTN_OUT', () => {
     registerDeviceRuntime(makeFakeDeviceRuntime());
     const [q, k, v] = qkv();
-    for (const out of [empty([2, 3, 4, 8]), empty([2, 3, 4, 5], { dtype: 'float64' }), empty([2, 3, 4, 5], { device: 'cuda' }), empty([2, 4, 3, 5]).transpose(1, 2)]) {
+    for (const out of [
+      empty([2, 3, 4, 8]),
+      empty([2, 3, 4, 5], { dtype: 'float64' }),
+      empty([2, 3, 4, 5], { device: 'cuda' }),
+      empty([2, 4, 3, 5]).transpose(1, 2),
+    ]) {
       expect(() => sdpa(q, k, v, { out })).toThrow(code('ATTN_OUT'));
     }
     expect(() => sdpa(q, k, v, { out: empty([2, 3, 4, 5]), requiresGrad: true })).toThrow(code('ATTN_OUT'));

@@ -14,10 +14,18 @@ function outError(message: string): AttnInputError {
 }
 
 /** A live tensor of exactly `shape`, `dtype` and `device`, contiguous, and not with requiresGrad. */
-export function checkOutLayout(value: unknown, shape: readonly number[], dtype: DType, device: Device, requiresGrad: boolean): Tensor {
+export function checkOutLayout(
+  value: unknown,
+  shape: readonly number[],
+  dtype: DType,
+  device: Device,
+  requiresGrad: boolean,
+): Tensor {
   const out = checkTensorArg(value, 'out');
   if (requiresGrad) {
-    throw outError('out cannot be given with requiresGrad: sdpaBackward reads the forward output, which a reused out may have overwritten. Leave out unset for training.');
+    throw outError(
+      'out cannot be given with requiresGrad: sdpaBackward reads the forward output, which a reused out may have overwritten. Leave out unset for training.',
+    );
   }
   const sameShape = out.rank === shape.length && out.shape.every((s, i) => s === shape[i]);
   if (!sameShape || out.dtype !== dtype || !sameDevice(out.device, device)) {
@@ -26,7 +34,10 @@ export function checkOutLayout(value: unknown, shape: readonly number[], dtype: 
         `got ${out.dtype} ${shapeStr(out)} on ${deviceToString(out.device)}. Allocate it with empty([${shape.join(', ')}], { dtype: '${dtype}', device: '${deviceToString(device)}' }).`,
     );
   }
-  if (!out.isContiguous()) throw outError('out must be contiguous (kernels write it row-major); pass a contiguous tensor, or leave out unset.');
+  if (!out.isContiguous())
+    throw outError(
+      'out must be contiguous (kernels write it row-major); pass a contiguous tensor, or leave out unset.',
+    );
   return out;
 }
 
@@ -49,14 +60,19 @@ function byteSpan(t: Tensor): { base: unknown; start: bigint; end: bigint } | nu
  * out shares no memory with any input: a kernel reading an input while writing out would read its own
  * partial results. Checked by address range (views of one storage, or two storages over one buffer).
  */
-export function checkOutAliasing(out: Tensor, inputs: readonly { readonly name: string; readonly tensor: Tensor | null | undefined }[]): void {
+export function checkOutAliasing(
+  out: Tensor,
+  inputs: readonly { readonly name: string; readonly tensor: Tensor | null | undefined }[],
+): void {
   const o = byteSpan(out);
   if (!o) return;
   for (const { name, tensor } of inputs) {
     if (!tensor) continue;
     const s = byteSpan(tensor);
     if (s && s.base === o.base && s.start < o.end && o.start < s.end) {
-      throw outError(`out shares memory with ${name}; the call would overwrite its own input while reading it. Pass a separate out tensor.`);
+      throw outError(
+        `out shares memory with ${name}; the call would overwrite its own input while reading it. Pass a separate out tensor.`,
+      );
     }
   }
 }

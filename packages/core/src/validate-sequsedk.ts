@@ -24,9 +24,12 @@ export function checkSequsedK(
   if (value === undefined || value === null) return null;
   const t = checkTensorArg(value, 'sequsedK');
   if (t.dtype !== 'int32' || t.rank !== 1 || t.shape[0] !== batch) {
-    throw sequsedError(`sequsedK must be an int32 tensor of shape [${batch}] (one key count per batch row); got ${t.dtype} ${shapeStr(t)}.`);
+    throw sequsedError(
+      `sequsedK must be an int32 tensor of shape [${batch}] (one key count per batch row); got ${t.dtype} ${shapeStr(t)}.`,
+    );
   }
-  if (!t.isContiguous()) throw sequsedError('sequsedK must be contiguous (kernels read it as a plain array); call .contiguous().');
+  if (!t.isContiguous())
+    throw sequsedError('sequsedK must be contiguous (kernels read it as a plain array); call .contiguous().');
   checkSameDevice(t, 'sequsedK', device);
   if (valuesOnDevice) return Object.freeze({ tensor: t, lengths: null });
   const lengths = Int32Array.from(t.toFloat64Array());
@@ -34,7 +37,9 @@ export function checkSequsedK(
     const n = lengths[b]!;
     const max = keyCount(b);
     if (n < 0 || n > max) {
-      throw sequsedError(`sequsedK[${b}] = ${n} is outside [0, ${max}], the keys row ${b} holds; a row uses between 0 and all of its keys.`);
+      throw sequsedError(
+        `sequsedK[${b}] = ${n} is outside [0, ${max}], the keys row ${b} holds; a row uses between 0 and all of its keys.`,
+      );
     }
   }
   return Object.freeze({ tensor: t, lengths });

@@ -39,7 +39,8 @@ function checkOffsetsLayout(t: Tensor, name: string): void {
   if (t.dtype !== 'int32' || t.rank !== 1 || t.numel < 1) {
     throw varlenError(`${name} must be an int32 tensor of shape [batch + 1]; got ${t.dtype} ${shapeStr(t)}.`);
   }
-  if (!t.isContiguous()) throw varlenError(`${name} must be contiguous (kernels read it as a plain array); call .contiguous().`);
+  if (!t.isContiguous())
+    throw varlenError(`${name} must be contiguous (kernels read it as a plain array); call .contiguous().`);
 }
 
 /**
@@ -51,12 +52,16 @@ function checkOffsets(t: Tensor, name: string, total: number | null): Int32Array
   if (offsets[0] !== 0) throw varlenError(`${name}[0] must be 0, got ${offsets[0]}.`);
   for (let b = 1; b < offsets.length; b++) {
     if (offsets[b]! < offsets[b - 1]!) {
-      throw varlenError(`${name} must be non-decreasing; ${name}[${b}] = ${offsets[b]} < ${name}[${b - 1}] = ${offsets[b - 1]}.`);
+      throw varlenError(
+        `${name} must be non-decreasing; ${name}[${b}] = ${offsets[b]} < ${name}[${b - 1}] = ${offsets[b - 1]}.`,
+      );
     }
   }
   const last = offsets[offsets.length - 1]!;
   if (total !== null && last !== total) {
-    throw varlenError(`${name} ends at ${last} but the packed tensor holds ${total} tokens (dim 0); the last offset must equal it.`);
+    throw varlenError(
+      `${name} ends at ${last} but the packed tensor holds ${total} tokens (dim 0); the last offset must equal it.`,
+    );
   }
   return offsets;
 }
@@ -80,7 +85,9 @@ function checkMaxSeqlen(given: unknown, name: string, actual: number | null): nu
 function checkPackedShapes(q: Tensor, k: Tensor, v: Tensor, enableGqa: boolean, paged: boolean): void {
   const kvRank = paged ? 4 : 3;
   if (q.rank !== 3 || k.rank !== kvRank || v.rank !== kvRank) {
-    const kvForm = paged ? 'block pools [numBlocks, blockSize, heads, headDim] (blockTable given)' : 'packed [totalTokens, heads, headDim]';
+    const kvForm = paged
+      ? 'block pools [numBlocks, blockSize, heads, headDim] (blockTable given)'
+      : 'packed [totalTokens, heads, headDim]';
     throw new AttnInputError(
       'ATTN_RANK',
       `sdpaVarlen takes query [totalTokens, heads, headDim] and key/value ${kvForm}; got query ${shapeStr(q)}, key ${shapeStr(k)}, value ${shapeStr(v)}.`,
@@ -90,31 +97,51 @@ function checkPackedShapes(q: Tensor, k: Tensor, v: Tensor, enableGqa: boolean, 
   const hk = k.shape[kvRank - 2]!;
   const dk = k.shape[kvRank - 1]!;
   const hv = v.shape[kvRank - 2]!;
-  if (hk !== hv) throw new AttnInputError('ATTN_HEADS', `key and value must have the same number of heads; got ${hk} and ${hv}.`);
+  if (hk !== hv)
+    throw new AttnInputError('ATTN_HEADS', `key and value must have the same number of heads; got ${hk} and ${hv}.`);
   if (hq !== hk && !enableGqa) {
-    throw new AttnInputError('ATTN_GQA', `query has ${hq} heads but key/value have ${hk}: pass enableGqa: true for grouped-query attention.`);
+    throw new AttnInputError(
+      'ATTN_GQA',
+      `query has ${hq} heads but key/value have ${hk}: pass enableGqa: true for grouped-query attention.`,
+    );
   }
   if (hq !== hk && (hk === 0 || hq % hk !== 0)) {
-    throw new AttnInputError('ATTN_HEADS', `The number of heads in key/value (${hk}) must divide the number of heads in query (${hq}).`);
+    throw new AttnInputError(
+      'ATTN_HEADS',
+      `The number of heads in key/value (${hk}) must divide the number of heads in query (${hq}).`,
+    );
   }
-  if (dq !== dk) throw new AttnInputError('ATTN_HEAD_DIM', `query and key must have the same head dim; got ${dq} and ${dk}.`);
+  if (dq !== dk)
+    throw new AttnInputError('ATTN_HEAD_DIM', `query and key must have the same head dim; got ${dq} and ${dk}.`);
   if (dq === 0) throw new AttnInputError('ATTN_HEAD_DIM', 'The head dim must be at least 1; got 0.');
   if (!paged && k.shape[0] !== v.shape[0]) {
-    throw new AttnInputError('ATTN_SEQ_LEN', `key and value must hold the same number of tokens; got ${k.shape[0]} and ${v.shape[0]}.`);
+    throw new AttnInputError(
+      'ATTN_SEQ_LEN',
+      `key and value must hold the same number of tokens; got ${k.shape[0]} and ${v.shape[0]}.`,
+    );
   }
 }
 
 /** The full varlen validation of a call whose signature is not cached. */
-function validateVarlen(q: Tensor, k: Tensor, v: Tensor, opts: Partial<VarlenOptions>, policy: IndexValuePolicy): NormalizedCall {
+function validateVarlen(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: Partial<VarlenOptions>,
+  policy: IndexValuePolicy,
+): NormalizedCall {
   const { dtype, device } = checkQkv(q, k, v);
   const common = checkCommonOptions(opts);
   const pagedGiven = opts.blockTable !== undefined && opts.blockTable !== null;
   if (pagedGiven && common.requiresGrad) {
-    throw blockTableError('Paged K/V (blockTable) is for inference: requiresGrad must be false. For training, pass packed key and value.');
+    throw blockTableError(
+      'Paged K/V (blockTable) is for inference: requiresGrad must be false. For training, pass packed key and value.',
+    );
   }
   checkPackedShapes(q, k, v, common.enableGqa, pagedGiven);
   const pool = pagedGiven ? pagedPoolShape(k, v) : null;
-  if (!opts.cuSeqlensQ || !opts.cuSeqlensK) throw varlenError('sdpaVarlen needs cuSeqlensQ and cuSeqlensK (int32 [batch + 1]).');
+  if (!opts.cuSeqlensQ || !opts.cuSeqlensK)
+    throw varlenError('sdpaVarlen needs cuSeqlensQ and cuSeqlensK (int32 [batch + 1]).');
   const cuQ = checkTensorArg(opts.cuSeqlensQ, 'cuSeqlensQ');
   const cuK = checkTensorArg(opts.cuSeqlensK, 'cuSeqlensK');
   checkSameDevice(cuQ, 'cuSeqlensQ', device);
@@ -125,7 +152,9 @@ function validateVarlen(q: Tensor, k: Tensor, v: Tensor, opts: Partial<VarlenOpt
   checkOffsetsLayout(cuQ, 'cuSeqlensQ');
   checkOffsetsLayout(cuK, 'cuSeqlensK');
   if (cuQ.numel !== cuK.numel) {
-    throw varlenError(`cuSeqlensQ and cuSeqlensK must have the same length (batch + 1); got ${cuQ.numel} and ${cuK.numel}.`);
+    throw varlenError(
+      `cuSeqlensQ and cuSeqlensK must have the same length (batch + 1); got ${cuQ.numel} and ${cuK.numel}.`,
+    );
   }
   // Values left on the device (graph capture: reading them would break the capture, and each replay
   // may bring new ones; or the indexValuesOnDevice option: no synchronizing read per call) are checked
@@ -181,7 +210,12 @@ function validateVarlen(q: Tensor, k: Tensor, v: Tensor, opts: Partial<VarlenOpt
 }
 
 /** The full varlen validation (or its cached result for this signature). */
-export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown, options: VarlenOptions): NormalizedCall {
+export function normalizeVarlenCall(
+  query: unknown,
+  key: unknown,
+  value: unknown,
+  options: VarlenOptions,
+): NormalizedCall {
   if (options === undefined || options === null) {
     throw varlenError('sdpaVarlen needs options with cuSeqlensQ, cuSeqlensK, maxSeqlenQ and maxSeqlenK.');
   }
@@ -191,5 +225,7 @@ export function normalizeVarlenCall(query: unknown, key: unknown, value: unknown
   const v = checkTensorArg(value, 'value');
   const policy = indexValuePolicy(q.device, opts.indexValuesOnDevice);
   // Only calls whose index values stay on the device are cached (call-cache.ts).
-  return cachedOrValidated(VARLEN_CALL, q, k, v, opts, policy, policy.onDevice, () => validateVarlen(q, k, v, opts, policy));
+  return cachedOrValidated(VARLEN_CALL, q, k, v, opts, policy, policy.onDevice, () =>
+    validateVarlen(q, k, v, opts, policy),
+  );
 }

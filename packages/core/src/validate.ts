@@ -53,7 +53,10 @@ function checkDenseShapes(q: Tensor, k: Tensor, v: Tensor, enableGqa: boolean): 
     );
   }
   if (hk !== hv) {
-    throw new AttnInputError('ATTN_HEADS', `key and value must have the same number of heads; got key ${hk}, value ${hv}.`);
+    throw new AttnInputError(
+      'ATTN_HEADS',
+      `key and value must have the same number of heads; got key ${hk}, value ${hv}.`,
+    );
   }
   if (hq !== hk) {
     if (!enableGqa) {
@@ -124,7 +127,13 @@ function checkOutputSize(batch: number, headsQ: number, seqQ: number, seqK: numb
 }
 
 /** The full dense validation of a call whose signature is not cached. */
-function validateDense(q: Tensor, k: Tensor, v: Tensor, opts: Partial<SdpaOptions>, policy: IndexValuePolicy): NormalizedCall {
+function validateDense(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: Partial<SdpaOptions>,
+  policy: IndexValuePolicy,
+): NormalizedCall {
   const { dtype, device } = checkQkv(q, k, v);
   checkRank4(q, k, v);
   const common = checkCommonOptions(opts);

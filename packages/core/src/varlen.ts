@@ -12,7 +12,12 @@ export function sdpaVarlen(query: Tensor, key: Tensor, value: Tensor, opts: Varl
   return runForward(normalizeVarlenCall(query, key, value, opts));
 }
 
-export async function sdpaVarlenAsync(query: Tensor, key: Tensor, value: Tensor, opts: VarlenOptions): Promise<ForwardResult> {
+export async function sdpaVarlenAsync(
+  query: Tensor,
+  key: Tensor,
+  value: Tensor,
+  opts: VarlenOptions,
+): Promise<ForwardResult> {
   // `return await`: the inner promise gets its handler now, not one microtask later.
   return await runForwardAsync(normalizeVarlenCall(query, key, value, opts));
 }

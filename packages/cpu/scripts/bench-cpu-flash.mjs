@@ -25,11 +25,16 @@ const threadList = arg('threads', `2,${availableParallelism()}`).split(',').map(
 const dtypes = arg('dtypes', 'float32,bfloat16').split(',');
 const [B, H, S, D] = arg('shape', '1,8,1024,64').split(',').map(Number);
 const reps = Number(arg('reps', '20'));
-const causals = arg('causal', 'false,true').split(',').map((x) => x === 'true');
+const causals = arg('causal', 'false,true')
+  .split(',')
+  .map((x) => x === 'true');
 const torchFile = arg('torch', null);
 
 const torchRows = torchFile
-  ? readFileSync(torchFile, 'utf8').split('\n').filter((l) => l.trim().startsWith('{')).map((l) => JSON.parse(l))
+  ? readFileSync(torchFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim().startsWith('{'))
+      .map((l) => JSON.parse(l))
   : [];
 
 function median(xs) {
@@ -59,8 +64,30 @@ for (const dtype of dtypes) {
     const p = normalizeParams(q, k, v, { isCausal: causal });
     const flops = (4 * B * H * S * S * D) / (causal ? 2 : 1);
     const row = (impl, threads, t, extra = {}) => {
-      const r = { impl, dtype, causal, B, H, S, D, threads, ms: +t.ms.toFixed(3), msMin: +t.min.toFixed(3), gflops: +(flops / t.ms / 1e6).toFixed(1), ...extra };
-      const torch = torchRows.find((x) => x.dtype === dtype && x.causal === causal && x.threads === threads && x.S === S && x.D === D && x.H === H && x.B === B);
+      const r = {
+        impl,
+        dtype,
+        causal,
+        B,
+        H,
+        S,
+        D,
+        threads,
+        ms: +t.ms.toFixed(3),
+        msMin: +t.min.toFixed(3),
+        gflops: +(flops / t.ms / 1e6).toFixed(1),
+        ...extra,
+      };
+      const torch = torchRows.find(
+        (x) =>
+          x.dtype === dtype &&
+          x.causal === causal &&
+          x.threads === threads &&
+          x.S === S &&
+          x.D === D &&
+          x.H === H &&
+          x.B === B,
+      );
       if (torch && impl === 'cpu-flash') r.vsTorch = +(r.gflops / torch.gflops).toFixed(2);
       console.log(JSON.stringify(r));
       return r;
@@ -77,7 +104,15 @@ for (const dtype of dtypes) {
       // cpu-math is single-threaded float64 TypeScript: one timed call.
       const t = time(() => cpuMathBackend.forward(p), 1);
       const r = row('cpu-math', 1, t);
-      console.log(JSON.stringify({ ratio: 'cpu-flash/cpu-math', dtype, causal, flashThreads: flash1.threads, speedup: +(flash1.gflops / r.gflops).toFixed(1) }));
+      console.log(
+        JSON.stringify({
+          ratio: 'cpu-flash/cpu-math',
+          dtype,
+          causal,
+          flashThreads: flash1.threads,
+          speedup: +(flash1.gflops / r.gflops).toFixed(1),
+        }),
+      );
     }
   }
 }

@@ -20,7 +20,13 @@ export interface DeviceOps {
    * read or transfer `dst` before it settles.
    */
   copyDeviceToHostAsync(src: DeviceStorage, srcOffsetBytes: number, dst: Uint8Array): Promise<void>;
-  copyDeviceToDevice(dst: DeviceStorage, dstOffsetBytes: number, src: DeviceStorage, srcOffsetBytes: number, bytes: number): void;
+  copyDeviceToDevice(
+    dst: DeviceStorage,
+    dstOffsetBytes: number,
+    src: DeviceStorage,
+    srcOffsetBytes: number,
+    bytes: number,
+  ): void;
   fill(dst: DeviceStorage, dstOffsetBytes: number, bytes: number, byteValue: number): void;
   /** Waits for all work on the device. */
   synchronize(index?: number): void;
@@ -36,7 +42,12 @@ function describe(v: unknown): string {
 const HOST_WRITE_INSTEAD = 'Create input tensors before the capture, and copy new values into them between replays.';
 const HOST_READ_INSTEAD = 'Read results after the capture ends, or after a replay.';
 
-export function createDeviceOps(native: NativeAccess, devices: Devices, streams: Streams, capture: CaptureSlot): DeviceOps {
+export function createDeviceOps(
+  native: NativeAccess,
+  devices: Devices,
+  streams: Streams,
+  capture: CaptureSlot,
+): DeviceOps {
   const { platform } = native;
   const isStorage = (s: unknown): s is GpuStorage => GpuStorage.is(s) && s.device.type === platform.type;
 
@@ -72,7 +83,11 @@ export function createDeviceOps(native: NativeAccess, devices: Devices, streams:
       const bytes = checkHostBytes('copyHostToDevice: src', src);
       checkRange('copyHostToDevice destination', dstOffsetBytes, bytes.byteLength, d.bytes);
       if (bytes.byteLength === 0) return;
-      refuseDuringCapture(capture, 'Copying host data to the device (tensor(..., { device }), .to(device))', HOST_WRITE_INSTEAD);
+      refuseDuringCapture(
+        capture,
+        'Copying host data to the device (tensor(..., { device }), .to(device))',
+        HOST_WRITE_INSTEAD,
+      );
       callNative(() => addon.copyHostToDevice(d.device.index, d.pointer + BigInt(dstOffsetBytes), bytes));
     },
 
@@ -82,7 +97,11 @@ export function createDeviceOps(native: NativeAccess, devices: Devices, streams:
       const bytes = checkHostBytes('copyDeviceToHost: dst', dst);
       checkRange('copyDeviceToHost source', srcOffsetBytes, bytes.byteLength, s.bytes);
       if (bytes.byteLength === 0) return;
-      refuseDuringCapture(capture, 'Reading device memory on the host (toFloat32Array, toFloat64Array, .to(\'cpu\'))', HOST_READ_INSTEAD);
+      refuseDuringCapture(
+        capture,
+        "Reading device memory on the host (toFloat32Array, toFloat64Array, .to('cpu'))",
+        HOST_READ_INSTEAD,
+      );
       callNative(() => addon.copyDeviceToHost(s.device.index, bytes, s.pointer + BigInt(srcOffsetBytes)));
     },
 
@@ -93,7 +112,9 @@ export function createDeviceOps(native: NativeAccess, devices: Devices, streams:
       checkRange('copyDeviceToHostAsync source', srcOffsetBytes, bytes.byteLength, s.bytes);
       if (bytes.byteLength === 0) return;
       refuseDuringCapture(capture, 'Reading device memory on the host (copyDeviceToHostAsync)', HOST_READ_INSTEAD);
-      const pending = callNative(() => addon.copyDeviceToHostAsync(s.device.index, bytes, s.pointer + BigInt(srcOffsetBytes)));
+      const pending = callNative(() =>
+        addon.copyDeviceToHostAsync(s.device.index, bytes, s.pointer + BigInt(srcOffsetBytes)),
+      );
       try {
         await pending;
       } catch (e) {

@@ -10,7 +10,13 @@ describe('translateNativeError', () => {
   it('makes OOM a CudaOutOfMemoryError (an OutOfMemoryError) with the sizes and stats', () => {
     const stats = { allocatedBytes: 1, reservedBytes: 2 };
     const e = translateNativeError(
-      nativeError('ATTN_OUT_OF_MEMORY', { requestedBytes: 2 ** 50, device: 0, deviceFreeBytes: 10, deviceTotalBytes: 20, stats }),
+      nativeError('ATTN_OUT_OF_MEMORY', {
+        requestedBytes: 2 ** 50,
+        device: 0,
+        deviceFreeBytes: 10,
+        deviceTotalBytes: 20,
+        stats,
+      }),
     );
     expect(e).toBeInstanceOf(CudaOutOfMemoryError);
     expect(e).toBeInstanceOf(OutOfMemoryError);
@@ -24,7 +30,9 @@ describe('translateNativeError', () => {
   });
 
   it('makes a runtime failure a CudaError naming the CUDA error', () => {
-    const e = translateNativeError(nativeError('ATTN_GPU_ERROR', { gpuError: 'cudaErrorIllegalAddress', gpuErrorNumber: 700 }));
+    const e = translateNativeError(
+      nativeError('ATTN_GPU_ERROR', { gpuError: 'cudaErrorIllegalAddress', gpuErrorNumber: 700 }),
+    );
     expect(e).toBeInstanceOf(CudaError);
     expect(e).toBeInstanceOf(DeviceError);
     expect((e as CudaError).code).toBe('ATTN_CUDA_ERROR');
@@ -62,8 +70,10 @@ describe('translateNativeError', () => {
 describe('callNative', () => {
   it('returns the value or throws the translated error', () => {
     expect(callNative(() => 5)).toBe(5);
-    expect(() => callNative(() => {
-      throw nativeError('ATTN_BAD_HANDLE');
-    })).toThrow(AttnInputError);
+    expect(() =>
+      callNative(() => {
+        throw nativeError('ATTN_BAD_HANDLE');
+      }),
+    ).toThrow(AttnInputError);
   });
 });

@@ -25,7 +25,13 @@ export class CudaOutOfMemoryError extends OutOfMemoryError {
   readonly stats: MemoryStats;
   constructor(
     message: string,
-    init: { requestedBytes: number; device: number; deviceFreeBytes: number; deviceTotalBytes: number; stats: MemoryStats },
+    init: {
+      requestedBytes: number;
+      device: number;
+      deviceFreeBytes: number;
+      deviceTotalBytes: number;
+      stats: MemoryStats;
+    },
   ) {
     super(message, init.requestedBytes);
     this.device = init.device;

@@ -52,7 +52,11 @@ const allocOnly: Backend = {
 
 beforeAll(() => {
   fake = makeFakeAddon(2);
-  cudaRuntime.native.setStateForTesting({ load: { ok: true, addon: fake, path: '(simulated)', origin: 'local build' }, availability: { ok: true }, deviceCount: 2 });
+  cudaRuntime.native.setStateForTesting({
+    load: { ok: true, addon: fake, path: '(simulated)', origin: 'local build' },
+    availability: { ok: true },
+    deviceCount: 2,
+  });
   registerBackend(allocOnly);
 });
 afterAll(() => {
@@ -139,7 +143,7 @@ describe('captureGraph on a simulated device', () => {
     x.dispose();
   });
 
-  it("ends the capture when fn throws: the error propagates, no graph is kept, the next capture works", () => {
+  it('ends the capture when fn throws: the error propagates, no graph is kept, the next capture works', () => {
     const before = fake.blocks.size;
     const boom = new Error('boom');
     expect(() =>
@@ -167,7 +171,10 @@ describe('captureGraph on a simulated device', () => {
     } catch (e) {
       caught = e;
     }
-    expect(caught).toMatchObject({ code: 'ATTN_GRAPH_CAPTURE_FAILED', cause: { gpuError: 'cudaErrorStreamCaptureInvalidated' } });
+    expect(caught).toMatchObject({
+      code: 'ATTN_GRAPH_CAPTURE_FAILED',
+      cause: { gpuError: 'cudaErrorStreamCaptureInvalidated' },
+    });
     seen.push('ATTN_GRAPH_CAPTURE_FAILED');
     expect(fake.capturing()).toBeNull();
     cuda.captureGraph(() => 0).dispose(); // the next capture works
@@ -182,7 +189,12 @@ describe("core's validation during capture", () => {
     const cuQ = dev([3], 'int32', [0, 3, 7]);
     const cuK = dev([3], 'int32', [0, 4, 9]);
     const used = dev([2], 'int32', [2, 5]);
-    return { q, k, v, opts: { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ: 4, maxSeqlenK: 5, sequsedK: used, enableGqa: true } };
+    return {
+      q,
+      k,
+      v,
+      opts: { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ: 4, maxSeqlenK: 5, sequsedK: used, enableGqa: true },
+    };
   };
 
   it('reads no index values while capturing: host copies are null and params.capturing says so', () => {
@@ -208,7 +220,9 @@ describe("core's validation during capture", () => {
       expect(() => normalizeVarlenParams(q, k, v, { ...opts, sequsedK: dev([3], 'int32') })).toThrow(
         expect.objectContaining({ code: 'ATTN_SEQUSED_K' }),
       );
-      expect(() => normalizeVarlenParams(q, k, v, { ...opts, maxSeqlenQ: -1 })).toThrow(expect.objectContaining({ code: 'ATTN_VARLEN' }));
+      expect(() => normalizeVarlenParams(q, k, v, { ...opts, maxSeqlenQ: -1 })).toThrow(
+        expect.objectContaining({ code: 'ATTN_VARLEN' }),
+      );
     });
     g.dispose();
   });

@@ -25,7 +25,8 @@ announceSkip('CUDA graphs');
 
 const storage = (t: Tensor): CudaStorage => t.storage as CudaStorage;
 /** Copies all of `src` into `dst` (fresh contiguous tensors of one size) on the current stream. */
-const copyInto = (dst: Tensor, src: Tensor): void => copyDeviceToDevice(storage(dst), 0, storage(src), 0, storage(src).bytes);
+const copyInto = (dst: Tensor, src: Tensor): void =>
+  copyDeviceToDevice(storage(dst), 0, storage(src), 0, storage(src).bytes);
 const codeOf = (fn: () => unknown): string | undefined => {
   try {
     fn();
@@ -66,10 +67,18 @@ describe.skipIf(!gpu)('CUDA graphs', () => {
 
   it('replays a cuda-math attention call with new inputs and matches the eager call', () => {
     const o = { dtype: 'float32' as const, device: 'cuda' as const };
-    const [q, k, v] = [randn([2, 4, 17, 8], { ...o, seed: 1 }), randn([2, 4, 33, 8], { ...o, seed: 2 }), randn([2, 4, 33, 8], { ...o, seed: 3 })];
+    const [q, k, v] = [
+      randn([2, 4, 17, 8], { ...o, seed: 1 }),
+      randn([2, 4, 33, 8], { ...o, seed: 2 }),
+      randn([2, 4, 33, 8], { ...o, seed: 3 }),
+    ];
     const graph = captureGraph(() => sdpa(q, k, v, { isCausal: true, backends: ['cuda-math'] }));
     for (const seed of [10, 20]) {
-      const fresh = [randn([2, 4, 17, 8], { ...o, seed }), randn([2, 4, 33, 8], { ...o, seed: seed + 1 }), randn([2, 4, 33, 8], { ...o, seed: seed + 2 })];
+      const fresh = [
+        randn([2, 4, 17, 8], { ...o, seed }),
+        randn([2, 4, 33, 8], { ...o, seed: seed + 1 }),
+        randn([2, 4, 33, 8], { ...o, seed: seed + 2 }),
+      ];
       fresh.forEach((t, i) => copyInto([q, k, v][i]!, t));
       graph.replay();
       const eager = sdpa(q, k, v, { isCausal: true, backends: ['cuda-math'] });
@@ -134,8 +143,13 @@ describe.skipIf(!gpu)('CUDA graphs', () => {
       return y;
     });
     expect(codes.slice(0, 7)).toEqual([
-      'ATTN_GRAPH_CAPTURE_UNSUPPORTED', 'ATTN_GRAPH_CAPTURE_UNSUPPORTED', 'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
-      'ATTN_GRAPH_CAPTURE_UNSUPPORTED', 'ATTN_GRAPH_CAPTURE_UNSUPPORTED', 'ATTN_GRAPH_CAPTURE_UNSUPPORTED', 'ATTN_GRAPH_NESTED',
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+      'ATTN_GRAPH_NESTED',
     ]);
     if (deviceCount() > 1) {
       expect(codes[7]).toBe('ATTN_GRAPH_DEVICE');

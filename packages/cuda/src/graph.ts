@@ -76,7 +76,15 @@ export class GpuGraph<T = unknown> {
   readonly #tracked: readonly DeviceStorage[];
 
   /** Made by captureGraph only. */
-  constructor(addon: NativeBinding, type: GpuType, device: number, id: bigint, result: T, tracked: readonly DeviceStorage[], streams: Streams) {
+  constructor(
+    addon: NativeBinding,
+    type: GpuType,
+    device: number,
+    id: bigint,
+    result: T,
+    tracked: readonly DeviceStorage[],
+    streams: Streams,
+  ) {
     this.#addon = addon;
     this.deviceType = type;
     this.device = device;
@@ -115,7 +123,10 @@ export class GpuGraph<T = unknown> {
    */
   replay(stream?: GpuStream): void {
     if (this.#disposed) {
-      throw new GraphError('ATTN_GRAPH_DISPOSED', 'replay() after dispose(): capture the work again with captureGraph().');
+      throw new GraphError(
+        'ATTN_GRAPH_DISPOSED',
+        'replay() after dispose(): capture the work again with captureGraph().',
+      );
     }
     for (const s of this.#tracked) {
       if (s.disposed) {
@@ -126,7 +137,9 @@ export class GpuGraph<T = unknown> {
         );
       }
     }
-    const handle = stream ? checkSameRuntime(this.deviceType, 'replay: stream', stream).handle : this.#streams.currentStream(this.device);
+    const handle = stream
+      ? checkSameRuntime(this.deviceType, 'replay: stream', stream).handle
+      : this.#streams.currentStream(this.device);
     const id = this.#id;
     callNative(() => this.#addon.graphLaunch(id, handle));
     this.#replays++;
@@ -159,7 +172,11 @@ export interface Graphs {
 }
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {
-  return (typeof x === 'object' || typeof x === 'function') && x !== null && typeof (x as { then?: unknown }).then === 'function';
+  return (
+    (typeof x === 'object' || typeof x === 'function') &&
+    x !== null &&
+    typeof (x as { then?: unknown }).then === 'function'
+  );
 }
 
 export function createGraphs(
@@ -180,7 +197,11 @@ export function createGraphs(
     },
 
     captureGraph<T>(fn: () => T, options: CaptureOptions = {}): GpuGraph<T> {
-      if (typeof fn !== 'function') throw new GraphError('ATTN_GRAPH_CAPTURE_UNSUPPORTED', 'captureGraph takes a function that issues the work to capture.');
+      if (typeof fn !== 'function')
+        throw new GraphError(
+          'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+          'captureGraph takes a function that issues the work to capture.',
+        );
       const addon = native.require();
       const device = devices.checkIndex(options.device ?? 0);
       if (slot.state !== null) {
@@ -240,7 +261,12 @@ export function createGraphs(
  * Throws unless work on device `index` may be issued now: no capture, or a capture of that device
  * whose stream is still the current one (called by allocations, device copies and fills).
  */
-export function checkCaptureWork(slot: CaptureSlot, streams: Streams, index: number, what: string): CaptureState | null {
+export function checkCaptureWork(
+  slot: CaptureSlot,
+  streams: Streams,
+  index: number,
+  what: string,
+): CaptureState | null {
   const state = slot.state;
   if (state === null) return null;
   if (index !== state.device) {
@@ -262,5 +288,8 @@ export function checkCaptureWork(slot: CaptureSlot, streams: Streams, index: num
 export function refuseDuringCapture(slot: CaptureSlot, what: string, instead: string): void {
   const state = slot.state;
   if (state === null) return;
-  throw new GraphError('ATTN_GRAPH_CAPTURE_UNSUPPORTED', `${what} cannot run while device ${state.device} captures a graph: a graph records device work only. ${instead}`);
+  throw new GraphError(
+    'ATTN_GRAPH_CAPTURE_UNSUPPORTED',
+    `${what} cannot run while device ${state.device} captures a graph: a graph records device work only. ${instead}`,
+  );
 }

@@ -16,8 +16,19 @@ describe('import', () => {
 
   it('exports the runtime surface', () => {
     for (const name of [
-      'availability', 'deviceCount', 'deviceProperties', 'driverVersion', 'runtimeVersion', 'memoryStats',
-      'resetPeakMemoryStats', 'emptyCache', 'recordStream', 'currentStream', 'setCurrentStream', 'withStream', 'buildInfo',
+      'availability',
+      'deviceCount',
+      'deviceProperties',
+      'driverVersion',
+      'runtimeVersion',
+      'memoryStats',
+      'resetPeakMemoryStats',
+      'emptyCache',
+      'recordStream',
+      'currentStream',
+      'setCurrentStream',
+      'withStream',
+      'buildInfo',
     ] as const) {
       expect(typeof cuda[name], name).toBe('function');
     }

@@ -75,7 +75,14 @@ describe('kvAppendArgs', () => {
     const { ptrs, nums } = kvAppendArgs(p, { qOut: null, rowTable: null, stream: 0n });
     expect(ptrs[KV_PTR.blockTable]).toBe(table.dataPointer());
     expect([ptrs[KV_PTR.kNew], ptrs[KV_PTR.cos], ptrs[KV_PTR.qOut]]).toEqual([0n, 0n, 0n]);
-    expect([nums[KV_NUM.newLen], nums[KV_NUM.numBlocks], nums[KV_NUM.blockSize], nums[KV_NUM.maxBlocks], nums[KV_NUM.capacity], nums[KV_NUM.rotHalf]]).toEqual([0, 5, 4, 3, 12, 0]);
+    expect([
+      nums[KV_NUM.newLen],
+      nums[KV_NUM.numBlocks],
+      nums[KV_NUM.blockSize],
+      nums[KV_NUM.maxBlocks],
+      nums[KV_NUM.capacity],
+      nums[KV_NUM.rotHalf],
+    ]).toEqual([0, 5, 4, 3, 12, 0]);
   });
 });
 
@@ -83,7 +90,12 @@ describe("cuda-math's kv-cache forward arguments", () => {
   it('a paged varlen forward: packed q, per-row key counts and starts, the cache rows as a one-column table', () => {
     const { p } = contiguous();
     const qPacked = zeros([6, 4, 8], dev);
-    const a = kvCacheForwardArgs(p, qPacked, zeros([6, 4, 6], dev), zeros([4, 6], { dtype: 'float32', device: 'cuda' }));
+    const a = kvCacheForwardArgs(
+      p,
+      qPacked,
+      zeros([6, 4, 6], dev),
+      zeros([4, 6], { dtype: 'float32', device: 'cuda' }),
+    );
     expect([...a.cuSeqlensQ!]).toEqual([0, 2, 4, 6]);
     expect([...a.cuSeqlensK!]).toEqual([0, 3, 4, 8]); // keyCount = seqlens + 1 - leftpad
     expect([...a.keyStart!]).toEqual([1, 0, 4]);

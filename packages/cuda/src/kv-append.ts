@@ -6,15 +6,47 @@ import type { DType, KvCacheParams, SdpaParams, Tensor } from '@attn/core';
 
 /** kv_append.cuh's Ptr enum, in order. */
 export const KV_PTR = Object.freeze({
-  q: 0, qOut: 1, kNew: 2, vNew: 3, kCache: 4, vCache: 5, cos: 6, sin: 7, cacheSeqlens: 8, cacheBatchIdx: 9, blockTable: 10, rowTable: 11,
-  stream: 12, count: 13,
+  q: 0,
+  qOut: 1,
+  kNew: 2,
+  vNew: 3,
+  kCache: 4,
+  vCache: 5,
+  cos: 6,
+  sin: 7,
+  cacheSeqlens: 8,
+  cacheBatchIdx: 9,
+  blockTable: 10,
+  rowTable: 11,
+  stream: 12,
+  count: 13,
 });
 
 /** kv_append.cuh's Num enum, in order (strides: 4 per 4-d tensor, 2 per rotary table). */
 export const KV_NUM = Object.freeze({
-  dtype: 0, batch: 1, seqQ: 2, headsQ: 3, headsKV: 4, headDim: 5, headDimV: 6, newLen: 7,
-  numBlocks: 8, blockSize: 9, maxBlocks: 10, capacity: 11, rotRows: 12, rotHalf: 13, interleaved: 14, qPerRow: 15,
-  qStrides: 16, kNewStrides: 20, vNewStrides: 24, kCacheStrides: 28, vCacheStrides: 32, cosStrides: 36, sinStrides: 38,
+  dtype: 0,
+  batch: 1,
+  seqQ: 2,
+  headsQ: 3,
+  headsKV: 4,
+  headDim: 5,
+  headDimV: 6,
+  newLen: 7,
+  numBlocks: 8,
+  blockSize: 9,
+  maxBlocks: 10,
+  capacity: 11,
+  rotRows: 12,
+  rotHalf: 13,
+  interleaved: 14,
+  qPerRow: 15,
+  qStrides: 16,
+  kNewStrides: 20,
+  vNewStrides: 24,
+  kCacheStrides: 28,
+  vCacheStrides: 32,
+  cosStrides: 36,
+  sinStrides: 38,
   count: 40,
 });
 

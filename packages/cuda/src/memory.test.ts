@@ -158,7 +158,9 @@ describe.skipIf(!gpu)('caching allocator', () => {
     const oom = err as CudaOutOfMemoryError;
     expect(oom.code).toBe('ATTN_OUT_OF_MEMORY');
     expect(oom.requestedBytes).toBe(2 ** 50);
-    expect(oom.message).toMatch(/^CUDA out of memory on device 0: tried to allocate 1\.00 PiB \(1125899906842624 bytes/);
+    expect(oom.message).toMatch(
+      /^CUDA out of memory on device 0: tried to allocate 1\.00 PiB \(1125899906842624 bytes/,
+    );
     expect(oom.message).toMatch(/free of .* reserved/);
     expect(oom.deviceTotalBytes).toBeGreaterThan(0);
     expect(oom.stats.allocatedBytes).toBe(before.allocatedBytes);

@@ -26,7 +26,11 @@ export interface MemoryControls {
   recordStream(storage: GpuStorage, stream: GpuStream): void;
 }
 
-export function createMemoryControls(native: NativeAccess, devices: Devices, isStorage: (s: unknown) => s is GpuStorage): MemoryControls {
+export function createMemoryControls(
+  native: NativeAccess,
+  devices: Devices,
+  isStorage: (s: unknown) => s is GpuStorage,
+): MemoryControls {
   const { platform } = native;
   return {
     memoryStats(device = 0) {
@@ -47,7 +51,10 @@ export function createMemoryControls(native: NativeAccess, devices: Devices, isS
     },
     recordStream(storage, stream) {
       if (!isStorage(storage)) {
-        throw new AttnInputError('ATTN_DEVICE', `recordStream takes device storage made by ${platform.packageName} (tensor.storage).`);
+        throw new AttnInputError(
+          'ATTN_DEVICE',
+          `recordStream takes device storage made by ${platform.packageName} (tensor.storage).`,
+        );
       }
       const addon = native.require();
       const pointer = storage.pointer;

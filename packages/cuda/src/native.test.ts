@@ -34,7 +34,14 @@ afterEach(() => {
 });
 
 function fakeAddon(probe: NativeProbe | (() => NativeProbe), driver = 0, runtime = 13000): NativeBinding {
-  const fns = Object.fromEntries(BINDING_FUNCTIONS.map((name) => [name, () => { throw new Error(`${name} not faked`); }]));
+  const fns = Object.fromEntries(
+    BINDING_FUNCTIONS.map((name) => [
+      name,
+      () => {
+        throw new Error(`${name} not faked`);
+      },
+    ]),
+  );
   return {
     ...fns,
     probe: typeof probe === 'function' ? probe : () => probe,
@@ -47,7 +54,10 @@ describe('loadAddon', () => {
   it('reports the reason the build recorded when it skipped', () => {
     const root = packageDir();
     mkdirSync(join(root, 'build'));
-    writeFileSync(join(root, 'build', 'SKIPPED'), 'nvcc (the CUDA compiler) was not found; install the CUDA toolkit or set CUDACXX\n');
+    writeFileSync(
+      join(root, 'build', 'SKIPPED'),
+      'nvcc (the CUDA compiler) was not found; install the CUDA toolkit or set CUDACXX\n',
+    );
     const load = loadAddon(at(root));
     expect(load.ok).toBe(false);
     expect(load.ok ? '' : load.reason).toContain(
@@ -79,7 +89,12 @@ describe('probeAvailability', () => {
   it('names a missing driver', () => {
     const a = probeAvailability(
       CUDA,
-      { count: 0, platform: 'CUDA', errorName: 'cudaErrorInsufficientDriver', error: 'CUDA driver version is insufficient for CUDA runtime version' },
+      {
+        count: 0,
+        platform: 'CUDA',
+        errorName: 'cudaErrorInsufficientDriver',
+        error: 'CUDA driver version is insufficient for CUDA runtime version',
+      },
       0,
       13000,
     );
@@ -104,7 +119,14 @@ describe('probeAvailability', () => {
   });
 
   it('reports cudaErrorNoDevice and a zero count', () => {
-    expect(probeAvailability(CUDA, { count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'no CUDA-capable device is detected' }, 13000, 13000)).toEqual({
+    expect(
+      probeAvailability(
+        CUDA,
+        { count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'no CUDA-capable device is detected' },
+        13000,
+        13000,
+      ),
+    ).toEqual({
       ok: false,
       reason: 'no CUDA device (cudaErrorNoDevice: no CUDA-capable device is detected)',
     });
@@ -115,7 +137,12 @@ describe('probeAvailability', () => {
   });
 
   it('says ROCm for the HIP build, names the error once when HIP repeats it, and adds the /dev/kfd hint', () => {
-    const a = probeAvailability(ROCM, { count: 0, platform: 'HIP', errorName: 'hipErrorNoDevice', error: 'hipErrorNoDevice' }, 50221153, 50221153);
+    const a = probeAvailability(
+      ROCM,
+      { count: 0, platform: 'HIP', errorName: 'hipErrorNoDevice', error: 'hipErrorNoDevice' },
+      50221153,
+      50221153,
+    );
     expect(a).toEqual({ ok: false, reason: `no ROCm device (hipErrorNoDevice${hipProbeHint('hipErrorNoDevice')})` });
     expect(probeAvailability(ROCM, { count: 0, platform: 'HIP' }, 50221153, 50221153)).toEqual({
       ok: false,
@@ -135,9 +162,19 @@ describe('evaluateNative', () => {
   });
 
   it('asks the loaded addon for devices', () => {
-    const none = evaluateNative(CUDA, { ok: true, path: '/x', origin: 'local build', addon: fakeAddon({ count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'none' }) });
+    const none = evaluateNative(CUDA, {
+      ok: true,
+      path: '/x',
+      origin: 'local build',
+      addon: fakeAddon({ count: 0, platform: 'CUDA', errorName: 'cudaErrorNoDevice', error: 'none' }),
+    });
     expect(none.availability).toEqual({ ok: false, reason: 'no CUDA device (cudaErrorNoDevice: none)' });
-    const one = evaluateNative(CUDA, { ok: true, path: '/x', origin: 'local build', addon: fakeAddon({ count: 1, platform: 'CUDA' }) });
+    const one = evaluateNative(CUDA, {
+      ok: true,
+      path: '/x',
+      origin: 'local build',
+      addon: fakeAddon({ count: 1, platform: 'CUDA' }),
+    });
     expect(one.availability).toEqual({ ok: true });
     expect(one.deviceCount).toBe(1);
     expect(none.deviceCount).toBe(0);
@@ -171,8 +208,12 @@ describe('version encodings', () => {
 
 describe('hipProbeHint', () => {
   it('tells a missing amdgpu driver from GPUs this process may not open', () => {
-    expect(hipProbeHint('hipErrorNoDevice', () => false)).toBe('; /dev/kfd is missing: the amdgpu kernel driver is not loaded here');
-    expect(hipProbeHint('hipErrorNoDevice', () => true)).toMatch(/^; \/dev\/kfd exists: check .*video and render groups.*HIP_VISIBLE_DEVICES/);
+    expect(hipProbeHint('hipErrorNoDevice', () => false)).toBe(
+      '; /dev/kfd is missing: the amdgpu kernel driver is not loaded here',
+    );
+    expect(hipProbeHint('hipErrorNoDevice', () => true)).toMatch(
+      /^; \/dev\/kfd exists: check .*video and render groups.*HIP_VISIBLE_DEVICES/,
+    );
     expect(hipProbeHint('hipErrorInvalidDevice', () => false)).toBe('');
   });
 });

@@ -29,12 +29,21 @@ export function loadAddon(location: AddonLocation): AddonLoad {
 }
 
 /** Why a loaded addon sees no device, from its probe and the driver's version (0 = no driver). */
-export function probeAvailability(platform: GpuPlatform, probe: NativeProbe, driverVersion: number, runtimeVersion: number): Availability {
+export function probeAvailability(
+  platform: GpuPlatform,
+  probe: NativeProbe,
+  driverVersion: number,
+  runtimeVersion: number,
+): Availability {
   const noDevice = `no ${platform.name} device`;
   if (probe.errorName !== undefined) {
     // HIP's message is often the error's name again; say it once.
-    const detail = probe.error && probe.error !== probe.errorName ? `${probe.errorName}: ${probe.error}` : probe.errorName;
-    return { ok: false, reason: `${noDevice} (${detail}${platform.probeHint(probe.errorName, driverVersion, runtimeVersion)})` };
+    const detail =
+      probe.error && probe.error !== probe.errorName ? `${probe.errorName}: ${probe.error}` : probe.errorName;
+    return {
+      ok: false,
+      reason: `${noDevice} (${detail}${platform.probeHint(probe.errorName, driverVersion, runtimeVersion)})`,
+    };
   }
   if (probe.count <= 0) return { ok: false, reason: `${noDevice} (the driver reports 0 devices)` };
   return { ok: true };
@@ -53,10 +62,19 @@ export function evaluateNative(platform: GpuPlatform, load: AddonLoad): NativeSt
   try {
     const { addon } = load;
     const probe = addon.probe();
-    if (probe.errorName === undefined && probe.count > 0) return { load, availability: { ok: true }, deviceCount: probe.count };
-    return { load, availability: probeAvailability(platform, probe, addon.driverVersion(), addon.runtimeVersion()), deviceCount: 0 };
+    if (probe.errorName === undefined && probe.count > 0)
+      return { load, availability: { ok: true }, deviceCount: probe.count };
+    return {
+      load,
+      availability: probeAvailability(platform, probe, addon.driverVersion(), addon.runtimeVersion()),
+      deviceCount: 0,
+    };
   } catch (e) {
-    return { load, availability: { ok: false, reason: `probing ${platform.name} devices failed: ${message(e)}` }, deviceCount: 0 };
+    return {
+      load,
+      availability: { ok: false, reason: `probing ${platform.name} devices failed: ${message(e)}` },
+      deviceCount: 0,
+    };
   }
 }
 
@@ -85,7 +103,10 @@ export function createNativeAccess(platform: GpuPlatform, location: AddonLocatio
     require() {
       const s = current();
       if (!s.availability.ok) {
-        throw new DeviceError('ATTN_DEVICE_UNAVAILABLE', `${platform.packageName} cannot run this: ${s.availability.reason}`);
+        throw new DeviceError(
+          'ATTN_DEVICE_UNAVAILABLE',
+          `${platform.packageName} cannot run this: ${s.availability.reason}`,
+        );
       }
       return (s.load as { addon: NativeBinding }).addon;
     },

@@ -17,8 +17,14 @@ announceSkip('device Philox');
 // Random123's known answers for Philox4x32-10 (counter x4, key x2 -> output x4).
 const KNOWN_ANSWERS: readonly (readonly number[])[] = [
   [0, 0, 0, 0, 0, 0, 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8],
-  [0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd],
-  [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1],
+  [
+    0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0x408f276d, 0x41c83b0e, 0xa20bc7c6,
+    0x6d5451fd,
+  ],
+  [
+    0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0xd16cfe09, 0x94fdcceb, 0x5001e420,
+    0x24126ea1,
+  ],
 ];
 
 /** n items of 6 words: the known-answer inputs, edge words, then random words. */
@@ -41,10 +47,13 @@ function expectMatchesTs(inputs: Uint32Array, out: Uint32Array, rngSeed: number)
     const want = philox4x32_10(p.subarray(0, 4), p.subarray(4, 6));
     const got = out.subarray(4 * t, 4 * t + 4);
     if (!want.every((w, k) => got[k] === w)) {
-      expect.fail(`item ${t} (inputs ${[...p].map((x) => x.toString(16))}, rng seed ${rngSeed}): got ${[...got].map((x) => x.toString(16))}, TS gives ${[...want].map((x) => x.toString(16))}`);
+      expect.fail(
+        `item ${t} (inputs ${[...p].map((x) => x.toString(16))}, rng seed ${rngSeed}): got ${[...got].map((x) => x.toString(16))}, TS gives ${[...want].map((x) => x.toString(16))}`,
+      );
     }
   }
-  for (let t = 0; t < KNOWN_ANSWERS.length; t++) expect([...out.subarray(4 * t, 4 * t + 4)]).toEqual(KNOWN_ANSWERS[t]!.slice(6));
+  for (let t = 0; t < KNOWN_ANSWERS.length; t++)
+    expect([...out.subarray(4 * t, 4 * t + 4)]).toEqual(KNOWN_ANSWERS[t]!.slice(6));
 }
 
 describe.skipIf(!addonLoaded)('attn/philox.h, host path', () => {
@@ -66,11 +75,18 @@ describe.skipIf(!gpu)('attn/philox.h, device path', () => {
       { seed: 0n, offset: 0, B: 1, H: 1, Sq: 4, Sk: 4, p: 0.5 },
       { seed: 0x1234_5678_9abc_def0n, offset: 7, B: 2, H: 3, Sq: 5, Sk: 13, p: 0.3 },
       { seed: (1n << 64n) - 1n, offset: 0xffffffff, B: 1, H: 2, Sq: 3, Sk: 33, p: 0.9 },
-      { seed: BigInt(rng.u32()) << 32n | BigInt(rng.u32()), offset: rng.u32(), B: 3, H: 4, Sq: 17, Sk: 70, p: 0.1 },
+      { seed: (BigInt(rng.u32()) << 32n) | BigInt(rng.u32()), offset: rng.u32(), B: 3, H: 4, Sq: 17, Sk: 70, p: 0.1 },
     ];
     for (const c of cases) {
       const threshold = dropoutThreshold(c.p);
-      const { words, keep } = dropoutWordsOnDevice({ seed: c.seed, offset: c.offset, bhCount: c.B * c.H, seqQ: c.Sq, seqK: c.Sk, threshold });
+      const { words, keep } = dropoutWordsOnDevice({
+        seed: c.seed,
+        offset: c.offset,
+        bhCount: c.B * c.H,
+        seqQ: c.Sq,
+        seqK: c.Sk,
+        threshold,
+      });
       const [k0, k1] = seedKey(c.seed);
       const w4 = new Uint32Array(4);
       let mismatches = 0;

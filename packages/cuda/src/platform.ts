@@ -49,12 +49,25 @@ export function hipProbeHint(errorName: string, kfdExists: () => boolean = () =>
 }
 
 const PLATFORMS: Readonly<Record<GpuType, GpuPlatform>> = {
-  cuda: { type: 'cuda', name: 'CUDA', packageName: '@attn/cuda', formatVersion: formatCudaVersion, probeHint: cudaProbeHint },
-  rocm: { type: 'rocm', name: 'ROCm', packageName: '@attn/rocm', formatVersion: formatHipVersion, probeHint: (e) => hipProbeHint(e) },
+  cuda: {
+    type: 'cuda',
+    name: 'CUDA',
+    packageName: '@attn/cuda',
+    formatVersion: formatCudaVersion,
+    probeHint: cudaProbeHint,
+  },
+  rocm: {
+    type: 'rocm',
+    name: 'ROCm',
+    packageName: '@attn/rocm',
+    formatVersion: formatHipVersion,
+    probeHint: (e) => hipProbeHint(e),
+  },
 };
 
 export function gpuPlatform(type: GpuType): GpuPlatform {
   const p = (PLATFORMS as Partial<Record<string, GpuPlatform>>)[type];
-  if (!p) throw new AttnInputError('ATTN_RUNTIME', `Unknown GPU runtime type ${JSON.stringify(type)}: use 'cuda' or 'rocm'.`);
+  if (!p)
+    throw new AttnInputError('ATTN_RUNTIME', `Unknown GPU runtime type ${JSON.stringify(type)}: use 'cuda' or 'rocm'.`);
   return p;
 }

@@ -22,7 +22,11 @@ const HIP_VERSION = 50221153; // Debian's ROCm 5.2.3
 
 function simulated<T extends 'cuda' | 'rocm'>(type: T, addon: FakeAddon): GpuRuntime<T> {
   const rt = createGpuRuntime({ type, packageRoot: '/nonexistent' });
-  rt.native.setStateForTesting({ load: { ok: true, addon, path: '(simulated)', origin: 'local build' }, availability: { ok: true }, deviceCount: 2 });
+  rt.native.setStateForTesting({
+    load: { ok: true, addon, path: '(simulated)', origin: 'local build' },
+    availability: { ok: true },
+    deviceCount: 2,
+  });
   return rt;
 }
 
@@ -75,13 +79,29 @@ describe('a rocm runtime over a simulated HIP addon', () => {
     expect(rocm.deviceCount()).toBe(2);
     expect(rocm.deviceProperties(1)).toMatchObject({ type: 'rocm', index: 1 });
     expect(rocm.runtime.properties(0).type).toBe('rocm');
-    expect(rocm.buildInfo()).toMatchObject({ package: '@attn/rocm', runtimeVersion: '5.2.21153', driverVersion: '5.2.21153', available: true });
+    expect(rocm.buildInfo()).toMatchObject({
+      package: '@attn/rocm',
+      runtimeVersion: '5.2.21153',
+      driverVersion: '5.2.21153',
+      available: true,
+    });
   });
 
   it('speaks of ROCm and @attn/rocm in its errors', () => {
-    expect(errorOf(() => rocm.deviceProperties(2)).message).toMatch(/^ROCm device 2 does not exist: 2 device\(s\) present/);
-    const notOurs = { kind: 'device', device: { type: 'rocm', index: 0 }, pointer: 1n, bytes: 8, disposed: false, dispose() {} } as const;
-    expect(errorOf(() => rocm.fill(notOurs, 0, 1, 0)).message).toMatch(/made by @attn\/rocm \(tensor\(\.\.\., \{ device: 'rocm' \}\)\)/);
+    expect(errorOf(() => rocm.deviceProperties(2)).message).toMatch(
+      /^ROCm device 2 does not exist: 2 device\(s\) present/,
+    );
+    const notOurs = {
+      kind: 'device',
+      device: { type: 'rocm', index: 0 },
+      pointer: 1n,
+      bytes: 8,
+      disposed: false,
+      dispose() {},
+    } as const;
+    expect(errorOf(() => rocm.fill(notOurs, 0, 1, 0)).message).toMatch(
+      /made by @attn\/rocm \(tensor\(\.\.\., \{ device: 'rocm' \}\)\)/,
+    );
     const s = rocm.allocate(8);
     s.dispose();
     expect(errorOf(() => s.pointer).message).toMatch(/rocm:0 storage \(8 bytes\)/);
@@ -114,7 +134,9 @@ describe('a rocm runtime over a simulated HIP addon', () => {
     expect(rocm.isStorage(cudaStorage)).toBe(false);
     const rocmStorage = rocm.allocate(16);
     expect(errorOf(() => rocm.copyDeviceToDevice(rocmStorage, 0, cudaStorage, 0, 4)).code).toBe('ATTN_DEVICE');
-    expect(errorOf(() => rocm.withStream(cudaStream, () => 0)).message).toMatch(/must belong to the rocm runtime \(@attn\/rocm\), got a cuda one/);
+    expect(errorOf(() => rocm.withStream(cudaStream, () => 0)).message).toMatch(
+      /must belong to the rocm runtime \(@attn\/rocm\), got a cuda one/,
+    );
     expect(errorOf(() => rocm.recordStream(rocmStorage, cudaStream)).code).toBe('ATTN_DEVICE');
     expect(errorOf(() => new rocm.Event().wait(cudaStream)).code).toBe('ATTN_DEVICE');
     expect(errorOf(() => new rocm.Stream().waitEvent(cudaEvent)).code).toBe('ATTN_DEVICE');
@@ -134,7 +156,11 @@ describe('a rocm runtime without its addon', () => {
   });
   /** A package folder as @attn/rocm's: no prebuilt package is published for it. */
   const rocmPackage = (dir: string) => {
-    const pkg = { name: '@attn/rocm', version: '0.1.0', attnNative: { addon: 'attn_rocm', toolchain: 'hipcc', requires: 'cmake and ROCm (hipcc)' } };
+    const pkg = {
+      name: '@attn/rocm',
+      version: '0.1.0',
+      attnNative: { addon: 'attn_rocm', toolchain: 'hipcc', requires: 'cmake and ROCm (hipcc)' },
+    };
     writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg));
     return createGpuRuntime({ type: 'rocm', packageRoot: dir, platform: 'linux-x64-gnu' });
   };
@@ -150,19 +176,35 @@ describe('a rocm runtime without its addon', () => {
         'Fix: no prebuilt binary is published for linux-x64-gnu; build from source with `npx @attn/native build @attn/rocm` (needs cmake and ROCm (hipcc))',
     });
     expect(rocm.deviceCount()).toBe(0);
-    expect(rocm.buildInfo()).toMatchObject({ package: '@attn/rocm', addonLoaded: false, available: false, reason: a.ok ? '' : a.reason });
+    expect(rocm.buildInfo()).toMatchObject({
+      package: '@attn/rocm',
+      addonLoaded: false,
+      available: false,
+      reason: a.ok ? '' : a.reason,
+    });
     expect(() => rocm.emptyCache()).not.toThrow();
   });
 
   it('reports the skip the build recorded, and every device call throws it', () => {
     const dir = root();
     mkdirSync(join(dir, 'build'));
-    writeFileSync(join(dir, 'build', 'SKIPPED'), 'hipcc (the ROCm compiler) was not found; install ROCm or set HIPCXX\n');
+    writeFileSync(
+      join(dir, 'build', 'SKIPPED'),
+      'hipcc (the ROCm compiler) was not found; install ROCm or set HIPCXX\n',
+    );
     const rocm = rocmPackage(dir);
     const a = rocm.availability();
     const reason = a.ok ? '' : a.reason;
-    expect(reason).toContain('attn_rocm.node was not built (hipcc (the ROCm compiler) was not found; install ROCm or set HIPCXX)');
-    for (const call of [() => rocm.allocate(4), () => rocm.currentStream(0), () => new rocm.Stream(), () => new rocm.Event(), () => rocm.memoryStats()]) {
+    expect(reason).toContain(
+      'attn_rocm.node was not built (hipcc (the ROCm compiler) was not found; install ROCm or set HIPCXX)',
+    );
+    for (const call of [
+      () => rocm.allocate(4),
+      () => rocm.currentStream(0),
+      () => new rocm.Stream(),
+      () => new rocm.Event(),
+      () => rocm.memoryStats(),
+    ]) {
       const e = errorOf(call);
       expect(e).toBeInstanceOf(DeviceError);
       expect(e.code).toBe('ATTN_DEVICE_UNAVAILABLE');

@@ -19,7 +19,8 @@ export interface GpuRuntimeOptions<T extends GpuType = GpuType> extends AddonLoc
 }
 
 /** A runtime's DeviceRuntime (what core registers) and the extras kernel packages and users call. */
-export interface GpuRuntime<T extends GpuType = GpuType> extends Devices<T>, DeviceOps, MemoryControls, Streams, Pick<Graphs, 'captureGraph'> {
+export interface GpuRuntime<T extends GpuType = GpuType>
+  extends Devices<T>, DeviceOps, MemoryControls, Streams, Pick<Graphs, 'captureGraph'> {
   readonly type: T;
   /** For registerDeviceRuntime: frozen, its methods bound to this runtime's addon. */
   readonly runtime: DeviceRuntime & { readonly type: T };

@@ -12,8 +12,12 @@ export interface RuntimeHandle {
 /** `s` when it is a stream or event of the runtime of `type`: their handles mean nothing to another addon. */
 export function checkSameRuntime<S extends { readonly deviceType: GpuType }>(type: GpuType, what: string, s: S): S {
   if (typeof s !== 'object' || s === null || s.deviceType !== type) {
-    const got = typeof s === 'object' && s !== null && typeof s.deviceType === 'string' ? `a ${s.deviceType} one` : String(s);
-    throw new AttnInputError('ATTN_DEVICE', `${what} must belong to the ${type} runtime (${gpuPlatform(type).packageName}), got ${got}.`);
+    const got =
+      typeof s === 'object' && s !== null && typeof s.deviceType === 'string' ? `a ${s.deviceType} one` : String(s);
+    throw new AttnInputError(
+      'ATTN_DEVICE',
+      `${what} must belong to the ${type} runtime (${gpuPlatform(type).packageName}), got ${got}.`,
+    );
   }
   return s;
 }

@@ -14,7 +14,11 @@ import { cuda as cudaRuntime } from './cuda-runtime.js';
 let fake: FakeAddon;
 beforeAll(() => {
   fake = makeFakeAddon(2);
-  cudaRuntime.native.setStateForTesting({ load: { ok: true, addon: fake, path: '(simulated)', origin: 'local build' }, availability: { ok: true }, deviceCount: 2 });
+  cudaRuntime.native.setStateForTesting({
+    load: { ok: true, addon: fake, path: '(simulated)', origin: 'local build' },
+    availability: { ok: true },
+    deviceCount: 2,
+  });
 });
 
 describe('tensors on a simulated device', () => {
@@ -83,7 +87,9 @@ describe('storage lifetime on a simulated device', () => {
     const s = cuda.allocate(16);
     const copy = Object.create(s) as cuda.CudaStorage; // a CudaStorage by prototype, without its state
     expect(cuda.isCudaStorage(copy)).toBe(false);
-    expect(() => cuda.recordStream(copy, cuda.Stream.current())).toThrow(expect.objectContaining({ code: 'ATTN_DEVICE' }));
+    expect(() => cuda.recordStream(copy, cuda.Stream.current())).toThrow(
+      expect.objectContaining({ code: 'ATTN_DEVICE' }),
+    );
     expect(() => cuda.fill(copy, 0, 1, 0)).toThrow(AttnInputError);
     expect(() => cuda.deviceProperties(2)).toThrow(AttnInputError);
     expect(cuda.deviceProperties(1)).toMatchObject({ type: 'cuda', index: 1, arch: 'sm_90' });

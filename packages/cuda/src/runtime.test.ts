@@ -46,7 +46,10 @@ describe.skipIf(!gpu)('copies and fills', () => {
       src.fill(0); // the copy must already be independent of src
       const back = new Uint8Array(bytes);
       copyDeviceToHost(s, 0, back);
-      expect(back.every((v, i) => v === want[i]), `${bytes} bytes`).toBe(true);
+      expect(
+        back.every((v, i) => v === want[i]),
+        `${bytes} bytes`,
+      ).toBe(true);
       s.dispose();
     }
   });
@@ -87,19 +90,33 @@ describe.skipIf(!gpu)('copies and fills', () => {
     expect(code(() => fill(s, 0, 17, 0))).toBe('ATTN_OUT_OF_BOUNDS');
     expect(code(() => fill(s, 0, 4, 256))).toBe('ATTN_BAD_VALUE');
     expect(code(() => copyDeviceToDevice(s, 0, s, 4, 8))).toBe('ATTN_OVERLAP');
-    expect(code(() => copyHostToDevice({ kind: 'device', device: { type: 'cuda', index: 0 }, pointer: 1n, bytes: 8, disposed: false, dispose() {} }, 0, new Uint8Array(1)))).toBe('ATTN_DEVICE');
+    expect(
+      code(() =>
+        copyHostToDevice(
+          { kind: 'device', device: { type: 'cuda', index: 0 }, pointer: 1n, bytes: 8, disposed: false, dispose() {} },
+          0,
+          new Uint8Array(1),
+        ),
+      ),
+    ).toBe('ATTN_DEVICE');
     // Below the TS checks: the addon refuses what the allocator did not hand out.
     const load = cuda.native.state().load;
     if (!load.ok) throw new Error('unreachable: gpu implies a loaded addon');
     const addon = load.addon;
-    expect(code(() => callNative(() => addon.copyHostToDevice(0, s.pointer + 8n, new Uint8Array(9))))).toBe('ATTN_OUT_OF_BOUNDS');
-    expect(code(() => callNative(() => addon.copyDeviceToHost(0, new Uint8Array(4), 0x1000n)))).toBe('ATTN_OUT_OF_BOUNDS');
+    expect(code(() => callNative(() => addon.copyHostToDevice(0, s.pointer + 8n, new Uint8Array(9))))).toBe(
+      'ATTN_OUT_OF_BOUNDS',
+    );
+    expect(code(() => callNative(() => addon.copyDeviceToHost(0, new Uint8Array(4), 0x1000n)))).toBe(
+      'ATTN_OUT_OF_BOUNDS',
+    );
     expect(code(() => callNative(() => addon.fill(0, s.pointer - 1n, 0, 2)))).toBe('ATTN_OUT_OF_BOUNDS');
     expect(code(() => callNative(() => addon.free(0, s.pointer + 4n)))).toBe('ATTN_BAD_POINTER');
     expect(code(() => callNative(() => addon.allocate(99, 16)))).toBe('ATTN_DEVICE');
     expect(code(() => callNative(() => addon.streamSynchronize(0xdeadn)))).toBe('ATTN_BAD_HANDLE');
     expect(code(() => callNative(() => addon.eventQuery(0xbeefn)))).toBe('ATTN_BAD_HANDLE');
-    expect(code(() => callNative(() => (addon.allocate as (...a: unknown[]) => unknown)(0, -1)))).toBe('ATTN_BAD_ARGUMENT');
+    expect(code(() => callNative(() => (addon.allocate as (...a: unknown[]) => unknown)(0, -1)))).toBe(
+      'ATTN_BAD_ARGUMENT',
+    );
     s.dispose();
     expect(() => copyHostToDevice(s, 0, new Uint8Array(1))).toThrow(DisposedError);
   });
@@ -122,7 +139,10 @@ describe.skipIf(!gpu)('asynchronous reads', () => {
       s.dispose(); // stream-ordered free: the queued read still sees the data
       await pending;
       expect([...out.subarray(0, 3)]).toEqual([1, 2, 3]);
-      expect(out.subarray(3).every((v) => v === 0x3c), `${bytes} bytes`).toBe(true);
+      expect(
+        out.subarray(3).every((v) => v === 0x3c),
+        `${bytes} bytes`,
+      ).toBe(true);
     }
   });
 

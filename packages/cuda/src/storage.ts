@@ -51,7 +51,8 @@ export class GpuStorage implements DeviceStorage {
   }
 
   get pointer(): bigint {
-    if (this.#disposed) throw new DisposedError(`${this.device.type}:${this.device.index} storage (${this.bytes} bytes)`);
+    if (this.#disposed)
+      throw new DisposedError(`${this.device.type}:${this.device.index} storage (${this.bytes} bytes)`);
     return this.#pointer;
   }
 
@@ -67,7 +68,13 @@ export class GpuStorage implements DeviceStorage {
     this.#pointer = 0n;
     if (pointer === 0n) return;
     finalizer.unregister(this);
-    freeBlock({ addon: this.#addon, type: this.device.type as GpuType, device: this.device.index, pointer, bytes: this.bytes });
+    freeBlock({
+      addon: this.#addon,
+      type: this.device.type as GpuType,
+      device: this.device.index,
+      pointer,
+      bytes: this.bytes,
+    });
   }
 
   toString(): string {

@@ -1,6 +1,13 @@
 import { AttnInputError } from '@attn/core';
 import { describe, expect, it } from 'vitest';
-import { checkByteCount, checkByteValue, checkDeviceIndex, checkHostBytes, checkRange, checkUint32 } from './validate.js';
+import {
+  checkByteCount,
+  checkByteValue,
+  checkDeviceIndex,
+  checkHostBytes,
+  checkRange,
+  checkUint32,
+} from './validate.js';
 
 function codeOf(fn: () => unknown): string {
   try {
@@ -18,8 +25,11 @@ describe('checkDeviceIndex', () => {
     expect(checkDeviceIndex(3, 4, 'CUDA')).toBe(3);
   });
   it('rejects negatives, fractions, non-numbers and indices past the count', () => {
-    for (const bad of [-1, 0.5, NaN, '0', null]) expect(codeOf(() => checkDeviceIndex(bad, 2, 'CUDA'))).toBe('ATTN_DEVICE');
-    expect(() => checkDeviceIndex(2, 2, 'ROCm')).toThrow(/ROCm device 2 does not exist: 2 device\(s\) present \(use 0\.\.1\)/);
+    for (const bad of [-1, 0.5, NaN, '0', null])
+      expect(codeOf(() => checkDeviceIndex(bad, 2, 'CUDA'))).toBe('ATTN_DEVICE');
+    expect(() => checkDeviceIndex(2, 2, 'ROCm')).toThrow(
+      /ROCm device 2 does not exist: 2 device\(s\) present \(use 0\.\.1\)/,
+    );
     expect(() => checkDeviceIndex(0, 0, 'CUDA')).toThrow(/0 device\(s\) present\.$/);
   });
 });
@@ -30,7 +40,8 @@ describe('checkByteCount', () => {
     expect(checkByteCount('n', 2 ** 50)).toBe(2 ** 50);
   });
   it('rejects the rest with ATTN_SIZE', () => {
-    for (const bad of [-1, 1.5, 2 ** 53, Infinity, NaN, 10n, '8']) expect(codeOf(() => checkByteCount('n', bad))).toBe('ATTN_SIZE');
+    for (const bad of [-1, 1.5, 2 ** 53, Infinity, NaN, 10n, '8'])
+      expect(codeOf(() => checkByteCount('n', bad))).toBe('ATTN_SIZE');
   });
 });
 

@@ -5,7 +5,10 @@ import { AttnInputError } from '@attn/core';
 /** `platformName` ('CUDA', 'ROCm') says whose devices are counted. */
 export function checkDeviceIndex(index: unknown, count: number, platformName: string): number {
   if (typeof index !== 'number' || !Number.isInteger(index) || index < 0) {
-    throw new AttnInputError('ATTN_DEVICE', `A ${platformName} device index must be a non-negative integer, got ${String(index)}.`);
+    throw new AttnInputError(
+      'ATTN_DEVICE',
+      `A ${platformName} device index must be a non-negative integer, got ${String(index)}.`,
+    );
   }
   if (index >= count) {
     throw new AttnInputError(
@@ -19,7 +22,10 @@ export function checkDeviceIndex(index: unknown, count: number, platformName: st
 /** A byte count or offset: a safe non-negative integer. */
 export function checkByteCount(what: string, n: unknown): number {
   if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
-    throw new AttnInputError('ATTN_SIZE', `${what} must be a non-negative safe integer number of bytes, got ${String(n)}.`);
+    throw new AttnInputError(
+      'ATTN_SIZE',
+      `${what} must be a non-negative safe integer number of bytes, got ${String(n)}.`,
+    );
   }
   return n;
 }

@@ -41,11 +41,13 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
   let failEnd = false;
 
   const checkDevice = (d: number) => {
-    if (!Number.isInteger(d) || d < 0 || d >= deviceCount) fail('ATTN_DEVICE_INDEX', `device index ${d} is out of range`);
+    if (!Number.isInteger(d) || d < 0 || d >= deviceCount)
+      fail('ATTN_DEVICE_INDEX', `device index ${d} is out of range`);
   };
   const range = (ptr: bigint, bytes: number): Uint8Array => {
     for (const [base, mem] of blocks) {
-      if (ptr >= base && ptr + BigInt(bytes) <= base + BigInt(mem.length)) return mem.subarray(Number(ptr - base), Number(ptr - base) + bytes);
+      if (ptr >= base && ptr + BigInt(bytes) <= base + BigInt(mem.length))
+        return mem.subarray(Number(ptr - base), Number(ptr - base) + bytes);
     }
     return fail('ATTN_OUT_OF_BOUNDS', `[0x${ptr.toString(16)}, +${bytes}) is not inside a live buffer`);
   };
@@ -55,10 +57,22 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
     let allocated = 0;
     for (const m of blocks.values()) allocated += m.length;
     return {
-      allocatedBytes: allocated, requestedBytes: allocated, reservedBytes: allocated, peakAllocatedBytes: allocated,
-      peakReservedBytes: allocated, activeBlocks: blocks.size, cachedBlocks: 0, pendingFreeBlocks: 0,
-      allocRequests: stats.allocRequests, freeRequests: stats.freeRequests, cacheHits: 0, deviceMallocs: stats.allocRequests,
-      deviceFrees: stats.freeRequests, cacheFlushes: 0, ooms: 0, pinnedHostBytes: 0,
+      allocatedBytes: allocated,
+      requestedBytes: allocated,
+      reservedBytes: allocated,
+      peakAllocatedBytes: allocated,
+      peakReservedBytes: allocated,
+      activeBlocks: blocks.size,
+      cachedBlocks: 0,
+      pendingFreeBlocks: 0,
+      allocRequests: stats.allocRequests,
+      freeRequests: stats.freeRequests,
+      cacheHits: 0,
+      deviceMallocs: stats.allocRequests,
+      deviceFrees: stats.freeRequests,
+      cacheFlushes: 0,
+      ooms: 0,
+      pinnedHostBytes: 0,
     };
   };
 
@@ -72,12 +86,34 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
     probe: () => ({ count: deviceCount, platform: 'CUDA' }),
     deviceProperties: (d) => {
       checkDevice(d);
-      return { index: d, name: 'Simulated', arch: 'sm_90', major: 9, minor: 0, multiProcessorCount: 132, totalMemoryBytes: 2 ** 36,
-        l2CacheBytes: 50 << 20, sharedMemoryPerBlock: 49152, sharedMemoryPerBlockOptin: 232448, warpSize: 32, maxThreadsPerBlock: 1024, pciBusId: '0000:00:00.0' };
+      return {
+        index: d,
+        name: 'Simulated',
+        arch: 'sm_90',
+        major: 9,
+        minor: 0,
+        multiProcessorCount: 132,
+        totalMemoryBytes: 2 ** 36,
+        l2CacheBytes: 50 << 20,
+        sharedMemoryPerBlock: 49152,
+        sharedMemoryPerBlockOptin: 232448,
+        warpSize: 32,
+        maxThreadsPerBlock: 1024,
+        pciBusId: '0000:00:00.0',
+      };
     },
     driverVersion: () => 13000,
     runtimeVersion: () => 13000,
-    buildInfo: () => ({ platform: 'CUDA', archs: '90a', compiler: 'simulated', compilerVersion: '0', buildType: 'Release', flags: '', runtimeHeadersVersion: 13000, napiVersion: 8 }),
+    buildInfo: () => ({
+      platform: 'CUDA',
+      archs: '90a',
+      compiler: 'simulated',
+      compilerVersion: '0',
+      buildType: 'Release',
+      flags: '',
+      runtimeHeadersVersion: 13000,
+      napiVersion: 8,
+    }),
     allocate: (d, bytes) => {
       checkDevice(d);
       if (bytes === 0) return 0n;
@@ -185,7 +221,9 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
       if (failEnd) {
         failEnd = false;
         throw Object.assign(new Error('operation not permitted when stream is capturing'), {
-          code: 'ATTN_GPU_ERROR', gpuError: 'cudaErrorStreamCaptureInvalidated', gpuErrorNumber: 901,
+          code: 'ATTN_GPU_ERROR',
+          gpuError: 'cudaErrorStreamCaptureInvalidated',
+          gpuErrorNumber: 901,
         });
       }
       const id = handles++;
@@ -203,7 +241,8 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
     graphDestroy: (id) => {
       if (!graphs.delete(id)) fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle');
     },
-    graphNodeCount: (id) => (graphs.get(id) ?? fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle')).nodes,
+    graphNodeCount: (id) =>
+      (graphs.get(id) ?? fail('ATTN_BAD_HANDLE', 'unknown or already destroyed graph handle')).nodes,
     philoxRaw: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),
     philoxRawHost: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),
     dropoutWords: () => fail('ATTN_NATIVE_ERROR', 'not simulated'),

@@ -48,7 +48,8 @@ export function expectSameValues(got: Float64Array, want: Float64Array, what: st
   for (let i = 0; i < want.length; i++) {
     const g = got[i]!;
     const w = want[i]!;
-    if (!(Object.is(g, w) || (Number.isNaN(g) && Number.isNaN(w)))) expect.fail(`${what}: element ${i} is ${g}, expected ${w}`);
+    if (!(Object.is(g, w) || (Number.isNaN(g) && Number.isNaN(w))))
+      expect.fail(`${what}: element ${i} is ${g}, expected ${w}`);
   }
 }
 

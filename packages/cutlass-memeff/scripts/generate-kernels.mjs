@@ -23,16 +23,65 @@ const DTYPES = {
 // kMmaBwdBuckets (bwd/mma_bwd_traits.h), kTf32Buckets (fwd/tf32_traits.h) and kTf32BwdBuckets
 // (bwd/tf32_bwd_traits.h); src/generated.test.ts checks it.
 const FAMILIES = [
-  { family: 'kFwdSimt', stem: 'fwd_simt', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'fwd' },
+  {
+    family: 'kFwdSimt',
+    stem: 'fwd_simt',
+    header: 'launch/launchers_fwd.cuh',
+    dtypes: ['fp32', 'fp16', 'bf16'],
+    buckets: [64, 128],
+    kind: 'fwd',
+  },
   // 160 and 192: exact head dims (D == Dv, no features), compile-time loops where the d256 bucket's stop at run time.
-  { family: 'kFwdMma', stem: 'fwd_mma', header: 'launch/launchers_fwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 160, 192, 256], kind: 'fwd' },
+  {
+    family: 'kFwdMma',
+    stem: 'fwd_mma',
+    header: 'launch/launchers_fwd.cuh',
+    dtypes: ['fp16', 'bf16'],
+    buckets: [64, 128, 160, 192, 256],
+    kind: 'fwd',
+  },
   // fp32 on tensor cores (3xTF32; dispatch.cu runs it on sm90).
-  { family: 'kFwdTf32', stem: 'fwd_tf32', header: 'launch/launchers_fwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'fwd' },
-  { family: 'kBwdSimt', stem: 'bwd_simt', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [64, 128], kind: 'bwd' },
-  { family: 'kBwdMma', stem: 'bwd_mma', header: 'launch/launchers_bwd.cuh', dtypes: ['fp16', 'bf16'], buckets: [64, 128, 256], kind: 'bwd' },
+  {
+    family: 'kFwdTf32',
+    stem: 'fwd_tf32',
+    header: 'launch/launchers_fwd.cuh',
+    dtypes: ['fp32'],
+    buckets: [64, 128],
+    kind: 'fwd',
+  },
+  {
+    family: 'kBwdSimt',
+    stem: 'bwd_simt',
+    header: 'launch/launchers_bwd.cuh',
+    dtypes: ['fp32', 'fp16', 'bf16'],
+    buckets: [64, 128],
+    kind: 'bwd',
+  },
+  {
+    family: 'kBwdMma',
+    stem: 'bwd_mma',
+    header: 'launch/launchers_bwd.cuh',
+    dtypes: ['fp16', 'bf16'],
+    buckets: [64, 128, 256],
+    kind: 'bwd',
+  },
   // fp32 backward on tensor cores (3xTF32; sm90, as the forward).
-  { family: 'kBwdTf32', stem: 'bwd_tf32', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32'], buckets: [64, 128], kind: 'bwd' },
-  { family: 'kBwdAux', stem: 'bwd_aux', header: 'launch/launchers_bwd.cuh', dtypes: ['fp32', 'fp16', 'bf16'], buckets: [0], kind: 'aux' },
+  {
+    family: 'kBwdTf32',
+    stem: 'bwd_tf32',
+    header: 'launch/launchers_bwd.cuh',
+    dtypes: ['fp32'],
+    buckets: [64, 128],
+    kind: 'bwd',
+  },
+  {
+    family: 'kBwdAux',
+    stem: 'bwd_aux',
+    header: 'launch/launchers_bwd.cuh',
+    dtypes: ['fp32', 'fp16', 'bf16'],
+    buckets: [0],
+    kind: 'aux',
+  },
 ];
 
 export function instances() {
@@ -95,7 +144,10 @@ function wgmmaTf32(n, form) {
   const instr = `wgmma.mma_async.sync.aligned.m64n${n}k8.f32.tf32.tf32`;
   const a = form === 'ss' ? `%${acc}` : `{%${acc}, %${acc + 1}, %${acc + 2}, %${acc + 3}}`;
   const b = form === 'ss' ? acc + 1 : acc + 4;
-  const ins = form === 'ss' ? `"l"(desc_a), "l"(desc_b), "r"(scale_d)` : `"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)`;
+  const ins =
+    form === 'ss'
+      ? `"l"(desc_a), "l"(desc_b), "r"(scale_d)`
+      : `"r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d)`;
   const args = form === 'ss' ? 'uint64_t desc_a' : 'const uint32_t (&a)[4]';
   return `__device__ __forceinline__ void wgmma_tf32_${form}(float (&d)[${n / 8}][4], ${args}, uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -137,10 +189,14 @@ function main() {
   const check = process.argv.includes('--check');
   const have = existsSync(outDir) ? readdirSync(outDir) : [];
   const stale = have.filter((f) => !want.has(f));
-  const differ = [...want].filter(([f, text]) => !existsSync(join(outDir, f)) || readFileSync(join(outDir, f), 'utf8') !== text).map(([f]) => f);
+  const differ = [...want]
+    .filter(([f, text]) => !existsSync(join(outDir, f)) || readFileSync(join(outDir, f), 'utf8') !== text)
+    .map(([f]) => f);
   if (check) {
     if (stale.length || differ.length) {
-      console.error(`generated kernels are out of date (${[...differ, ...stale].join(', ')}): run node scripts/generate-kernels.mjs`);
+      console.error(
+        `generated kernels are out of date (${[...differ, ...stale].join(', ')}): run node scripts/generate-kernels.mjs`,
+      );
       process.exit(1);
     }
     console.log(`generated kernels up to date (${want.size} files)`);

@@ -12,5 +12,7 @@ import './index.js';
 
 const env = gpuEnv();
 describeWhereRunnable(`conformance of 'memeff-cuda'`, env.ok ? null : env.reason, () => {
-  describeConformance('memeff-cuda', { minCases: buildCases().filter((c) => c.dtype !== 'float64' && c.headDimV > 0 && !c.paged).length });
+  describeConformance('memeff-cuda', {
+    minCases: buildCases().filter((c) => c.dtype !== 'float64' && c.headDimV > 0 && !c.paged).length,
+  });
 });

@@ -24,16 +24,22 @@ describe('generated kernels', () => {
   it('cover the buckets the traits headers choose from', async () => {
     const gen = (await import(script)) as { instances(): Array<{ stem: string; bucket: number; dt: string }> };
     const list = gen.instances();
-    const buckets = (stem: string) => [...new Set(list.filter((i) => i.stem === stem).map((i) => i.bucket))].sort((a, b) => a - b);
+    const buckets = (stem: string) =>
+      [...new Set(list.filter((i) => i.stem === stem).map((i) => i.bucket))].sort((a, b) => a - b);
     expect(buckets('fwd_simt')).toEqual(bucketsIn('fwd/simt_traits.h', 'kSimtBuckets'));
     expect(buckets('bwd_simt')).toEqual(bucketsIn('fwd/simt_traits.h', 'kSimtBuckets'));
-    const mmaFwd = [...bucketsIn('fwd/mma_traits.h', 'kMmaBuckets'), ...bucketsIn('fwd/mma_traits.h', 'kMmaExactHeadDims')];
+    const mmaFwd = [
+      ...bucketsIn('fwd/mma_traits.h', 'kMmaBuckets'),
+      ...bucketsIn('fwd/mma_traits.h', 'kMmaExactHeadDims'),
+    ];
     expect(buckets('fwd_mma')).toEqual(mmaFwd.sort((a, b) => a - b));
     expect(buckets('bwd_mma')).toEqual(bucketsIn('bwd/mma_bwd_traits.h', 'kMmaBwdBuckets'));
     expect(buckets('fwd_tf32')).toEqual(bucketsIn('fwd/tf32_traits.h', 'kTf32Buckets'));
     expect(buckets('bwd_tf32')).toEqual(bucketsIn('bwd/tf32_bwd_traits.h', 'kTf32BwdBuckets'));
     for (const stem of ['fwd_simt', 'bwd_simt', 'bwd_aux']) {
-      expect(new Set(list.filter((i) => i.stem === stem).map((i) => i.dt)), stem).toEqual(new Set(['fp32', 'fp16', 'bf16']));
+      expect(new Set(list.filter((i) => i.stem === stem).map((i) => i.dt)), stem).toEqual(
+        new Set(['fp32', 'fp16', 'bf16']),
+      );
     }
   });
 });

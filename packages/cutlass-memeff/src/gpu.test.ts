@@ -27,7 +27,8 @@ const GRAD_TOL: Record<FloatDType, number> = { float64: 0, float32: 1e-4, float1
 
 /** max |a - b| / max(1, max |b|); NaN, or non-finite where b is finite, counts as Infinity. */
 function relErr(a: Float64Array, b: Float64Array): number {
-  let e = 0, m = 1;
+  let e = 0,
+    m = 1;
   for (let i = 0; i < b.length; i++) {
     if (Number.isNaN(a[i]!) || Number.isFinite(a[i]!) !== Number.isFinite(b[i]!)) return Infinity;
     if (!Number.isFinite(b[i]!)) {
@@ -58,7 +59,10 @@ function slopes(c: Case): Tensor | null {
   if (!c.alibi) return null;
   const [B, Hq] = c.shape;
   const rows = c.alibi === 'perBatchHead' ? B : 1;
-  const x = Array.from({ length: rows * Hq }, (_, n) => 2 ** ((-8 * ((n % Hq) + 1)) / Hq) * (1 + 0.25 * Math.floor(n / Hq)));
+  const x = Array.from(
+    { length: rows * Hq },
+    (_, n) => 2 ** ((-8 * ((n % Hq) + 1)) / Hq) * (1 + 0.25 * Math.floor(n / Hq)),
+  );
   return tensor(x, c.alibi === 'perBatchHead' ? [B, Hq] : [Hq], { dtype: 'float32' });
 }
 
@@ -66,12 +70,19 @@ let seed = 1;
 function inputs(c: Case) {
   const [B, Hq, Hk, Sq, Sk, D, Dv] = c.shape;
   const cpu = (shape: number[], dtype: FloatDType = c.dtype) => randn(shape, { dtype, seed: seed++ });
-  const q = cpu([B, Hq, Sq, D]), k = cpu([B, Hk, Sk, D]), v = cpu([B, Hk, Sk, Dv]), dout = cpu([B, Hq, Sq, Dv]);
+  const q = cpu([B, Hq, Sq, D]),
+    k = cpu([B, Hk, Sk, D]),
+    v = cpu([B, Hk, Sk, Dv]),
+    dout = cpu([B, Hq, Sq, Dv]);
   let mask: Tensor | null = null;
   if (c.mask?.kind === 'additive') mask = cpu(c.mask.shape, c.mask.dtype);
   if (c.mask?.kind === 'bool') {
     const r = cpu(c.mask.shape, 'float32').toFloat32Array();
-    mask = tensor(Array.from(r, (x, i) => (Math.floor(i / c.mask!.shape.at(-1)!) % 4 === 1 ? 0 : x > -0.8 ? 1 : 0)), c.mask.shape, { dtype: 'bool' });
+    mask = tensor(
+      Array.from(r, (x, i) => (Math.floor(i / c.mask!.shape.at(-1)!) % 4 === 1 ? 0 : x > -0.8 ? 1 : 0)),
+      c.mask.shape,
+      { dtype: 'bool' },
+    );
   }
   return { q, k, v, dout, mask };
 }
@@ -96,14 +107,21 @@ function check(c: Case, backward = true) {
     backends: ['cpu-math'],
   });
   const fwd = runForward(p, c.path ?? 'auto');
-  expect(relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()), `out (${fwd.kernel})`).toBeLessThanOrEqual(TOL[c.dtype]);
-  expect(relErr(fwd.outputs.logsumexp.toFloat64Array(), ref.logsumexp.toFloat64Array()), 'lse').toBeLessThanOrEqual(1e-4);
+  expect(relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()), `out (${fwd.kernel})`).toBeLessThanOrEqual(
+    TOL[c.dtype],
+  );
+  expect(relErr(fwd.outputs.logsumexp.toFloat64Array(), ref.logsumexp.toFloat64Array()), 'lse').toBeLessThanOrEqual(
+    1e-4,
+  );
   if (!backward) return { fwd, bwd: null };
   const bwd = runBackward(p, fwd.outputs, dout.to('cuda'), c.path === 'simt' ? 'simt' : 'auto');
   const g = sdpaBackward(f64(dout), ref);
   for (const n of ['dq', 'dk', 'dv', 'dbias'] as const) {
     if (!g[n]) continue;
-    expect(relErr(bwd.gradients[n]!.toFloat64Array(), g[n]!.toFloat64Array()), `${n} (${bwd.kernels.join('+')})`).toBeLessThanOrEqual(GRAD_TOL[c.dtype]);
+    expect(
+      relErr(bwd.gradients[n]!.toFloat64Array(), g[n]!.toFloat64Array()),
+      `${n} (${bwd.kernels.join('+')})`,
+    ).toBeLessThanOrEqual(GRAD_TOL[c.dtype]);
   }
   return { fwd, bwd };
 }
@@ -122,11 +140,22 @@ describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () =
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 72, 40] }, false).fwd.kernel).toBe('fwd_mma_fp16_d128');
     // D == Dv 160 or 192 without features: the exact head dim's forward (mma_traits.h); other head dims above 128,
     // and calls with features, the d256 bucket's.
-    expect(check({ dtype: 'bfloat16', shape: [1, 2, 2, 130, 97, 160, 160], opts: { isCausal: true } }, false).fwd.kernel).toBe('fwd_mma_bf16_d160');
-    expect(check({ dtype: 'float16', shape: [2, 2, 1, 70, 150, 192, 192], mask: { kind: 'additive', shape: [2, 1, 70, 150] } }, false).fwd.kernel).toBe('fwd_mma_fp16_d192');
-    expect(check({ dtype: 'bfloat16', shape: [1, 2, 2, 70, 90, 160, 128] }, false).fwd.kernel).toBe('fwd_mma_bf16_d256');
+    expect(
+      check({ dtype: 'bfloat16', shape: [1, 2, 2, 130, 97, 160, 160], opts: { isCausal: true } }, false).fwd.kernel,
+    ).toBe('fwd_mma_bf16_d160');
+    expect(
+      check(
+        { dtype: 'float16', shape: [2, 2, 1, 70, 150, 192, 192], mask: { kind: 'additive', shape: [2, 1, 70, 150] } },
+        false,
+      ).fwd.kernel,
+    ).toBe('fwd_mma_fp16_d192');
+    expect(check({ dtype: 'bfloat16', shape: [1, 2, 2, 70, 90, 160, 128] }, false).fwd.kernel).toBe(
+      'fwd_mma_bf16_d256',
+    );
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 176, 176] }, false).fwd.kernel).toBe('fwd_mma_fp16_d256');
-    expect(check({ dtype: 'float16', shape: [1, 2, 2, 100, 200, 192, 192], opts: { window: [40, 8] } }, false).fwd.kernel).toBe('fwd_mma_fp16_d256');
+    expect(
+      check({ dtype: 'float16', shape: [1, 2, 2, 100, 200, 192, 192], opts: { window: [40, 8] } }, false).fwd.kernel,
+    ).toBe('fwd_mma_fp16_d256');
     expect(check({ dtype: 'float16', shape: [1, 2, 2, 70, 90, 36, 36] }, false).fwd.kernel).toBe('fwd_simt_fp16_d64');
     // fp32: 3xTF32 tensor cores on sm90 (dispatch.cu's fp32_tensor_cores_on), the forward on wgmma with an
     // sm_90a build and on mma.sync without; FMA on every other arch. Deterministic mode takes the same main
@@ -142,16 +171,30 @@ describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () =
   it('float32: causal, bias, dropout, GQA, odd head dims agree with cpu-math on either fp32 forward', () => {
     check({ dtype: 'float32', shape: [2, 4, 2, 65, 130, 64, 64], opts: { isCausal: true } });
     check({ dtype: 'float32', shape: [1, 2, 2, 70, 90, 36, 100] });
-    check({ dtype: 'float32', shape: [2, 2, 1, 70, 128, 64, 64], mask: { kind: 'additive', shape: [2, 70, 128] }, opts: { dropoutP: 0.2, dropoutSeed: 7n } });
+    check({
+      dtype: 'float32',
+      shape: [2, 2, 1, 70, 128, 64, 64],
+      mask: { kind: 'additive', shape: [2, 70, 128] },
+      opts: { dropoutP: 0.2, dropoutSeed: 7n },
+    });
   });
 
   it('stages 16-byte-row masks through shared memory and sums a batch-broadcast dbias with atomics', () => {
     for (const dtype of ['float16', 'bfloat16'] as const) {
-      check({ dtype, shape: [2, 4, 2, 150, 144, 128, 128], mask: { kind: 'additive', shape: [4, 150, 144] }, opts: { isCausal: true } });
+      check({
+        dtype,
+        shape: [2, 4, 2, 150, 144, 128, 128],
+        mask: { kind: 'additive', shape: [4, 150, 144] },
+        opts: { isCausal: true },
+      });
       check({ dtype, shape: [2, 2, 2, 90, 160, 64, 64], mask: { kind: 'bool', shape: [2, 1, 90, 160] } });
       // v4's one-FFMA interior steps: a row-broadcast (stride 0) key-padding bias and an fp32 bias.
       check({ dtype, shape: [2, 2, 2, 130, 192, 128, 128], mask: { kind: 'additive', shape: [2, 1, 1, 192] } });
-      check({ dtype, shape: [1, 3, 3, 100, 256, 64, 64], mask: { kind: 'additive', shape: [3, 1, 256], dtype: 'float32' } });
+      check({
+        dtype,
+        shape: [1, 3, 3, 100, 256, 64, 64],
+        mask: { kind: 'additive', shape: [3, 1, 256], dtype: 'float32' },
+      });
     }
   });
 
@@ -172,7 +215,13 @@ describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () =
   for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
     for (const path of ['auto', 'simt'] as const) {
       it(`${dtype} ${path}: windows, ALiBi, softcap, with causal, masks, dropout and sequsedK agree with cpu-math`, () => {
-        check({ dtype, path, shape: [1, 4, 2, 200, 260, 64, 64], opts: { window: [50, 10], softcap: 4 }, alibi: 'perHead' });
+        check({
+          dtype,
+          path,
+          shape: [1, 4, 2, 200, 260, 64, 64],
+          opts: { window: [50, 10], softcap: 4 },
+          alibi: 'perHead',
+        });
         check({
           dtype,
           path,
@@ -180,23 +229,60 @@ describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () =
           opts: { window: [40, -1], isCausal: true, alignment: 'lowerRight', dropoutP: 0.2, dropoutSeed: 5n },
           mask: { kind: 'additive', shape: [2, 1, 190, 130] },
         });
-        check({ dtype, path, shape: [1, 2, 2, 150, 150, 64, 64], opts: { window: [-1, 20], softcap: 2 }, mask: { kind: 'bool', shape: [150, 150] } });
-        check({ dtype, path, shape: [2, 2, 1, 120, 300, 64, 64], opts: { window: [30, 30], alignment: 'lowerRight' }, alibi: 'perBatchHead', sequsedK: [170, 0] });
-        check({ dtype, path, shape: [2, 4, 4, 100, 200, 128, 128], opts: { isCausal: true, alignment: 'lowerRight', deterministic: true }, sequsedK: [150, 37] });
+        check({
+          dtype,
+          path,
+          shape: [1, 2, 2, 150, 150, 64, 64],
+          opts: { window: [-1, 20], softcap: 2 },
+          mask: { kind: 'bool', shape: [150, 150] },
+        });
+        check({
+          dtype,
+          path,
+          shape: [2, 2, 1, 120, 300, 64, 64],
+          opts: { window: [30, 30], alignment: 'lowerRight' },
+          alibi: 'perBatchHead',
+          sequsedK: [170, 0],
+        });
+        check({
+          dtype,
+          path,
+          shape: [2, 4, 4, 100, 200, 128, 128],
+          opts: { isCausal: true, alignment: 'lowerRight', deterministic: true },
+          sequsedK: [150, 37],
+        });
       });
     }
   }
 
   it('varlen: packed sequences (some empty) with windows, ALiBi, softcap, sequsedK and dropout agree with cpu-math', () => {
     for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
-      const lensQ = [150, 0, 70, 201], lensK = [180, 40, 0, 260];
-      const cu = (xs: number[]) => tensor([0, ...xs.map((_, i) => xs.slice(0, i + 1).reduce((a, b) => a + b, 0))], [xs.length + 1], { dtype: 'int32' });
-      const tq = lensQ.reduce((a, b) => a + b), tk = lensK.reduce((a, b) => a + b);
+      const lensQ = [150, 0, 70, 201],
+        lensK = [180, 40, 0, 260];
+      const cu = (xs: number[]) =>
+        tensor([0, ...xs.map((_, i) => xs.slice(0, i + 1).reduce((a, b) => a + b, 0))], [xs.length + 1], {
+          dtype: 'int32',
+        });
+      const tq = lensQ.reduce((a, b) => a + b),
+        tk = lensK.reduce((a, b) => a + b);
       const cpu = (shape: number[]) => randn(shape, { dtype, seed: seed++ });
-      const q = cpu([tq, 4, 64]), k = cpu([tk, 2, 64]), v = cpu([tk, 2, 64]), dout = cpu([tq, 4, 64]);
+      const q = cpu([tq, 4, 64]),
+        k = cpu([tk, 2, 64]),
+        v = cpu([tk, 2, 64]),
+        dout = cpu([tq, 4, 64]);
       const alibi = tensor([0.5, 0.25, 0.125, 0.0625], [4], { dtype: 'float32' });
       const used = tensor([100, 40, 0, 260], [4], { dtype: 'int32' });
-      const base = { maxSeqlenQ: 201, maxSeqlenK: 260, enableGqa: true, requiresGrad: true, window: [60, 5] as const, softcap: 3, dropoutP: 0.1, dropoutSeed: 3n, alignment: 'lowerRight' as const };
+      const base = {
+        maxSeqlenQ: 201,
+        maxSeqlenK: 260,
+        enableGqa: true,
+        requiresGrad: true,
+        window: [60, 5] as const,
+        softcap: 3,
+        dropoutP: 0.1,
+        dropoutSeed: 3n,
+        alignment: 'lowerRight' as const,
+      };
       const p = normalizeVarlenParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), {
         ...base,
         cuSeqlensQ: cu(lensQ).to('cuda'),
@@ -205,29 +291,51 @@ describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () =
         sequsedK: used.to('cuda'),
       });
       const f64 = (t: Tensor) => t.toDType('float64');
-      const ref = sdpaVarlen(f64(q), f64(k), f64(v), { ...base, cuSeqlensQ: cu(lensQ), cuSeqlensK: cu(lensK), alibiSlopes: alibi, sequsedK: used, backends: ['cpu-math'] });
+      const ref = sdpaVarlen(f64(q), f64(k), f64(v), {
+        ...base,
+        cuSeqlensQ: cu(lensQ),
+        cuSeqlensK: cu(lensK),
+        alibiSlopes: alibi,
+        sequsedK: used,
+        backends: ['cpu-math'],
+      });
       const fwd = runForward(p);
-      expect(relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()), `${dtype} out (${fwd.kernel})`).toBeLessThanOrEqual(TOL[dtype]);
-      expect(relErr(fwd.outputs.logsumexp.toFloat64Array(), ref.logsumexp.toFloat64Array()), `${dtype} lse`).toBeLessThanOrEqual(1e-4);
+      expect(
+        relErr(fwd.outputs.out.toFloat64Array(), ref.out.toFloat64Array()),
+        `${dtype} out (${fwd.kernel})`,
+      ).toBeLessThanOrEqual(TOL[dtype]);
+      expect(
+        relErr(fwd.outputs.logsumexp.toFloat64Array(), ref.logsumexp.toFloat64Array()),
+        `${dtype} lse`,
+      ).toBeLessThanOrEqual(1e-4);
       const bwd = runBackward(p, fwd.outputs, dout.to('cuda'));
       const g = sdpaBackward(f64(dout), ref);
       for (const n of ['dq', 'dk', 'dv'] as const) {
-        expect(relErr(bwd.gradients[n].toFloat64Array(), g[n].toFloat64Array()), `${dtype} ${n} (${bwd.kernels.join('+')})`).toBeLessThanOrEqual(GRAD_TOL[dtype]);
+        expect(
+          relErr(bwd.gradients[n].toFloat64Array(), g[n].toFloat64Array()),
+          `${dtype} ${n} (${bwd.kernels.join('+')})`,
+        ).toBeLessThanOrEqual(GRAD_TOL[dtype]);
       }
     }
   });
 
   it('empty sequences: no key gives out 0 and logsumexp -inf, no query gives zero gradients, nothing launched', () => {
-    for (const [Sq, Sk] of [[5, 0], [0, 7]] as const) {
+    for (const [Sq, Sk] of [
+      [5, 0],
+      [0, 7],
+    ] as const) {
       const dev = { dtype: 'bfloat16' as const, device: 'cuda' as const };
-      const p = normalizeParams(randn([2, 2, Sq, 8], dev), randn([2, 2, Sk, 8], dev), randn([2, 2, Sk, 8], dev), { requiresGrad: true });
+      const p = normalizeParams(randn([2, 2, Sq, 8], dev), randn([2, 2, Sk, 8], dev), randn([2, 2, Sk, 8], dev), {
+        requiresGrad: true,
+      });
       const fwd = runForward(p);
       expect(fwd.kernel).toBe('');
       expect(Array.from(fwd.outputs.out.toFloat32Array()).every((x) => x === 0)).toBe(true);
       expect(Array.from(fwd.outputs.logsumexp.toFloat32Array()).every((x) => x === -Infinity)).toBe(true);
       const bwd = runBackward(p, fwd.outputs, randn([2, 2, Sq, 8], dev));
       expect(bwd.kernels).toEqual([]);
-      for (const n of ['dq', 'dk', 'dv'] as const) expect(Array.from(bwd.gradients[n].toFloat32Array()).every((x) => x === 0)).toBe(true);
+      for (const n of ['dq', 'dk', 'dv'] as const)
+        expect(Array.from(bwd.gradients[n].toFloat32Array()).every((x) => x === 0)).toBe(true);
     }
   });
 
@@ -248,13 +356,24 @@ describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () =
   });
 
   it('deterministic backward is bitwise reproducible', () => {
-    const c: Case = { dtype: 'bfloat16', shape: [2, 4, 2, 100, 130, 64, 64], opts: { deterministic: true }, mask: { kind: 'additive', shape: [1, 4, 100, 130] } };
+    const c: Case = {
+      dtype: 'bfloat16',
+      shape: [2, 4, 2, 100, 130, 64, 64],
+      opts: { deterministic: true },
+      mask: { kind: 'additive', shape: [1, 4, 100, 130] },
+    };
     const { q, k, v, dout, mask } = inputs(c);
-    const p = normalizeParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), { enableGqa: true, deterministic: true, attnMask: mask!.to('cuda') });
+    const p = normalizeParams(q.to('cuda'), k.to('cuda'), v.to('cuda'), {
+      enableGqa: true,
+      deterministic: true,
+      attnMask: mask!.to('cuda'),
+    });
     const fwd = runForward(p);
     const d = dout.to('cuda');
-    const a = runBackward(p, fwd.outputs, d).gradients, b = runBackward(p, fwd.outputs, d).gradients;
-    for (const n of ['dq', 'dk', 'dv', 'dbias'] as const) expect(Array.from(a[n]!.toFloat32Array())).toEqual(Array.from(b[n]!.toFloat32Array()));
+    const a = runBackward(p, fwd.outputs, d).gradients,
+      b = runBackward(p, fwd.outputs, d).gradients;
+    for (const n of ['dq', 'dk', 'dv', 'dbias'] as const)
+      expect(Array.from(a[n]!.toFloat32Array())).toEqual(Array.from(b[n]!.toFloat32Array()));
   });
 
   it('refuses a forced tensor-core path it cannot run, naming why', () => {

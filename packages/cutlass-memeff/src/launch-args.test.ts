@@ -1,6 +1,14 @@
 // The argument objects the addon receives, built from real SdpaParams on a fake 'cuda' device.
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
-import { normalizeParams, normalizeVarlenParams, randn, registerDeviceRuntime, tensor, zeros, type SdpaOptions } from '@attn/core';
+import {
+  normalizeParams,
+  normalizeVarlenParams,
+  randn,
+  registerDeviceRuntime,
+  tensor,
+  zeros,
+  type SdpaOptions,
+} from '@attn/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DTYPE_CODE, backwardArgs, dbiasLayout, forwardArgs } from './launch-args.js';
 
@@ -20,7 +28,16 @@ describe('forwardArgs', () => {
     const out = zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' });
     const lse = zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' });
     const a = forwardArgs(p, out, lse, 7n, 'auto');
-    expect(a).toMatchObject({ dtype: DTYPE_CODE.float16, batch: 2, headsQ: 4, headsKV: 2, seqQ: 5, seqK: 7, headDim: 8, headDimV: 16 });
+    expect(a).toMatchObject({
+      dtype: DTYPE_CODE.float16,
+      batch: 2,
+      headsQ: 4,
+      headsKV: 2,
+      seqQ: 5,
+      seqK: 7,
+      headDim: 8,
+      headDimV: 16,
+    });
     expect(a.q.strides).toEqual([4 * 5 * 8, 5 * 8, 8]);
     expect(a.v.strides).toEqual([2 * 7 * 16, 7 * 16, 16]);
     expect(a.q.ptr).toBe(p.query.dataPointer());
@@ -28,15 +45,32 @@ describe('forwardArgs', () => {
     expect(a.scale).toBeCloseTo(1 / Math.sqrt(8));
     expect(a.mask).toBeNull();
     expect(a.dropout).toBeNull();
-    expect(a).toMatchObject({ causal: false, lowerRight: false, window: [-1, -1], softcap: 0, alibi: null, varlen: null, sequsedK: null });
+    expect(a).toMatchObject({
+      causal: false,
+      lowerRight: false,
+      window: [-1, -1],
+      softcap: 0,
+      alibi: null,
+      varlen: null,
+      sequsedK: null,
+    });
   });
 
   it('passes causal, the alignment and the window (a side reaching every key unbounded)', () => {
     const out = zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' });
     const lse = zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' });
-    expect(forwardArgs(params({ isCausal: true }), out, lse, 0n, 'auto')).toMatchObject({ causal: true, lowerRight: false });
-    expect(forwardArgs(params({ isCausal: true, alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({ causal: true, lowerRight: true });
-    expect(forwardArgs(params({ window: [3, 0], alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({ lowerRight: true, window: [3, 0] });
+    expect(forwardArgs(params({ isCausal: true }), out, lse, 0n, 'auto')).toMatchObject({
+      causal: true,
+      lowerRight: false,
+    });
+    expect(forwardArgs(params({ isCausal: true, alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({
+      causal: true,
+      lowerRight: true,
+    });
+    expect(forwardArgs(params({ window: [3, 0], alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({
+      lowerRight: true,
+      window: [3, 0],
+    });
     expect(forwardArgs(params({ window: [2 ** 40, 2] }), out, lse, 0n, 'auto').window).toEqual([-1, 2]);
   });
 
@@ -47,7 +81,10 @@ describe('forwardArgs', () => {
     const a = forwardArgs(params({ softcap: 30, alibiSlopes: perHead }), out, lse, 0n, 'auto');
     expect(a).toMatchObject({ softcap: 30, alibi: { ptr: perHead.dataPointer(), strides: [0, 1] } });
     const perBatch = randn([2, 4], { device: 'cuda' });
-    expect(forwardArgs(params({ alibiSlopes: perBatch }), out, lse, 0n, 'auto').alibi).toEqual({ ptr: perBatch.dataPointer(), strides: [4, 1] });
+    expect(forwardArgs(params({ alibiSlopes: perBatch }), out, lse, 0n, 'auto').alibi).toEqual({
+      ptr: perBatch.dataPointer(),
+      strides: [4, 1],
+    });
   });
 
   it('passes varlen as packed tensors (batch stride 0) with the offsets and totals', () => {
@@ -57,9 +94,20 @@ describe('forwardArgs', () => {
     const v = randn([12, 2, 16], dev);
     const cuQ = tensor([0, 4, 4, 9], [4], { dtype: 'int32', device: 'cuda' });
     const cuK = tensor([0, 5, 7, 12], [4], { dtype: 'int32', device: 'cuda' });
-    const p = normalizeVarlenParams(q, k, v, { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ: 5, maxSeqlenK: 5, enableGqa: true });
+    const p = normalizeVarlenParams(q, k, v, {
+      cuSeqlensQ: cuQ,
+      cuSeqlensK: cuK,
+      maxSeqlenQ: 5,
+      maxSeqlenK: 5,
+      enableGqa: true,
+    });
     const a = forwardArgs(p, zeros([9, 4, 16], dev), zeros([4, 9], { device: 'cuda' }), 0n, 'auto');
-    expect(a).toMatchObject({ batch: 3, seqQ: 5, seqK: 5, varlen: { cuSeqlensQ: cuQ.dataPointer(), cuSeqlensK: cuK.dataPointer(), totalQ: 9, totalK: 12 } });
+    expect(a).toMatchObject({
+      batch: 3,
+      seqQ: 5,
+      seqK: 5,
+      varlen: { cuSeqlensQ: cuQ.dataPointer(), cuSeqlensK: cuK.dataPointer(), totalQ: 9, totalK: 12 },
+    });
     expect(a.q.strides).toEqual([0, 8, 4 * 8]);
     expect(a.v.strides).toEqual([0, 16, 2 * 16]);
     expect(a.out.strides).toEqual([0, 16, 4 * 16]);
@@ -67,7 +115,13 @@ describe('forwardArgs', () => {
 
   it('passes sequsedK as the device address of its int32 lengths', () => {
     const used = tensor([3, 7], [2], { dtype: 'int32', device: 'cuda' });
-    const a = forwardArgs(params({ sequsedK: used }), zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }), zeros([2, 4, 5], { device: 'cuda' }), 0n, 'auto');
+    const a = forwardArgs(
+      params({ sequsedK: used }),
+      zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }),
+      zeros([2, 4, 5], { device: 'cuda' }),
+      0n,
+      'auto',
+    );
     expect(a.sequsedK).toBe(used.dataPointer());
   });
 
@@ -84,16 +138,34 @@ describe('forwardArgs', () => {
 
   it('passes masks with their dtype code and expanded strides', () => {
     const bias = randn([5, 7], { dtype: 'float32', device: 'cuda' });
-    const a = forwardArgs(params({ attnMask: bias }), zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }), zeros([2, 4, 5], { device: 'cuda' }), 0n, 'auto');
+    const a = forwardArgs(
+      params({ attnMask: bias }),
+      zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }),
+      zeros([2, 4, 5], { device: 'cuda' }),
+      0n,
+      'auto',
+    );
     expect(a.mask).toEqual({ kind: 1, dtype: DTYPE_CODE.float32, ptr: bias.dataPointer(), strides: [0, 0, 7, 1] });
     const keep = zeros([2, 1, 1, 7], { dtype: 'bool', device: 'cuda' });
-    const b = forwardArgs(params({ attnMask: keep }), zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }), zeros([2, 4, 5], { device: 'cuda' }), 0n, 'auto');
+    const b = forwardArgs(
+      params({ attnMask: keep }),
+      zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }),
+      zeros([2, 4, 5], { device: 'cuda' }),
+      0n,
+      'auto',
+    );
     expect(b.mask).toMatchObject({ kind: 2, dtype: DTYPE_CODE.bool, strides: [7, 0, 0, 1] });
   });
 
   it("passes dropout as core's threshold, seed, offset and keep scale", () => {
     const p = params({ dropoutP: 0.25, dropoutSeed: 0x1234_5678_9abcn, dropoutOffset: 3 });
-    const a = forwardArgs(p, zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }), zeros([2, 4, 5], { device: 'cuda' }), 0n, 'auto');
+    const a = forwardArgs(
+      p,
+      zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' }),
+      zeros([2, 4, 5], { device: 'cuda' }),
+      0n,
+      'auto',
+    );
     expect(a.dropout).toEqual({ threshold: 2 ** 30, seed: 0x1234_5678_9abcn, offset: 3, keepScale: 1 / 0.75 });
   });
 });
@@ -114,7 +186,15 @@ describe('dbiasLayout', () => {
     const dbias = t([4, 5, 7]);
     const a = backwardArgs(
       p,
-      { out: t([2, 4, 5, 16]), lse: t([2, 4, 5], 'float32'), gradOut: t([2, 4, 5, 16]), dq: t([2, 4, 5, 8]), dk: t([2, 2, 7, 8]), dv: t([2, 2, 7, 16]), dbias },
+      {
+        out: t([2, 4, 5, 16]),
+        lse: t([2, 4, 5], 'float32'),
+        gradOut: t([2, 4, 5, 16]),
+        dq: t([2, 4, 5, 8]),
+        dk: t([2, 2, 7, 8]),
+        dv: t([2, 2, 7, 16]),
+        dbias,
+      },
       0n,
       { ptr: 64n, bytes: 256 },
     );

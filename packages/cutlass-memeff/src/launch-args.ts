@@ -1,10 +1,26 @@
 // SdpaParams (validated by core and by this backend's rules) into the addon's argument objects.
 // Pure: no native calls, so it is tested on the CPU with a fake device runtime.
 import { contiguousStrides, type DType, kernelWindow, type SdpaParams, type Tensor } from '@attn/core';
-import type { AlibiArg, BackwardArgs, DbiasArg, ForwardArgs, KernelPath, MaskArg, TensorArg, VarlenArg } from './native.js';
+import type {
+  AlibiArg,
+  BackwardArgs,
+  DbiasArg,
+  ForwardArgs,
+  KernelPath,
+  MaskArg,
+  TensorArg,
+  VarlenArg,
+} from './native.js';
 
 /** ElemType codes of native/src/common/params.h (the same numbers as attn/tensor_ref.h's DType). */
-export const DTYPE_CODE: Readonly<Record<DType, number>> = { float64: 0, float32: 1, float16: 2, bfloat16: 3, bool: 4, int32: 5 };
+export const DTYPE_CODE: Readonly<Record<DType, number>> = {
+  float64: 0,
+  float32: 1,
+  float16: 2,
+  bfloat16: 3,
+  bool: 4,
+  int32: 5,
+};
 
 /** Dense [B, H, S, D]: its b, h, s strides; packed varlen [total, H, D]: batch stride 0, then h and row strides. */
 export function tensorArg(t: Tensor): TensorArg {
@@ -22,17 +38,30 @@ function alibiArg(p: SdpaParams): AlibiArg | null {
 function varlenArg(p: SdpaParams): VarlenArg | null {
   const v = p.varlen;
   if (!v) return null;
-  return { cuSeqlensQ: v.cuSeqlensQ.dataPointer(), cuSeqlensK: v.cuSeqlensK.dataPointer(), totalQ: p.query.shape[0]!, totalK: p.key.shape[0]! };
+  return {
+    cuSeqlensQ: v.cuSeqlensQ.dataPointer(),
+    cuSeqlensK: v.cuSeqlensK.dataPointer(),
+    totalQ: p.query.shape[0]!,
+    totalK: p.key.shape[0]!,
+  };
 }
 
 function maskArg(p: SdpaParams): MaskArg | null {
   if (!p.mask) return null;
   const t = p.mask.tensor;
-  return { kind: p.mask.kind === 'additive' ? 1 : 2, dtype: DTYPE_CODE[t.dtype], ptr: t.dataPointer(), strides: [...p.mask.expandedStrides] };
+  return {
+    kind: p.mask.kind === 'additive' ? 1 : 2,
+    dtype: DTYPE_CODE[t.dtype],
+    ptr: t.dataPointer(),
+    strides: [...p.mask.expandedStrides],
+  };
 }
 
 /** dbias's own shape, contiguous, seen along [B, Hq, Sq, Sk]: sizes (1 where it sums) and strides (0 there). */
-export function dbiasLayout(maskShape: readonly number[]): { sizes: [number, number, number, number]; strides: [number, number, number, number] } {
+export function dbiasLayout(maskShape: readonly number[]): {
+  sizes: [number, number, number, number];
+  strides: [number, number, number, number];
+} {
   const own = contiguousStrides(maskShape);
   const sizes: [number, number, number, number] = [1, 1, 1, 1];
   const strides: [number, number, number, number] = [0, 0, 0, 0];
@@ -80,7 +109,12 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor, stream: big
     lse: lse.dataPointer(),
     mask: maskArg(p),
     dropout: p.dropout
-      ? { threshold: p.dropout.threshold, seed: p.dropout.seed, offset: p.dropout.offset, keepScale: p.dropout.keepScale }
+      ? {
+          threshold: p.dropout.threshold,
+          seed: p.dropout.seed,
+          offset: p.dropout.offset,
+          keepScale: p.dropout.keepScale,
+        }
       : null,
   };
 }

@@ -133,4 +133,7 @@ export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/cutlass-meme
 export type AddonLoad = NativeAddonLoad<MemeffAddon>;
 
 /** The addon (the prebuilt platform package, else a local build), loaded on first call; the outcome is cached. */
-export const addonState: () => AddonLoad = lazyNativeAddon<MemeffAddon>({ packageRoot: PACKAGE_ROOT, requiredFunctions: ADDON_FUNCTIONS });
+export const addonState: () => AddonLoad = lazyNativeAddon<MemeffAddon>({
+  packageRoot: PACKAGE_ROOT,
+  requiredFunctions: ADDON_FUNCTIONS,
+});

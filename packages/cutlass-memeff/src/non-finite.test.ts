@@ -17,7 +17,10 @@ import './index.js';
 const env = gpuEnv();
 
 /** One character per element: N (NaN), + / - (infinities), . (finite). */
-const pattern = (t: Tensor) => Array.from(t.toFloat64Array(), (x) => (Number.isNaN(x) ? 'N' : x === Infinity ? '+' : x === -Infinity ? '-' : '.')).join('');
+const pattern = (t: Tensor) =>
+  Array.from(t.toFloat64Array(), (x) =>
+    Number.isNaN(x) ? 'N' : x === Infinity ? '+' : x === -Infinity ? '-' : '.',
+  ).join('');
 
 function poisoned(shape: number[], dtype: FloatDType, seed: number, at: number | null, value: number): Float64Array {
   const a = randn(shape, { dtype: 'float64', seed }).toFloat64Array();
@@ -37,7 +40,10 @@ function both(dtype: FloatDType, where: 'q' | 'k' | 'v' | 'mask' | null, value: 
   };
   const run = (device: DeviceLike, dt: FloatDType, backend: string) => {
     const t = (a: Float64Array, shape: number[], d: FloatDType | 'float32') => tensor(a, shape, { dtype: d, device });
-    const opts: SdpaOptions = { backends: [backend], ...(where === 'mask' ? { attnMask: t(vals.mask, [S, S], dt) } : {}) };
+    const opts: SdpaOptions = {
+      backends: [backend],
+      ...(where === 'mask' ? { attnMask: t(vals.mask, [S, S], dt) } : {}),
+    };
     return sdpaForward(t(vals.q, [1, 2, S, D], dt), t(vals.k, [1, 2, S, D], dt), t(vals.v, [1, 2, S, D], dt), opts);
   };
   return { got: run('cuda:0', dtype, 'memeff-cuda'), ref: run('cpu', 'float64', 'cpu-math') };
@@ -47,7 +53,13 @@ describeWhereRunnable(`memeff-cuda non-finite inputs`, env.ok ? null : env.reaso
   describe('memeff-cuda non-finite inputs, against cpu-math', () => {
     const dtypes: FloatDType[] = ['float32', 'float16', 'bfloat16'];
     it.each(dtypes)('%s: NaN / +Inf in q, k or the mask give NaN lse and out where the reference does', (dtype) => {
-      for (const [where, value] of [['q', NaN], ['k', NaN], ['mask', NaN], ['q', Infinity], ['mask', Infinity]] as const) {
+      for (const [where, value] of [
+        ['q', NaN],
+        ['k', NaN],
+        ['mask', NaN],
+        ['q', Infinity],
+        ['mask', Infinity],
+      ] as const) {
         const { got, ref } = both(dtype, where, value);
         expect(pattern(got.logsumexp), `${where}=${value} lse`).toBe(pattern(ref.logsumexp));
         expect(pattern(got.out), `${where}=${value} out`).toBe(pattern(ref.out));
@@ -67,31 +79,43 @@ describeWhereRunnable(`memeff-cuda non-finite inputs`, env.ok ? null : env.reaso
 
     // The planted values of the tests above and the other infinities, forward and backward.
     const planted: [PoisonSpec['tensor'], number][] = [
-      ['q', NaN], ['k', NaN], ['v', NaN], ['mask', NaN],
-      ['q', Infinity], ['q', -Infinity], ['k', Infinity], ['k', -Infinity], ['v', Infinity], ['v', -Infinity], ['mask', Infinity],
+      ['q', NaN],
+      ['k', NaN],
+      ['v', NaN],
+      ['mask', NaN],
+      ['q', Infinity],
+      ['q', -Infinity],
+      ['k', Infinity],
+      ['k', -Infinity],
+      ['v', Infinity],
+      ['v', -Infinity],
+      ['mask', Infinity],
     ];
-    it.each(dtypes)('%s: each planted value, forward and backward, meets the accuracy rule against cpu-math (runCase)', (dtype) => {
-      for (const [where, value] of planted) {
-        const S = 37;
-        const spec: CaseSpec = {
-          name: `${dtype} ${where}[11]=${value}`,
-          dtype,
-          batch: 1,
-          headsQ: 2,
-          headsKV: 2,
-          seqQ: S,
-          seqK: S,
-          headDim: 64,
-          headDimV: 64,
-          layout: 'bhsd',
-          ...(where === 'mask' ? { mask: { kind: 'additive', shape: [S, S] } } : {}),
-          poison: [{ tensor: where, index: 8 + 3, value }],
-        };
-        const outcome = runCase('memeff-cuda', spec, 25n, parseDevice('cuda:0'));
-        expect(outcome.ran, spec.name).toBe('forward+backward');
-        const failed = outcome.ran === 'declined' ? [] : outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
-        expect(failed, spec.name).toEqual([]);
-      }
-    });
+    it.each(dtypes)(
+      '%s: each planted value, forward and backward, meets the accuracy rule against cpu-math (runCase)',
+      (dtype) => {
+        for (const [where, value] of planted) {
+          const S = 37;
+          const spec: CaseSpec = {
+            name: `${dtype} ${where}[11]=${value}`,
+            dtype,
+            batch: 1,
+            headsQ: 2,
+            headsKV: 2,
+            seqQ: S,
+            seqK: S,
+            headDim: 64,
+            headDimV: 64,
+            layout: 'bhsd',
+            ...(where === 'mask' ? { mask: { kind: 'additive', shape: [S, S] } } : {}),
+            poison: [{ tensor: where, index: 8 + 3, value }],
+          };
+          const outcome = runCase('memeff-cuda', spec, 25n, parseDevice('cuda:0'));
+          expect(outcome.ran, spec.name).toBe('forward+backward');
+          const failed = outcome.ran === 'declined' ? [] : outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
+          expect(failed, spec.name).toEqual([]);
+        }
+      },
+    );
   });
 });

@@ -17,9 +17,15 @@ import { memeffRules } from './rules.js';
 
 beforeAll(() => registerDeviceRuntime(makeFakeDeviceRuntime({ type: 'cuda' })));
 
-const sm = (major: number, minor: number): RuleContext => ({ device: { type: 'cuda', major, minor } as DeviceProperties });
+const sm = (major: number, minor: number): RuleContext => ({
+  device: { type: 'cuda', major, minor } as DeviceProperties,
+});
 
-function failing(opts: SdpaOptions, s: Partial<{ dtype: FloatDType; D: number; Dv: number; Hk: number }> = {}, ctx = sm(9, 0)): string[] {
+function failing(
+  opts: SdpaOptions,
+  s: Partial<{ dtype: FloatDType; D: number; Dv: number; Hk: number }> = {},
+  ctx = sm(9, 0),
+): string[] {
   const dev = { dtype: s.dtype ?? 'float32', device: 'cuda' as const };
   const q = randn([2, 4, 5, s.D ?? 8], dev);
   const k = randn([2, s.Hk ?? 4, 7, s.D ?? 8], dev);
@@ -40,7 +46,9 @@ describe('memeff-cuda rules', () => {
     expect(rule.check({ ...dense, capturing: true }, sm(9, 0))).toBeNull();
     expect(rule.check(used, sm(9, 0))).toBeNull();
     expect(rule.check({ ...dense, capturing: true, indexValuesOnDevice: true }, sm(9, 0))).toBeNull();
-    expect(rule.check({ ...used, capturing: true, indexValuesOnDevice: true }, sm(9, 0))).toMatch(/capture this call with flash-cuda/);
+    expect(rule.check({ ...used, capturing: true, indexValuesOnDevice: true }, sm(9, 0))).toMatch(
+      /capture this call with flash-cuda/,
+    );
     expect(rule.check({ ...used, indexValuesOnDevice: true }, sm(9, 0))).toMatch(/indexValuesOnDevice/);
   });
 
@@ -50,20 +58,29 @@ describe('memeff-cuda rules', () => {
     }
     expect(failing({ enableGqa: true }, { Hk: 2 })).toEqual([]);
     expect(failing({ enableGqa: true }, { Hk: 1 })).toEqual([]);
-    expect(failing({ isCausal: true, alignment: 'lowerRight', dropoutP: 0.3, attnMask: randn([5, 7], { device: 'cuda' }) })).toEqual([]);
+    expect(
+      failing({ isCausal: true, alignment: 'lowerRight', dropoutP: 0.3, attnMask: randn([5, 7], { device: 'cuda' }) }),
+    ).toEqual([]);
     expect(failing({}, { dtype: 'bfloat16' }, sm(5, 0))).toEqual([]);
   });
 
-  it('accept the seeds\' features: windows both ways, ALiBi, softcap, mask with causal and window, dropout, empty sequences', () => {
+  it("accept the seeds' features: windows both ways, ALiBi, softcap, mask with causal and window, dropout, empty sequences", () => {
     expect(failing({ window: [2, 0] })).toEqual([]);
     expect(failing({ window: [3, -1], alignment: 'lowerRight' })).toEqual([]);
-    expect(failing({ window: [-1, 2], isCausal: true, attnMask: randn([5, 7], { device: 'cuda' }), dropoutP: 0.2 })).toEqual([]);
+    expect(
+      failing({ window: [-1, 2], isCausal: true, attnMask: randn([5, 7], { device: 'cuda' }), dropoutP: 0.2 }),
+    ).toEqual([]);
     expect(failing({ softcap: 30, alibiSlopes: randn([4], { device: 'cuda' }) })).toEqual([]);
-    expect(failing({ alibiSlopes: randn([2, 4], { device: 'cuda' }), isCausal: true, alignment: 'lowerRight' })).toEqual([]);
-    for (const dtype of ['float32', 'float16', 'bfloat16'] as const) expect(failing({ window: [4, 4], softcap: 5 }, { dtype })).toEqual([]);
+    expect(
+      failing({ alibiSlopes: randn([2, 4], { device: 'cuda' }), isCausal: true, alignment: 'lowerRight' }),
+    ).toEqual([]);
+    for (const dtype of ['float32', 'float16', 'bfloat16'] as const)
+      expect(failing({ window: [4, 4], softcap: 5 }, { dtype })).toEqual([]);
     const dev = { device: 'cuda' as const };
     const empty = normalizeParams(randn([2, 4, 5, 8], dev), randn([2, 4, 0, 8], dev), randn([2, 4, 0, 8], dev));
-    expect(memeffRules.filter((r) => r.name !== 'builtForDevice' && r.check(empty, sm(9, 0)) !== null).map((r) => r.name)).toEqual([]);
+    expect(
+      memeffRules.filter((r) => r.name !== 'builtForDevice' && r.check(empty, sm(9, 0)) !== null).map((r) => r.name),
+    ).toEqual([]);
   });
 
   it('accept varlen', () => {
@@ -71,15 +88,29 @@ describe('memeff-cuda rules', () => {
     const q = randn([9, 4, 8], dev);
     const kv = randn([12, 2, 8], dev);
     const cu = (xs: number[]) => tensor(xs, [xs.length], { dtype: 'int32', device: 'cuda' });
-    const opts = { cuSeqlensQ: cu([0, 4, 4, 9]), cuSeqlensK: cu([0, 5, 7, 12]), maxSeqlenQ: 5, maxSeqlenK: 5, enableGqa: true, window: [2, 1] as const };
+    const opts = {
+      cuSeqlensQ: cu([0, 4, 4, 9]),
+      cuSeqlensK: cu([0, 5, 7, 12]),
+      maxSeqlenQ: 5,
+      maxSeqlenK: 5,
+      enableGqa: true,
+      window: [2, 1] as const,
+    };
     const p = normalizeVarlenParams(q, kv, kv, opts);
-    const names = (x: typeof p) => memeffRules.filter((r) => r.name !== 'builtForDevice' && r.check(x, sm(9, 0)) !== null).map((r) => r.name);
+    const names = (x: typeof p) =>
+      memeffRules.filter((r) => r.name !== 'builtForDevice' && r.check(x, sm(9, 0)) !== null).map((r) => r.name);
     expect(names(p)).toEqual([]);
     expect(names(normalizeVarlenParams(q, kv, kv, { ...opts, sequsedK: cu([5, 0, 3]) }))).toEqual([]);
   });
 
   it('accept sequsedK on dense calls', () => {
-    expect(failing({ sequsedK: tensor([7, 0], [2], { dtype: 'int32', device: 'cuda' }), isCausal: true, alignment: 'lowerRight' })).toEqual([]);
+    expect(
+      failing({
+        sequsedK: tensor([7, 0], [2], { dtype: 'int32', device: 'cuda' }),
+        isCausal: true,
+        alignment: 'lowerRight',
+      }),
+    ).toEqual([]);
   });
 
   it('decline float64, pre-sm50 GPUs, a strided mask and a softcap float32 cannot hold', () => {

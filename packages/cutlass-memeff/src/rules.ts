@@ -50,7 +50,9 @@ export const builtForDevice: Rule = rule('builtForDevice', (p) => {
  * Dense [B, H, S, D], or packed varlen [total, H, D]: core validated the varlen layout and put the offsets (and
  * ALiBi slopes) on the query's device, contiguous, where the kernels read them.
  */
-export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) => (p.varlen ? null : denseRank4.check(p, ctx)));
+export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) =>
+  p.varlen ? null : denseRank4.check(p, ctx),
+);
 
 /**
  * Softcap runs as softcap * tanh(dot * (scale / softcap)) in float32: both factors must be normal float32

@@ -35,7 +35,9 @@ function callNative<T>(what: string, fn: () => T): T {
     if (e instanceof AttnError) throw e;
     const err = e as { message?: string; code?: string };
     const msg = `memeff-cuda ${what}: ${err.message ?? String(e)}`;
-    throw err.code === 'ATTN_MEMEFF_ARGS' ? new AttnError('ATTN_BACKEND_ARGS', msg, { cause: e }) : new DeviceError('ATTN_CUDA_ERROR', msg, { cause: e });
+    throw err.code === 'ATTN_MEMEFF_ARGS'
+      ? new AttnError('ATTN_BACKEND_ARGS', msg, { cause: e })
+      : new DeviceError('ATTN_CUDA_ERROR', msg, { cause: e });
   }
 }
 
@@ -80,7 +82,9 @@ export function runForward(p: SdpaParams, path: KernelPath = 'auto'): ForwardRun
   const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32', device });
   if (logsumexp.numel === 0) return { outputs: { out, logsumexp }, kernel: '' };
   try {
-    const kernel = callNative('forward', () => addon.forward(forwardArgs(p, out, logsumexp, currentStream(device.index), path)));
+    const kernel = callNative('forward', () =>
+      addon.forward(forwardArgs(p, out, logsumexp, currentStream(device.index), path)),
+    );
     return { outputs: { out, logsumexp }, kernel };
   } catch (e) {
     if (out !== p.out) out.dispose(); // the user's out stays theirs
@@ -95,7 +99,12 @@ export interface BackwardRun {
   readonly plan: BackwardPlan | null;
 }
 
-export function runBackward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor, path: KernelPath = 'auto'): BackwardRun {
+export function runBackward(
+  p: SdpaParams,
+  saved: ForwardOutputs,
+  gradOut: Tensor,
+  path: KernelPath = 'auto',
+): BackwardRun {
   const addon = requireAddon();
   const device = p.device;
   const additive = p.mask?.kind === 'additive' ? p.mask.tensor : null;

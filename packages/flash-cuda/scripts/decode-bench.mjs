@@ -35,7 +35,8 @@ const floorUs = (kvBytes / bandwidth) * 1e6;
 function filled(seed) {
   const row = core.randn([Sk, Hk, D], { ...o, seed });
   const t = core.empty([B * Sk, Hk, D], o);
-  for (let b = 0; b < B; b++) cuda.copyDeviceToDevice(t.storage, b * row.storage.bytes, row.storage, 0, row.storage.bytes);
+  for (let b = 0; b < B; b++)
+    cuda.copyDeviceToDevice(t.storage, b * row.storage.bytes, row.storage, 0, row.storage.bytes);
   row.dispose();
   return t;
 }
@@ -46,8 +47,14 @@ const qDense = qPacked.reshape([B, Hq, 1, D]);
 const kDense = kPacked.reshape([B, Sk, Hk, D]).transpose(1, 2);
 const vDense = vPacked.reshape([B, Sk, Hk, D]).transpose(1, 2);
 const i32 = (xs, shape) => core.tensor(Int32Array.from(xs), shape, { dtype: 'int32', device: 'cuda' });
-const cuQ = i32(Array.from({ length: B + 1 }, (_, b) => b), [B + 1]);
-const cuK = i32(Array.from({ length: B + 1 }, (_, b) => b * Sk), [B + 1]);
+const cuQ = i32(
+  Array.from({ length: B + 1 }, (_, b) => b),
+  [B + 1],
+);
+const cuK = i32(
+  Array.from({ length: B + 1 }, (_, b) => b * Sk),
+  [B + 1],
+);
 
 /** A deterministic shuffle of 0..n-1 (mulberry32). */
 function permutation(n, seed) {
@@ -114,11 +121,22 @@ const loopUs = loopTimer(cuda, { warmup: WARMUP, calls: N });
 // its order and give its bits (the timed paged variants read a shuffled table: other keys, other numbers).
 const ref = flashForward(variants[1].params).out.toFloat64Array();
 const identity = (bs) =>
-  core.normalizeVarlenParams(qPacked, kPacked.reshape([(B * Sk) / bs, bs, Hk, D]), vPacked.reshape([(B * Sk) / bs, bs, Hk, D]), {
-    ...varlenOpts,
-    blockTable: i32(Array.from({ length: (B * Sk) / bs }, (_, i) => i), [B, Sk / bs]),
-  });
-for (const [name, params] of [['dense', variants[0].params], ...[16, 64, 256].map((bs) => [`paged ${bs} (identity table)`, identity(bs)])]) {
+  core.normalizeVarlenParams(
+    qPacked,
+    kPacked.reshape([(B * Sk) / bs, bs, Hk, D]),
+    vPacked.reshape([(B * Sk) / bs, bs, Hk, D]),
+    {
+      ...varlenOpts,
+      blockTable: i32(
+        Array.from({ length: (B * Sk) / bs }, (_, i) => i),
+        [B, Sk / bs],
+      ),
+    },
+  );
+for (const [name, params] of [
+  ['dense', variants[0].params],
+  ...[16, 64, 256].map((bs) => [`paged ${bs} (identity table)`, identity(bs)]),
+]) {
   const got = flashForward(params).out.toFloat64Array();
   if (!got.every((x, i) => Object.is(x, ref[i]))) console.log(`WARNING: ${name} output differs from varlen`);
 }
@@ -130,7 +148,15 @@ for (const v of variants) {
   const api = loopUs(apiCall(v));
   const splits = {};
   for (const s of [1, 2, 3, 4, 6, 8, 12, 16]) splits[s] = Number(loopUs(kernelCall(v, { numSplits: s })).toFixed(2));
-  const row = { variant: v.name, kernel: plan.kernel, numSplits: plan.numSplits, kernelUs, apiUs: api, floorFraction: floorUs / kernelUs, bySplits: splits };
+  const row = {
+    variant: v.name,
+    kernel: plan.kernel,
+    numSplits: plan.numSplits,
+    kernelUs,
+    apiUs: api,
+    floorFraction: floorUs / kernelUs,
+    bySplits: splits,
+  };
   rows.push(row);
   console.log(
     `${v.name.padEnd(10)} ${plan.kernel} splits ${plan.numSplits}: kernel path ${kernelUs.toFixed(1)} us (${((100 * floorUs) / kernelUs).toFixed(0)}% of the HBM floor), ` +
@@ -142,15 +168,21 @@ const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^b
 const sweep = [];
 for (const v of variants.filter((x) => ['dense', 'paged 16'].includes(x.name))) {
   for (const kernel of tiles) {
-    const got = flashForward(v.name === 'dense' ? v.params : identity(16), { kernel, numSplits: 4 }).out.toFloat64Array();
+    const got = flashForward(v.name === 'dense' ? v.params : identity(16), {
+      kernel,
+      numSplits: 4,
+    }).out.toFloat64Array();
     let maxDiff = 0;
     for (let i = 0; i < got.length; i++) maxDiff = Math.max(maxDiff, Math.abs(got[i] - ref[i]));
     if (!(maxDiff < 2e-2)) console.log(`WARNING: ${kernel} on ${v.name} differs from varlen by ${maxDiff}`);
     const us = {};
-    for (const s of [1, 2, 3, 4, 5, 6, 8, 12, 16]) us[s] = Number(loopUs(kernelCall(v, { kernel, numSplits: s })).toFixed(2));
+    for (const s of [1, 2, 3, 4, 5, 6, 8, 12, 16])
+      us[s] = Number(loopUs(kernelCall(v, { kernel, numSplits: s })).toFixed(2));
     const best = Object.entries(us).sort((a, b) => a[1] - b[1])[0];
     sweep.push({ variant: v.name, kernel, maxDiff, bySplits: us, best: { splits: Number(best[0]), us: best[1] } });
-    console.log(`${v.name.padEnd(10)} ${kernel.padEnd(28)} best ${best[1].toFixed(1)} us at ${best[0]} splits; max|diff| ${maxDiff.toExponential(1)}; ${JSON.stringify(us)}`);
+    console.log(
+      `${v.name.padEnd(10)} ${kernel.padEnd(28)} best ${best[1].toFixed(1)} us at ${best[0]} splits; max|diff| ${maxDiff.toExponential(1)}; ${JSON.stringify(us)}`,
+    );
   }
 }
 const contiguous = rows.find((r) => r.variant === 'varlen').kernelUs;
@@ -165,6 +197,8 @@ const result = {
   rows,
   sweep,
 };
-console.log(`HBM floor ${floorUs.toFixed(1)} us (${(kvBytes / 1e6).toFixed(0)} MB at ${(bandwidth / 1e12).toFixed(2)} TB/s)`);
+console.log(
+  `HBM floor ${floorUs.toFixed(1)} us (${(kvBytes / 1e6).toFixed(0)} MB at ${(bandwidth / 1e12).toFixed(2)} TB/s)`,
+);
 const json = process.argv.indexOf('--json');
 if (json > 0) writeFileSync(process.argv[json + 1], JSON.stringify(result, null, 1));

@@ -73,7 +73,9 @@ export function generatedFiles() {
         `${banner}#include "../flash_bwd_launch.h"\n\n` +
           `template void attn::flash::run_bwd<${tr}, ${dq}>(const attn::flash::BwdParams&, cudaStream_t, int);\n`,
       );
-      list.push(`ATTN_BWD_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${w}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}")`);
+      list.push(
+        `ATTN_BWD_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${w}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}")`,
+      );
     }
   }
   const tiled2d = [];
@@ -88,7 +90,9 @@ export function generatedFiles() {
         `${banner}#include "../flash_bwd_launch.h"\n\n` +
           `template void attn::flash::run_bwd<${tr}, ${dq}>(const attn::flash::BwdParams&, cudaStream_t, int);\n`,
       );
-      tiled2d.push(`ATTN_BWD_CONFIG_2D(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${l90}, ${l8x}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_2d")`);
+      tiled2d.push(
+        `ATTN_BWD_CONFIG_2D(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${n}, ${w}, ${l90}, ${l8x}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_2d")`,
+      );
     }
   }
   const sm90 = [];
@@ -102,7 +106,9 @@ export function generatedFiles() {
         `${banner}#include "../flash_bwd_launch.h"\n\n` +
           `template void attn::flash::run_bwd<${tr}, ${dq}>(const attn::flash::BwdParams&, cudaStream_t, int);\n`,
       );
-      sm90.push(`ATTN_BWD_CONFIG_SM90(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_sm90")`);
+      sm90.push(
+        `ATTN_BWD_CONFIG_SM90(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_sm90")`,
+      );
     }
   }
   files.set(
@@ -122,7 +128,14 @@ function main() {
   }
   const check = process.argv.includes('--check');
   const files = generatedFiles();
-  writeGenerated({ outDir, files, owns: (f) => f.endsWith('.cu') || f.endsWith('.inc'), check, label: 'backward instantiations', script: 'scripts/generate-bwd-instantiations.mjs' });
+  writeGenerated({
+    outDir,
+    files,
+    owns: (f) => f.endsWith('.cu') || f.endsWith('.inc'),
+    check,
+    label: 'backward instantiations',
+    script: 'scripts/generate-bwd-instantiations.mjs',
+  });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

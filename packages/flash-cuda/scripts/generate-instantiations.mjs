@@ -122,7 +122,14 @@ function main() {
   const check = process.argv.includes('--check');
   const files = generatedFiles();
   // Only the forward files are this script's: other generators (backward) share the folder.
-  writeGenerated({ outDir, files, owns: (f) => f.startsWith('fwd_') && (f.endsWith('.cu') || f.endsWith('.inc')), check, label: 'instantiations', script: 'scripts/generate-instantiations.mjs' });
+  writeGenerated({
+    outDir,
+    files,
+    owns: (f) => f.startsWith('fwd_') && (f.endsWith('.cu') || f.endsWith('.inc')),
+    check,
+    label: 'instantiations',
+    script: 'scripts/generate-instantiations.mjs',
+  });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

@@ -81,7 +81,14 @@ struct Wgmma;
 
 function main() {
   const check = process.argv.includes('--check');
-  writeGenerated({ outDir, files: generatedFiles(), owns: (f) => f === 'wgmma_ops.h', check, label: 'wgmma wrappers', script: 'scripts/generate-wgmma.mjs' });
+  writeGenerated({
+    outDir,
+    files: generatedFiles(),
+    owns: (f) => f === 'wgmma_ops.h',
+    check,
+    label: 'wgmma wrappers',
+    script: 'scripts/generate-wgmma.mjs',
+  });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) main();

@@ -34,7 +34,10 @@ function time(step, calls, steps = STEPS) {
   const t1 = performance.now();
   end.record();
   end.synchronize();
-  return { deviceUsPerCall: (start.elapsedMs(end) * 1e3) / (steps * calls), hostUsPerCall: ((t1 - t0) * 1e3) / (steps * calls) };
+  return {
+    deviceUsPerCall: (start.elapsedMs(end) * 1e3) / (steps * calls),
+    hostUsPerCall: ((t1 - t0) * 1e3) / (steps * calls),
+  };
 }
 
 /** A device copy of t (core.randn fills on the host: one random set, copied per layer). */
@@ -68,7 +71,15 @@ for (const shape of SHAPES) {
   const forms = {
     dense: (l) => core.sdpa(q4, l.k4, l.v4, { enableGqa: true, backends: ['flash-cuda'] }),
     varlen: (l) =>
-      core.sdpaVarlen(q3, l.k, l.v, { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ: 1, maxSeqlenK: shape.Sk, sequsedK: used, enableGqa: true, backends: ['flash-cuda'] }).out,
+      core.sdpaVarlen(q3, l.k, l.v, {
+        cuSeqlensQ: cuQ,
+        cuSeqlensK: cuK,
+        maxSeqlenQ: 1,
+        maxSeqlenK: shape.Sk,
+        sequsedK: used,
+        enableGqa: true,
+        backends: ['flash-cuda'],
+      }).out,
   };
   // The dense call with split-KV off (params validated once, flash-cuda called directly): one kernel per
   // call, to tell the kernels' time from the graph's per-node cost.

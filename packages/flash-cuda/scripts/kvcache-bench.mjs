@@ -38,13 +38,28 @@ const vNew = core.randn([B, 1, Hk, D], { ...o, seed: 5 });
 const cos = core.randn([Sk + 1, D / 2], { ...o, seed: 6 });
 const sin = core.randn([Sk + 1, D / 2], { ...o, seed: 7 });
 const cacheSeqlens = i32(Array(B).fill(Sk - 1), [B]);
-const kvOpts = { cacheSeqlens, kNew, vNew, rotaryCos: cos, rotarySin: sin, blockTable: table, isCausal: true, enableGqa: true };
+const kvOpts = {
+  cacheSeqlens,
+  kNew,
+  vNew,
+  rotaryCos: cos,
+  rotarySin: sin,
+  blockTable: table,
+  isCausal: true,
+  enableGqa: true,
+};
 const kvParams = core.normalizeKvCacheParams(q, kPool, vPool, kvOpts);
 
 const qPacked = q.reshape([B, Hq, D]);
 const varlenOpts = {
-  cuSeqlensQ: i32(Array.from({ length: B + 1 }, (_, b) => b), [B + 1]),
-  cuSeqlensK: i32(Array.from({ length: B + 1 }, (_, b) => b * Sk), [B + 1]),
+  cuSeqlensQ: i32(
+    Array.from({ length: B + 1 }, (_, b) => b),
+    [B + 1],
+  ),
+  cuSeqlensK: i32(
+    Array.from({ length: B + 1 }, (_, b) => b * Sk),
+    [B + 1],
+  ),
   maxSeqlenQ: 1,
   maxSeqlenK: Sk,
   blockTable: table,
@@ -70,15 +85,21 @@ const plainCopy = () => {
 };
 const kv = () => drop(flashKvCacheForward(kvParams));
 // No append, no rotary: the kernel only copies q into its scratch; the rest is the forward.
-const kvReadParams = core.normalizeKvCacheParams(q, kPool, vPool, { cacheSeqlens: i32(Array(B).fill(Sk), [B]), blockTable: table, isCausal: true, enableGqa: true });
+const kvReadParams = core.normalizeKvCacheParams(q, kPool, vPool, {
+  cacheSeqlens: i32(Array(B).fill(Sk), [B]),
+  blockTable: table,
+  isCausal: true,
+  enableGqa: true,
+});
 const kvRead = () => drop(flashKvCacheForward(kvReadParams));
 const api = () => drop(core.sdpaKvCache(q, kPool, vPool, { ...kvOpts, backends: ['flash-cuda'] }));
 cuda.synchronize(0);
 const graph = cuda.captureGraph(() => core.sdpaKvCache(q, kPool, vPool, { ...kvOpts, backends: ['flash-cuda'] }));
 const replay = () => graph.replay();
-const plainGraph = cuda.captureGraph(() => core.sdpaVarlen(qPacked, kPool, vPool, { ...varlenOpts, backends: ['flash-cuda'] }));
+const plainGraph = cuda.captureGraph(() =>
+  core.sdpaVarlen(qPacked, kPool, vPool, { ...varlenOpts, backends: ['flash-cuda'] }),
+);
 const plainReplay = () => plainGraph.replay();
-
 
 const rows = {
   plainUs: loopUs(plain),

@@ -46,7 +46,7 @@ describe('generated backward instantiations', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
   });
-  it("state the shared memory that the backwardSharedMemory rule assumes", () => {
+  it('state the shared memory that the backwardSharedMemory rule assumes', () => {
     const r = spawnSync(process.execPath, [script, '--smem-json'], { encoding: 'utf8' });
     expect(r.status).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual(BWD_SMEM_BYTES);

@@ -19,11 +19,18 @@ const A100 = { smCount: 108, smemOptin: 166912, major: 8, minor: 0 };
 let restore: () => void;
 beforeEach(() => {
   restore = isolateRegistry({ keepDeviceRuntimes: false });
-  registerDeviceRuntime(makeFakeDeviceRuntime({ devices: [{ arch: 'sm_90', major: 9 } satisfies Partial<DeviceProperties>] }));
+  registerDeviceRuntime(
+    makeFakeDeviceRuntime({ devices: [{ arch: 'sm_90', major: 9 } satisfies Partial<DeviceProperties>] }),
+  );
 });
 afterEach(() => restore());
 
-function nums(shape: [number, number, number, number, number, number], opts: SdpaOptions = {}, facts = H100, dtype: 'bfloat16' | 'float16' = 'bfloat16') {
+function nums(
+  shape: [number, number, number, number, number, number],
+  opts: SdpaOptions = {},
+  facts = H100,
+  dtype: 'bfloat16' | 'float16' = 'bfloat16',
+) {
   const [b, hq, hk, sq, sk, d] = shape;
   const o = { dtype, device: 'cuda' as const };
   // Broadcast views: the plan reads shapes and strides only, so no memory of the full size is needed.
@@ -74,39 +81,47 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
   });
 
   // An addon built before the lean kernels existed plans 'large' for everything: skip there.
-  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d128_lean'))('plans the lean kernel only for calls without its missing features', () => {
-    // On an A100: on an H100 the Hopper kernel stands in for the lean one (next test).
-    const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true }, A100);
-    expect(a!.plan(plain.nums, plain.ptrs).kernel).toBe('bf16_d128_lean');
-    expect(a!.plan(plain.nums).kernel).toBe('bf16_d128_large'); // no address array: ALiBi counts as present
-    const alibi = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
-    alibi.ptrs[PTR.alibi] = 256n;
-    expect(a!.plan(alibi.nums, alibi.ptrs).kernel).toBe('bf16_d128_large');
-    for (const opts of [{ softcap: 30 }, { dropoutP: 0.1 }, { window: [64, 0] }, { scale: -0.5 }] as SdpaOptions[]) {
-      const n = nums([4, 16, 16, 4096, 4096, 128], opts);
-      expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
-    }
-    // Decode and short queries (packed rows <= 64): 'lean_small' without ALiBi, 'small' with it.
-    const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
-    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_lean_small');
-    const shortQ = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows
-    expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe('bf16_d128_lean_small');
-    const forcedSmall = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
-    forcedSmall.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean_small');
-    expect(a!.plan(forcedSmall.nums, forcedSmall.ptrs).kernel).toBe('bf16_d128_lean_small');
-    dec.ptrs[PTR.alibi] = 256n;
-    expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_small');
-    // A lean kernel forced onto a call that needs the missing features is refused.
-    alibi.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean');
-    expect(() => a!.plan(alibi.nums, alibi.ptrs)).toThrow(/lean/);
-  });
+  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d128_lean'))(
+    'plans the lean kernel only for calls without its missing features',
+    () => {
+      // On an A100: on an H100 the Hopper kernel stands in for the lean one (next test).
+      const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true }, A100);
+      expect(a!.plan(plain.nums, plain.ptrs).kernel).toBe('bf16_d128_lean');
+      expect(a!.plan(plain.nums).kernel).toBe('bf16_d128_large'); // no address array: ALiBi counts as present
+      const alibi = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
+      alibi.ptrs[PTR.alibi] = 256n;
+      expect(a!.plan(alibi.nums, alibi.ptrs).kernel).toBe('bf16_d128_large');
+      for (const opts of [{ softcap: 30 }, { dropoutP: 0.1 }, { window: [64, 0] }, { scale: -0.5 }] as SdpaOptions[]) {
+        const n = nums([4, 16, 16, 4096, 4096, 128], opts);
+        expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
+      }
+      // Decode and short queries (packed rows <= 64): 'lean_small' without ALiBi, 'small' with it.
+      const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
+      expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_lean_small');
+      const shortQ = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows
+      expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe('bf16_d128_lean_small');
+      const forcedSmall = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
+      forcedSmall.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean_small');
+      expect(a!.plan(forcedSmall.nums, forcedSmall.ptrs).kernel).toBe('bf16_d128_lean_small');
+      dec.ptrs[PTR.alibi] = 256n;
+      expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_small');
+      // A lean kernel forced onto a call that needs the missing features is refused.
+      alibi.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean');
+      expect(() => a!.plan(alibi.nums, alibi.ptrs)).toThrow(/lean/);
+    },
+  );
 
   it('holds only the tiles the plan picks for some device and call (no forced-only forms)', () => {
     const names = a!.buildInfo().kernelNames;
     expect(names.filter((n) => /alt|decode/.test(n))).toEqual([]);
-    expect(names.filter((n) => n.includes('sm90')).sort()).toEqual(
-      ['bf16_d128_sm90ws', 'bf16_d256_sm90', 'bf16_d64_sm90ws', 'fp16_d128_sm90ws', 'fp16_d256_sm90', 'fp16_d64_sm90ws'],
-    );
+    expect(names.filter((n) => n.includes('sm90')).sort()).toEqual([
+      'bf16_d128_sm90ws',
+      'bf16_d256_sm90',
+      'bf16_d64_sm90ws',
+      'fp16_d128_sm90ws',
+      'fp16_d256_sm90',
+      'fp16_d64_sm90ws',
+    ]);
     expect(a!.buildInfo().kernels.some((k) => k.includes('forced only'))).toBe(false);
   });
 
@@ -117,7 +132,11 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const names = a!.buildInfo().kernelNames;
       const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
       // The warp-specialized kernel at D <= 128, the two-stage one at D = 256.
-      expect(a!.plan(plain.nums, plain.ptrs)).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1, packGqa: false });
+      expect(a!.plan(plain.nums, plain.ptrs)).toMatchObject({
+        kernel: 'bf16_d128_sm90ws',
+        numSplits: 1,
+        packGqa: false,
+      });
       const d256 = nums([4, 8, 8, 4096, 4096, 256]);
       expect(a!.plan(d256.nums, d256.ptrs).kernel).toBe('bf16_d256_sm90');
       const d64 = nums([4, 16, 4, 2000, 2000, 40], { enableGqa: true }, H100, 'float16');
@@ -206,25 +225,32 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
     expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64], {}, A100).nums, bnums()).kernel).toBe('bf16_d64');
   });
 
-  it.skipIf(!hopperBuild)('plans the Hopper dK/dV kernel on sm90 in both modes, for every bucket it is built for', () => {
-    const h100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }).nums, bnums());
-    expect(h100).toMatchObject({ kernel: 'bf16_d128_sm90', stages: 2, dqAccumStride: 128 });
-    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64]).nums, bnums(true)).kernel).toBe('bf16_d64_sm90');
-    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe('fp16_d256_sm90');
-    // D192 has neither a Hopper nor a 2-D tiled build.
-    expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 192]).nums, bnums()).kernel).toBe('bf16_d192');
-    // The kernel option: 'sm80' keeps the backward on mma.sync (the 2-D tiled form at D128 and D256 on an
-    // H100); 'sm90' where no Hopper backward exists is refused.
-    const sm80 = nums([1, 8, 8, 512, 512, 128]);
-    sm80.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm80;
-    expect(a!.backwardPlan!(sm80.nums, bnums()).kernel).toBe('bf16_d128_2d');
-    const d192 = nums([1, 8, 8, 512, 512, 192]);
-    d192.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
-    expect(() => a!.backwardPlan!(d192.nums, bnums())).toThrow(/kernel sm90 has no backward/);
-  });
+  it.skipIf(!hopperBuild)(
+    'plans the Hopper dK/dV kernel on sm90 in both modes, for every bucket it is built for',
+    () => {
+      const h100 = a!.backwardPlan!(nums([1, 8, 8, 512, 512, 72], { requiresGrad: true }).nums, bnums());
+      expect(h100).toMatchObject({ kernel: 'bf16_d128_sm90', stages: 2, dqAccumStride: 128 });
+      expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 64]).nums, bnums(true)).kernel).toBe('bf16_d64_sm90');
+      expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, H100, 'float16').nums, bnums(true)).kernel).toBe(
+        'fp16_d256_sm90',
+      );
+      // D192 has neither a Hopper nor a 2-D tiled build.
+      expect(a!.backwardPlan!(nums([1, 8, 8, 512, 512, 192]).nums, bnums()).kernel).toBe('bf16_d192');
+      // The kernel option: 'sm80' keeps the backward on mma.sync (the 2-D tiled form at D128 and D256 on an
+      // H100); 'sm90' where no Hopper backward exists is refused.
+      const sm80 = nums([1, 8, 8, 512, 512, 128]);
+      sm80.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm80;
+      expect(a!.backwardPlan!(sm80.nums, bnums()).kernel).toBe('bf16_d128_2d');
+      const d192 = nums([1, 8, 8, 512, 512, 192]);
+      d192.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
+      expect(() => a!.backwardPlan!(d192.nums, bnums())).toThrow(/kernel sm90 has no backward/);
+    },
+  );
 
   it('refuses what does not fit and re-checks its arguments (throws, never aborts)', () => {
-    expect(() => a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, RTX4090).nums, bnums())).toThrow(/needs \d+ bytes of shared memory/);
+    expect(() => a!.backwardPlan!(nums([1, 8, 8, 512, 512, 256], {}, RTX4090).nums, bnums())).toThrow(
+      /needs \d+ bytes of shared memory/,
+    );
     const { ptrs, nums: n } = nums([1, 4, 4, 16, 16, 64]);
     const { bptrs } = bwdArgArrays();
     expect(() => a!.backward!(ptrs, n, bptrs, bnums())).toThrow(/device addresses/);

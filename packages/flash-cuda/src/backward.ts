@@ -3,7 +3,16 @@
 // saved logsumexp), the backward's own arguments beside them, one addon call that queues
 // Dsum -> (zero the dQ workspace) -> dK/dV kernel -> dQ conversion (or the deterministic dQ kernel) on
 // @attn/cuda's current stream. Workspaces are freed right after: the caching allocator is stream-ordered.
-import { DeviceError, empty, emptyOutput, type ForwardOutputs, type Gradients, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
+import {
+  DeviceError,
+  empty,
+  emptyOutput,
+  type ForwardOutputs,
+  type Gradients,
+  OUTPUT_NAMES,
+  type SdpaParams,
+  type Tensor,
+} from '@attn/core';
 import { currentStream } from '@attn/cuda';
 import { NUM, PTR } from './abi.js';
 import { BWD_NUM, BWD_PTR, bwdArgArrays } from './bwd-abi.js';
@@ -24,7 +33,10 @@ function vectorFriendly(tensors: readonly Tensor[], varlen: boolean, headDim: nu
 function backwardAddon(): FlashAddon & Required<Pick<FlashAddon, 'backward' | 'backwardPlan'>> {
   const a = requireAddon();
   if (typeof a.backward !== 'function' || typeof a.backwardPlan !== 'function') {
-    throw new DeviceError('ATTN_UNAVAILABLE', 'flash-cuda: the native addon was built without the backward kernels; install the matching @attn/flash-cuda-linux-x64-gnu or rebuild it (npx @attn/native build @attn/flash-cuda).');
+    throw new DeviceError(
+      'ATTN_UNAVAILABLE',
+      'flash-cuda: the native addon was built without the backward kernels; install the matching @attn/flash-cuda-linux-x64-gnu or rebuild it (npx @attn/native build @attn/flash-cuda).',
+    );
   }
   return a as FlashAddon & Required<Pick<FlashAddon, 'backward' | 'backwardPlan'>>;
 }
@@ -44,7 +56,10 @@ function packBackward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor, det
 }
 
 /** What the addon would run for a backward of these params: diagnostics and benches. */
-export function backwardPlanFor(p: SdpaParams, opts: FlashBackwardOptions = {}): { kernel: string; dqAccumStride: number } {
+export function backwardPlanFor(
+  p: SdpaParams,
+  opts: FlashBackwardOptions = {},
+): { kernel: string; dqAccumStride: number } {
   const a = backwardAddon();
   const { nums } = packArgs(p, factsOf(p.device.index));
   const { bnums } = bwdArgArrays();
@@ -57,7 +72,12 @@ export function backwardPlanFor(p: SdpaParams, opts: FlashBackwardOptions = {}):
   }
 }
 
-export function flashBackward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor, opts: FlashBackwardOptions = {}): Gradients {
+export function flashBackward(
+  p: SdpaParams,
+  saved: ForwardOutputs,
+  gradOut: Tensor,
+  opts: FlashBackwardOptions = {},
+): Gradients {
   const a = backwardAddon();
   const device = p.device;
   const deterministic = opts.deterministic ?? p.deterministic;

@@ -1,7 +1,18 @@
 // One forward call: outputs allocated through @attn/cuda on the device, arguments packed into the abi
 // arrays, the split count planned by the addon (split-KV partials in a scratch buffer), one launch
 // (two with split-KV) on @attn/cuda's current stream.
-import { AttnInputError, DeviceError, empty, emptyOutput, forwardOutput, type ForwardOutputs, kernelWindow, OUTPUT_NAMES, type SdpaParams, type Tensor } from '@attn/core';
+import {
+  AttnInputError,
+  DeviceError,
+  empty,
+  emptyOutput,
+  forwardOutput,
+  type ForwardOutputs,
+  kernelWindow,
+  OUTPUT_NAMES,
+  type SdpaParams,
+  type Tensor,
+} from '@attn/core';
 import { currentStream, deviceProperties } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
 import { kernelFamilyOf } from './kernels.js';
@@ -12,7 +23,8 @@ const U64 = (1n << 64n) - 1n;
 export function requireAddon(): FlashAddon {
   const a = addon();
   const av = availability();
-  if (!a || !av.ok) throw new DeviceError('ATTN_UNAVAILABLE', `flash-cuda is unavailable${av.ok ? '' : `: ${av.reason}`}`);
+  if (!a || !av.ok)
+    throw new DeviceError('ATTN_UNAVAILABLE', `flash-cuda is unavailable${av.ok ? '' : `: ${av.reason}`}`);
   return a;
 }
 
@@ -126,9 +138,20 @@ export function packArgs(
 }
 
 const STRIDE_SLOTS = [
-  NUM.qBatchStride, NUM.qHeadStride, NUM.qRowStride, NUM.kBatchStride, NUM.kHeadStride, NUM.kRowStride,
-  NUM.vBatchStride, NUM.vHeadStride, NUM.vRowStride, NUM.oBatchStride, NUM.oHeadStride, NUM.oRowStride,
-  NUM.kPageStride, NUM.vPageStride,
+  NUM.qBatchStride,
+  NUM.qHeadStride,
+  NUM.qRowStride,
+  NUM.kBatchStride,
+  NUM.kHeadStride,
+  NUM.kRowStride,
+  NUM.vBatchStride,
+  NUM.vHeadStride,
+  NUM.vRowStride,
+  NUM.oBatchStride,
+  NUM.oHeadStride,
+  NUM.oRowStride,
+  NUM.kPageStride,
+  NUM.vPageStride,
 ] as const;
 
 /** 16-byte loads and stores are possible: base addresses 16-byte aligned, strides and D multiples of 8. */
@@ -166,9 +189,27 @@ function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides)
 // make_plan and lean_ok). Consecutive calls of one shape (training steps, benches, decode loops) reuse the
 // last plan: comparing the slots costs ~0.05 us, the addon call ~1.5-3 us (string keys for a Map: ~1.7 us).
 const PLAN_SLOTS = [
-  NUM.isBf16, NUM.batch, NUM.headsQ, NUM.headsK, NUM.seqQ, NUM.seqK, NUM.headDim, NUM.totalQ, NUM.smCount,
-  NUM.smemOptin, NUM.numSplits, NUM.kernel, NUM.softcap, NUM.dropout, NUM.windowLeft, NUM.scale, NUM.pageSize, NUM.kvCache,
-  NUM.kernelFamily, NUM.ccMajor, NUM.ccMinor,
+  NUM.isBf16,
+  NUM.batch,
+  NUM.headsQ,
+  NUM.headsK,
+  NUM.seqQ,
+  NUM.seqK,
+  NUM.headDim,
+  NUM.totalQ,
+  NUM.smCount,
+  NUM.smemOptin,
+  NUM.numSplits,
+  NUM.kernel,
+  NUM.softcap,
+  NUM.dropout,
+  NUM.windowLeft,
+  NUM.scale,
+  NUM.pageSize,
+  NUM.kvCache,
+  NUM.kernelFamily,
+  NUM.ccMajor,
+  NUM.ccMinor,
 ] as const;
 const lastKey = new Float64Array(PLAN_SLOTS.length + 1).fill(Number.NaN); // NaN never compares equal
 let lastPlan: FlashPlan | null = null;
@@ -282,7 +323,10 @@ export function launchForward(
 }
 
 /** What the addon would run for these params (kernel configuration, splits): diagnostics and benches. */
-export function planFor(p: SdpaParams, opts: FlashOverrides = {}): { kernel: string; numSplits: number; packGqa: boolean } {
+export function planFor(
+  p: SdpaParams,
+  opts: FlashOverrides = {},
+): { kernel: string; numSplits: number; packGqa: boolean } {
   const a = requireAddon();
   const { ptrs, nums } = packArgs(p, factsOf(p.device.index));
   applyOverrides(a, nums, opts);

@@ -7,5 +7,9 @@ import { flashCudaBackend } from './index.js';
 
 const av = flashCudaBackend.availability();
 describeWhereRunnable(`fuzz of 'flash-cuda'`, av.ok ? null : av.reason, () => {
-  describeFuzz('flash-cuda', { modules: ['@attn/cpu', fileURLToPath(new URL('./index.ts', import.meta.url))], device: 'cuda:0', dtypes: ['float16', 'bfloat16'] });
+  describeFuzz('flash-cuda', {
+    modules: ['@attn/cpu', fileURLToPath(new URL('./index.ts', import.meta.url))],
+    device: 'cuda:0',
+    dtypes: ['float16', 'bfloat16'],
+  });
 });

@@ -75,7 +75,12 @@ describeWhereRunnable('flash-cuda backward on a GPU', av.ok ? null : av.reason, 
 
   it('is bitwise reproducible in deterministic mode', () => {
     const { q, k, v, g } = inputs([2, 4, 4, 300, 300, 64]);
-    const fwd = sdpaForward(q, k, v, { requiresGrad: true, deterministic: true, isCausal: true, backends: ['flash-cuda'] });
+    const fwd = sdpaForward(q, k, v, {
+      requiresGrad: true,
+      deterministic: true,
+      isCausal: true,
+      backends: ['flash-cuda'],
+    });
     const p = normalizeParams(q, k, v, { requiresGrad: true, deterministic: true, isCausal: true });
     const a = flashBackward(p, fwd, g);
     const b = flashBackward(p, fwd, g);
@@ -84,7 +89,10 @@ describeWhereRunnable('flash-cuda backward on a GPU', av.ok ? null : av.reason, 
 
   it('gives zero gradients (not NaN) for rows that see no key', () => {
     const { q, k, v, g } = inputs([1, 2, 2, 50, 20, 64]);
-    const r = sdpaBackward(g, sdpaForward(q, k, v, { requiresGrad: true, isCausal: true, alignment: 'lowerRight', backends: ['flash-cuda'] }));
+    const r = sdpaBackward(
+      g,
+      sdpaForward(q, k, v, { requiresGrad: true, isCausal: true, alignment: 'lowerRight', backends: ['flash-cuda'] }),
+    );
     const dq = r.dq.toFloat64Array();
     for (let h = 0; h < 2; h++) for (let i = 0; i < 30 * 64; i++) expect(dq[h * 50 * 64 + i]).toBe(0);
     for (const t of [r.dq, r.dk, r.dv]) expect(t.toFloat64Array().every(Number.isFinite)).toBe(true);
@@ -95,6 +103,8 @@ describeWhereRunnable('flash-cuda backward on a GPU', av.ok ? null : av.reason, 
     // bf16_d128_sm90 (wgmma) on sm90, bf16_d128_2d (2-D tiled dK/dV) where its 161 KB of shared memory fit, else row-tiled.
     expect(backwardPlanFor(normalizeParams(q, k, v, { requiresGrad: true })).kernel).toMatch(/^bf16_d128(_2d|_sm90)?$/);
     // The kernel option 'sm80' keeps the backward on mma.sync.
-    expect(backwardPlanFor(normalizeParams(q, k, v, { requiresGrad: true, kernel: 'sm80' })).kernel).toMatch(/^bf16_d128(_2d)?$/);
+    expect(backwardPlanFor(normalizeParams(q, k, v, { requiresGrad: true, kernel: 'sm80' })).kernel).toMatch(
+      /^bf16_d128(_2d)?$/,
+    );
   });
 });

@@ -22,7 +22,8 @@ const TOTAL_K = 1200; // packed keys of all sequences; each replay may split the
 const i32 = (xs: readonly number[], device: 'cpu' | 'cuda') => tensor([...xs], [xs.length], { dtype: 'int32', device });
 const offsets = (lens: readonly number[]) => lens.reduce<number[]>((acc, n) => [...acc, acc[acc.length - 1]! + n], [0]);
 const storage = (t: Tensor): CudaStorage => t.storage as CudaStorage;
-const copyInto = (dst: Tensor, src: Tensor): void => copyDeviceToDevice(storage(dst), 0, storage(src), 0, storage(src).bytes);
+const copyInto = (dst: Tensor, src: Tensor): void =>
+  copyDeviceToDevice(storage(dst), 0, storage(src), 0, storage(src).bytes);
 
 /** cpu-math on the same (rounded) inputs and lengths. */
 function reference(q: Tensor, k: Tensor, v: Tensor, lensK: readonly number[], used: readonly number[]): Tensor {
@@ -53,7 +54,15 @@ describeWhereRunnable('flash-cuda varlen decode in a CUDA graph', av.ok ? null :
     const before = memoryStats();
 
     // maxSeqlenK bounds every replay's lengths: the captured grid and split plan are fixed.
-    const opts: VarlenOptions = { cuSeqlensQ: cuQ, cuSeqlensK: cuK, maxSeqlenQ: 1, maxSeqlenK: TOTAL_K, sequsedK: used, enableGqa: true, backends: ['flash-cuda'] };
+    const opts: VarlenOptions = {
+      cuSeqlensQ: cuQ,
+      cuSeqlensK: cuK,
+      maxSeqlenQ: 1,
+      maxSeqlenK: TOTAL_K,
+      sequsedK: used,
+      enableGqa: true,
+      backends: ['flash-cuda'],
+    };
     const graph = captureGraph(() => sdpaVarlen(q, k, v, opts));
     expect(graph.result.backend).toBe('flash-cuda');
     graph.replay();
@@ -64,7 +73,11 @@ describeWhereRunnable('flash-cuda varlen decode in a CUDA graph', av.ok ? null :
       [[1200, 0, 0, 0], [1111, 0, 0, 0], 21],
     ];
     for (const [lens, counts, seed] of steps) {
-      const fresh = [randn([B, HQ, D], { ...o, seed }), randn([TOTAL_K, HK, D], { ...o, seed: seed + 1 }), randn([TOTAL_K, HK, D], { ...o, seed: seed + 2 })];
+      const fresh = [
+        randn([B, HQ, D], { ...o, seed }),
+        randn([TOTAL_K, HK, D], { ...o, seed: seed + 1 }),
+        randn([TOTAL_K, HK, D], { ...o, seed: seed + 2 }),
+      ];
       const newK = i32(offsets(lens), 'cuda');
       const newUsed = i32(counts, 'cuda');
       [q, k, v].forEach((t, i) => copyInto(t, fresh[i]!));

@@ -23,7 +23,8 @@ function sameBits(a: Tensor, b: Tensor): boolean {
 const TOL = 3e-2; // bf16 / fp16, relative to the largest reference element
 type Dt = 'bfloat16' | 'float16';
 const cum = (xs: readonly number[]) => xs.reduce<number[]>((a, x) => [...a, a[a.length - 1]! + x], [0]);
-const i32 = (xs: readonly number[], shape: number[], device: 'cpu' | 'cuda') => tensor([...xs], shape, { dtype: 'int32', device });
+const i32 = (xs: readonly number[], shape: number[], device: 'cpu' | 'cuda') =>
+  tensor([...xs], shape, { dtype: 'int32', device });
 
 /** A small deterministic generator (mulberry32) for the block shuffle. */
 function rng(seed: number): () => number {
@@ -132,17 +133,31 @@ describeWhereRunnable('flash-cuda paged K/V on a GPU', av.ok ? null : av.reason,
     tensor([0.5, 0.25, 0.4, 0.125, 0.3, 0.2, 0.1, 0.05], [2, 4], { dtype: 'float32', device });
   const cases: Array<[string, Case]> = [];
   for (const bs of [1, 16, 64, 256]) {
-    cases.push([`decode, packed GQA, block ${bs}`, { lensQ: [1, 1, 1], lensK: [1000, 17, 513], hq: 8, hk: 2, d: 128, bs }]);
+    cases.push([
+      `decode, packed GQA, block ${bs}`,
+      { lensQ: [1, 1, 1], lensK: [1000, 17, 513], hq: 8, hk: 2, d: 128, bs },
+    ]);
     cases.push([
       `prefill chunks, causal lower-right, block ${bs}`,
-      { lensQ: [5, 130, 1, 40], lensK: [9, 120, 300, 60], hq: 4, hk: 2, d: 64, bs, opts: () => ({ isCausal: true, alignment: 'lowerRight' }) },
+      {
+        lensQ: [5, 130, 1, 40],
+        lensK: [9, 120, 300, 60],
+        hq: 4,
+        hk: 2,
+        d: 64,
+        bs,
+        opts: () => ({ isCausal: true, alignment: 'lowerRight' }),
+      },
     ]);
   }
   cases.push(
     ['D 256, fp16, block 16', { lensQ: [3, 70], lensK: [33, 200], hq: 2, hk: 2, d: 256, bs: 16, dtype: 'float16' }],
     ['D 96 (generic tile loads), block 64', { lensQ: [20, 1], lensK: [150, 65], hq: 4, hk: 4, d: 96, bs: 64 }],
     ['D 72 (generic tile loads), block 16', { lensQ: [7, 33], lensK: [100, 47], hq: 2, hk: 1, d: 72, bs: 16 }],
-    ['D 20 (not a multiple of 8: element-wise loads), block 16', { lensQ: [9, 1], lensK: [70, 33], hq: 4, hk: 2, d: 20, bs: 16 }],
+    [
+      'D 20 (not a multiple of 8: element-wise loads), block 16',
+      { lensQ: [9, 1], lensK: [70, 33], hq: 4, hk: 2, d: 20, bs: 16 },
+    ],
     [
       'window lower-right, softcap, ALiBi, block 16',
       {
@@ -157,7 +172,15 @@ describeWhereRunnable('flash-cuda paged K/V on a GPU', av.ok ? null : av.reason,
     ],
     [
       'sequsedK (rows using none, some and all keys), block 16',
-      { lensQ: [1, 4, 2], lensK: [300, 90, 64], hq: 8, hk: 2, d: 128, bs: 16, opts: (device) => ({ sequsedK: i32([0, 77, 64], [3], device) }) },
+      {
+        lensQ: [1, 4, 2],
+        lensK: [300, 90, 64],
+        hq: 8,
+        hk: 2,
+        d: 128,
+        bs: 16,
+        opts: (device) => ({ sequsedK: i32([0, 77, 64], [3], device) }),
+      },
     ],
   );
   cases.forEach(([name, c], n) => {
@@ -221,7 +244,10 @@ describeWhereRunnable('flash-cuda paged K/V on a GPU', av.ok ? null : av.reason,
       paged: withTable ? { ...p.paged!, blockTable: badTable } : p.paged,
     });
     for (const numSplits of [1, 7]) {
-      for (const r of [flashForward(bad(pagedParams, true), { numSplits }), flashForward(bad(packedParams, false), { numSplits })]) {
+      for (const r of [
+        flashForward(bad(pagedParams, true), { numSplits }),
+        flashForward(bad(packedParams, false), { numSplits }),
+      ]) {
         r.out.toFloat64Array(); // synchronizes: a fault would surface here
         r.logsumexp.toFloat64Array();
       }

@@ -4,7 +4,16 @@
 // inputs, with a row that uses no key and the dK/dV of unused keys exactly 0. Skipped with the reason
 // printed where there is no usable device.
 import '@attn/cpu';
-import { normalizeParams, randn, sdpaBackward, sdpaForward, sdpaVarlen, type SdpaOptions, type Tensor, tensor } from '@attn/core';
+import {
+  normalizeParams,
+  randn,
+  sdpaBackward,
+  sdpaForward,
+  sdpaVarlen,
+  type SdpaOptions,
+  type Tensor,
+  tensor,
+} from '@attn/core';
 import { expect, it } from 'vitest';
 import { deviceProperties } from '@attn/cuda';
 import { scaledMaxError as relErr } from '@attn/core/testing';
@@ -14,7 +23,8 @@ import { describeWhereRunnable } from '@attn/conformance';
 const av = flashCudaBackend.availability();
 
 const TOL = 3e-2; // bf16, relative to the largest reference element
-const used = (xs: readonly number[], device: 'cpu' | 'cuda') => tensor([...xs], [xs.length], { dtype: 'int32', device });
+const used = (xs: readonly number[], device: 'cpu' | 'cuda') =>
+  tensor([...xs], [xs.length], { dtype: 'int32', device });
 
 type Shape = [number, number, number, number, number, number];
 
@@ -30,13 +40,26 @@ function inputs([b, hq, hk, sq, sk, d]: Shape) {
 
 /** The same call on cpu-math: every tensor option moved to the CPU. */
 function onCpu(opts: SdpaOptions, counts: readonly number[]): SdpaOptions {
-  return { ...opts, alibiSlopes: opts.alibiSlopes?.to('cpu') ?? null, sequsedK: used(counts, 'cpu'), backends: ['cpu-math'] };
+  return {
+    ...opts,
+    alibiSlopes: opts.alibiSlopes?.to('cpu') ?? null,
+    sequsedK: used(counts, 'cpu'),
+    backends: ['cpu-math'],
+  };
 }
 
 /** dK or dV rows [n, S) of batch row b, every head: all exactly 0. */
 function unusedZero(t: Tensor, b: number, n: number): boolean {
   const S = t.shape[2]!;
-  return n === S || [...t.narrow(0, b, 1).narrow(2, n, S - n).toFloat64Array()].every((x) => x === 0);
+  return (
+    n === S ||
+    [
+      ...t
+        .narrow(0, b, 1)
+        .narrow(2, n, S - n)
+        .toFloat64Array(),
+    ].every((x) => x === 0)
+  );
 }
 
 describeWhereRunnable('flash-cuda sequsedK on a GPU', av.ok ? null : av.reason, () => {
@@ -45,8 +68,18 @@ describeWhereRunnable('flash-cuda sequsedK on a GPU', av.ok ? null : av.reason, 
     // One key tile of 128: no split-KV, so sm90 devices run the Hopper forward kernel.
     ['lean D128, one key tile', () => ({}), [3, 2, 2, 200, 128, 128], [128, 0, 77]],
     ['plain D64', () => ({}), [3, 2, 2, 130, 300, 64], [300, 0, 77]],
-    ['causal lower-right D64', () => ({ isCausal: true, alignment: 'lowerRight' }), [3, 2, 2, 150, 260, 64], [1, 259, 0]],
-    ['window lower-right, ALiBi, softcap D96', () => ({ window: [24, 4], alignment: 'lowerRight', alibiSlopes: slopes(), softcap: 6 }), [2, 2, 2, 100, 230, 96], [230, 57]],
+    [
+      'causal lower-right D64',
+      () => ({ isCausal: true, alignment: 'lowerRight' }),
+      [3, 2, 2, 150, 260, 64],
+      [1, 259, 0],
+    ],
+    [
+      'window lower-right, ALiBi, softcap D96',
+      () => ({ window: [24, 4], alignment: 'lowerRight', alibiSlopes: slopes(), softcap: 6 }),
+      [2, 2, 2, 100, 230, 96],
+      [230, 57],
+    ],
     ['dropout D64', () => ({ dropoutP: 0.3, dropoutSeed: 77n, dropoutOffset: 1 }), [2, 2, 2, 64, 96, 64], [96, 40]],
     ['gqa causal upper-left D256', () => ({ enableGqa: true, isCausal: true }), [2, 4, 2, 70, 150, 256], [0, 100]],
     ['deterministic gqa D128', () => ({ enableGqa: true, deterministic: true }), [2, 4, 2, 100, 130, 128], [130, 3]],
@@ -64,7 +97,8 @@ describeWhereRunnable('flash-cuda sequsedK on a GPU', av.ok ? null : av.reason, 
       for (const key of ['dq', 'dk', 'dv'] as const) expect(relErr(grads[key], want[key]), key).toBeLessThan(TOL);
       counts.forEach((n, b) => {
         expect(unusedZero(grads.dk, b, n) && unusedZero(grads.dv, b, n), `row ${b}`).toBe(true);
-        if (n === 0) expect([...fwd.logsumexp.narrow(0, b, 1).toFloat64Array()].every((x) => x === -Infinity)).toBe(true);
+        if (n === 0)
+          expect([...fwd.logsumexp.narrow(0, b, 1).toFloat64Array()].every((x) => x === -Infinity)).toBe(true);
       });
     });
   }
@@ -130,7 +164,10 @@ describeWhereRunnable('flash-cuda sequsedK on a GPU', av.ok ? null : av.reason, 
     lensK.forEach((n, b) => {
       for (const t of [grads.dk, grads.dv]) {
         const rest = [...t.narrow(0, ck[b]! + counts[b]!, n - counts[b]!).toFloat64Array()];
-        expect(rest.every((x) => x === 0), `sequence ${b}`).toBe(true);
+        expect(
+          rest.every((x) => x === 0),
+          `sequence ${b}`,
+        ).toBe(true);
       }
     });
   });

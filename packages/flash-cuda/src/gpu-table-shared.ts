@@ -28,6 +28,12 @@ export function sharedCases(add: (name: string, c: Short) => void): void {
   add('strided bshd D72 gqa causal', { layout: 'bshd', D: 72, Hq: 4, Hk: 2, Sq: 77, Sk: 99, causal: true });
   add('misaligned base (element-wise path)', { misalign: 'base', Sq: 60, Sk: 80 });
   add('varlen', { varlen: { q: [5, 17, 1, 64], k: [9, 17, 30, 130] } });
-  add('varlen causal lowerRight gqa', { Hq: 4, Hk: 2, varlen: { q: [5, 130, 1], k: [9, 120, 300] }, causal: true, alignment: 'lowerRight' });
+  add('varlen causal lowerRight gqa', {
+    Hq: 4,
+    Hk: 2,
+    varlen: { q: [5, 130, 1], k: [9, 120, 300] },
+    causal: true,
+    alignment: 'lowerRight',
+  });
   add('varlen window dropout', { varlen: { q: [70, 3], k: [90, 200] }, window: [20, 3], dropoutP: 0.3 });
 }

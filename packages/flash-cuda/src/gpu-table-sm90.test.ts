@@ -12,25 +12,50 @@ function blocker(): string | null {
   if (!av.ok) return av.reason;
   const props = deviceProperties(0);
   const archs = String(flashCudaBackend.buildInfo?.().cudaArchs ?? '');
-  if (props.major !== 9 || props.minor !== 0) return `the Hopper kernels need an sm90 device, this is sm_${props.major}${props.minor}`;
+  if (props.major !== 9 || props.minor !== 0)
+    return `the Hopper kernels need an sm90 device, this is sm_${props.major}${props.minor}`;
   if (!/\b90a\b/.test(archs)) return `the addon was built without sm_90a (archs ${archs})`;
   return null;
 }
 
-const forced = (kernel: string): Partial<TableCase> => ({ forwardOnly: true, launch: { forward: (p) => flashForward(p, { kernel }) } });
+const forced = (kernel: string): Partial<TableCase> => ({
+  forwardOnly: true,
+  launch: { forward: (p) => flashForward(p, { kernel }) },
+});
 /** The Hopper kernel of a head dim's bucket: warp-specialized at 64 and 128, two-stage at 256. */
-const bucket = (dtype: 'bfloat16' | 'float16', D: number) => `${dtype === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? '64_sm90ws' : D <= 128 ? '128_sm90ws' : '256_sm90'}`;
+const bucket = (dtype: 'bfloat16' | 'float16', D: number) =>
+  `${dtype === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? '64_sm90ws' : D <= 128 ? '128_sm90ws' : '256_sm90'}`;
 
 function cases(): TableCase[] {
   const list: TableCase[] = [];
   const add = (name: string, c: Parameters<typeof spec>[1], kernel: string) => list.push(spec(name, c, forced(kernel)));
-  for (const [Sq, Sk] of [[1, 1], [17, 17], [1, 300], [1000, 1000], [300, 1000], [1000, 260]] as const)
+  for (const [Sq, Sk] of [
+    [1, 1],
+    [17, 17],
+    [1, 300],
+    [1000, 1000],
+    [300, 1000],
+    [1000, 260],
+  ] as const)
     for (const alignment of ['upperLeft', 'lowerRight'] as const)
-      add(`sm90 forced causal ${alignment} sq${Sq} sk${Sk} D128`, { D: 128, Sq, Sk, B: 1, Hq: 2, causal: true, alignment }, bucket('bfloat16', 128));
-  for (const D of [40, 64, 100, 128, 250, 256]) add(`sm90 forced D${D} sq1000 sk1000 gqa`, { D, Sq: 1000, Sk: 1000, B: 1, Hq: 4, Hk: 2 }, bucket('bfloat16', D));
-  add('sm90 forced fp16 D256 window[-1,33] lowerRight', { dtype: 'float16', D: 256, Sq: 333, Sk: 500, window: [-1, 33], alignment: 'lowerRight' }, bucket('float16', 256));
+      add(
+        `sm90 forced causal ${alignment} sq${Sq} sk${Sk} D128`,
+        { D: 128, Sq, Sk, B: 1, Hq: 2, causal: true, alignment },
+        bucket('bfloat16', 128),
+      );
+  for (const D of [40, 64, 100, 128, 250, 256])
+    add(`sm90 forced D${D} sq1000 sk1000 gqa`, { D, Sq: 1000, Sk: 1000, B: 1, Hq: 4, Hk: 2 }, bucket('bfloat16', D));
+  add(
+    'sm90 forced fp16 D256 window[-1,33] lowerRight',
+    { dtype: 'float16', D: 256, Sq: 333, Sk: 500, window: [-1, 33], alignment: 'lowerRight' },
+    bucket('float16', 256),
+  );
   add('sm90 forced misaligned D64 sq200', { misalign: 'base', D: 64, Sq: 200, Sk: 211 }, bucket('bfloat16', 64));
-  add('sm90 forced strided bshd D128 causal', { layout: 'bshd', D: 128, Hq: 4, Sq: 257, Sk: 257, causal: true }, bucket('bfloat16', 128));
+  add(
+    'sm90 forced strided bshd D128 causal',
+    { layout: 'bshd', D: 128, Hq: 4, Sq: 257, Sk: 257, causal: true },
+    bucket('bfloat16', 128),
+  );
   // The warp-specialized kernels (producer warpgroup, 3-stage ring, ping-pong consumers), where compiled.
   const names = (flashCudaBackend.buildInfo?.().kernelNames ?? []) as readonly string[];
   for (const ws of ['bf16_d64_sm90ws', 'bf16_d128_sm90ws', 'fp16_d64_sm90ws', 'fp16_d128_sm90ws']) {
@@ -38,10 +63,24 @@ function cases(): TableCase[] {
     const D = ws.includes('d64') ? 64 : 128;
     const dtype = ws.startsWith('fp16') ? ('float16' as const) : ('bfloat16' as const);
     for (const alignment of ['upperLeft', 'lowerRight'] as const)
-      for (const [Sq, Sk] of [[1000, 1000], [300, 37], [37, 300], [1, 1], [129, 1000]] as const)
-        add(`sm90ws ${ws} causal ${alignment} sq${Sq} sk${Sk}`, { dtype, D, Sq, Sk, B: 1, Hq: 2, causal: true, alignment }, ws);
+      for (const [Sq, Sk] of [
+        [1000, 1000],
+        [300, 37],
+        [37, 300],
+        [1, 1],
+        [129, 1000],
+      ] as const)
+        add(
+          `sm90ws ${ws} causal ${alignment} sq${Sq} sk${Sk}`,
+          { dtype, D, Sq, Sk, B: 1, Hq: 2, causal: true, alignment },
+          ws,
+        );
     add(`sm90ws ${ws} gqa D${D - 11} sq700 sk900`, { dtype, D: D - 11, Sq: 700, Sk: 900, B: 2, Hq: 4, Hk: 2 }, ws);
-    add(`sm90ws ${ws} window[-1,20] lowerRight`, { dtype, D, Sq: 333, Sk: 500, window: [-1, 20], alignment: 'lowerRight' }, ws);
+    add(
+      `sm90ws ${ws} window[-1,20] lowerRight`,
+      { dtype, D, Sq: 333, Sk: 500, window: [-1, 20], alignment: 'lowerRight' },
+      ws,
+    );
     add(`sm90ws ${ws} misaligned`, { dtype, misalign: 'base', D, Sq: 200, Sk: 211 }, ws);
     add(`sm90ws ${ws} strided bshd`, { dtype, layout: 'bshd', D, Hq: 4, Sq: 257, Sk: 1257 }, ws);
   }
@@ -49,4 +88,6 @@ function cases(): TableCase[] {
 }
 
 const reason = blocker();
-describeWhereRunnable('flash-cuda Hopper kernels forced by name', reason, () => describeCaseTable('flash-cuda', reason === null ? cases() : []));
+describeWhereRunnable('flash-cuda Hopper kernels forced by name', reason, () =>
+  describeCaseTable('flash-cuda', reason === null ? cases() : []),
+);

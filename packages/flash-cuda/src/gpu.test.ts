@@ -29,9 +29,21 @@ function maxDiff(a: Float64Array, b: Float64Array): number {
   return m;
 }
 
-function inputs(b: number, hq: number, hk: number, sq: number, sk: number, d: number, dtype: 'bfloat16' | 'float16' = 'bfloat16') {
+function inputs(
+  b: number,
+  hq: number,
+  hk: number,
+  sq: number,
+  sk: number,
+  d: number,
+  dtype: 'bfloat16' | 'float16' = 'bfloat16',
+) {
   const o = { dtype, device: 'cuda' as const };
-  return [randn([b, hq, sq, d], { ...o, seed: 11 }), randn([b, hk, sk, d], { ...o, seed: 12 }), randn([b, hk, sk, d], { ...o, seed: 13 })] as const;
+  return [
+    randn([b, hq, sq, d], { ...o, seed: 11 }),
+    randn([b, hk, sk, d], { ...o, seed: 12 }),
+    randn([b, hk, sk, d], { ...o, seed: 13 }),
+  ] as const;
 }
 
 /** flash-cuda vs cpu-math on the same (rounded) inputs: max |d out| and max |d lse|. */
@@ -79,10 +91,19 @@ describeWhereRunnable('flash-cuda on a GPU', av.ok ? null : av.reason, () => {
 
   it('matches cpu-math on packed varlen inputs', () => {
     const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };
-    const [q, k, v] = [randn([23, 4, 64], { ...o, seed: 1 }), randn([40, 2, 64], { ...o, seed: 2 }), randn([40, 2, 64], { ...o, seed: 3 })];
+    const [q, k, v] = [
+      randn([23, 4, 64], { ...o, seed: 1 }),
+      randn([40, 2, 64], { ...o, seed: 2 }),
+      randn([40, 2, 64], { ...o, seed: 3 }),
+    ];
     const cu = (xs: number[], device: 'cuda' | 'cpu') => tensor(xs, [xs.length], { dtype: 'int32', device });
     const opts = { maxSeqlenQ: 17, maxSeqlenK: 30, enableGqa: true, isCausal: true, alignment: 'lowerRight' as const };
-    const gpu = sdpaVarlen(q, k, v, { ...opts, cuSeqlensQ: cu([0, 5, 22, 23], 'cuda'), cuSeqlensK: cu([0, 9, 10, 40], 'cuda'), backends: ['flash-cuda'] });
+    const gpu = sdpaVarlen(q, k, v, {
+      ...opts,
+      cuSeqlensQ: cu([0, 5, 22, 23], 'cuda'),
+      cuSeqlensK: cu([0, 9, 10, 40], 'cuda'),
+      backends: ['flash-cuda'],
+    });
     const cpu = sdpaVarlen(q.to('cpu'), k.to('cpu'), v.to('cpu'), {
       ...opts,
       cuSeqlensQ: cu([0, 5, 22, 23], 'cpu'),

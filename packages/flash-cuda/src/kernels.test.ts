@@ -1,7 +1,16 @@
 // The kernel option on flash-cuda (no GPU needed: fake CUDA devices): the names it declares, the calls
 // 'sm90' declines and why (the same conditions native/src/dispatch.cu refuses), how the family reaches
 // the addon's arguments, and that selection honours it without falling back.
-import { type DeviceProperties, explain, normalizeParams, randn, registerBackend, registerDeviceRuntime, type SdpaOptions, type SdpaParams } from '@attn/core';
+import {
+  type DeviceProperties,
+  explain,
+  normalizeParams,
+  randn,
+  registerBackend,
+  registerDeviceRuntime,
+  type SdpaOptions,
+  type SdpaParams,
+} from '@attn/core';
 import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NUM } from './abi.js';
@@ -9,8 +18,20 @@ import { flashCudaBackend } from './backend.js';
 import { packArgs } from './forward.js';
 import { FLASH_KERNELS, KERNEL_FAMILY, sm90Declines } from './kernels.js';
 
-const H100: Partial<DeviceProperties> = { name: 'fake H100', arch: 'sm_90', major: 9, minor: 0, sharedMemoryPerBlockOptin: 232448 };
-const A100: Partial<DeviceProperties> = { name: 'fake A100', arch: 'sm_80', major: 8, minor: 0, sharedMemoryPerBlockOptin: 166912 };
+const H100: Partial<DeviceProperties> = {
+  name: 'fake H100',
+  arch: 'sm_90',
+  major: 9,
+  minor: 0,
+  sharedMemoryPerBlockOptin: 232448,
+};
+const A100: Partial<DeviceProperties> = {
+  name: 'fake A100',
+  arch: 'sm_80',
+  major: 8,
+  minor: 0,
+  sharedMemoryPerBlockOptin: 166912,
+};
 
 let restore: () => void;
 beforeEach(() => {
@@ -21,7 +42,12 @@ afterEach(() => restore());
 
 function params(opts: SdpaOptions = {}, { hq = 4, hk = 4, sq = 256, d = 128, device = 'cuda:0' } = {}): SdpaParams {
   const o = { dtype: 'bfloat16' as const, device: device as 'cuda:0' };
-  return normalizeParams(randn([1, hq, sq, d], { ...o, seed: 1 }), randn([1, hk, 300, d], { ...o, seed: 2 }), randn([1, hk, 300, d], { ...o, seed: 3 }), opts);
+  return normalizeParams(
+    randn([1, hq, sq, d], { ...o, seed: 1 }),
+    randn([1, hk, 300, d], { ...o, seed: 2 }),
+    randn([1, hk, 300, d], { ...o, seed: 3 }),
+    opts,
+  );
 }
 
 const ctx = (d: Partial<DeviceProperties>) => ({ device: makeFakeDeviceRuntime({ devices: [d] }).properties(0) });
@@ -32,11 +58,13 @@ describe('flash-cuda kernel families', () => {
     for (const k of FLASH_KERNELS) expect(k.description.length).toBeGreaterThan(20);
   });
 
-  it("sm90 declines what the Hopper kernels cannot run, naming each reason", () => {
+  it('sm90 declines what the Hopper kernels cannot run, naming each reason', () => {
     expect(sm90Declines(params(), ctx(H100))).toBeNull();
     expect(sm90Declines(params({ requiresGrad: true, isCausal: true }), ctx(H100))).toBeNull();
     expect(sm90Declines(params(), ctx(A100))).toMatch(/sm90 \(H100\/H200\) only; this device is sm80/);
-    expect(sm90Declines(params(), { device: null, deviceUnknownReason: 'no runtime' })).toMatch(/compute capability is unknown \(no runtime\)/);
+    expect(sm90Declines(params(), { device: null, deviceUnknownReason: 'no runtime' })).toMatch(
+      /compute capability is unknown \(no runtime\)/,
+    );
     const alibi = randn([4], { dtype: 'float32', device: 'cuda:0' });
     const why = sm90Declines(params({ softcap: 30, dropoutP: 0.1, window: [16, 0], alibiSlopes: alibi }), ctx(H100))!;
     expect(why).toMatch(/no ALiBi, softcap, dropout, a left window bound/);
@@ -47,26 +75,45 @@ describe('flash-cuda kernel families', () => {
   });
 
   it('packs the family for the addon (forward and backward read the same slot)', () => {
-    expect(packArgs(params(), { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[NUM.kernelFamily]).toBe(KERNEL_FAMILY.auto);
+    expect(packArgs(params(), { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[NUM.kernelFamily]).toBe(
+      KERNEL_FAMILY.auto,
+    );
     registerBackend(flashCudaBackend);
     const sm90 = params({ kernel: 'sm90' });
     expect(sm90.kernel).toBe('sm90');
-    expect(packArgs(sm90, { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[NUM.kernelFamily]).toBe(KERNEL_FAMILY.sm90);
-    expect(packArgs(params({ kernel: 'sm80' }), { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[NUM.kernelFamily]).toBe(KERNEL_FAMILY.sm80);
+    expect(packArgs(sm90, { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[NUM.kernelFamily]).toBe(
+      KERNEL_FAMILY.sm90,
+    );
+    expect(
+      packArgs(params({ kernel: 'sm80' }), { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[
+        NUM.kernelFamily
+      ],
+    ).toBe(KERNEL_FAMILY.sm80);
   });
 
   it('selection: an unknown name is a typed error; sm90 off Hopper is a reason, never another kernel', () => {
     registerBackend(flashCudaBackend);
-    expect(() => params({ kernel: 'avx2' })).toThrow(expect.objectContaining({ code: 'ATTN_UNKNOWN_KERNEL', message: expect.stringContaining('flash-cuda: sm90, sm80') }));
+    expect(() => params({ kernel: 'avx2' })).toThrow(
+      expect.objectContaining({
+        code: 'ATTN_UNKNOWN_KERNEL',
+        message: expect.stringContaining('flash-cuda: sm90, sm80'),
+      }),
+    );
     const r = explain(...qkvOn('cuda:1'), { kernel: 'sm90' });
     expect(r.kernel).toBe('sm90');
     expect(r.restrictedTo).toEqual(['flash-cuda']);
     expect(r.selected).toBeNull();
-    expect(r.candidates[0]!.reasons.find((x) => x.rule === 'kernel')!.message).toMatch(/Kernel "sm90" cannot run this call: .*sm80.*its kernels: sm90, sm80/);
+    expect(r.candidates[0]!.reasons.find((x) => x.rule === 'kernel')!.message).toMatch(
+      /Kernel "sm90" cannot run this call: .*sm80.*its kernels: sm90, sm80/,
+    );
   });
 });
 
 function qkvOn(device: string) {
   const o = { dtype: 'bfloat16' as const, device: device as 'cuda:0' };
-  return [randn([1, 4, 256, 128], { ...o, seed: 1 }), randn([1, 4, 300, 128], { ...o, seed: 2 }), randn([1, 4, 300, 128], { ...o, seed: 3 })] as const;
+  return [
+    randn([1, 4, 256, 128], { ...o, seed: 1 }),
+    randn([1, 4, 300, 128], { ...o, seed: 2 }),
+    randn([1, 4, 300, 128], { ...o, seed: 3 }),
+  ] as const;
 }

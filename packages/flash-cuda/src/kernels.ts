@@ -21,13 +21,23 @@ function sm90Backward(headDim: number): boolean {
 export function sm90Declines(p: SdpaParams, ctx: RuleContext): string | null {
   const why: string[] = [];
   const d = ctx.device;
-  if (d === null) why.push(`the device's compute capability is unknown (${ctx.deviceUnknownReason ?? 'no reason given'})`);
-  else if (d.major !== 9 || d.minor !== 0) why.push(`it runs on sm90 (H100/H200) only; this device is sm${d.major}${d.minor}`);
+  if (d === null)
+    why.push(`the device's compute capability is unknown (${ctx.deviceUnknownReason ?? 'no reason given'})`);
+  else if (d.major !== 9 || d.minor !== 0)
+    why.push(`it runs on sm90 (H100/H200) only; this device is sm${d.major}${d.minor}`);
   const load = addonLoad();
   if (load.ok && !load.addon.buildInfo().cudaArchs.split(/[;, ]/).includes('90a')) {
-    why.push(`the addon was built without sm_90a (archs ${load.addon.buildInfo().cudaArchs}); rebuild with ATTN_CUDA_ARCHS including 90a`);
+    why.push(
+      `the addon was built without sm_90a (archs ${load.addon.buildInfo().cudaArchs}); rebuild with ATTN_CUDA_ARCHS including 90a`,
+    );
   }
-  const extras = [p.alibiSlopes ? 'ALiBi' : null, p.softcap > 0 ? 'softcap' : null, p.dropout ? 'dropout' : null, kernelWindow(p).left >= 0 ? 'a left window bound' : null, p.scale > 0 ? null : 'scale <= 0'].filter(Boolean);
+  const extras = [
+    p.alibiSlopes ? 'ALiBi' : null,
+    p.softcap > 0 ? 'softcap' : null,
+    p.dropout ? 'dropout' : null,
+    kernelWindow(p).left >= 0 ? 'a left window bound' : null,
+    p.scale > 0 ? null : 'scale <= 0',
+  ].filter(Boolean);
   if (extras.length > 0) why.push(`it has no ${extras.join(', ')}`);
   if (p.paged || p.kvCache) why.push('it has no paged K/V (block table or kv cache)');
   if (p.headsQ > p.headsKV && p.seqQ <= 64) why.push('it has no packed GQA (query length <= 64 with GQA: decode)');
@@ -45,6 +55,7 @@ export const FLASH_KERNELS: readonly KernelChoice[] = Object.freeze([
   }),
   Object.freeze({
     name: 'sm80',
-    description: 'mma.sync kernels (FlashAttention-2 style; every sm80+ GPU, every feature): forward tiles by head dim, split-KV; backward row-tiled or 2-D tiled dK/dV',
+    description:
+      'mma.sync kernels (FlashAttention-2 style; every sm80+ GPU, every feature): forward tiles by head dim, split-KV; backward row-tiled or 2-D tiled dK/dV',
   }),
 ]);

@@ -1,13 +1,27 @@
 // Which sdpaKvCache calls 'flash-cuda' takes (fake CUDA devices, no GPU needed) and how the forward
 // after the append kernel is packed: a dense rotated query over the cache read as a paged pool.
-import { type DeviceProperties, normalizeKvCacheParams, randn, registerDeviceRuntime, type SdpaParams, tensor, zeros } from '@attn/core';
+import {
+  type DeviceProperties,
+  normalizeKvCacheParams,
+  randn,
+  registerDeviceRuntime,
+  type SdpaParams,
+  tensor,
+  zeros,
+} from '@attn/core';
 import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { NUM, PTR } from './abi.js';
 import { packKvCacheArgs } from './kv-cache.js';
 import { FLASH_RULES, kvCacheCapacity } from './rules.js';
 
-const H100: Partial<DeviceProperties> = { name: 'fake H100', arch: 'sm_90', major: 9, minor: 0, sharedMemoryPerBlockOptin: 232448 };
+const H100: Partial<DeviceProperties> = {
+  name: 'fake H100',
+  arch: 'sm_90',
+  major: 9,
+  minor: 0,
+  sharedMemoryPerBlockOptin: 232448,
+};
 let restore: () => void;
 beforeEach(() => {
   restore = isolateRegistry({ keepDeviceRuntimes: false });
@@ -40,7 +54,13 @@ describe('flash-cuda kv-cache rules', () => {
   it('takes half-precision calls with D == Dv, contiguous or paged; declines Dv != D and float32 by their rules', () => {
     expect(failing(contiguous())).toEqual([]);
     const pool = zeros([6, 16, 2, 8], dev);
-    const paged = normalizeKvCacheParams(randn([2, 3, 4, 8], dev), pool, pool, { cacheSeqlens: i32([5, 30]), blockTable: i32([5, 0, 1, 2], [2, 2]), enableGqa: true, window: [4, 0], softcap: 2 });
+    const paged = normalizeKvCacheParams(randn([2, 3, 4, 8], dev), pool, pool, {
+      cacheSeqlens: i32([5, 30]),
+      blockTable: i32([5, 0, 1, 2], [2, 2]),
+      enableGqa: true,
+      window: [4, 0],
+      softcap: 2,
+    });
     expect(failing(paged)).toEqual([]);
     expect(failing(contiguous(6))).toEqual(['headDimsEqual']);
     expect(failing(contiguous(8, 'float32'))).toEqual(['dtypeIn(float16, bfloat16)']);
@@ -62,7 +82,9 @@ describe('packKvCacheArgs', () => {
     const { ptrs, nums } = packKvCacheArgs(p, qRot, rows, FACTS);
     expect(nums[NUM.totalQ]).toBe(-1);
     expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([32, 8, 32]);
-    expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride], nums[NUM.kPageStride]]).toEqual([0, 8, 16, 160]);
+    expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride], nums[NUM.kPageStride]]).toEqual([
+      0, 8, 16, 160,
+    ]);
     expect([nums[NUM.pageSize], nums[NUM.numPages], nums[NUM.maxPagesPerSeq]]).toEqual([10, 4, 1]);
     expect([nums[NUM.kvCache], nums[NUM.kvNewLen], nums[NUM.seqK], nums[NUM.lowerRight]]).toEqual([1, 1, 4, 1]);
     expect(ptrs[PTR.blockTable]).toBe(rows.dataPointer());
@@ -74,10 +96,16 @@ describe('packKvCacheArgs', () => {
   it('paged caches use their own table and width', () => {
     const pool = zeros([6, 16, 2, 8], dev);
     const table = i32([5, 0, 1, 2], [2, 2]);
-    const p = normalizeKvCacheParams(randn([2, 1, 4, 8], dev), pool, pool, { cacheSeqlens: i32([5, 30]), blockTable: table, enableGqa: true });
+    const p = normalizeKvCacheParams(randn([2, 1, 4, 8], dev), pool, pool, {
+      cacheSeqlens: i32([5, 30]),
+      blockTable: table,
+      enableGqa: true,
+    });
     const { ptrs, nums } = packKvCacheArgs(p, zeros([2, 1, 4, 8], dev), null, FACTS);
     expect(ptrs[PTR.blockTable]).toBe(table.dataPointer());
-    expect([nums[NUM.pageSize], nums[NUM.numPages], nums[NUM.maxPagesPerSeq], nums[NUM.kvNewLen]]).toEqual([16, 6, 2, 0]);
+    expect([nums[NUM.pageSize], nums[NUM.numPages], nums[NUM.maxPagesPerSeq], nums[NUM.kvNewLen]]).toEqual([
+      16, 6, 2, 0,
+    ]);
     expect(ptrs[PTR.kvLeftpad]).toBe(0n);
     expect(() => packKvCacheArgs(contiguous(), zeros([3, 1, 4, 8], dev), null, FACTS)).toThrow(/row table/);
   });

@@ -3,7 +3,15 @@
 // then the forward with a dense query over the paged cache: row b's keys are table positions
 // [leftpadK[b], cacheSeqlens[b] + newLen), read and clamped on the device (native/src/seq_extents.h),
 // so a captured call replays for any lengths that fit its caches.
-import { DeviceError, empty, emptyOutput, OUTPUT_NAMES, type ForwardOutputs, type SdpaParams, type Tensor } from '@attn/core';
+import {
+  DeviceError,
+  empty,
+  emptyOutput,
+  OUTPUT_NAMES,
+  type ForwardOutputs,
+  type SdpaParams,
+  type Tensor,
+} from '@attn/core';
 import { currentStream, kvAppendArgs } from '@attn/cuda';
 import { argArrays, NUM, PTR } from './abi.js';
 import { cachedPlan, factsOf, launchForward, packArgs, requireAddon, rethrow, strides3 } from './forward.js';
@@ -45,7 +53,11 @@ export function packKvCacheArgs(
 
 export function flashKvCacheForward(p: SdpaParams): ForwardOutputs {
   const a = requireAddon();
-  if (!a.kvAppend) throw new DeviceError('ATTN_UNAVAILABLE', 'flash-cuda: the addon predates sdpaKvCache; rebuild it (pnpm build:native)');
+  if (!a.kvAppend)
+    throw new DeviceError(
+      'ATTN_UNAVAILABLE',
+      'flash-cuda: the addon predates sdpaKvCache; rebuild it (pnpm build:native)',
+    );
   const device = p.device;
   const { batch: B, seqQ: Sq, headsQ: Hq } = p;
   const stream = currentStream(device.index);
@@ -68,7 +80,15 @@ export function flashKvCacheForward(p: SdpaParams): ForwardOutputs {
     const { ptrs, nums } = packKvCacheArgs(p, qRot, rowTable, factsOf(device.index), callArgs);
     const plan = cachedPlan(a, ptrs, nums);
     const outView = out.transpose(1, 2); // [B, Hq, Sq, Dv]
-    launchForward(a, p, ptrs, nums, plan, { q: qRot, out: outView, lse, varlen: false, rows: B * Hq * Sq, lseStrides: [Hq * Sq, Sq] }, scratch);
+    launchForward(
+      a,
+      p,
+      ptrs,
+      nums,
+      plan,
+      { q: qRot, out: outView, lse, varlen: false, rows: B * Hq * Sq, lseStrides: [Hq * Sq, Sq] },
+      scratch,
+    );
     return { out: outView, logsumexp: lse };
   } catch (e) {
     out.dispose();

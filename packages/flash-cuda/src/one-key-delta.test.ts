@@ -13,9 +13,49 @@ import { flashCudaBackend } from './index.js';
 
 const av = flashCudaBackend.availability();
 const shapes: CaseSpec[] = [
-  { name: 'bf16 sk1 dropout alibi softcap', dtype: 'bfloat16', batch: 2, headsQ: 4, headsKV: 2, enableGqa: true, seqQ: 17, seqK: 1, headDim: 64, headDimV: 64, layout: 'bhsd', dropoutP: 0.2, alibi: 'perHead', softcap: 30 },
-  { name: 'fp16 sk1 dropout', dtype: 'float16', batch: 2, headsQ: 2, headsKV: 2, seqQ: 33, seqK: 1, headDim: 128, headDimV: 128, layout: 'bshd', dropoutP: 0.3 },
-  { name: 'bf16 window [0,0] dropout (one key per row)', dtype: 'bfloat16', batch: 1, headsQ: 3, headsKV: 3, seqQ: 40, seqK: 40, headDim: 64, headDimV: 64, layout: 'bhsd', window: [0, 0], dropoutP: 0.2 },
+  {
+    name: 'bf16 sk1 dropout alibi softcap',
+    dtype: 'bfloat16',
+    batch: 2,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    seqQ: 17,
+    seqK: 1,
+    headDim: 64,
+    headDimV: 64,
+    layout: 'bhsd',
+    dropoutP: 0.2,
+    alibi: 'perHead',
+    softcap: 30,
+  },
+  {
+    name: 'fp16 sk1 dropout',
+    dtype: 'float16',
+    batch: 2,
+    headsQ: 2,
+    headsKV: 2,
+    seqQ: 33,
+    seqK: 1,
+    headDim: 128,
+    headDimV: 128,
+    layout: 'bshd',
+    dropoutP: 0.3,
+  },
+  {
+    name: 'bf16 window [0,0] dropout (one key per row)',
+    dtype: 'bfloat16',
+    batch: 1,
+    headsQ: 3,
+    headsKV: 3,
+    seqQ: 40,
+    seqK: 40,
+    headDim: 64,
+    headDimV: 64,
+    layout: 'bhsd',
+    window: [0, 0],
+    dropoutP: 0.2,
+  },
 ];
 
 describeWhereRunnable(`flash-cuda one-key Delta`, av.ok ? null : av.reason, () => {

@@ -17,8 +17,20 @@ import { packArgs } from './forward.js';
 import { FLASH_RULES } from './rules.js';
 import { backwardSharedMemory } from './rules-backward.js';
 
-const H100: Partial<DeviceProperties> = { name: 'fake H100', arch: 'sm_90', major: 9, minor: 0, sharedMemoryPerBlockOptin: 232448 };
-const T4: Partial<DeviceProperties> = { name: 'fake T4', arch: 'sm_75', major: 7, minor: 5, sharedMemoryPerBlockOptin: 65536 };
+const H100: Partial<DeviceProperties> = {
+  name: 'fake H100',
+  arch: 'sm_90',
+  major: 9,
+  minor: 0,
+  sharedMemoryPerBlockOptin: 232448,
+};
+const T4: Partial<DeviceProperties> = {
+  name: 'fake T4',
+  arch: 'sm_75',
+  major: 7,
+  minor: 5,
+  sharedMemoryPerBlockOptin: 65536,
+};
 
 let restore: () => void;
 beforeEach(() => {
@@ -29,14 +41,29 @@ afterEach(() => restore());
 
 const DEV = { sm90: 'cuda:0', sm75: 'cuda:1' } as const;
 
-function qkv(shape: { b?: number; hq?: number; hk?: number; sq?: number; sk?: number; d?: number; dtype?: 'float16' | 'bfloat16' | 'float32'; device?: string } = {}) {
+function qkv(
+  shape: {
+    b?: number;
+    hq?: number;
+    hk?: number;
+    sq?: number;
+    sk?: number;
+    d?: number;
+    dtype?: 'float16' | 'bfloat16' | 'float32';
+    device?: string;
+  } = {},
+) {
   const { b = 2, hq = 4, hk = hq, sq = 16, sk = 24, d = 64, dtype = 'bfloat16', device = DEV.sm90 } = shape;
   const o = { dtype, device: device as 'cuda:0' };
-  return [randn([b, hq, sq, d], { ...o, seed: 1 }), randn([b, hk, sk, d], { ...o, seed: 2 }), randn([b, hk, sk, d], { ...o, seed: 3 })] as const;
+  return [
+    randn([b, hq, sq, d], { ...o, seed: 1 }),
+    randn([b, hk, sk, d], { ...o, seed: 2 }),
+    randn([b, hk, sk, d], { ...o, seed: 3 }),
+  ] as const;
 }
 
 function failing(p: SdpaParams, device: Partial<DeviceProperties> = H100): string[] {
-  const ctx = { device: { ...(makeFakeDeviceRuntime({ devices: [device] }).properties(0)) } };
+  const ctx = { device: { ...makeFakeDeviceRuntime({ devices: [device] }).properties(0) } };
   return FLASH_RULES.filter((r) => r.check(p, ctx) !== null).map((r) => r.name);
 }
 
@@ -53,7 +80,14 @@ describe('flash-cuda rules', () => {
 
   it('take every feature the kernel implements', () => {
     const slopes = tensor([0.5, 0.25, 0.125, 0.0625], [4], { dtype: 'float32', device: DEV.sm90 });
-    const p = params({ isCausal: true, alignment: 'lowerRight', window: [8, 0], alibiSlopes: slopes, softcap: 30, dropoutP: 0.1 });
+    const p = params({
+      isCausal: true,
+      alignment: 'lowerRight',
+      window: [8, 0],
+      alibiSlopes: slopes,
+      softcap: 30,
+      dropoutP: 0.1,
+    });
     expect(failing(p)).toEqual([]);
     expect(failing(params({ enableGqa: true }, { hq: 8, hk: 2 }))).toEqual([]);
     expect(failing(params({ enableGqa: true }, { hq: 8, hk: 1 }))).toEqual([]);
@@ -74,26 +108,49 @@ describe('flash-cuda rules', () => {
 
   it('take backward, deterministic or not, with every feature', () => {
     const slopes = tensor([0.5, 0.25, 0.125, 0.0625], [4], { dtype: 'float32', device: DEV.sm90 });
-    const opts = { requiresGrad: true, isCausal: true, alignment: 'lowerRight', window: [8, 0], alibiSlopes: slopes, softcap: 30, dropoutP: 0.1 } as const;
+    const opts = {
+      requiresGrad: true,
+      isCausal: true,
+      alignment: 'lowerRight',
+      window: [8, 0],
+      alibiSlopes: slopes,
+      softcap: 30,
+      dropoutP: 0.1,
+    } as const;
     expect(failing(params(opts))).toEqual([]);
     expect(failing(params({ ...opts, deterministic: true }))).toEqual([]);
     expect(failing(params({ requiresGrad: true, enableGqa: true }, { hq: 8, hk: 1, d: 256 }))).toEqual([]);
   });
 
   it('decline backward where its tiles do not fit the shared memory (D > 192 on ~100 KB GPUs)', () => {
-    const RTX4090: Partial<DeviceProperties> = { ...H100, name: 'fake RTX 4090', arch: 'sm_89', major: 8, minor: 9, sharedMemoryPerBlockOptin: 101376 };
+    const RTX4090: Partial<DeviceProperties> = {
+      ...H100,
+      name: 'fake RTX 4090',
+      arch: 'sm_89',
+      major: 8,
+      minor: 9,
+      sharedMemoryPerBlockOptin: 101376,
+    };
     expect(failing(params({ requiresGrad: true }, { d: 192 }), RTX4090)).toEqual([]);
     expect(failing(params({ requiresGrad: true }, { d: 256 }), RTX4090)).toEqual(['backwardSharedMemory']);
     expect(failing(params({}, { d: 256 }), RTX4090)).toEqual([]); // forward alone fits
-    const why = backwardSharedMemory.check(params({ requiresGrad: true }, { d: 200 }), { device: makeFakeDeviceRuntime({ devices: [RTX4090] }).properties(0) });
+    const why = backwardSharedMemory.check(params({ requiresGrad: true }, { d: 200 }), {
+      device: makeFakeDeviceRuntime({ devices: [RTX4090] }).properties(0),
+    });
     expect(why).toMatch(/needs 102912 bytes .* allows 101376/);
   });
 
   it('decline an empty batch (the addon takes batch in [1, 65535]), dense and varlen', () => {
     expect(failing(normalizeParams(...qkv({ b: 0 })))).toEqual(['nonzeroBatchAndHeads']);
     const cu = tensor(Int32Array.of(0), [1], { dtype: 'int32', device: DEV.sm90 });
-    const [q, k, v] = [randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 }), randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 }), randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 })];
-    expect(failing(normalizeVarlenParams(q, k, v, { cuSeqlensQ: cu, cuSeqlensK: cu, maxSeqlenQ: 5, maxSeqlenK: 5 }))).toEqual(['nonzeroBatchAndHeads']);
+    const [q, k, v] = [
+      randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 }),
+      randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 }),
+      randn([0, 4, 64], { dtype: 'bfloat16', device: DEV.sm90 }),
+    ];
+    expect(
+      failing(normalizeVarlenParams(q, k, v, { cuSeqlensQ: cu, cuSeqlensK: cu, maxSeqlenQ: 5, maxSeqlenK: 5 })),
+    ).toEqual(['nonzeroBatchAndHeads']);
   });
 
   it('decline CPU tensors and a non-contiguous last dim', () => {
@@ -110,7 +167,12 @@ describe('flash-cuda rules', () => {
     const k = randn([14, 4, 64], o);
     const v = randn([14, 4, 64], o);
     const cu = (xs: number[]) => tensor(xs, [xs.length], { dtype: 'int32', device: DEV.sm90 });
-    const p = normalizeVarlenParams(q, k, v, { cuSeqlensQ: cu([0, 3, 10]), cuSeqlensK: cu([0, 5, 14]), maxSeqlenQ: 7, maxSeqlenK: 9 });
+    const p = normalizeVarlenParams(q, k, v, {
+      cuSeqlensQ: cu([0, 3, 10]),
+      cuSeqlensK: cu([0, 5, 14]),
+      maxSeqlenQ: 7,
+      maxSeqlenK: 9,
+    });
     expect(failing(p)).toEqual([]);
   });
 
@@ -129,17 +191,25 @@ function pagedParams(bs: number, extra: Record<string, unknown> = {}): SdpaParam
   const perSeq = Math.ceil(40 / bs);
   const numBlocks = 2 * perSeq + 1;
   const i32 = (xs: number[], shape: number[]) => tensor(xs, shape, { dtype: 'int32', device: DEV.sm90 });
-  const table = [...Array.from({ length: perSeq }, (_, i) => numBlocks - 1 - i), ...Array.from({ length: perSeq }, (_, i) => i)];
-  return normalizeVarlenParams(randn([3, 8, 64], o), randn([numBlocks, bs, 2, 64], o), randn([numBlocks, bs, 2, 64], o), {
-    cuSeqlensQ: i32([0, 1, 3], [3]),
-    cuSeqlensK: i32([0, 5, 45], [3]),
-    maxSeqlenQ: 2,
-    maxSeqlenK: 40,
-    enableGqa: true,
-    sequsedK: i32([5, 30], [2]),
-    blockTable: i32(table, [2, perSeq]),
-    ...extra,
-  });
+  const table = [
+    ...Array.from({ length: perSeq }, (_, i) => numBlocks - 1 - i),
+    ...Array.from({ length: perSeq }, (_, i) => i),
+  ];
+  return normalizeVarlenParams(
+    randn([3, 8, 64], o),
+    randn([numBlocks, bs, 2, 64], o),
+    randn([numBlocks, bs, 2, 64], o),
+    {
+      cuSeqlensQ: i32([0, 1, 3], [3]),
+      cuSeqlensK: i32([0, 5, 45], [3]),
+      maxSeqlenQ: 2,
+      maxSeqlenK: 40,
+      enableGqa: true,
+      sequsedK: i32([5, 30], [2]),
+      blockTable: i32(table, [2, perSeq]),
+      ...extra,
+    },
+  );
 }
 
 describe('packArgs', () => {
@@ -150,7 +220,13 @@ describe('packArgs', () => {
     const q = randn([2, 16, 4, 64], o).transpose(1, 2);
     const k = randn([2, 24, 4, 64], o).transpose(1, 2);
     const v = randn([2, 24, 4, 64], o).transpose(1, 2);
-    const p = normalizeParams(q, k, v, { window: [5, 3], alignment: 'lowerRight', dropoutP: 0.25, dropoutSeed: 7n, dropoutOffset: 9 });
+    const p = normalizeParams(q, k, v, {
+      window: [5, 3],
+      alignment: 'lowerRight',
+      dropoutP: 0.25,
+      dropoutSeed: 7n,
+      dropoutOffset: 9,
+    });
     const { ptrs, nums } = packArgs(p, facts);
     expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([16 * 4 * 64, 64, 4 * 64]);
     expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride]]).toEqual([24 * 4 * 64, 64, 4 * 64]);
@@ -180,7 +256,9 @@ describe('packArgs', () => {
     const { ptrs, nums } = packArgs(p, facts);
     expect([nums[NUM.windowLeft], nums[NUM.windowRight], nums[NUM.causal]]).toEqual([-1, -1, 1]);
     expect(nums[NUM.totalQ]).toBe(10);
-    expect([nums[NUM.batch], nums[NUM.seqQ], nums[NUM.seqK], nums[NUM.headsQ], nums[NUM.headsK]]).toEqual([2, 7, 9, 4, 2]);
+    expect([nums[NUM.batch], nums[NUM.seqQ], nums[NUM.seqK], nums[NUM.headsQ], nums[NUM.headsK]]).toEqual([
+      2, 7, 9, 4, 2,
+    ]);
     expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([0, 32, 4 * 32]);
     expect(ptrs[PTR.cuSeqlensQ]).toBe(p.varlen!.cuSeqlensQ.dataPointer());
     expect(nums[NUM.dropout]).toBe(0);
@@ -193,7 +271,12 @@ describe('packArgs', () => {
     const { ptrs, nums } = packArgs(p, facts);
     expect(ptrs[PTR.blockTable]).toBe(p.paged!.blockTable.dataPointer());
     expect([nums[NUM.pageSize], nums[NUM.numPages], nums[NUM.maxPagesPerSeq]]).toEqual([16, 7, 3]);
-    expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride], nums[NUM.kPageStride]]).toEqual([0, 64, 128, 16 * 128]);
+    expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride], nums[NUM.kPageStride]]).toEqual([
+      0,
+      64,
+      128,
+      16 * 128,
+    ]);
     expect([nums[NUM.vHeadStride], nums[NUM.vRowStride], nums[NUM.vPageStride]]).toEqual([64, 128, 16 * 128]);
     expect([nums[NUM.seqK], nums[NUM.totalK]]).toEqual([40, 0]);
     expect(ptrs[PTR.sequsedK]).toBe(p.sequsedK!.tensor.dataPointer());

@@ -28,7 +28,9 @@ import { addonLoad } from './native.js';
 import { backwardSharedMemory } from './rules-backward.js';
 
 /** Dense [B, H, S, D], or packed varlen [total, H, D] (core validated the varlen layout). */
-export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) => (p.varlen ? null : denseRank4.check(p, ctx)));
+export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) =>
+  p.varlen ? null : denseRank4.check(p, ctx),
+);
 
 /** The kernel reads slopes[b * stride0 + h]: the head dim of alibiSlopes must have stride 1. */
 export const alibiHeadContiguous: Rule = rule('alibiHeadContiguous', (p) => {

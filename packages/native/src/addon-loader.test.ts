@@ -57,14 +57,17 @@ function layout(l: Layout): { root: string; prebuiltFile: string; localFile: str
 /** A require that "loads" a file by what it holds: a module with `hello`, or a load error. */
 function fakeRequire(modules: Record<string, unknown>): NodeJS.Require {
   const real = createRequire(import.meta.url);
-  return Object.assign((path: string) => {
-    if (path in modules) {
-      const m = modules[path];
-      if (m instanceof Error) throw m;
-      return m;
-    }
-    throw new Error(`unexpected load of ${path}`);
-  }, { resolve: real.resolve }) as unknown as NodeJS.Require;
+  return Object.assign(
+    (path: string) => {
+      if (path in modules) {
+        const m = modules[path];
+        if (m instanceof Error) throw m;
+        return m;
+      }
+      throw new Error(`unexpected load of ${path}`);
+    },
+    { resolve: real.resolve },
+  ) as unknown as NodeJS.Require;
 }
 
 const working = { hello: () => 'hi' };
@@ -72,20 +75,31 @@ const working = { hello: () => 'hi' };
 describe('loadNativeAddon', () => {
   it('takes the prebuilt platform package first', () => {
     const { root, prebuiltFile, localFile } = layout({ listsPrebuilt: true, prebuilt: true, localBuild: true });
-    const load = loadNativeAddon({ packageRoot: root, platform: TAG, requiredFunctions: ['hello'], requireFn: fakeRequire({ [prebuiltFile]: working, [localFile]: working }) });
+    const load = loadNativeAddon({
+      packageRoot: root,
+      platform: TAG,
+      requiredFunctions: ['hello'],
+      requireFn: fakeRequire({ [prebuiltFile]: working, [localFile]: working }),
+    });
     expect(load).toMatchObject({ ok: true, path: prebuiltFile, origin: 'prebuilt' });
   });
 
   it('falls back to a local build when no prebuilt is installed, or the installed one fails to load', () => {
     const a = layout({ listsPrebuilt: true, localBuild: true });
-    expect(loadNativeAddon({ packageRoot: a.root, platform: TAG, requireFn: fakeRequire({ [a.localFile]: working }) })).toMatchObject({
+    expect(
+      loadNativeAddon({ packageRoot: a.root, platform: TAG, requireFn: fakeRequire({ [a.localFile]: working }) }),
+    ).toMatchObject({
       ok: true,
       path: a.localFile,
       origin: 'local build',
     });
     const b = layout({ listsPrebuilt: true, prebuilt: true, localBuild: true });
-    const broken = new Error('/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.38\' not found\nmore');
-    const load = loadNativeAddon({ packageRoot: b.root, platform: TAG, requireFn: fakeRequire({ [b.prebuiltFile]: broken, [b.localFile]: working }) });
+    const broken = new Error("/lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.38' not found\nmore");
+    const load = loadNativeAddon({
+      packageRoot: b.root,
+      platform: TAG,
+      requireFn: fakeRequire({ [b.prebuiltFile]: broken, [b.localFile]: working }),
+    });
     expect(load).toMatchObject({ ok: true, origin: 'local build' });
   });
 
@@ -115,16 +129,33 @@ describe('loadNativeAddon', () => {
 
   it('reports a prebuilt package installed without its binary, a load error (first line), and a stale build', () => {
     const { root, localFile } = layout({ listsPrebuilt: true, prebuilt: 'empty', localBuild: true });
-    const stale = loadNativeAddon({ packageRoot: root, platform: TAG, requiredFunctions: ['hello', 'bye'], requireFn: fakeRequire({ [localFile]: working }) });
-    expect(!stale.ok && stale.looked).toEqual([`@x/addon-${TAG} is installed without thing.node`, `${localFile} is from another version (it lacks bye)`]);
-    const failing = loadNativeAddon({ packageRoot: root, platform: TAG, requireFn: fakeRequire({ [localFile]: new Error('invalid ELF header\nstack') }) });
+    const stale = loadNativeAddon({
+      packageRoot: root,
+      platform: TAG,
+      requiredFunctions: ['hello', 'bye'],
+      requireFn: fakeRequire({ [localFile]: working }),
+    });
+    expect(!stale.ok && stale.looked).toEqual([
+      `@x/addon-${TAG} is installed without thing.node`,
+      `${localFile} is from another version (it lacks bye)`,
+    ]);
+    const failing = loadNativeAddon({
+      packageRoot: root,
+      platform: TAG,
+      requireFn: fakeRequire({ [localFile]: new Error('invalid ELF header\nstack') }),
+    });
     expect(!failing.ok && failing.looked[1]).toBe(`${localFile} failed to load (invalid ELF header)`);
   });
 
   it("applies the package's own version check, and a check that throws is a reason too", () => {
     const { root, localFile } = layout({ localBuild: true });
     const requireFn = fakeRequire({ [localFile]: working });
-    const old = loadNativeAddon({ packageRoot: root, platform: TAG, requireFn, validate: () => 'built against AOTriton 0.9' });
+    const old = loadNativeAddon({
+      packageRoot: root,
+      platform: TAG,
+      requireFn,
+      validate: () => 'built against AOTriton 0.9',
+    });
     expect(!old.ok && old.looked[1]).toBe(`${localFile} is unusable: built against AOTriton 0.9`);
     const throwing = loadNativeAddon({
       packageRoot: root,
@@ -149,7 +180,9 @@ describe('loadNativeAddon', () => {
     // Node's own require over a JS module named .node is refused: a real load error, not a fake one.
     const { root, prebuiltFile } = layout({ listsPrebuilt: true, prebuilt: true });
     const load = loadNativeAddon({ packageRoot: root, platform: TAG });
-    expect(!load.ok && load.looked[0]).toMatch(new RegExp(`^${prebuiltFile.replaceAll('/', '\\/')} failed to load \\(`));
+    expect(!load.ok && load.looked[0]).toMatch(
+      new RegExp(`^${prebuiltFile.replaceAll('/', '\\/')} failed to load \\(`),
+    );
   });
 });
 
@@ -158,10 +191,13 @@ describe('lazyNativeAddon', () => {
     const { root, localFile } = layout({ localBuild: true });
     let loads = 0;
     const requireFn = fakeRequire({});
-    const counting = Object.assign((p: string) => {
-      loads++;
-      return p === localFile ? working : requireFn(p);
-    }, { resolve: requireFn.resolve }) as unknown as NodeJS.Require;
+    const counting = Object.assign(
+      (p: string) => {
+        loads++;
+        return p === localFile ? working : requireFn(p);
+      },
+      { resolve: requireFn.resolve },
+    ) as unknown as NodeJS.Require;
     const get = lazyNativeAddon({ packageRoot: root, platform: TAG, requireFn: counting });
     expect(get()).toBe(get());
     expect(loads).toBe(1);

@@ -47,7 +47,9 @@ function tryLoad(path: string, spec: NativeAddonSpec, requireFn: NodeJS.Require)
   } catch (e) {
     return { note: `${path} failed to load (${message(e)})` };
   }
-  const missing = (spec.requiredFunctions ?? []).filter((f) => typeof (module as Record<string, unknown>)[f] !== 'function');
+  const missing = (spec.requiredFunctions ?? []).filter(
+    (f) => typeof (module as Record<string, unknown>)[f] !== 'function',
+  );
   if (missing.length > 0) return { note: `${path} is from another version (it lacks ${missing.join(', ')})` };
   let problem: string | null;
   try {
@@ -59,7 +61,13 @@ function tryLoad(path: string, spec: NativeAddonSpec, requireFn: NodeJS.Require)
   return { note: path, load: { addon: module, path } };
 }
 
-function prebuiltAttempt(pkg: PackageJson, file: string, prebuilt: string, spec: NativeAddonSpec, requireFn: NodeJS.Require): Attempt {
+function prebuiltAttempt(
+  pkg: PackageJson,
+  file: string,
+  prebuilt: string,
+  spec: NativeAddonSpec,
+  requireFn: NodeJS.Require,
+): Attempt {
   let dir: string;
   try {
     dir = dirname(createRequire(join(spec.packageRoot, 'package.json')).resolve(`${prebuilt}/package.json`));
@@ -106,13 +114,26 @@ export function loadNativeAddon<T>(spec: NativeAddonSpec): NativeAddonLoad<T> {
   const prebuilt = prebuiltPackageName(pkg.name, tag);
   const requireFn = spec.requireFn ?? createRequire(join(spec.packageRoot, 'package.json'));
   const attempts: Attempt[] = [];
-  for (const attempt of [() => prebuiltAttempt(pkg, file, prebuilt, spec, requireFn), () => localAttempt(file, spec, requireFn)]) {
+  for (const attempt of [
+    () => prebuiltAttempt(pkg, file, prebuilt, spec, requireFn),
+    () => localAttempt(file, spec, requireFn),
+  ]) {
     const a = attempt();
-    if (a.load) return { ok: true, addon: a.load.addon as T, path: a.load.path, origin: attempts.length === 0 ? 'prebuilt' : 'local build' };
+    if (a.load)
+      return {
+        ok: true,
+        addon: a.load.addon as T,
+        path: a.load.path,
+        origin: attempts.length === 0 ? 'prebuilt' : 'local build',
+      };
     attempts.push(a);
   }
   const looked = attempts.map((a) => a.note);
-  return { ok: false, looked, reason: `no native addon: ${looked.join('; ')}. Fix: ${fix(pkg, prebuilt, tag, requires)}` };
+  return {
+    ok: false,
+    looked,
+    reason: `no native addon: ${looked.join('; ')}. Fix: ${fix(pkg, prebuilt, tag, requires)}`,
+  };
 }
 
 /** A loader that tries once, on first use, and remembers the outcome for the process. */

@@ -48,8 +48,15 @@ export function findPackageRoot(fromFile: string, name: string): string {
 /** The `attnNative` field, checked; throws with what is wrong (a packaging bug, not a user error). */
 export function nativeConfig(pkg: PackageJson): NativeConfig {
   const c = pkg.attnNative;
-  if (!c || typeof c.addon !== 'string' || !['cxx', 'nvcc', 'hipcc'].includes(c.toolchain) || typeof c.requires !== 'string') {
-    throw new Error(`${pkg.name}'s package.json has no valid "attnNative" field ({ addon, toolchain: cxx|nvcc|hipcc, requires })`);
+  if (
+    !c ||
+    typeof c.addon !== 'string' ||
+    !['cxx', 'nvcc', 'hipcc'].includes(c.toolchain) ||
+    typeof c.requires !== 'string'
+  ) {
+    throw new Error(
+      `${pkg.name}'s package.json has no valid "attnNative" field ({ addon, toolchain: cxx|nvcc|hipcc, requires })`,
+    );
   }
   return c;
 }

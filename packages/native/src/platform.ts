@@ -19,7 +19,11 @@ export function detectLibc(report: () => unknown = () => process.report?.getRepo
 }
 
 /** E.g. 'linux-x64-gnu', 'linux-arm64-musl', 'darwin-arm64', 'win32-x64'. */
-export function platformTag(platform: NodeJS.Platform = process.platform, arch: string = process.arch, libc?: Libc): string {
+export function platformTag(
+  platform: NodeJS.Platform = process.platform,
+  arch: string = process.arch,
+  libc?: Libc,
+): string {
   if (platform !== 'linux') return `${platform}-${arch}`;
   return `${platform}-${arch}-${libc ?? detectLibc()}`;
 }

@@ -13,7 +13,11 @@ const addonPackages = readdirSync(packagesDir).filter((p) => existsSync(join(pac
 function cmakeFiles(pkg: string): string[] {
   const root = join(packagesDir, pkg);
   const cmakeDir = join(root, 'cmake');
-  const own = existsSync(cmakeDir) ? readdirSync(cmakeDir).filter((f) => f.endsWith('.cmake')).map((f) => join(cmakeDir, f)) : [];
+  const own = existsSync(cmakeDir)
+    ? readdirSync(cmakeDir)
+        .filter((f) => f.endsWith('.cmake'))
+        .map((f) => join(cmakeDir, f))
+    : [];
   return [join(root, 'CMakeLists.txt'), ...own];
 }
 
@@ -26,7 +30,10 @@ describe('addon builds stay inside their package and its declared dependencies',
     it(`${pkg}: no relative path leaves the package, and every ATTN_DIR_ it uses is a dependency's`, () => {
       const declared = Object.keys(dependencyDirs(join(packagesDir, pkg)));
       for (const file of cmakeFiles(pkg)) {
-        const text = readFileSync(file, 'utf8').split('\n').filter((l) => !l.trimStart().startsWith('#')).join('\n');
+        const text = readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((l) => !l.trimStart().startsWith('#'))
+          .join('\n');
         // A cmake/ module may step up once, to its own package root; nothing steps up further.
         const allowed = file.includes(`${pkg}/cmake/`) ? /\$\{CMAKE_CURRENT_LIST_DIR\}\/\.\.\/(?!\.\.)/g : /$^/g;
         const escapes = text.replace(allowed, '').match(/\.\.\//g) ?? [];

@@ -25,7 +25,9 @@ namespace {
 namespace aot = AOTRITON_NS;
 namespace flash = AOTRITON_NS::v3::flash;
 
-[[noreturn]] void fail(Napi::Env env, const std::string& what) { throw Napi::Error::New(env, "attn aotriton: " + what); }
+[[noreturn]] void fail(Napi::Env env, const std::string& what) {
+  throw Napi::Error::New(env, "attn aotriton: " + what);
+}
 
 Napi::Object field_object(Napi::Env env, const Napi::Object& o, const char* name) {
   Napi::Value v = o.Get(name);
@@ -60,7 +62,8 @@ aot::TensorView<R> tensor_view(Napi::Env env, const Napi::Object& parent, const 
   if (!sizes_v.IsArray() || !strides_v.IsArray()) fail(env, std::string(name) + ".sizes/.strides must be arrays");
   Napi::Array sizes = sizes_v.As<Napi::Array>();
   Napi::Array strides = strides_v.As<Napi::Array>();
-  if (sizes.Length() != R || strides.Length() != R) fail(env, std::string(name) + " must have rank " + std::to_string(R));
+  if (sizes.Length() != R || strides.Length() != R)
+    fail(env, std::string(name) + " must have rank " + std::to_string(R));
   std::array<uint64_t, R> sz{};
   std::array<uint64_t, R> st{};
   for (uint32_t i = 0; i < static_cast<uint32_t>(R); i++) {
@@ -74,7 +77,8 @@ aot::TensorView<R> tensor_view(Napi::Env env, const Napi::Object& parent, const 
 
 aot::TensorView<0> scalar_view(Napi::Env env, const Napi::Object& parent, const char* name) {
   Napi::Object o = field_object(env, parent, name);
-  return aot::TensorView<0>(static_cast<intptr_t>(big(env, o.Get("ptr"), name)), static_cast<aot::DType>(int32_field(env, o, "dtype")));
+  return aot::TensorView<0>(static_cast<intptr_t>(big(env, o.Get("ptr"), name)),
+                            static_cast<aot::DType>(int32_field(env, o, "dtype")));
 }
 
 #if ATTN_AOT_AT_LEAST(11)
@@ -105,10 +109,13 @@ struct Eager {
 };
 #endif
 
-hipStream_t stream_of(Napi::Env env, const Napi::Value& v) { return reinterpret_cast<hipStream_t>(big(env, v, "stream")); }
+hipStream_t stream_of(Napi::Env env, const Napi::Value& v) {
+  return reinterpret_cast<hipStream_t>(big(env, v, "stream"));
+}
 
 void check(Napi::Env env, hipError_t err, const char* what) {
-  if (err != hipSuccess) fail(env, std::string(what) + " failed: " + hipGetErrorName(err) + " (" + hipGetErrorString(err) + ")");
+  if (err != hipSuccess)
+    fail(env, std::string(what) + " failed: " + hipGetErrorName(err) + " (" + hipGetErrorString(err) + ")");
 }
 
 flash::attn_options options(bool deterministic) {
@@ -169,7 +176,8 @@ Napi::Value Forward(const Napi::CallbackInfo& info) {
   p.window_left = int32_field(env, a, "window_left");
   p.window_right = int32_field(env, a, "window_right");
   const flash::attn_options opts = options(info[2].ToBoolean());
-  check(env, flash::attn_fwd(p, flash::attn_fwd_params::kVersion, stream_of(env, info[1]), &opts), "aotriton::v3::flash::attn_fwd");
+  check(env, flash::attn_fwd(p, flash::attn_fwd_params::kVersion, stream_of(env, info[1]), &opts),
+        "aotriton::v3::flash::attn_fwd");
   return env.Undefined();
 }
 
@@ -215,7 +223,8 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   p.DQ_ACC = dq_acc.lazy();
 #endif
   const flash::attn_options opts = options(info[2].ToBoolean());
-  check(env, flash::attn_bwd(p, flash::attn_bwd_params::kVersion, stream_of(env, info[1]), &opts), "aotriton::v3::flash::attn_bwd");
+  check(env, flash::attn_bwd(p, flash::attn_bwd_params::kVersion, stream_of(env, info[1]), &opts),
+        "aotriton::v3::flash::attn_bwd");
   return env.Undefined();
 }
 

@@ -16,8 +16,8 @@ struct LseConvert {
   int32_t heads_q = 0;
   int32_t sequences = 0;
   int32_t max_seqlen_q = 0;
-  int64_t total_q = 0;                     // 0 for dense
-  const int32_t* cu_seqlens_q = nullptr;   // nullptr for dense
+  int64_t total_q = 0;                    // 0 for dense
+  const int32_t* cu_seqlens_q = nullptr;  // nullptr for dense
   float fully_masked_below = -1e38f;
 };
 

@@ -43,7 +43,9 @@ describe('AOTriton arch lists', () => {
     expect(archStatus(v(9, 2), 'gfx942')).toBe('unsupported');
   });
   it('lists the stable set', () => {
-    expect(stableArchs(v(12))).toEqual(expect.arrayContaining(['gfx90a', 'gfx942', 'gfx950', 'gfx1100', 'gfx1151', 'gfx1201']));
+    expect(stableArchs(v(12))).toEqual(
+      expect.arrayContaining(['gfx90a', 'gfx942', 'gfx950', 'gfx1100', 'gfx1151', 'gfx1201']),
+    );
     expect(stableArchs(v(12))).not.toContain('gfx1200');
   });
 });

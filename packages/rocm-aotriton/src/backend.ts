@@ -26,12 +26,19 @@ import { versionString } from './version.js';
 
 export type AotritonKind = 'flash' | 'efficient';
 
-export const defaultRuleDeps: AotritonRuleDeps = { version: aotritonVersion, experimental: () => enableExperimentalAotritonArchs() };
+export const defaultRuleDeps: AotritonRuleDeps = {
+  version: aotritonVersion,
+  experimental: () => enableExperimentalAotritonArchs(),
+};
 
 function requireAddon(): AotritonAddon {
   const a = aotritonAvailability();
   const load = loadAotriton();
-  if (!a.ok || !load.ok) throw new DeviceError('ATTN_DEVICE_UNAVAILABLE', `AOTriton is unavailable: ${a.ok ? 'the addon did not load' : a.reason}`);
+  if (!a.ok || !load.ok)
+    throw new DeviceError(
+      'ATTN_DEVICE_UNAVAILABLE',
+      `AOTriton is unavailable: ${a.ok ? 'the addon did not load' : a.reason}`,
+    );
   return load.addon;
 }
 
@@ -58,7 +65,10 @@ function forward(p: SdpaParams): ForwardOutputs {
   const device = p.device;
   const out = forwardOutput(p, plan.outShape, { dtype: p.dtype, device }); // the call's out, or a new tensor
   const logsumexp = empty(plan.lseShape, { dtype: 'float32', device });
-  const aotLse = plan.aotLse === 'alias' ? logsumexp.reshape(plan.aotLseShape) : empty(plan.aotLseShape, { dtype: 'float32', device });
+  const aotLse =
+    plan.aotLse === 'alias'
+      ? logsumexp.reshape(plan.aotLseShape)
+      : empty(plan.aotLseShape, { dtype: 'float32', device });
   const counter = plan.atomicCounter ? zeros([1], { dtype: 'int32', device }) : null;
   try {
     addon.forward(forwardArgs(p, { out, aotLse, atomicCounter: counter?.dataPointer() ?? null }), stream, false);
@@ -77,7 +87,10 @@ function backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradie
   const f32 = { dtype: 'float32' as const, device };
   const mask = p.mask;
   if (mask && mask.expandedStrides.some((s, i) => s === 0 && [p.batch, p.headsQ, p.seqQ, p.seqK][i]! > 1)) {
-    throw new AttnInputError('ATTN_MASK', 'AOTriton cannot reduce the bias gradient to a broadcast mask; expand the mask to [B, Hq, Sq, Sk] (see the aotritonBias rule).');
+    throw new AttnInputError(
+      'ATTN_MASK',
+      'AOTriton cannot reduce the bias gradient to a broadcast mask; expand the mask to [B, Hq, Sq, Sk] (see the aotritonBias rule).',
+    );
   }
   const dq = empty(p.query.shape, { dtype: p.dtype, device });
   const dk = empty(p.key.shape, { dtype: p.dtype, device });

@@ -21,4 +21,9 @@ function blocker(): string | null {
   return null;
 }
 
-describeConformanceWhereRunnable(['aotriton-flash', 'aotriton-efficient'], { reason: blocker(), requireEnv: 'ATTN_REQUIRE_ROCM', needs: 'a ROCm device and an AOTriton build of this addon', quick: true });
+describeConformanceWhereRunnable(['aotriton-flash', 'aotriton-efficient'], {
+  reason: blocker(),
+  requireEnv: 'ATTN_REQUIRE_ROCM',
+  needs: 'a ROCm device and an AOTriton build of this addon',
+  quick: true,
+});

@@ -20,17 +20,26 @@ const params = (fields: Partial<Record<keyof SdpaParams, unknown>>): SdpaParams 
 
 describe('AOTriton declines', () => {
   it('name the loaded AOTriton version and what its flash API lacks', () => {
-    expect(aotritonNoSoftcap(v0112).check(params({ softcap: 30 }), ctx)).toMatch(/^AOTriton 0\.11\.2 has no logits soft cap: .*Sm_scale only \(0\.10b to 0\.13b\)/);
-    expect(aotritonNoSequsedK(v0112).check(params({ sequsedK: {} }), ctx)).toMatch(/^AOTriton 0\.11\.2 takes no per-batch used-key count .*cu_seqlens_k only/);
+    expect(aotritonNoSoftcap(v0112).check(params({ softcap: 30 }), ctx)).toMatch(
+      /^AOTriton 0\.11\.2 has no logits soft cap: .*Sm_scale only \(0\.10b to 0\.13b\)/,
+    );
+    expect(aotritonNoSequsedK(v0112).check(params({ sequsedK: {} }), ctx)).toMatch(
+      /^AOTriton 0\.11\.2 takes no per-batch used-key count .*cu_seqlens_k only/,
+    );
     expect(aotritonNoSequsedK(() => ({ major: 0, minor: 12, patch: 1 })).check(params({ sequsedK: {} }), ctx)).toMatch(
       /^AOTriton 0\.12\.1 takes used key lengths only as the cu_seqlens_k of its padded or strided varlen layouts .* does not marshal/,
     );
-    expect(aotritonNoPagedKv(v0112).check(params({ paged: {} }), ctx)).toMatch(/^AOTriton 0\.11\.2 has no paged K\/V: .*no block table/);
-    expect(aotritonNoKvCache(v0112).check(params({ kvCache: {} }), ctx)).toMatch(/^AOTriton 0\.11\.2 has no KV-cache call: its flash API is attn_fwd and attn_bwd/);
+    expect(aotritonNoPagedKv(v0112).check(params({ paged: {} }), ctx)).toMatch(
+      /^AOTriton 0\.11\.2 has no paged K\/V: .*no block table/,
+    );
+    expect(aotritonNoKvCache(v0112).check(params({ kvCache: {} }), ctx)).toMatch(
+      /^AOTriton 0\.11\.2 has no KV-cache call: its flash API is attn_fwd and attn_bwd/,
+    );
   });
 
   it('pass calls without those features, and cite the newest known version without the addon', () => {
-    for (const r of [aotritonNoSoftcap, aotritonNoSequsedK, aotritonNoPagedKv, aotritonNoKvCache]) expect(r(v0112).check(params({}), ctx)).toBeNull();
+    for (const r of [aotritonNoSoftcap, aotritonNoSequsedK, aotritonNoPagedKv, aotritonNoKvCache])
+      expect(r(v0112).check(params({}), ctx)).toBeNull();
     expect(aotritonNoSoftcap(() => null).check(params({ softcap: 30 }), ctx)).toMatch(/^AOTriton 0\.14\.0 /);
   });
 

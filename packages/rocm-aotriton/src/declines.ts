@@ -33,7 +33,8 @@ export function aotritonNoSequsedK(version: VersionProbe): Rule {
   return rule('noSequsedK', (p) => {
     if (!p.sequsedK) return null;
     const v = version() ?? LATEST_KNOWN;
-    const fix = 'slice the keys to the used ones (varlen: pass those lengths as cuSeqlensK), or use a backend that takes sequsedK.';
+    const fix =
+      'slice the keys to the used ones (varlen: pass those lengths as cuSeqlensK), or use a backend that takes sequsedK.';
     if (compareVersions(v, PADDED_VARLEN) < 0) {
       return `${named(version)} takes no per-batch used-key count (FlashAttention's seqused_k): its varlen reads the key lengths from cu_seqlens_k only (compact layout); ${fix}`;
     }

@@ -23,7 +23,10 @@ function state(): ExperimentalState {
 export function enableExperimentalAotritonArchs(on?: boolean): boolean {
   if (on === undefined) return state().on;
   if (typeof on !== 'boolean') {
-    throw new AttnInputError('ATTN_TYPE', `enableExperimentalAotritonArchs takes true or false (or nothing, to read the setting); got ${typeof on}.`);
+    throw new AttnInputError(
+      'ATTN_TYPE',
+      `enableExperimentalAotritonArchs takes true or false (or nothing, to read the setting); got ${typeof on}.`,
+    );
   }
   state().on = on;
   return on;

@@ -18,11 +18,22 @@ describe('forwardArgs, dense', () => {
     t.k = kStore.transpose(1, 2);
     const p = params(t, { scale: 0.125 });
     const plan = planForward(p);
-    expect(plan).toMatchObject({ outShape: [2, 4, 16, 64], lseShape: [2, 4, 16], aotLse: 'alias', aotLseShape: [8, 16], atomicCounter: false });
+    expect(plan).toMatchObject({
+      outShape: [2, 4, 16, 64],
+      lseShape: [2, 4, 16],
+      aotLse: 'alias',
+      aotLseShape: [8, 16],
+      atomicCounter: false,
+    });
     const out = rocmTensor([2, 4, 16, 64]);
     const lse = rocmTensor([8, 16], { dtype: 'float32' });
     const a = forwardArgs(p, { out, aotLse: lse, atomicCounter: null });
-    expect(a.Q).toEqual({ ptr: t.q.dataPointer(), sizes: [2, 4, 16, 64], strides: [4096, 1024, 64, 1], dtype: AOT_DTYPE.float16 });
+    expect(a.Q).toEqual({
+      ptr: t.q.dataPointer(),
+      sizes: [2, 4, 16, 64],
+      strides: [4096, 1024, 64, 1],
+      dtype: AOT_DTYPE.float16,
+    });
     expect(a.K.strides).toEqual([32 * 4 * 64, 64, 4 * 64, 1]);
     expect(a.K.ptr).toBe(kStore.dataPointer());
     expect(a.L).toEqual({ ptr: lse.dataPointer(), sizes: [8, 16], strides: [16, 1], dtype: AOT_DTYPE.float32 });
@@ -42,7 +53,11 @@ describe('forwardArgs, dense', () => {
     const q = base.narrow(0, 1, 2);
     const t = qkv(2, 4, 8, 8, 64);
     t.q = q;
-    const a = forwardArgs(params(t), { out: rocmTensor([2, 4, 8, 64]), aotLse: rocmTensor([8, 8], { dtype: 'float32' }), atomicCounter: null });
+    const a = forwardArgs(params(t), {
+      out: rocmTensor([2, 4, 8, 64]),
+      aotLse: rocmTensor([8, 8], { dtype: 'float32' }),
+      atomicCounter: null,
+    });
     expect(a.Q.ptr).toBe(base.dataPointer() + BigInt(4 * 8 * 64 * 2));
   });
 
@@ -53,20 +68,37 @@ describe('forwardArgs, dense', () => {
     expect(() => forwardArgs(p, { ...buf, atomicCounter: null })).toThrow(/atomic counter/);
     const a = forwardArgs(p, { ...buf, atomicCounter: 0xabcn });
     expect(a.persistent_atomic_counter).toEqual({ ptr: 0xabcn, sizes: [], strides: [], dtype: AOT_DTYPE.int32 });
-    expect([a.causal_type, a.window_left, a.window_right]).toEqual([3, WINDOW_TOP_LEFT_ALIGNED, WINDOW_TOP_LEFT_ALIGNED]);
+    expect([a.causal_type, a.window_left, a.window_right]).toEqual([
+      3,
+      WINDOW_TOP_LEFT_ALIGNED,
+      WINDOW_TOP_LEFT_ALIGNED,
+    ]);
   });
 
   it('an additive bias becomes B with zero strides on broadcast dims', () => {
     const t = qkv(2, 4, 8, 16, 64, { dtype: 'float32' });
     const mask = rocmTensor([8, 16], { dtype: 'float32' });
     const p = params(t, { attnMask: mask });
-    const a = forwardArgs(p, { out: rocmTensor([2, 4, 8, 64], { dtype: 'float32' }), aotLse: rocmTensor([8, 8], { dtype: 'float32' }), atomicCounter: null });
-    expect(a.B).toEqual({ ptr: mask.dataPointer(), sizes: [2, 4, 8, 16], strides: [0, 0, 16, 1], dtype: AOT_DTYPE.float32 });
+    const a = forwardArgs(p, {
+      out: rocmTensor([2, 4, 8, 64], { dtype: 'float32' }),
+      aotLse: rocmTensor([8, 8], { dtype: 'float32' }),
+      atomicCounter: null,
+    });
+    expect(a.B).toEqual({
+      ptr: mask.dataPointer(),
+      sizes: [2, 4, 8, 16],
+      strides: [0, 0, 16, 1],
+      dtype: AOT_DTYPE.float32,
+    });
   });
 
   it('dropout, if it ever reaches the marshaller, needs the seed/offset words and passes them as uint64 scalars', () => {
     const p = params(qkv(1, 1, 4, 4, 64), { dropoutP: 0.25, dropoutSeed: 7n, dropoutOffset: 3 });
-    const buf = { out: rocmTensor([1, 1, 4, 64]), aotLse: rocmTensor([1, 4], { dtype: 'float32' }), atomicCounter: null };
+    const buf = {
+      out: rocmTensor([1, 1, 4, 64]),
+      aotLse: rocmTensor([1, 4], { dtype: 'float32' }),
+      atomicCounter: null,
+    };
     expect(() => forwardArgs(p, buf)).toThrow(/Philox seed and offset/);
     const a = forwardArgs(p, { ...buf, philox: { seedPtr: 0x100n, offsetPtr: 0x108n } });
     expect(a.dropout_p).toBe(0.25);
@@ -86,7 +118,11 @@ describe('forwardArgs, varlen', () => {
     expect(a.Q.sizes).toEqual([1, 4, 8, 64]);
     expect(a.Q.strides).toEqual([8 * 256, 64, 256, 1]);
     expect(a.Out.ptr).toBe(out.dataPointer());
-    expect(a.cu_seqlens_q).toMatchObject({ ptr: p.varlen!.cuSeqlensQ.dataPointer(), sizes: [3], dtype: AOT_DTYPE.int32 });
+    expect(a.cu_seqlens_q).toMatchObject({
+      ptr: p.varlen!.cuSeqlensQ.dataPointer(),
+      sizes: [3],
+      dtype: AOT_DTYPE.int32,
+    });
     expect([a.Max_seqlen_q, a.Max_seqlen_k, a.varlen_type]).toEqual([5, 5, 1]);
   });
 
@@ -128,7 +164,12 @@ describe('backwardArgs', () => {
     const a = backwardArgs(p, buf);
     expect(a.DO.ptr).toBe(buf.gradOut.dataPointer());
     expect(a.DQ.ptr).toBe(buf.dq.dataPointer());
-    expect(a.DB).toEqual({ ptr: buf.dbias.dataPointer(), sizes: [1, 2, 4, 4], strides: [32, 16, 4, 1], dtype: AOT_DTYPE.float32 });
+    expect(a.DB).toEqual({
+      ptr: buf.dbias.dataPointer(),
+      sizes: [1, 2, 4, 4],
+      strides: [32, 16, 4, 1],
+      dtype: AOT_DTYPE.float32,
+    });
     expect(a.B.ptr).toBe(mask.dataPointer());
     expect(a.L.ptr).toBe(buf.aotLse.dataPointer());
     expect(a.D.ptr).toBe(buf.delta.dataPointer());

@@ -78,7 +78,8 @@ export function aotritonFlashHeadDim(deps: AotritonRuleDeps): Rule {
     if (p.headDim > cap) {
       return `FlashAttention on ROCm supports head dimension at most ${cap} (AOTriton ${versionString(versionOf(deps))}${ctx.device ? ` on ${ctx.device.arch}` : ''}); got ${p.headDim}. Split the heads or use another backend.`;
     }
-    if (p.headDim % 8 !== 0) return `FlashAttention on ROCm needs a head dimension divisible by 8; got ${p.headDim}. Zero-pad it to ${Math.ceil(p.headDim / 8) * 8} (keep the scale of ${p.headDim}).`;
+    if (p.headDim % 8 !== 0)
+      return `FlashAttention on ROCm needs a head dimension divisible by 8; got ${p.headDim}. Zero-pad it to ${Math.ceil(p.headDim / 8) * 8} (keep the scale of ${p.headDim}).`;
     return null;
   });
 }
@@ -93,8 +94,10 @@ export function aotritonEfficientHeadDim(deps: AotritonRuleDeps): Rule {
     }
     const align = p.dtype === 'float32' ? 4 : 8;
     const cap = headDimCap(deps, p, ctx.device?.arch);
-    if (p.headDim % align !== 0) return `Mem efficient attention on ROCm needs a head dimension divisible by ${align} for ${p.dtype}; got ${p.headDim}. Zero-pad it.`;
-    if (p.headDim > cap) return `Mem efficient attention on ROCm requires last dimension of inputs to be at most ${cap} (AOTriton ${versionString(v)}); got ${p.headDim}.`;
+    if (p.headDim % align !== 0)
+      return `Mem efficient attention on ROCm needs a head dimension divisible by ${align} for ${p.dtype}; got ${p.headDim}. Zero-pad it.`;
+    if (p.headDim > cap)
+      return `Mem efficient attention on ROCm requires last dimension of inputs to be at most ${cap} (AOTriton ${versionString(v)}); got ${p.headDim}.`;
     return null;
   });
 }

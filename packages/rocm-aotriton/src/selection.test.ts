@@ -27,10 +27,17 @@ interface World {
 
 function report(t: Qkv, opts: SdpaOptions, world: World = {}): SelectionReport {
   const fa = (): FaLibraryDeps => ({
-    probe: (lib) => (lib === 'ck' ? { library: 'ck', availability: () => ({ ok: true }), archs: ['gfx90a', 'gfx942', 'gfx950'] } : undefined),
+    probe: (lib) =>
+      lib === 'ck'
+        ? { library: 'ck', availability: () => ({ ok: true }), archs: ['gfx90a', 'gfx942', 'gfx950'] }
+        : undefined,
     visibleArchs: () => ({ ok: true, archs: ['gfx942'] }),
   });
-  const deps = { version: () => world.version ?? { major: 0, minor: 12, patch: 1 }, experimental: () => world.experimental ?? false, faLibrary: fa };
+  const deps = {
+    version: () => world.version ?? { major: 0, minor: 12, patch: 1 },
+    experimental: () => world.experimental ?? false,
+    faLibrary: fa,
+  };
   if (world.preferCk) preferredRocmFaLibrary('ck', fa());
   else resetRocmFaPreference();
   return withIsolatedRegistry(() => {
@@ -101,16 +108,22 @@ describe('AOTriton selection (PyTorch ROCm flash -> efficient order)', () => {
 
   it('efficient head dims from 0.12: alignment 4 for fp32', () => {
     expect(failing(report(qkv(1, 1, 8, 8, 36, { dtype: 'float32' }), {}), 'aotriton-efficient')).toEqual([]);
-    expect(message(report(qkv(1, 1, 8, 8, 36), {}), 'aotriton-efficient', 'aotritonHeadDim')).toMatch(/divisible by 8 for float16/);
+    expect(message(report(qkv(1, 1, 8, 8, 36), {}), 'aotriton-efficient', 'aotritonHeadDim')).toMatch(
+      /divisible by 8 for float16/,
+    );
   });
 
   it('no ALiBi, no softcap, and dropout declined because the Philox mapping differs', () => {
     const t = qkv(1, 2, 8, 8, 64);
     const alibi = report(t, { alibiSlopes: rocmTensor([2], { dtype: 'float32' }) });
-    expect(message(alibi, 'aotriton-flash', 'noAlibi')).toMatch(/^AOTriton 0\.12\.1 is built without ALiBi.*preferredRocmFaLibrary\('ck'\)/);
+    expect(message(alibi, 'aotriton-flash', 'noAlibi')).toMatch(
+      /^AOTriton 0\.12\.1 is built without ALiBi.*preferredRocmFaLibrary\('ck'\)/,
+    );
     expect(failing(report(t, { softcap: 30 }), 'aotriton-flash')).toContain('noSoftcap');
     const drop = report(t, { dropoutP: 0.1 });
-    expect(message(drop, 'aotriton-flash', 'noDropout')).toMatch(/^AOTriton 0\.12\.1 draws dropout with its own Philox counter layout \(tl.randint4x .*ceil\(Sk\/4\).*same seed would drop different elements/);
+    expect(message(drop, 'aotriton-flash', 'noDropout')).toMatch(
+      /^AOTriton 0\.12\.1 draws dropout with its own Philox counter layout \(tl.randint4x .*ceil\(Sk\/4\).*same seed would drop different elements/,
+    );
     expect(failing(drop, 'aotriton-efficient')).toContain('noDropout');
   });
 
@@ -123,16 +136,26 @@ describe('AOTriton selection (PyTorch ROCm flash -> efficient order)', () => {
   it('the window_right bug declines asymmetric windows on 0.11.1 only', () => {
     const t = qkv(1, 2, 32, 32, 64);
     const old = { version: { major: 0, minor: 11, patch: 1 } };
-    expect(message(report(t, { window: [8, 2] }, old), 'aotriton-flash', 'aotritonWindow')).toMatch(/0\.11\.1 ignores window_right.*0\.11\.2b/);
+    expect(message(report(t, { window: [8, 2] }, old), 'aotriton-flash', 'aotritonWindow')).toMatch(
+      /0\.11\.1 ignores window_right.*0\.11\.2b/,
+    );
     expect(failing(report(t, { isCausal: true }, old), 'aotriton-flash')).toEqual([]);
     expect(failing(report(t, { window: [4, 4] }, old), 'aotriton-flash')).toEqual([]);
-    expect(failing(report(t, { window: [8, 2] }, { version: { major: 0, minor: 11, patch: 2 } }), 'aotriton-flash')).toEqual([]);
+    expect(
+      failing(report(t, { window: [8, 2] }, { version: { major: 0, minor: 11, patch: 2 } }), 'aotriton-flash'),
+    ).toEqual([]);
   });
 
   it('deterministic backward needs 0.12', () => {
     const t = qkv(1, 2, 8, 8, 64);
     const opts = { requiresGrad: true, deterministic: true };
-    expect(message(report(t, opts, { version: { major: 0, minor: 11, patch: 2 } }), 'aotriton-flash', 'aotritonDeterministic')).toMatch(/came in 0\.12/);
+    expect(
+      message(
+        report(t, opts, { version: { major: 0, minor: 11, patch: 2 } }),
+        'aotriton-flash',
+        'aotritonDeterministic',
+      ),
+    ).toMatch(/came in 0\.12/);
     expect(failing(report(t, opts), 'aotriton-flash')).toEqual([]);
   });
 });
@@ -141,23 +164,31 @@ describe('arch gating', () => {
   it('experimental archs need enableExperimentalAotritonArchs(true)', () => {
     device.setArch('gfx1101');
     const t = qkv(1, 2, 8, 8, 64);
-    expect(message(report(t, {}), 'aotriton-flash', 'aotritonArch')).toMatch(/gfx1101 is still experimental.*enableExperimentalAotritonArchs\(true\) from @attn\/rocm-aotriton/);
+    expect(message(report(t, {}), 'aotriton-flash', 'aotritonArch')).toMatch(
+      /gfx1101 is still experimental.*enableExperimentalAotritonArchs\(true\) from @attn\/rocm-aotriton/,
+    );
     expect(message(report(t, {}), 'aotriton-efficient', 'aotritonArch')).toMatch(/^Mem Efficient attention on gfx1101/);
     expect(failing(report(t, {}, { experimental: true }), 'aotriton-flash')).toEqual([]);
   });
 
   it('unknown archs are declined with the supported list; tech preview needs no switch', () => {
     device.setArch('gfx1030');
-    expect(message(report(qkv(1, 2, 8, 8, 64), {}), 'aotriton-flash', 'aotritonArch')).toMatch(/no kernels for gfx1030 \(it runs on gfx90a, gfx942, gfx950.*more behind enableExperimentalAotritonArchs\(true\)/);
+    expect(message(report(qkv(1, 2, 8, 8, 64), {}), 'aotriton-flash', 'aotritonArch')).toMatch(
+      /no kernels for gfx1030 \(it runs on gfx90a, gfx942, gfx950.*more behind enableExperimentalAotritonArchs\(true\)/,
+    );
     device.setArch('gfx1250');
-    expect(failing(report(qkv(1, 2, 8, 8, 64), {}, { version: { major: 0, minor: 13, patch: 0 } }), 'aotriton-flash')).toEqual([]);
+    expect(
+      failing(report(qkv(1, 2, 8, 8, 64), {}, { version: { major: 0, minor: 13, patch: 0 } }), 'aotriton-flash'),
+    ).toEqual([]);
   });
 });
 
 describe('library preference', () => {
   it('with CK preferred, both AOTriton backends decline and say so', () => {
     const r = report(qkv(1, 2, 8, 8, 64), {}, { preferCk: true });
-    expect(message(r, 'aotriton-flash', 'rocmFaLibrary')).toMatch(/CK is the preferred ROCm attention library \(preferredRocmFaLibrary\('ck'\)\).*preferredRocmFaLibrary\('aotriton'\)/);
+    expect(message(r, 'aotriton-flash', 'rocmFaLibrary')).toMatch(
+      /CK is the preferred ROCm attention library \(preferredRocmFaLibrary\('ck'\)\).*preferredRocmFaLibrary\('aotriton'\)/,
+    );
     expect(failing(r, 'aotriton-efficient')).toEqual(['rocmFaLibrary']);
   });
 });

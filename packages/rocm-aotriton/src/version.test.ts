@@ -24,7 +24,9 @@ describe('params-struct versions (the ABI guard)', () => {
     expect(checkParamsVersions(v(10), { fwd: 1, bwd: 1 })).toBeNull();
     expect(checkParamsVersions(v(10), { fwd: 1, bwd: 3 })).toMatch(/but this binding knows fwd 1, bwd 1/);
     expect(checkParamsVersions(v(9, 2), { fwd: 1, bwd: 1 })).toMatch(/0\.9\.2 is too old: this binding needs 0\.10\.0/);
-    expect(checkParamsVersions(v(12), { fwd: 1, bwd: 3 })).toMatch(/declare attn_fwd_params v1 and attn_bwd_params v3, but this binding knows fwd 3, bwd 6/);
+    expect(checkParamsVersions(v(12), { fwd: 1, bwd: 3 })).toMatch(
+      /declare attn_fwd_params v1 and attn_bwd_params v3, but this binding knows fwd 3, bwd 6/,
+    );
   });
 });
 

@@ -25,7 +25,8 @@ function attnVisible(c: Case, sq: number, sk: number, i: number, j: number): boo
 function aotVisible(w: AotritonWindow, sq: number, sk: number, i: number, j: number, buggy = false): boolean {
   if (w.causalType === 0) return true;
   const parseLeft = (v: number) => (v === WINDOW_TOP_LEFT_ALIGNED || v === WINDOW_BOTTOM_RIGHT_ALIGNED ? sq : v);
-  const parseRight = (v: number) => (v === WINDOW_TOP_LEFT_ALIGNED ? 0 : v === WINDOW_BOTTOM_RIGHT_ALIGNED ? sk - sq : v);
+  const parseRight = (v: number) =>
+    v === WINDOW_TOP_LEFT_ALIGNED ? 0 : v === WINDOW_BOTTOM_RIGHT_ALIGNED ? sk - sq : v;
   const left = parseLeft(w.windowLeft);
   const right = parseRight(buggy ? w.windowLeft : w.windowRight);
   return i - left <= j && j <= i + right;
@@ -48,7 +49,9 @@ const len = fc.integer({ min: 1, max: 14 });
 
 describe('encodeWindow', () => {
   it('no causal and no window is causal_type None', () => {
-    expect(encodeWindow({ causal: false, window: null, alignment: 'upperLeft', seqQ: 4, seqK: 4, varlen: null })).toEqual({
+    expect(
+      encodeWindow({ causal: false, window: null, alignment: 'upperLeft', seqQ: 4, seqK: 4, varlen: null }),
+    ).toEqual({
       ok: true,
       window: { causalType: 0, windowLeft: 0, windowRight: 0 },
     });
@@ -57,8 +60,14 @@ describe('encodeWindow', () => {
   it('causal is the same sentinel on both sides, as PyTorch passes it', () => {
     const ul = encodeWindow({ causal: true, window: null, alignment: 'upperLeft', seqQ: 4, seqK: 9, varlen: null });
     const lr = encodeWindow({ causal: true, window: null, alignment: 'lowerRight', seqQ: 4, seqK: 9, varlen: null });
-    expect(ul).toEqual({ ok: true, window: { causalType: 3, windowLeft: WINDOW_TOP_LEFT_ALIGNED, windowRight: WINDOW_TOP_LEFT_ALIGNED } });
-    expect(lr).toEqual({ ok: true, window: { causalType: 3, windowLeft: WINDOW_BOTTOM_RIGHT_ALIGNED, windowRight: WINDOW_BOTTOM_RIGHT_ALIGNED } });
+    expect(ul).toEqual({
+      ok: true,
+      window: { causalType: 3, windowLeft: WINDOW_TOP_LEFT_ALIGNED, windowRight: WINDOW_TOP_LEFT_ALIGNED },
+    });
+    expect(lr).toEqual({
+      ok: true,
+      window: { causalType: 3, windowLeft: WINDOW_BOTTOM_RIGHT_ALIGNED, windowRight: WINDOW_BOTTOM_RIGHT_ALIGNED },
+    });
   });
 
   it('dense: every causal/window/alignment matches attn element by element', () => {

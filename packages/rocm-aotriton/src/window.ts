@@ -20,7 +20,8 @@ export interface AotritonWindow {
   readonly windowRight: number;
 }
 
-export type WindowEncoding = { readonly ok: true; readonly window: AotritonWindow } | { readonly ok: false; readonly reason: string };
+export type WindowEncoding =
+  { readonly ok: true; readonly window: AotritonWindow } | { readonly ok: false; readonly reason: string };
 
 type WindowInput = Pick<SdpaParams, 'causal' | 'window' | 'alignment' | 'seqQ' | 'seqK'> & { readonly varlen: unknown };
 

@@ -31,7 +31,9 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   if constexpr (!kBwdDqAccLayout) {
     // The newest CK sizes a workspace through fmha_bwd_launcher (host-packed metadata + dq_acc)
     // instead of taking dq_acc and its strides; TS declines backward from info().bwdDqAccLayout.
-    fail(info.Env(), "this CK's fmha_bwd_args has no dq_acc_ptr/split_stride_dq_acc (the workspace_ptr layout of fmha_bwd_launcher); attn's CK backward supports the dq_acc layout only");
+    fail(info.Env(),
+         "this CK's fmha_bwd_args has no dq_acc_ptr/split_stride_dq_acc (the workspace_ptr layout of "
+         "fmha_bwd_launcher); attn's CK backward supports the dq_acc layout only");
   }
   const Reader t = reader(info, 0);
   const Reader a = reader(info, 1);
@@ -50,28 +52,72 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
   fmha_bwd_args args{};
 #define ATTN_PTR(f) args.f = a.ptr(#f)
 #define ATTN_IDX(f) args.f = a.idx(#f)
-  ATTN_PTR(q_ptr); ATTN_PTR(k_ptr); ATTN_PTR(v_ptr); ATTN_PTR(bias_ptr); ATTN_PTR(o_ptr); ATTN_PTR(lse_ptr);
-  ATTN_PTR(do_ptr); ATTN_PTR(d_ptr); ATTN_PTR(dq_ptr); ATTN_PTR(dk_ptr); ATTN_PTR(dv_ptr); ATTN_PTR(dbias_ptr);
+  ATTN_PTR(q_ptr);
+  ATTN_PTR(k_ptr);
+  ATTN_PTR(v_ptr);
+  ATTN_PTR(bias_ptr);
+  ATTN_PTR(o_ptr);
+  ATTN_PTR(lse_ptr);
+  ATTN_PTR(do_ptr);
+  ATTN_PTR(d_ptr);
+  ATTN_PTR(dq_ptr);
+  ATTN_PTR(dk_ptr);
+  ATTN_PTR(dv_ptr);
+  ATTN_PTR(dbias_ptr);
   set_dq_acc_ptr(args, a.ptr("dq_acc_ptr"));
-  ATTN_PTR(seqstart_q_ptr); ATTN_PTR(seqstart_k_ptr);
+  ATTN_PTR(seqstart_q_ptr);
+  ATTN_PTR(seqstart_k_ptr);
   args.rand_val_ptr = nullptr;
   ATTN_PTR(seqlen_k_ptr);  // group mode: sequsedK, else nullptr
-  ATTN_IDX(seqlen_q); ATTN_IDX(seqlen_k); ATTN_IDX(batch); ATTN_IDX(max_seqlen_q); ATTN_IDX(max_seqlen_k);
-  ATTN_IDX(hdim_q); ATTN_IDX(hdim_v); ATTN_IDX(nhead_q); ATTN_IDX(nhead_k);
+  ATTN_IDX(seqlen_q);
+  ATTN_IDX(seqlen_k);
+  ATTN_IDX(batch);
+  ATTN_IDX(max_seqlen_q);
+  ATTN_IDX(max_seqlen_k);
+  ATTN_IDX(hdim_q);
+  ATTN_IDX(hdim_v);
+  ATTN_IDX(nhead_q);
+  ATTN_IDX(nhead_k);
   args.scale = static_cast<float>(a.num("scale"));
-  ATTN_IDX(stride_q); ATTN_IDX(stride_k); ATTN_IDX(stride_v); ATTN_IDX(stride_bias); ATTN_IDX(stride_o);
-  ATTN_IDX(stride_do); set_stride_dq_acc(args, a.idx("stride_dq_acc")); ATTN_IDX(stride_dq); ATTN_IDX(stride_dk); ATTN_IDX(stride_dv);
+  ATTN_IDX(stride_q);
+  ATTN_IDX(stride_k);
+  ATTN_IDX(stride_v);
+  ATTN_IDX(stride_bias);
+  ATTN_IDX(stride_o);
+  ATTN_IDX(stride_do);
+  set_stride_dq_acc(args, a.idx("stride_dq_acc"));
+  ATTN_IDX(stride_dq);
+  ATTN_IDX(stride_dk);
+  ATTN_IDX(stride_dv);
   ATTN_IDX(stride_dbias);
-  ATTN_IDX(nhead_stride_q); ATTN_IDX(nhead_stride_k); ATTN_IDX(nhead_stride_v); ATTN_IDX(nhead_stride_bias);
-  ATTN_IDX(nhead_stride_o); ATTN_IDX(nhead_stride_do); ATTN_IDX(nhead_stride_lsed);
+  ATTN_IDX(nhead_stride_q);
+  ATTN_IDX(nhead_stride_k);
+  ATTN_IDX(nhead_stride_v);
+  ATTN_IDX(nhead_stride_bias);
+  ATTN_IDX(nhead_stride_o);
+  ATTN_IDX(nhead_stride_do);
+  ATTN_IDX(nhead_stride_lsed);
   set_nhead_stride_dq_acc(args, a.idx("nhead_stride_dq_acc"));
-  ATTN_IDX(nhead_stride_dq); ATTN_IDX(nhead_stride_dk); ATTN_IDX(nhead_stride_dv); ATTN_IDX(nhead_stride_dbias);
-  ATTN_IDX(batch_stride_q); ATTN_IDX(batch_stride_k); ATTN_IDX(batch_stride_v); ATTN_IDX(batch_stride_bias);
-  ATTN_IDX(batch_stride_o); ATTN_IDX(batch_stride_do); ATTN_IDX(batch_stride_lsed);
+  ATTN_IDX(nhead_stride_dq);
+  ATTN_IDX(nhead_stride_dk);
+  ATTN_IDX(nhead_stride_dv);
+  ATTN_IDX(nhead_stride_dbias);
+  ATTN_IDX(batch_stride_q);
+  ATTN_IDX(batch_stride_k);
+  ATTN_IDX(batch_stride_v);
+  ATTN_IDX(batch_stride_bias);
+  ATTN_IDX(batch_stride_o);
+  ATTN_IDX(batch_stride_do);
+  ATTN_IDX(batch_stride_lsed);
   set_batch_stride_dq_acc(args, a.idx("batch_stride_dq_acc"));
-  ATTN_IDX(batch_stride_dq); ATTN_IDX(batch_stride_dk); ATTN_IDX(batch_stride_dv); ATTN_IDX(batch_stride_dbias);
+  ATTN_IDX(batch_stride_dq);
+  ATTN_IDX(batch_stride_dk);
+  ATTN_IDX(batch_stride_dv);
+  ATTN_IDX(batch_stride_dbias);
   set_split_stride_dq_acc(args, a.idx("split_stride_dq_acc"));
-  ATTN_IDX(window_size_left); ATTN_IDX(window_size_right); ATTN_IDX(mask_type);
+  ATTN_IDX(window_size_left);
+  ATTN_IDX(window_size_right);
+  ATTN_IDX(mask_type);
 #undef ATTN_PTR
 #undef ATTN_IDX
   args.stride_randval = 0;

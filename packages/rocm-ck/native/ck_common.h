@@ -13,7 +13,9 @@
 
 namespace attn_ck {
 
-[[noreturn]] inline void fail(Napi::Env env, const std::string& what) { throw Napi::Error::New(env, "attn ck: " + what); }
+[[noreturn]] inline void fail(Napi::Env env, const std::string& what) {
+  throw Napi::Error::New(env, "attn ck: " + what);
+}
 
 struct Reader {
   Napi::Env env;
@@ -48,21 +50,21 @@ inline hipStream_t stream_arg(const Napi::CallbackInfo& info, size_t i) {
 }
 
 // set_<name>(obj, value): assigns obj.name when the struct has that member, returns whether it did.
-#define ATTN_CK_OPTIONAL_FIELD(name)                                                              \
-  template <class T, class = void>                                                                 \
-  struct has_##name : std::false_type {};                                                          \
-  template <class T>                                                                               \
-  struct has_##name<T, std::void_t<decltype(std::declval<T&>().name)>> : std::true_type {};        \
-  template <class T, class V>                                                                      \
-  bool set_##name(T& obj, V value) {                                                               \
-    if constexpr (has_##name<T>::value) {                                                          \
-      obj.name = static_cast<std::remove_reference_t<decltype(obj.name)>>(value);                 \
-      return true;                                                                                 \
-    } else {                                                                                       \
-      (void)obj;                                                                                   \
-      (void)value;                                                                                 \
-      return false;                                                                                \
-    }                                                                                              \
+#define ATTN_CK_OPTIONAL_FIELD(name)                                                        \
+  template <class T, class = void>                                                          \
+  struct has_##name : std::false_type {};                                                   \
+  template <class T>                                                                        \
+  struct has_##name<T, std::void_t<decltype(std::declval<T&>().name)>> : std::true_type {}; \
+  template <class T, class V>                                                               \
+  bool set_##name(T& obj, V value) {                                                        \
+    if constexpr (has_##name<T>::value) {                                                   \
+      obj.name = static_cast<std::remove_reference_t<decltype(obj.name)>>(value);           \
+      return true;                                                                          \
+    } else {                                                                                \
+      (void)obj;                                                                            \
+      (void)value;                                                                          \
+      return false;                                                                         \
+    }                                                                                       \
   }
 
 // forward(traits, args, stream) -> fmha_fwd's result (< 0: no compiled instance). ck_fwd.cpp.

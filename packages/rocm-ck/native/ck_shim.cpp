@@ -37,7 +37,8 @@ Napi::Value SumHeadGroups(const Napi::CallbackInfo& info) {
     attn_ck::fail(info.Env(), "sumHeadGroups: null buffer or bad extents");
   }
   const hipError_t err = attn_ck::launch_head_group_sum(s, attn_ck::stream_arg(info, 1));
-  if (err != hipSuccess) attn_ck::fail(info.Env(), std::string("head_group_sum kernel launch: ") + hipGetErrorString(err));
+  if (err != hipSuccess)
+    attn_ck::fail(info.Env(), std::string("head_group_sum kernel launch: ") + hipGetErrorString(err));
   return info.Env().Undefined();
 }
 

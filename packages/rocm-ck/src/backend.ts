@@ -1,6 +1,16 @@
 // 'ck-flash' and 'ck-efficient': CK tile's fmha_fwd/fmha_bwd behind two rule sets. Allocation and
 // marshalling here; the native shim only copies traits/args into CK's structs and calls the API.
-import { DeviceError, empty, forwardOutput, zeros, type Backend, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import {
+  DeviceError,
+  empty,
+  forwardOutput,
+  zeros,
+  type Backend,
+  type ForwardOutputs,
+  type Gradients,
+  type SdpaParams,
+  type Tensor,
+} from '@attn/core';
 import { currentStream, type FaLibraryDeps } from '@attn/rocm';
 import { forwardArgs, forwardTraits } from './marshal/args.js';
 import { backwardArgs, backwardTraits, dqAccSplits } from './marshal/backward.js';
@@ -13,7 +23,11 @@ export type CkKind = 'flash' | 'efficient';
 function requireAddon(): CkAddon {
   const a = ckAvailability();
   const load = loadCk();
-  if (!a.ok || !load.ok) throw new DeviceError('ATTN_DEVICE_UNAVAILABLE', `CK is unavailable: ${a.ok ? 'the addon did not load' : a.reason}`);
+  if (!a.ok || !load.ok)
+    throw new DeviceError(
+      'ATTN_DEVICE_UNAVAILABLE',
+      `CK is unavailable: ${a.ok ? 'the addon did not load' : a.reason}`,
+    );
   return load.addon;
 }
 
@@ -29,7 +43,10 @@ function forward(p: SdpaParams): ForwardOutputs {
   const device = p.device;
   const totalQ = p.varlen ? p.query.shape[0]! : 0;
   // The call's out (fmha_fwd_args takes o_ptr with its strides), or a new tensor.
-  const out = forwardOutput(p, p.varlen ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+  const out = forwardOutput(p, p.varlen ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV], {
+    dtype: p.dtype,
+    device,
+  });
   const lse = empty(p.varlen ? [p.headsQ, totalQ] : [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
   const r = addon.forward(forwardTraits(p), forwardArgs(p, { out, lse }), currentStream(device.index));
   if (r < 0) noInstance('fmha_fwd', r, p);
@@ -53,11 +70,23 @@ function backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradie
   const dvHeads = grouped ? ckWrites(expandedShape(p, p.headDimV), { dtype: p.dtype, device }) : dv;
   const d = empty(saved.logsumexp.shape, f32);
   const splits = dqAccSplits(p);
-  const accShape = p.varlen ? [splits, p.headsQ, p.query.shape[0]!, p.headDim] : [splits, p.batch, p.headsQ, p.seqQ, p.headDim];
+  const accShape = p.varlen
+    ? [splits, p.headsQ, p.query.shape[0]!, p.headDim]
+    : [splits, p.batch, p.headsQ, p.seqQ, p.headDim];
   const dqAcc = zeros(accShape, f32);
   const stream = currentStream(device.index);
   try {
-    const args = backwardArgs(p, { out: saved.out, lse: saved.logsumexp, gradOut, d, dq, dk: dkHeads, dv: dvHeads, dbias, dqAcc });
+    const args = backwardArgs(p, {
+      out: saved.out,
+      lse: saved.logsumexp,
+      gradOut,
+      d,
+      dq,
+      dk: dkHeads,
+      dv: dvHeads,
+      dbias,
+      dqAcc,
+    });
     const r = addon.backward(backwardTraits(p), args, stream);
     if (r < 0) noInstance('fmha_bwd', r, p);
     if (grouped) {
@@ -92,7 +121,12 @@ export function makeCkBackend(kind: CkKind, fa?: () => FaLibraryDeps, bwdLayout?
       const load = loadCk();
       if (!load.ok) return { library: 'CK', unavailable: load.reason };
       const info = load.addon.info();
-      return { library: 'CK', archs: info.archs, ckCommit: info.ckCommit, backward: info.bwdDqAccLayout ? 'dq_acc layout' : 'declined (workspace layout)' };
+      return {
+        library: 'CK',
+        archs: info.archs,
+        ckCommit: info.ckCommit,
+        backward: info.bwdDqAccLayout ? 'dq_acc layout' : 'declined (workspace layout)',
+      };
     },
   };
 }

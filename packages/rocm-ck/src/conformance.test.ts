@@ -22,4 +22,9 @@ function blocker(): string | null {
   return null;
 }
 
-describeConformanceWhereRunnable(['ck-flash', 'ck-efficient'], { reason: blocker(), requireEnv: 'ATTN_REQUIRE_ROCM', needs: 'a ROCm device and a CK build of this addon', quick: true });
+describeConformanceWhereRunnable(['ck-flash', 'ck-efficient'], {
+  reason: blocker(),
+  requireEnv: 'ATTN_REQUIRE_ROCM',
+  needs: 'a ROCm device and a CK build of this addon',
+  quick: true,
+});

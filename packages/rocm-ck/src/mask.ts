@@ -18,7 +18,8 @@ export interface CkMask {
   readonly right: number;
 }
 
-type MaskInput = Pick<SdpaParams, 'causal' | 'window' | 'alignment' | 'seqQ' | 'seqK' | 'alibiSlopes'> & Partial<Pick<SdpaParams, 'varlen'>>;
+type MaskInput = Pick<SdpaParams, 'causal' | 'window' | 'alignment' | 'seqQ' | 'seqK' | 'alibiSlopes'> &
+  Partial<Pick<SdpaParams, 'varlen'>>;
 
 export function encodeCkMask(p: MaskInput): CkMask {
   const alibi = p.alibiSlopes !== null && p.alibiSlopes !== undefined;
@@ -28,7 +29,8 @@ export function encodeCkMask(p: MaskInput): CkMask {
     // No mask; but CK's unmasked ALiBi is bottom-right, so upperLeft ALiBi needs an open top-left mask.
     // Varlen (group mode) sequences can have Sq != Sk, or fewer used keys, where the maxima agree.
     const varlen = (p.varlen ?? null) !== null;
-    if (alibi && p.alignment === 'upperLeft' && (p.seqQ !== p.seqK || varlen)) return { maskType: MASK_TOP_LEFT, left: -1, right: -1 };
+    if (alibi && p.alignment === 'upperLeft' && (p.seqQ !== p.seqK || varlen))
+      return { maskType: MASK_TOP_LEFT, left: -1, right: -1 };
     return { maskType: MASK_NONE, left: -1, right: -1 };
   }
   let left = bounds.left ?? -1;

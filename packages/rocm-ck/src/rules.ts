@@ -21,9 +21,12 @@ import { loadCk } from './native.js';
 export const CK_ARCHS: readonly string[] = ['gfx90a', 'gfx942', 'gfx950'];
 
 export const ckArch: Rule = rule('ckArch', (_p, ctx) => {
-  if (!ctx.device) return `CK needs the GPU architecture, but the 'rocm' runtime reported no device properties (${ctx.deviceUnknownReason ?? 'unknown reason'}).`;
+  if (!ctx.device)
+    return `CK needs the GPU architecture, but the 'rocm' runtime reported no device properties (${ctx.deviceUnknownReason ?? 'unknown reason'}).`;
   const arch = ctx.device.arch.split(':')[0]!;
-  return CK_ARCHS.includes(arch) ? null : `CK's fmha kernels are built for ${CK_ARCHS.join(', ')} only; this GPU is ${arch}. Use AOTriton (the default).`;
+  return CK_ARCHS.includes(arch)
+    ? null
+    : `CK's fmha kernels are built for ${CK_ARCHS.join(', ')} only; this GPU is ${arch}. Use AOTriton (the default).`;
 });
 
 export const ckHeadDim: Rule = rule('ckHeadDim', (p) => {
@@ -47,9 +50,12 @@ export const ckNoDropout: Rule = rule('noDropout', (p) =>
 export const ckBiasRule: Rule = rule('ckBias', (p) => {
   const m = p.mask;
   if (!m) return null;
-  if (m.kind === 'bool') return `CK takes an additive bias, not a boolean mask: pass attnMask as a ${p.dtype} tensor with 0 and -Infinity.`;
-  if (m.tensor.dtype !== p.dtype) return `CK's elementwise bias must have the dtype of q (${p.dtype}); got ${m.tensor.dtype}.`;
-  if (p.alibiSlopes) return 'CK takes either an elementwise bias or ALiBi slopes, not both; fold the ALiBi into the bias.';
+  if (m.kind === 'bool')
+    return `CK takes an additive bias, not a boolean mask: pass attnMask as a ${p.dtype} tensor with 0 and -Infinity.`;
+  if (m.tensor.dtype !== p.dtype)
+    return `CK's elementwise bias must have the dtype of q (${p.dtype}); got ${m.tensor.dtype}.`;
+  if (p.alibiSlopes)
+    return 'CK takes either an elementwise bias or ALiBi slopes, not both; fold the ALiBi into the bias.';
   const dims = [p.batch, p.headsQ, p.seqQ, p.seqK];
   if (p.requiresGrad && m.expandedStrides.some((s, i) => s === 0 && dims[i]! > 1)) {
     return `CK writes dbias as a full [${dims.join(', ')}] tensor: with requiresGrad, expand the mask to that shape and make it contiguous.`;

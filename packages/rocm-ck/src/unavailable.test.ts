@@ -1,5 +1,11 @@
 import { listBackends } from '@attn/core';
-import { defaultFaLibraryDeps, isCkSdpaAvailable, preferredRocmFaLibrary, resolveRocmFaLibrary, RocmFaLibraryError } from '@attn/rocm';
+import {
+  defaultFaLibraryDeps,
+  isCkSdpaAvailable,
+  preferredRocmFaLibrary,
+  resolveRocmFaLibrary,
+  RocmFaLibraryError,
+} from '@attn/rocm';
 import { describe, expect, it } from 'vitest';
 import { ckAvailability } from './index.js';
 

@@ -1,7 +1,13 @@
 // The rule every ROCm attention backend lists first after the device check: only the library that
 // runs (see fa-library.ts) takes calls, and the reason says which one is preferred and why.
 import type { Rule } from '@attn/core';
-import { defaultFaLibraryDeps, describeSource, resolveAndWarn, type FaLibraryDeps, type RocmFaLibrary } from './fa-library.js';
+import {
+  defaultFaLibraryDeps,
+  describeSource,
+  resolveAndWarn,
+  type FaLibraryDeps,
+  type RocmFaLibrary,
+} from './fa-library.js';
 
 const NAMES: Readonly<Record<RocmFaLibrary, string>> = { aotriton: 'AOTriton', ck: 'CK' };
 

@@ -42,12 +42,22 @@ afterEach(() => resetRocmFaPreference());
 
 describe('resolveRocmFaLibrary (PyTorch getROCmFAPreferredBackend)', () => {
   it('defaults to AOTriton', () => {
-    expect(resolveRocmFaLibrary(deps())).toMatchObject({ requested: 'default', source: 'default', effective: 'aotriton', fallback: null });
+    expect(resolveRocmFaLibrary(deps())).toMatchObject({
+      requested: 'default',
+      source: 'default',
+      effective: 'aotriton',
+      fallback: null,
+    });
   });
 
   it('runs CK once preferredRocmFaLibrary prefers it and CK can run', () => {
     expect(preferCk()).toBe('ck');
-    expect(resolveRocmFaLibrary(deps())).toMatchObject({ requested: 'ck', source: 'api', effective: 'ck', fallback: null });
+    expect(resolveRocmFaLibrary(deps())).toMatchObject({
+      requested: 'ck',
+      source: 'api',
+      effective: 'ck',
+      fallback: null,
+    });
   });
 
   it('falls back to AOTriton when CK is no longer loaded, not available, or a GPU is outside its list', () => {
@@ -92,8 +102,12 @@ describe('preferredRocmFaLibrary (torch.backends.cuda.preferred_rocm_fa_library)
 
   it('throws instead of falling back when CK cannot be used, and keeps the old preference', () => {
     preferredRocmFaLibrary('aotriton', deps());
-    expect(() => preferredRocmFaLibrary('ck', deps({ gpus: { ok: true, archs: ['gfx1100'] } }))).toThrow(RocmFaLibraryError);
-    expect(() => preferredRocmFaLibrary('ck', deps({ ck: null }))).toThrow(/Cannot prefer CK.*@attn\/rocm-ck is not loaded/);
+    expect(() => preferredRocmFaLibrary('ck', deps({ gpus: { ok: true, archs: ['gfx1100'] } }))).toThrow(
+      RocmFaLibraryError,
+    );
+    expect(() => preferredRocmFaLibrary('ck', deps({ ck: null }))).toThrow(
+      /Cannot prefer CK.*@attn\/rocm-ck is not loaded/,
+    );
     expect(resolveRocmFaLibrary(deps()).requested).toBe('aotriton');
   });
 
@@ -108,22 +122,29 @@ describe('preferredRocmFaLibrary (torch.backends.cuda.preferred_rocm_fa_library)
     expect(preferredRocmFaLibrary(undefined, d)).toBe('aotriton');
     expect(preferredRocmFaLibrary(undefined, d)).toBe('aotriton');
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(String(warn.mock.calls[0]![0])).toMatch(/CK was preferred.*preferredRocmFaLibrary\('ck'\).*Using AOTriton instead/);
+    expect(String(warn.mock.calls[0]![0])).toMatch(
+      /CK was preferred.*preferredRocmFaLibrary\('ck'\).*Using AOTriton instead/,
+    );
   });
 });
 
 describe('rocmFaLibraryRule: only the library that runs takes calls, and says why', () => {
-  const check = (lib: 'aotriton' | 'ck', d: FaLibraryDeps) => rocmFaLibraryRule(lib, () => d).check({} as never, { device: null });
+  const check = (lib: 'aotriton' | 'ck', d: FaLibraryDeps) =>
+    rocmFaLibraryRule(lib, () => d).check({} as never, { device: null });
 
   it('by default AOTriton passes and CK declines, naming the call that prefers it', () => {
     expect(check('aotriton', deps())).toBeNull();
-    expect(check('ck', deps())).toMatch(/AOTriton is the preferred ROCm attention library \(the default\); to run CK call preferredRocmFaLibrary\('ck'\)/);
+    expect(check('ck', deps())).toMatch(
+      /AOTriton is the preferred ROCm attention library \(the default\); to run CK call preferredRocmFaLibrary\('ck'\)/,
+    );
   });
 
   it('with CK preferred, CK passes and AOTriton declines', () => {
     preferCk();
     expect(check('ck', deps())).toBeNull();
-    expect(check('aotriton', deps())).toMatch(/CK is the preferred ROCm attention library \(preferredRocmFaLibrary\('ck'\)\); to run AOTriton call preferredRocmFaLibrary\('aotriton'\)/);
+    expect(check('aotriton', deps())).toMatch(
+      /CK is the preferred ROCm attention library \(preferredRocmFaLibrary\('ck'\)\); to run AOTriton call preferredRocmFaLibrary\('aotriton'\)/,
+    );
   });
 
   it('with a CK fallback, AOTriton passes and CK says why it does not run', () => {
@@ -131,7 +152,9 @@ describe('rocmFaLibraryRule: only the library that runs takes calls, and says wh
     preferCk();
     const d = deps({ ck: ckProbe({ ok: false, reason: 'no libamdhip64' }) });
     expect(check('aotriton', d)).toBeNull();
-    expect(check('ck', d)).toMatch(/CK was preferred \(preferredRocmFaLibrary\('ck'\)\) but AOTriton runs instead: CK is unavailable: no libamdhip64/);
+    expect(check('ck', d)).toMatch(
+      /CK was preferred \(preferredRocmFaLibrary\('ck'\)\) but AOTriton runs instead: CK is unavailable: no libamdhip64/,
+    );
   });
 });
 

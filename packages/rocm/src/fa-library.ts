@@ -21,7 +21,8 @@ export interface RocmFaLibraryProbe {
   readonly archs: readonly string[];
 }
 
-export type VisibleArchs = { readonly ok: true; readonly archs: readonly string[] } | { readonly ok: false; readonly reason: string };
+export type VisibleArchs =
+  { readonly ok: true; readonly archs: readonly string[] } | { readonly ok: false; readonly reason: string };
 
 /** What resolution reads; injectable for tests. */
 export interface FaLibraryDeps {
@@ -99,7 +100,9 @@ export function ckProblems(deps: FaLibraryDeps): string[] {
   } else {
     const unsupported = [...new Set(gpus.archs.filter((arch) => !probe.archs.includes(arch)))];
     if (unsupported.length > 0) {
-      problems.push(`CK has kernels for ${probe.archs.join(', ')} only; visible GPU ${unsupported.join(', ')} is not among them`);
+      problems.push(
+        `CK has kernels for ${probe.archs.join(', ')} only; visible GPU ${unsupported.join(', ')} is not among them`,
+      );
     }
   }
   return problems;
@@ -145,7 +148,10 @@ export function resolveAndWarn(deps: FaLibraryDeps = defaultFaLibraryDeps()): Ro
  * sets the preference and returns the library that runs;
  * 'ck' throws RocmFaLibraryError when CK cannot be used, and leaves the preference unchanged.
  */
-export function preferredRocmFaLibrary(library?: RocmFaPreference, deps: FaLibraryDeps = defaultFaLibraryDeps()): RocmFaLibrary {
+export function preferredRocmFaLibrary(
+  library?: RocmFaPreference,
+  deps: FaLibraryDeps = defaultFaLibraryDeps(),
+): RocmFaLibrary {
   if (library === undefined) return resolveAndWarn(deps).effective;
   if (!(PREFERENCES as readonly unknown[]).includes(library)) {
     throw new AttnInputError(

@@ -33,7 +33,15 @@ describe('import', () => {
   });
 
   it('exports the runtime surface the contract names, bound to the ROCm addon', () => {
-    for (const name of ['availability', 'currentStream', 'memoryStats', 'emptyCache', 'buildInfo', 'deviceCount', 'deviceProperties'] as const) {
+    for (const name of [
+      'availability',
+      'currentStream',
+      'memoryStats',
+      'emptyCache',
+      'buildInfo',
+      'deviceCount',
+      'deviceProperties',
+    ] as const) {
       expect(typeof rocm[name], name).toBe('function');
     }
     expect(typeof rocm.Stream).toBe('function');
@@ -73,7 +81,9 @@ describe('availability here', () => {
   it.skipIf(!built)("the HIP build's attn/philox.h agrees with core's Philox4x32-10 (host path)", () => {
     const load = instance.native.state().load;
     if (!load.ok) throw new Error(`the built addon did not load: ${load.reason}`);
-    const words = [0, 1, 0xffffffff, 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0x082efa98];
+    const words = [
+      0, 1, 0xffffffff, 0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0, 0x082efa98,
+    ];
     const inputs = new Uint32Array(6 * words.length);
     words.forEach((w, i) => inputs.set([w, w ^ 0x5555, i, w >>> 3, w ^ 0xdeadbeef, i * 7919], 6 * i));
     const got = load.addon.philoxRawHost(inputs);
@@ -90,7 +100,7 @@ describe.skipIf(availability.ok)('without a usable AMD GPU', () => {
     expect(() => rocm.emptyCache()).not.toThrow();
   });
 
-  it("refuses rocm tensors and device calls with DeviceError and the reason", () => {
+  it('refuses rocm tensors and device calls with DeviceError and the reason', () => {
     const calls: [string, () => unknown][] = [
       ['tensor', () => tensor([1, 2, 3], [3], { device: 'rocm' })],
       ['currentStream', () => rocm.currentStream(0)],

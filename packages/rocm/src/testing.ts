@@ -41,9 +41,15 @@ export interface FakeTensorOptions {
 export function rocmTensor(shape: readonly number[], opts: FakeTensorOptions = {}): Tensor {
   const dtype = opts.dtype ?? 'float16';
   const numel = shape.reduce((a, b) => a * b, 1);
-  const span = opts.strides ? shape.reduce((acc, s, i) => acc + (s - 1) * opts.strides![i]!, 1) + (opts.offset ?? 0) : numel;
+  const span = opts.strides
+    ? shape.reduce((acc, s, i) => acc + (s - 1) * opts.strides![i]!, 1) + (opts.offset ?? 0)
+    : numel;
   const elements = opts.storageElements ?? Math.max(span, numel);
-  return fromStorage(fakeStorage(elements * DTYPE_BYTES[dtype]), shape, { dtype, strides: opts.strides, offset: opts.offset });
+  return fromStorage(fakeStorage(elements * DTYPE_BYTES[dtype]), shape, {
+    dtype,
+    strides: opts.strides,
+    offset: opts.offset,
+  });
 }
 
 export interface Qkv {
@@ -53,7 +59,14 @@ export interface Qkv {
 }
 
 /** Dense [B, H, S, D] q, k, v. */
-export function qkv(b: number, hq: number, sq: number, sk: number, d: number, opts: { dtype?: DType; hk?: number; dv?: number } = {}): Qkv {
+export function qkv(
+  b: number,
+  hq: number,
+  sq: number,
+  sk: number,
+  d: number,
+  opts: { dtype?: DType; hk?: number; dv?: number } = {},
+): Qkv {
   const dtype = opts.dtype ?? 'float16';
   const hk = opts.hk ?? hq;
   return {
@@ -68,7 +81,12 @@ export function params(t: Qkv, opts: SdpaOptions = {}): SdpaParams {
 }
 
 /** Packed varlen q, k, v with the given sequence lengths (same for q and k unless kLens given). */
-export function varlenParams(qLens: number[], h: number, d: number, opts: Partial<VarlenOptions> & { kLens?: number[]; dtype?: DType } = {}): SdpaParams {
+export function varlenParams(
+  qLens: number[],
+  h: number,
+  d: number,
+  opts: Partial<VarlenOptions> & { kLens?: number[]; dtype?: DType } = {},
+): SdpaParams {
   const kLens = opts.kLens ?? qLens;
   const dtype = opts.dtype ?? 'float16';
   const cu = (lens: number[]) => {
@@ -81,14 +99,19 @@ export function varlenParams(qLens: number[], h: number, d: number, opts: Partia
   const totalQ = cuQ[cuQ.length - 1]!;
   const totalK = cuK[cuK.length - 1]!;
   const { kLens: _k, dtype: _d, ...rest } = opts;
-  return normalizeVarlenParams(rocmTensor([totalQ, h, d], { dtype }), rocmTensor([totalK, h, d], { dtype }), rocmTensor([totalK, h, d], { dtype }), {
-    cuSeqlensQ: hostInt32OnRocm(cuQ),
-    cuSeqlensK: hostInt32OnRocm(cuK),
-    maxSeqlenQ: Math.max(...qLens),
-    maxSeqlenK: Math.max(...kLens),
-    dropoutSeed: 1n,
-    ...rest,
-  });
+  return normalizeVarlenParams(
+    rocmTensor([totalQ, h, d], { dtype }),
+    rocmTensor([totalK, h, d], { dtype }),
+    rocmTensor([totalK, h, d], { dtype }),
+    {
+      cuSeqlensQ: hostInt32OnRocm(cuQ),
+      cuSeqlensK: hostInt32OnRocm(cuK),
+      maxSeqlenQ: Math.max(...qLens),
+      maxSeqlenK: Math.max(...kLens),
+      dropoutSeed: 1n,
+      ...rest,
+    },
+  );
 }
 
 function hostInt32OnRocm(values: number[]): Tensor {

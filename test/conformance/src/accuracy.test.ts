@@ -10,7 +10,9 @@ const naive = Float64Array.from([1.01, -2, 0.5, -Infinity]); // naive error 0.01
 describe('judge (the accuracy rule)', () => {
   it('passes an error up to 2x the naive error plus slack', () => {
     const slack = DEFAULT_SLACK.float16 * 2; // max(1, max |ref|) = 2
-    expect(judge('out', 'float16', Float64Array.from([1, -2.02 + slack / 2, 0.5, -Infinity]), ref, naive).ok).toBe(true);
+    expect(judge('out', 'float16', Float64Array.from([1, -2.02 + slack / 2, 0.5, -Infinity]), ref, naive).ok).toBe(
+      true,
+    );
   });
 
   it('fails beyond it and says where', () => {
@@ -41,16 +43,25 @@ describe('judge (the accuracy rule)', () => {
 
   it('requires NaN exactly where the reference is NaN (NaN in, NaN out)', () => {
     const refNaN = Float64Array.from([1, NaN, 0.5, -Infinity]);
-    expect(judge('out', 'float32', Float64Array.from([1, NaN, 0.5, -Infinity]), refNaN, ref, { poisoned: true }).ok).toBe(true);
+    expect(
+      judge('out', 'float32', Float64Array.from([1, NaN, 0.5, -Infinity]), refNaN, ref, { poisoned: true }).ok,
+    ).toBe(true);
     // A NaN row disguised as fully masked: the lse of defect 2.
-    const v = judge('logsumexp', 'float32', Float64Array.from([1, -Infinity, 0.5, -Infinity]), refNaN, ref, { poisoned: true });
+    const v = judge('logsumexp', 'float32', Float64Array.from([1, -Infinity, 0.5, -Infinity]), refNaN, ref, {
+      poisoned: true,
+    });
     expect(v.message).toMatch(/reference is NaN at \[1\]/);
   });
 
   it('extraNaN allows NaN where the reference is finite, never a number where it is NaN', () => {
     const refNaN = Float64Array.from([1, NaN, 0.5, 2]);
-    expect(judge('dk', 'float32', Float64Array.from([NaN, NaN, 0.5, 2]), refNaN, refNaN, { extraNaN: true, poisoned: true }).ok).toBe(true);
-    expect(judge('dk', 'float32', Float64Array.from([1, 0, 0.5, 2]), refNaN, refNaN, { extraNaN: true, poisoned: true }).ok).toBe(false);
+    expect(
+      judge('dk', 'float32', Float64Array.from([NaN, NaN, 0.5, 2]), refNaN, refNaN, { extraNaN: true, poisoned: true })
+        .ok,
+    ).toBe(true);
+    expect(
+      judge('dk', 'float32', Float64Array.from([1, 0, 0.5, 2]), refNaN, refNaN, { extraNaN: true, poisoned: true }).ok,
+    ).toBe(false);
   });
 });
 
@@ -62,7 +73,19 @@ describe('judge (the accuracy rule)', () => {
 // stored rounding (u |dO| . |O|), about sqrt(64) = 8 times its typical effect here, so 4 significant
 // bits (16x bf16's rounding) is where this input starts to fail, and 5 bits still passes.
 describe('the gradient allowance for FlashAttention-form backwards', () => {
-  const spec: CaseSpec = { name: 'sk1-dropout', dtype: 'bfloat16', batch: 2, headsQ: 2, headsKV: 2, seqQ: 17, seqK: 1, headDim: 64, headDimV: 64, layout: 'bhsd', dropoutP: 0.3 };
+  const spec: CaseSpec = {
+    name: 'sk1-dropout',
+    dtype: 'bfloat16',
+    batch: 2,
+    headsQ: 2,
+    headsKV: 2,
+    seqQ: 17,
+    seqK: 1,
+    headDim: 64,
+    headDimV: 64,
+    layout: 'bhsd',
+    dropoutP: 0.3,
+  };
   const x = makeInputs(spec, 7n, { type: 'cpu', index: 0 }).values;
   const dropout = { seed: 11n, offset: 0 };
   const ref = naiveAttention({ ...spec, dtype: 'float64' }, x, dropout, true);
@@ -102,7 +125,9 @@ describe('the gradient allowance for FlashAttention-form backwards', () => {
     const v = judge('dq', 'bfloat16', fusedDq(round(4)), ref.dq, naive.dq, { allowance: naive.allowance!.dq });
     expect(v.ok).toBe(false);
     expect(v.message).toMatch(/dq: error \(beyond 2 x its allowance\) .* > bound/);
-    expect(judge('dq', 'bfloat16', fusedDq(round(5)), ref.dq, naive.dq, { allowance: naive.allowance!.dq }).ok).toBe(true);
+    expect(judge('dq', 'bfloat16', fusedDq(round(5)), ref.dq, naive.dq, { allowance: naive.allowance!.dq }).ok).toBe(
+      true,
+    );
   });
 
   it('is finite and 0 only where no gradient flows', () => {

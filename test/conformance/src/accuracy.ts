@@ -62,7 +62,11 @@ function maxFiniteAbs(a: Float64Array): number {
  * Infinity. Where ref is not finite (NaN from NaN inputs, -inf of a fully masked row, +-Inf) the
  * value must be the same: NaN where ref is NaN, the same infinity where it is infinite.
  */
-function maxError(a: Float64Array, ref: Float64Array, allowance?: Float64Array): { err: number; at: number; mismatchedInfinity: number } {
+function maxError(
+  a: Float64Array,
+  ref: Float64Array,
+  allowance?: Float64Array,
+): { err: number; at: number; mismatchedInfinity: number } {
   let err = 0;
   let at = -1;
   let mismatchedInfinity = -1;
@@ -122,20 +126,34 @@ export interface JudgeOptions {
 }
 
 /** Applies the rule to one output (out, logsumexp, dq, ...). */
-export function judge(what: string, dtype: FloatDType, got: Float64Array, ref: Float64Array, naive: Float64Array, options: JudgeOptions = {}): Verdict {
+export function judge(
+  what: string,
+  dtype: FloatDType,
+  got: Float64Array,
+  ref: Float64Array,
+  naive: Float64Array,
+  options: JudgeOptions = {},
+): Verdict {
   if (got.length !== ref.length || naive.length !== ref.length) {
-    return { ok: false, message: `${what}: ${got.length} elements from the backend, ${ref.length} in the reference, ${naive.length} from the naive implementation` };
+    return {
+      ok: false,
+      message: `${what}: ${got.length} elements from the backend, ${ref.length} in the reference, ${naive.length} from the naive implementation`,
+    };
   }
   const checked = options.extraNaN ? got.map((x, n) => (Number.isNaN(x) && !Number.isNaN(ref[n]!) ? ref[n]! : x)) : got;
   const magnitude = Math.max(1, maxFiniteAbs(ref));
   if (options.allowance && options.allowance.length !== ref.length) {
-    return { ok: false, message: `${what}: ${options.allowance.length} allowance elements for ${ref.length} in the reference` };
+    return {
+      ok: false,
+      message: `${what}: ${options.allowance.length} allowance elements for ${ref.length} in the reference`,
+    };
   }
   // With an allowance, b.err is the worst error less twice its element's allowance.
   const b = maxError(checked, ref, options.allowance);
   const n = maxError(naive, ref);
   const bound = 2 * n.err + (options.slack ?? DEFAULT_SLACK[dtype]) * magnitude;
-  const allowed = (i: number) => (options.allowance ? ` allowance ${finiteOrZero(options.allowance[i]).toExponential(3)}` : '');
+  const allowed = (i: number) =>
+    options.allowance ? ` allowance ${finiteOrZero(options.allowance[i]).toExponential(3)}` : '';
   const show = (i: number) => (i < 0 ? '-' : `[${i}] got ${got[i]} ref ${ref[i]} naive ${naive[i]}${allowed(i)}`);
   const problems: string[] = [];
   const nanAt = checked.findIndex((x, i) => Number.isNaN(x) && !Number.isNaN(ref[i]!));
@@ -145,7 +163,10 @@ export function judge(what: string, dtype: FloatDType, got: Float64Array, ref: F
     problems.push(`the reference is ${Number.isNaN(r) ? 'NaN' : `infinite (${r})`} at ${show(b.mismatchedInfinity)}`);
   }
   const beyond = options.allowance ? ' (beyond 2 x its allowance)' : '';
-  if (!options.patternOnly && !(b.err <= bound)) problems.push(`error${beyond} ${b.err.toExponential(3)} > bound ${bound.toExponential(3)} = 2 x naive ${n.err.toExponential(3)} + slack; worst ${show(b.at)}`);
+  if (!options.patternOnly && !(b.err <= bound))
+    problems.push(
+      `error${beyond} ${b.err.toExponential(3)} > bound ${bound.toExponential(3)} = 2 x naive ${n.err.toExponential(3)} + slack; worst ${show(b.at)}`,
+    );
   if (!options.poisoned && (n.mismatchedInfinity >= 0 || n.err > NAIVE_SANITY[dtype] * magnitude)) {
     problems.push(
       `the naive implementation is ${n.err.toExponential(3)} from cpu-math (allowed ${(NAIVE_SANITY[dtype] * magnitude).toExponential(3)}): ` +
@@ -153,5 +174,7 @@ export function judge(what: string, dtype: FloatDType, got: Float64Array, ref: F
     );
   }
   const summary = `${what}: error${beyond} ${b.err.toExponential(3)}, naive ${n.err.toExponential(3)}, bound ${bound.toExponential(3)}`;
-  return problems.length === 0 ? { ok: true, message: summary } : { ok: false, message: `${what}: ${problems.join('; ')}` };
+  return problems.length === 0
+    ? { ok: true, message: summary }
+    : { ok: false, message: `${what}: ${problems.join('; ')}` };
 }

@@ -8,7 +8,13 @@ import type { CallTensors, CaseInputs } from './inputs.js';
 export type CallOptions = SdpaOptions | VarlenOptions;
 
 /** backend: the one backend to run (a `backends` restriction), or null for core's own selection. */
-export function callOptions(spec: CaseSpec, t: CallTensors, inputs: CaseInputs, backend: string | null, requiresGrad: boolean): CallOptions {
+export function callOptions(
+  spec: CaseSpec,
+  t: CallTensors,
+  inputs: CaseInputs,
+  backend: string | null,
+  requiresGrad: boolean,
+): CallOptions {
   const common: SdpaOptions = {
     scale: spec.scale,
     isCausal: spec.causal ?? false,

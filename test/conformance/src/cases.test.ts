@@ -21,7 +21,10 @@ describe('the case list', () => {
       has(`Sk = 0 in ${dtype}`, (c) => c.dtype === dtype && c.seqK === 0);
       has(`B = 0 in ${dtype}`, (c) => c.dtype === dtype && c.batch === 0);
       has(`Dv = 0 in ${dtype}`, (c) => c.dtype === dtype && c.headDimV === 0);
-      has(`an empty varlen sequence in ${dtype}`, (c) => c.dtype === dtype && (c.varlen?.seqlensQ.includes(0) ?? false));
+      has(
+        `an empty varlen sequence in ${dtype}`,
+        (c) => c.dtype === dtype && (c.varlen?.seqlensQ.includes(0) ?? false),
+      );
     }
   });
 
@@ -50,15 +53,30 @@ describe('the case list', () => {
   it('covers the features together and empty sequences', () => {
     const combos: [string, (c: CaseSpec) => boolean][] = [
       ['a mask with causal and a window', (c) => c.mask !== undefined && c.causal === true && c.window !== undefined],
-      ['a mask with a lower-right window', (c) => c.mask !== undefined && c.window !== undefined && c.alignment === 'lowerRight'],
-      ['dropout with a mask, window, ALiBi and softcap', (c) => (c.dropoutP ?? 0) > 0 && !!c.mask && !!c.window && !!c.alibi && (c.softcap ?? 0) > 0],
-      ['a deterministic backward with a window and softcap', (c) => c.deterministic === true && !!c.window && (c.softcap ?? 0) > 0],
-      ['features at a head dim no tensor core takes', (c) => c.headDim % 4 !== 0 && !!c.window && !!c.alibi && (c.softcap ?? 0) > 0],
+      [
+        'a mask with a lower-right window',
+        (c) => c.mask !== undefined && c.window !== undefined && c.alignment === 'lowerRight',
+      ],
+      [
+        'dropout with a mask, window, ALiBi and softcap',
+        (c) => (c.dropoutP ?? 0) > 0 && !!c.mask && !!c.window && !!c.alibi && (c.softcap ?? 0) > 0,
+      ],
+      [
+        'a deterministic backward with a window and softcap',
+        (c) => c.deterministic === true && !!c.window && (c.softcap ?? 0) > 0,
+      ],
+      [
+        'features at a head dim no tensor core takes',
+        (c) => c.headDim % 4 !== 0 && !!c.window && !!c.alibi && (c.softcap ?? 0) > 0,
+      ],
       ['features at D = 256', (c) => c.headDim === 256 && !!c.window && (c.softcap ?? 0) > 0],
       ['a window over many key blocks', (c) => !!c.window && c.seqK >= 300 && c.window[0] >= 0 && c.window[0] < 100],
       ['no key', (c) => c.seqK === 0],
       ['no query', (c) => c.seqQ === 0],
-      ['varlen sequences of length 0', (c) => !!c.varlen && c.varlen.seqlensQ.includes(0) && c.varlen.seqlensK.includes(0)],
+      [
+        'varlen sequences of length 0',
+        (c) => !!c.varlen && c.varlen.seqlensQ.includes(0) && c.varlen.seqlensK.includes(0),
+      ],
     ];
     for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) {
       for (const [name, pred] of combos) has(`${name} in ${dtype}`, (c) => c.dtype === dtype && pred(c));
@@ -68,7 +86,10 @@ describe('the case list', () => {
   it('covers paged K/V: block sizes 16, 64 and 256, mid-block ends, decode and prefill, with the features decode uses', () => {
     const paged = all.filter((c) => c.paged);
     for (const bs of [16, 64, 256]) has(`paged block size ${bs}`, (c) => c.paged?.blockSize === bs);
-    expect(paged.every((c) => c.varlen && c.varlen.seqlensK.some((n) => n % c.paged!.blockSize !== 0)), 'a length that ends mid-block').toBe(true);
+    expect(
+      paged.every((c) => c.varlen && c.varlen.seqlensK.some((n) => n % c.paged!.blockSize !== 0)),
+      'a length that ends mid-block',
+    ).toBe(true);
     const paged_: [string, (c: CaseSpec) => boolean][] = [
       ['decode', (c) => c.varlen!.seqlensQ.every((n) => n === 1)],
       ['prefill chunk', (c) => c.varlen!.seqlensQ.some((n) => n > 1)],
@@ -82,7 +103,8 @@ describe('the case list', () => {
       ['dropout', (c) => (c.dropoutP ?? 0) > 0],
     ];
     for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) {
-      for (const [name, pred] of paged_) has(`paged ${name} in ${dtype}`, (c) => c.dtype === dtype && !!c.paged && pred(c));
+      for (const [name, pred] of paged_)
+        has(`paged ${name} in ${dtype}`, (c) => c.dtype === dtype && !!c.paged && pred(c));
     }
   });
 

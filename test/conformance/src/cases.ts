@@ -79,7 +79,7 @@ const square: Shape = { ...base, seqQ: 17, seqK: 17 };
 
 /** Shapes without features: the odd sizes kernels get wrong (tails, one row, wide heads, strides). */
 const SHAPES: Record<string, Shape> = {
-  's1': { ...base, batch: 1, seqQ: 1, seqK: 1 },
+  s1: { ...base, batch: 1, seqQ: 1, seqK: 1 },
   'sq1-sk17': { ...base, seqQ: 1, seqK: 17 },
   'sq17-sk1': { ...base, seqQ: 17, seqK: 1 },
   's17-d72-h3': { ...base, headsQ: 3, headsKV: 3, seqQ: 17, seqK: 17, headDim: 72, headDimV: 72 },
@@ -90,7 +90,15 @@ const SHAPES: Record<string, Shape> = {
   'gqa-4-2': { ...base, headsQ: 4, headsKV: 2, enableGqa: true },
   'mqa-4-1': { ...base, headsQ: 4, headsKV: 1, enableGqa: true },
   'strided-bshd': { ...base, headsQ: 3, headsKV: 3, layout: 'bshd' },
-  'strided-bshd-d72-gqa': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, headDim: 72, headDimV: 72, layout: 'bshd' },
+  'strided-bshd-d72-gqa': {
+    ...base,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    headDim: 72,
+    headDimV: 72,
+    layout: 'bshd',
+  },
 };
 
 const d256: Shape = { ...base, batch: 1, seqQ: 17, seqK: 33, headDim: 256, headDimV: 256 };
@@ -100,9 +108,12 @@ const s1000Causal: Shape = { ...s1000, headsQ: 2, headsKV: 2, causal: true, layo
 
 /** Large shapes, each with its quick form: one dtype only, and S = 1000 non-causal with one head. */
 const LARGE_SHAPES: Record<string, { readonly full: Shape; readonly quick: Shape }> = {
-  'd256': { full: d256, quick: d256 },
-  'd512': { full: d512, quick: d512 },
-  's1000-d64': { full: { ...s1000, headsQ: 2, headsKV: 1, enableGqa: true }, quick: { ...s1000, headsQ: 1, headsKV: 1 } },
+  d256: { full: d256, quick: d256 },
+  d512: { full: d512, quick: d512 },
+  's1000-d64': {
+    full: { ...s1000, headsQ: 2, headsKV: 1, enableGqa: true },
+    quick: { ...s1000, headsQ: 1, headsKV: 1 },
+  },
   's1000-d64-causal-bshd': { full: s1000Causal, quick: s1000Causal },
 };
 
@@ -122,10 +133,10 @@ const packed: Shape = {
  * an empty value head dim, and varlen sequences of length 0.
  */
 const EMPTY_SHAPES: Record<string, Shape> = {
-  'sq0': { ...base, seqQ: 0 },
-  'sk0': { ...base, seqK: 0 },
-  'b0': { ...base, batch: 0 },
-  'dv0': { ...base, headDimV: 0 },
+  sq0: { ...base, seqQ: 0 },
+  sk0: { ...base, seqK: 0 },
+  b0: { ...base, batch: 0 },
+  dv0: { ...base, headDimV: 0 },
   'varlen-empty-sequences': { ...packed, seqQ: 5, seqK: 6, varlen: { seqlensQ: [0, 5, 3], seqlensK: [4, 0, 6] } },
 };
 
@@ -134,13 +145,28 @@ const EMPTY_SHAPES: Record<string, Shape> = {
  * blocks of `blockSize` keys; by default GQA 4/2, causal lower-right as decode runs.
  */
 function paged(seqlensQ: number[], seqlensK: number[], blockSize: number, rest: Partial<Shape> = {}): Shape {
-  const lengths = { batch: seqlensQ.length, seqQ: Math.max(...seqlensQ), seqK: Math.max(...seqlensK), varlen: { seqlensQ, seqlensK } };
-  return { ...base, headsQ: 4, headsKV: 2, enableGqa: true, causal: true, alignment: 'lowerRight', ...lengths, paged: { blockSize }, ...rest };
+  const lengths = {
+    batch: seqlensQ.length,
+    seqQ: Math.max(...seqlensQ),
+    seqK: Math.max(...seqlensK),
+    varlen: { seqlensQ, seqlensK },
+  };
+  return {
+    ...base,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    causal: true,
+    alignment: 'lowerRight',
+    ...lengths,
+    paged: { blockSize },
+    ...rest,
+  };
 }
 
 /** One feature (or a combination) each, on small shapes with Sq != Sk where it matters. */
 const FEATURES: Record<string, Shape> = {
-  'scale': { ...base, scale: 0.3 },
+  scale: { ...base, scale: 0.3 },
   'bool-mask-2d': { ...base, mask: { kind: 'bool', shape: [17, 23] } },
   'bool-mask-key-padding': { ...base, mask: { kind: 'bool', shape: [2, 1, 1, 23] } },
   'bool-mask-full-fully-masked-rows': { ...base, mask: { kind: 'bool', shape: [2, 2, 17, 23], fullyMaskedRows: true } },
@@ -159,22 +185,49 @@ const FEATURES: Record<string, Shape> = {
   'window-causal': { ...base, window: [6, 6], causal: true },
   'alibi-heads': { ...base, alibi: 'perHead' },
   'alibi-batch-heads-causal-lower-right': { ...base, alibi: 'perBatchHead', causal: true, alignment: 'lowerRight' },
-  'softcap': { ...base, softcap: 2.5, scale: 0.9 },
+  softcap: { ...base, softcap: 2.5, scale: 0.9 },
   'softcap-causal-alibi': { ...square, softcap: 4, causal: true, alibi: 'perHead' },
-  'dropout': { ...base, dropoutP: 0.3 },
+  dropout: { ...base, dropoutP: 0.3 },
   'dropout-causal-gqa': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, dropoutP: 0.3, causal: true },
   'dropout-additive-mask': { ...base, dropoutP: 0.3, mask: { kind: 'additive', shape: [2, 1, 17, 23] } },
   'deterministic-gqa': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, deterministic: true },
-  'varlen': { ...packed },
-  'varlen-causal-lower-right-gqa': { ...packed, headsQ: 4, headsKV: 2, enableGqa: true, causal: true, alignment: 'lowerRight' },
+  varlen: { ...packed },
+  'varlen-causal-lower-right-gqa': {
+    ...packed,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    causal: true,
+    alignment: 'lowerRight',
+  },
   'varlen-window-dropout': { ...packed, window: [4, 1], dropoutP: 0.3 },
   'varlen-alibi-softcap': { ...packed, alibi: 'perBatchHead', softcap: 3 },
   // sequsedK: a row with no used key, rows cut mid-sequence, anchored at the used length.
-  'sequsedK': { ...base, sequsedK: [19, 0] },
+  sequsedK: { ...base, sequsedK: [19, 0] },
   'sequsedK-causal-lower-right': { ...base, sequsedK: [11, 23], causal: true, alignment: 'lowerRight' },
-  'sequsedK-window-alibi-dropout': { ...base, sequsedK: [5, 17], window: [4, 1], alignment: 'lowerRight', alibi: 'perHead', dropoutP: 0.3 },
-  'sequsedK-additive-mask-softcap': { ...base, sequsedK: [20, 1], mask: { kind: 'additive', shape: [2, 2, 17, 23] }, softcap: 3 },
-  'varlen-sequsedK-causal-lower-right-gqa': { ...packed, headsQ: 4, headsKV: 2, enableGqa: true, sequsedK: [3, 9, 0], causal: true, alignment: 'lowerRight' },
+  'sequsedK-window-alibi-dropout': {
+    ...base,
+    sequsedK: [5, 17],
+    window: [4, 1],
+    alignment: 'lowerRight',
+    alibi: 'perHead',
+    dropoutP: 0.3,
+  },
+  'sequsedK-additive-mask-softcap': {
+    ...base,
+    sequsedK: [20, 1],
+    mask: { kind: 'additive', shape: [2, 2, 17, 23] },
+    softcap: 3,
+  },
+  'varlen-sequsedK-causal-lower-right-gqa': {
+    ...packed,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    sequsedK: [3, 9, 0],
+    causal: true,
+    alignment: 'lowerRight',
+  },
   // Features together, as kernels take them: a mask with causal and the window, dropout with every score
   // feature, a deterministic backward with them, and a head dim (13) no tensor-core path takes.
   'bool-mask-causal-window': { ...base, mask: { kind: 'bool', shape: [17, 23] }, causal: true, window: [5, 3] },
@@ -197,7 +250,15 @@ const FEATURES: Record<string, Shape> = {
     alibi: 'perBatchHead',
     softcap: 4,
   },
-  'deterministic-window-softcap-gqa': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, deterministic: true, window: [4, 2], softcap: 3 },
+  'deterministic-window-softcap-gqa': {
+    ...base,
+    headsQ: 4,
+    headsKV: 2,
+    enableGqa: true,
+    deterministic: true,
+    window: [4, 2],
+    softcap: 3,
+  },
   'd13-window-alibi-softcap-dropout-causal': {
     ...base,
     headDim: 13,
@@ -209,7 +270,17 @@ const FEATURES: Record<string, Shape> = {
     causal: true,
     alignment: 'lowerRight',
   },
-  'd256-window-alibi-softcap': { ...base, batch: 1, seqQ: 17, seqK: 33, headDim: 256, headDimV: 256, window: [7, 3], alibi: 'perHead', softcap: 3 },
+  'd256-window-alibi-softcap': {
+    ...base,
+    batch: 1,
+    seqQ: 17,
+    seqK: 33,
+    headDim: 256,
+    headDimV: 256,
+    window: [7, 3],
+    alibi: 'perHead',
+    softcap: 3,
+  },
   // Windows over many key blocks (block skipping on both sides), with ALiBi, softcap and dropout.
   'window-blocks-s300-alibi-gqa': {
     ...base,
@@ -249,9 +320,22 @@ const FEATURES: Record<string, Shape> = {
   // Paged K/V: shuffled pools with NaN in every row no sequence reads, lengths that end mid-block,
   // decode (one query per sequence, causal lower-right as decode runs) and prefill chunks.
   'paged-b16-decode-gqa-causal': paged([1, 1, 1], [37, 16, 70], 16),
-  'paged-b16-decode-mqa-d72-sequsedK-softcap': paged([1, 1, 1], [50, 1, 33], 16, { headsKV: 1, headDim: 72, headDimV: 72, sequsedK: [41, 0, 33], softcap: 3 }),
-  'paged-b64-prefill-chunk-window-alibi': paged([17, 5, 33], [70, 5, 150], 64, { window: [40, 0], alibi: 'perBatchHead' }),
-  'paged-b256-prefill-sequsedK-gqa': paged([9, 1, 4], [300, 17, 257], 256, { headDim: 64, headDimV: 64, sequsedK: [290, 17, 256] }),
+  'paged-b16-decode-mqa-d72-sequsedK-softcap': paged([1, 1, 1], [50, 1, 33], 16, {
+    headsKV: 1,
+    headDim: 72,
+    headDimV: 72,
+    sequsedK: [41, 0, 33],
+    softcap: 3,
+  }),
+  'paged-b64-prefill-chunk-window-alibi': paged([17, 5, 33], [70, 5, 150], 64, {
+    window: [40, 0],
+    alibi: 'perBatchHead',
+  }),
+  'paged-b256-prefill-sequsedK-gqa': paged([9, 1, 4], [300, 17, 257], 256, {
+    headDim: 64,
+    headDimV: 64,
+    sequsedK: [290, 17, 256],
+  }),
   'paged-b64-upper-left-dropout-softcap': paged([20, 3], [130, 65], 64, {
     headsQ: 2,
     headsKV: 2,

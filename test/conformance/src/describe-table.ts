@@ -38,17 +38,24 @@ export function describeCaseTable(backendName: string, cases: readonly TableCase
     it(spec.name, () => {
       const backend = getBackend(backendName);
       if (!backend) throw new Error(`'${backendName}' is not registered: import its package in the test file`);
-      if (!getBackend(REFERENCE)) throw new Error(`the reference '${REFERENCE}' is not registered: import '@attn/cpu' in the test file`);
+      if (!getBackend(REFERENCE))
+        throw new Error(`the reference '${REFERENCE}' is not registered: import '@attn/cpu' in the test file`);
       const device = parseDevice(options.device ?? backend.deviceType);
       const { launch, forwardOnly, declinedBy, ...plain } = spec;
-      const forwardLaunch: Launch | undefined = forwardOnly ? { forward: launch?.forward ?? ((p) => backend.forward(p)) } : launch;
+      const forwardLaunch: Launch | undefined = forwardOnly
+        ? { forward: launch?.forward ?? ((p) => backend.forward(p)) }
+        : launch;
       const outcome = runCase(backendName, plain, caseSeed(seed, index), device, forwardLaunch);
       if (declinedBy !== undefined) {
         const reasons = outcome.ran === 'declined' ? outcome.reasons : [];
-        expect(reasons.some((r) => r.startsWith(`${declinedBy}`)), `${spec.name} must be declined by ${declinedBy}; ${outcome.ran}: ${reasons.join('; ')}`).toBe(true);
+        expect(
+          reasons.some((r) => r.startsWith(`${declinedBy}`)),
+          `${spec.name} must be declined by ${declinedBy}; ${outcome.ran}: ${reasons.join('; ')}`,
+        ).toBe(true);
         return;
       }
-      if (outcome.ran === 'declined') expect.fail(`'${backendName}' declined ${spec.name}, ${rerun}: ${outcome.reasons.join('; ')}`);
+      if (outcome.ran === 'declined')
+        expect.fail(`'${backendName}' declined ${spec.name}, ${rerun}: ${outcome.reasons.join('; ')}`);
       const failed = outcome.verdicts.filter((v) => !v.ok).map((v) => v.message);
       expect(failed, `${spec.name} (${outcome.ran}), ${rerun}:\n  ${failed.join('\n  ')}`).toEqual([]);
     });

@@ -31,7 +31,8 @@ export function describeConformance(backendName: string, options: ConformanceOpt
     const backend = () => {
       const b = getBackend(backendName);
       if (!b) throw new Error(`'${backendName}' is not registered: import its package in the test file`);
-      if (!getBackend(REFERENCE)) throw new Error(`the reference '${REFERENCE}' is not registered: import '@attn/cpu' in the test file`);
+      if (!getBackend(REFERENCE))
+        throw new Error(`the reference '${REFERENCE}' is not registered: import '@attn/cpu' in the test file`);
       return b;
     };
 
@@ -42,7 +43,9 @@ export function describeConformance(backendName: string, options: ConformanceOpt
         try {
           outcome = runCase(backendName, spec, caseSeed(seed, index), device);
         } catch (e) {
-          throw new Error(`${spec.name} failed to run, ${rerun}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+          throw new Error(`${spec.name} failed to run, ${rerun}: ${e instanceof Error ? e.message : String(e)}`, {
+            cause: e,
+          });
         }
         if (outcome.ran === 'declined') {
           for (const r of outcome.reasons) tally.declined.set(r, (tally.declined.get(r) ?? 0) + 1);
@@ -63,7 +66,9 @@ export function describeConformance(backendName: string, options: ConformanceOpt
         try {
           outcome = runKvCacheCase(backendName, spec, caseSeed(seed, cases.length + index), device);
         } catch (e) {
-          throw new Error(`${spec.name} failed to run, ${rerun}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+          throw new Error(`${spec.name} failed to run, ${rerun}: ${e instanceof Error ? e.message : String(e)}`, {
+            cause: e,
+          });
         }
         if (!outcome.ran) {
           for (const r of outcome.reasons) tally.declined.set(r, (tally.declined.get(r) ?? 0) + 1);
@@ -101,6 +106,11 @@ export interface GatedConformance extends ConformanceOptions {
 export function describeConformanceWhereRunnable(names: readonly string[], gate: GatedConformance): void {
   const { reason, requireEnv, needs, ...options } = gate;
   for (const name of names) {
-    describeWhereRunnable(`conformance of '${name}' (needs ${needs})`, reason, () => describeConformance(name, options), requireEnv);
+    describeWhereRunnable(
+      `conformance of '${name}' (needs ${needs})`,
+      reason,
+      () => describeConformance(name, options),
+      requireEnv,
+    );
   }
 }

@@ -9,7 +9,12 @@ export const REQUIRE_GPU_ENV = 'ATTN_REQUIRE_GPU';
  * describe(title, body) when `reason` is null; otherwise a skipped suite whose title says why, or,
  * with process.env[requireEnv] === '1', a failing test that says why.
  */
-export function describeWhereRunnable(title: string, reason: string | null, body: () => void, requireEnv: string = REQUIRE_GPU_ENV): void {
+export function describeWhereRunnable(
+  title: string,
+  reason: string | null,
+  body: () => void,
+  requireEnv: string = REQUIRE_GPU_ENV,
+): void {
   if (reason === null) {
     describe(title, body);
   } else if (process.env[requireEnv] === '1') {

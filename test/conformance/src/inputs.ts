@@ -80,7 +80,13 @@ function roundTo(values: Float64Array, dtype: FloatDType): Float64Array {
 }
 
 /** A view of values one element off its storage's alignment (CaseSpec.misalign). */
-function misaligned(values: Float64Array, shape: readonly number[], dtype: FloatDType, device: Device, how: 'base' | 'rows'): Tensor {
+function misaligned(
+  values: Float64Array,
+  shape: readonly number[],
+  dtype: FloatDType,
+  device: Device,
+  how: 'base' | 'rows',
+): Tensor {
   if (how === 'base') {
     const padded = new Float64Array(values.length + 1);
     padded.set(values, 1);
@@ -88,12 +94,20 @@ function misaligned(values: Float64Array, shape: readonly number[], dtype: Float
   }
   const cols = shape[shape.length - 1]!;
   const wide = new Float64Array((values.length / Math.max(cols, 1)) * (cols + 1));
-  for (let r = 0; r < values.length / cols; r++) wide.set(values.subarray(r * cols, (r + 1) * cols), r * (cols + 1) + 1);
+  for (let r = 0; r < values.length / cols; r++)
+    wide.set(values.subarray(r * cols, (r + 1) * cols), r * (cols + 1) + 1);
   return tensor(wide, [...shape.slice(0, -1), cols + 1], { dtype, device }).narrow(shape.length - 1, 1, cols);
 }
 
 /** q/k/v-like tensor in the case's layout: 'bshd' is a transposed view of [B, S, H, D] storage. */
-function placed(values: Float64Array, shape: readonly number[], dtype: FloatDType, device: Device, layout: CaseSpec['layout'], misalign?: CaseSpec['misalign']): Tensor {
+function placed(
+  values: Float64Array,
+  shape: readonly number[],
+  dtype: FloatDType,
+  device: Device,
+  layout: CaseSpec['layout'],
+  misalign?: CaseSpec['misalign'],
+): Tensor {
   if (misalign && values.length > 0) return misaligned(values, shape, dtype, device, misalign);
   if (layout === 'bhsd' || shape.length !== 4) return tensor(values, shape, { dtype, device });
   const [B, H, S, D] = shape as [number, number, number, number];
@@ -131,7 +145,8 @@ function slopeValues(spec: CaseSpec): Float64Array | null {
   const out = new Float64Array(B * spec.headsQ);
   // The usual geometric ALiBi slopes, varied per batch entry so that [B, Hq] is not [Hq] repeated.
   for (let b = 0; b < B; b++)
-    for (let h = 0; h < spec.headsQ; h++) out[b * spec.headsQ + h] = Math.fround(2 ** ((-8 * (h + 1)) / spec.headsQ) * (1 + 0.25 * b));
+    for (let h = 0; h < spec.headsQ; h++)
+      out[b * spec.headsQ + h] = Math.fround(2 ** ((-8 * (h + 1)) / spec.headsQ) * (1 + 0.25 * b));
   return out;
 }
 
@@ -185,17 +200,42 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
 
   // The side under test gets the pools and the table; the reference the packed keys (independent of
   // paging, so that a paged call is checked against a packed one).
-  const on = (where: Device, asDtype: FloatDType, lay: CaseSpec['layout'], pages: typeof paged, off?: CaseSpec['misalign']): CallTensors => ({
+  const on = (
+    where: Device,
+    asDtype: FloatDType,
+    lay: CaseSpec['layout'],
+    pages: typeof paged,
+    off?: CaseSpec['misalign'],
+  ): CallTensors => ({
     q: placed(q, shapes.q, asDtype, where, lay, off),
-    k: pages ? tensor(pages.kPool, pages.kShape, { dtype: asDtype, device: where }) : placed(k, shapes.k, asDtype, where, lay, off),
-    v: pages ? tensor(pages.vPool, pages.vShape, { dtype: asDtype, device: where }) : placed(v, shapes.v, asDtype, where, lay, off),
-    gradOut: off ? placed(gradOut, shapes.out, asDtype, where, 'bhsd', off) : tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
-    mask: mask && spec.mask ? tensor(mask, spec.mask.shape, { dtype: maskDtype === 'bool' ? 'bool' : asDtype === 'float64' ? asDtype : (spec.mask.dtype ?? asDtype), device: where }) : null,
-    slopes: slopes ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], { dtype: 'float32', device: where }) : null,
+    k: pages
+      ? tensor(pages.kPool, pages.kShape, { dtype: asDtype, device: where })
+      : placed(k, shapes.k, asDtype, where, lay, off),
+    v: pages
+      ? tensor(pages.vPool, pages.vShape, { dtype: asDtype, device: where })
+      : placed(v, shapes.v, asDtype, where, lay, off),
+    gradOut: off
+      ? placed(gradOut, shapes.out, asDtype, where, 'bhsd', off)
+      : tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
+    mask:
+      mask && spec.mask
+        ? tensor(mask, spec.mask.shape, {
+            dtype: maskDtype === 'bool' ? 'bool' : asDtype === 'float64' ? asDtype : (spec.mask.dtype ?? asDtype),
+            device: where,
+          })
+        : null,
+    slopes: slopes
+      ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], {
+          dtype: 'float32',
+          device: where,
+        })
+      : null,
     cuSeqlensQ: cuQ ? tensor(cuQ, [cuQ.length], { dtype: 'int32', device: where }) : null,
     cuSeqlensK: cuK ? tensor(cuK, [cuK.length], { dtype: 'int32', device: where }) : null,
     sequsedK: spec.sequsedK ? tensor(spec.sequsedK, [spec.sequsedK.length], { dtype: 'int32', device: where }) : null,
-    blockTable: pages ? tensor(pages.layout.table, [spec.batch, pages.layout.maxBlocksPerSeq], { dtype: 'int32', device: where }) : null,
+    blockTable: pages
+      ? tensor(pages.layout.table, [spec.batch, pages.layout.maxBlocksPerSeq], { dtype: 'int32', device: where })
+      : null,
   });
   const cpu: Device = { type: 'cpu', index: 0 };
   const dropoutSeed = next();
@@ -208,4 +248,3 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
     dropoutOffset: Number(next() >> 44n),
   };
 }
-

@@ -29,7 +29,9 @@ export interface KvCacheCaseSpec {
   /** Keys appended per row (kNew / vNew); 0 = none. */
   readonly newLen: number;
   /** Contiguous: the cache's rows and length; paged: the block size. */
-  readonly cache: { readonly kind: 'contiguous'; readonly rows: number; readonly length: number } | { readonly kind: 'paged'; readonly blockSize: number };
+  readonly cache:
+    | { readonly kind: 'contiguous'; readonly rows: number; readonly length: number }
+    | { readonly kind: 'paged'; readonly blockSize: number };
   /** Contiguous caches: cacheBatchIdx (else row b uses cache row b). */
   readonly cacheBatchIdx?: readonly number[];
   readonly leftpadK?: readonly number[];
@@ -134,7 +136,9 @@ const KV_CACHE_SHAPES: Record<string, Shape> = {
 /** Every kv-cache case in every dtype, named `<shape>/<dtype>`. */
 export function buildKvCacheCases(): KvCacheCaseSpec[] {
   const dtypes: FloatDType[] = ['float64', 'float32', 'float16', 'bfloat16'];
-  return Object.entries(KV_CACHE_SHAPES).flatMap(([name, s]) => dtypes.map((dtype) => ({ ...s, name: `${name}/${dtype}`, dtype })));
+  return Object.entries(KV_CACHE_SHAPES).flatMap(([name, s]) =>
+    dtypes.map((dtype) => ({ ...s, name: `${name}/${dtype}`, dtype })),
+  );
 }
 
 /** Deterministic N(0, 1)-ish values (Box-Muller on an LCG), so that a case is reproducible from its seed. */
@@ -150,7 +154,14 @@ function normals(n: number, seed: bigint): Float64Array {
 }
 
 /** x[0, dim) of a row rotated at position pos (FlashAttention's apply_rotary_emb), in float64. */
-function rotate(x: Float64Array, dim: number, interleaved: boolean, cos: Float64Array, sin: Float64Array, pos: number): void {
+function rotate(
+  x: Float64Array,
+  dim: number,
+  interleaved: boolean,
+  cos: Float64Array,
+  sin: Float64Array,
+  pos: number,
+): void {
   const half = dim / 2;
   for (let i = 0; i < half; i++) {
     const [a, b] = interleaved ? [2 * i, 2 * i + 1] : [i, i + half];
@@ -180,7 +191,15 @@ interface Built {
 }
 
 /** Where key position pos of row b lives in the cache storage [N, S, H, C] (contiguous row or pool block). */
-function cacheIndex(spec: KvCacheCaseSpec, rows: readonly number[], layout: PagedLayout | null, b: number, pos: number, h: number, cols: number): number {
+function cacheIndex(
+  spec: KvCacheCaseSpec,
+  rows: readonly number[],
+  layout: PagedLayout | null,
+  b: number,
+  pos: number,
+  h: number,
+  cols: number,
+): number {
   if (layout) {
     const block = layout.table[b * layout.maxBlocksPerSeq + Math.floor(pos / layout.blockSize)]!;
     return ((block * layout.blockSize + (pos % layout.blockSize)) * spec.headsKV + h) * cols;
@@ -195,7 +214,9 @@ function build(spec: KvCacheCaseSpec, seed: bigint, device: Device): Built {
   const lengths = spec.seqlens.map((n) => n + Sn);
   const layout = spec.cache.kind === 'paged' ? pagedLayout(lengths, spec.cache.blockSize, seed) : null;
   const rows = spec.cacheBatchIdx ?? Array.from({ length: B }, (_, b) => b);
-  const [N, S] = layout ? [layout.numBlocks, layout.blockSize] : [(spec.cache as { rows: number }).rows, (spec.cache as { length: number }).length];
+  const [N, S] = layout
+    ? [layout.numBlocks, layout.blockSize]
+    : [(spec.cache as { rows: number }).rows, (spec.cache as { length: number }).length];
   const capacity = layout ? layout.maxBlocksPerSeq * layout.blockSize : S;
   const leftpad = spec.leftpadK ?? Array<number>(B).fill(0);
   // Before: the keys already in each row (positions [leftpad, seqlens), rounded); NaN everywhere else.
@@ -269,9 +290,14 @@ function build(spec: KvCacheCaseSpec, seed: bigint, device: Device): Built {
         kPacked.set(kAfter.subarray(ik, ik + D), (t * Hk + h) * D);
         vPacked.set(vAfter.subarray(iv, iv + Dv), (t * Hk + h) * Dv);
       }
-  const slopes = spec.alibi ? Float64Array.from({ length: B * Hq }, (_, n) => Math.fround(2 ** (-(1 + (n % Hq)) / 2) * (1 + 0.25 * Math.floor(n / Hq)))) : null;
+  const slopes = spec.alibi
+    ? Float64Array.from({ length: B * Hq }, (_, n) =>
+        Math.fround(2 ** (-(1 + (n % Hq)) / 2) * (1 + 0.25 * Math.floor(n / Hq))),
+      )
+    : null;
 
-  const on = (v: ArrayLike<number>, shape: number[], dt: FloatDType | 'int32' = dtype) => tensor(v, shape, { dtype: dt, device });
+  const on = (v: ArrayLike<number>, shape: number[], dt: FloatDType | 'int32' = dtype) =>
+    tensor(v, shape, { dtype: dt, device });
   const disposables: Tensor[] = [];
   const keep = <T extends Tensor | null>(x: T): T => {
     if (x) disposables.push(x);
@@ -303,10 +329,18 @@ function build(spec: KvCacheCaseSpec, seed: bigint, device: Device): Built {
   return { test, kBefore, vBefore, kAfter, vAfter, qRot, qRotRounded: qRot.map(r), kPacked, vPacked, keyCount, slopes };
 }
 
-export type KvCacheOutcome = { readonly ran: true; readonly verdicts: readonly Verdict[] } | { readonly ran: false; readonly reasons: readonly string[] };
+export type KvCacheOutcome =
+  | { readonly ran: true; readonly verdicts: readonly Verdict[] }
+  | { readonly ran: false; readonly reasons: readonly string[] };
 
 /** Elements of the cache that differ from what the call must leave (bit for bit where nothing is written). */
-function cacheVerdict(what: string, dtype: FloatDType, got: Float64Array, want: Float64Array, before: Float64Array): Verdict {
+function cacheVerdict(
+  what: string,
+  dtype: FloatDType,
+  got: Float64Array,
+  want: Float64Array,
+  before: Float64Array,
+): Verdict {
   const ulp = { float64: 2 ** -52, float32: 2 ** -23, float16: 2 ** -10, bfloat16: 2 ** -7 }[dtype];
   for (let n = 0; n < want.length; n++) {
     const w = want[n]!;
@@ -314,8 +348,14 @@ function cacheVerdict(what: string, dtype: FloatDType, got: Float64Array, want: 
     const untouched = Object.is(w, before[n]!);
     // Untouched positions keep their bits (NaN stays NaN); written ones are the float64 rotation
     // rounded once, within an ulp of the dtype (a kernel may rotate in float32).
-    const ok = untouched ? Object.is(g, w) || (Number.isNaN(g) && Number.isNaN(w)) : Math.abs(g - w) <= ulp * Math.max(1, Math.abs(w));
-    if (!ok) return { ok: false, message: `${what}: element ${n} is ${g}, want ${w}${untouched ? ' (a position the call must not write)' : ''}` };
+    const ok = untouched
+      ? Object.is(g, w) || (Number.isNaN(g) && Number.isNaN(w))
+      : Math.abs(g - w) <= ulp * Math.max(1, Math.abs(w));
+    if (!ok)
+      return {
+        ok: false,
+        message: `${what}: element ${n} is ${g}, want ${w}${untouched ? ' (a position the call must not write)' : ''}`,
+      };
   }
   return { ok: true, message: `${what}: as appended` };
 }
@@ -328,13 +368,21 @@ export function runKvCacheCase(backend: string, spec: KvCacheCaseSpec, seed: big
     const report = explainKvCache(q, kCache, vCache, { ...opts, backends: [backend] });
     const c = report.candidates.find((x) => x.backend === backend);
     if (!c) throw new Error(`'${backend}' is not a candidate on ${report.device}`);
-    const reasons = c.available ? c.reasons.map((x) => `${x.rule}: ${x.message}`) : [`unavailable: ${c.unavailableReason ?? ''}`];
+    const reasons = c.available
+      ? c.reasons.map((x) => `${x.rule}: ${x.message}`)
+      : [`unavailable: ${c.unavailableReason ?? ''}`];
     if (reasons.length > 0) {
       try {
         sdpaKvCache(q, kCache, vCache, { ...opts, backends: [backend] });
       } catch (e) {
         if (e instanceof NoBackendError || (e as { code?: string }).code === 'ATTN_NO_BACKEND') {
-          const untouched = cacheVerdict('kCache after a declined call', spec.dtype, kCache.toFloat64Array(), built.kBefore, built.kBefore);
+          const untouched = cacheVerdict(
+            'kCache after a declined call',
+            spec.dtype,
+            kCache.toFloat64Array(),
+            built.kBefore,
+            built.kBefore,
+          );
           if (!untouched.ok) throw new Error(untouched.message);
           return { ran: false, reasons };
         }
@@ -390,17 +438,31 @@ export function runKvCacheCase(backend: string, spec: KvCacheCaseSpec, seed: big
     };
     const naive = naiveAttention(
       asCase,
-      { q: built.qRotRounded, k: built.kPacked, v: built.vPacked, gradOut: new Float64Array(0), mask: null, slopes: built.slopes, paged: null },
+      {
+        q: built.qRotRounded,
+        k: built.kPacked,
+        v: built.vPacked,
+        gradOut: new Float64Array(0),
+        mask: null,
+        slopes: built.slopes,
+        paged: null,
+      },
       null,
       false,
     );
     // out [B, Sq, Hq, Dv] is packed [B * Sq, Hq, Dv]; logsumexp [B, Hq, Sq] against the reference's [Hq, B * Sq].
     const lse = got.logsumexp.toFloat64Array();
     const lsePacked = new Float64Array(lse.length);
-    for (let b = 0; b < B; b++) for (let h = 0; h < Hq; h++) for (let i = 0; i < Sq; i++) lsePacked[h * B * Sq + b * Sq + i] = lse[(b * Hq + h) * Sq + i]!;
+    for (let b = 0; b < B; b++)
+      for (let h = 0; h < Hq; h++)
+        for (let i = 0; i < Sq; i++) lsePacked[h * B * Sq + b * Sq + i] = lse[(b * Hq + h) * Sq + i]!;
     const verdicts = [
-      judge('out', spec.dtype, got.out.contiguous().toFloat64Array(), ref.out.toFloat64Array(), naive.out, { slack: slackOf(backend, spec.dtype) }),
-      judge('logsumexp', spec.dtype, lsePacked, ref.logsumexp.toFloat64Array(), naive.lse, { slack: slackOf(backend, spec.dtype) }),
+      judge('out', spec.dtype, got.out.contiguous().toFloat64Array(), ref.out.toFloat64Array(), naive.out, {
+        slack: slackOf(backend, spec.dtype),
+      }),
+      judge('logsumexp', spec.dtype, lsePacked, ref.logsumexp.toFloat64Array(), naive.lse, {
+        slack: slackOf(backend, spec.dtype),
+      }),
       cacheVerdict('kCache', spec.dtype, kCache.toFloat64Array(), built.kAfter, built.kBefore),
       cacheVerdict('vCache', spec.dtype, vCache.toFloat64Array(), built.vAfter, built.vBefore),
     ];

@@ -8,7 +8,7 @@ const CPU = { type: 'cpu', index: 0 } as const;
 const spec = (name: string): CaseSpec => buildCases().find((c) => c.name === name)!;
 
 describe('naive implementation', () => {
-  it('one key: out is that key\'s value row and logsumexp its score', () => {
+  it("one key: out is that key's value row and logsumexp its score", () => {
     const s = spec('s1/float64');
     const x = makeInputs(s, 1n, CPU).values;
     const r = naiveAttention(s, x, null, true);

@@ -124,10 +124,19 @@ function gatheredPages(spec: CaseSpec, x: CaseValues): CaseValues {
   if (!x.paged || !spec.varlen) return x;
   const { layout, kPool, vPool } = x.paged;
   const lengths = spec.varlen.seqlensK;
-  return { ...x, k: fromPool(kPool, lengths, spec.headsKV, spec.headDim, layout), v: fromPool(vPool, lengths, spec.headsKV, spec.headDimV, layout) };
+  return {
+    ...x,
+    k: fromPool(kPool, lengths, spec.headsKV, spec.headDim, layout),
+    v: fromPool(vPool, lengths, spec.headsKV, spec.headDimV, layout),
+  };
 }
 
-export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: NaiveDropout | null, backward: boolean): NaiveResult {
+export function naiveAttention(
+  spec: CaseSpec,
+  values: CaseValues,
+  dropout: NaiveDropout | null,
+  backward: boolean,
+): NaiveResult {
   const x = gatheredPages(spec, values);
   const r = rounder(spec.dtype);
   const acc = accumulator(spec.dtype);
@@ -145,7 +154,8 @@ export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: Naiv
   const oRows = new Rows(startsQ, spec.seqQ, Hq, Dv);
   const kRows = new Rows(startsK, spec.seqK, Hk, D);
   const vRows = new Rows(startsK, spec.seqK, Hk, Dv);
-  const lseAt = (b: number, h: number, i: number) => (spec.varlen ? h * totalQ + cuQ[b]! + i : (b * Hq + h) * spec.seqQ + i);
+  const lseAt = (b: number, h: number, i: number) =>
+    spec.varlen ? h * totalQ + cuQ[b]! + i : (b * Hq + h) * spec.seqQ + i;
 
   const scale = spec.scale ?? 1 / Math.sqrt(D);
   const cap = spec.softcap ?? 0;
@@ -164,7 +174,12 @@ export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: Naiv
   const dvAcc = new Float64Array(backward ? x.v.length : 0);
   const dbiasAcc = backward && spec.mask?.kind === 'additive' ? new Float64Array(x.mask!.length) : null;
   const allowance: GradientAllowance | null = backward
-    ? { dq: new Float64Array(x.q.length), dk: new Float64Array(x.k.length), dv: new Float64Array(x.v.length), dbias: dbiasAcc ? new Float64Array(dbiasAcc.length) : null }
+    ? {
+        dq: new Float64Array(x.q.length),
+        dk: new Float64Array(x.k.length),
+        dv: new Float64Array(x.v.length),
+        dbias: dbiasAcc ? new Float64Array(dbiasAcc.length) : null,
+      }
     : null;
   const uOut = UNIT_ROUNDOFF[spec.dtype];
   const uAcc = f32 ? UNIT_ROUNDOFF.float32 : UNIT_ROUNDOFF.float64;
@@ -179,7 +194,8 @@ export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: Naiv
       const K = kRows.read(x.k, b, hk, sk);
       const V = vRows.read(x.v, b, hk, sk);
       const slope = x.slopes ? x.slopes[spec.alibi === 'perBatchHead' ? b * Hq + h : h]! : 0;
-      const keep = (i: number, j: number) => !dropout || dropoutKeep(dropout.seed, dropout.offset, b, h, i, j, Hq, threshold);
+      const keep = (i: number, j: number) =>
+        !dropout || dropoutKeep(dropout.seed, dropout.offset, b, h, i, j, Hq, threshold);
       const T = new Float64Array(cap > 0 ? sq * sk : 0); // tanh of the capped scores
       const P = new Float64Array(sq * sk); // softmax
       const PD = new Float64Array(sq * sk); // softmax after dropout
@@ -192,7 +208,10 @@ export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: Naiv
           if ((spec.causal && j > diag) || (wl >= 0 && j < diag - wl) || (wr >= 0 && j > diag + wr)) continue;
           if (boolMask && x.mask![maskAt!(b, h, i, j)] === 0) continue;
           let dot = 0;
-          for (let d = 0; d < D; d++) dot = f32 ? Math.fround(dot + Math.fround(Q[i * D + d]! * K[j * D + d]!)) : dot + Q[i * D + d]! * K[j * D + d]!;
+          for (let d = 0; d < D; d++)
+            dot = f32
+              ? Math.fround(dot + Math.fround(Q[i * D + d]! * K[j * D + d]!))
+              : dot + Q[i * D + d]! * K[j * D + d]!;
           let s = r(r(dot) * scale);
           if (cap > 0) {
             const t = r(Math.tanh(r(s / cap)));
@@ -219,7 +238,8 @@ export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: Naiv
           const pd = keep(i, j) ? r(pij * keepScale) : 0;
           PD[i * sk + j] = pd;
           if (pd === 0) continue;
-          for (let c = 0; c < Dv; c++) o[c] = f32 ? Math.fround(o[c]! + Math.fround(pd * V[j * Dv + c]!)) : o[c]! + pd * V[j * Dv + c]!;
+          for (let c = 0; c < Dv; c++)
+            o[c] = f32 ? Math.fround(o[c]! + Math.fround(pd * V[j * Dv + c]!)) : o[c]! + pd * V[j * Dv + c]!;
         }
         out.set(o.map(r), oRows.at(b, h, i));
       }
@@ -239,12 +259,18 @@ export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: Naiv
         for (let j = 0; j < sk; j++) {
           if (P[i * sk + j] === 0) continue; // masked: no gradient flows through it
           let dpd = 0;
-          for (let c = 0; c < Dv; c++) dpd = f32 ? Math.fround(dpd + Math.fround(G[i * Dv + c]! * V[j * Dv + c]!)) : dpd + G[i * Dv + c]! * V[j * Dv + c]!;
+          for (let c = 0; c < Dv; c++)
+            dpd = f32
+              ? Math.fround(dpd + Math.fround(G[i * Dv + c]! * V[j * Dv + c]!))
+              : dpd + G[i * Dv + c]! * V[j * Dv + c]!;
           dP[j] = keep(i, j) ? r(r(dpd) * keepScale) : 0;
           delta = acc(delta + acc(P[i * sk + j]! * dP[j]!));
           const pd = PD[i * sk + j]!;
           if (pd === 0) continue;
-          for (let c = 0; c < Dv; c++) dV[j * Dv + c] = f32 ? Math.fround(dV[j * Dv + c]! + Math.fround(pd * G[i * Dv + c]!)) : dV[j * Dv + c]! + pd * G[i * Dv + c]!;
+          for (let c = 0; c < Dv; c++)
+            dV[j * Dv + c] = f32
+              ? Math.fround(dV[j * Dv + c]! + Math.fround(pd * G[i * Dv + c]!))
+              : dV[j * Dv + c]! + pd * G[i * Dv + c]!;
         }
         // Allowance: |dDelta_i| from |dO| . |O| and M_i, and |lse_i| for eps_ij (GradientAllowance).
         let M = 0;
@@ -273,20 +299,43 @@ export function naiveAttention(spec: CaseSpec, values: CaseValues, dropout: Naiv
           const dx = cap > 0 ? r(ds * r(1 - t * t)) : ds;
           const ax = cap > 0 ? a * Math.abs(1 - t * t) : a;
           for (let d = 0; d < D; d++) {
-            dQ[i * D + d] = f32 ? Math.fround(dQ[i * D + d]! + Math.fround(dx * K[j * D + d]!)) : dQ[i * D + d]! + dx * K[j * D + d]!;
-            dK[j * D + d] = f32 ? Math.fround(dK[j * D + d]! + Math.fround(dx * Q[i * D + d]!)) : dK[j * D + d]! + dx * Q[i * D + d]!;
+            dQ[i * D + d] = f32
+              ? Math.fround(dQ[i * D + d]! + Math.fround(dx * K[j * D + d]!))
+              : dQ[i * D + d]! + dx * K[j * D + d]!;
+            dK[j * D + d] = f32
+              ? Math.fround(dK[j * D + d]! + Math.fround(dx * Q[i * D + d]!))
+              : dK[j * D + d]! + dx * Q[i * D + d]!;
             aQ[i * D + d] = aQ[i * D + d]! + ax * Math.abs(K[j * D + d]!);
             aK[j * D + d] = aK[j * D + d]! + ax * Math.abs(Q[i * D + d]!);
           }
           const pd = PD[i * sk + j]!;
-          if (pd !== 0) for (let c = 0; c < Dv; c++) aV[j * Dv + c] = aV[j * Dv + c]! + pd * eps * Math.abs(G[i * Dv + c]!);
+          if (pd !== 0)
+            for (let c = 0; c < Dv; c++) aV[j * Dv + c] = aV[j * Dv + c]! + pd * eps * Math.abs(G[i * Dv + c]!);
         }
       }
-      qRows.add(dq, b, h, dQ.map((g) => r(r(g) * scale)), (v) => v);
+      qRows.add(
+        dq,
+        b,
+        h,
+        dQ.map((g) => r(r(g) * scale)),
+        (v) => v,
+      );
       kRows.add(dkAcc, b, hk, dK, acc);
       vRows.add(dvAcc, b, hk, dV, acc);
-      qRows.add(allowance!.dq, b, h, aQ.map((g) => g * Math.abs(scale)), (v) => v);
-      kRows.add(allowance!.dk, b, hk, aK.map((g) => g * Math.abs(scale)), (v) => v);
+      qRows.add(
+        allowance!.dq,
+        b,
+        h,
+        aQ.map((g) => g * Math.abs(scale)),
+        (v) => v,
+      );
+      kRows.add(
+        allowance!.dk,
+        b,
+        hk,
+        aK.map((g) => g * Math.abs(scale)),
+        (v) => v,
+      );
       vRows.add(allowance!.dv, b, hk, aV, (v) => v);
     }
   }

@@ -62,7 +62,14 @@ function poolAt(layout: PagedLayout, heads: number, cols: number, b: number, j: 
  * Packed rows [total, heads, cols] (sequence b at rows cu[b]..cu[b + 1]) laid out in the pool
  * [numBlocks, blockSize, heads, cols]; every element no sequence reads is `fill`.
  */
-export function toPool(packed: Float64Array, lengths: readonly number[], heads: number, cols: number, layout: PagedLayout, fill: number): Float64Array {
+export function toPool(
+  packed: Float64Array,
+  lengths: readonly number[],
+  heads: number,
+  cols: number,
+  layout: PagedLayout,
+  fill: number,
+): Float64Array {
   const pool = new Float64Array(layout.numBlocks * layout.blockSize * heads * cols).fill(fill);
   let row = 0;
   lengths.forEach((n, b) => {
@@ -76,7 +83,13 @@ export function toPool(packed: Float64Array, lengths: readonly number[], heads: 
 }
 
 /** The inverse of toPool: the first lengths[b] keys of each sequence gathered, packed [total, heads, cols]. */
-export function fromPool(pool: Float64Array, lengths: readonly number[], heads: number, cols: number, layout: PagedLayout): Float64Array {
+export function fromPool(
+  pool: Float64Array,
+  lengths: readonly number[],
+  heads: number,
+  cols: number,
+  layout: PagedLayout,
+): Float64Array {
   const total = lengths.reduce((a, b) => a + b, 0);
   const packed = new Float64Array(total * heads * cols);
   let row = 0;

@@ -13,7 +13,8 @@ import type { Device } from '@attn/core';
 export function poisonAllocator(device: Device, byteSizes: readonly number[]): void {
   if (device.type === 'cpu') return;
   const runtime = getDeviceRuntime(device.type);
-  if (!runtime) throw new Error(`poisonAllocator: no '${device.type}' runtime is registered (import its device package).`);
+  if (!runtime)
+    throw new Error(`poisonAllocator: no '${device.type}' runtime is registered (import its device package).`);
   for (const bytes of byteSizes) {
     if (bytes === 0) continue;
     const block = runtime.allocate(bytes, device.index);

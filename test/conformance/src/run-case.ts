@@ -3,8 +3,27 @@
 // rounded inputs and the naive implementation in the case's dtype, and apply the accuracy rule to
 // every output. If not, check that the decline is a proper one: reasons in explain, and
 // NoBackendError (not a crash) from the call itself.
-import { DTYPE_BYTES, full, getBackend, NoBackendError, normalizeParams, normalizeVarlenParams, noOutTensor, sdpaBackward } from '@attn/core';
-import type { Device, FloatDType, ForwardOutputs, ForwardResult, Gradients, SdpaOptions, SdpaParams, Tensor, VarlenOptions } from '@attn/core';
+import {
+  DTYPE_BYTES,
+  full,
+  getBackend,
+  NoBackendError,
+  normalizeParams,
+  normalizeVarlenParams,
+  noOutTensor,
+  sdpaBackward,
+} from '@attn/core';
+import type {
+  Device,
+  FloatDType,
+  ForwardOutputs,
+  ForwardResult,
+  Gradients,
+  SdpaOptions,
+  SdpaParams,
+  Tensor,
+  VarlenOptions,
+} from '@attn/core';
 import { judge, slackOf } from './accuracy.js';
 import type { Verdict } from './accuracy.js';
 import { callOptions, explainCall, forwardCall } from './call.js';
@@ -35,7 +54,10 @@ function declineReasons(spec: CaseSpec, backend: string, inputs: CaseInputs, req
   const t = inputs.test;
   const report = explainCall(spec, t, callOptions(spec, t, inputs, backend, requiresGrad));
   const c = report.candidates.find((x) => x.backend === backend);
-  if (!c) throw new Error(`'${backend}' is not a candidate on ${report.device}: is its package imported and its deviceType right?`);
+  if (!c)
+    throw new Error(
+      `'${backend}' is not a candidate on ${report.device}: is its package imported and its deviceType right?`,
+    );
   if (!c.available) return [`unavailable: ${c.unavailableReason ?? '(no reason given)'}`];
   for (const r of c.reasons) {
     if (!r.rule || !r.message) throw new Error(`'${backend}' declined with an empty reason: ${JSON.stringify(r)}`);
@@ -49,7 +71,10 @@ function assertProperDecline(spec: CaseSpec, backend: string, inputs: CaseInputs
     forwardCall(spec, inputs.test, callOptions(spec, inputs.test, inputs, backend, false));
   } catch (e) {
     if (e instanceof NoBackendError || (e as { code?: string }).code === 'ATTN_NO_BACKEND') return;
-    throw new Error(`'${backend}' declines this case (${reasons.join('; ')}) but calling it threw something else than NoBackendError`, { cause: e });
+    throw new Error(
+      `'${backend}' declines this case (${reasons.join('; ')}) but calling it threw something else than NoBackendError`,
+      { cause: e },
+    );
   }
   throw new Error(`explain says '${backend}' declines this case (${reasons.join('; ')}), yet the call ran`);
 }
@@ -124,7 +149,8 @@ export function compareWithReference(
   poisonAllocator(device, [bytesAs(refFwd.out, spec.dtype), bytesAs(refFwd.logsumexp, 'float32')]);
   // Forward-only runs write into a given out filled with NaN (the out option; an element the backend
   // never writes stays NaN, on the CPU too), where the backend takes out at all.
-  const out = !backward && !launch && takesOut(backend) ? full(refFwd.out.shape, NaN, { dtype: spec.dtype, device }) : null;
+  const out =
+    !backward && !launch && takesOut(backend) ? full(refFwd.out.shape, NaN, { dtype: spec.dtype, device }) : null;
   const opts = callOptions(spec, t, inputs, backend, backward);
   const launched = launch ? launchedCall(spec, t, opts, backend, launch) : null;
   const fwd: ForwardResult = launched ? launched.fwd : forwardCall(spec, t, out ? { ...opts, out } : opts);
@@ -140,14 +166,22 @@ export function compareWithReference(
   const poisoned = planted || beyond;
   const slack = slackOf(fwd.backend, spec.dtype);
   const fwdRule = { poisoned, extraNaN: zeroWeightMeetsInfiniteValue(spec, inputs), patternOnly: beyond, slack };
-  const bwdRule = { poisoned, extraNaN: planted, patternOnly: beyond || extremeLogits(spec) || extremeValues(spec), slack };
+  const bwdRule = {
+    poisoned,
+    extraNaN: planted,
+    patternOnly: beyond || extremeLogits(spec) || extremeValues(spec),
+    slack,
+  };
   const verdicts = [
     judge('out', spec.dtype, host(fwd.out), host(refFwd.out), naive.out, fwdRule),
     judge('logsumexp', spec.dtype, host(fwd.logsumexp), host(refFwd.logsumexp), naive.lse, fwdRule),
   ];
   if (backward) {
     const refGrads = sdpaBackward(ref.gradOut, refFwd);
-    poisonAllocator(device, [refGrads.dq, refGrads.dk, refGrads.dv, refGrads.dbias].flatMap((g) => (g ? [bytesAs(g, spec.dtype)] : [])));
+    poisonAllocator(
+      device,
+      [refGrads.dq, refGrads.dk, refGrads.dv, refGrads.dbias].flatMap((g) => (g ? [bytesAs(g, spec.dtype)] : [])),
+    );
     const grads: Gradients = backwardOf();
     // The gradients' bound allows for FlashAttention's form of the backward (naive.ts, GradientAllowance).
     const allow = naive.allowance!;
@@ -158,7 +192,12 @@ export function compareWithReference(
     );
     if (naive.dbias) {
       if (!grads.dbias || !refGrads.dbias) throw new Error('an additive mask was given but no dbias came back');
-      verdicts.push(judge('dbias', spec.dtype, host(grads.dbias), host(refGrads.dbias), naive.dbias, { ...bwdRule, allowance: allow.dbias! }));
+      verdicts.push(
+        judge('dbias', spec.dtype, host(grads.dbias), host(refGrads.dbias), naive.dbias, {
+          ...bwdRule,
+          allowance: allow.dbias!,
+        }),
+      );
     }
     if (spec.deterministic) verdicts.push(bitwiseAgain(grads, backwardOf()));
     disposeAll(grads.dq, grads.dk, grads.dv, grads.dbias);
@@ -180,14 +219,25 @@ function bitwiseAgain(first: Gradients, again: Gradients): Verdict {
   disposeAll(again.dq, again.dk, again.dv, again.dbias);
   return differ.length === 0
     ? { ok: true, message: 'deterministic: dq, dk, dv bitwise reproducible' }
-    : { ok: false, message: `deterministic: ${differ.join(', ')} differ between two backward calls on the same inputs` };
+    : {
+        ok: false,
+        message: `deterministic: ${differ.join(', ')} differ between two backward calls on the same inputs`,
+      };
 }
 
 /** The case's call through `launch` (the backend's own entry points) on core's validated params. */
-function launchedCall(spec: CaseSpec, t: CaseInputs['test'], opts: ReturnType<typeof callOptions>, backend: string | null, launch: Launch) {
+function launchedCall(
+  spec: CaseSpec,
+  t: CaseInputs['test'],
+  opts: ReturnType<typeof callOptions>,
+  backend: string | null,
+  launch: Launch,
+) {
   if (backend === null) throw new Error('a launch needs the backend it launches on');
   const { backends: _restriction, ...call } = opts;
-  const params = spec.varlen ? normalizeVarlenParams(t.q, t.k, t.v, call as VarlenOptions) : normalizeParams(t.q, t.k, t.v, call as SdpaOptions);
+  const params = spec.varlen
+    ? normalizeVarlenParams(t.q, t.k, t.v, call as VarlenOptions)
+    : normalizeParams(t.q, t.k, t.v, call as SdpaOptions);
   const saved = launch.forward(params);
   const fwd: ForwardResult = { out: saved.out, logsumexp: saved.logsumexp, rng: { seed: 0n, offset: 0 }, backend };
   return {

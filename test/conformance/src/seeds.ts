@@ -4,7 +4,10 @@ import { randomSeed } from '@attn/core';
 
 export const SEED_ENV = 'ATTN_CONFORMANCE_SEED';
 
-export function baseSeed(option: bigint | number | undefined, env: Readonly<Record<string, string | undefined>> = process.env): bigint {
+export function baseSeed(
+  option: bigint | number | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): bigint {
   if (option !== undefined) return BigInt(option);
   const value = env[SEED_ENV];
   return value ? BigInt(value) : randomSeed();

@@ -57,9 +57,16 @@ describe.skipIf(!av.ok && process.env.ATTN_REQUIRE_GPU !== '1')('per-call option
       const out = full([b, h, sq, dv], NaN, o);
       const res = sdpaForward(q, k, v, { out, isCausal: sq > 1, alignment: 'lowerRight', backends: [backend] });
       expect(res.out).toBe(out);
-      const ref = sdpa(cpu(q)!, cpu(k)!, cpu(v)!, { isCausal: sq > 1, alignment: 'lowerRight', backends: ['cpu-math'] });
+      const ref = sdpa(cpu(q)!, cpu(k)!, cpu(v)!, {
+        isCausal: sq > 1,
+        alignment: 'lowerRight',
+        backends: ['cpu-math'],
+      });
       expect(relErr(out, ref)).toBeLessThan(TOL);
-      if (d === dv) expect(() => sdpa(q, k, v, { out: q, backends: [backend] })).toThrow(expect.objectContaining({ code: 'ATTN_OUT' }));
+      if (d === dv)
+        expect(() => sdpa(q, k, v, { out: q, backends: [backend] })).toThrow(
+          expect.objectContaining({ code: 'ATTN_OUT' }),
+        );
     });
   }
 
@@ -103,7 +110,12 @@ describe.skipIf(!av.ok && process.env.ATTN_REQUIRE_GPU !== '1')('per-call option
       const res = sdpaVarlen(q, k, v, { ...base, indexValuesOnDevice: true, out });
       expect(res.backend).toBe('flash-cuda');
       expect(res.out).toBe(out);
-      const ref = sdpaVarlen(cpu(q)!, cpu(k)!, cpu(v)!, { ...base, cuSeqlensQ: cpu(cuQ)!, cuSeqlensK: cpu(cuK)!, backends: ['cpu-math'] });
+      const ref = sdpaVarlen(cpu(q)!, cpu(k)!, cpu(v)!, {
+        ...base,
+        cuSeqlensQ: cpu(cuQ)!,
+        cuSeqlensK: cpu(cuK)!,
+        backends: ['cpu-math'],
+      });
       expect(relErr(out, ref.out), `step ${step}`).toBeLessThan(TOL);
       expect(relErr(res.logsumexp, ref.logsumexp), `step ${step}`).toBeLessThan(TOL);
     }
@@ -125,6 +137,8 @@ describe.skipIf(!av.ok && process.env.ATTN_REQUIRE_GPU !== '1')('per-call option
     const ref = sdpa(cpu(q)!, cpu(k)!, cpu(v)!, { sequsedK: i32([300, 120], 'cpu'), backends: ['cpu-math'] });
     expect(relErr(got, ref)).toBeLessThan(TOL);
     // Without the option the value is checked on the host.
-    expect(() => sdpa(q, k, v, { sequsedK: i32([100000, 120], 'cuda') })).toThrow(expect.objectContaining({ code: 'ATTN_SEQUSED_K' }));
+    expect(() => sdpa(q, k, v, { sequsedK: i32([100000, 120], 'cuda') })).toThrow(
+      expect.objectContaining({ code: 'ATTN_SEQUSED_K' }),
+    );
   });
 });

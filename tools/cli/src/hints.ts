@@ -7,7 +7,8 @@ const HINTS: Readonly<Record<string, string>> = {
   ATTN_WINDOW: 'on the command line: --window left,right with integers >= -1',
   ATTN_DROPOUT: 'on the command line: --dropout p with 0 <= p < 1',
   ATTN_NO_DEVICE_RUNTIME: 'on the command line: pass --device cpu to run on the CPU instead',
-  ATTN_DEVICE_UNAVAILABLE: 'on the command line: pass --device cpu to run on the CPU instead; `attn doctor` shows why the runtime is unavailable',
+  ATTN_DEVICE_UNAVAILABLE:
+    'on the command line: pass --device cpu to run on the CPU instead; `attn doctor` shows why the runtime is unavailable',
   ATTN_DEVICE: '`attn doctor` lists the devices present',
   ATTN_NO_BACKWARD: 'on the command line: use --mode fwd, or --backends with a backend that has a backward',
   ATTN_OUT_OF_MEMORY: 'on the command line: use a smaller --shape (or --seq/--batch in bench)',

@@ -19,7 +19,10 @@ export function processIO(): CliIO {
 }
 
 /** An IO that collects everything written (tests, --json capture). */
-export function memoryIO(env: Record<string, string | undefined> = {}, cwd = process.cwd()): CliIO & { out(): string; err(): string } {
+export function memoryIO(
+  env: Record<string, string | undefined> = {},
+  cwd = process.cwd(),
+): CliIO & { out(): string; err(): string } {
   let out = '';
   let err = '';
   return {

@@ -25,6 +25,8 @@ export function checkOutputWritable(path: string, flag: string): void {
   try {
     accessSync(existing ? full : dir, constants.W_OK);
   } catch {
-    throw new CliUsageError(`${flag} ${path}: ${existing ? 'the file' : `the folder ${dir}`} is not writable; pick another path.`);
+    throw new CliUsageError(
+      `${flag} ${path}: ${existing ? 'the file' : `the folder ${dir}`} is not writable; pick another path.`,
+    );
   }
 }

@@ -38,7 +38,10 @@ describe('usage errors exit 2 with what to change', () => {
     [['run', '--shape', '1,8,512'], /four comma-separated sizes B,H,S,D/],
     [['run', '--shape', '1,8,x,64'], /size S: 'x' is not an integer/],
     [['run'], /required option '--shape <B,H,S,D>' not specified/],
-    [['explain', '--shape', '1,2,16,16', '--backends', 'no-such-backend'], /Unknown backend 'no-such-backend': registered backends are .*cpu-math/],
+    [
+      ['explain', '--shape', '1,2,16,16', '--backends', 'no-such-backend'],
+      /Unknown backend 'no-such-backend': registered backends are .*cpu-math/,
+    ],
     [['run', '--shape', '1,2,16,16', '--dtype', 'int8'], /Allowed choices are float64, float32, float16, bfloat16/],
     [['run', '--shape', '1,2,16,16', '--repeat', '0'], /expected a positive integer/],
     [['run', '--shape', '1,2,16,16', '--dropout', '1.5'], /\[0, 1\)/],
@@ -47,12 +50,21 @@ describe('usage errors exit 2 with what to change', () => {
     [['bench', '--overhead', '--dim', '64'], /option '--overhead' cannot be used with option '--dim <list>'/],
     [['bench', '--device', 'cpu', '--plot', 'chart.png'], /must end in .svg or .html/],
     [['bench', '--device', 'cpu', '--backends', 'nope'], /Unknown backend 'nope'/],
-    [['bench', '--device', 'cpu', '--backends', 'cpu-math', '--kernel', 'avx2'], /No kernel named 'avx2' among cpu-math; kernels: cpu-flash: portable, avx2/],
+    [
+      ['bench', '--device', 'cpu', '--backends', 'cpu-math', '--kernel', 'avx2'],
+      /No kernel named 'avx2' among cpu-math; kernels: cpu-flash: portable, avx2/,
+    ],
     [['bench', '--mode', 'fwd,sideways'], /'sideways' is not one of fwd, bwd, fwdbwd/],
     [['bench', '--device', 'cpu', '--overhead', '--index-values-on-device'], /--index-values-on-device needs --varlen/],
-    [['bench', '--device', 'cpu', '--overhead', '--varlen', '--mode', 'fwdbwd'], /--varlen time forward calls: use --mode fwd/],
+    [
+      ['bench', '--device', 'cpu', '--overhead', '--varlen', '--mode', 'fwdbwd'],
+      /--varlen time forward calls: use --mode fwd/,
+    ],
     [['bench', '--device', 'cpu', '--overhead', '--out', '--mode', 'bwd'], /--out time forward calls/],
-    [['bench', '--device', 'cpu', '--varlen', '--mask', 'bool'], /option '--varlen' cannot be used with option '--mask <kind>'/],
+    [
+      ['bench', '--device', 'cpu', '--varlen', '--mask', 'bool'],
+      /option '--varlen' cannot be used with option '--mask <kind>'/,
+    ],
     [['frobnicate'], /unknown command 'frobnicate'/],
   ])('attn %j', async (argv, message) => {
     const r = await attn(...argv);
@@ -92,7 +104,19 @@ describe('attn explain', () => {
   });
 
   it('prints the report as JSON', async () => {
-    const r = await attn('explain', '--shape', '2,4,8,16', '--kv-heads', '2', '--gqa', '--seq-k', '24', '--device', 'cpu', '--json');
+    const r = await attn(
+      'explain',
+      '--shape',
+      '2,4,8,16',
+      '--kv-heads',
+      '2',
+      '--gqa',
+      '--seq-k',
+      '24',
+      '--device',
+      'cpu',
+      '--json',
+    );
     expect(r.code).toBe(EXIT_OK);
     const { problem, report } = JSON.parse(r.out);
     expect(problem).toMatchObject({ batch: 2, headsQ: 4, headsKV: 2, seqQ: 8, seqK: 24, enableGqa: true });
@@ -121,7 +145,20 @@ describe('attn explain', () => {
 
 describe('attn run', () => {
   it('prints backend, reasons, time, rate and error against the reference', async () => {
-    const r = await attn('run', '--shape', '1,2,32,16', '--device', 'cpu', '--dtype', 'float32', '--causal', '--repeat', '3', '--warmup', '1');
+    const r = await attn(
+      'run',
+      '--shape',
+      '1,2,32,16',
+      '--device',
+      'cpu',
+      '--dtype',
+      'float32',
+      '--causal',
+      '--repeat',
+      '3',
+      '--warmup',
+      '1',
+    );
     expect(r.code).toBe(EXIT_OK);
     expect(r.out).toMatch(/test-picky.*rejected/);
     expect(r.out).toMatch(/^backend\s+cpu-(math|flash)$/m);
@@ -132,7 +169,20 @@ describe('attn run', () => {
   });
 
   it('reports JSON with the FLOP count and errors; backward modes check gradients', async () => {
-    const r = await attn('run', '--shape', '1,2,16,8', '--device', 'cpu', '--mode', 'fwdbwd', '--repeat', '2', '--warmup', '0', '--json');
+    const r = await attn(
+      'run',
+      '--shape',
+      '1,2,16,8',
+      '--device',
+      'cpu',
+      '--mode',
+      'fwdbwd',
+      '--repeat',
+      '2',
+      '--warmup',
+      '0',
+      '--json',
+    );
     expect(r.code).toBe(EXIT_OK);
     const res = JSON.parse(r.out);
     expect(res.backend).toMatch(/^cpu-(math|flash)$/);
@@ -172,14 +222,24 @@ describe('attn doctor', () => {
     expect(r.out).toMatch(/cpu-math\s+cpu, priority \d+, available/);
     expect(r.out).toMatch(/kernel avx2: AVX2/);
     const json = JSON.parse((await attn('doctor', '--json')).out);
-    expect(json.backends.find((b: { name: string }) => b.name === 'cpu-flash').kernels.map((k: { name: string }) => k.name)).toEqual(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'neon', 'sve256']);
+    expect(
+      json.backends.find((b: { name: string }) => b.name === 'cpu-flash').kernels.map((k: { name: string }) => k.name),
+    ).toEqual(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'neon', 'sve256']);
   });
 
   it('answers JSON with every known package', async () => {
     const r = await attn('doctor', '--json');
     const d = JSON.parse(r.out);
     expect(d.packages.map((p: { name: string }) => p.name)).toEqual(
-      expect.arrayContaining(['@attn/cpu', '@attn/cuda', '@attn/flash-cuda', '@attn/cutlass-memeff', '@attn/rocm', '@attn/rocm-aotriton', '@attn/rocm-ck']),
+      expect.arrayContaining([
+        '@attn/cpu',
+        '@attn/cuda',
+        '@attn/flash-cuda',
+        '@attn/cutlass-memeff',
+        '@attn/rocm',
+        '@attn/rocm-aotriton',
+        '@attn/rocm-ck',
+      ]),
     );
     expect(d.runtimes.map((x: { type: string }) => x.type)).toEqual(['cuda', 'rocm']);
     const math = d.backends.find((b: { name: string }) => b.name === 'cpu-math');
@@ -195,8 +255,27 @@ describe('attn bench (CPU smoke run)', () => {
     const plot = join(dir, 'bench.svg');
     // No --backends: every available CPU backend, including test-picky, which declines float32.
     const r = await attn(
-      'bench', '--device', 'cpu', '--seq', '16,32', '--dim', '16', '--tokens', '32', '--hidden', '32',
-      '--mode', 'fwd,fwdbwd', '--repeat', '2', '--warmup', '0', '--json', json, '--plot', plot,
+      'bench',
+      '--device',
+      'cpu',
+      '--seq',
+      '16,32',
+      '--dim',
+      '16',
+      '--tokens',
+      '32',
+      '--hidden',
+      '32',
+      '--mode',
+      'fwd,fwdbwd',
+      '--repeat',
+      '2',
+      '--warmup',
+      '0',
+      '--json',
+      json,
+      '--plot',
+      plot,
     );
     expect(r.code).toBe(EXIT_OK);
     expect(r.err).toMatch(/\[1\/\d+\] test-picky fwd B=2 H=2 S=16 D=16: unsupported: dtypeIn/); // plain progress lines off a TTY
@@ -217,7 +296,9 @@ describe('attn bench (CPU smoke run)', () => {
       expect(row.medianMs).toBeGreaterThan(0);
       expect(row.tflops).toBeCloseTo(row.flops / (row.medianMs / 1000) / 1e12, 10);
     }
-    const fwd = ok.find((x: { mode: string; causal: boolean; seqQ: number }) => x.mode === 'fwd' && !x.causal && x.seqQ === 32);
+    const fwd = ok.find(
+      (x: { mode: string; causal: boolean; seqQ: number }) => x.mode === 'fwd' && !x.causal && x.seqQ === 32,
+    );
     expect(fwd.flops).toBe(4 * 1 * 2 * 32 * 32 * 16);
 
     const svg = readFileSync(plot, 'utf8');
@@ -235,7 +316,27 @@ describe('attn bench (CPU smoke run)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
     for (const flag of ['--plot', '--json']) {
       const path = join(dir, 'missing', flag === '--plot' ? 'x.svg' : 'x.json');
-      const r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--repeat', '1', '--warmup', '0', flag, path);
+      const r = await attn(
+        'bench',
+        '--device',
+        'cpu',
+        '--backends',
+        'cpu-math',
+        '--seq',
+        '16',
+        '--dim',
+        '16',
+        '--tokens',
+        '16',
+        '--hidden',
+        '16',
+        '--repeat',
+        '1',
+        '--warmup',
+        '0',
+        flag,
+        path,
+      );
       expect(r.code).toBe(EXIT_USAGE);
       expect(r.err).toMatch(new RegExp(`${flag} .*missing.* does not exist`));
       expect(r.out).not.toMatch(/attn bench on/); // failed before the run began
@@ -243,7 +344,27 @@ describe('attn bench (CPU smoke run)', () => {
   });
 
   it('marks unsupported backends with their reason and still runs the others', async () => {
-    const r = await attn('bench', '--device', 'cpu', '--backends', 'test-picky,cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--causal', '--repeat', '1', '--warmup', '0', '--quiet');
+    const r = await attn(
+      'bench',
+      '--device',
+      'cpu',
+      '--backends',
+      'test-picky,cpu-math',
+      '--seq',
+      '16',
+      '--dim',
+      '16',
+      '--tokens',
+      '16',
+      '--hidden',
+      '16',
+      '--causal',
+      '--repeat',
+      '1',
+      '--warmup',
+      '0',
+      '--quiet',
+    );
     expect(r.code).toBe(EXIT_OK);
     expect(r.err).toBe('');
     expect(r.out).toMatch(/Not run:\n\s+test-picky fwd unsupported: dtypeIn/);
@@ -252,11 +373,36 @@ describe('attn bench (CPU smoke run)', () => {
   it('--kernel benches the backends that declare it, each call asking for it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-kernel-'));
     const json = join(dir, 'k.json');
-    const r = await attn('bench', '--device', 'cpu', '--kernel', 'portable', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--quiet', '--json', json);
+    const r = await attn(
+      'bench',
+      '--device',
+      'cpu',
+      '--kernel',
+      'portable',
+      '--seq',
+      '16',
+      '--dim',
+      '16',
+      '--tokens',
+      '16',
+      '--hidden',
+      '16',
+      '--non-causal',
+      '--repeat',
+      '1',
+      '--warmup',
+      '0',
+      '--warmup-ms',
+      '0',
+      '--quiet',
+      '--json',
+      json,
+    );
     expect(r.code).toBe(EXIT_OK);
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows as { backend: string; features: string }[];
     expect(rows.length).toBeGreaterThan(0);
-    for (const row of rows) expect(row).toMatchObject({ backend: 'cpu-flash', features: expect.stringContaining('kernel portable') });
+    for (const row of rows)
+      expect(row).toMatchObject({ backend: 'cpu-flash', features: expect.stringContaining('kernel portable') });
   });
 
   it('states the CPU, kernel path, threads and torch version in the header and the JSON', async () => {
@@ -269,7 +415,37 @@ describe('attn bench (CPU smoke run)', () => {
     process.env.PYTHONPATH = fileURLToPath(new URL('../test/fake_torch', import.meta.url));
     let r: Awaited<ReturnType<typeof attn>>;
     try {
-      r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--threads', '3', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--compare', 'torch', '--torch-backends', 'math', '--quiet', '--json', json);
+      r = await attn(
+        'bench',
+        '--device',
+        'cpu',
+        '--backends',
+        'cpu-math',
+        '--seq',
+        '16',
+        '--dim',
+        '16',
+        '--tokens',
+        '16',
+        '--hidden',
+        '16',
+        '--non-causal',
+        '--threads',
+        '3',
+        '--repeat',
+        '1',
+        '--warmup',
+        '0',
+        '--warmup-ms',
+        '0',
+        '--compare',
+        'torch',
+        '--torch-backends',
+        'math',
+        '--quiet',
+        '--json',
+        json,
+      );
     } finally {
       if (before === undefined) delete process.env.PYTHONPATH;
       else process.env.PYTHONPATH = before;
@@ -277,9 +453,13 @@ describe('attn bench (CPU smoke run)', () => {
     expect(r.code).toBe(EXIT_OK);
     const cpu = cpuInfo();
     const header = r.out.slice(0, r.out.indexOf('┌'));
-    expect(header).toContain(`  cpu: ${cpu.model}${cpu.id ? ` [${cpu.id}]` : ''}, ${process.platform}-${process.arch}, ${cpu.threads} logical CPUs`);
+    expect(header).toContain(
+      `  cpu: ${cpu.model}${cpu.id ? ` [${cpu.id}]` : ''}, ${process.platform}-${process.arch}, ${cpu.threads} logical CPUs`,
+    );
     expect(header).toMatch(/; 3 CPU threads/);
-    expect(header).toContain('  torch 0.0-fake on cpu (ATen capability FAKE_SIMD): 3 threads (ours 3), timed with time.perf_counter');
+    expect(header).toContain(
+      '  torch 0.0-fake on cpu (ATen capability FAKE_SIMD): 3 threads (ours 3), timed with time.perf_counter',
+    );
     expect(r.err).toBe(''); // --quiet: no progress from either side
     const report = JSON.parse(readFileSync(json, 'utf8'));
     expect(report.machine).toEqual({ platform: `${process.platform}-${process.arch}`, cpu: { ...cpu } });
@@ -288,23 +468,90 @@ describe('attn bench (CPU smoke run)', () => {
     expect(report.paths).toEqual({}); // cpu-math states no kernel path
   });
 
-  it.skipIf(!cpuFlashBackend.availability().ok)('with --kernel, the header and JSON give the paths of the kernel asked for', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'attn-bench-paths-'));
-    const json = join(dir, 'p.json');
-    const r = await attn('bench', '--device', 'cpu', '--kernel', 'portable', '--dtype', 'bfloat16', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--threads', '2', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--quiet', '--json', json);
-    expect(r.code).toBe(EXIT_OK);
-    expect(r.out).toMatch(/\n {2}cpu-flash: kernel portable, isa portable, forward portable\/\S+, backward portable\/\S+, threads 2\n/);
-    const report = JSON.parse(readFileSync(json, 'utf8'));
-    expect(report.paths['cpu-flash']).toMatchObject({ kernel: 'portable', isa: 'portable', forward: expect.stringMatching(/^portable\//), threads: 2 });
-    expect(report.threads).toEqual({ attn: 2, torch: null });
-    expect(report.torch).toBeNull();
-  });
+  it.skipIf(!cpuFlashBackend.availability().ok)(
+    'with --kernel, the header and JSON give the paths of the kernel asked for',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'attn-bench-paths-'));
+      const json = join(dir, 'p.json');
+      const r = await attn(
+        'bench',
+        '--device',
+        'cpu',
+        '--kernel',
+        'portable',
+        '--dtype',
+        'bfloat16',
+        '--seq',
+        '16',
+        '--dim',
+        '16',
+        '--tokens',
+        '16',
+        '--hidden',
+        '16',
+        '--non-causal',
+        '--threads',
+        '2',
+        '--repeat',
+        '1',
+        '--warmup',
+        '0',
+        '--warmup-ms',
+        '0',
+        '--quiet',
+        '--json',
+        json,
+      );
+      expect(r.code).toBe(EXIT_OK);
+      expect(r.out).toMatch(
+        /\n {2}cpu-flash: kernel portable, isa portable, forward portable\/\S+, backward portable\/\S+, threads 2\n/,
+      );
+      const report = JSON.parse(readFileSync(json, 'utf8'));
+      expect(report.paths['cpu-flash']).toMatchObject({
+        kernel: 'portable',
+        isa: 'portable',
+        forward: expect.stringMatching(/^portable\//),
+        threads: 2,
+      });
+      expect(report.threads).toEqual({ attn: 2, torch: null });
+      expect(report.torch).toBeNull();
+    },
+  );
 
   it('--strict exits 1 when one of our backends throws on a case, and says so', async () => {
-    const throws: Backend = { ...picky, name: 'test-throws', rules: [], forward: () => { throw new Error('kernel fault (test)'); } };
+    const throws: Backend = {
+      ...picky,
+      name: 'test-throws',
+      rules: [],
+      forward: () => {
+        throw new Error('kernel fault (test)');
+      },
+    };
     registerBackend(throws);
     try {
-      const args = ['bench', '--device', 'cpu', '--backends', 'test-throws,cpu-math', '--seq', '16', '--dim', '16', '--tokens', '16', '--hidden', '16', '--non-causal', '--repeat', '1', '--warmup', '0', '--warmup-ms', '0', '--quiet'];
+      const args = [
+        'bench',
+        '--device',
+        'cpu',
+        '--backends',
+        'test-throws,cpu-math',
+        '--seq',
+        '16',
+        '--dim',
+        '16',
+        '--tokens',
+        '16',
+        '--hidden',
+        '16',
+        '--non-causal',
+        '--repeat',
+        '1',
+        '--warmup',
+        '0',
+        '--warmup-ms',
+        '0',
+        '--quiet',
+      ];
       const loose = await attn(...args);
       expect(loose.code).toBe(EXIT_OK); // cpu-math ran; the failure is a row
       expect(loose.out).toMatch(/test-throws fwd failed: kernel fault \(test\)/);
@@ -319,7 +566,22 @@ describe('attn bench (CPU smoke run)', () => {
   it('measures per-call overhead', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
     const json = join(dir, 'o.json');
-    const r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--overhead', '--non-causal', '--repeat', '2', '--warmup', '0', '--quiet', '--json', json);
+    const r = await attn(
+      'bench',
+      '--device',
+      'cpu',
+      '--backends',
+      'cpu-math',
+      '--overhead',
+      '--non-causal',
+      '--repeat',
+      '2',
+      '--warmup',
+      '0',
+      '--quiet',
+      '--json',
+      json,
+    );
     expect(r.code).toBe(EXIT_OK);
     expect(r.out).toMatch(/overhead grid, 1 case\(s\).*loops of 200 back-to-back calls, each disposing its outputs/);
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
@@ -329,10 +591,31 @@ describe('attn bench (CPU smoke run)', () => {
   it('times the loop of varlen calls writing into a preallocated out', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
     const json = join(dir, 'v.json');
-    const r = await attn('bench', '--device', 'cpu', '--backends', 'cpu-math', '--overhead', '--varlen', '--out', '--non-causal', '--repeat', '2', '--warmup', '0', '--warmup-ms', '0', '--quiet', '--json', json);
+    const r = await attn(
+      'bench',
+      '--device',
+      'cpu',
+      '--backends',
+      'cpu-math',
+      '--overhead',
+      '--varlen',
+      '--out',
+      '--non-causal',
+      '--repeat',
+      '2',
+      '--warmup',
+      '0',
+      '--warmup-ms',
+      '0',
+      '--quiet',
+      '--json',
+      json,
+    );
     expect(r.code).toBe(EXIT_OK);
     expect(r.out).toMatch(/loops of 200 back-to-back calls.*calls: sdpaVarlen, a preallocated out/);
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
-    expect(rows).toEqual([expect.objectContaining({ seqQ: 16, status: 'ok', features: expect.stringMatching(/varlen.*preallocated out/) })]);
+    expect(rows).toEqual([
+      expect.objectContaining({ seqQ: 16, status: 'ok', features: expect.stringMatching(/varlen.*preallocated out/) }),
+    ]);
   });
 });

@@ -23,8 +23,18 @@ function buildProgram(getContext: () => Promise<CommandContext>, io: CliIO): Com
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride();
-  for (const cmd of [doctorCommand(getContext), explainCommand(getContext), runCommand(getContext), benchCommand(getContext), checkCommand(getContext), buildCommand(io)]) {
-    cmd.exitOverride().showHelpAfterError('(run with --help for usage)').configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+  for (const cmd of [
+    doctorCommand(getContext),
+    explainCommand(getContext),
+    runCommand(getContext),
+    benchCommand(getContext),
+    checkCommand(getContext),
+    buildCommand(io),
+  ]) {
+    cmd
+      .exitOverride()
+      .showHelpAfterError('(run with --help for usage)')
+      .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
     program.addCommand(cmd);
   }
   return program;
@@ -39,7 +49,8 @@ function errorCode(err: unknown): string | undefined {
 export function reportError(err: unknown, io: CliIO): number {
   if (err instanceof CommanderError) {
     // commander already printed the message (and help where asked)
-    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT_OK;
+    if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help')
+      return EXIT_OK;
     return err.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
   }
   const code = errorCode(err);

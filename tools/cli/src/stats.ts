@@ -21,7 +21,10 @@ export function quantile(sorted: readonly number[], q: number): number {
 }
 
 export function median(samples: readonly number[]): number {
-  return quantile([...samples].sort((a, b) => a - b), 0.5);
+  return quantile(
+    [...samples].sort((a, b) => a - b),
+    0.5,
+  );
 }
 
 export function summarize(samplesMs: readonly number[]): Summary {

@@ -6,7 +6,9 @@ import '@attn/cpu';
 
 const q = randn([1, 2, 8, 16], { dtype: 'float32', seed: 1 });
 const report = explain(q, q, q, {});
-const a = listBackends('cpu').find((e) => e.backend.name === 'cpu-flash').backend.availability();
+const a = listBackends('cpu')
+  .find((e) => e.backend.name === 'cpu-flash')
+  .backend.availability();
 console.log(JSON.stringify({ selected: report.selected, availability: a }));
 const reason = a.ok ? '' : a.reason;
 const ok =

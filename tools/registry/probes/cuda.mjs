@@ -15,5 +15,9 @@ const rows = names.map((name) => {
   return { name, registered: !!b, availability: b?.availability() ?? null };
 });
 console.log(JSON.stringify(rows));
-const bad = rows.filter((r) => !r.registered || (!r.availability.ok && /no native addon|failed to load|another version/.test(r.availability.reason)));
+const bad = rows.filter(
+  (r) =>
+    !r.registered ||
+    (!r.availability.ok && /no native addon|failed to load|another version/.test(r.availability.reason)),
+);
 if (bad.length > 0) process.exit(1);

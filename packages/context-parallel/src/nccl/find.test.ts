@@ -35,7 +35,11 @@ describe('findNccl', () => {
     touch(join(root, 'wheel', 'nvidia', 'nccl', 'include', 'nccl.h'), HEADER);
     touch(join(root, 'wheel', 'nvidia', 'nccl', 'lib', 'libnccl.so.2'));
     const r = findNccl(probe({ NCCL_HOME: join(root, 'home'), ATTN_NCCL_WHEEL_DIR: join(root, 'wheel') }));
-    expect(r.build).toMatchObject({ source: 'NCCL_HOME', library: join(root, 'home', 'lib', 'libnccl.so'), version: '2.30.7' });
+    expect(r.build).toMatchObject({
+      source: 'NCCL_HOME',
+      library: join(root, 'home', 'lib', 'libnccl.so'),
+      version: '2.30.7',
+    });
   });
 
   it('an extracted wheel (ATTN_NCCL_WHEEL_DIR) links libnccl.so.2, the only library it ships', () => {
@@ -43,7 +47,10 @@ describe('findNccl', () => {
     touch(join(root, 'wheel', 'nvidia', 'nccl', 'include', 'nccl.h'), HEADER);
     touch(join(root, 'wheel', 'nvidia', 'nccl', 'lib', 'libnccl.so.2'));
     const r = findNccl(probe({ ATTN_NCCL_WHEEL_DIR: join(root, 'wheel') }));
-    expect(r.build).toMatchObject({ source: 'ATTN_NCCL_WHEEL_DIR', library: join(root, 'wheel', 'nvidia', 'nccl', 'lib', 'libnccl.so.2') });
+    expect(r.build).toMatchObject({
+      source: 'ATTN_NCCL_WHEEL_DIR',
+      library: join(root, 'wheel', 'nvidia', 'nccl', 'lib', 'libnccl.so.2'),
+    });
   });
 
   it('run time: LD_LIBRARY_PATH before ldconfig; a PyTorch copy in site-packages is listed with its wheel version', () => {
@@ -55,8 +62,14 @@ describe('findNccl', () => {
     touch(join(site, 'nvidia', 'nccl', 'lib', 'libnccl.so.2'));
     mkdirSync(join(site, 'nvidia_nccl_cu13-2.30.7.dist-info'));
     const r = findNccl(probe({ LD_LIBRARY_PATH: `/nonexistent:${join(root, 'ld')}` }, [site], [cached]));
-    expect(r.runtime).toMatchObject({ source: 'LD_LIBRARY_PATH', path: join(root, 'ld', 'libnccl.so.2'), version: '2.28.3' });
-    expect(r.pythonCopies).toEqual([{ source: 'site-packages', path: join(site, 'nvidia', 'nccl', 'lib', 'libnccl.so.2'), version: '2.30.7' }]);
+    expect(r.runtime).toMatchObject({
+      source: 'LD_LIBRARY_PATH',
+      path: join(root, 'ld', 'libnccl.so.2'),
+      version: '2.28.3',
+    });
+    expect(r.pythonCopies).toEqual([
+      { source: 'site-packages', path: join(site, 'nvidia', 'nccl', 'lib', 'libnccl.so.2'), version: '2.30.7' },
+    ]);
     expect(r.runtimeTried[0]).toBe('LD_LIBRARY_PATH: /nonexistent/libnccl.so.2');
     // The site-packages wheel also serves a build (headers missing here: it says so by not matching).
     expect(r.build?.source).not.toBe('site-packages');

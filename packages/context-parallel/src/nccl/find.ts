@@ -13,7 +13,8 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
-export type NcclSource = 'NCCL_HOME' | 'ATTN_NCCL_WHEEL_DIR' | 'site-packages' | 'CUDA_HOME' | 'system' | 'LD_LIBRARY_PATH' | 'ldconfig';
+export type NcclSource =
+  'NCCL_HOME' | 'ATTN_NCCL_WHEEL_DIR' | 'site-packages' | 'CUDA_HOME' | 'system' | 'LD_LIBRARY_PATH' | 'ldconfig';
 
 export interface NcclBuild {
   readonly source: NcclSource;
@@ -95,9 +96,14 @@ export const systemProbe: NcclProbe = {
       .filter((p): p is string => p !== undefined),
   sitePackages: () => {
     const code = 'import site, sys; print("\\n".join(site.getsitepackages() + [site.getusersitepackages()]))';
-    const fromPython = run('python3', ['-c', code]).split('\n').map((s) => s.trim()).filter(Boolean);
+    const fromPython = run('python3', ['-c', code])
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const env = process.env;
-    const fromEnv = [env['VIRTUAL_ENV'], env['CONDA_PREFIX']].filter((p): p is string => Boolean(p)).map((p) => join(p, 'lib'));
+    const fromEnv = [env['VIRTUAL_ENV'], env['CONDA_PREFIX']]
+      .filter((p): p is string => Boolean(p))
+      .map((p) => join(p, 'lib'));
     return [...new Set([...fromPython, ...fromEnv])];
   },
 };
@@ -110,7 +116,15 @@ export function headerVersion(text: string | null): string | null {
   return a && b && c ? `${a}.${b}.${c}` : null;
 }
 
-const SYSTEM_LIB_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/local/lib', '/usr/lib', '/lib64', '/lib'];
+const SYSTEM_LIB_DIRS = [
+  '/usr/lib/x86_64-linux-gnu',
+  '/usr/lib/aarch64-linux-gnu',
+  '/usr/lib64',
+  '/usr/local/lib',
+  '/usr/lib',
+  '/lib64',
+  '/lib',
+];
 
 /** The wheel's version from a sibling nvidia_nccl_cu*-X.Y.Z.dist-info, for a library in <site>/nvidia/nccl/lib. */
 function distInfoVersion(probe: NcclProbe, site: string): string | null {
@@ -132,7 +146,13 @@ function libraryVersion(probe: NcclProbe, path: string): string | null {
 }
 
 /** A root with include/nccl.h and lib[64]/libnccl.so[.2], or null. */
-function buildAt(probe: NcclProbe, source: NcclSource, includeDir: string, libDirs: readonly string[], tried: string[]): NcclBuild | null {
+function buildAt(
+  probe: NcclProbe,
+  source: NcclSource,
+  includeDir: string,
+  libDirs: readonly string[],
+  tried: string[],
+): NcclBuild | null {
   tried.push(`${source}: ${includeDir}`);
   const header = join(includeDir, 'nccl.h');
   if (!probe.exists(header)) return null;
@@ -151,7 +171,11 @@ function findBuild(probe: NcclProbe, tried: string[]): NcclBuild | null {
   const roots: [NcclSource, string][] = [];
   if (env['NCCL_HOME']) roots.push(['NCCL_HOME', env['NCCL_HOME']]);
   const wheel = env['ATTN_NCCL_WHEEL_DIR'];
-  if (wheel) roots.push(['ATTN_NCCL_WHEEL_DIR', probe.exists(join(wheel, 'nvidia', 'nccl')) ? join(wheel, 'nvidia', 'nccl') : wheel]);
+  if (wheel)
+    roots.push([
+      'ATTN_NCCL_WHEEL_DIR',
+      probe.exists(join(wheel, 'nvidia', 'nccl')) ? join(wheel, 'nvidia', 'nccl') : wheel,
+    ]);
   for (const site of probe.sitePackages()) roots.push(['site-packages', join(site, 'nvidia', 'nccl')]);
   for (const cuda of [env['CUDA_HOME'], '/usr/local/cuda']) if (cuda) roots.push(['CUDA_HOME', cuda]);
   for (const [source, root] of roots) {
@@ -163,7 +187,10 @@ function findBuild(probe: NcclProbe, tried: string[]): NcclBuild | null {
 
 function findRuntime(probe: NcclProbe, tried: string[]): NcclLibrary | null {
   const candidates: [NcclSource, string][] = [
-    ...(probe.env['LD_LIBRARY_PATH'] ?? '').split(':').filter(Boolean).map((d): [NcclSource, string] => ['LD_LIBRARY_PATH', join(d, 'libnccl.so.2')]),
+    ...(probe.env['LD_LIBRARY_PATH'] ?? '')
+      .split(':')
+      .filter(Boolean)
+      .map((d): [NcclSource, string] => ['LD_LIBRARY_PATH', join(d, 'libnccl.so.2')]),
     ...probe.ldconfigNccl().map((p): [NcclSource, string] => ['ldconfig', p]),
     ...SYSTEM_LIB_DIRS.map((d): [NcclSource, string] => ['system', join(d, 'libnccl.so.2')]),
   ];
@@ -179,7 +206,8 @@ function findPythonCopies(probe: NcclProbe, tried: string[]): NcclLibrary[] {
   for (const site of probe.sitePackages()) {
     const path = join(site, 'nvidia', 'nccl', 'lib', 'libnccl.so.2');
     tried.push(`site-packages: ${path}`);
-    if (probe.exists(path)) out.push({ source: 'site-packages', path, version: distInfoVersion(probe, site) ?? libraryVersion(probe, path) });
+    if (probe.exists(path))
+      out.push({ source: 'site-packages', path, version: distInfoVersion(probe, site) ?? libraryVersion(probe, path) });
   }
   return out;
 }
@@ -187,7 +215,9 @@ function findPythonCopies(probe: NcclProbe, tried: string[]): NcclLibrary[] {
 function summaryOf(build: NcclBuild | null, runtime: NcclLibrary | null, copies: readonly NcclLibrary[]): string {
   const v = (x: { version: string | null }) => (x.version ? ` ${x.version}` : '');
   const parts = [
-    runtime ? `runtime libnccl.so.2${v(runtime)} at ${runtime.path} (${runtime.source})` : 'runtime: no libnccl.so.2 on the loader path',
+    runtime
+      ? `runtime libnccl.so.2${v(runtime)} at ${runtime.path} (${runtime.source})`
+      : 'runtime: no libnccl.so.2 on the loader path',
     ...copies.filter((c) => c.path !== runtime?.path).map((c) => `Python copy${v(c)} at ${c.path}`),
     build
       ? `build: nccl.h${v(build)} in ${build.includeDir} (${build.source})`

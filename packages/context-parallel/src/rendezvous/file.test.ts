@@ -12,7 +12,7 @@ afterEach(() => {
 });
 
 describe('FileRendezvous', () => {
-  it('every rank gets rank 0\'s id, whichever starts first', async () => {
+  it("every rank gets rank 0's id, whichever starts first", async () => {
     dir = mkdtempSync(join(tmpdir(), 'rdv-'));
     const rdv = new FileRendezvous(join(dir, 'job'));
     const id = randomBytes(NCCL_UNIQUE_ID_BYTES);
@@ -39,10 +39,17 @@ describe('FileRendezvous', () => {
   it('times out with a reason; refuses bad keys and ids of the wrong size', async () => {
     dir = mkdtempSync(join(tmpdir(), 'rdv-'));
     const rdv = new FileRendezvous(dir);
-    await expect(rdv.lookup('never', 50)).rejects.toMatchObject({ code: 'ATTN_CP_TRANSPORT', message: expect.stringMatching(/within 50 ms/) });
+    await expect(rdv.lookup('never', 50)).rejects.toMatchObject({
+      code: 'ATTN_CP_TRANSPORT',
+      message: expect.stringMatching(/within 50 ms/),
+    });
     await expect(rdv.publish('../x', new Uint8Array(1))).rejects.toMatchObject({ code: 'ATTN_CP_TRANSPORT' });
-    await expect(exchangeUniqueId(rdv, 0, 'id', () => new Uint8Array(3))).rejects.toMatchObject({ code: 'ATTN_CP_TRANSPORT' });
+    await expect(exchangeUniqueId(rdv, 0, 'id', () => new Uint8Array(3))).rejects.toMatchObject({
+      code: 'ATTN_CP_TRANSPORT',
+    });
     await rdv.publish('short', new Uint8Array(5));
-    await expect(exchangeUniqueId(rdv, 1, 'short', () => new Uint8Array(0), 1000)).rejects.toMatchObject({ code: 'ATTN_CP_TRANSPORT' });
+    await expect(exchangeUniqueId(rdv, 1, 'short', () => new Uint8Array(0), 1000)).rejects.toMatchObject({
+      code: 'ATTN_CP_TRANSPORT',
+    });
   });
 });

@@ -21,14 +21,20 @@ export interface Rendezvous {
 
 function checkKey(key: string): void {
   if (!/^[A-Za-z0-9_.-]{1,128}$/.test(key) || key.startsWith('.')) {
-    throw cpError('ATTN_CP_TRANSPORT', `a rendezvous key is 1-128 of [A-Za-z0-9_.-], not starting with '.'; got ${JSON.stringify(key)}.`);
+    throw cpError(
+      'ATTN_CP_TRANSPORT',
+      `a rendezvous key is 1-128 of [A-Za-z0-9_.-], not starting with '.'; got ${JSON.stringify(key)}.`,
+    );
   }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class FileRendezvous implements Rendezvous {
-  constructor(readonly dir: string, readonly pollMs = 10) {}
+  constructor(
+    readonly dir: string,
+    readonly pollMs = 10,
+  ) {}
 
   async publish(key: string, value: Uint8Array): Promise<void> {
     checkKey(key);
@@ -45,10 +51,14 @@ export class FileRendezvous implements Rendezvous {
       try {
         return new Uint8Array(await readFile(join(this.dir, key)));
       } catch (e) {
-        if ((e as { code?: string }).code !== 'ENOENT') throw cpError('ATTN_CP_TRANSPORT', `reading rendezvous key '${key}' in ${this.dir} failed.`, e);
+        if ((e as { code?: string }).code !== 'ENOENT')
+          throw cpError('ATTN_CP_TRANSPORT', `reading rendezvous key '${key}' in ${this.dir} failed.`, e);
       }
       if (Date.now() >= deadline) {
-        throw cpError('ATTN_CP_TRANSPORT', `no rank published '${key}' in ${this.dir} within ${timeoutMs} ms: did rank 0 start, with the same folder?`);
+        throw cpError(
+          'ATTN_CP_TRANSPORT',
+          `no rank published '${key}' in ${this.dir} within ${timeoutMs} ms: did rank 0 start, with the same folder?`,
+        );
       }
       await sleep(this.pollMs);
     }
@@ -59,14 +69,25 @@ export class FileRendezvous implements Rendezvous {
  * Rank 0 makes the id (`make`, ncclGetUniqueId in the native transport) and publishes it under `key`;
  * the others look it up. Every rank returns the same bytes.
  */
-export async function exchangeUniqueId(rdv: Rendezvous, rank: number, key: string, make: () => Uint8Array, timeoutMs = 60_000): Promise<Uint8Array> {
+export async function exchangeUniqueId(
+  rdv: Rendezvous,
+  rank: number,
+  key: string,
+  make: () => Uint8Array,
+  timeoutMs = 60_000,
+): Promise<Uint8Array> {
   if (rank === 0) {
     const id = make();
-    if (id.length !== NCCL_UNIQUE_ID_BYTES) throw cpError('ATTN_CP_TRANSPORT', `a unique id is ${NCCL_UNIQUE_ID_BYTES} bytes; got ${id.length}.`);
+    if (id.length !== NCCL_UNIQUE_ID_BYTES)
+      throw cpError('ATTN_CP_TRANSPORT', `a unique id is ${NCCL_UNIQUE_ID_BYTES} bytes; got ${id.length}.`);
     await rdv.publish(key, id);
     return id;
   }
   const id = await rdv.lookup(key, timeoutMs);
-  if (id.length !== NCCL_UNIQUE_ID_BYTES) throw cpError('ATTN_CP_TRANSPORT', `rendezvous key '${key}' holds ${id.length} bytes, not a ${NCCL_UNIQUE_ID_BYTES}-byte unique id.`);
+  if (id.length !== NCCL_UNIQUE_ID_BYTES)
+    throw cpError(
+      'ATTN_CP_TRANSPORT',
+      `rendezvous key '${key}' holds ${id.length} bytes, not a ${NCCL_UNIQUE_ID_BYTES}-byte unique id.`,
+    );
   return id;
 }

@@ -25,7 +25,10 @@ struct Failure {
 Failure run(const Call& call) {
   try {
     const KernelSet& ks = kernels_for(call.isa);
-    if (call.backward) run_backward(ks, call.bwd); else run_forward(ks, call.fwd);
+    if (call.backward)
+      run_backward(ks, call.bwd);
+    else
+      run_forward(ks, call.fwd);
     return {};
   } catch (const std::bad_alloc&) {
     return {"ATTN_CPU_FLASH_OOM", "cpu-flash: out of host memory for the kernel's buffers"};
@@ -67,15 +70,19 @@ Napi::Value RunSync(const Napi::CallbackInfo& info, bool backward) {
 class KernelWorker : public Napi::AsyncWorker {
  public:
   KernelWorker(const Napi::Env& env, Call&& call)
-      : Napi::AsyncWorker(env, "attn:cpu-flash"), call_(std::move(call)), deferred_(Napi::Promise::Deferred::New(env)) {}
+      : Napi::AsyncWorker(env, "attn:cpu-flash"),
+        call_(std::move(call)),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
 
  protected:
   void Execute() override { failure_ = run(call_); }  // libuv thread: no JS here
   void OnOK() override {
     Napi::Env env = Env();
-    if (failure_.code.empty()) deferred_.Resolve(env.Undefined());
-    else deferred_.Reject(to_error(env, failure_).Value());
+    if (failure_.code.empty())
+      deferred_.Resolve(env.Undefined());
+    else
+      deferred_.Reject(to_error(env, failure_).Value());
     call_.keep.clear();
   }
 

@@ -61,10 +61,15 @@ DType parse_dtype(const Napi::Env& env, const std::string& s) {
 
 napi_typedarray_type array_type_of(DType d) {
   switch (d) {
-    case DType::kFloat64: return napi_float64_array;
-    case DType::kFloat32: return napi_float32_array;
-    case DType::kFloat16: case DType::kBFloat16: return napi_uint16_array;
-    case DType::kBool: return napi_uint8_array;
+    case DType::kFloat64:
+      return napi_float64_array;
+    case DType::kFloat32:
+      return napi_float32_array;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return napi_uint16_array;
+    case DType::kBool:
+      return napi_uint8_array;
   }
   return napi_uint8_array;
 }
@@ -80,9 +85,7 @@ Napi::TypedArray get_array(const Napi::Env& env, const Napi::Object& t, const ch
   return a;
 }
 
-char* array_base(const Napi::TypedArray& a) {
-  return static_cast<char*>(a.ArrayBuffer().Data()) + a.ByteOffset();
-}
+char* array_base(const Napi::TypedArray& a) { return static_cast<char*>(a.ArrayBuffer().Data()) + a.ByteOffset(); }
 
 // o[key] = { data, offset, strides: [4] } with logical sizes `sizes`: every element it can address
 // must lie inside data.
@@ -107,7 +110,10 @@ View4 parse_view(const Napi::Env& env, const Napi::Object& o, const char* key, D
     if (sizes[k] == 0) empty = true;
     const double reach = static_cast<double>(sizes[k] - 1) * s;
     if (std::fabs(reach) > kMaxSafe) fail(env, std::string(key) + " addresses beyond its data");
-    if (reach < 0) lo += static_cast<int64_t>(reach); else hi += static_cast<int64_t>(reach);
+    if (reach < 0)
+      lo += static_cast<int64_t>(reach);
+    else
+      hi += static_cast<int64_t>(reach);
   }
   if (!empty && (lo < 0 || hi >= len))
     fail(env, std::string(key) + " addresses elements [" + std::to_string(lo) + ", " + std::to_string(hi) +
@@ -129,8 +135,8 @@ float* parse_f32(const Napi::Env& env, const Napi::Object& o, const char* key, i
 // o.varlen = { cuQ: Int32Array, cuK: Int32Array } (B + 1 offsets each), or absent for dense
 // calls. Offsets start at 0, never decrease, and no sequence exceeds Sq / Sk (the longest).
 // Returns the totals of query and key tokens (dense: 0).
-void parse_varlen(const Napi::Env& env, const Napi::Object& o, const Dims& d, Call& call, Varlen& vl,
-                  int64_t* total_q, int64_t* total_k) {
+void parse_varlen(const Napi::Env& env, const Napi::Object& o, const Dims& d, Call& call, Varlen& vl, int64_t* total_q,
+                  int64_t* total_k) {
   *total_q = *total_k = 0;
   Napi::Value v = o.Get("varlen");
   if (v.IsNull() || v.IsUndefined()) return;
@@ -204,7 +210,8 @@ void parse_paged(const Napi::Env& env, const Napi::Object& o, const Dims& d, con
     if (!t.IsTypedArray() || t.As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
       fail(env, std::string("paged.") + key + " must be an Int32Array");
     const Napi::TypedArray ta = t.As<Napi::TypedArray>();
-    if (static_cast<int64_t>(ta.ElementLength()) < n) fail(env, std::string("paged.") + key + " needs " + std::to_string(n) + " entries");
+    if (static_cast<int64_t>(ta.ElementLength()) < n)
+      fail(env, std::string("paged.") + key + " needs " + std::to_string(n) + " entries");
     const int32_t* a = reinterpret_cast<const int32_t*>(array_base(ta));
     copy.assign(a, a + n);
     return true;
@@ -382,7 +389,8 @@ Call parse_backward(const Napi::Env& env, const Napi::Value& desc) {
     for (uint32_t k = 0; k < 4; ++k) {
       Napi::Value e = dims.As<Napi::Array>().Get(k);
       const double x = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : NAN;
-      if (!(x == 1.0 || x == static_cast<double>(full[k]))) fail(env, "each dbias.dims entry must be 1 or the full size");
+      if (!(x == 1.0 || x == static_cast<double>(full[k])))
+        fail(env, "each dbias.dims entry must be 1 or the full size");
       p.dbias_dims[k] = static_cast<int64_t>(x);
       n *= p.dbias_dims[k];
     }

@@ -17,20 +17,29 @@ namespace attn_cpu {
 
 const char* isa_name(Isa isa) {
   switch (isa) {
-    case Isa::kAuto: return "auto";
-    case Isa::kPortable: return "portable";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kAvx512Bf16: return "avx512bf16";
-    case Isa::kAmx: return "amx";
-    case Isa::kNeon: return "neon";
-    case Isa::kSve256: return "sve256";
+    case Isa::kAuto:
+      return "auto";
+    case Isa::kPortable:
+      return "portable";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx512Bf16:
+      return "avx512bf16";
+    case Isa::kAmx:
+      return "amx";
+    case Isa::kNeon:
+      return "neon";
+    case Isa::kSve256:
+      return "sve256";
   }
   return "?";
 }
 
 bool parse_isa(const std::string& s, Isa* out) {
-  for (Isa i : {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx, Isa::kNeon, Isa::kSve256}) {
+  for (Isa i :
+       {Isa::kAuto, Isa::kPortable, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx, Isa::kNeon, Isa::kSve256}) {
     if (s == isa_name(i)) {
       *out = i;
       return true;
@@ -77,7 +86,8 @@ bool amx_usable() {
 bool isa_runnable(Isa isa) {
   switch (isa) {
     case Isa::kAuto:
-    case Isa::kPortable: return true;
+    case Isa::kPortable:
+      return true;
 #if defined(__x86_64__)
     // __builtin_cpu_supports also checks that the OS saves the wide registers (XCR0).
     case Isa::kAvx2:
@@ -86,9 +96,12 @@ bool isa_runnable(Isa isa) {
     case Isa::kAvx512:
       return isa_runnable(Isa::kAvx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-    case Isa::kAvx512Bf16: return isa_runnable(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
-    case Isa::kAmx: return isa_runnable(Isa::kAvx512Bf16) && amx_usable();
-    default: return false;
+    case Isa::kAvx512Bf16:
+      return isa_runnable(Isa::kAvx512) && __builtin_cpu_supports("avx512bf16");
+    case Isa::kAmx:
+      return isa_runnable(Isa::kAvx512Bf16) && amx_usable();
+    default:
+      return false;
 #elif defined(__aarch64__)
     // Advanced SIMD is part of the AArch64 base architecture; Linux reports it in HWCAP all the same.
     case Isa::kNeon:
@@ -106,9 +119,11 @@ bool isa_runnable(Isa isa) {
 #else
       return false;
 #endif
-    default: return false;
+    default:
+      return false;
 #else
-    default: return false;
+    default:
+      return false;
 #endif
   }
   return false;
@@ -127,23 +142,31 @@ Isa best_isa() {
 const KernelSet& kernels_for(Isa requested) {
   const Isa isa = requested == Isa::kAuto ? best_isa() : requested;
   if (!isa_runnable(isa)) {
-    throw std::invalid_argument(std::string("SIMD level '") + isa_name(isa) +
-                                "' cannot run on this CPU (or was not compiled in); use 'auto' or one of buildInfo().runnableIsas");
+    throw std::invalid_argument(
+        std::string("SIMD level '") + isa_name(isa) +
+        "' cannot run on this CPU (or was not compiled in); use 'auto' or one of buildInfo().runnableIsas");
   }
   switch (isa) {
 #if defined(__x86_64__)
-    case Isa::kAvx2: return kKernelsAvx2;
-    case Isa::kAvx512: return kKernelsAvx512;
-    case Isa::kAvx512Bf16: return kKernelsAvx512Bf16;
-    case Isa::kAmx: return kKernelsAmx;
+    case Isa::kAvx2:
+      return kKernelsAvx2;
+    case Isa::kAvx512:
+      return kKernelsAvx512;
+    case Isa::kAvx512Bf16:
+      return kKernelsAvx512Bf16;
+    case Isa::kAmx:
+      return kKernelsAmx;
 #endif
 #if defined(__aarch64__)
-    case Isa::kNeon: return kKernelsNeon;
+    case Isa::kNeon:
+      return kKernelsNeon;
 #endif
 #if defined(ATTN_CPU_SVE256)
-    case Isa::kSve256: return kKernelsSve256;
+    case Isa::kSve256:
+      return kKernelsSve256;
 #endif
-    default: return kKernelsPortable;
+    default:
+      return kKernelsPortable;
   }
 }
 

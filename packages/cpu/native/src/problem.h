@@ -10,10 +10,15 @@ enum class DType : int32_t { kFloat64 = 0, kFloat32 = 1, kFloat16 = 2, kBFloat16
 
 inline int dtype_bytes(DType d) {
   switch (d) {
-    case DType::kFloat64: return 8;
-    case DType::kFloat32: return 4;
-    case DType::kFloat16: case DType::kBFloat16: return 2;
-    case DType::kBool: return 1;
+    case DType::kFloat64:
+      return 8;
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }
@@ -35,26 +40,35 @@ struct Dims {
 // causal/window range of row i become -inf. Dropout acts on the normalized probabilities.
 struct ScoreMods {
   float scale = 1.f;
-  float softcap = 0.f;                 // 0 = off
+  float softcap = 0.f;  // 0 = off
   bool causal = false;
-  bool lower_right = false;            // alignment: diagonal at i + Sk - Sq (else i)
-  int64_t align_offset = 0;            // query i's diagonal is key i + align_offset
-  int64_t window_left = -1;            // -1 = unbounded
+  bool lower_right = false;  // alignment: diagonal at i + Sk - Sq (else i)
+  int64_t align_offset = 0;  // query i's diagonal is key i + align_offset
+  int64_t window_left = -1;  // -1 = unbounded
   int64_t window_right = -1;
   bool has_mask = false;
-  bool mask_is_bool = false;           // true: attend where nonzero; false: additive
-  View4 mask;                          // strides of the mask expanded to [B, Hq, Sq, Sk]
-  const float* alibi = nullptr;        // slope of (b, h) at alibi[b*alibi_sb + h*alibi_sh]
+  bool mask_is_bool = false;     // true: attend where nonzero; false: additive
+  View4 mask;                    // strides of the mask expanded to [B, Hq, Sq, Sk]
+  const float* alibi = nullptr;  // slope of (b, h) at alibi[b*alibi_sb + h*alibi_sh]
   int64_t alibi_sb = 0, alibi_sh = 0;
   bool has_dropout = false;
-  uint32_t drop_b0 = 0;                // added to b in the Philox counter (varlen: the sequence)
+  uint32_t drop_b0 = 0;  // added to b in the Philox counter (varlen: the sequence)
   uint64_t seed = 0;
   uint32_t rng_offset = 0;
-  uint32_t threshold = 0;              // drop when the Philox word is below it
-  float keep_scale = 1.f;              // 1 / (1 - p)
+  uint32_t threshold = 0;  // drop when the Philox word is below it
+  float keep_scale = 1.f;  // 1 / (1 - p)
 };
 
-enum class Isa : int32_t { kAuto = -1, kPortable = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3, kAmx = 4, kNeon = 5, kSve256 = 6 };
+enum class Isa : int32_t {
+  kAuto = -1,
+  kPortable = 0,
+  kAvx2 = 1,
+  kAvx512 = 2,
+  kAvx512Bf16 = 3,
+  kAmx = 4,
+  kNeon = 5,
+  kSve256 = 6
+};
 
 // Packed variable-length batches (FlashAttention's varlen): sequence b has queries
 // cu_q[b] .. cu_q[b+1]-1 and keys cu_k[b] .. cu_k[b+1]-1 of [total, H, D] tensors, given as views
@@ -82,8 +96,8 @@ struct SequsedK {
 // paged alike; varlen.cpp moves `table` and `key_start` to each part's first row. args.cpp checked
 // that every entry a row reads lies in the pool.
 struct PagedKv {
-  const int32_t* table = nullptr;      // null: k and v are plain [B, H, S, D] views
-  int64_t table_stride = 0;            // entries per batch row (maxBlocksPerSeq)
+  const int32_t* table = nullptr;  // null: k and v are plain [B, H, S, D] views
+  int64_t table_stride = 0;        // entries per batch row (maxBlocksPerSeq)
   int64_t block_size = 0;
   const int32_t* key_start = nullptr;  // B first positions, or null (0)
 };
@@ -105,8 +119,8 @@ struct FwdProblem {
   Dims dims;
   DType dtype = DType::kFloat32;  // of q, k, v and out
   View4 q, k, v, out;
-  float* lse = nullptr;           // element (b, h, i) at lse[b * lse_sb + h * lse_sh + i]
-  int64_t lse_sb = 0, lse_sh = 0; // dense: [B, Hq, Sq] contiguous; varlen: [Hq, totalQ]
+  float* lse = nullptr;            // element (b, h, i) at lse[b * lse_sb + h * lse_sh + i]
+  int64_t lse_sb = 0, lse_sh = 0;  // dense: [B, Hq, Sq] contiguous; varlen: [Hq, totalQ]
   ScoreMods mods;
   Varlen varlen;
   SequsedK seqused;
@@ -118,12 +132,12 @@ struct BwdProblem {
   Dims dims;
   DType dtype = DType::kFloat32;  // of q, k, v, out, dout, dq, dk, dv
   View4 q, k, v, out, dout, dq, dk, dv;
-  const float* lse = nullptr;     // from the forward, indexed as FwdProblem::lse
+  const float* lse = nullptr;  // from the forward, indexed as FwdProblem::lse
   int64_t lse_sb = 0, lse_sh = 0;
   ScoreMods mods;
   Varlen varlen;
   SequsedK seqused;
-  float* dbias = nullptr;         // contiguous fp32 [db, dh, di, dj], or null (no additive mask)
+  float* dbias = nullptr;                // contiguous fp32 [db, dh, di, dj], or null (no additive mask)
   int64_t dbias_dims[4] = {1, 1, 1, 1};  // each 1 (reduced) or the full size of that dim
   int threads = 1;
 };

@@ -17,10 +17,10 @@ struct Job {
   TaskFn fn;
   void* ctx;
   int64_t n;
-  int max_helpers;                 // pool threads allowed besides the caller
-  std::atomic<int64_t> next{0};    // kSingle: next unclaimed task; kRanges: tasks claimed so far
-  std::atomic<bool> stop{false};   // a task threw: skip what is left
-  int helpers = 0;                 // pool threads inside run(); guarded by Pool::mu
+  int max_helpers;                // pool threads allowed besides the caller
+  std::atomic<int64_t> next{0};   // kSingle: next unclaimed task; kRanges: tasks claimed so far
+  std::atomic<bool> stop{false};  // a task threw: skip what is left
+  int helpers = 0;                // pool threads inside run(); guarded by Pool::mu
   std::mutex error_mu;
   std::exception_ptr error;
   // kRanges: one (lo << 32 | hi) per participant, and the next participant slot to hand out.
@@ -102,8 +102,9 @@ class Pool {
       const int slots = job.max_helpers + 1;
       job.ranges = std::vector<std::atomic<uint64_t>>(static_cast<size_t>(slots));
       for (int i = 0; i < slots; ++i)
-        job.ranges[i].store(pack_range(static_cast<uint64_t>(n * i / slots), static_cast<uint64_t>(n * (i + 1) / slots)),
-                            std::memory_order_relaxed);
+        job.ranges[i].store(
+            pack_range(static_cast<uint64_t>(n * i / slots), static_cast<uint64_t>(n * (i + 1) / slots)),
+            std::memory_order_relaxed);
     }
     if (job.max_helpers > 0) {
       std::lock_guard<std::mutex> lk(mu_);

@@ -28,8 +28,7 @@ int pool_threads();
 // Calls f(t) for t in [0, n) through parallel_for; F is any callable (a lambda).
 template <class F>
 void parallel_for_each(int64_t n, int threads, const F& f, Claim claim = Claim::kSingle) {
-  parallel_for(n, threads, [](void* ctx, int64_t t) { (*static_cast<const F*>(ctx))(t); },
-               const_cast<F*>(&f), claim);
+  parallel_for(n, threads, [](void* ctx, int64_t t) { (*static_cast<const F*>(ctx))(t); }, const_cast<F*>(&f), claim);
 }
 
 }  // namespace attn_cpu

@@ -72,7 +72,8 @@ double max_error(const std::vector<double>& a, const std::vector<double>& ref, b
   return e;
 }
 
-Result judge(DType dt, const std::vector<double>& got, const std::vector<double>& ref, const std::vector<double>& naive) {
+Result judge(DType dt, const std::vector<double>& got, const std::vector<double>& ref,
+             const std::vector<double>& naive) {
   bool mismatch = false, naive_mismatch = false;
   const double err = max_error(got, ref, &mismatch);
   const double nerr = max_error(naive, ref, &naive_mismatch);
@@ -191,11 +192,12 @@ bool run_case(const attn_cpu::KernelSet& ks, const char* isa, const Case& c, std
   reference(c, q, k, v, true, nai_o, nai_l);
   const Result ro = judge(c.dtype, got_o, ref_o, nai_o), rl = judge(c.dtype, got_l, ref_l, nai_l);
   const bool ok = ro.ok && rl.ok;
-  std::printf("%s %-8s %-5s B%lld Hq%lld Hk%lld Sq%-3lld Sk%-3lld D%-2lld %-6s out err %.3g <= %.3g  lse err %.3g <= %.3g\n",
-              ok ? "PASS" : "FAIL", isa, c.dtype == DType::kBFloat16 ? "bf16" : "fp32", static_cast<long long>(c.B),
-              static_cast<long long>(c.Hq), static_cast<long long>(c.Hk), static_cast<long long>(c.Sq),
-              static_cast<long long>(c.Sk), static_cast<long long>(c.D), c.causal ? "causal" : "full", ro.err, ro.bound,
-              rl.err, rl.bound);
+  std::printf(
+      "%s %-8s %-5s B%lld Hq%lld Hk%lld Sq%-3lld Sk%-3lld D%-2lld %-6s out err %.3g <= %.3g  lse err %.3g <= %.3g\n",
+      ok ? "PASS" : "FAIL", isa, c.dtype == DType::kBFloat16 ? "bf16" : "fp32", static_cast<long long>(c.B),
+      static_cast<long long>(c.Hq), static_cast<long long>(c.Hk), static_cast<long long>(c.Sq),
+      static_cast<long long>(c.Sk), static_cast<long long>(c.D), c.causal ? "causal" : "full", ro.err, ro.bound, rl.err,
+      rl.bound);
   return ok;
 }
 
@@ -225,12 +227,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::printf("cpu_flash_check: compiled %s; auto picks %s; seed %llu\n", [] {
-    static std::string s;
-    for (Isa i : attn_cpu::compiled_isas()) s += std::string(s.empty() ? "" : ",") + attn_cpu::isa_name(i) +
-                                                 (attn_cpu::isa_runnable(i) ? "" : "(not runnable)");
-    return s.c_str();
-  }(), attn_cpu::isa_name(attn_cpu::best_isa()), static_cast<unsigned long long>(seed));
+  std::printf(
+      "cpu_flash_check: compiled %s; auto picks %s; seed %llu\n",
+      [] {
+        static std::string s;
+        for (Isa i : attn_cpu::compiled_isas())
+          s += std::string(s.empty() ? "" : ",") + attn_cpu::isa_name(i) +
+               (attn_cpu::isa_runnable(i) ? "" : "(not runnable)");
+        return s.c_str();
+      }(),
+      attn_cpu::isa_name(attn_cpu::best_isa()), static_cast<unsigned long long>(seed));
   if (isas.empty()) {
     for (Isa i : attn_cpu::compiled_isas())
       if (attn_cpu::isa_runnable(i)) isas.push_back(i);

@@ -11,7 +11,8 @@ import { addon } from './native.js';
 
 const load = addon();
 const events: string[] = [];
-const onUnhandled = (reason: unknown) => events.push(`unhandledRejection: ${reason instanceof Error ? reason.message : String(reason)}`);
+const onUnhandled = (reason: unknown) =>
+  events.push(`unhandledRejection: ${reason instanceof Error ? reason.message : String(reason)}`);
 const onHandledLate = () => events.push('rejectionHandled (a rejection got its handler late)');
 
 /** Lets Node run its unhandled-rejection check: after microtasks and a few macrotask turns. */

@@ -24,7 +24,9 @@ describe.skipIf(!load.ok)('cpu-flash forwardAsync', () => {
 
   it('runs several calls at once', async () => {
     const b = createCpuFlashBackend({ threads: 2 });
-    const ps = [1, 2, 3].map((seed) => params({ B: 1, Hq: 2, Hk: 2, Sq: 200, Sk: 300, D: 32, Dv: 32 }, 'float32', {}, seed));
+    const ps = [1, 2, 3].map((seed) =>
+      params({ B: 1, Hq: 2, Hk: 2, Sq: 200, Sk: 300, D: 32, Dv: 32 }, 'float32', {}, seed),
+    );
     const outs = await Promise.all(ps.map((p) => b.forwardAsync!(p)));
     outs.forEach((o, i) => expect(maxAbsDiff(o.out, b.forward(ps[i]!).out)).toBe(0));
   });

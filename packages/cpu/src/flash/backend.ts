@@ -54,17 +54,26 @@ const isEmpty = (p: SdpaParams) => p.batch === 0 || p.headsQ === 0;
 function checkSaved(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): ForwardOutputs {
   const shapes = outputShapes(p);
   const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((x, i) => x === b[i]);
-  if (!same(saved.out.shape, shapes.out) || saved.out.dtype !== p.dtype || !same(gradOut.shape, shapes.out) || gradOut.dtype !== p.dtype) {
+  if (
+    !same(saved.out.shape, shapes.out) ||
+    saved.out.dtype !== p.dtype ||
+    !same(gradOut.shape, shapes.out) ||
+    gradOut.dtype !== p.dtype
+  ) {
     throw new AttnInputError(
       'ATTN_GRAD_OUT',
       `cpu-flash backward: out and gradOut must be ${p.dtype} [${shapes.out.join(', ')}]; got out ${saved.out.dtype} [${saved.out.shape.join(', ')}], gradOut ${gradOut.dtype} [${gradOut.shape.join(', ')}].`,
     );
   }
   if (!same(saved.logsumexp.shape, shapes.lse) || saved.logsumexp.dtype !== 'float32') {
-    throw new AttnInputError('ATTN_GRAD_OUT', `cpu-flash backward: logsumexp must be float32 [${shapes.lse.join(', ')}], the forward's.`);
+    throw new AttnInputError(
+      'ATTN_GRAD_OUT',
+      `cpu-flash backward: logsumexp must be float32 [${shapes.lse.join(', ')}], the forward's.`,
+    );
   }
   for (const t of [saved.out, saved.logsumexp, gradOut]) {
-    if (t.device.type !== 'cpu') throw new AttnInputError('ATTN_DEVICE_MISMATCH', 'cpu-flash backward: tensors must be on the CPU.');
+    if (t.device.type !== 'cpu')
+      throw new AttnInputError('ATTN_DEVICE_MISMATCH', 'cpu-flash backward: tensors must be on the CPU.');
   }
   // The kernel reads logsumexp as a contiguous array.
   return { out: saved.out, logsumexp: saved.logsumexp.contiguous() };
@@ -73,7 +82,9 @@ function checkSaved(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Forw
 /** dbias in the mask's own shape and dtype, from the kernel's float32 sums. */
 function dbiasTensor(p: SdpaParams, data: Float32Array): Tensor {
   const m = p.mask!.tensor;
-  return m.dtype === 'float32' ? tensor(data, m.shape, { dtype: 'float32' }) : tensor(Array.from(data), m.shape, { dtype: m.dtype });
+  return m.dtype === 'float32'
+    ? tensor(data, m.shape, { dtype: 'float32' })
+    : tensor(Array.from(data), m.shape, { dtype: m.dtype });
 }
 
 /**
@@ -178,4 +189,3 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
 
 /** The registered instance (see ../index.ts). */
 export const cpuFlashBackend: Backend = createCpuFlashBackend();
-

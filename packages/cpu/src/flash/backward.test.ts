@@ -17,7 +17,11 @@ const gqa: Shape = { B: 1, Hq: 4, Hk: 2, Sq: 70, Sk: 130, D: 32, Dv: 24 };
 
 const additive = (shape: number[], dtype: FloatDType = 'float32') => {
   const n = shape.reduce((a, b) => a * b, 1);
-  return tensor(Array.from({ length: n }, (_, i) => (i % 17 === 3 ? -Infinity : Math.cos(i) * 1.5)), shape, { dtype });
+  return tensor(
+    Array.from({ length: n }, (_, i) => (i % 17 === 3 ? -Infinity : Math.cos(i) * 1.5)),
+    shape,
+    { dtype },
+  );
 };
 
 const CASES: Array<[string, Shape, SdpaOptions]> = [
@@ -27,7 +31,17 @@ const CASES: Array<[string, Shape, SdpaOptions]> = [
   ['window', { ...odd, Sq: 75 }, { window: [6, 3] }],
   ['alibi + softcap', gqa, { alibiSlopes: f32([0.5, 0.25, 0.125, 0.0625]), softcap: 4 }],
   ['dropout', gqa, { dropoutP: 0.25, dropoutSeed: 0xdeadbeefcafef00dn, dropoutOffset: 3 }],
-  ['bool mask', odd, { attnMask: tensor(Array.from({ length: 37 * 75 }, (_, i) => (i % 7 === 0 ? 0 : 1)), [37, 75], { dtype: 'bool' }) }],
+  [
+    'bool mask',
+    odd,
+    {
+      attnMask: tensor(
+        Array.from({ length: 37 * 75 }, (_, i) => (i % 7 === 0 ? 0 : 1)),
+        [37, 75],
+        { dtype: 'bool' },
+      ),
+    },
+  ],
   ['additive mask, full shape (dbias in place)', odd, { attnMask: additive([2, 3, 37, 75]) }],
   ['additive mask [Sq, Sk] (dbias summed over B, H)', odd, { attnMask: additive([37, 75]) }],
   ['additive mask [B, 1, Sq, 1] (dbias summed over H and keys)', odd, { attnMask: additive([2, 1, 37, 1]) }],
@@ -61,7 +75,12 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
 
   for (const dtype of ['float16', 'bfloat16'] as const) {
     it(`${dtype}: gqa causal with additive mask`, () => {
-      const p = params(gqa, dtype, { isCausal: true, attnMask: additive([1, 4, 1, 130], dtype), requiresGrad: true }, 4);
+      const p = params(
+        gqa,
+        dtype,
+        { isCausal: true, attnMask: additive([1, 4, 1, 130], dtype), requiresGrad: true },
+        4,
+      );
       const { got, ref } = grads(p, 'auto');
       const tol = dtype === 'float16' ? 1e-2 : 8e-2;
       for (const k of ['dq', 'dk', 'dv'] as const) expect(maxAbsDiff(got[k], ref[k])).toBeLessThan(tol);

@@ -1,6 +1,6 @@
 // Bad input never crashes the process: the backend declines with typed errors, and the addon
 // re-checks what the TS side passes and throws (code ATTN_CPU_FLASH_ARGS).
-import type { AttnError} from '@attn/core';
+import type { AttnError } from '@attn/core';
 import { AttnInputError, randn } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { createCpuFlashBackend } from './backend.js';
@@ -56,7 +56,7 @@ describe.skipIf(!load.ok)('cpu-flash input errors', () => {
     const b = createCpuFlashBackend();
     const names = b.rules.map((r) => r.name);
     expect(names).toContain('nonzeroSeqLens');
-    expect(names).toContain("tensorsOn(cpu)");
+    expect(names).toContain('tensorsOn(cpu)');
   });
 
   const bad: Array<[string, (d: NativeForwardDesc) => unknown]> = [
@@ -69,14 +69,29 @@ describe.skipIf(!load.ok)('cpu-flash input errors', () => {
     ['Hq not a multiple of Hk', (d) => ({ ...d, Hk: 3 })],
     ['zero sequence', (d) => ({ ...d, Sq: 0 })],
     ['fractional size', (d) => ({ ...d, D: 7.5 })],
-    ['varlen offsets not starting at 0', (d) => ({ ...d, varlen: { cuQ: Int32Array.of(1, 9), cuK: Int32Array.of(0, 11) } })],
-    ['varlen sequence longer than Sq', (d) => ({ ...d, varlen: { cuQ: Int32Array.of(0, 10), cuK: Int32Array.of(0, 11) } })],
-    ['varlen offsets as Float32Array', (d) => ({ ...d, varlen: { cuQ: Float32Array.of(0, 9), cuK: Int32Array.of(0, 11) } })],
+    [
+      'varlen offsets not starting at 0',
+      (d) => ({ ...d, varlen: { cuQ: Int32Array.of(1, 9), cuK: Int32Array.of(0, 11) } }),
+    ],
+    [
+      'varlen sequence longer than Sq',
+      (d) => ({ ...d, varlen: { cuQ: Int32Array.of(0, 10), cuK: Int32Array.of(0, 11) } }),
+    ],
+    [
+      'varlen offsets as Float32Array',
+      (d) => ({ ...d, varlen: { cuQ: Float32Array.of(0, 9), cuK: Int32Array.of(0, 11) } }),
+    ],
     ['unknown isa', (d) => ({ ...d, isa: 'mmx' })],
     ['too many threads', (d) => ({ ...d, threads: 5000 })],
     ['mask kind and dtype disagree', (d) => ({ ...d, mask: { ...d.q, kind: 'bool', dtype: 'float32' } })],
-    ['dropout keep scale below 1', (d) => ({ ...d, dropout: { seedLo: 0, seedHi: 0, offset: 0, threshold: 5, keepScale: 0.5 } })],
-    ['alibi slopes out of range', (d) => ({ ...d, alibi: { data: new Float32Array(1), offset: 0, strideB: 0, strideH: 1 } })],
+    [
+      'dropout keep scale below 1',
+      (d) => ({ ...d, dropout: { seedLo: 0, seedHi: 0, offset: 0, threshold: 5, keepScale: 0.5 } }),
+    ],
+    [
+      'alibi slopes out of range',
+      (d) => ({ ...d, alibi: { data: new Float32Array(1), offset: 0, strideB: 0, strideH: 1 } }),
+    ],
   ];
   for (const [name, make] of bad) {
     it(`the addon throws, not crashes: ${name}`, () => {

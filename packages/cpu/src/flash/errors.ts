@@ -13,7 +13,10 @@ export function fromNative(e: unknown, requestedBytes = 0): Error {
     case 'ATTN_CPU_FLASH_ARGS':
       return new AttnInputError('ATTN_CPU_FLASH_ARGS', message, { cause: e });
     case 'ATTN_CPU_FLASH_OOM':
-      return new OutOfMemoryError(`${message}; the call's inputs and outputs take ${requestedBytes} bytes`, requestedBytes);
+      return new OutOfMemoryError(
+        `${message}; the call's inputs and outputs take ${requestedBytes} bytes`,
+        requestedBytes,
+      );
     default:
       return new AttnError('ATTN_CPU_FLASH_INTERNAL', message, { cause: e });
   }

@@ -21,7 +21,8 @@ const square: Shape = { B: 1, Hq: 2, Hk: 2, Sq: 67, Sk: 67, D: 16, Dv: 16 };
 // Masks broadcast to [B, Hq, Sq, Sk] from smaller shapes; a few rows fully masked.
 function boolMask(s: Shape) {
   const v: number[] = [];
-  for (let i = 0; i < s.Sq; i++) for (let j = 0; j < s.Sk; j++) v.push(i % 11 === 3 ? 0 : (i * 7 + j * 3) % 5 !== 0 ? 1 : 0);
+  for (let i = 0; i < s.Sq; i++)
+    for (let j = 0; j < s.Sk; j++) v.push(i % 11 === 3 ? 0 : (i * 7 + j * 3) % 5 !== 0 ? 1 : 0);
   return tensor(v, [s.Sq, s.Sk], { dtype: 'bool' });
 }
 function additiveMask(s: Shape, dtype: FloatDType) {
@@ -39,17 +40,33 @@ const FEATURES: Array<[string, Shape, (dtype: FloatDType) => SdpaOptions, ('bhsd
   ['causal upper-left, Sq < Sk', gqa, () => ({ isCausal: true })],
   ['causal lower-right, Sq < Sk', gqa, () => ({ isCausal: true, alignment: 'lowerRight' })],
   ['causal upper-left, Sq > Sk (rows past the end see all)', { ...odd, Sq: 75, Sk: 37 }, () => ({ isCausal: true })],
-  ['causal lower-right, Sq > Sk (first rows see nothing)', { ...odd, Sq: 75, Sk: 37 }, () => ({ isCausal: true, alignment: 'lowerRight' })],
+  [
+    'causal lower-right, Sq > Sk (first rows see nothing)',
+    { ...odd, Sq: 75, Sk: 37 },
+    () => ({ isCausal: true, alignment: 'lowerRight' }),
+  ],
   ['sliding window', square, () => ({ window: [9, 4] as const })],
   ['window left only, causal', square, () => ({ window: [5, -1] as const, isCausal: true })],
   ['alibi per head', gqa, () => ({ alibiSlopes: f32([0.5, 0.25, 0.125, 0.0625]) })],
-  ['alibi per batch and head, lower-right', odd, () => ({ alibiSlopes: f32([0.3, 0.2, 0.1, 0.05, 0.4, 0.6], [2, 3]), alignment: 'lowerRight' })],
+  [
+    'alibi per batch and head, lower-right',
+    odd,
+    () => ({ alibiSlopes: f32([0.3, 0.2, 0.1, 0.05, 0.4, 0.6], [2, 3]), alignment: 'lowerRight' }),
+  ],
   ['softcap', gqa, () => ({ softcap: 3, scale: 0.5 })],
   ['bool mask [Sq, Sk] with fully masked rows', odd, () => ({ attnMask: boolMask(odd) })],
   ['additive mask [1, Hq, 1, Sk] with -inf', odd, (dt) => ({ attnMask: additiveMask(odd, dt) })],
-  ['mask + causal + softcap + alibi + gqa', gqa, (dt) => ({ attnMask: additiveMask(gqa, dt), isCausal: true, softcap: 5, alibiSlopes: f32([0.1, 0.2, 0.3, 0.4]) })],
+  [
+    'mask + causal + softcap + alibi + gqa',
+    gqa,
+    (dt) => ({ attnMask: additiveMask(gqa, dt), isCausal: true, softcap: 5, alibiSlopes: f32([0.1, 0.2, 0.3, 0.4]) }),
+  ],
   ['dropout', gqa, () => ({ dropoutP: 0.3, dropoutSeed: 1234n, dropoutOffset: 7 })],
-  ['dropout, 64-bit seed, causal, odd shape', { ...odd, Sk: 150 }, () => ({ dropoutP: 0.5, dropoutSeed: 0x9e3779b97f4a7c15n, dropoutOffset: 123456, isCausal: true })],
+  [
+    'dropout, 64-bit seed, causal, odd shape',
+    { ...odd, Sk: 150 },
+    () => ({ dropoutP: 0.5, dropoutSeed: 0x9e3779b97f4a7c15n, dropoutOffset: 123456, isCausal: true }),
+  ],
   ['negative scale', square, () => ({ scale: -0.3 })],
 ];
 
@@ -74,11 +91,27 @@ describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'add
     for (const dtype of DTYPES) {
       for (const [name, opts] of [
         ['plain', {}],
-        ['causal lower-right + window + alibi + softcap', { isCausal: true, alignment: 'lowerRight', window: [20, 3], alibiSlopes: f32([0.2, 0.1, 0.05, 0.3]), softcap: 6 }],
+        [
+          'causal lower-right + window + alibi + softcap',
+          {
+            isCausal: true,
+            alignment: 'lowerRight',
+            window: [20, 3],
+            alibiSlopes: f32([0.2, 0.1, 0.05, 0.3]),
+            softcap: 6,
+          },
+        ],
         ['dropout', { dropoutP: 0.4, dropoutSeed: 77n, dropoutOffset: 5 }],
       ] as const) {
         it(`${isa} ${dtype}: varlen ${name}`, () => {
-          const p = varlenParams([37, 0, 130, 5], [70, 9, 140, 0], { Hq: 4, Hk: 2, D: 24, Dv: 16 }, dtype, opts as object, 3);
+          const p = varlenParams(
+            [37, 0, 130, 5],
+            [70, 9, 140, 0],
+            { Hq: 4, Hk: 2, D: 24, Dv: 16 },
+            dtype,
+            opts as object,
+            3,
+          );
           const got = createCpuFlashBackend({ isa, threads: 2 }).forward(p);
           const ref = cpuMathBackend.forward(p);
           expect(got.out.shape).toEqual(ref.out.shape);
@@ -95,7 +128,16 @@ describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'add
   for (const isa of isas) {
     for (const [name, opts] of [
       ['plain', {}],
-      ['causal lower-right + alibi + softcap + window', { isCausal: true, alignment: 'lowerRight', alibiSlopes: f32([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]), softcap: 5, window: [50, -1] }],
+      [
+        'causal lower-right + alibi + softcap + window',
+        {
+          isCausal: true,
+          alignment: 'lowerRight',
+          alibiSlopes: f32([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]),
+          softcap: 5,
+          window: [50, -1],
+        },
+      ],
       ['dropout', { dropoutP: 0.3, dropoutSeed: 0x123456789n, dropoutOffset: 2 }],
     ] as const) {
       for (const dtype of DTYPES) {

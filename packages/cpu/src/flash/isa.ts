@@ -14,7 +14,10 @@ function isIsa(v: unknown): v is CpuFlashIsa {
 /** The backend option's level; throws AttnInputError (ATTN_OPTION) for an unknown one. */
 export function checkIsa(isa: unknown): CpuFlashIsa {
   if (!isIsa(isa)) {
-    throw new AttnInputError('ATTN_OPTION', `cpu-flash: isa must be one of ${CPU_FLASH_ISAS.join(', ')}, got '${String(isa)}'.`);
+    throw new AttnInputError(
+      'ATTN_OPTION',
+      `cpu-flash: isa must be one of ${CPU_FLASH_ISAS.join(', ')}, got '${String(isa)}'.`,
+    );
   }
   return isa;
 }
@@ -26,7 +29,8 @@ const DESCRIPTIONS: Readonly<Record<Exclude<CpuFlashIsa, 'auto'>, string>> = {
   avx512bf16: 'bf16 products on vdpbf16ps (AVX512-BF16; bf16 calls, others run avx512); never picked by auto',
   amx: 'bf16 tiles on AMX (Sapphire Rapids and newer; bf16 calls, others run avx512)',
   neon: 'Advanced SIMD (NEON) micro-kernels, fp32 accumulation (every arm64 CPU; bf16 and fp16 widened to fp32)',
-  sve256: 'SVE micro-kernels for 256-bit vectors (Neoverse V1, Graviton3); never picked by auto (not yet timed against neon)',
+  sve256:
+    'SVE micro-kernels for 256-bit vectors (Neoverse V1, Graviton3); never picked by auto (not yet timed against neon)',
 };
 
 /**

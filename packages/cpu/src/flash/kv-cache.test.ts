@@ -31,7 +31,13 @@ const SETUPS: Setup[] = [
     cache: [4, 96, 2, 64],
     dv: 64,
     newLen: 1,
-    opts: () => ({ cacheSeqlens: int32([40, 0, 95]), cacheBatchIdx: int32([3, 1, 0]), isCausal: true, rotaryCos: randn([97, 16], { seed: 5 }), rotarySin: randn([97, 16], { seed: 6 }) }),
+    opts: () => ({
+      cacheSeqlens: int32([40, 0, 95]),
+      cacheBatchIdx: int32([3, 1, 0]),
+      isCausal: true,
+      rotaryCos: randn([97, 16], { seed: 5 }),
+      rotarySin: randn([97, 16], { seed: 6 }),
+    }),
   },
   {
     name: 'prefill chunk, contiguous, leftpadK, window, softcap',
@@ -39,7 +45,16 @@ const SETUPS: Setup[] = [
     cache: [2, 200, 2, 32],
     dv: 24,
     newLen: 70,
-    opts: () => ({ cacheSeqlens: int32([100, 13]), leftpadK: int32([9, 13]), isCausal: true, window: [50, 0], softcap: 5, rotaryCos: randn([200, 8], { seed: 7 }), rotarySin: randn([200, 8], { seed: 8 }), rotaryInterleaved: true }),
+    opts: () => ({
+      cacheSeqlens: int32([100, 13]),
+      leftpadK: int32([9, 13]),
+      isCausal: true,
+      window: [50, 0],
+      softcap: 5,
+      rotaryCos: randn([200, 8], { seed: 7 }),
+      rotarySin: randn([200, 8], { seed: 8 }),
+      rotaryInterleaved: true,
+    }),
   },
   {
     name: 'decode, paged blocks of 16, ALiBi',

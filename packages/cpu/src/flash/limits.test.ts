@@ -35,7 +35,12 @@ function addonVerdict(desc: NativeForwardDesc): string | null {
 
 function call(dims: { Sq?: number; Sk?: number; D?: number; Dv?: number } = {}, opts: SdpaOptions = {}): SdpaParams {
   const { Sq = 3, Sk = 5, D = 8, Dv = D } = dims;
-  return normalizeParams(randn([1, 2, Sq, D], { seed: 1 }), randn([1, 2, Sk, D], { seed: 2 }), randn([1, 2, Sk, Dv], { seed: 3 }), opts);
+  return normalizeParams(
+    randn([1, 2, Sq, D], { seed: 1 }),
+    randn([1, 2, Sk, D], { seed: 2 }),
+    randn([1, 2, Sk, Dv], { seed: 3 }),
+    opts,
+  );
 }
 
 function descOf(p: SdpaParams): NativeForwardDesc {
@@ -76,8 +81,12 @@ describe.skipIf(!load.ok)('cpu-flash limits, against the addon', () => {
   it('window sides: maxWindow runs, one more is refused; a side reaching every key is sent as unbounded', () => {
     const base = descOf(call());
     expect(addonVerdict({ ...base, windowLeft: CPU_FLASH_LIMITS.maxWindow })).toBeNull();
-    expect(addonVerdict({ ...base, windowLeft: CPU_FLASH_LIMITS.maxWindow + 1 })).toMatch(`windowLeft must be an integer in [-1, ${CPU_FLASH_LIMITS.maxWindow}]`);
-    expect(addonVerdict({ ...base, windowRight: CPU_FLASH_LIMITS.maxWindow + 1 })).toMatch(`windowRight must be an integer in [-1, ${CPU_FLASH_LIMITS.maxWindow}]`);
+    expect(addonVerdict({ ...base, windowLeft: CPU_FLASH_LIMITS.maxWindow + 1 })).toMatch(
+      `windowLeft must be an integer in [-1, ${CPU_FLASH_LIMITS.maxWindow}]`,
+    );
+    expect(addonVerdict({ ...base, windowRight: CPU_FLASH_LIMITS.maxWindow + 1 })).toMatch(
+      `windowRight must be an integer in [-1, ${CPU_FLASH_LIMITS.maxWindow}]`,
+    );
     const huge = call({}, { window: [2 ** 40, 0] });
     expect(kernelWindow(huge)).toEqual({ left: -1, right: 0 });
     expect(rulesAccept(huge)).toBe(true);
@@ -86,7 +95,9 @@ describe.skipIf(!load.ok)('cpu-flash limits, against the addon', () => {
   it('sizes past maxDim: the addon names the same limit the rules use', () => {
     const base = descOf(call());
     for (const key of ['B', 'Hq', 'Hk', 'Sq', 'Sk'] as const) {
-      expect(addonVerdict({ ...base, [key]: CPU_FLASH_LIMITS.maxDim + 1 })).toMatch(`${key} must be an integer in [1, ${CPU_FLASH_LIMITS.maxDim}]`);
+      expect(addonVerdict({ ...base, [key]: CPU_FLASH_LIMITS.maxDim + 1 })).toMatch(
+        `${key} must be an integer in [1, ${CPU_FLASH_LIMITS.maxDim}]`,
+      );
     }
   });
 });

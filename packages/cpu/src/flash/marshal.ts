@@ -1,6 +1,14 @@
 // SdpaParams -> the addon's call descriptors, and the output tensors the kernels write into.
 // Only CPU tensors get here (the rules say so); views are passed as they are, strides included.
-import { AttnInputError, emptyOutput, forwardOutput, hostIndexCopies, kernelWindow, kvHostCopies, OUTPUT_NAMES } from '@attn/core';
+import {
+  AttnInputError,
+  emptyOutput,
+  forwardOutput,
+  hostIndexCopies,
+  kernelWindow,
+  kvHostCopies,
+  OUTPUT_NAMES,
+} from '@attn/core';
 import type { ForwardOutputs, SdpaParams, Tensor } from '@attn/core';
 
 import { cachePages } from '../kv-cache/host.js';
@@ -22,7 +30,10 @@ function view(t: Tensor, what: string, packed: boolean): NativeView {
 /** A paged block pool [numBlocks, blockSize, H, D] as [numBlocks, H, blockSize, D] (strides [block, head, row, dim]). */
 function poolView(t: Tensor, what: string): NativeView {
   if (t.rank !== 4) {
-    throw new AttnInputError('ATTN_RANK', `cpu-flash: paged ${what} must be a block pool [numBlocks, blockSize, H, D], got [${t.shape.join(', ')}].`);
+    throw new AttnInputError(
+      'ATTN_RANK',
+      `cpu-flash: paged ${what} must be a block pool [numBlocks, blockSize, H, D], got [${t.shape.join(', ')}].`,
+    );
   }
   const s = t.strides;
   return { data: t.hostData(), offset: t.offset, strides: [s[0]!, s[2]!, s[1]!, s[3]!] };

@@ -37,7 +37,12 @@ export interface NativeForwardDesc {
   readonly windowLeft: number;
   readonly windowRight: number;
   readonly mask: (NativeView & { readonly kind: 'bool' | 'additive'; readonly dtype: string }) | null;
-  readonly alibi: { readonly data: Float32Array; readonly offset: number; readonly strideB: number; readonly strideH: number } | null;
+  readonly alibi: {
+    readonly data: Float32Array;
+    readonly offset: number;
+    readonly strideB: number;
+    readonly strideH: number;
+  } | null;
   /** Packed sequences: B + 1 offsets into the [total, H, D] tensors (then Sq, Sk are the longest). */
   readonly varlen: { readonly cuQ: Int32Array; readonly cuK: Int32Array } | null;
   /**
@@ -100,4 +105,7 @@ export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/cpu');
 export type AddonLoad = NativeAddonLoad<CpuFlashAddon>;
 
 /** The process-wide addon (the prebuilt platform package, else a local build), loaded on first use. */
-export const addon: () => AddonLoad = lazyNativeAddon<CpuFlashAddon>({ packageRoot: PACKAGE_ROOT, requiredFunctions: FUNCTIONS });
+export const addon: () => AddonLoad = lazyNativeAddon<CpuFlashAddon>({
+  packageRoot: PACKAGE_ROOT,
+  requiredFunctions: FUNCTIONS,
+});

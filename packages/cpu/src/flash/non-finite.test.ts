@@ -13,7 +13,9 @@ const isas = load.ok ? load.addon.buildInfo('auto').runnableIsas : [];
 
 /** One character per element: N (NaN), + / - (infinities), . (finite). */
 function pattern(t: Tensor): string {
-  return Array.from(t.toFloat64Array(), (x) => (Number.isNaN(x) ? 'N' : x === Infinity ? '+' : x === -Infinity ? '-' : '.')).join('');
+  return Array.from(t.toFloat64Array(), (x) =>
+    Number.isNaN(x) ? 'N' : x === Infinity ? '+' : x === -Infinity ? '-' : '.',
+  ).join('');
 }
 
 /** A copy of t with element `index` (logical order) set to `value`. */
@@ -71,7 +73,11 @@ function call(dtype: FloatDType, S: number, poison: Poison) {
     opts.attnMask = poison.where === 'mask' ? poisoned(m, S + 2, poison.value) : m;
   } else if (poison.mask === 'bool') {
     // Key 1 masked for every row: a NaN there must not reach the output.
-    opts.attnMask = tensor(Array.from({ length: S * S }, (_, e) => (e % S === 1 ? 0 : 1)), [S, S], { dtype: 'bool' });
+    opts.attnMask = tensor(
+      Array.from({ length: S * S }, (_, e) => (e % S === 1 ? 0 : 1)),
+      [S, S],
+      { dtype: 'bool' },
+    );
   }
   return normalizeParams(q, k, v, opts);
 }
@@ -98,9 +104,12 @@ describe.skipIf(!load.ok)('cpu-flash non-finite inputs, against cpu-math', () =>
             ['dv', refG.dv, gotG.dv],
           ];
           for (const [name, a, b] of pairs) {
-            const ok = name === 'lse' || name === 'out' ? pattern(a) === pattern(b) : gradientPatternOk(pattern(a), pattern(b));
+            const ok =
+              name === 'lse' || name === 'out' ? pattern(a) === pattern(b) : gradientPatternOk(pattern(a), pattern(b));
             if (!ok) {
-              mismatches.push(`${dtype} S=${S} ${JSON.stringify({ ...poison, value: String(poison.value) })} ${name}: want ${pattern(a).slice(0, 48)} got ${pattern(b).slice(0, 48)}`);
+              mismatches.push(
+                `${dtype} S=${S} ${JSON.stringify({ ...poison, value: String(poison.value) })} ${name}: want ${pattern(a).slice(0, 48)} got ${pattern(b).slice(0, 48)}`,
+              );
             }
           }
         }
@@ -121,25 +130,35 @@ describe.skipIf(!load.ok)('cpu-flash non-finite inputs, against cpu-math', () =>
     expect(dv.slice(3 * 8).every(Number.isFinite)).toBe(true);
   });
 
-  it.each(isas)('isa %s: huge logits (a q element of 1e12 .. 1e20) give the reference one-hot softmax, not l = 0', (isa) => {
-    const flash = createCpuFlashBackend({ isa: isa as 'auto', threads: 1 });
-    for (const value of [1e12, 1e16, 1e20]) {
-      for (const scale of [0.5, -0.5]) {
-        const q = poisoned(randn([1, 1, 4, 72], { seed: 1 }), 72 + 44, value);
-        const p = normalizeParams(q, randn([1, 1, 29, 72], { seed: 2 }), randn([1, 1, 29, 72], { seed: 3 }), { scale });
-        const ref = cpuMathBackend.forward(p);
-        const got = flash.forward(p);
-        expect(pattern(got.logsumexp), `${value} scale ${scale}`).toBe(pattern(ref.logsumexp));
-        const [a, b] = [got.out.toFloat64Array(), ref.out.toFloat64Array()];
-        expect(Math.max(...a.map((x, n) => Math.abs(x - b[n]!))), `${value} scale ${scale}`).toBeLessThan(1e-5);
+  it.each(isas)(
+    'isa %s: huge logits (a q element of 1e12 .. 1e20) give the reference one-hot softmax, not l = 0',
+    (isa) => {
+      const flash = createCpuFlashBackend({ isa: isa as 'auto', threads: 1 });
+      for (const value of [1e12, 1e16, 1e20]) {
+        for (const scale of [0.5, -0.5]) {
+          const q = poisoned(randn([1, 1, 4, 72], { seed: 1 }), 72 + 44, value);
+          const p = normalizeParams(q, randn([1, 1, 29, 72], { seed: 2 }), randn([1, 1, 29, 72], { seed: 3 }), {
+            scale,
+          });
+          const ref = cpuMathBackend.forward(p);
+          const got = flash.forward(p);
+          expect(pattern(got.logsumexp), `${value} scale ${scale}`).toBe(pattern(ref.logsumexp));
+          const [a, b] = [got.out.toFloat64Array(), ref.out.toFloat64Array()];
+          expect(Math.max(...a.map((x, n) => Math.abs(x - b[n]!))), `${value} scale ${scale}`).toBeLessThan(1e-5);
+        }
       }
-    }
-  });
+    },
+  );
 
   it.each(isas)('isa %s: softcap 30 keeps logits within float32 rounding (tanh near 0 without cancellation)', (isa) => {
     const flash = createCpuFlashBackend({ isa: isa as 'auto', threads: 1 });
     // One key: each row's logsumexp is its logit, 30 tanh(s / 30), s of order 1 (y = s / 30 near 0).
-    const p = normalizeParams(randn([1, 2, 64, 8], { seed: 4 }), randn([1, 2, 1, 8], { seed: 5 }), randn([1, 2, 1, 8], { seed: 6 }), { softcap: 30 });
+    const p = normalizeParams(
+      randn([1, 2, 64, 8], { seed: 4 }),
+      randn([1, 2, 1, 8], { seed: 5 }),
+      randn([1, 2, 1, 8], { seed: 6 }),
+      { softcap: 30 },
+    );
     const [a, b] = [flash.forward(p).logsumexp.toFloat64Array(), cpuMathBackend.forward(p).logsumexp.toFloat64Array()];
     // float32 resolves logits of a few units to ~2.4e-7; the quotient form of tanh was ~1e-6 off.
     expect(Math.max(...a.map((x, n) => Math.abs(x - b[n]!)))).toBeLessThan(5e-7);

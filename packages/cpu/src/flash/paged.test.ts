@@ -35,14 +35,22 @@ const DECODE: Layout = { lensQ: [1, 1, 1, 1], lensK: [37, 1, 200, 300], Hq: 8, H
 const PREFILL: Layout = { lensQ: [70, 3, 90], lensK: [130, 3, 333], Hq: 4, Hk: 2, D: 40, Dv: 24 };
 
 /** The params of the packed call and of the paged one on the same (rounded) values. */
-function pair(l: Layout, dtype: FloatDType, blockSize: number, opts: Partial<VarlenOptions>, seed: number): { paged: SdpaParams; packed: SdpaParams } {
+function pair(
+  l: Layout,
+  dtype: FloatDType,
+  blockSize: number,
+  opts: Partial<VarlenOptions>,
+  seed: number,
+): { paged: SdpaParams; packed: SdpaParams } {
   const [oq, ok] = [offsets(l.lensQ), offsets(l.lensK)];
   const q = randn([oq[oq.length - 1]!, l.Hq, l.D], { dtype, seed });
   const k = randn([ok[ok.length - 1]!, l.Hk, l.D], { dtype, seed: seed + 1 });
   const v = randn([ok[ok.length - 1]!, l.Hk, l.Dv], { dtype, seed: seed + 2 });
   const pages = pagedLayout(l.lensK, blockSize, BigInt(seed));
   const pool = (t: Tensor, cols: number) =>
-    tensor(toPool(t.toFloat64Array(), l.lensK, l.Hk, cols, pages, NaN), [pages.numBlocks, blockSize, l.Hk, cols], { dtype });
+    tensor(toPool(t.toFloat64Array(), l.lensK, l.Hk, cols, pages, NaN), [pages.numBlocks, blockSize, l.Hk, cols], {
+      dtype,
+    });
   const base: VarlenOptions = {
     cuSeqlensQ: int32(oq),
     cuSeqlensK: int32(ok),
@@ -58,12 +66,30 @@ function pair(l: Layout, dtype: FloatDType, blockSize: number, opts: Partial<Var
   };
 }
 
-const slopes = (b: number, h: number) => f32(Array.from({ length: b * h }, (_, n) => 0.02 + 0.01 * n), [b, h]);
+const slopes = (b: number, h: number) =>
+  f32(
+    Array.from({ length: b * h }, (_, n) => 0.02 + 0.01 * n),
+    [b, h],
+  );
 
 const FEATURES: [string, Layout, (l: Layout) => Partial<VarlenOptions>][] = [
   ['decode, causal lower-right', DECODE, () => ({ isCausal: true, alignment: 'lowerRight' })],
-  ['decode, sequsedK, softcap, ALiBi', DECODE, (l) => ({ sequsedK: int32([20, 0, 129, 300]), softcap: 5, alibiSlopes: slopes(4, l.Hq), isCausal: true, alignment: 'lowerRight' })],
-  ['prefill, causal lower-right, window', PREFILL, () => ({ isCausal: true, alignment: 'lowerRight', window: [100, 0] })],
+  [
+    'decode, sequsedK, softcap, ALiBi',
+    DECODE,
+    (l) => ({
+      sequsedK: int32([20, 0, 129, 300]),
+      softcap: 5,
+      alibiSlopes: slopes(4, l.Hq),
+      isCausal: true,
+      alignment: 'lowerRight',
+    }),
+  ],
+  [
+    'prefill, causal lower-right, window',
+    PREFILL,
+    () => ({ isCausal: true, alignment: 'lowerRight', window: [100, 0] }),
+  ],
   ['prefill, causal upper-left, dropout', PREFILL, () => ({ isCausal: true, dropoutP: 0.2, dropoutSeed: 99n })],
 ];
 
@@ -79,7 +105,9 @@ describe.skipIf(!load.ok)('cpu-flash paged K/V', () => {
             const got = flash.forward(paged);
             const same = flash.forward(packed);
             expect([...got.out.toFloat64Array()], 'out, paged vs packed').toEqual([...same.out.toFloat64Array()]);
-            expect([...got.logsumexp.toFloat64Array()], 'lse, paged vs packed').toEqual([...same.logsumexp.toFloat64Array()]);
+            expect([...got.logsumexp.toFloat64Array()], 'lse, paged vs packed').toEqual([
+              ...same.logsumexp.toFloat64Array(),
+            ]);
             const ref = cpuMathBackend.forward(paged);
             expect(maxAbsDiff(got.out, ref.out)).toBeLessThanOrEqual(TOL[dtype]);
             expect(maxAbsDiff(got.logsumexp, ref.logsumexp)).toBeLessThanOrEqual(TOL[dtype] * 4);
@@ -103,18 +131,38 @@ describe.skipIf(!load.ok)('the addon re-checks the block table', () => {
   });
 
   const bad: [string, (d: ReturnType<typeof desc>) => unknown][] = [
-    ['a read entry outside the pool', (d) => ({ ...d, paged: { ...d.paged!, table: d.paged!.table.map((e, i) => (i === 0 ? d.paged!.numBlocks : e)) } })],
-    ['a negative read entry', (d) => ({ ...d, paged: { ...d.paged!, table: d.paged!.table.map((e, i) => (i === 0 ? -1 : e)) } })],
+    [
+      'a read entry outside the pool',
+      (d) => ({
+        ...d,
+        paged: { ...d.paged!, table: d.paged!.table.map((e, i) => (i === 0 ? d.paged!.numBlocks : e)) },
+      }),
+    ],
+    [
+      'a negative read entry',
+      (d) => ({ ...d, paged: { ...d.paged!, table: d.paged!.table.map((e, i) => (i === 0 ? -1 : e)) } }),
+    ],
     ['a table too short for B rows', (d) => ({ ...d, paged: { ...d.paged!, table: d.paged!.table.subarray(0, 3) } })],
     ['a table too narrow for the longest sequence', (d) => ({ ...d, paged: { ...d.paged!, tableStride: 2 } })],
-    ['a pool smaller than numBlocks says', (d) => ({ ...d, paged: { ...d.paged!, numBlocks: d.paged!.numBlocks + 50 } })],
-    ['a table that is not an Int32Array', (d) => ({ ...d, paged: { ...d.paged!, table: Float32Array.from(d.paged!.table) } })],
-    ['a keyStart that moves a row past its blocks', (d) => ({ ...d, paged: { ...d.paged!, keyStart: Int32Array.from([0, 0, 0, 300]) } })],
+    [
+      'a pool smaller than numBlocks says',
+      (d) => ({ ...d, paged: { ...d.paged!, numBlocks: d.paged!.numBlocks + 50 } }),
+    ],
+    [
+      'a table that is not an Int32Array',
+      (d) => ({ ...d, paged: { ...d.paged!, table: Float32Array.from(d.paged!.table) } }),
+    ],
+    [
+      'a keyStart that moves a row past its blocks',
+      (d) => ({ ...d, paged: { ...d.paged!, keyStart: Int32Array.from([0, 0, 0, 300]) } }),
+    ],
     ['a negative keyStart', (d) => ({ ...d, paged: { ...d.paged!, keyStart: Int32Array.from([0, -1, 0, 0]) } })],
   ];
   for (const [name, patch] of bad) {
     it(`throws ATTN_CPU_FLASH_ARGS for ${name}`, () => {
-      expect(() => native.forward(patch(desc()) as never)).toThrow(expect.objectContaining({ code: 'ATTN_CPU_FLASH_ARGS' }));
+      expect(() => native.forward(patch(desc()) as never)).toThrow(
+        expect.objectContaining({ code: 'ATTN_CPU_FLASH_ARGS' }),
+      );
     });
   }
 });

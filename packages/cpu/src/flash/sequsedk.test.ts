@@ -26,7 +26,11 @@ const USED_GQA = [1, 129, 0];
 
 const additive = (shape: number[], dtype: FloatDType = 'float32') => {
   const n = shape.reduce((a, b) => a * b, 1);
-  return tensor(Array.from({ length: n }, (_, i) => (i % 17 === 3 ? -Infinity : Math.cos(i) * 1.5)), shape, { dtype });
+  return tensor(
+    Array.from({ length: n }, (_, i) => (i % 17 === 3 ? -Infinity : Math.cos(i) * 1.5)),
+    shape,
+    { dtype },
+  );
 };
 
 const CASES: Array<[string, Shape, readonly number[], SdpaOptions]> = [
@@ -34,12 +38,50 @@ const CASES: Array<[string, Shape, readonly number[], SdpaOptions]> = [
   ['gqa causal lower-right', gqa, USED_GQA, { isCausal: true, alignment: 'lowerRight' }],
   ['window lower-right', odd, USED_ODD, { window: [6, 3], alignment: 'lowerRight' }],
   ['causal upper-left + window', gqa, [70, 64, 0], { isCausal: true, window: [20, 0] }],
-  ['ALiBi per batch and head, lower-right, softcap', gqa, USED_GQA, { alibiSlopes: f32(Array.from({ length: 12 }, (_, n) => 0.05 + 0.03 * n), [3, 4]), alignment: 'lowerRight', softcap: 4 }],
-  ['dropout, causal lower-right', gqa, USED_GQA, { dropoutP: 0.25, dropoutSeed: 0xdeadbeefcafef00dn, dropoutOffset: 3, isCausal: true, alignment: 'lowerRight' }],
-  ['bool mask [Sq, Sk]', odd, USED_ODD, { attnMask: tensor(Array.from({ length: 37 * 75 }, (_, i) => (i % 7 === 0 ? 0 : 1)), [37, 75], { dtype: 'bool' }) }],
+  [
+    'ALiBi per batch and head, lower-right, softcap',
+    gqa,
+    USED_GQA,
+    {
+      alibiSlopes: f32(
+        Array.from({ length: 12 }, (_, n) => 0.05 + 0.03 * n),
+        [3, 4],
+      ),
+      alignment: 'lowerRight',
+      softcap: 4,
+    },
+  ],
+  [
+    'dropout, causal lower-right',
+    gqa,
+    USED_GQA,
+    { dropoutP: 0.25, dropoutSeed: 0xdeadbeefcafef00dn, dropoutOffset: 3, isCausal: true, alignment: 'lowerRight' },
+  ],
+  [
+    'bool mask [Sq, Sk]',
+    odd,
+    USED_ODD,
+    {
+      attnMask: tensor(
+        Array.from({ length: 37 * 75 }, (_, i) => (i % 7 === 0 ? 0 : 1)),
+        [37, 75],
+        { dtype: 'bool' },
+      ),
+    },
+  ],
   ['additive mask, full shape (dbias per row)', odd, USED_ODD, { attnMask: additive([4, 3, 37, 75]) }],
-  ['additive mask [Sq, Sk] (dbias summed over rows of different counts)', odd, USED_ODD, { attnMask: additive([37, 75]) }],
-  ['additive mask [B, 1, Sq, 1] (dbias summed over heads and keys)', odd, USED_ODD, { attnMask: additive([4, 1, 37, 1]) }],
+  [
+    'additive mask [Sq, Sk] (dbias summed over rows of different counts)',
+    odd,
+    USED_ODD,
+    { attnMask: additive([37, 75]) },
+  ],
+  [
+    'additive mask [B, 1, Sq, 1] (dbias summed over heads and keys)',
+    odd,
+    USED_ODD,
+    { attnMask: additive([4, 1, 37, 1]) },
+  ],
 ];
 
 function run(p: SdpaParams, isa: CpuFlashIsa | 'auto') {
@@ -57,7 +99,12 @@ function run(p: SdpaParams, isa: CpuFlashIsa | 'auto') {
 
 /** Dense rows b, keys [from, to) of a [B, H, S, D] tensor, as numbers. */
 function keysOf(t: Tensor, b: number, from: number, to: number): number[] {
-  return [...t.narrow(0, b, 1).narrow(2, from, to - from).toFloat64Array()];
+  return [
+    ...t
+      .narrow(0, b, 1)
+      .narrow(2, from, to - from)
+      .toFloat64Array(),
+  ];
 }
 
 describe.skipIf(!load.ok)('cpu-flash sequsedK', () => {
@@ -72,7 +119,11 @@ describe.skipIf(!load.ok)('cpu-flash sequsedK', () => {
         expect(got.dbias === undefined).toBe(want.dbias === undefined);
         if (got.dbias && want.dbias) expect(maxAbsDiff(got.dbias, want.dbias)).toBeLessThan(1e-4);
         used.forEach((n, b) => {
-          for (const t of [got.dk, got.dv]) expect(keysOf(t, b, n, shape.Sk).every((x) => x === 0), `row ${b}`).toBe(true);
+          for (const t of [got.dk, got.dv])
+            expect(
+              keysOf(t, b, n, shape.Sk).every((x) => x === 0),
+              `row ${b}`,
+            ).toBe(true);
         });
         // The row without keys: out 0, lse -inf.
         const empty = used.indexOf(0);
@@ -101,7 +152,10 @@ describe.skipIf(!load.ok)('cpu-flash sequsedK', () => {
       lensK.forEach((n, b) => {
         for (const t of [got.dk, got.dv]) {
           const unused = [...t.narrow(0, k0 + used[b]!, n - used[b]!).toFloat64Array()];
-          expect(unused.every((x) => x === 0), `sequence ${b}`).toBe(true);
+          expect(
+            unused.every((x) => x === 0),
+            `sequence ${b}`,
+          ).toBe(true);
         }
         k0 += n;
       });
@@ -110,7 +164,18 @@ describe.skipIf(!load.ok)('cpu-flash sequsedK', () => {
 
   for (const dtype of ['float16', 'bfloat16'] as const) {
     it(`${dtype}: gqa causal lower-right with an additive mask`, () => {
-      const p = params(gqa, dtype, { isCausal: true, alignment: 'lowerRight', attnMask: additive([1, 4, 1, 130], dtype), sequsedK: int32(USED_GQA), requiresGrad: true }, 4);
+      const p = params(
+        gqa,
+        dtype,
+        {
+          isCausal: true,
+          alignment: 'lowerRight',
+          attnMask: additive([1, 4, 1, 130], dtype),
+          sequsedK: int32(USED_GQA),
+          requiresGrad: true,
+        },
+        4,
+      );
       const { fwd, ref, got, want } = run(p, 'auto');
       const tol = dtype === 'float16' ? 1e-2 : 8e-2;
       expect(maxAbsDiff(fwd.out, ref.out)).toBeLessThan(TOL[dtype]);
@@ -120,16 +185,33 @@ describe.skipIf(!load.ok)('cpu-flash sequsedK', () => {
   }
 
   it('a row using all its keys equals the call without sequsedK, bit for bit', () => {
-    const opts: SdpaOptions = { isCausal: true, alignment: 'lowerRight', dropoutP: 0.1, dropoutSeed: 9n, requiresGrad: true };
+    const opts: SdpaOptions = {
+      isCausal: true,
+      alignment: 'lowerRight',
+      dropoutP: 0.1,
+      dropoutSeed: 9n,
+      requiresGrad: true,
+    };
     const withUsed = run(params(gqa, 'float32', { ...opts, sequsedK: int32([130, 130, 130]) }, 6), 'auto');
     const without = run(params(gqa, 'float32', opts, 6), 'auto');
     expect(maxAbsDiff(withUsed.fwd.out, without.fwd.out)).toBe(0);
     for (const k of ['dq', 'dk', 'dv'] as const) expect(maxAbsDiff(withUsed.got[k], without.got[k]), k).toBe(0);
   });
 
-  it('writes out, lse and the unused keys\' dk/dv over NaN-filled buffers (the addon owns every element)', () => {
+  it("writes out, lse and the unused keys' dk/dv over NaN-filled buffers (the addon owns every element)", () => {
     const native = load.ok ? load.addon : null;
-    const p = params(odd, 'float32', { isCausal: true, alignment: 'lowerRight', attnMask: additive([37, 75]), sequsedK: int32(USED_ODD), requiresGrad: true }, 7);
+    const p = params(
+      odd,
+      'float32',
+      {
+        isCausal: true,
+        alignment: 'lowerRight',
+        attnMask: additive([37, 75]),
+        sequsedK: int32(USED_ODD),
+        requiresGrad: true,
+      },
+      7,
+    );
     const fwd = forwardOutputs(p);
     (fwd.out.hostData() as Float32Array).fill(Number.NaN);
     (fwd.logsumexp.hostData() as Float32Array).fill(Number.NaN);
@@ -149,18 +231,26 @@ describe.skipIf(!load.ok)('cpu-flash sequsedK', () => {
     expect(maxAbsDiff(bufs.dv, want.dv)).toBeLessThan(1e-4);
     expect(maxAbsDiff(f32([...bufs.dbias!], [37, 75]), want.dbias!)).toBeLessThan(1e-4);
     USED_ODD.forEach((n, b) => {
-      for (const t of [bufs.dk, bufs.dv]) expect(keysOf(t, b, n, odd.Sk).every((x) => x === 0), `row ${b}`).toBe(true);
+      for (const t of [bufs.dk, bufs.dv])
+        expect(
+          keysOf(t, b, n, odd.Sk).every((x) => x === 0),
+          `row ${b}`,
+        ).toBe(true);
     });
   });
 
-  it('the addon rechecks the counts: wrong length, or a count past the row\'s keys', () => {
+  it("the addon rechecks the counts: wrong length, or a count past the row's keys", () => {
     const native = load.ok ? load.addon : null;
     const p = params(odd, 'float32', { sequsedK: int32(USED_ODD) }, 1);
     const outs = forwardOutputs(p);
     const desc = forwardDesc(p, outs.out, outs.logsumexp, 'auto', 1);
     expect(() => native!.forward({ ...desc, sequsedK: new Int32Array([1, 2, 3]) })).toThrow(/sequsedK needs B counts/);
-    expect(() => native!.forward({ ...desc, sequsedK: new Int32Array([1, 2, 76, 3]) })).toThrow(/sequsedK\[2\] = 76 is outside \[0, 75\]/);
+    expect(() => native!.forward({ ...desc, sequsedK: new Int32Array([1, 2, 76, 3]) })).toThrow(
+      /sequsedK\[2\] = 76 is outside \[0, 75\]/,
+    );
     expect(() => native!.forward({ ...desc, sequsedK: new Int32Array([1, -1, 3, 3]) })).toThrow(/outside/);
-    expect(() => native!.forward({ ...desc, sequsedK: new Float32Array(4) as unknown as Int32Array })).toThrow(/Int32Array/);
+    expect(() => native!.forward({ ...desc, sequsedK: new Float32Array(4) as unknown as Int32Array })).toThrow(
+      /Int32Array/,
+    );
   });
 });

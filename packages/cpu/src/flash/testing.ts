@@ -21,7 +21,13 @@ export function inputs(s: Shape, dtype: FloatDType, seed: number, layout: 'bhsd'
   return { q: make(s.Hq, s.Sq, s.D, 0), k: make(s.Hk, s.Sk, s.D, 1), v: make(s.Hk, s.Sk, s.Dv, 2) };
 }
 
-export function params(s: Shape, dtype: FloatDType, opts: SdpaOptions = {}, seed = 1, layout: 'bhsd' | 'bshd' = 'bhsd'): SdpaParams {
+export function params(
+  s: Shape,
+  dtype: FloatDType,
+  opts: SdpaOptions = {},
+  seed = 1,
+  layout: 'bhsd' | 'bshd' = 'bhsd',
+): SdpaParams {
   const { q, k, v } = inputs(s, dtype, seed, layout);
   return normalizeParams(q, k, v, { enableGqa: s.Hq !== s.Hk, ...opts });
 }
@@ -43,7 +49,8 @@ export function maxAbsDiff(a: Tensor, b: Tensor): number {
 }
 
 /** A float32 [n] tensor of values. */
-export const f32 = (values: number[], shape?: number[]) => tensor(values, shape ?? [values.length], { dtype: 'float32' });
+export const f32 = (values: number[], shape?: number[]) =>
+  tensor(values, shape ?? [values.length], { dtype: 'float32' });
 
 /** Absolute tolerance on O(1) outputs per dtype (fp32 kernels accumulate in fp32; halves round once). */
 export const TOL: Record<FloatDType, number> = { float64: 1e-9, float32: 2e-5, float16: 4e-3, bfloat16: 3e-2 };

@@ -12,7 +12,10 @@ export function defaultThreads(env: NodeJS.ProcessEnv = process.env): number {
 
 export function checkThreads(n: number): number {
   if (!Number.isInteger(n) || n < 1 || n > MAX_THREADS) {
-    throw new AttnInputError('ATTN_NUM_THREADS', `threads must be an integer in [1, ${MAX_THREADS}], got ${String(n)}.`);
+    throw new AttnInputError(
+      'ATTN_NUM_THREADS',
+      `threads must be an integer in [1, ${MAX_THREADS}], got ${String(n)}.`,
+    );
   }
   return n;
 }

@@ -9,7 +9,8 @@ const up = (n: number, m: number) => Math.ceil(n / m) * m;
 
 export function forwardWorkspaceBytes(p: SdpaParams, threads: number): number {
   const kv = p.batch * p.headsKV * p.seqK * (p.headDim + p.headDimV) * 4;
-  const convert = p.dtype === 'float32' ? 0 : Math.min(kv, Math.max(CONVERT_BUDGET, p.seqK * (p.headDim + p.headDimV) * 4));
+  const convert =
+    p.dtype === 'float32' ? 0 : Math.min(kv, Math.max(CONVERT_BUDGET, p.seqK * (p.headDim + p.headDimV) * 4));
   // Q^T, S^T, O^T and row state, plus a key tile of K and V rows gathered from small paged blocks.
   const tile = (2 * p.headDim + TILE + 2 * p.headDimV + 8) * TILE * 4;
   return convert + threads * tile;

@@ -9,7 +9,8 @@ export const cpuMathBackend: Backend = {
   deviceType: 'cpu',
   // Lowest on the CPU: a faster CPU kernel (cpu-flash) goes first; cpu-math takes what it declines.
   defaultPriority: 0,
-  description: 'Reference attention in TypeScript: float64 accumulation, every feature and dtype, forward and backward.',
+  description:
+    'Reference attention in TypeScript: float64 accumulation, every feature and dtype, forward and backward.',
   availability: () => ({ ok: true }),
   rules: cpuMathRules,
   tolerances: CPU_MATH_TOLERANCES,

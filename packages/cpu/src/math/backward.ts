@@ -84,7 +84,12 @@ export function backwardMath(params: SdpaParams, _saved: ForwardOutputs, gradOut
   const dk = emptyOutput(OUTPUT_NAMES.dk, params.key.shape, { dtype });
   const dv = emptyOutput(OUTPUT_NAMES.dv, params.value.shape, { dtype });
   const [dqRows, dkRows, dvRows, gRows] = [pb.rowsQ(dq), pb.rowsK(dk), pb.rowsK(dv), pb.rowsQ(gradOut)];
-  const [qData, kData, vData, gData] = [params.query.hostData(), params.key.hostData(), params.value.hostData(), gradOut.hostData()];
+  const [qData, kData, vData, gData] = [
+    params.query.hostData(),
+    params.key.hostData(),
+    params.value.hostData(),
+    gradOut.hostData(),
+  ];
   const [dqData, dkData, dvData] = [dq.hostData(), dk.hostData(), dv.hostData()];
   const bias = params.mask?.kind === 'additive' ? new BiasGrad(params.mask) : null;
   const scores = new ScoreRow(params, maxSeqK);

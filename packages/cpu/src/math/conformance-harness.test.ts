@@ -37,25 +37,39 @@ function failed(outcome: Outcome, what: string): string | undefined {
 
 describe('the conformance suite fails a faulty backend', () => {
   it('passes cpu-math itself on the cases used below', () => {
-    for (const name of ['plain/float16', 'plain/float32', 'bool-mask-full-fully-masked-rows/float32', 'dropout/bfloat16']) {
+    for (const name of [
+      'plain/float16',
+      'plain/float32',
+      'bool-mask-full-fully-masked-rows/float32',
+      'dropout/bfloat16',
+    ]) {
       const o = run('cpu-math', name);
       expect(o.ran === 'declined' ? [] : o.verdicts.filter((v) => !v.ok)).toEqual([]);
     }
   });
 
   it('an error of 1% in out', () => {
-    const b = variant('fault-1pct', forwardWith((o) => ({ ...o, out: mapped(o.out, (x) => x * 1.01) })));
+    const b = variant(
+      'fault-1pct',
+      forwardWith((o) => ({ ...o, out: mapped(o.out, (x) => x * 1.01) })),
+    );
     expect(failed(run(b, 'plain/float16'), 'out')).toMatch(/error .* > bound/);
     expect(failed(run(b, 'plain/float32'), 'out')).toMatch(/error .* > bound/);
   });
 
   it('one NaN in out', () => {
-    const b = variant('fault-nan', forwardWith((o) => ({ ...o, out: mapped(o.out, (x, n) => (n === 3 ? NaN : x)) })));
+    const b = variant(
+      'fault-nan',
+      forwardWith((o) => ({ ...o, out: mapped(o.out, (x, n) => (n === 3 ? NaN : x)) })),
+    );
     expect(failed(run(b, 'plain/float32'), 'out')).toMatch(/NaN/);
   });
 
   it('logsumexp 0 (unwritten) instead of -inf on fully masked rows', () => {
-    const b = variant('fault-lse', forwardWith((o) => ({ ...o, logsumexp: mapped(o.logsumexp, (x) => (x === -Infinity ? 0 : x)) })));
+    const b = variant(
+      'fault-lse',
+      forwardWith((o) => ({ ...o, logsumexp: mapped(o.logsumexp, (x) => (x === -Infinity ? 0 : x)) })),
+    );
     expect(failed(run(b, 'bool-mask-full-fully-masked-rows/float32'), 'logsumexp')).toMatch(/infinite/);
   });
 
@@ -66,7 +80,7 @@ describe('the conformance suite fails a faulty backend', () => {
     expect(failed(run(b, 'dropout/bfloat16'), 'out')).toBeDefined();
   });
 
-  it('a gradient off by 0.1% (float32) or 10% (half types), whatever the gradient allowance (the fused form\'s Delta and P) permits', () => {
+  it("a gradient off by 0.1% (float32) or 10% (half types), whatever the gradient allowance (the fused form's Delta and P) permits", () => {
     const off = (factor: number) =>
       variant(`fault-dq-x${factor}`, {
         backward: (p, saved, gradOut) => {
@@ -75,7 +89,14 @@ describe('the conformance suite fails a faulty backend', () => {
         },
       });
     const [small, large] = [off(1.001), off(1.1)];
-    for (const [b, name] of [[small, 'plain/float32'], [small, 'softcap/float32'], [small, 'dropout-causal-gqa/float32'], [large, 'plain/bfloat16'], [large, 'dropout/bfloat16'], [large, 'scale/float16']] as const) {
+    for (const [b, name] of [
+      [small, 'plain/float32'],
+      [small, 'softcap/float32'],
+      [small, 'dropout-causal-gqa/float32'],
+      [large, 'plain/bfloat16'],
+      [large, 'dropout/bfloat16'],
+      [large, 'scale/float16'],
+    ] as const) {
       expect(failed(run(b, name), 'dq'), name).toMatch(/dq: error \(beyond 2 x its allowance\) .* > bound/);
     }
   });

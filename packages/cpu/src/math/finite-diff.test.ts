@@ -20,22 +20,39 @@ interface FdCase {
   readonly varlen?: { readonly q: readonly number[]; readonly k: readonly number[] };
 }
 
-const dense = (sq: number, sk: number, hq = 2, hk = hq, d = 4, dv = 3) => ({ q: [2, hq, sq, d], k: [2, hk, sk, d], v: [2, hk, sk, dv] });
+const dense = (sq: number, sk: number, hq = 2, hk = hq, d = 4, dv = 3) => ({
+  q: [2, hq, sq, d],
+  k: [2, hk, sk, d],
+  v: [2, hk, sk, dv],
+});
 
 const CASES: FdCase[] = [
   { name: 'plain', ...dense(5, 7) },
   { name: 'scale, Dv = D', ...dense(5, 7, 2, 2, 4, 4), opts: { scale: 0.61 } },
   { name: 'bool mask [B, 1, Sq, Sk] with an empty row', ...dense(5, 7), mask: { kind: 'bool', shape: [2, 1, 5, 7] } },
-  { name: 'additive mask [1, Hq, Sq, Sk] with -inf entries', ...dense(5, 7), mask: { kind: 'additive', shape: [1, 2, 5, 7] } },
+  {
+    name: 'additive mask [1, Hq, Sq, Sk] with -inf entries',
+    ...dense(5, 7),
+    mask: { kind: 'additive', shape: [1, 2, 5, 7] },
+  },
   { name: 'additive mask [Sq, 1] (broadcast over keys)', ...dense(5, 7), mask: { kind: 'additive', shape: [5, 1] } },
   { name: 'causal upper-left, Sq < Sk', ...dense(4, 7), opts: { isCausal: true } },
   { name: 'causal upper-left, Sq > Sk', ...dense(7, 4), opts: { isCausal: true } },
   { name: 'causal lower-right, Sq < Sk', ...dense(4, 7), opts: { isCausal: true, alignment: 'lowerRight' } },
-  { name: 'causal lower-right, Sq > Sk (empty rows)', ...dense(7, 4), opts: { isCausal: true, alignment: 'lowerRight' } },
+  {
+    name: 'causal lower-right, Sq > Sk (empty rows)',
+    ...dense(7, 4),
+    opts: { isCausal: true, alignment: 'lowerRight' },
+  },
   { name: 'window [2, 1]', ...dense(6, 8), opts: { window: [2, 1] } },
   { name: 'window [-1, 0] lower-right', ...dense(6, 8), opts: { window: [-1, 0], alignment: 'lowerRight' } },
   { name: 'ALiBi [Hq]', ...dense(5, 7), slopes: [2] },
-  { name: 'ALiBi [B, Hq] + causal lower-right', ...dense(5, 7), slopes: [2, 2], opts: { isCausal: true, alignment: 'lowerRight' } },
+  {
+    name: 'ALiBi [B, Hq] + causal lower-right',
+    ...dense(5, 7),
+    slopes: [2, 2],
+    opts: { isCausal: true, alignment: 'lowerRight' },
+  },
   { name: 'softcap', ...dense(5, 7), opts: { softcap: 1.5, scale: 1.3 } },
   { name: 'dropout', ...dense(5, 7), opts: { dropoutP: 0.3, dropoutSeed: 77n, dropoutOffset: 3 } },
   { name: 'dropout + causal', ...dense(6, 6), opts: { dropoutP: 0.4, dropoutSeed: 78n, isCausal: true } },
@@ -82,11 +99,29 @@ function setup(c: FdCase) {
   };
   if (c.mask?.kind === 'bool') x.mask = x.mask!.map((z, n) => (z > -0.8 && n >= 7 ? 1 : 0)); // n < 7: row 0 empty
   if (c.mask?.kind === 'additive') x.mask = x.mask!.map((z) => (z < -1.4 ? -Infinity : z));
-  const slopes = c.slopes ? tensor(normal(c.slopes, 5).toFloat32Array().map((s) => Math.abs(s)), c.slopes, { dtype: 'float32' }) : null;
-  const cu = (lens: readonly number[]) => tensor([0, ...lens.map((_, i) => lens.slice(0, i + 1).reduce((a, b) => a + b))], [lens.length + 1], { dtype: 'int32' });
+  const slopes = c.slopes
+    ? tensor(
+        normal(c.slopes, 5)
+          .toFloat32Array()
+          .map((s) => Math.abs(s)),
+        c.slopes,
+        { dtype: 'float32' },
+      )
+    : null;
+  const cu = (lens: readonly number[]) =>
+    tensor([0, ...lens.map((_, i) => lens.slice(0, i + 1).reduce((a, b) => a + b))], [lens.length + 1], {
+      dtype: 'int32',
+    });
 
-  const call = (q: Float64Array, k: Float64Array, v: Float64Array, mask: Float64Array | null, strided: boolean): ForwardResult => {
-    const place = (vals: Float64Array, shape: readonly number[]) => (strided ? stridedView(vals, shape) : f64(vals, shape));
+  const call = (
+    q: Float64Array,
+    k: Float64Array,
+    v: Float64Array,
+    mask: Float64Array | null,
+    strided: boolean,
+  ): ForwardResult => {
+    const place = (vals: Float64Array, shape: readonly number[]) =>
+      strided ? stridedView(vals, shape) : f64(vals, shape);
     const opts = { ...c.opts, alibiSlopes: slopes, backends: ['cpu-math'], requiresGrad: true };
     if (c.varlen) {
       return sdpaVarlen(f64(q, c.q), f64(k, c.k), f64(v, c.v), {
@@ -97,7 +132,8 @@ function setup(c: FdCase) {
         maxSeqlenK: Math.max(...c.varlen.k),
       });
     }
-    const attnMask = mask && c.mask ? tensor(mask, c.mask.shape, { dtype: c.mask.kind === 'bool' ? 'bool' : 'float64' }) : null;
+    const attnMask =
+      mask && c.mask ? tensor(mask, c.mask.shape, { dtype: c.mask.kind === 'bool' ? 'bool' : 'float64' }) : null;
     return sdpaForward(place(q, c.q), place(k, c.k), place(v, c.v), { ...opts, attnMask });
   };
   return { x, call };
@@ -117,7 +153,8 @@ describe('backward matches central finite differences (float64)', () => {
       const gradOut = normal(fwd.out.shape, 6);
       const g = gradOut.toFloat64Array();
       const grads = sdpaBackward(gradOut, fwd);
-      const loss = (q: Float64Array, k: Float64Array, v: Float64Array, mask: Float64Array | null) => dot(call(q, k, v, mask, false).out.toFloat64Array(), g);
+      const loss = (q: Float64Array, k: Float64Array, v: Float64Array, mask: Float64Array | null) =>
+        dot(call(q, k, v, mask, false).out.toFloat64Array(), g);
       const inputs: [string, Float64Array, Tensor | undefined][] = [
         ['q', x.q, grads.dq],
         ['k', x.k, grads.dk],
@@ -126,7 +163,9 @@ describe('backward matches central finite differences (float64)', () => {
       if (c.mask?.kind === 'additive') inputs.push(['mask', x.mask!, grads.dbias]);
       expect(grads.dbias === undefined).toBe(c.mask?.kind !== 'additive');
       inputs.forEach(([name, value, grad], n) => {
-        const u = normal([value.length], 10 + n).toFloat64Array().map((z, i) => (Number.isFinite(value[i]!) ? z : 0));
+        const u = normal([value.length], 10 + n)
+          .toFloat64Array()
+          .map((z, i) => (Number.isFinite(value[i]!) ? z : 0));
         const at = (sign: number) => {
           const moved = value.map((z, i) => z + sign * H_STEP * u[i]!);
           const args = { q: x.q, k: x.k, v: x.v, mask: x.mask, [name]: moved };
@@ -134,9 +173,10 @@ describe('backward matches central finite differences (float64)', () => {
         };
         const numeric = (at(1) - at(-1)) / (2 * H_STEP);
         const analytic = dot(grad!.toFloat64Array(), u);
-        expect(Math.abs(numeric - analytic), `d loss / d ${name}: numeric ${numeric}, analytic ${analytic}`).toBeLessThanOrEqual(
-          TOL * Math.max(1, Math.abs(analytic)),
-        );
+        expect(
+          Math.abs(numeric - analytic),
+          `d loss / d ${name}: numeric ${numeric}, analytic ${analytic}`,
+        ).toBeLessThanOrEqual(TOL * Math.max(1, Math.abs(analytic)));
       });
     });
   }

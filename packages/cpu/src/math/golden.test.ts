@@ -63,14 +63,29 @@ describe('golden vectors from PyTorch', () => {
   it('the fixture is present and covers the features', () => {
     if ('error' in fixture) throw new Error(fixture.error);
     const names = fixture.cases.map((c) => c.name);
-    for (const feature of ['plain', 'bool_mask', 'additive_mask', 'causal_upper_left', 'causal_lower_right', 'gqa', 'dv_ne_d', 'fully_masked', 's1']) {
-      expect(names.some((n) => n.startsWith(feature)), `a case for ${feature} (torch ${fixture.torch})`).toBe(true);
+    for (const feature of [
+      'plain',
+      'bool_mask',
+      'additive_mask',
+      'causal_upper_left',
+      'causal_lower_right',
+      'gqa',
+      'dv_ne_d',
+      'fully_masked',
+      's1',
+    ]) {
+      expect(
+        names.some((n) => n.startsWith(feature)),
+        `a case for ${feature} (torch ${fixture.torch})`,
+      ).toBe(true);
     }
   });
 
   for (const c of 'cases' in fixture ? fixture.cases : []) {
     it(c.name, () => {
-      const mask = c.mask ? tensor(decode(c.mask), c.mask.shape, { dtype: c.mask.kind === 'bool' ? 'bool' : 'float64' }) : null;
+      const mask = c.mask
+        ? tensor(decode(c.mask), c.mask.shape, { dtype: c.mask.kind === 'bool' ? 'bool' : 'float64' })
+        : null;
       const run = runMath(
         f64(c.q),
         f64(c.k),

@@ -3,7 +3,15 @@
 // them about 1.7x faster in V8 than the one-row form.
 
 /** out[j] = scale * (x . m[j]) for rows j in [lo, hi) of m ([rows, cols] row-major). */
-export function dotRows(x: Float64Array, m: Float64Array, cols: number, lo: number, hi: number, scale: number, out: Float64Array): void {
+export function dotRows(
+  x: Float64Array,
+  m: Float64Array,
+  cols: number,
+  lo: number,
+  hi: number,
+  scale: number,
+  out: Float64Array,
+): void {
   let j = lo;
   for (; j + 3 < hi; j += 4) {
     const b0 = j * cols;
@@ -35,7 +43,14 @@ export function dotRows(x: Float64Array, m: Float64Array, cols: number, lo: numb
 }
 
 /** acc += sum over j in [lo, hi) of w[j] * m[j] (rows of m, [rows, cols] row-major). */
-export function addWeightedRows(acc: Float64Array, w: Float64Array, m: Float64Array, cols: number, lo: number, hi: number): void {
+export function addWeightedRows(
+  acc: Float64Array,
+  w: Float64Array,
+  m: Float64Array,
+  cols: number,
+  lo: number,
+  hi: number,
+): void {
   let j = lo;
   for (; j + 3 < hi; j += 4) {
     const w0 = w[j]!;
@@ -46,7 +61,8 @@ export function addWeightedRows(acc: Float64Array, w: Float64Array, m: Float64Ar
     const b1 = b0 + cols;
     const b2 = b1 + cols;
     const b3 = b2 + cols;
-    for (let c = 0; c < cols; c++) acc[c] = acc[c]! + (w0 * m[b0 + c]! + w1 * m[b1 + c]! + w2 * m[b2 + c]! + w3 * m[b3 + c]!);
+    for (let c = 0; c < cols; c++)
+      acc[c] = acc[c]! + (w0 * m[b0 + c]! + w1 * m[b1 + c]! + w2 * m[b2 + c]! + w3 * m[b3 + c]!);
   }
   for (; j < hi; j++) {
     const wj = w[j]!;

@@ -32,7 +32,13 @@ export function sequencesOf(params: SdpaParams): Sequences {
   if (kv) {
     // KV cache: row b attends to keyCount[b] keys; the addressing starts them at keyStart[b].
     const { keyCount } = kvHostCopies(kv);
-    return { count: params.batch, seqQ: () => params.seqQ, seqK: (b) => keyCount[b]!, startQ: () => 0, startK: () => 0 };
+    return {
+      count: params.batch,
+      seqQ: () => params.seqQ,
+      seqK: (b) => keyCount[b]!,
+      startQ: () => 0,
+      startK: () => 0,
+    };
   }
   const v = params.varlen;
   const { seqlensQ, seqlensK, sequsedK: used } = hostIndexCopies(params);
@@ -64,11 +70,13 @@ export function rowsOf(t: Tensor, start: ((b: number) => number) | null): RowAdd
   const s = t.strides;
   const offset = t.offset;
   if (start === null) {
-    if (t.rank !== 4) throw new RangeError(`cpu-math: expected a rank-4 [B, H, S, D] tensor, got shape [${t.shape.join(', ')}]`);
+    if (t.rank !== 4)
+      throw new RangeError(`cpu-math: expected a rank-4 [B, H, S, D] tensor, got shape [${t.shape.join(', ')}]`);
     const [sb, sh, ss, sd] = s as [number, number, number, number];
     return { row: (b, h, r) => offset + b * sb + h * sh + r * ss, colStride: sd };
   }
-  if (t.rank !== 3) throw new RangeError(`cpu-math: expected a packed rank-3 [total, H, D] tensor, got shape [${t.shape.join(', ')}]`);
+  if (t.rank !== 3)
+    throw new RangeError(`cpu-math: expected a packed rank-3 [total, H, D] tensor, got shape [${t.shape.join(', ')}]`);
   const [st, sh, sd] = s as [number, number, number];
   return { row: (b, h, r) => offset + (start(b) + r) * st + h * sh, colStride: sd };
 }
@@ -85,7 +93,10 @@ export interface PoolPages {
  * r + start[b] (start null: r) of its blocks (validation put every block a sequence reads in the pool).
  */
 export function pagedRowsOf(t: Tensor, pages: PoolPages, start: Int32Array | null): RowAddressing {
-  if (t.rank !== 4) throw new RangeError(`cpu-math: expected a block pool [numBlocks, blockSize, H, D], got shape [${t.shape.join(', ')}]`);
+  if (t.rank !== 4)
+    throw new RangeError(
+      `cpu-math: expected a block pool [numBlocks, blockSize, H, D], got shape [${t.shape.join(', ')}]`,
+    );
   const [sn, sr, sh, sd] = t.strides as [number, number, number, number];
   const offset = t.offset;
   const { table, blockSize, tableStride } = pages;

@@ -28,7 +28,10 @@ describe('strides', () => {
 /** [B, Hk, S, D] -> [B, Hk * group, S, D], each kv head repeated for its query heads. */
 function repeatHeads(t: Tensor, group: number): Tensor {
   const [B, Hk, S, D] = t.shape as [number, number, number, number];
-  return t.unsqueeze(2).expand([B, Hk, group, S, D]).reshape([B, Hk * group, S, D]);
+  return t
+    .unsqueeze(2)
+    .expand([B, Hk, group, S, D])
+    .reshape([B, Hk * group, S, D]);
 }
 
 /** Sums groups of query heads back onto their kv head: the gradient of repeatHeads. */
@@ -38,7 +41,8 @@ function sumHeads(t: Tensor, group: number): Float64Array {
   const out = new Float64Array((x.length / group) | 0);
   for (let b = 0; b < B; b++)
     for (let h = 0; h < H; h++)
-      for (let n = 0; n < S * D; n++) out[((b * (H / group) + Math.floor(h / group)) * S * D) + n]! += x[(b * H + h) * S * D + n]!;
+      for (let n = 0; n < S * D; n++)
+        out[(b * (H / group) + Math.floor(h / group)) * S * D + n]! += x[(b * H + h) * S * D + n]!;
   return out;
 }
 
@@ -76,7 +80,12 @@ describe('varlen', () => {
     const k = normal([tk, Hk, D], 11);
     const v = normal([tk, Hk, Dv], 12);
     const gradOut = normal([tq, Hq, Dv], 13);
-    const common = { enableGqa: true, isCausal: true, alignment: 'lowerRight' as const, window: [2, -1] as [number, number] };
+    const common = {
+      enableGqa: true,
+      isCausal: true,
+      alignment: 'lowerRight' as const,
+      window: [2, -1] as [number, number],
+    };
     const packed = runMathVarlen(
       q,
       k,
@@ -118,7 +127,9 @@ describe('head dims and dtypes', () => {
 
   for (const dtype of ['float32', 'float16', 'bfloat16'] as FloatDType[]) {
     it(`${dtype}: out is the float64 result of the same inputs, rounded once`, () => {
-      const [q, k, v] = [normal([2, 2, 6, 8], 16), normal([2, 2, 9, 8], 17), normal([2, 2, 9, 8], 18)].map((t) => t.toDType(dtype));
+      const [q, k, v] = [normal([2, 2, 6, 8], 16), normal([2, 2, 9, 8], 17), normal([2, 2, 9, 8], 18)].map((t) =>
+        t.toDType(dtype),
+      );
       const opts = { isCausal: true, dropoutP: 0.25, dropoutSeed: 3n };
       const low = runMath(q!, k!, v!, opts);
       const high = runMath(q!.toDType('float64'), k!.toDType('float64'), v!.toDType('float64'), opts);

@@ -43,7 +43,13 @@ describe('causal', () => {
 });
 
 describe('sliding window', () => {
-  const cases: { window: [number, number]; alignment: 'upperLeft' | 'lowerRight'; causal: boolean; sq: number; sk: number }[] = [
+  const cases: {
+    window: [number, number];
+    alignment: 'upperLeft' | 'lowerRight';
+    causal: boolean;
+    sq: number;
+    sk: number;
+  }[] = [
     { window: [2, 1], alignment: 'upperLeft', causal: false, sq: 5, sk: 9 },
     { window: [3, 0], alignment: 'lowerRight', causal: false, sq: 5, sk: 9 },
     { window: [-1, 2], alignment: 'upperLeft', causal: false, sq: 8, sk: 6 },
@@ -114,7 +120,9 @@ describe('fully masked rows', () => {
 describe('masks', () => {
   it('a bool mask equals the additive 0 / -inf mask, gradients included', () => {
     const [q, k, v] = qkv(5, 7, 9);
-    const bool = normal([B, 1, 5, 7], 10).toFloat64Array().map((x) => (x > -0.7 ? 1 : 0));
+    const bool = normal([B, 1, 5, 7], 10)
+      .toFloat64Array()
+      .map((x) => (x > -0.7 ? 1 : 0));
     const additive = bool.map((x) => (x ? 0 : -Infinity));
     expectSameRun(
       runMath(q, k, v, { attnMask: tensor(bool, [B, 1, 5, 7], { dtype: 'bool' }) }),
@@ -135,13 +143,19 @@ describe('masks', () => {
     const reduced = new Float64Array(H * 7);
     for (let b = 0; b < B; b++)
       for (let h = 0; h < H; h++)
-        for (let i = 0; i < 5; i++) for (let j = 0; j < 7; j++) reduced[h * 7 + j]! += fullGrad[((b * H + h) * 5 + i) * 7 + j]!;
+        for (let i = 0; i < 5; i++)
+          for (let j = 0; j < 7; j++) reduced[h * 7 + j]! += fullGrad[((b * H + h) * 5 + i) * 7 + j]!;
     expectClose(got.grads.dbias!, reduced, 'dbias reduced over B and Sq');
   });
 
   it('reads a mask through its strides (a transposed view equals its contiguous copy)', () => {
     const [q, k, v] = qkv(5, 7, 13);
     const transposed = normal([7, 5], 14).transpose(0, 1);
-    expectSameRun(runMath(q, k, v, { attnMask: transposed }), runMath(q, k, v, { attnMask: transposed.contiguous() }), 'strided mask', 0);
+    expectSameRun(
+      runMath(q, k, v, { attnMask: transposed }),
+      runMath(q, k, v, { attnMask: transposed.contiguous() }),
+      'strided mask',
+      0,
+    );
   });
 });

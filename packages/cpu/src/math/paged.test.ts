@@ -22,7 +22,12 @@ interface Layout {
 }
 
 /** The packed call and the same call on pools of blockSize (seeded shuffle), both on cpu-math. */
-function both(layout: Layout, blockSize: number, opts: Partial<VarlenOptions>, seed: number): { paged: ForwardResult; packed: ForwardResult } {
+function both(
+  layout: Layout,
+  blockSize: number,
+  opts: Partial<VarlenOptions>,
+  seed: number,
+): { paged: ForwardResult; packed: ForwardResult } {
   const { lensQ, lensK } = layout;
   const [oq, ok] = [offsets(lensQ), offsets(lensK)];
   const q = normal([oq[oq.length - 1]!, HQ, D], seed);
@@ -55,18 +60,46 @@ function expectSame(got: ForwardResult, want: ForwardResult, what: string): void
 
 const DECODE: Layout = { lensQ: [1, 1, 1, 1], lensK: [37, 1, 64, 300] };
 const PREFILL: Layout = { lensQ: [7, 1, 20], lensK: [70, 3, 20] };
-const slopes = tensor(Array.from({ length: 4 * HQ }, (_, n) => 0.05 + 0.03 * n), [4, HQ], { dtype: 'float32' });
+const slopes = tensor(
+  Array.from({ length: 4 * HQ }, (_, n) => 0.05 + 0.03 * n),
+  [4, HQ],
+  { dtype: 'float32' },
+);
 
 const FEATURES: [string, Layout, () => Partial<VarlenOptions>][] = [
   ['plain decode', DECODE, () => ({})],
   ['decode, causal lower-right', DECODE, () => ({ isCausal: true, alignment: 'lowerRight' })],
-  ['decode, sequsedK (one row empty, one cut mid-block)', DECODE, () => ({ sequsedK: int32([20, 0, 64, 255]), isCausal: true, alignment: 'lowerRight' })],
+  [
+    'decode, sequsedK (one row empty, one cut mid-block)',
+    DECODE,
+    () => ({ sequsedK: int32([20, 0, 64, 255]), isCausal: true, alignment: 'lowerRight' }),
+  ],
   ['prefill, causal upper-left', PREFILL, () => ({ isCausal: true })],
-  ['prefill, causal lower-right with a window', PREFILL, () => ({ isCausal: true, alignment: 'lowerRight', window: [9, 0] })],
+  [
+    'prefill, causal lower-right with a window',
+    PREFILL,
+    () => ({ isCausal: true, alignment: 'lowerRight', window: [9, 0] }),
+  ],
   ['prefill, two-sided window upper-left', PREFILL, () => ({ window: [3, 4] })],
-  ['prefill, ALiBi [B, Hq] lower-right and softcap', PREFILL, () => ({ alibiSlopes: slopes.narrow(0, 0, 3).contiguous(), alignment: 'lowerRight', softcap: 2 })],
-  ['prefill, dropout with the same seed', PREFILL, () => ({ dropoutP: 0.3, dropoutSeed: 77n, dropoutOffset: 5, isCausal: true, alignment: 'lowerRight' })],
-  ['decode, ALiBi [Hq], softcap, sequsedK', DECODE, () => ({ alibiSlopes: slopes.narrow(0, 0, 1).reshape([HQ]).contiguous(), softcap: 3, sequsedK: int32([37, 1, 33, 1]) })],
+  [
+    'prefill, ALiBi [B, Hq] lower-right and softcap',
+    PREFILL,
+    () => ({ alibiSlopes: slopes.narrow(0, 0, 3).contiguous(), alignment: 'lowerRight', softcap: 2 }),
+  ],
+  [
+    'prefill, dropout with the same seed',
+    PREFILL,
+    () => ({ dropoutP: 0.3, dropoutSeed: 77n, dropoutOffset: 5, isCausal: true, alignment: 'lowerRight' }),
+  ],
+  [
+    'decode, ALiBi [Hq], softcap, sequsedK',
+    DECODE,
+    () => ({
+      alibiSlopes: slopes.narrow(0, 0, 1).reshape([HQ]).contiguous(),
+      softcap: 3,
+      sequsedK: int32([37, 1, 33, 1]),
+    }),
+  ],
 ];
 
 describe('paged K/V on cpu-math equals the packed call on the gathered keys, bit for bit', () => {
@@ -75,7 +108,10 @@ describe('paged K/V on cpu-math equals the packed call on the gathered keys, bit
       it(`block ${blockSize}: ${name}`, () => {
         const { paged, packed } = both(layout, blockSize, opts(), 11 + blockSize);
         expectSame(paged, packed, name);
-        expect(paged.out.toFloat64Array().every((x) => Number.isFinite(x)), 'no NaN from an unread row').toBe(true);
+        expect(
+          paged.out.toFloat64Array().every((x) => Number.isFinite(x)),
+          'no NaN from an unread row',
+        ).toBe(true);
       });
     }
   }
@@ -92,10 +128,17 @@ describe('paged K/V on cpu-math equals the packed call on the gathered keys, bit
       const two = toPool(t.toFloat64Array(), lensK, 2, cols, pages, NaN);
       const four = new Float64Array(two.length * 2).fill(NaN);
       for (let r = 0; r < two.length / (2 * cols); r++)
-        for (let h = 0; h < 2; h++) four.set(two.subarray((r * 2 + h) * cols, (r * 2 + h + 1) * cols), (r * 4 + h + 1) * cols);
+        for (let h = 0; h < 2; h++)
+          four.set(two.subarray((r * 2 + h) * cols, (r * 2 + h + 1) * cols), (r * 4 + h + 1) * cols);
       return f64(four, [pages.numBlocks, 8, 4, cols]).narrow(2, 1, 2);
     };
-    const opts: VarlenOptions = { cuSeqlensQ: int32([0, 1, 2]), cuSeqlensK: int32(ok), maxSeqlenQ: 1, maxSeqlenK: 20, backends: ['cpu-math'] };
+    const opts: VarlenOptions = {
+      cuSeqlensQ: int32([0, 1, 2]),
+      cuSeqlensK: int32(ok),
+      maxSeqlenQ: 1,
+      maxSeqlenK: 20,
+      backends: ['cpu-math'],
+    };
     const kp = wide(k, D);
     expect(kp.isContiguous()).toBe(false);
     const got = sdpaVarlen(q, kp, wide(v, DV), { ...opts, blockTable: int32(pages.table, [2, pages.maxBlocksPerSeq]) });

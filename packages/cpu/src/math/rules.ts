@@ -9,4 +9,6 @@ export const cpuMathRules: readonly Rule[] = [tensorsOn('cpu')];
  * absolute slack per unit of max(1, max |reference|): about one ulp at 1 of each dtype (in float64
  * this is the reference checked against the naive float64 form).
  */
-export const CPU_MATH_TOLERANCES: Tolerances = { slack: { float64: 1e-12, float32: 1e-6, float16: 1e-3, bfloat16: 8e-3 } };
+export const CPU_MATH_TOLERANCES: Tolerances = {
+  slack: { float64: 1e-12, float32: 1e-6, float16: 1e-3, bfloat16: 8e-3 },
+};

@@ -30,7 +30,10 @@ describe('ALiBi', () => {
             for (let j = 0; j < c.sk; j++)
               bias[((b * H + h) * c.sq + i) * c.sk + j] = -slopes[c.perBatch ? b * H + h : h]! * Math.abs(i + off - j);
       const common = { isCausal: c.causal, alignment: c.alignment };
-      const got = runMath(q, k, v, { ...common, alibiSlopes: tensor(slopes, c.perBatch ? [B, H] : [H], { dtype: 'float32' }) });
+      const got = runMath(q, k, v, {
+        ...common,
+        alibiSlopes: tensor(slopes, c.perBatch ? [B, H] : [H], { dtype: 'float32' }),
+      });
       const want = runMath(q, k, v, { ...common, attnMask: f64(bias, [B, H, c.sq, c.sk]) });
       expectSameRun(got, want, 'alibi');
     });
@@ -39,7 +42,9 @@ describe('ALiBi', () => {
 
 describe('softcap', () => {
   it('scores become softcap * tanh(scale * q.k / softcap) before the mask', () => {
-    const q = normal([B, H, 6, D], 4).toFloat64Array().map((x) => 3 * x); // large scores, so the cap bites
+    const q = normal([B, H, 6, D], 4)
+      .toFloat64Array()
+      .map((x) => 3 * x); // large scores, so the cap bites
     const qt = f64(q, [B, H, 6, D]);
     const k = normal([B, H, 8, D], 5);
     const v = normal([B, H, 8, D], 6);

@@ -61,7 +61,17 @@ export class ScoreRow {
    * s[j] for j in [lo, hi) of query row i of head h, sequence b; q holds the row (D values), k the
    * sequence's keys for this head ([sk, D] row-major). Masked keys get -Infinity.
    */
-  compute(q: Float64Array, k: Float64Array, D: number, b: number, h: number, i: number, sq: number, sk: number, s: Float64Array): void {
+  compute(
+    q: Float64Array,
+    k: Float64Array,
+    D: number,
+    b: number,
+    h: number,
+    i: number,
+    sq: number,
+    sk: number,
+    s: Float64Array,
+  ): void {
     const { lo, hi } = this;
     dotRows(q, k, D, lo, hi, this.scale, s);
     const cap = this.softcap;

@@ -25,7 +25,18 @@ const FEATURES: [string, (B: number) => SdpaOptions][] = [
   ['causal lowerRight', () => ({ isCausal: true, alignment: 'lowerRight' })],
   ['causal upperLeft + window', () => ({ isCausal: true, window: [2, 0] })],
   ['window lowerRight', () => ({ window: [1, 2], alignment: 'lowerRight' })],
-  ['ALiBi lowerRight + softcap', (B) => ({ alibiSlopes: tensor(Array.from({ length: B * H }, (_, n) => 0.3 + 0.1 * n), [B, H], { dtype: 'float32' }), alignment: 'lowerRight', softcap: 2 })],
+  [
+    'ALiBi lowerRight + softcap',
+    (B) => ({
+      alibiSlopes: tensor(
+        Array.from({ length: B * H }, (_, n) => 0.3 + 0.1 * n),
+        [B, H],
+        { dtype: 'float32' },
+      ),
+      alignment: 'lowerRight',
+      softcap: 2,
+    }),
+  ],
 ];
 
 describe('sequsedK (dense)', () => {
@@ -50,7 +61,10 @@ describe('sequsedK (dense)', () => {
         expectClose(slice(row(got.grads.dk), 2, 0, n), want.grads.dk, `b${b} dk`);
         expectClose(slice(row(got.grads.dv), 2, 0, n), want.grads.dv, `b${b} dv`);
         for (const t of [got.grads.dk, got.grads.dv]) {
-          expect([...slice(row(t), 2, n, SK - n).toFloat64Array()].every((x) => x === 0), `b${b} unused keys`).toBe(true);
+          expect(
+            [...slice(row(t), 2, n, SK - n).toFloat64Array()].every((x) => x === 0),
+            `b${b} unused keys`,
+          ).toBe(true);
         }
       }
       // sequsedK[1] = 0: a fully masked row, out 0 and lse -inf.
@@ -62,7 +76,14 @@ describe('sequsedK (dense)', () => {
     const q1 = slice(q, 0, 0, 1);
     const [k1, v1, g1] = [slice(k, 0, 0, 1), slice(v, 0, 0, 1), slice(g, 0, 0, 1)];
     const mask = normal([SQ, SK], 5);
-    const o: SdpaOptions = { enableGqa: true, dropoutP: 0.3, dropoutSeed: 11n, attnMask: mask, isCausal: true, alignment: 'lowerRight' };
+    const o: SdpaOptions = {
+      enableGqa: true,
+      dropoutP: 0.3,
+      dropoutSeed: 11n,
+      attnMask: mask,
+      isCausal: true,
+      alignment: 'lowerRight',
+    };
     const got = runMath(q1, k1, v1, { ...o, sequsedK: int32([6]) }, g1);
     const want = runMath(q1, slice(k1, 2, 0, 6), slice(v1, 2, 0, 6), { ...o, attnMask: slice(mask, 1, 0, 6) }, g1);
     expectClose(got.fwd.out, want.fwd.out, 'out');
@@ -88,13 +109,35 @@ describe('sequsedK (varlen)', () => {
     const gatherRows = (t: Tensor, rows: number[]) => {
       const per = t.numel / t.shape[0]!;
       const data = t.toFloat64Array();
-      return f64(rows.flatMap((r) => [...data.subarray(r * per, (r + 1) * per)]), [rows.length, ...t.shape.slice(1)]);
+      return f64(
+        rows.flatMap((r) => [...data.subarray(r * per, (r + 1) * per)]),
+        [rows.length, ...t.shape.slice(1)],
+      );
     };
     const keep = usedRows();
-    const base = { enableGqa: true, isCausal: true, alignment: 'lowerRight' as const, dropoutP: 0.25, dropoutSeed: 3n, maxSeqlenQ: 4 };
-    const got = runMathVarlen(q, k, v, { ...base, cuSeqlensQ: int32(oq), cuSeqlensK: int32(ok), maxSeqlenK: 6, sequsedK: int32(used) }, g);
+    const base = {
+      enableGqa: true,
+      isCausal: true,
+      alignment: 'lowerRight' as const,
+      dropoutP: 0.25,
+      dropoutSeed: 3n,
+      maxSeqlenQ: 4,
+    };
+    const got = runMathVarlen(
+      q,
+      k,
+      v,
+      { ...base, cuSeqlensQ: int32(oq), cuSeqlensK: int32(ok), maxSeqlenK: 6, sequsedK: int32(used) },
+      g,
+    );
     const cut = offs(used);
-    const want = runMathVarlen(q, gatherRows(k, keep), gatherRows(v, keep), { ...base, cuSeqlensQ: int32(oq), cuSeqlensK: int32(cut), maxSeqlenK: 2 }, g);
+    const want = runMathVarlen(
+      q,
+      gatherRows(k, keep),
+      gatherRows(v, keep),
+      { ...base, cuSeqlensQ: int32(oq), cuSeqlensK: int32(cut), maxSeqlenK: 2 },
+      g,
+    );
     expectClose(got.fwd.out, want.fwd.out, 'out');
     expectClose(got.fwd.logsumexp, want.fwd.logsumexp, 'lse');
     expectClose(got.grads.dq, want.grads.dq, 'dq');

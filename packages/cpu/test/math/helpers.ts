@@ -32,7 +32,13 @@ export function runMath(q: Tensor, k: Tensor, v: Tensor, opts: SdpaOptions = {},
   return { fwd, grads: sdpaBackward(gradFor(fwd, gradOut), fwd) };
 }
 
-export function runMathVarlen(q: Tensor, k: Tensor, v: Tensor, opts: VarlenOptions, gradOut: Tensor | number = 99): Run {
+export function runMathVarlen(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  opts: VarlenOptions,
+  gradOut: Tensor | number = 99,
+): Run {
   const fwd = sdpaVarlen(q, k, v, { ...opts, backends: ['cpu-math'], requiresGrad: true });
   return { fwd, grads: sdpaBackward(gradFor(fwd, gradOut), fwd) };
 }

@@ -47,7 +47,8 @@ Napi::Value GraphDestroy(const Napi::CallbackInfo& info) {
 
 Napi::Value GraphNodeCount(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
-    return Napi::Number::New(info.Env(), static_cast<double>(GraphRegistry::instance().node_count(arg_u64(info, 0, "graph"))));
+    return Napi::Number::New(info.Env(),
+                             static_cast<double>(GraphRegistry::instance().node_count(arg_u64(info, 0, "graph"))));
   });
 }
 

@@ -10,7 +10,9 @@
 namespace attn {
 namespace {
 
-gpuStream_t arg_stream(const Napi::CallbackInfo& info, std::size_t i) { return stream_from_u64(arg_u64(info, i, "stream")); }
+gpuStream_t arg_stream(const Napi::CallbackInfo& info, std::size_t i) {
+  return stream_from_u64(arg_u64(info, i, "stream"));
+}
 gpuEvent_t arg_event(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
   return event_from_u64(arg_u64(info, i, name));
 }
@@ -31,7 +33,8 @@ Napi::Value StreamDestroy(const Napi::CallbackInfo& info) {
 
 Napi::Value StreamSynchronize(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
-    refuse_during_capture("Stream.synchronize()", "Wait for or time the work after the capture ends (time replays instead).");
+    refuse_during_capture("Stream.synchronize()",
+                          "Wait for or time the work after the capture ends (time replays instead).");
     StreamRegistry::instance().synchronize(arg_stream(info, 0));
     return info.Env().Undefined();
   });
@@ -93,7 +96,8 @@ Napi::Value EventRecord(const Napi::CallbackInfo& info) {
 
 Napi::Value EventSynchronize(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
-    refuse_during_capture("Event.synchronize()", "Wait for or time the work after the capture ends (time replays instead).");
+    refuse_during_capture("Event.synchronize()",
+                          "Wait for or time the work after the capture ends (time replays instead).");
     EventRegistry::instance().synchronize(arg_event(info, 0, "event"));
     return info.Env().Undefined();
   });
@@ -108,7 +112,8 @@ Napi::Value EventQuery(const Napi::CallbackInfo& info) {
 
 Napi::Value EventElapsedMs(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
-    refuse_during_capture("Event.elapsedMs()", "Wait for or time the work after the capture ends (time replays instead).");
+    refuse_during_capture("Event.elapsedMs()",
+                          "Wait for or time the work after the capture ends (time replays instead).");
     const float ms = EventRegistry::instance().elapsed_ms(arg_event(info, 0, "start"), arg_event(info, 1, "end"));
     return Napi::Number::New(info.Env(), ms);
   });

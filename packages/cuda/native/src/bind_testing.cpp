@@ -31,7 +31,8 @@ Napi::Value PhiloxRaw(const Napi::CallbackInfo& info) {
 Napi::Value PhiloxRawHost(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
     Napi::Uint32Array in = arg_typed_array<Napi::Uint32Array>(info, 0, "inputs", napi_uint32_array, "Uint32Array");
-    if (in.ElementLength() % 6 != 0) throw InvalidArgument("philoxRawHost: inputs must hold 6 words per item", "ATTN_BAD_SIZE");
+    if (in.ElementLength() % 6 != 0)
+      throw InvalidArgument("philoxRawHost: inputs must hold 6 words per item", "ATTN_BAD_SIZE");
     const std::size_t n = in.ElementLength() / 6;
     Napi::Uint32Array out = Napi::Uint32Array::New(info.Env(), 4 * n);
     const std::uint32_t* p = in.Data();

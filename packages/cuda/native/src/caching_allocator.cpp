@@ -28,7 +28,8 @@ void CachingAllocator::update_peaks(MemoryStats& s) {
 void* CachingAllocator::allocate(int device, std::size_t bytes, gpuStream_t stream) {
   if (bytes == 0) return nullptr;
   if (bytes > kMaxRequestBytes) {
-    throw InvalidArgument("cannot allocate " + std::to_string(bytes) + " bytes: larger than any device", "ATTN_BAD_SIZE");
+    throw InvalidArgument("cannot allocate " + std::to_string(bytes) + " bytes: larger than any device",
+                          "ATTN_BAD_SIZE");
   }
   const std::size_t size = size_class(bytes);
   std::lock_guard<std::mutex> lock(mu_);
@@ -92,12 +93,13 @@ void* CachingAllocator::device_malloc_locked(DeviceState& st, int device, std::s
       const std::string message =
           std::string(ATTN_GPU_PLATFORM) + " out of memory on device " + std::to_string(device) +
           ": tried to allocate " + format_bytes(bytes) + " (" + std::to_string(bytes) + " bytes, size class " +
-          std::to_string(size) + "). The device has " +
-          format_bytes(device_free) + " free of " + format_bytes(device_total) + "; attn's allocator holds " +
-          format_bytes(s.reserved_bytes) + " reserved, " + format_bytes(s.allocated_bytes) + " in " +
-          std::to_string(s.active_blocks) + " live block(s), " + std::to_string(s.cached_blocks) +
-          (in_capture ? " cached block(s); the cache is not released during graph capture. Capture with more free memory"
-                      : " cached block(s) after releasing the cache.") +
+          std::to_string(size) + "). The device has " + format_bytes(device_free) + " free of " +
+          format_bytes(device_total) + "; attn's allocator holds " + format_bytes(s.reserved_bytes) + " reserved, " +
+          format_bytes(s.allocated_bytes) + " in " + std::to_string(s.active_blocks) + " live block(s), " +
+          std::to_string(s.cached_blocks) +
+          (in_capture
+               ? " cached block(s); the cache is not released during graph capture. Capture with more free memory"
+               : " cached block(s) after releasing the cache.") +
           " Dispose tensors you no longer need, or use smaller inputs.";
       throw OutOfMemory(message, device, bytes, s, device_free, device_total);
     }

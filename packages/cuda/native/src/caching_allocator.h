@@ -69,17 +69,18 @@ class CachingAllocator {
   struct Block {
     int device;
     void* ptr;
-    std::size_t size;       // the size class
-    std::size_t requested;  // what the caller asked for (0 while cached)
-    gpuStream_t stream;     // the stream it was allocated on
-    int pool;               // 0: the general cache; > 0: the private pool of one graph
+    std::size_t size;                  // the size class
+    std::size_t requested;             // what the caller asked for (0 while cached)
+    gpuStream_t stream;                // the stream it was allocated on
+    int pool;                          // 0: the general cache; > 0: the private pool of one graph
     std::vector<gpuStream_t> used_on;  // other streams that used it
   };
   // Cached blocks ordered so that lower_bound finds the first block of (stream, size).
   struct PoolOrder {
     bool operator()(const Block* a, const Block* b) const {
       if (a->pool != b->pool) return a->pool < b->pool;
-      if (a->stream != b->stream) return reinterpret_cast<std::uintptr_t>(a->stream) < reinterpret_cast<std::uintptr_t>(b->stream);
+      if (a->stream != b->stream)
+        return reinterpret_cast<std::uintptr_t>(a->stream) < reinterpret_cast<std::uintptr_t>(b->stream);
       if (a->size != b->size) return a->size < b->size;
       return reinterpret_cast<std::uintptr_t>(a->ptr) < reinterpret_cast<std::uintptr_t>(b->ptr);
     }
@@ -94,7 +95,7 @@ class CachingAllocator {
     std::vector<PendingFree> pending;       // freed, waiting for other streams
     std::vector<gpuEvent_t> spare_events;   // recycled (timing disabled)
     MemoryStats stats;
-    int capture_pool = 0;                   // > 0 while a capture is underway
+    int capture_pool = 0;  // > 0 while a capture is underway
     gpuStream_t capture_stream = nullptr;
     std::vector<std::pair<int, Block*>> held;  // (pool, block) freed during that pool's capture
   };

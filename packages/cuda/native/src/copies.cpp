@@ -68,16 +68,18 @@ void copy_device_to_device(int dst_device, void* dst, int src_device, const void
   gpuStream_t dst_stream = streams.current(dst_device);
   if (dst_device == src_device) {
     if (dst != src && overlaps(dst, src, bytes)) {
-      throw InvalidArgument("copyDeviceToDevice: source and destination ranges overlap; copy through a "
-                                "temporary buffer",
-                            "ATTN_OVERLAP");
+      throw InvalidArgument(
+          "copyDeviceToDevice: source and destination ranges overlap; copy through a "
+          "temporary buffer",
+          "ATTN_OVERLAP");
     }
     if (dst == src) return;
     DeviceGuard guard(dst_device);
     ATTN_CUDA_CHECK(gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, dst_stream));
     return;
   }
-  refuse_during_capture("a copy between two devices", "A graph holds the work of one device; copy before or after the capture.");
+  refuse_during_capture("a copy between two devices",
+                        "A graph holds the work of one device; copy before or after the capture.");
   // Across devices: the copy runs on the destination's stream after the source's pending writes, and
   // the source's stream waits for the copy before it may reuse or overwrite the source.
   gpuStream_t src_stream = streams.current(src_device);

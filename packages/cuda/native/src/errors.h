@@ -16,6 +16,7 @@ class InvalidArgument : public std::invalid_argument {
   explicit InvalidArgument(const std::string& what, const char* code = "ATTN_INVALID_ARGUMENT")
       : std::invalid_argument(what), code_(code) {}
   const char* code() const { return code_; }
+
  private:
   const char* code_;
 };
@@ -25,8 +26,12 @@ class OutOfMemory : public std::runtime_error {
  public:
   OutOfMemory(const std::string& what, int device, std::size_t requested, const MemoryStats& stats,
               std::size_t device_free, std::size_t device_total)
-      : std::runtime_error(what), device(device), requested(requested), stats(stats),
-        device_free(device_free), device_total(device_total) {}
+      : std::runtime_error(what),
+        device(device),
+        requested(requested),
+        stats(stats),
+        device_free(device_free),
+        device_total(device_total) {}
   int device;
   std::size_t requested;
   MemoryStats stats;

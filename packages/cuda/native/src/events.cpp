@@ -50,9 +50,8 @@ void EventRegistry::record(gpuEvent_t event, gpuStream_t stream) {
   const Entry entry = lookup(event);
   const int stream_device = StreamRegistry::instance().device_of(stream);
   if (stream_device != entry.device) {
-    throw InvalidArgument("the event belongs to device " + std::to_string(entry.device) +
-                              " but the stream to device " + std::to_string(stream_device) +
-                              "; record an event on a stream of its own device",
+    throw InvalidArgument("the event belongs to device " + std::to_string(entry.device) + " but the stream to device " +
+                              std::to_string(stream_device) + "; record an event on a stream of its own device",
                           "ATTN_DEVICE_MISMATCH");
   }
   DeviceGuard guard(entry.device);
@@ -88,7 +87,8 @@ float EventRegistry::elapsed_ms(gpuEvent_t start, gpuEvent_t end) {
                           "ATTN_EVENT_NO_TIMING");
   }
   if (!a.recorded || !b.recorded) {
-    throw InvalidArgument("elapsedMs needs both events recorded first (event.record(stream))", "ATTN_EVENT_NOT_RECORDED");
+    throw InvalidArgument("elapsedMs needs both events recorded first (event.record(stream))",
+                          "ATTN_EVENT_NOT_RECORDED");
   }
   if (a.device != b.device) {
     throw InvalidArgument("elapsedMs needs two events of the same device", "ATTN_DEVICE_MISMATCH");

@@ -16,8 +16,10 @@ inline std::string format_bytes(std::size_t bytes) {
     ++unit;
   }
   char buf[64];
-  if (unit == 0) std::snprintf(buf, sizeof buf, "%zu B", bytes);
-  else std::snprintf(buf, sizeof buf, "%.2f %s", value, units[unit]);
+  if (unit == 0)
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  else
+    std::snprintf(buf, sizeof buf, "%.2f %s", value, units[unit]);
   return buf;
 }
 

@@ -16,8 +16,10 @@ void throw_if_capturing(gpuStream_t stream, const char* what, const char* instea
   gpuStreamCaptureStatus status = gpuStreamCaptureStatusNone;
   ATTN_CUDA_CHECK(gpuStreamIsCapturing(stream, &status));
   if (status == gpuStreamCaptureStatusNone) return;
-  throw InvalidArgument(std::string(what) + " cannot run while its stream captures a graph: a graph records device work only, "
-                            "and this waits on the host. " + instead,
+  throw InvalidArgument(std::string(what) +
+                            " cannot run while its stream captures a graph: a graph records device work only, "
+                            "and this waits on the host. " +
+                            instead,
                         "ATTN_GRAPH_CAPTURE_UNSUPPORTED");
 }
 
@@ -39,16 +41,18 @@ void GraphRegistry::begin(int device) {
   check_device_index(device);
   std::lock_guard<std::mutex> lock(mu_);
   if (!captures_.empty()) {
-    throw InvalidArgument("a graph capture is already underway on device " + std::to_string(captures_.begin()->first) +
-                              "; captures do not nest: end the first (return from its function) before starting another",
-                          "ATTN_GRAPH_NESTED");
+    throw InvalidArgument(
+        "a graph capture is already underway on device " + std::to_string(captures_.begin()->first) +
+            "; captures do not nest: end the first (return from its function) before starting another",
+        "ATTN_GRAPH_NESTED");
   }
   gpuStream_t stream = StreamRegistry::instance().current(device);
   DeviceGuard guard(device);
   gpuStreamCaptureStatus status = gpuStreamCaptureStatusNone;
   ATTN_CUDA_CHECK(gpuStreamIsCapturing(stream, &status));
   if (status != gpuStreamCaptureStatusNone) {
-    throw InvalidArgument("the current stream of device " + std::to_string(device) + " is already capturing", "ATTN_GRAPH_NESTED");
+    throw InvalidArgument("the current stream of device " + std::to_string(device) + " is already capturing",
+                          "ATTN_GRAPH_NESTED");
   }
   const int pool = next_pool_++;
   auto& allocator = CachingAllocator::instance();
@@ -65,7 +69,8 @@ void GraphRegistry::begin(int device) {
 std::uint64_t GraphRegistry::end(int device) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = captures_.find(device);
-  if (it == captures_.end()) throw InvalidArgument("device " + std::to_string(device) + " is not capturing", "ATTN_BAD_HANDLE");
+  if (it == captures_.end())
+    throw InvalidArgument("device " + std::to_string(device) + " is not capturing", "ATTN_BAD_HANDLE");
   const Capture capture = it->second;
   captures_.erase(it);
   auto& allocator = CachingAllocator::instance();
@@ -112,24 +117,27 @@ void GraphRegistry::launch(std::uint64_t graph, gpuStream_t stream) {
   Graph& g = find_locked(graph);
   const int stream_device = StreamRegistry::instance().device_of(stream);
   if (stream_device != g.device) {
-    throw InvalidArgument("the graph was captured on device " + std::to_string(g.device) + "; replay it on a stream of that device, not of device " +
-                              std::to_string(stream_device),
+    throw InvalidArgument("the graph was captured on device " + std::to_string(g.device) +
+                              "; replay it on a stream of that device, not of device " + std::to_string(stream_device),
                           "ATTN_GRAPH_DEVICE");
   }
   if (!captures_.empty()) {
-    throw InvalidArgument("a graph cannot be replayed while a capture is underway; replay it before or after the capture",
-                          "ATTN_GRAPH_CAPTURE_UNSUPPORTED");
+    throw InvalidArgument(
+        "a graph cannot be replayed while a capture is underway; replay it before or after the capture",
+        "ATTN_GRAPH_CAPTURE_UNSUPPORTED");
   }
   DeviceGuard guard(g.device);
   ATTN_CUDA_CHECK(gpuGraphLaunch(g.exec, stream));
-  if (std::find(g.launched_on.begin(), g.launched_on.end(), stream) == g.launched_on.end()) g.launched_on.push_back(stream);
+  if (std::find(g.launched_on.begin(), g.launched_on.end(), stream) == g.launched_on.end())
+    g.launched_on.push_back(stream);
 }
 
 void GraphRegistry::destroy(std::uint64_t graph) {
   std::lock_guard<std::mutex> lock(mu_);
   Graph& g = find_locked(graph);
   if (captures_.count(g.device) != 0) {
-    throw InvalidArgument("a graph of device " + std::to_string(g.device) + " cannot be destroyed while that device captures "
+    throw InvalidArgument("a graph of device " + std::to_string(g.device) +
+                              " cannot be destroyed while that device captures "
                               "(it waits for the graph's work); dispose it after the capture",
                           "ATTN_GRAPH_CAPTURE_UNSUPPORTED");
   }

@@ -12,7 +12,8 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void philox_raw_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out, std::size_t n) {
+__global__ void philox_raw_kernel(const std::uint32_t* __restrict__ in, std::uint32_t* __restrict__ out,
+                                  std::size_t n) {
   for (std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; t < n;
        t += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     const std::uint32_t* p = in + 6 * t;
@@ -69,8 +70,8 @@ std::vector<std::uint32_t> philox_raw_on_device(int device, const std::vector<st
                                  gpuMemcpyHostToDevice, stream));
   philox_raw_kernel<<<grid_for(n), kThreads, 0, stream>>>(d_in.as<std::uint32_t>(), d_out.as<std::uint32_t>(), n);
   ATTN_LAUNCH_CHECK("philox_raw_kernel");
-  ATTN_CUDA_CHECK(gpuMemcpyAsync(out.data(), d_out.as<void>(), out.size() * sizeof(std::uint32_t),
-                                 gpuMemcpyDeviceToHost, stream));
+  ATTN_CUDA_CHECK(
+      gpuMemcpyAsync(out.data(), d_out.as<void>(), out.size() * sizeof(std::uint32_t), gpuMemcpyDeviceToHost, stream));
   ATTN_CUDA_CHECK(gpuStreamSynchronize(stream));
   return out;
 }
@@ -91,8 +92,8 @@ DropoutWords dropout_words_on_device(int device, std::uint64_t seed, std::uint32
   DeviceBuffer d_words(device, n * sizeof(std::uint32_t), stream);
   DeviceBuffer d_keep(device, n, stream);
   const std::size_t groups = static_cast<std::size_t>(bh_count) * seq_q * ((seq_k + 3) / 4);
-  dropout_words_kernel<<<grid_for(groups), kThreads, 0, stream>>>(d_words.as<std::uint32_t>(), d_keep.as<std::uint8_t>(),
-                                                                  seed, offset, bh_count, seq_q, seq_k, threshold);
+  dropout_words_kernel<<<grid_for(groups), kThreads, 0, stream>>>(
+      d_words.as<std::uint32_t>(), d_keep.as<std::uint8_t>(), seed, offset, bh_count, seq_q, seq_k, threshold);
   ATTN_LAUNCH_CHECK("dropout_words_kernel");
   ATTN_CUDA_CHECK(gpuMemcpyAsync(result.words.data(), d_words.as<void>(), n * sizeof(std::uint32_t),
                                  gpuMemcpyDeviceToHost, stream));

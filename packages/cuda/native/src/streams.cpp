@@ -99,8 +99,8 @@ void StreamRegistry::set_current(int device, gpuStream_t stream) {
   auto it = device_of_.find(stream);
   if (it == device_of_.end()) throw InvalidArgument("unknown or already destroyed stream handle", "ATTN_BAD_HANDLE");
   if (it->second != device) {
-    throw InvalidArgument("the stream belongs to device " + std::to_string(it->second) +
-                              ", not device " + std::to_string(device) + "; pass a stream made on that device",
+    throw InvalidArgument("the stream belongs to device " + std::to_string(it->second) + ", not device " +
+                              std::to_string(device) + "; pass a stream made on that device",
                           "ATTN_DEVICE_MISMATCH");
   }
   current_[device] = stream;

@@ -97,10 +97,17 @@ export interface MathBinding {
 }
 
 export const MATH_FUNCTIONS: readonly (keyof MathBinding)[] = [
-  'mathForward', 'mathBackward', 'mathLimits', 'mathKeyTile', 'mathKernels', 'mathDeviceSupport', 'kvAppend',
+  'mathForward',
+  'mathBackward',
+  'mathLimits',
+  'mathKeyTile',
+  'mathKernels',
+  'mathDeviceSupport',
+  'kvAppend',
 ];
 
-export type MathLoad = { readonly ok: true; readonly addon: MathBinding } | { readonly ok: false; readonly reason: string };
+export type MathLoad =
+  { readonly ok: true; readonly addon: MathBinding } | { readonly ok: false; readonly reason: string };
 
 /** The math functions of the loaded addon, or why they cannot be used. Never throws. */
 export function mathLoad(): MathLoad {

@@ -33,7 +33,8 @@ import { runBackward, runForward } from './run.js';
 
 const ready = gpu && mathLoad().ok;
 announceSkip('cuda-math');
-if (gpu && !ready) console.log(`[@attn/cuda] cuda-math GPU suite skipped: ${(mathLoad() as { reason: string }).reason}`);
+if (gpu && !ready)
+  console.log(`[@attn/cuda] cuda-math GPU suite skipped: ${(mathLoad() as { reason: string }).reason}`);
 
 /** |got - ref| / max(1, max |ref|) allowed: float64 to rounding, halves one unit of their last place, float32 its sums over D = 1024. */
 const TOL: Record<FloatDType, number> = { float64: 1e-12, float32: 1e-5, float16: 2e-3, bfloat16: 1.6e-2 };
@@ -82,7 +83,12 @@ function runBoth(make: Maker, dtype: FloatDType, grad = true): Both {
   expect(gpuRes.backend).toBe('cuda-math');
   if (!grad) return { gpu: gpuRes, cpu: cpuRes, gpuGrads: null, cpuGrads: null };
   const dout = randn(cpuRes.out.shape, { dtype, seed: 99 });
-  return { gpu: gpuRes, cpu: cpuRes, gpuGrads: sdpaBackward(dout.to('cuda'), gpuRes), cpuGrads: sdpaBackward(dout, cpuRes) };
+  return {
+    gpu: gpuRes,
+    cpu: cpuRes,
+    gpuGrads: sdpaBackward(dout.to('cuda'), gpuRes),
+    cpuGrads: sdpaBackward(dout, cpuRes),
+  };
 }
 
 /** Forward (and backward) of cuda-math against cpu-math: every output within TOL, NaN/Inf patterns identical. */
@@ -90,7 +96,9 @@ function expectMatches(make: Maker, dtype: FloatDType, grad = true): Both {
   const r = runBoth(make, dtype, grad);
   const tol = TOL[dtype];
   expect(relErr(r.gpu.out.toFloat64Array(), r.cpu.out.toFloat64Array()), 'out').toBeLessThanOrEqual(tol);
-  expect(relErr(r.gpu.logsumexp.toFloat64Array(), r.cpu.logsumexp.toFloat64Array()), 'logsumexp').toBeLessThanOrEqual(Math.max(tol, 2e-7));
+  expect(relErr(r.gpu.logsumexp.toFloat64Array(), r.cpu.logsumexp.toFloat64Array()), 'logsumexp').toBeLessThanOrEqual(
+    Math.max(tol, 2e-7),
+  );
   if (r.gpuGrads && r.cpuGrads) {
     // Gradients sum many products: a few units of the last place more than the forward.
     for (const name of ['dq', 'dk', 'dv', 'dbias'] as const) {
@@ -103,7 +111,8 @@ function expectMatches(make: Maker, dtype: FloatDType, grad = true): Both {
   return r;
 }
 
-const rand = (device: DeviceLike, dtype: FloatDType, seed: number) => (shape: number[]) => randn(shape, { device, dtype, seed: seed++ });
+const rand = (device: DeviceLike, dtype: FloatDType, seed: number) => (shape: number[]) =>
+  randn(shape, { device, dtype, seed: seed++ });
 
 describe.skipIf(!ready)('cuda-math on a GPU', () => {
   it('is registered by @attn/cuda as the lowest-priority CUDA backend, and explain labels it the fallback', () => {
@@ -158,7 +167,12 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     ] as const) {
       const r = expectMatches((device) => {
         const x = rand(device, 'float32', 3);
-        return { q: x([B, 2, Sq, 8]), k: x([B, 2, Sk, 8]), v: x([B, 2, Sk, Dv]), opts: { attnMask: x([Sq, Sk]), isCausal: true } };
+        return {
+          q: x([B, 2, Sq, 8]),
+          k: x([B, 2, Sk, 8]),
+          v: x([B, 2, Sk, Dv]),
+          opts: { attnMask: x([Sq, Sk]), isCausal: true },
+        };
       }, 'float32');
       if (Sk === 0 && B > 0) {
         expect([...r.gpu.out.toFloat64Array()].every((x) => x === 0)).toBe(true);
@@ -176,7 +190,12 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     ] as const) {
       expectMatches((device) => {
         const x = rand(device, dtype, 5);
-        return { q: x([1, 2, 3, D]), k: x([1, 2, 70, D]), v: x([1, 2, 70, Dv]), opts: { isCausal: true, alignment: 'lowerRight' } };
+        return {
+          q: x([1, 2, 3, D]),
+          k: x([1, 2, 70, D]),
+          v: x([1, 2, 70, Dv]),
+          opts: { isCausal: true, alignment: 'lowerRight' },
+        };
       }, dtype);
     }
   });
@@ -184,27 +203,35 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
   it('takes a last dim that is not contiguous', () => {
     expectMatches((device) => {
       const x = rand(device, 'float32', 7);
-      return { q: x([2, 3, 16, 5]).transpose(2, 3), k: x([2, 3, 16, 9]).transpose(2, 3), v: x([2, 3, 6, 9]).transpose(2, 3) };
+      return {
+        q: x([2, 3, 16, 5]).transpose(2, 3),
+        k: x([2, 3, 16, 9]).transpose(2, 3),
+        v: x([2, 3, 6, 9]).transpose(2, 3),
+      };
     }, 'float32');
   });
 
   it('NaN in, NaN out; fully masked rows give 0 and -inf; a masked key with an infinite value gives NaN, as cpu-math', () => {
     for (const dtype of ['float64', 'float16'] as const) {
-      const r = expectMatches((device) => {
-        const qv = randn([1, 1, 4, 8], { dtype: 'float64', seed: 11 }).toFloat64Array();
-        qv[8] = NaN; // row 1
-        const vv = randn([1, 1, 6, 8], { dtype: 'float64', seed: 12 }).toFloat64Array();
-        vv[5 * 8] = Infinity; // key 5
-        const keep = new Uint8Array(4 * 6).fill(1);
-        keep.fill(0, 2 * 6, 3 * 6); // row 2 sees nothing
-        keep[3 * 6 + 5] = 0; // row 3 masks key 5 (whose value is infinite)
-        return {
-          q: tensor(qv, [1, 1, 4, 8], { dtype, device }),
-          k: randn([1, 1, 6, 8], { dtype, device, seed: 13 }),
-          v: tensor(vv, [1, 1, 6, 8], { dtype, device }),
-          opts: { attnMask: tensor(keep, [4, 6], { dtype: 'bool', device }) },
-        };
-      }, dtype, false);
+      const r = expectMatches(
+        (device) => {
+          const qv = randn([1, 1, 4, 8], { dtype: 'float64', seed: 11 }).toFloat64Array();
+          qv[8] = NaN; // row 1
+          const vv = randn([1, 1, 6, 8], { dtype: 'float64', seed: 12 }).toFloat64Array();
+          vv[5 * 8] = Infinity; // key 5
+          const keep = new Uint8Array(4 * 6).fill(1);
+          keep.fill(0, 2 * 6, 3 * 6); // row 2 sees nothing
+          keep[3 * 6 + 5] = 0; // row 3 masks key 5 (whose value is infinite)
+          return {
+            q: tensor(qv, [1, 1, 4, 8], { dtype, device }),
+            k: randn([1, 1, 6, 8], { dtype, device, seed: 13 }),
+            v: tensor(vv, [1, 1, 6, 8], { dtype, device }),
+            opts: { attnMask: tensor(keep, [4, 6], { dtype: 'bool', device }) },
+          };
+        },
+        dtype,
+        false,
+      );
       const out = r.gpu.out.toFloat64Array();
       const lse = r.gpu.logsumexp.toFloat64Array();
       expect(lse[1]).toBeNaN();
@@ -221,7 +248,12 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     ] as const) {
       expectMatches((device) => {
         const x = rand(device, 'float64', 21);
-        return { q: x([2, 3, 33, 8]), k: x([2, 3, 37, 8]), v: x([2, 3, 37, 8]), opts: { dropoutP: 0.5, dropoutSeed: seed, dropoutOffset: offset } };
+        return {
+          q: x([2, 3, 33, 8]),
+          k: x([2, 3, 37, 8]),
+          v: x([2, 3, 37, 8]),
+          opts: { dropoutP: 0.5, dropoutSeed: seed, dropoutOffset: offset },
+        };
       }, 'float64');
     }
   });
@@ -231,9 +263,18 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     // is 0 only if delta sums the same rounded products (a fused Z * dP - delta leaves ~1e-16, times 1e39).
     const r = expectMatches((device) => {
       const x = rand(device, 'float64', 41);
-      return { q: x([2, 2, 7, 8]), k: x([2, 2, 16, 8]), v: x([2, 2, 16, 8]), opts: { scale: 1e39, dropoutP: 0.2, dropoutSeed: 7n } };
+      return {
+        q: x([2, 2, 7, 8]),
+        k: x([2, 2, 16, 8]),
+        v: x([2, 2, 16, 8]),
+        opts: { scale: 1e39, dropoutP: 0.2, dropoutSeed: 7n },
+      };
     }, 'float64');
-    for (const name of ['dq', 'dk'] as const) expect(r.gpuGrads![name].toFloat64Array().every((g) => g === 0), name).toBe(true);
+    for (const name of ['dq', 'dk'] as const)
+      expect(
+        r.gpuGrads![name].toFloat64Array().every((g) => g === 0),
+        name,
+      ).toBe(true);
   });
 
   it('accumulates in float64 where scale or softcap overflow float32, as cpu-math computes them', () => {
@@ -251,7 +292,8 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     for (const dtype of ['float64', 'bfloat16'] as const) {
       const lensQ = [3, 0, 6, 1];
       const lensK = [5, 4, 0, 7];
-      const cu = (l: number[]) => Int32Array.from([0, ...l.map((_, i) => l.slice(0, i + 1).reduce((a, b) => a + b, 0))]);
+      const cu = (l: number[]) =>
+        Int32Array.from([0, ...l.map((_, i) => l.slice(0, i + 1).reduce((a, b) => a + b, 0))]);
       const make: Maker = (device) => {
         const x = rand(device, dtype, 41);
         return {
@@ -287,7 +329,9 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
       const b = run('cpu', 'cpu-math');
       const tol = TOL[dtype];
       expect(relErr(a.f.out.toFloat64Array(), b.f.out.toFloat64Array())).toBeLessThanOrEqual(tol);
-      expect(relErr(a.f.logsumexp.toFloat64Array(), b.f.logsumexp.toFloat64Array())).toBeLessThanOrEqual(Math.max(tol, 2e-7));
+      expect(relErr(a.f.logsumexp.toFloat64Array(), b.f.logsumexp.toFloat64Array())).toBeLessThanOrEqual(
+        Math.max(tol, 2e-7),
+      );
       for (const name of ['dq', 'dk', 'dv'] as const) {
         expect(relErr(a.g[name].toFloat64Array(), b.g[name].toFloat64Array()), name).toBeLessThanOrEqual(8 * tol);
       }
@@ -314,7 +358,8 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
       }, dtype);
       const dk = r.gpuGrads!.dk.toFloat64Array();
       // Row 0 uses keys 0..3: keys 4..10 of both heads have zero gradient; row 1 uses none.
-      for (const h of [0, 1]) expect(dk.subarray((0 * 2 + h) * 88 + 4 * 8, (0 * 2 + h + 1) * 88).every((x) => x === 0)).toBe(true);
+      for (const h of [0, 1])
+        expect(dk.subarray((0 * 2 + h) * 88 + 4 * 8, (0 * 2 + h + 1) * 88).every((x) => x === 0)).toBe(true);
       expect(dk.subarray(2 * 88, 4 * 88).every((x) => x === 0)).toBe(true);
       const lse = r.gpu.logsumexp.toFloat64Array();
       expect(lse.subarray(12, 24).every((x) => x === -Infinity)).toBe(true);
@@ -322,7 +367,12 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
   });
 
   it('paged K/V (blockTable): the call on the K/V gathered from shuffled blocks, every dtype, GQA, causal, ALiBi, sequsedK', () => {
-    for (const [dtype, bs] of [['float64', 1], ['float32', 4], ['float16', 16], ['bfloat16', 3]] as const) {
+    for (const [dtype, bs] of [
+      ['float64', 1],
+      ['float32', 4],
+      ['float16', 16],
+      ['bfloat16', 3],
+    ] as const) {
       const lensQ = [2, 1, 5];
       const lensK = [9, 0, 14];
       const used = lensK.map((n) => Math.ceil(n / bs));
@@ -349,7 +399,8 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
         }
         start += n;
       });
-      const cu = (l: number[]) => Int32Array.from([0, ...l.map((_, i) => l.slice(0, i + 1).reduce((a, c) => a + c, 0))]);
+      const cu = (l: number[]) =>
+        Int32Array.from([0, ...l.map((_, i) => l.slice(0, i + 1).reduce((a, c) => a + c, 0))]);
       const opts = (device: DeviceLike) => ({
         cuSeqlensQ: tensor(cu(lensQ), [4], { dtype: 'int32', device }),
         cuSeqlensK: tensor(cu(lensK), [4], { dtype: 'int32', device }),
@@ -361,14 +412,21 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
         alibiSlopes: randn([4], { device, seed: 5 }),
         sequsedK: tensor(Int32Array.of(9, 0, 11), [3], { dtype: 'int32', device }),
       });
-      const got = sdpaVarlen(q.to('cuda'), tensor(kPool, [numBlocks, bs, 2, 16], { dtype, device: 'cuda' }), tensor(vPool, [numBlocks, bs, 2, 12], { dtype, device: 'cuda' }), {
-        ...opts('cuda'),
-        blockTable: tensor(table, [3, maxBlocks], { dtype: 'int32', device: 'cuda' }),
-        backends: ['cuda-math'],
-      });
+      const got = sdpaVarlen(
+        q.to('cuda'),
+        tensor(kPool, [numBlocks, bs, 2, 16], { dtype, device: 'cuda' }),
+        tensor(vPool, [numBlocks, bs, 2, 12], { dtype, device: 'cuda' }),
+        {
+          ...opts('cuda'),
+          blockTable: tensor(table, [3, maxBlocks], { dtype: 'int32', device: 'cuda' }),
+          backends: ['cuda-math'],
+        },
+      );
       const want = sdpaVarlen(q, k, v, { ...opts('cpu'), backends: ['cpu-math'] });
       expect(relErr(got.out.toFloat64Array(), want.out.toFloat64Array()), dtype).toBeLessThanOrEqual(TOL[dtype]);
-      expect(relErr(got.logsumexp.toFloat64Array(), want.logsumexp.toFloat64Array()), dtype).toBeLessThanOrEqual(Math.max(TOL[dtype], 2e-7));
+      expect(relErr(got.logsumexp.toFloat64Array(), want.logsumexp.toFloat64Array()), dtype).toBeLessThanOrEqual(
+        Math.max(TOL[dtype], 2e-7),
+      );
     }
   });
 
@@ -382,7 +440,12 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     ] as const) {
       const r = expectMatches((device) => {
         const x = rand(device, dtype, 51);
-        return { q: x([2, 3, 7, 8]), k: x([2, 3, 9, 8]), v: x([2, 3, 9, 8]), opts: { attnMask: randn([...shape], { device, dtype: maskDtype, seed: 8 }), dropoutP: 0.1, dropoutSeed: 3n } };
+        return {
+          q: x([2, 3, 7, 8]),
+          k: x([2, 3, 9, 8]),
+          v: x([2, 3, 9, 8]),
+          opts: { attnMask: randn([...shape], { device, dtype: maskDtype, seed: 8 }), dropoutP: 0.1, dropoutSeed: 3n },
+        };
       }, dtype);
       expect(r.gpuGrads!.dbias!.dtype).toBe(maskDtype);
       expect(r.gpuGrads!.dbias!.shape).toEqual(shape);
@@ -394,12 +457,19 @@ describe.skipIf(!ready)('cuda-math on a GPU', () => {
     const q = x([2, 4, 40, 16]);
     const k = x([2, 2, 70, 16]);
     const v = x([2, 2, 70, 16]);
-    const opts: SdpaOptions = { enableGqa: true, attnMask: x([40, 70]), deterministic: true, requiresGrad: true, backends: ['cuda-math'] };
+    const opts: SdpaOptions = {
+      enableGqa: true,
+      attnMask: x([40, 70]),
+      deterministic: true,
+      requiresGrad: true,
+      backends: ['cuda-math'],
+    };
     const f = sdpaForward(q, k, v, opts);
     const dout = x([2, 4, 40, 16]);
     const a = sdpaBackward(dout, f);
     const b = sdpaBackward(dout, f);
-    for (const name of ['dq', 'dk', 'dv', 'dbias'] as const) expect(a[name]!.toFloat64Array()).toEqual(b[name]!.toFloat64Array());
+    for (const name of ['dq', 'dk', 'dv', 'dbias'] as const)
+      expect(a[name]!.toFloat64Array()).toEqual(b[name]!.toFloat64Array());
     const { backends: _restriction, ...rest } = opts;
     const p = normalizeParams(q, k, v, rest);
     expect(runForward(p).kernel).toBe('forward_f32_acc32');

@@ -1,6 +1,14 @@
 // The argument objects the addon receives, built from real SdpaParams on a fake 'cuda' device.
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
-import { normalizeParams, normalizeVarlenParams, randn, registerDeviceRuntime, tensor, zeros, type SdpaOptions } from '@attn/core';
+import {
+  normalizeParams,
+  normalizeVarlenParams,
+  randn,
+  registerDeviceRuntime,
+  tensor,
+  zeros,
+  type SdpaOptions,
+} from '@attn/core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { accumulatesInFloat64, backwardArgs, DTYPE_CODE, forwardArgs } from './launch-args.js';
 
@@ -9,10 +17,15 @@ beforeAll(() => registerDeviceRuntime(makeFakeDeviceRuntime({ type: 'cuda' })));
 const dev = { dtype: 'float16' as const, device: 'cuda' as const };
 
 function params(opts: SdpaOptions = {}) {
-  return normalizeParams(randn([2, 4, 5, 8], { ...dev, seed: 1 }), randn([2, 2, 7, 8], { ...dev, seed: 2 }), randn([2, 2, 7, 16], { ...dev, seed: 3 }), {
-    enableGqa: true,
-    ...opts,
-  });
+  return normalizeParams(
+    randn([2, 4, 5, 8], { ...dev, seed: 1 }),
+    randn([2, 2, 7, 8], { ...dev, seed: 2 }),
+    randn([2, 2, 7, 16], { ...dev, seed: 3 }),
+    {
+      enableGqa: true,
+      ...opts,
+    },
+  );
 }
 
 const outputs = () => ({ out: zeros([2, 4, 5, 16], dev), lse: zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' }) });
@@ -22,10 +35,28 @@ describe('forwardArgs', () => {
     const p = params();
     const { out, lse } = outputs();
     const a = forwardArgs(p, out, lse);
-    expect(a).toMatchObject({ device: 0, dtype: DTYPE_CODE.float16, batch: 2, headsQ: 4, headsKV: 2, seqQ: 5, seqK: 7, headDim: 8, headDimV: 16 });
+    expect(a).toMatchObject({
+      device: 0,
+      dtype: DTYPE_CODE.float16,
+      batch: 2,
+      headsQ: 4,
+      headsKV: 2,
+      seqQ: 5,
+      seqK: 7,
+      headDim: 8,
+      headDimV: 16,
+    });
     expect(a.q).toEqual({ ptr: p.query.dataPointer(), dtype: 2, shape: [2, 4, 5, 8], strides: [160, 40, 8, 1] });
     expect(a.lse).toMatchObject({ dtype: DTYPE_CODE.float32, shape: [2, 4, 5] });
-    expect(a).toMatchObject({ cuSeqlensQ: null, cuSeqlensK: null, sequsedK: null, alibi: null, mask: null, dropout: null, softcap: 0 });
+    expect(a).toMatchObject({
+      cuSeqlensQ: null,
+      cuSeqlensK: null,
+      sequsedK: null,
+      alibi: null,
+      mask: null,
+      dropout: null,
+      softcap: 0,
+    });
     expect(a).toMatchObject({ causal: false, lowerRight: false, windowLeft: -1, windowRight: -1 });
     const view = randn([2, 5, 4, 8], dev).transpose(1, 2);
     expect(forwardArgs(normalizeParams(view, view, view), out, lse).q.strides).toEqual([160, 8, 32, 1]);
@@ -34,7 +65,16 @@ describe('forwardArgs', () => {
   it('passes causal and its alignment, the window through kernelWindow, the mask tensor as given, dropout', () => {
     const mask = randn([7, 5], { device: 'cuda' }).transpose(0, 1);
     const slopes = randn([4], { device: 'cuda' });
-    const p = params({ isCausal: true, alignment: 'lowerRight', window: [2 ** 40, 3], attnMask: mask, alibiSlopes: slopes, dropoutP: 0.25, dropoutSeed: 2n ** 63n + 5n, dropoutOffset: 9 });
+    const p = params({
+      isCausal: true,
+      alignment: 'lowerRight',
+      window: [2 ** 40, 3],
+      attnMask: mask,
+      alibiSlopes: slopes,
+      dropoutP: 0.25,
+      dropoutSeed: 2n ** 63n + 5n,
+      dropoutOffset: 9,
+    });
     const { out, lse } = outputs();
     const a = forwardArgs(p, out, lse);
     expect(a).toMatchObject({ causal: true, lowerRight: true, windowLeft: -1, windowRight: 3 });
@@ -53,7 +93,13 @@ describe('forwardArgs', () => {
   it('passes varlen offsets as host copies', () => {
     const cu = tensor(Int32Array.of(0, 2, 5), [3], { dtype: 'int32', device: 'cuda' });
     const q = randn([5, 4, 8], dev);
-    const p = normalizeVarlenParams(q, randn([5, 2, 8], dev), randn([5, 2, 8], dev), { cuSeqlensQ: cu, cuSeqlensK: cu, maxSeqlenQ: 3, maxSeqlenK: 4, enableGqa: true });
+    const p = normalizeVarlenParams(q, randn([5, 2, 8], dev), randn([5, 2, 8], dev), {
+      cuSeqlensQ: cu,
+      cuSeqlensK: cu,
+      maxSeqlenQ: 3,
+      maxSeqlenK: 4,
+      enableGqa: true,
+    });
     const a = forwardArgs(p, zeros([5, 4, 8], dev), zeros([4, 5], { dtype: 'float32', device: 'cuda' }));
     expect(Array.from(a.cuSeqlensQ!)).toEqual([0, 2, 5]);
     expect(Array.from(a.cuSeqlensK!)).toEqual([0, 2, 5]);
@@ -63,7 +109,8 @@ describe('forwardArgs', () => {
   });
 
   it("passes paged K/V as the pools and core's host copy of the block table", () => {
-    const i32 = (xs: number[], shape: number[]) => tensor(Int32Array.from(xs), shape, { dtype: 'int32', device: 'cuda' });
+    const i32 = (xs: number[], shape: number[]) =>
+      tensor(Int32Array.from(xs), shape, { dtype: 'int32', device: 'cuda' });
     const pool = randn([4, 3, 2, 8], dev);
     const p = normalizeVarlenParams(randn([5, 4, 8], dev), pool, pool, {
       cuSeqlensQ: i32([0, 2, 5], [3]),
@@ -85,7 +132,15 @@ describe('backwardArgs', () => {
   it('adds dO and the gradients; dbias only with one', () => {
     const p = params();
     const { out, lse } = outputs();
-    const g = { out, lse, gradOut: zeros([2, 4, 5, 16], dev), dq: zeros([2, 4, 5, 8], dev), dk: zeros([2, 2, 7, 8], dev), dv: zeros([2, 2, 7, 16], dev), dbias: null };
+    const g = {
+      out,
+      lse,
+      gradOut: zeros([2, 4, 5, 16], dev),
+      dq: zeros([2, 4, 5, 8], dev),
+      dk: zeros([2, 2, 7, 8], dev),
+      dv: zeros([2, 2, 7, 16], dev),
+      dbias: null,
+    };
     const a = backwardArgs(p, g);
     expect(a.dout.shape).toEqual([2, 4, 5, 16]);
     expect(a.dk.shape).toEqual([2, 2, 7, 8]);

@@ -4,7 +4,14 @@ import { hostIndexCopies, kernelWindow, kvHostCopies, type DType, type SdpaParam
 import type { MathBackwardArgs, MathForwardArgs, MathTensorArg } from './binding.js';
 
 /** attn/tensor_ref.h's DType codes. */
-export const DTYPE_CODE: Readonly<Record<DType, number>> = { float64: 0, float32: 1, float16: 2, bfloat16: 3, bool: 4, int32: 5 };
+export const DTYPE_CODE: Readonly<Record<DType, number>> = {
+  float64: 0,
+  float32: 1,
+  float16: 2,
+  bfloat16: 3,
+  bool: 4,
+  int32: 5,
+};
 
 export function tensorArg(t: Tensor): MathTensorArg {
   return { ptr: t.dataPointer(), dtype: DTYPE_CODE[t.dtype], shape: t.shape, strides: t.strides };
@@ -42,7 +49,12 @@ export function forwardArgs(p: SdpaParams, out: Tensor, lse: Tensor): MathForwar
     alibi: p.alibiSlopes ? tensorArg(p.alibiSlopes) : null,
     mask: p.mask ? tensorArg(p.mask.tensor) : null,
     dropout: p.dropout
-      ? { threshold: p.dropout.threshold, offset: p.dropout.offset, seed: BigInt.asUintN(64, p.dropout.seed), keepScale: p.dropout.keepScale }
+      ? {
+          threshold: p.dropout.threshold,
+          offset: p.dropout.offset,
+          seed: BigInt.asUintN(64, p.dropout.seed),
+          keepScale: p.dropout.keepScale,
+        }
       : null,
   };
 }

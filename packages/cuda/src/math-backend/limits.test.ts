@@ -20,7 +20,11 @@ function rulesAccept(p: SdpaParams): boolean {
 
 function call(D: number, Dv = D): SdpaParams {
   const dev = { device: 'cuda' as const, dtype: 'float32' as const };
-  return normalizeParams(randn([1, 2, 3, D], { ...dev, seed: 1 }), randn([1, 2, 5, D], { ...dev, seed: 2 }), randn([1, 2, 5, Dv], { ...dev, seed: 3 }));
+  return normalizeParams(
+    randn([1, 2, 3, D], { ...dev, seed: 1 }),
+    randn([1, 2, 5, D], { ...dev, seed: 2 }),
+    randn([1, 2, 5, Dv], { ...dev, seed: 3 }),
+  );
 }
 
 /** The addon's verdict: null when it ran, else its error (message and code). */
@@ -60,14 +64,21 @@ describe.skipIf(!load.ok)('cuda-math limits, against the addon', () => {
       expect(rulesAccept(p)).toBe(false);
       // The arguments of a valid call with the head dims changed: the addon checks them first.
       const args = { ...argsOf(call(8)), headDim: D, headDimV: Dv };
-      expect(addonVerdict(args)).toMatchObject({ code: 'ATTN_BAD_ARGUMENT', message: expect.stringContaining(`'${field}' must be an integer in [`) as string });
+      expect(addonVerdict(args)).toMatchObject({
+        code: 'ATTN_BAD_ARGUMENT',
+        message: expect.stringContaining(`'${field}' must be an integer in [`) as string,
+      });
     }
   });
 
   it('lengths: maxSeq is the addon bound too (one more is refused before any tensor is read)', () => {
     const args = argsOf(call(8));
-    expect(addonVerdict({ ...args, seqQ: CUDA_MATH_LIMITS.maxSeq + 1 })?.message).toContain(`'seqQ' must be an integer in [0, ${CUDA_MATH_LIMITS.maxSeq}]`);
-    expect(addonVerdict({ ...args, seqK: CUDA_MATH_LIMITS.maxSeq + 1 })?.message).toContain(`'seqK' must be an integer in [0, ${CUDA_MATH_LIMITS.maxSeq}]`);
+    expect(addonVerdict({ ...args, seqQ: CUDA_MATH_LIMITS.maxSeq + 1 })?.message).toContain(
+      `'seqQ' must be an integer in [0, ${CUDA_MATH_LIMITS.maxSeq}]`,
+    );
+    expect(addonVerdict({ ...args, seqK: CUDA_MATH_LIMITS.maxSeq + 1 })?.message).toContain(
+      `'seqK' must be an integer in [0, ${CUDA_MATH_LIMITS.maxSeq}]`,
+    );
     const p = call(8);
     expect(rulesAccept({ ...p, seqK: CUDA_MATH_LIMITS.maxSeq })).toBe(true);
     expect(rulesAccept({ ...p, seqK: CUDA_MATH_LIMITS.maxSeq + 1 })).toBe(false);
@@ -83,13 +94,23 @@ describe.skipIf(!load.ok)('cuda-math limits, against the addon', () => {
   it('refuses an argument object whose tensors do not fit the call or their buffers', () => {
     const args = argsOf(call(8));
     // Inside its buffer but not the call's shape or dtype: refused by the shape check.
-    expect(addonVerdict({ ...args, q: { ...args.q, shape: [1, 2, 2, 8] } })).toMatchObject({ code: 'ATTN_BAD_ARGUMENT' });
+    expect(addonVerdict({ ...args, q: { ...args.q, shape: [1, 2, 2, 8] } })).toMatchObject({
+      code: 'ATTN_BAD_ARGUMENT',
+    });
     expect(addonVerdict({ ...args, q: { ...args.q, dtype: 2 } })).toMatchObject({ code: 'ATTN_BAD_ARGUMENT' });
     // Past its buffer: refused by the range check.
-    expect(addonVerdict({ ...args, q: { ...args.q, shape: [1, 2, 4, 8] } })).toMatchObject({ code: 'ATTN_OUT_OF_BOUNDS' });
-    expect(addonVerdict({ ...args, k: { ...args.k, strides: [80, 1e6, 8, 1] } })).toMatchObject({ code: 'ATTN_OUT_OF_BOUNDS' });
-    expect(addonVerdict({ ...args, out: { ...args.out, ptr: args.out.ptr + 4n } })).toMatchObject({ code: 'ATTN_OUT_OF_BOUNDS' });
-    expect(addonVerdict({ ...args, cuSeqlensQ: Int32Array.of(0, 3), cuSeqlensK: null })?.message).toContain('come together');
+    expect(addonVerdict({ ...args, q: { ...args.q, shape: [1, 2, 4, 8] } })).toMatchObject({
+      code: 'ATTN_OUT_OF_BOUNDS',
+    });
+    expect(addonVerdict({ ...args, k: { ...args.k, strides: [80, 1e6, 8, 1] } })).toMatchObject({
+      code: 'ATTN_OUT_OF_BOUNDS',
+    });
+    expect(addonVerdict({ ...args, out: { ...args.out, ptr: args.out.ptr + 4n } })).toMatchObject({
+      code: 'ATTN_OUT_OF_BOUNDS',
+    });
+    expect(addonVerdict({ ...args, cuSeqlensQ: Int32Array.of(0, 3), cuSeqlensK: null })?.message).toContain(
+      'come together',
+    );
     // Through the backend, such an error is core's AttnInputError with the addon's message.
     expect(() => runForward({ ...call(8), headDim: CUDA_MATH_LIMITS.maxHeadDim + 1 })).toThrow(AttnInputError);
   });

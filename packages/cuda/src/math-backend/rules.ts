@@ -45,11 +45,19 @@ export const builtForDevice: Rule = rule('builtForDevice', (p) => {
   return why === '' ? null : why;
 });
 
-export const cudaMathRules: readonly Rule[] = Object.freeze([tensorsOn('cuda'), builtForDevice, mathHeadDims, mathSeqLens, indexValuesOnHost]);
+export const cudaMathRules: readonly Rule[] = Object.freeze([
+  tensorsOn('cuda'),
+  builtForDevice,
+  mathHeadDims,
+  mathSeqLens,
+  indexValuesOnHost,
+]);
 
 /**
  * The accuracy this backend claims (Backend.tolerances, read by the conformance suite): the rule's
  * absolute slack per unit of max(1, max |reference|): about one ulp at 1 of each dtype (float64
  * computed in float64).
  */
-export const CUDA_MATH_TOLERANCES: Tolerances = { slack: { float64: 1e-12, float32: 1e-6, float16: 1e-3, bfloat16: 8e-3 } };
+export const CUDA_MATH_TOLERANCES: Tolerances = {
+  slack: { float64: 1e-12, float32: 1e-6, float16: 1e-3, bfloat16: 8e-3 },
+};

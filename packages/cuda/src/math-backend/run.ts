@@ -1,7 +1,16 @@
 // One forward or backward call: outputs allocated through the registered 'cuda' runtime (this
 // package's caching allocator, core's emptyOutput naming the tensor on failure), kernels queued on
 // the device's current stream by the addon. Nothing here waits for the device.
-import { empty, emptyOutput, forwardOutput, OUTPUT_NAMES, type ForwardOutputs, type Gradients, type SdpaParams, type Tensor } from '@attn/core';
+import {
+  empty,
+  emptyOutput,
+  forwardOutput,
+  OUTPUT_NAMES,
+  type ForwardOutputs,
+  type Gradients,
+  type SdpaParams,
+  type Tensor,
+} from '@attn/core';
 import { cuda } from '../cuda-runtime.js';
 import { callNative } from '../errors.js';
 import { kvAppendArgs } from '../kv-append.js';
@@ -62,7 +71,10 @@ function runKvCacheForward(p: SdpaParams): ForwardRun {
     callNative(() => addon.kvAppend(append.ptrs, append.nums, device.index));
     const args = kvCacheForwardArgs(p, qRot.reshape([B * Sq, Hq, p.headDim]), out, lse);
     const kernel = callNative(() => addon.mathForward(args));
-    const outputs = { out: out.reshape([B, Sq, Hq, p.headDimV]).transpose(1, 2), logsumexp: lse.reshape([Hq, B, Sq]).permute([1, 0, 2]) };
+    const outputs = {
+      out: out.reshape([B, Sq, Hq, p.headDimV]).transpose(1, 2),
+      logsumexp: lse.reshape([Hq, B, Sq]).permute([1, 0, 2]),
+    };
     return { outputs, kernel };
   } catch (e) {
     disposeAll([out, lse]);

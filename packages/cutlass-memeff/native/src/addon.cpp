@@ -114,7 +114,8 @@ void parse_fwd(const Napi::Object& a, FwdParams& p) {
   if (mask.IsObject()) {
     Napi::Object m = mask.As<Napi::Object>();
     const int64_t kind = get_int(m, "kind");
-    if (kind != 1 && kind != 2) throw std::invalid_argument("memeff-cuda: mask 'kind' must be 1 (additive) or 2 (bool)");
+    if (kind != 1 && kind != 2)
+      throw std::invalid_argument("memeff-cuda: mask 'kind' must be 1 (additive) or 2 (bool)");
     p.mask_kind = static_cast<memeff::MaskKind>(kind);
     p.mask_dtype = static_cast<int32_t>(get_int(m, "dtype"));
     p.mask = reinterpret_cast<const void*>(static_cast<uintptr_t>(get_u64(m, "ptr")));
@@ -142,7 +143,8 @@ template <typename Fn>
 Napi::Value guarded(const Napi::CallbackInfo& info, Fn&& fn) {
   Napi::Env env = info.Env();
   try {
-    if (info.Length() < 1 || !info[0].IsObject()) throw std::invalid_argument("memeff-cuda: expected one argument object");
+    if (info.Length() < 1 || !info[0].IsObject())
+      throw std::invalid_argument("memeff-cuda: expected one argument object");
     return fn(env, info[0].As<Napi::Object>());
   } catch (const Napi::Error&) {
     throw;
@@ -171,8 +173,8 @@ Napi::Value Forward(const Napi::CallbackInfo& info) {
   return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
     FwdParams p;
     parse_fwd(a, p);
-    const std::string kernel = memeff::run_forward(p, static_cast<int>(get_int(a, "dtype")), static_cast<int>(get_int(a, "device")),
-                                                   get_stream(a), get_path(a));
+    const std::string kernel = memeff::run_forward(p, static_cast<int>(get_int(a, "dtype")),
+                                                   static_cast<int>(get_int(a, "device")), get_stream(a), get_path(a));
     return Napi::String::New(env, kernel);
   });
 }
@@ -204,8 +206,8 @@ Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
   return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
     BwdParams p;
     parse_bwd(a, p);
-    const memeff::BwdPlan plan =
-        memeff::plan_backward(p, static_cast<int>(get_int(a, "dtype")), static_cast<int>(get_int(a, "device")), get_path(a));
+    const memeff::BwdPlan plan = memeff::plan_backward(p, static_cast<int>(get_int(a, "dtype")),
+                                                       static_cast<int>(get_int(a, "device")), get_path(a));
     Napi::Object out = Napi::Object::New(env);
     out.Set("workspaceBytes", Napi::Number::New(env, static_cast<double>(plan.workspace_bytes)));
     out.Set("querySplits", Napi::Number::New(env, plan.query_splits));
@@ -224,8 +226,9 @@ Napi::Value Backward(const Napi::CallbackInfo& info) {
     Napi::Object ws = get_obj(a, "workspace");
     void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(get_u64(ws, "ptr")));
     const size_t bytes = static_cast<size_t>(get_int(ws, "bytes"));
-    const auto ran = memeff::run_backward(p, static_cast<int>(get_int(a, "dtype")), static_cast<int>(get_int(a, "device")),
-                                          get_path(a), ptr, bytes, get_stream(a));
+    const auto ran =
+        memeff::run_backward(p, static_cast<int>(get_int(a, "dtype")), static_cast<int>(get_int(a, "device")),
+                             get_path(a), ptr, bytes, get_stream(a));
     Napi::Array names = Napi::Array::New(env, ran.size());
     for (size_t i = 0; i < ran.size(); ++i) names.Set(static_cast<uint32_t>(i), Napi::String::New(env, ran[i]));
     return names;

@@ -93,7 +93,8 @@ void require(bool ok, const std::string& what) {
 void check_common(const FwdParams& p, int dtype) {
   require(dtype == kF32 || dtype == kF16 || dtype == kBF16, "dtype must be float32, float16 or bfloat16");
   require(p.q && p.k && p.v && p.o && p.lse, "null tensor pointer");
-  require(p.batch > 0 && p.heads_q > 0 && p.heads_kv > 0 && p.seq_q > 0 && p.seq_k > 0 && p.head_dim > 0 && p.head_dim_v > 0,
+  require(p.batch > 0 && p.heads_q > 0 && p.heads_kv > 0 && p.seq_q > 0 && p.seq_k > 0 && p.head_dim > 0 &&
+              p.head_dim_v > 0,
           "every size must be positive");
   require(p.heads_q % p.heads_kv == 0 && p.group == p.heads_q / p.heads_kv, "heads_q must be a multiple of heads_kv");
   require(p.mask_kind == MaskKind::kNone || p.mask != nullptr, "mask pointer is null");
@@ -102,9 +103,11 @@ void check_common(const FwdParams& p, int dtype) {
           "an additive mask must be float32 or the query's dtype");  // core's rule; the staged tiles rely on it
   require(!p.dropout || p.dropout_keep_scale >= 1.f, "dropout keep scale must be 1 / (1 - p)");
   require(static_cast<int64_t>(p.seq_q) <= 65535LL * 32, "seq_q too large for the grid");
-  require((p.cu_seqlens_q == nullptr) == (p.cu_seqlens_k == nullptr), "varlen needs both cu_seqlens_q and cu_seqlens_k");
-  require(p.cu_seqlens_q == nullptr || (p.mask_kind == MaskKind::kNone && p.total_q > 0 && p.total_k >= 0 && p.q_stride[0] == 0 &&
-                                        p.k_stride[0] == 0 && p.v_stride[0] == 0 && p.o_stride[0] == 0),
+  require((p.cu_seqlens_q == nullptr) == (p.cu_seqlens_k == nullptr),
+          "varlen needs both cu_seqlens_q and cu_seqlens_k");
+  require(p.cu_seqlens_q == nullptr ||
+              (p.mask_kind == MaskKind::kNone && p.total_q > 0 && p.total_k >= 0 && p.q_stride[0] == 0 &&
+               p.k_stride[0] == 0 && p.v_stride[0] == 0 && p.o_stride[0] == 0),
           "varlen takes packed [total, H, D] tensors (batch strides 0) and no mask");
   require(!p.has_left || p.window_left >= 0, "the window's left side must be >= 0");
   require(p.softcap >= 0.f && p.softcap < INFINITY, "softcap must be finite and >= 0 (0: off)");
@@ -122,7 +125,8 @@ int bwd_smem_bytes(const FwdParams& p) {
   return key_split_smem_bytes<Tr>(mask, mask && p.group > 1);
 }
 std::string smem_refusal(int need, int have) {
-  return "needs " + std::to_string(need / 1024) + " KB of shared memory per block, the device allows " + std::to_string(have / 1024);
+  return "needs " + std::to_string(need / 1024) + " KB of shared memory per block, the device allows " +
+         std::to_string(have / 1024);
 }
 
 // The tensor-core forward's KernelEntry bucket for this call: calls with features take the buckets' feature kernels.
@@ -142,8 +146,10 @@ std::string mma_refusal(const FwdParams& p, int dtype, int device, int max_head_
   if (d.major < 8) return "tensor-core path needs sm80+";
   if (p.head_dim % 8 || p.head_dim_v % 8) return "head dims not multiples of 8";
   if (std::max(p.head_dim, p.head_dim_v) > max_head_dim) return "head dim above " + std::to_string(max_head_dim);
-  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(extra_ptr)) return "pointers not 16-byte aligned";
-  if (!strides_mult8(p.q_stride) || !strides_mult8(p.k_stride) || !strides_mult8(p.v_stride) || !strides_mult8(extra_stride)) {
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(extra_ptr))
+    return "pointers not 16-byte aligned";
+  if (!strides_mult8(p.q_stride) || !strides_mult8(p.k_stride) || !strides_mult8(p.v_stride) ||
+      !strides_mult8(extra_stride)) {
     return "strides not multiples of 8 elements";
   }
   const int bucket = family == Family::kFwdMma ? mma_fwd_kernel_dim(p) : mma_bwd_bucket(p);
@@ -176,7 +182,9 @@ bool tf32_fwd_ok(const FwdParams& p, int dtype, int device) {
   if (dtype != kF32 || !fp32_tensor_cores_on(device_info(device).major)) return false;
   if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32MaxHeadDim) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o)) return false;
-  if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.o_stride)) return false;
+  if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) ||
+      !strides_mult4(p.o_stride))
+    return false;
   const KernelEntry& e = find_kernel(Family::kFwdTf32, kF32, tf32_bucket(std::max(p.head_dim, p.head_dim_v)));
   return kernel_ptx_version(e, device) >= 80;
 }
@@ -187,20 +195,24 @@ bool tf32_bwd_ok(const BwdParams& p, int dtype, int device) {
   if (dtype != kF32 || !fp32_tensor_cores_on(device_info(device).major)) return false;
   if (p.head_dim % 4 || p.head_dim_v % 4 || std::max(p.head_dim, p.head_dim_v) > kTf32BwdMaxHeadDim) return false;
   if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.dout)) return false;
-  if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) || !strides_mult4(p.do_stride)) return false;
+  if (!strides_mult4(p.q_stride) || !strides_mult4(p.k_stride) || !strides_mult4(p.v_stride) ||
+      !strides_mult4(p.do_stride))
+    return false;
   const int bucket = tf32_bucket(std::max(p.head_dim, p.head_dim_v));
   const KernelEntry& e = find_kernel(Family::kBwdTf32, kF32, bucket);
   if (kernel_ptx_version(e, device) < 80) return false;
   // The d128 form takes 199-227 KB: sm90's, not sm80's 163 KB or sm86's 99 KB (there: the FMA kernels).
-  const int need = bucket == 64 ? bwd_smem_bytes<Tf32BwdBucketTraits<64>>(p) : bwd_smem_bytes<Tf32BwdBucketTraits<128>>(p);
+  const int need =
+      bucket == 64 ? bwd_smem_bytes<Tf32BwdBucketTraits<64>>(p) : bwd_smem_bytes<Tf32BwdBucketTraits<128>>(p);
   return need <= device_info(device).smem_optin;
 }
 
 const KernelEntry& require_runnable(const KernelEntry& e, int device) {
   if (kernel_ptx_version(e, device) == 0) {
     const DeviceInfo d = device_info(device);
-    throw std::runtime_error(std::string("memeff-cuda: kernel ") + e.name + " has no code for sm_" + std::to_string(d.major) +
-                             std::to_string(d.minor) + " (built for " ATTN_CUDA_ARCHS_STRING "); rebuild with ATTN_CUDA_ARCHS including it");
+    throw std::runtime_error(std::string("memeff-cuda: kernel ") + e.name + " has no code for sm_" +
+                             std::to_string(d.major) + std::to_string(d.minor) +
+                             " (built for " ATTN_CUDA_ARCHS_STRING "); rebuild with ATTN_CUDA_ARCHS including it");
   }
   return e;
 }
@@ -233,9 +245,10 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
   const DeviceInfo dev = device_info(device);
   p.tf32_wgmma = tf32 && dev.major == 9 && dev.minor == 0 && built_for_sm90a() &&
                  (p.mask_kind == MaskKind::kNone || tf32_bucket(dmax) == 128 || p.features);
-  const KernelEntry& e = refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_fwd_kernel_dim(p))
-                         : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
-                                         : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
+  const KernelEntry& e =
+      refusal.empty() ? find_kernel(Family::kFwdMma, dtype, mma_fwd_kernel_dim(p))
+      : tf32          ? find_kernel(Family::kFwdTf32, kF32, tf32_bucket(dmax))
+                      : require_runnable(find_kernel(Family::kFwdSimt, dtype, simt_bucket(p.head_dim_v)), device);
   // The wgmma form runs under the family's entry; its name says which kernel ran.
   const std::string name = p.tf32_wgmma ? "fwd_tf32_wgmma_fp32_d" + std::to_string(e.bucket) : std::string(e.name);
   named(name.c_str(), [&] { e.fwd(p, stream); });
@@ -244,10 +257,12 @@ std::string run_forward(const FwdParams& call, int dtype, int device, cudaStream
 
 // Rows of lse (and D, dQ's workspace) and of the keys over all sequences: packed under varlen.
 int64_t query_rows(const FwdParams& p) {
-  return static_cast<int64_t>(p.heads_q) * (p.cu_seqlens_q != nullptr ? p.total_q : static_cast<int64_t>(p.batch) * p.seq_q);
+  return static_cast<int64_t>(p.heads_q) *
+         (p.cu_seqlens_q != nullptr ? p.total_q : static_cast<int64_t>(p.batch) * p.seq_q);
 }
 int64_t key_rows(const FwdParams& p) {
-  return static_cast<int64_t>(p.heads_kv) * (p.cu_seqlens_k != nullptr ? p.total_k : static_cast<int64_t>(p.batch) * p.seq_k);
+  return static_cast<int64_t>(p.heads_kv) *
+         (p.cu_seqlens_k != nullptr ? p.total_k : static_cast<int64_t>(p.batch) * p.seq_k);
 }
 
 // The passes around the backward's main kernel (D, dQ's conversion, the split reduction) see a varlen call as
@@ -269,29 +284,32 @@ BwdParams packed_view(const BwdParams& p) {
 BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest path) {
   BwdPlan plan;
   const int64_t rows_q = query_rows(p);
-  const std::string refusal = path == PathRequest::kSimt
-                                  ? "simt path requested"
-                                  : mma_refusal(p, dtype, device, kMmaBwdMaxHeadDim, Family::kBwdMma, p.dout, p.do_stride);
+  const std::string refusal = path == PathRequest::kSimt ? "simt path requested"
+                                                         : mma_refusal(p, dtype, device, kMmaBwdMaxHeadDim,
+                                                                       Family::kBwdMma, p.dout, p.do_stride);
   if (path == PathRequest::kMma && !refusal.empty()) {
-    throw std::invalid_argument("memeff-cuda: the tensor-core backward was requested but cannot run this call: " + refusal);
+    throw std::invalid_argument("memeff-cuda: the tensor-core backward was requested but cannot run this call: " +
+                                refusal);
   }
   plan.mma = refusal.empty();
   plan.tf32 = path != PathRequest::kSimt && tf32_bwd_ok(p, dtype, device);
   const bool tc = plan.mma || plan.tf32;  // a tensor-core main kernel (bwd_step.cuh's dbias forms)
-  plan.dbias_reduced = p.dbias != nullptr &&
-                       ((p.dbias_size[0] == 1 && p.batch > 1) || (p.dbias_size[1] == 1 && p.heads_q > 1) ||
-                        (p.dbias_size[2] == 1 && p.seq_q > 1) || (p.dbias_size[3] == 1 && p.seq_k > 1));
+  plan.dbias_reduced =
+      p.dbias != nullptr && ((p.dbias_size[0] == 1 && p.batch > 1) || (p.dbias_size[1] == 1 && p.heads_q > 1) ||
+                             (p.dbias_size[2] == 1 && p.seq_q > 1) || (p.dbias_size[3] == 1 && p.seq_k > 1));
   // Summed over batch / heads only: each element gets B * Hq / (its own count) atomic adds from
   // the main kernel, a few per element and spread over the whole array (no hot spots), against the
   // FMA recompute of S and dP in bwd_dbias_simt. Summed over queries or keys it would be Sq (Sk)
   // adds to one address: keep the recompute kernel there, and in deterministic mode.
-  const int64_t dbias_elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
+  const int64_t dbias_elems =
+      static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
   const bool over_bh_only = plan.dbias_reduced && p.dbias_size[2] == p.seq_q && p.dbias_size[3] == p.seq_k;
   plan.dbias_atomic = over_bh_only && !p.deterministic && (p.mask_dtype == kF32 || dbias_elems * 4 <= (4LL << 30));
   // 4 keys per request (tensor-core kernel): the target is contiguous along keys with rows, heads and
   // batches at multiples of 4 elements, 16-byte aligned (workspace carves are 256-byte aligned). Vector
   // reductions exist from sm90 on; vector stores everywhere.
-  const bool quad_strides = p.dbias_stride[3] == 1 && p.dbias_stride[2] % 4 == 0 && p.dbias_stride[1] % 4 == 0 && p.dbias_stride[0] % 4 == 0;
+  const bool quad_strides =
+      p.dbias_stride[3] == 1 && p.dbias_stride[2] % 4 == 0 && p.dbias_stride[1] % 4 == 0 && p.dbias_stride[0] % 4 == 0;
   if (tc && p.dbias != nullptr) {
     if (plan.dbias_atomic) {
       plan.dbias_quads = quad_strides && device_info(device).major >= 9 && (p.mask_dtype != kF32 || aligned16(p.dbias));
@@ -300,11 +318,11 @@ BwdPlan plan_backward(const BwdParams& p, int dtype, int device, PathRequest pat
     }
   }
   plan.dbias_stagger = tc && plan.dbias_atomic;
-  plan.dbias_mode = p.dbias == nullptr        ? ""
-                    : plan.dbias_atomic       ? (plan.dbias_quads ? "atomic-x4" : "atomic")
-                    : plan.dbias_reduced      ? "recompute"
-                    : plan.dbias_quads        ? "direct-x4"
-                                              : "direct";
+  plan.dbias_mode = p.dbias == nullptr   ? ""
+                    : plan.dbias_atomic  ? (plan.dbias_quads ? "atomic-x4" : "atomic")
+                    : plan.dbias_reduced ? "recompute"
+                    : plan.dbias_quads   ? "direct-x4"
+                                         : "direct";
   if (plan.dbias_stagger) plan.dbias_mode += "+stagger";
   // GQA: the group's heads add into the same dbias rows; sum them in the block first (BwdParams::dbias_presum).
   plan.dbias_presum = tc && plan.dbias_atomic && p.group > 1 && p.dbias_size[1] == 1;
@@ -349,7 +367,8 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   DeviceGuard guard(device);
   const BwdPlan plan = plan_backward(p, dtype, device, path);
   require(workspace != nullptr && workspace_bytes >= plan.workspace_bytes,
-          "workspace of " + std::to_string(workspace_bytes) + " bytes is smaller than the plan's " + std::to_string(plan.workspace_bytes));
+          "workspace of " + std::to_string(workspace_bytes) + " bytes is smaller than the plan's " +
+              std::to_string(plan.workspace_bytes));
   char* ws = static_cast<char*>(workspace);
   p.query_splits = plan.query_splits;
   p.dsum = reinterpret_cast<float*>(ws + plan.off_dsum);
@@ -359,9 +378,10 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
 
   const int dmax = std::max(p.head_dim, p.head_dim_v);
   const KernelEntry& aux = require_runnable(find_kernel(Family::kBwdAux, dtype, 0), device);
-  const KernelEntry& main = plan.mma    ? find_kernel(Family::kBwdMma, dtype, mma_bwd_bucket(p))
-                            : plan.tf32 ? find_kernel(Family::kBwdTf32, kF32, tf32_bucket(dmax))
-                                        : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
+  const KernelEntry& main = plan.mma ? find_kernel(Family::kBwdMma, dtype, mma_bwd_bucket(p))
+                            : plan.tf32
+                                ? find_kernel(Family::kBwdTf32, kF32, tf32_bucket(dmax))
+                                : require_runnable(find_kernel(Family::kBwdSimt, dtype, simt_bucket(dmax)), device);
   p.dsum_tf32 = plan.tf32;
   // At d128 (the split form), D's two parts as the kernel sums dP's head dim in two halves (bwd_dsum_tf32.cuh).
   p.dsum_tf32_half = plan.tf32 && tf32_bucket(dmax) == 128 ? Tf32BwdBucketTraits<128>::kKsPart : 0;
@@ -377,13 +397,15 @@ std::vector<std::string> run_backward(BwdParams p, int dtype, int device, PathRe
   main_p.dbias_stagger = plan.dbias_stagger;
   main_p.dbias_presum = plan.dbias_presum;
   if (plan.dbias_atomic) {
-    main_p.dbias_accum = p.mask_dtype == kF32 ? static_cast<float*>(p.dbias) : reinterpret_cast<float*>(ws + plan.off_dbias);
+    main_p.dbias_accum =
+        p.mask_dtype == kF32 ? static_cast<float*>(p.dbias) : reinterpret_cast<float*>(ws + plan.off_dbias);
     p.dbias_accum = main_p.dbias_accum;
     const int64_t elems = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
     ATTN_CUDA_CHECK(cudaMemsetAsync(main_p.dbias_accum, 0, static_cast<size_t>(elems) * 4, stream));
   } else if (main_p.dbias) {
     const int esize = p.mask_dtype == kF64 ? 8 : p.mask_dtype == kF32 ? 4 : 2;
-    ATTN_CUDA_CHECK(cudaMemsetAsync(main_p.dbias, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * esize, stream));
+    ATTN_CUDA_CHECK(
+        cudaMemsetAsync(main_p.dbias, 0, static_cast<size_t>(p.batch) * p.heads_q * p.seq_q * p.seq_k * esize, stream));
   }
   const BwdParams packed = packed_view(p);
   named(aux.name, [&] { aux.aux(packed, BwdStage::kDsum, stream); });
@@ -405,12 +427,14 @@ std::vector<std::string> kernel_names() {
 
 std::string device_support(int device) {
   const DeviceInfo d = device_info(device);
-  if (d.major < 5) return "memeff-cuda needs sm50 or newer; this device is sm_" + std::to_string(d.major) + std::to_string(d.minor);
+  if (d.major < 5)
+    return "memeff-cuda needs sm50 or newer; this device is sm_" + std::to_string(d.major) + std::to_string(d.minor);
   DeviceGuard guard(device);
   const KernelEntry& e = find_kernel(Family::kFwdSimt, kF32, 64);
   if (kernel_ptx_version(e, device) == 0) {
     return "the addon was built for " ATTN_CUDA_ARCHS_STRING " and has no code for sm_" + std::to_string(d.major) +
-           std::to_string(d.minor) + "; rebuild with ATTN_CUDA_ARCHS including " + std::to_string(d.major) + std::to_string(d.minor);
+           std::to_string(d.minor) + "; rebuild with ATTN_CUDA_ARCHS including " + std::to_string(d.major) +
+           std::to_string(d.minor);
   }
   return "";
 }

@@ -15,8 +15,8 @@ enum class PathRequest { kAuto, kSimt, kMma };
 
 // What the backward needs besides its outputs: one fp32 workspace, carved in this order.
 struct BwdPlan {
-  bool mma = false;            // 16-bit tensor-core main kernel (bwd_mma)
-  bool tf32 = false;           // fp32 on tensor cores, 3xTF32 (bwd_tf32); neither: the FMA kernels
+  bool mma = false;   // 16-bit tensor-core main kernel (bwd_mma)
+  bool tf32 = false;  // fp32 on tensor cores, 3xTF32 (bwd_tf32); neither: the FMA kernels
   int query_splits = 1;
   bool dbias_reduced = false;  // dbias is summed over a broadcast dim
   // ... only over batch and/or heads, non-deterministic: the main kernel adds dS with fp32 atomics

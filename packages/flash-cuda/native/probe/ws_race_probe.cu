@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
       for (int j = 0; j < visible; ++j) l += std::exp(s[j] - m);
       for (int d = 0; d < D; ++d) {
         double ref = 0;
-        for (int j = 0; j < visible; ++j) ref += std::exp(s[j] - m) / l * __bfloat162float(hv[(size_t(h) * sk + j) * D + d]);
+        for (int j = 0; j < visible; ++j)
+          ref += std::exp(s[j] - m) / l * __bfloat162float(hv[(size_t(h) * sk + j) * D + d]);
         worst = std::max(worst, std::fabs(ref - double(__bfloat162float(ho[(size_t(h) * sq + i) * D + d]))));
       }
     }

@@ -50,7 +50,8 @@ Napi::Value Forward(const Napi::CallbackInfo& info) {
 Napi::Value KvAppend(const Napi::CallbackInfo& info) {
   const uint64_t* ptrs = u64_arg(info, 0, attn::kv::kPtrCount, "kv addresses");
   const double* nums = f64_arg(info, 1, attn::kv::kNumCount, "kv arguments");
-  if (info.Length() < 3 || !info[2].IsNumber()) throw Napi::TypeError::New(info.Env(), "kvAppend: argument 3 must be the device index");
+  if (info.Length() < 3 || !info[2].IsNumber())
+    throw Napi::TypeError::New(info.Env(), "kvAppend: argument 3 must be the device index");
   const int device = info[2].As<Napi::Number>().Int32Value();
   with_js_errors(info.Env(), [&] { attn::flash::kv_append(ptrs, nums, device); });
   return info.Env().Undefined();

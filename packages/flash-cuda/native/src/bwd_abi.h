@@ -6,18 +6,24 @@
 namespace attn::flash::abi {
 
 // BigUint64Array: device addresses (0 = absent). dqAccum is only needed in the default (atomic) mode.
-enum BwdPtr : int {
-  kDout, kDq, kDk, kDv, kDqAccum, kDsum,
-  kBwdPtrCount
-};
+enum BwdPtr : int { kDout, kDq, kDk, kDv, kDqAccum, kDsum, kBwdPtrCount };
 
 // Float64Array: strides (elements) of dO and of the gradients, flags.
 enum BwdNum : int {
-  kDoBatchStride, kDoHeadStride, kDoRowStride,
-  kDqBatchStride, kDqHeadStride, kDqRowStride,
-  kDkBatchStride, kDkHeadStride, kDkRowStride,
-  kDvBatchStride, kDvHeadStride, kDvRowStride,
-  kDeterministic, kGradAligned16,
+  kDoBatchStride,
+  kDoHeadStride,
+  kDoRowStride,
+  kDqBatchStride,
+  kDqHeadStride,
+  kDqRowStride,
+  kDkBatchStride,
+  kDkHeadStride,
+  kDkRowStride,
+  kDvBatchStride,
+  kDvHeadStride,
+  kDvRowStride,
+  kDeterministic,
+  kGradAligned16,
   kBwdNumCount
 };
 

@@ -28,27 +28,57 @@ struct BwdConfig {
   BwdForm form;
   bool bf16;
   int head_dim;
-  int block_m, block_n, warps, smem, smem2;    // dK/dV kernel (smem: one stage of Q/dO, smem2: two)
+  int block_m, block_n, warps, smem, smem2;       // dK/dV kernel (smem: one stage of Q/dO, smem2: two)
   int dq_block_m, dq_block_n, dq_warps, dq_smem;  // deterministic dQ kernel
   void (*run)(const BwdParams&, cudaStream_t, int);
   const char* name;
 };
 
-#define ATTN_BWD_CONFIG(IS_BF16, D, M, W, DQN, DQW, ELEM, NAME)                                              \
-  {BwdForm::kRowTiled, IS_BF16 != 0, D, M, BwdTraits<D, M, W, ELEM>::kBlockN, W, BwdTraits<D, M, W, ELEM>::smem_bytes(1),         \
-   BwdTraits<D, M, W, ELEM>::smem_bytes(2),                                                                   \
-   DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
-   &run_bwd<BwdTraits<D, M, W, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
-#define ATTN_BWD_CONFIG_2D(IS_BF16, D, M, N, W, L90, L8X, DQN, DQW, ELEM, NAME)                                \
-  {BwdForm::kTiled2d, IS_BF16 != 0, D, M, N, W, BwdTraits2d<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),          \
-   BwdTraits2d<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                                                     \
-   DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
-   &run_bwd<BwdTraits2d<D, M, N, W, L90, L8X, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
-#define ATTN_BWD_CONFIG_SM90(IS_BF16, D, M, DQN, DQW, ELEM, NAME)                                            \
-  {BwdForm::kSm90, IS_BF16 != 0, D, M, BwdSm90Traits<D, M, ELEM>::kBlockN, BwdSm90Traits<D, M, ELEM>::kNWarps,               \
-   BwdSm90Traits<D, M, ELEM>::kSmemBytes, BwdSm90Traits<D, M, ELEM>::kSmemBytes,                                 \
-   DqTraits<D, DQN, DQW, ELEM>::kBlockM, DQN, DQW, DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                    \
-   &run_bwd<BwdSm90Traits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, NAME},
+#define ATTN_BWD_CONFIG(IS_BF16, D, M, W, DQN, DQW, ELEM, NAME)     \
+  {BwdForm::kRowTiled,                                              \
+   IS_BF16 != 0,                                                    \
+   D,                                                               \
+   M,                                                               \
+   BwdTraits<D, M, W, ELEM>::kBlockN,                               \
+   W,                                                               \
+   BwdTraits<D, M, W, ELEM>::smem_bytes(1),                         \
+   BwdTraits<D, M, W, ELEM>::smem_bytes(2),                         \
+   DqTraits<D, DQN, DQW, ELEM>::kBlockM,                            \
+   DQN,                                                             \
+   DQW,                                                             \
+   DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                         \
+   &run_bwd<BwdTraits<D, M, W, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, \
+   NAME},
+#define ATTN_BWD_CONFIG_2D(IS_BF16, D, M, N, W, L90, L8X, DQN, DQW, ELEM, NAME)    \
+  {BwdForm::kTiled2d,                                                              \
+   IS_BF16 != 0,                                                                   \
+   D,                                                                              \
+   M,                                                                              \
+   N,                                                                              \
+   W,                                                                              \
+   BwdTraits2d<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                         \
+   BwdTraits2d<D, M, N, W, L90, L8X, ELEM>::smem_bytes(2),                         \
+   DqTraits<D, DQN, DQW, ELEM>::kBlockM,                                           \
+   DQN,                                                                            \
+   DQW,                                                                            \
+   DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                                        \
+   &run_bwd<BwdTraits2d<D, M, N, W, L90, L8X, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, \
+   NAME},
+#define ATTN_BWD_CONFIG_SM90(IS_BF16, D, M, DQN, DQW, ELEM, NAME)    \
+  {BwdForm::kSm90,                                                   \
+   IS_BF16 != 0,                                                     \
+   D,                                                                \
+   M,                                                                \
+   BwdSm90Traits<D, M, ELEM>::kBlockN,                               \
+   BwdSm90Traits<D, M, ELEM>::kNWarps,                               \
+   BwdSm90Traits<D, M, ELEM>::kSmemBytes,                            \
+   BwdSm90Traits<D, M, ELEM>::kSmemBytes,                            \
+   DqTraits<D, DQN, DQW, ELEM>::kBlockM,                             \
+   DQN,                                                              \
+   DQW,                                                              \
+   DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                          \
+   &run_bwd<BwdSm90Traits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, \
+   NAME},
 const BwdConfig kBwdConfigs[] = {
 #include "bwd_instantiations/bwd_configs.inc"
 };
@@ -89,8 +119,9 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_
   const BwdConfig& c = kBwdConfigs[best];
   const int need = deterministic ? std::max(c.smem, c.dq_smem) : c.smem;
   if (need > smem_optin)
-    throw std::runtime_error(std::string("flash-cuda: the backward kernel ") + c.name + " needs " + std::to_string(need) +
-                             " bytes of shared memory per block; this GPU allows " + std::to_string(smem_optin));
+    throw std::runtime_error(std::string("flash-cuda: the backward kernel ") + c.name + " needs " +
+                             std::to_string(need) + " bytes of shared memory per block; this GPU allows " +
+                             std::to_string(smem_optin));
   auto find = [&](BwdForm form) {
     for (int i = 0; i < kNumBwdConfigs; ++i) {
       const BwdConfig& v = kBwdConfigs[i];
@@ -116,7 +147,7 @@ BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool determinist
   BwdPlan pl{};
   pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90, family);
   const BwdConfig& c = kBwdConfigs[pl.config];
-  pl.dq_accum_stride = c.head_dim;  // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
+  pl.dq_accum_stride = c.head_dim;            // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
   pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // the 2-D tiled and sm90 forms: always 2 (choose() checked)
   pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
   pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);
@@ -125,9 +156,7 @@ BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool determinist
 }
 
 // An sm90 device (H100 / H200) and an addon with sm_90a code: where the Hopper kernel can run.
-bool on_sm90(const double* nums) {
-  return nums[abi::kCcMajor] == 9 && nums[abi::kCcMinor] == 0 && built_for_sm90a();
-}
+bool on_sm90(const double* nums) { return nums[abi::kCcMajor] == 9 && nums[abi::kCcMinor] == 0 && built_for_sm90a(); }
 
 }  // namespace
 
@@ -200,13 +229,13 @@ std::vector<std::string> backward_kernel_descriptions() {
   std::vector<std::string> out;
   for (const BwdConfig& c : kBwdConfigs)
     out.push_back(std::string(c.name) + " (dK/dV " +
-                  (c.form == BwdForm::kSm90 ? "sm90 wgmma" : c.form == BwdForm::kTiled2d ? "2-D warp tiling" : "row-tiled") + " " +
-                  std::to_string(c.block_m) + "x" +
-                  std::to_string(c.block_n) + ", " +
-                  std::to_string(c.warps) + " warps, " + std::to_string(c.smem / 1024) + " KB, " +
-                  std::to_string(c.smem2 / 1024) + " KB with prefetch; dQ " +
-                  std::to_string(c.dq_block_m) + "x" + std::to_string(c.dq_block_n) + ", " + std::to_string(c.dq_warps) +
-                  " warps, " + std::to_string(c.dq_smem / 1024) + " KB)");
+                  (c.form == BwdForm::kSm90      ? "sm90 wgmma"
+                   : c.form == BwdForm::kTiled2d ? "2-D warp tiling"
+                                                 : "row-tiled") +
+                  " " + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " + std::to_string(c.warps) +
+                  " warps, " + std::to_string(c.smem / 1024) + " KB, " + std::to_string(c.smem2 / 1024) +
+                  " KB with prefetch; dQ " + std::to_string(c.dq_block_m) + "x" + std::to_string(c.dq_block_n) + ", " +
+                  std::to_string(c.dq_warps) + " warps, " + std::to_string(c.dq_smem / 1024) + " KB)");
   return out;
 }
 

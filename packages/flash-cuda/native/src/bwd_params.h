@@ -34,9 +34,9 @@ struct BwdParams {
   // kernels test before plain_tile, which is the code shape ptxas allocates without spills at 255 registers
   // (folding the test into plain_tile alone spilled 20-52 bytes in the 2-D tiled D128/D256 kernels).
   bool plain_tiles;
-  int stages;          // 1 or 2 shared-memory stages of (Q, dO) in the dK/dV kernel (2: prefetch)
-  int n_blocks;        // key blocks of the dK/dV kernel
-  int m_blocks;        // query blocks of the deterministic dQ kernel
+  int stages;    // 1 or 2 shared-memory stages of (Q, dO) in the dK/dV kernel (2: prefetch)
+  int n_blocks;  // key blocks of the dK/dV kernel
+  int m_blocks;  // query blocks of the deterministic dQ kernel
 };
 
 }  // namespace attn::flash

@@ -18,10 +18,10 @@ namespace attn::flash {
 
 // What does not change within a CTA and query head.
 struct BwdRowCtx {
-  int off;          // alignment offset: seq_k - seq_q for lower-right, else 0
+  int off;  // alignment offset: seq_k - seq_q for lower-right, else 0
   int seq_k;
-  float slope2;     // ALiBi slope of the head in log2 units, 0 without ALiBi
-  uint32_t bh;      // b * Hq + h: the Philox counter word of the head
+  float slope2;  // ALiBi slope of the head in log2 units, 0 without ALiBi
+  uint32_t bh;   // b * Hq + h: the Philox counter word of the head
 };
 
 // The context of query head h of batch b (its ALiBi slope read once).
@@ -102,8 +102,6 @@ __device__ __forceinline__ uint32_t dropout_mask(const FwdParams& f, const BwdRo
 }
 
 // The saved logsumexp of a row in log2 units, +inf where the row saw no key (lse = -inf).
-__device__ __forceinline__ float lse_log2(float lse) {
-  return lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f;
-}
+__device__ __forceinline__ float lse_log2(float lse) { return lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f; }
 
 }  // namespace attn::flash

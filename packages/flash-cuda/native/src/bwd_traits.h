@@ -52,9 +52,9 @@ struct BwdTraits : SmemRows<kHeadDim_> {
   static constexpr int kColSplits = kHeadDim > 128 ? 2 : 1;
   static constexpr int kDkvCols = kHeadDim / kColSplits;  // dK/dV (and dQ) columns of one CTA
   static constexpr int kDkvTiles = kDkvCols / 8;
-  static constexpr int kQTiles = kBlockM / 8;     // n8 tiles of S^T per warp
-  static constexpr int kKSteps = kHeadDim / 16;   // k16 steps of K Q^T and V dO^T
-  static constexpr int kMSteps = kBlockM / 16;    // k16 steps of P^T dO and dS^T Q
+  static constexpr int kQTiles = kBlockM / 8;    // n8 tiles of S^T per warp
+  static constexpr int kKSteps = kHeadDim / 16;  // k16 steps of K Q^T and V dO^T
+  static constexpr int kMSteps = kBlockM / 16;   // k16 steps of P^T dO and dS^T Q
   static constexpr int kDqRowWarps = kBlockM / 16;
   static constexpr int kDqColGroups = kNWarps / kDqRowWarps;
   static constexpr int kDqCols = kDkvCols / kDqColGroups;
@@ -65,7 +65,7 @@ struct BwdTraits : SmemRows<kHeadDim_> {
   static constexpr int kDqPassTiles = (kDqTiles % 4 != 0 || (kBwdSm8x && kHeadDim > 128)) ? 2 : 4;
 
   using DsRows = SmemRows<kBlockM>;  // dS^T tile: kBlockN rows (keys) of kBlockM elements (queries)
-  static constexpr int kSmemQElems = kBlockM * kHeadDim;  // Q and dO
+  static constexpr int kSmemQElems = kBlockM * kHeadDim;   // Q and dO
   static constexpr int kSmemKVElems = kBlockN * kHeadDim;  // K and V
   static constexpr int kSmemDsElems = kBlockN * kBlockM;
   // K, V, dS^T and two slots of lse and Dsum, then 1 or 2 stages of (Q, dO): two stages let the next

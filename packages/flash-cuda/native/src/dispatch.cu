@@ -42,18 +42,41 @@ struct FwdConfig {
   int paged_smem_bytes;  // with the staged block-table entries of paged calls (sm80 family; = smem_bytes for sm90)
   void (*run)(const FwdParams&, cudaStream_t, int);
   const char* name;
-  bool sm90;         // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
+  bool sm90;              // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
   bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
-  int min_blocks;    // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
+  int min_blocks;         // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
 };
 
-#define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME)                     \
-  {IS_BF16 != 0, D, M, N, W, QR, EXTRAS, FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes, \
-   FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kPagedSmemBytes, &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>, NAME, false, false, 0},
-#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME)                                   \
-  {IS_BF16 != 0, D, M, N, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32, false, false,           \
-   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes, &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>, NAME, \
-   true, WS, MINB},
+#define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME) \
+  {IS_BF16 != 0,                                                     \
+   D,                                                                \
+   M,                                                                \
+   N,                                                                \
+   W,                                                                \
+   QR,                                                               \
+   EXTRAS,                                                           \
+   FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kSmemBytes,              \
+   FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>::kPagedSmemBytes,         \
+   &run_fwd<FwdTraits<D, M, N, W, QR, ELEM, EXTRAS>>,                \
+   NAME,                                                             \
+   false,                                                            \
+   false,                                                            \
+   0},
+#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME) \
+  {IS_BF16 != 0,                                                     \
+   D,                                                                \
+   M,                                                                \
+   N,                                                                \
+   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32,      \
+   false,                                                            \
+   false,                                                            \
+   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes,               \
+   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes,               \
+   &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>,            \
+   NAME,                                                             \
+   true,                                                             \
+   WS,                                                               \
+   MINB},
 const FwdConfig kConfigs[] = {
 #include "instantiations/fwd_configs.inc"
 };
@@ -113,9 +136,7 @@ int num_splits_heuristic(int64_t ctas, int sm_slots, int n_blocks, int max_split
   if (max_splits <= 1) return 1;
   float eff[kMaxSplits + 1] = {};
   float best = 0.f;
-  auto eligible = [&](int s) {
-    return s == 1 || (n_blocks + s - 1) / s != (n_blocks + s - 2) / (s - 1);
-  };
+  auto eligible = [&](int s) { return s == 1 || (n_blocks + s - 1) / s != (n_blocks + s - 2) / (s - 1); };
   for (int s = 1; s <= max_splits; ++s) {
     if (!eligible(s)) continue;
     const float waves = float(ctas * s) / sm_slots;
@@ -198,14 +219,17 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   if (lean_small >= 0) small = lean_small;
   int cfg = (rows <= 64 && small >= 0) ? small : (large >= 0 ? large : small);
   if (forced >= 0) {
-    if (forced >= kNumConfigs) throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
+    if (forced >= kNumConfigs)
+      throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
     const FwdConfig& c = kConfigs[forced];
     if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin)
-      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name + " does not fit this call (dtype, head dim " +
-                                  std::to_string(s.head_dim) + " or shared memory)");
-    if (!c.extras && !lean)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
-                                  " is lean: it has no ALiBi, softcap, dropout or left window bound and needs scale > 0");
+                                  " does not fit this call (dtype, head dim " + std::to_string(s.head_dim) +
+                                  " or shared memory)");
+    if (!c.extras && !lean)
+      throw std::invalid_argument(
+          std::string("flash-cuda: kernel ") + c.name +
+          " is lean: it has no ALiBi, softcap, dropout or left window bound and needs scale > 0");
     if (c.sm90 && !on_sm90)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " runs only on sm90 (H100/H200) devices with an addon built for sm_90a (" +
@@ -237,8 +261,8 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
       cfg = hopper;
   }
   if (cfg < 0)
-    throw std::runtime_error("flash-cuda: no compiled kernel for head dim " + std::to_string(s.head_dim) +
-                             " fits in " + std::to_string(s.smem_optin) + " bytes of shared memory per block");
+    throw std::runtime_error("flash-cuda: no compiled kernel for head dim " + std::to_string(s.head_dim) + " fits in " +
+                             std::to_string(s.smem_optin) + " bytes of shared memory per block");
   const FwdConfig& c = kConfigs[cfg];
   Plan pl{};
   pl.config = cfg;
@@ -327,7 +351,8 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
     if (p.page_size > 1) {
       int l = 0;
       while ((int64_t(1) << l) < p.page_size) ++l;
-      p.page_div_mul = static_cast<uint32_t>(((uint64_t(1) << (31 + l)) + uint64_t(p.page_size) - 1) / uint64_t(p.page_size));
+      p.page_div_mul =
+          static_cast<uint32_t>(((uint64_t(1) << (31 + l)) + uint64_t(p.page_size) - 1) / uint64_t(p.page_size));
       p.page_div_shift = l - 1;
     }
   }

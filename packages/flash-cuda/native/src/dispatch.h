@@ -17,9 +17,9 @@ enum class KernelFamily : int { kAuto = 0, kSm80 = 1, kSm90 = 2 };
 KernelFamily kernel_family(const double* nums);
 
 struct Plan {
-  int num_splits;      // 1: no split-KV
-  int oaccum_stride;   // floats per row of the split-KV partials (the head-dim bucket)
-  int config;          // index into the generated table
+  int num_splits;     // 1: no split-KV
+  int oaccum_stride;  // floats per row of the split-KV partials (the head-dim bucket)
+  int config;         // index into the generated table
   bool pack_gqa;
   int m_blocks;
 };

@@ -35,8 +35,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
   using IO = TileIO<Tr>;
   using Ds = typename Tr::DsRows;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN;
-  constexpr int kAM = Tr::kSdpMTiles, kAN = Tr::kSdpNTiles;  // S^T warp tile: m16 (keys) x n8 (queries) tiles
-  constexpr int kBM = Tr::kDkvMTiles, kBD = Tr::kDkvDTiles;  // dK/dV warp tile: m16 (keys) x n8 (columns)
+  constexpr int kAM = Tr::kSdpMTiles, kAN = Tr::kSdpNTiles;   // S^T warp tile: m16 (keys) x n8 (queries) tiles
+  constexpr int kBM = Tr::kDkvMTiles, kBD = Tr::kDkvDTiles;   // dK/dV warp tile: m16 (keys) x n8 (columns)
   constexpr int kQM = Tr::kDqMTiles, kQP = Tr::kDqPassTiles;  // dQ warp tile: m16 (queries) x n8 per pass
   const FwdParams& f = p.f;
 
@@ -87,10 +87,14 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
     const int ln = static_cast<int>(opaque(static_cast<uint32_t>(lane)));
     const uint32_t base = opaque(smem_base) + off;
     switch (pat) {
-      case kAPlain: return LdsmAddr<TrX, kRows>(base, ln & 15, ln >> 4);
-      case kBPlain: return LdsmAddr<TrX, kRows>(base, (ln & 7) + ((ln >> 4) << 3), (ln >> 3) & 1);
-      case kBTrans: return LdsmAddr<TrX, kRows>(base, (ln & 7) + (((ln >> 3) & 1) << 3), ln >> 4);
-      default: return LdsmAddr<TrX, kRows>(base, (ln & 7) + ((ln >> 4) << 3), (ln >> 3) & 1);
+      case kAPlain:
+        return LdsmAddr<TrX, kRows>(base, ln & 15, ln >> 4);
+      case kBPlain:
+        return LdsmAddr<TrX, kRows>(base, (ln & 7) + ((ln >> 4) << 3), (ln >> 3) & 1);
+      case kBTrans:
+        return LdsmAddr<TrX, kRows>(base, (ln & 7) + (((ln >> 3) & 1) << 3), ln >> 4);
+      default:
+        return LdsmAddr<TrX, kRows>(base, (ln & 7) + ((ln >> 4) << 3), (ln >> 3) & 1);
     }
   };
   using RowsN = std::integral_constant<int, kN>;
@@ -113,8 +117,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
   const int pairs = group * nm;
   float lse_next = INFINITY, dsum_next = 0.f;
   auto prefetch = [&](int k, int stage) {
-    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid,
-                      lse_next, dsum_next);
+    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid, lse_next,
+                      dsum_next);
   };
   if (pairs > 0) prefetch(0, 0);
 

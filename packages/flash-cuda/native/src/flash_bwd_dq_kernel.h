@@ -53,10 +53,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
 
   const E* q_base = static_cast<const E*>(f.q);
   const E* do_base = static_cast<const E*>(p.dout);
-  load_query_rows<IO, kM>(sQ, q_base, sq, b, h, i0, f.q_batch_stride, f.q_head_stride,
-                          f.q_row_stride, f, tid);
-  load_query_rows<IO, kM>(sdO, do_base, sq, b, h, i0, p.do_batch_stride, p.do_head_stride,
-                          p.do_row_stride, f, tid);
+  load_query_rows<IO, kM>(sQ, q_base, sq, b, h, i0, f.q_batch_stride, f.q_head_stride, f.q_row_stride, f, tid);
+  load_query_rows<IO, kM>(sdO, do_base, sq, b, h, i0, p.do_batch_stride, p.do_head_stride, p.do_row_stride, f, tid);
   cp_async_commit();
 
   // This thread's two rows: lse (log2 units) and Dsum.
@@ -154,8 +152,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int r = e >> 1;
-          grad_element(s[nt][e], dp[nt][e], i0 + warp * 16 + g + 8 * r, j0 + nt * 8 + 2 * t + (e & 1), lse2[r],
-                       dsum[r], (keep >> (nt * 4 + e)) & 1u, f, rc);
+          grad_element(s[nt][e], dp[nt][e], i0 + warp * 16 + g + 8 * r, j0 + nt * 8 + 2 * t + (e & 1), lse2[r], dsum[r],
+                       (keep >> (nt * 4 + e)) & 1u, f, rc);
         }
     }
     LdsmAddr<Tr, kN> lkti = lkt.fresh();

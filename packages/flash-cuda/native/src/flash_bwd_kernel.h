@@ -56,17 +56,19 @@ template <typename IO, int kRows, typename E>
 __device__ __forceinline__ void load_query_rows(E* dst, const E* base, const BwdSeq& sq, int b, int h, int i0,
                                                 int64_t bs, int64_t hs, int64_t rs, const FwdParams& f, int tid) {
   IO::template load<kRows>(
-      dst, [&](int row) -> const E* {
+      dst,
+      [&](int row) -> const E* {
         const int i = i0 + row;
         return i < sq.seq_q ? base + sq.q_row(b, h, i, bs, hs, rs) : nullptr;
       },
       f.head_dim, f.aligned16, base, tid);
 }
 template <typename IO, int kRows, typename E>
-__device__ __forceinline__ void load_key_rows(E* dst, const E* base, const BwdSeq& sq, int b, int h, int j0,
-                                              int64_t bs, int64_t hs, int64_t rs, const FwdParams& f, int tid) {
+__device__ __forceinline__ void load_key_rows(E* dst, const E* base, const BwdSeq& sq, int b, int h, int j0, int64_t bs,
+                                              int64_t hs, int64_t rs, const FwdParams& f, int tid) {
   IO::template load<kRows>(
-      dst, [&](int row) -> const E* {
+      dst,
+      [&](int row) -> const E* {
         const int j = j0 + row;
         return j < sq.seq_k ? base + sq.k_row(b, h, j, bs, hs, rs) : nullptr;
       },
@@ -198,8 +200,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
   // Pair k's Q and dO into stage `stage`, its lse and Dsum into registers (prefetch_pair).
   float lse_next = INFINITY, dsum_next = 0.f;
   auto prefetch = [&](int k, int stage) {
-    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid,
-                      lse_next, dsum_next);
+    prefetch_pair<Tr>(sQ0 + stage * kStageElems, p, sq, b, hk * group + k / nm, (m_begin + k % nm) * kM, tid, lse_next,
+                      dsum_next);
   };
   if (pairs > 0) prefetch(0, 0);
 
@@ -338,7 +340,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
         *reinterpret_cast<uint32_t*>(sdS + swizzle_offset<Ds>(row, nt, kN) + 2 * t) =
             Op::pack(dpt[nt][2 * r], dpt[nt][2 * r + 1]);
       }
-    __syncthreads();  // dS^T complete; Q and dO of this stage are no longer read
+    __syncthreads();                                       // dS^T complete; Q and dO of this stage are no longer read
     if (stages == 1 && k + 1 < pairs) prefetch(k + 1, 0);  // overlaps the dQ part
     {
       constexpr int kDqT = Tr::kDqPassTiles;

@@ -57,7 +57,7 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
   if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
 
-  run_bwd_dsum<E>(p, stream);  // also zeroes the dQ workspace (default mode)
+  run_bwd_dsum<E>(p, stream);              // also zeroes the dQ workspace (default mode)
   run_bwd_zero_unused_keys<E>(p, stream);  // seqused_k only: dK/dV of the keys past it
   const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
                   static_cast<unsigned>(p.f.batch));

@@ -65,10 +65,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
 
   const E* q_bh = static_cast<const E*>(p.q) + (varlen ? q_start * p.q_row_stride : b * p.q_batch_stride);
   const bool paged = p.block_table != nullptr;  // then k_start is 0: rows come from the pages
-  const E* k_bh = static_cast<const E*>(p.k) + (varlen ? k_start * p.k_row_stride : b * p.k_batch_stride) +
-                  hk * p.k_head_stride;
-  const E* v_bh = static_cast<const E*>(p.v) + (varlen ? k_start * p.v_row_stride : b * p.v_batch_stride) +
-                  hk * p.v_head_stride;
+  const E* k_bh =
+      static_cast<const E*>(p.k) + (varlen ? k_start * p.k_row_stride : b * p.k_batch_stride) + hk * p.k_head_stride;
+  const E* v_bh =
+      static_cast<const E*>(p.v) + (varlen ? k_start * p.v_row_stride : b * p.v_batch_stride) + hk * p.v_head_stride;
   const int* table_row = paged ? p.block_table + int64_t(b) * p.max_pages_per_seq : nullptr;
   auto row_i = [&](int r) { return p.pack_gqa ? r / group : r; };
   auto row_h = [&](int r) { return p.pack_gqa ? hk * group + r % group : hy; };
@@ -157,19 +157,21 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   };
   auto load_k = [&](int n) {
     if (paged) {
-      IO::template load_rows_paged<kN>(sK, k_bh, sOffK + (n & 1) * Tr::kPageSlots, seq_k - n * kN, p.head_dim, p.aligned16,
-                                       k_bh, tid);
+      IO::template load_rows_paged<kN>(sK, k_bh, sOffK + (n & 1) * Tr::kPageSlots, seq_k - n * kN, p.head_dim,
+                                       p.aligned16, k_bh, tid);
       if (n > n_begin) load_pages(n - 1);
     } else {
-      IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh, tid);
+      IO::template load_rows<kN>(sK, k_bh + int64_t(n) * kN * k_rs, k_rs, seq_k - n * kN, p.head_dim, p.aligned16, k_bh,
+                                 tid);
     }
   };
   auto load_v = [&](int n) {
     if (paged) {
-      IO::template load_rows_paged<kN>(sV, v_bh, sOffV + (n & 1) * Tr::kPageSlots, seq_k - n * kN, p.head_dim, p.aligned16,
-                                       v_bh, tid);
+      IO::template load_rows_paged<kN>(sV, v_bh, sOffV + (n & 1) * Tr::kPageSlots, seq_k - n * kN, p.head_dim,
+                                       p.aligned16, v_bh, tid);
     } else {
-      IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh, tid);
+      IO::template load_rows<kN>(sV, v_bh + int64_t(n) * kN * v_rs, v_rs, seq_k - n * kN, p.head_dim, p.aligned16, v_bh,
+                                 tid);
     }
   };
   if (n_end > n_begin) {
@@ -188,9 +190,9 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   }
 
   // Per-lane ldmatrix coordinates (see the fragment layouts in row_state.h and ptx.h).
-  const LdsmAddr<Tr, kM> lq(smem_addr(sQ), lane & 15, lane >> 4);                             // A from Q
-  const LdsmAddr<Tr, kN> lk(smem_addr(sK), (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);      // B from K
-  const LdsmAddr<Tr, kN> lv(smem_addr(sV), (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);      // B from V (.trans)
+  const LdsmAddr<Tr, kM> lq(smem_addr(sQ), lane & 15, lane >> 4);                              // A from Q
+  const LdsmAddr<Tr, kN> lk(smem_addr(sK), (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);  // B from K
+  const LdsmAddr<Tr, kN> lv(smem_addr(sV), (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);  // B from V (.trans)
 
   uint32_t q_frag[Tr::kQInRegs ? kMT : 1][Tr::kQInRegs ? kKS : 1][4];
   cp_async_wait<0>();
@@ -223,7 +225,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   for (int n = n_end - 1; n >= n_begin; --n) {
     const int j0 = n * kN;
     cp_async_wait<0>();
-    __syncthreads();  // K_n landed; every warp is done reading V_{n+1}
+    __syncthreads();                               // K_n landed; every warp is done reading V_{n+1}
     if (paged && n > n_begin) row_offsets(n - 1);  // its entries landed with K_n; read after a barrier below
     load_v(n);
     cp_async_commit();
@@ -311,7 +313,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
         float* dst = p.oaccum + slot * p.oaccum_stride;
 #pragma unroll
         for (int dt = 0; dt < kDT; ++dt)
-          *reinterpret_cast<float2*>(dst + dt * 8 + 2 * t) = make_float2(acc_o[mi][dt][2 * r], acc_o[mi][dt][2 * r + 1]);
+          *reinterpret_cast<float2*>(dst + dt * 8 + 2 * t) =
+              make_float2(acc_o[mi][dt][2 * r], acc_o[mi][dt][2 * r + 1]);
         if (t == 0) p.lse_accum[slot] = lse[mi][r];
       }
     return;

@@ -25,9 +25,11 @@ __device__ __forceinline__ void gemm_qk(float (&s)[Tr::kMTiles][Tr::kNTiles][4],
   constexpr int kSteps = kKS * kNP;  // one step: one ldmatrix.x4 of K (two n8 tiles, one k16 slice)
   uint32_t a[Tr::kQInRegs ? 1 : 2][kMT][4];
   uint32_t bk[2][4];
-  auto a_frag = [&](int mi, int ks) -> const uint32_t(&)[4] {
-    if constexpr (Tr::kQInRegs) return q_frag[mi][ks];
-    else return a[ks & 1][mi];
+  auto a_frag = [&](int mi, int ks) -> const uint32_t (&)[4] {
+    if constexpr (Tr::kQInRegs)
+      return q_frag[mi][ks];
+    else
+      return a[ks & 1][mi];
   };
   if constexpr (!Tr::kQInRegs) {
 #pragma unroll
@@ -48,7 +50,7 @@ __device__ __forceinline__ void gemm_qk(float (&s)[Tr::kMTiles][Tr::kNTiles][4],
       if (i + 1 < kSteps) ldmatrix_x4(bk[(i + 1) & 1], lk.at(((i + 1) % kNP) * 16, ((i + 1) / kNP) * 2));
 #pragma unroll
       for (int mi = 0; mi < kMT; ++mi) {
-        const uint32_t(&am)[4] = a_frag(mi, ks);
+        const uint32_t (&am)[4] = a_frag(mi, ks);
         Op::run(s[mi][2 * np], am, bk[i & 1][0], bk[i & 1][1]);
         Op::run(s[mi][2 * np + 1], am, bk[i & 1][2], bk[i & 1][3]);
       }

@@ -75,7 +75,7 @@ struct FwdParams {
   float* lse_accum;  // [num_splits][rows]
   int64_t accum_rows;
   int oaccum_stride;
-  int64_t total_q;   // varlen: packed query length (lse is [Hq, total_q])
+  int64_t total_q;  // varlen: packed query length (lse is [Hq, total_q])
 };
 
 }  // namespace attn::flash

@@ -16,7 +16,7 @@ template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, bool kQInRegs
           bool kExtras_ = true>
 struct FwdTraits {
   using Element = Element_;
-  static constexpr int kHeadDim = kHeadDim_;   // the head-dim bucket; real D <= kHeadDim, padded with zeros
+  static constexpr int kHeadDim = kHeadDim_;  // the head-dim bucket; real D <= kHeadDim, padded with zeros
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kNWarps = kNWarps_;
@@ -89,7 +89,8 @@ struct LdsmAddr {
   }
   __device__ __forceinline__ uint32_t at(int r0, int c0) const {
     return base + ((c0 / Tr::kChunksPerBlock) * kRows * Tr::kBlockKSmem + r0 * Tr::kBlockKSmem +
-                   (((c0 % Tr::kChunksPerBlock) ^ x) << 3)) * 2;
+                   (((c0 % Tr::kChunksPerBlock) ^ x) << 3)) *
+                      2;
   }
 };
 

@@ -46,8 +46,10 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
-template <typename T> struct MmaOp;
-template <> struct MmaOp<__half> {
+template <typename T>
+struct MmaOp;
+template <>
+struct MmaOp<__half> {
   __device__ __forceinline__ static void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -62,7 +64,8 @@ template <> struct MmaOp<__half> {
   __device__ __forceinline__ static __half from_float(float x) { return __float2half_rn(x); }
   __device__ __forceinline__ static float to_float(__half x) { return __half2float(x); }
 };
-template <> struct MmaOp<__nv_bfloat16> {
+template <>
+struct MmaOp<__nv_bfloat16> {
   __device__ __forceinline__ static void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "

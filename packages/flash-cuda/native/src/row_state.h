@@ -21,7 +21,7 @@ struct RowCtx {
   int group;       // pack_gqa: rows are (i, g) with row = i*group + g; otherwise group = 1
   int off;         // alignment offset: Sk - Sq for lower-right, 0 for upper-left
   int seq_k;
-  int64_t bh0;     // b * Hq + first head of the CTA (pack_gqa: hk * group)
+  int64_t bh0;          // b * Hq + first head of the CTA (pack_gqa: hk * group)
   const float* slopes;  // ALiBi slopes of batch b (null: off)
 
   __device__ __forceinline__ int row(int mi, int r, int kw) const {
@@ -46,8 +46,8 @@ __device__ __forceinline__ float fast_tanh(float x) {
 
 // Scale (or softcap) every score of the tile into log2 units; ALiBi when on.
 template <int kMT, int kNT, int kW>
-__device__ __forceinline__ void scale_scores(float (&s)[kMT][kNT][4], const FwdParams& p, const RowCtx& rc,
-                                             int j0, int t) {
+__device__ __forceinline__ void scale_scores(float (&s)[kMT][kNT][4], const FwdParams& p, const RowCtx& rc, int j0,
+                                             int t) {
   if (p.softcap_out != 0.f) {
 #pragma unroll
     for (int mi = 0; mi < kMT; ++mi)
@@ -133,7 +133,7 @@ __device__ __forceinline__ float softmax_row(float (&s)[kMT][kNT][4], float (&ro
   for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(s[mi][nt][2 * r], s[mi][nt][2 * r + 1]));
   mx = quad_max(mx);
   if constexpr (kFoldScale) mx = fmaxf(row_max[mi][r], mx * score_mul);  // -inf stays -inf
-  const float m_use = mx == -INFINITY ? 0.f : mx;  // a row with no visible key so far: all p = 0
+  const float m_use = mx == -INFINITY ? 0.f : mx;                        // a row with no visible key so far: all p = 0
   const float corr = fast_exp2(row_max[mi][r] - m_use);
   row_max[mi][r] = mx;
   float sum = 0.f;
@@ -161,8 +161,7 @@ __device__ __forceinline__ void rescale_o_row(float (&acc_o)[kMT][kDT][4], int m
 
 template <bool kFoldScale, int kMT, int kNT, int kDT>
 __device__ __forceinline__ void softmax_update(float (&s)[kMT][kNT][4], float (&acc_o)[kMT][kDT][4],
-                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2],
-                                               float score_mul) {
+                                               float (&row_max)[kMT][2], float (&row_sum)[kMT][2], float score_mul) {
 #pragma unroll
   for (int mi = 0; mi < kMT; ++mi)
 #pragma unroll

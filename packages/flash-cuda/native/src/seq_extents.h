@@ -26,7 +26,9 @@ struct SeqExtents {
   int k_pos0;  // paged: the table position of key 0 (a kv cache's leftpadK; 0 otherwise)
 };
 
-__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
+__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
 
 __device__ __forceinline__ SeqExtents seq_extents(const FwdParams& p, int b) {
   SeqExtents e{0, 0, p.seqlen_q, p.seqlen_k, 0};

@@ -52,8 +52,8 @@ struct TileIO {
   // Loads kRows rows. row_ptr(row) gives the global address of the row's element 0, or nullptr past the
   // end (zero-filled). `zero_src` is any valid global address (never read: cp.async with src-size 0).
   template <int kRows, typename RowPtr>
-  __device__ __forceinline__ static void load(E* smem, RowPtr row_ptr, int d, bool aligned16,
-                                              const E* zero_src, int tid) {
+  __device__ __forceinline__ static void load(E* smem, RowPtr row_ptr, int d, bool aligned16, const E* zero_src,
+                                              int tid) {
     constexpr int kChunks = kRows * Tr::kChunksPerRow;
     static_assert(kChunks % Tr::kNThreads == 0, "chunks split evenly");
     if (aligned16) {
@@ -118,8 +118,9 @@ struct TileIO {
   // kernel from the staged block-table entries): one shared load per row in place of the contiguous
   // path's pointer step.
   template <int kRows>
-  __device__ __forceinline__ static void load_rows_paged(E* smem, const E* head_base, const int64_t* offsets, int rows_valid,
-                                                         int d, bool aligned16, const E* zero_src, int tid) {
+  __device__ __forceinline__ static void load_rows_paged(E* smem, const E* head_base, const int64_t* offsets,
+                                                         int rows_valid, int d, bool aligned16, const E* zero_src,
+                                                         int tid) {
     constexpr bool kStrided = Tr::kNThreads % Tr::kChunksPerRow == 0 && (Tr::kNThreads / Tr::kChunksPerRow) % 8 == 0;
     if constexpr (kStrided) {
       if (aligned16) {
@@ -131,7 +132,8 @@ struct TileIO {
 #pragma unroll
         for (int it = 0; it < kRows / kRowStep; ++it) {
           const bool ok = col_ok && r0 + it * kRowStep < rows_valid;
-          cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, ok ? base + offsets[r0 + it * kRowStep] : zero_src, ok ? 16 : 0);
+          cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, ok ? base + offsets[r0 + it * kRowStep] : zero_src,
+                      ok ? 16 : 0);
         }
         return;
       }
@@ -142,7 +144,8 @@ struct TileIO {
   // Out of line on purpose (see load_rows): other geometries and misaligned tensors.
   template <int kRows>
   __device__ __noinline__ static void load_rows_paged_generic(E* smem, const E* head_base, const int64_t* offsets,
-                                                              int rows_valid, int d, bool aligned16, const E* zero_src, int tid) {
+                                                              int rows_valid, int d, bool aligned16, const E* zero_src,
+                                                              int tid) {
     load<kRows>(
         smem, [&](int row) -> const E* { return row < rows_valid ? head_base + offsets[row] : nullptr; }, d, aligned16,
         zero_src, tid);
@@ -153,8 +156,8 @@ struct TileIO {
   __device__ __noinline__ static void load_rows_elementwise(E* smem, const E* tile_row0, int64_t row_stride,
                                                             int rows_valid, int d, int tid) {
     load<kRows>(
-        smem, [=](int row) -> const E* { return row < rows_valid ? tile_row0 + row * row_stride : nullptr; }, d,
-        false, tile_row0, tid);
+        smem, [=](int row) -> const E* { return row < rows_valid ? tile_row0 + row * row_stride : nullptr; }, d, false,
+        tile_row0, tid);
   }
 
   // Stores kRows rows of a swizzled tile; row_ptr(row) == nullptr skips the row. Columns >= d are not written.

@@ -46,17 +46,13 @@ ATTN_HD Philox4 philox4x32_10(Philox4 ctr, uint32_t k0, uint32_t k1) {
 
 // The four words for keys 4*(j>>2) .. 4*(j>>2)+3 of row i, head bh = b*Hq + h.
 ATTN_HD Philox4 dropout_words(uint64_t seed, uint32_t offset, uint32_t bh, uint32_t i, uint32_t j_div4) {
-  return philox4x32_10(Philox4{j_div4, i, bh, offset}, static_cast<uint32_t>(seed),
-                       static_cast<uint32_t>(seed >> 32));
+  return philox4x32_10(Philox4{j_div4, i, bh, offset}, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 }
 
-ATTN_HD uint32_t philox_word(const Philox4& r, uint32_t w) {
-  return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
-}
+ATTN_HD uint32_t philox_word(const Philox4& r, uint32_t w) { return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w; }
 
 // True when element (b, h, i, j) is kept. threshold = min(2^32-1, floor(p * 2^32)), from core.
-ATTN_HD bool dropout_keep(uint64_t seed, uint32_t offset, uint32_t bh, uint32_t i, uint32_t j,
-                          uint32_t threshold) {
+ATTN_HD bool dropout_keep(uint64_t seed, uint32_t offset, uint32_t bh, uint32_t i, uint32_t j, uint32_t threshold) {
   return philox_word(dropout_words(seed, offset, bh, i, j >> 2), j & 3u) >= threshold;
 }
 

@@ -11,9 +11,14 @@ export function cudaArchs(option: string | undefined, env: NodeJS.ProcessEnv = p
   const value = option ?? env.ATTN_CUDA_ARCHS ?? 'default';
   if (value === 'default') return DEFAULT_CUDA_ARCHS;
   if (value === 'release') return RELEASE_CUDA_ARCHS;
-  const list = value.replaceAll(',', ';').split(';').map((a) => a.trim()).filter(Boolean);
+  const list = value
+    .replaceAll(',', ';')
+    .split(';')
+    .map((a) => a.trim())
+    .filter(Boolean);
   for (const a of list) {
-    if (!/^\d{2,3}[af]?(-real|-virtual)?$/.test(a)) throw new Error(`'${a}' is not a CUDA arch (e.g. 80, 90a, 90-virtual)`);
+    if (!/^\d{2,3}[af]?(-real|-virtual)?$/.test(a))
+      throw new Error(`'${a}' is not a CUDA arch (e.g. 80, 90a, 90-virtual)`);
   }
   if (list.length === 0) throw new Error('the CUDA arch list is empty');
   return list.join(';');

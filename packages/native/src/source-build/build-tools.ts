@@ -34,7 +34,9 @@ function resolveFrom(dir: string): BuildTools | null {
 
 /** The versions @attn/native pins for source builds (its package.json's "buildTools"). */
 export function pinnedBuildTools(): Record<string, string> {
-  const pkg = readPackageJson(findPackageRoot(import.meta.url, '@attn/native')) as { buildTools?: Record<string, string> };
+  const pkg = readPackageJson(findPackageRoot(import.meta.url, '@attn/native')) as {
+    buildTools?: Record<string, string>;
+  };
   if (!pkg.buildTools) throw new Error("@attn/native's package.json has no buildTools field");
   return pkg.buildTools;
 }
@@ -62,13 +64,30 @@ export function buildTools(root: string, log: Log, env: NodeJS.ProcessEnv = proc
   mkdirSync(dir, { recursive: true });
   log(`installing the build tools (${specs.join(', ')}) into ${dir}`);
   const npm = npmCommand(env);
-  const r = spawnSync(npm.cmd, [...npm.args, 'install', '--prefix', dir, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', '--ignore-scripts', ...specs], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-    env,
-  });
+  const r = spawnSync(
+    npm.cmd,
+    [
+      ...npm.args,
+      'install',
+      '--prefix',
+      dir,
+      '--no-save',
+      '--no-package-lock',
+      '--no-audit',
+      '--no-fund',
+      '--ignore-scripts',
+      ...specs,
+    ],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env,
+    },
+  );
   const installed = resolveFrom(dir);
   if (r.status !== 0 || !installed) {
-    throw new Error(`installing ${specs.join(', ')} with npm failed (exit ${r.status ?? r.signal}); see npm's output above`);
+    throw new Error(
+      `installing ${specs.join(', ')} with npm failed (exit ${r.status ?? r.signal}); see npm's output above`,
+    );
   }
   return { ...installed, from: dir };
 }

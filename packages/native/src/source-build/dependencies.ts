@@ -8,7 +8,10 @@ import { readPackageJson } from '../package-json.js';
 
 /** '@attn/cuda' -> 'ATTN_DIR_CUDA', '@attn/rocm-aotriton' -> 'ATTN_DIR_ROCM_AOTRITON'. */
 export function dirVariable(packageName: string): string {
-  return `ATTN_DIR_${packageName.replace(/^@attn\//, '').replaceAll('-', '_').toUpperCase()}`;
+  return `ATTN_DIR_${packageName
+    .replace(/^@attn\//, '')
+    .replaceAll('-', '_')
+    .toUpperCase()}`;
 }
 
 function declared(root: string): string[] {

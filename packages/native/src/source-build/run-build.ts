@@ -31,7 +31,13 @@ export interface BuildOptions {
 }
 
 export type BuildResult =
-  | { readonly status: 'built'; readonly addon: string; readonly bytes: number; readonly seconds: number; readonly copiedTo: string | null }
+  | {
+      readonly status: 'built';
+      readonly addon: string;
+      readonly bytes: number;
+      readonly seconds: number;
+      readonly copiedTo: string | null;
+    }
   | { readonly status: 'skipped'; readonly reason: string };
 
 export class NativeBuildError extends Error {
@@ -53,7 +59,8 @@ export function buildAddon(options: BuildOptions): BuildResult {
 
   const found = findToolchain(config.toolchain, env);
   if (!found.ok) {
-    if (!options.skipWithoutToolchain) throw new NativeBuildError(`${pkg.name}: cannot build from source: ${found.reason}`);
+    if (!options.skipWithoutToolchain)
+      throw new NativeBuildError(`${pkg.name}: cannot build from source: ${found.reason}`);
     mkdirSync(buildDir, { recursive: true });
     writeFileSync(join(buildDir, 'SKIPPED'), `${found.reason}\n`);
     say(`native build skipped: ${found.reason}`);
@@ -85,11 +92,22 @@ export function buildAddon(options: BuildOptions): BuildResult {
   if (existsSync(buildDir) && (!existsSync(marker) || readFileSync(marker, 'utf8') !== configKey)) {
     rmSync(buildDir, { recursive: true, force: true });
   }
-  say(`building ${config.addon}.node (${[archNote, debug ? 'debug' : 'release', `${jobs} jobs`].filter(Boolean).join(', ')})`);
+  say(
+    `building ${config.addon}.node (${[archNote, debug ? 'debug' : 'release', `${jobs} jobs`].filter(Boolean).join(', ')})`,
+  );
   say(`with ${found.toolchain.description}; cmake-js and node-addon-api from ${tools.from}`);
   const started = Date.now();
-  const args = [tools.cmakeJs, 'compile', ...(debug ? ['--debug'] : []), ...Object.entries(defines).map(([k, v]) => `--CD${k}=${v}`)];
-  const r = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...env, CMAKE_BUILD_PARALLEL_LEVEL: String(jobs) } });
+  const args = [
+    tools.cmakeJs,
+    'compile',
+    ...(debug ? ['--debug'] : []),
+    ...Object.entries(defines).map(([k, v]) => `--CD${k}=${v}`),
+  ];
+  const r = spawnSync(process.execPath, args, {
+    cwd: root,
+    stdio: 'inherit',
+    env: { ...env, CMAKE_BUILD_PARALLEL_LEVEL: String(jobs) },
+  });
   const skipped = join(buildDir, 'SKIPPED');
   if (r.status === 0 && existsSync(skipped)) {
     // The CMakeLists itself skipped (a ROCm library it needs is missing): it wrote why.
@@ -99,7 +117,9 @@ export function buildAddon(options: BuildOptions): BuildResult {
   }
   const addon = join(buildDir, debug ? 'Debug' : 'Release', `${config.addon}.node`);
   if (r.status !== 0 || !existsSync(addon)) {
-    throw new NativeBuildError(`${pkg.name}: native build failed (exit ${r.status ?? r.signal}); see the compiler output above`);
+    throw new NativeBuildError(
+      `${pkg.name}: native build failed (exit ${r.status ?? r.signal}); see the compiler output above`,
+    );
   }
   writeFileSync(marker, configKey);
   const seconds = (Date.now() - started) / 1000;

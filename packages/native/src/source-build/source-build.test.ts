@@ -46,18 +46,25 @@ describe.skipIf(!toolchain.ok)('a source build outside the monorepo', () => {
     expect(result.copiedTo).toBeNull(); // an installed package has no npm/ folder
     expect(lines.join('\n')).toMatch(/building hello\.node \(release, 2 jobs\)/);
     expect(lines.join('\n')).toMatch(/built .*hello\.node \(\d+\.\d MB\) in \d+ s/);
-    const load = loadNativeAddon<{ philox(lo: number, hi: number, c: number): number }>({ packageRoot: root, requiredFunctions: ['philox'] });
+    const load = loadNativeAddon<{ philox(lo: number, hi: number, c: number): number }>({
+      packageRoot: root,
+      requiredFunctions: ['philox'],
+    });
     expect(load.ok && load.origin).toBe('local build');
     // Random123's known answer for Philox4x32-10 with zero key and counter: first word 0x6627e8d5.
     expect(load.ok && load.addon.philox(0, 0, 0)).toBe(0x6627e8d5);
     // The configuration it was built with is recorded, so a changed one starts afresh.
-    expect(JSON.parse(readFileSync(join(root, 'build', 'attn-config.json'), 'utf8')).defines.ATTN_DIR_NATIVE).toBe(nativeRoot);
+    expect(JSON.parse(readFileSync(join(root, 'build', 'attn-config.json'), 'utf8')).defines.ATTN_DIR_NATIVE).toBe(
+      nativeRoot,
+    );
   }, 180_000);
 
   it('fails with the reason when the compiler is missing, or records it with skipWithoutToolchain', () => {
     const root = join(top, 'node_modules', '@attn-fixture', 'hello');
     const env = { ...process.env, PATH: '/nonexistent' };
-    expect(() => buildAddon({ packageRoot: root, env, log: () => {} })).toThrow(/cannot build from source: cmake was not found/);
+    expect(() => buildAddon({ packageRoot: root, env, log: () => {} })).toThrow(
+      /cannot build from source: cmake was not found/,
+    );
     const skipped = buildAddon({ packageRoot: root, env, log: () => {}, skipWithoutToolchain: true });
     expect(skipped).toEqual({ status: 'skipped', reason: expect.stringMatching(/^cmake was not found/) });
     expect(readFileSync(join(root, 'build', 'SKIPPED'), 'utf8')).toMatch(/cmake was not found/);
@@ -67,6 +74,8 @@ describe.skipIf(!toolchain.ok)('a source build outside the monorepo', () => {
 describe('resolvePackage', () => {
   it('says how to install a package that is not there', () => {
     // (A name no registry has: pnpm's NODE_PATH can make real @attn packages resolvable anywhere.)
-    expect(() => resolvePackage('no-such-backend', top)).toThrow(/@attn\/no-such-backend is not installed here .*`npm install @attn\/no-such-backend`/);
+    expect(() => resolvePackage('no-such-backend', top)).toThrow(
+      /@attn\/no-such-backend is not installed here .*`npm install @attn\/no-such-backend`/,
+    );
   });
 });

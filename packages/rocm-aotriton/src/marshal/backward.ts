@@ -61,7 +61,12 @@ function dbiasView(p: SdpaParams, dbias: Tensor | null): TensorViewArg {
   if (dbias.numel !== b * h * sq * sk || !dbias.isContiguous()) {
     throw new AttnInputError('ATTN_INTERNAL', `dbias must be a contiguous buffer of ${b * h * sq * sk} elements.`);
   }
-  return { ptr: dbias.dataPointer(), sizes: [b, h, sq, sk], strides: [h * sq * sk, sq * sk, sk, 1], dtype: aotDType(dbias.dtype) };
+  return {
+    ptr: dbias.dataPointer(),
+    sizes: [b, h, sq, sk],
+    strides: [h * sq * sk, sq * sk, sk, 1],
+    dtype: aotDType(dbias.dtype),
+  };
 }
 
 export function backwardArgs(p: SdpaParams, buf: BackwardBuffers): AotBwdArgs {

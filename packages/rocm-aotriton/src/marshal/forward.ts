@@ -55,7 +55,10 @@ export function biasView(p: SdpaParams): TensorViewArg {
   const dtype = aotDType(p.dtype);
   if (!p.mask) return nullView(4, dtype);
   if (p.mask.kind !== 'additive' || p.mask.tensor.dtype !== p.dtype) {
-    throw new AttnInputError('ATTN_MASK', `AOTriton takes an additive ${p.dtype} bias; got a ${p.mask.kind} ${p.mask.tensor.dtype} mask.`);
+    throw new AttnInputError(
+      'ATTN_MASK',
+      `AOTriton takes an additive ${p.dtype} bias; got a ${p.mask.kind} ${p.mask.tensor.dtype} mask.`,
+    );
   }
   return {
     ptr: p.mask.tensor.dataPointer(),
@@ -72,7 +75,10 @@ export function cuSeqlensViews(p: SdpaParams): { q: TensorViewArg; k: TensorView
 }
 
 /** The dropout fields: off, or AOTriton's own Philox stream keyed by the seed and offset words. */
-export function dropoutFields(p: SdpaParams, philox: PhiloxBuffers | undefined): Pick<AotFwdArgs, 'dropout_p' | 'philox_seed_ptr' | 'philox_offset1' | 'philox_offset2'> {
+export function dropoutFields(
+  p: SdpaParams,
+  philox: PhiloxBuffers | undefined,
+): Pick<AotFwdArgs, 'dropout_p' | 'philox_seed_ptr' | 'philox_offset1' | 'philox_offset2'> {
   if (!p.dropout) {
     return {
       dropout_p: 0,
@@ -81,7 +87,8 @@ export function dropoutFields(p: SdpaParams, philox: PhiloxBuffers | undefined):
       philox_offset2: 0n,
     };
   }
-  if (!philox) throw new AttnInputError('ATTN_DROPOUT', 'AOTriton dropout needs device words for the Philox seed and offset.');
+  if (!philox)
+    throw new AttnInputError('ATTN_DROPOUT', 'AOTriton dropout needs device words for the Philox seed and offset.');
   return {
     dropout_p: p.dropout.p,
     philox_seed_ptr: scalarView(philox.seedPtr, AOT_DTYPE.uint64),
@@ -116,7 +123,8 @@ export function forwardArgs(p: SdpaParams, buf: ForwardBuffers): AotFwdArgs {
     philox_seed_output: nullView(0, AOT_DTYPE.uint64),
     philox_offset_output: nullView(0, AOT_DTYPE.uint64),
     encoded_softmax: nullView(4, dtype),
-    persistent_atomic_counter: buf.atomicCounter === null ? nullView(0, AOT_DTYPE.int32) : scalarView(buf.atomicCounter, AOT_DTYPE.int32),
+    persistent_atomic_counter:
+      buf.atomicCounter === null ? nullView(0, AOT_DTYPE.int32) : scalarView(buf.atomicCounter, AOT_DTYPE.int32),
     causal_type: win.window.causalType,
     varlen_type: varlen ? VARLEN_COMPACT : VARLEN_NONE,
     window_left: win.window.windowLeft,

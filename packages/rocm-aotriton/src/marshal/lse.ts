@@ -24,7 +24,12 @@ export interface LseConvertArgs {
   readonly fullyMaskedBelow: number;
 }
 
-export function lseConvertArgs(p: SdpaParams, direction: LseConvertArgs['direction'], aot: Tensor, attn: Tensor): LseConvertArgs {
+export function lseConvertArgs(
+  p: SdpaParams,
+  direction: LseConvertArgs['direction'],
+  aot: Tensor,
+  attn: Tensor,
+): LseConvertArgs {
   return {
     direction,
     aot: aot.dataPointer(),

@@ -22,7 +22,10 @@ export function aotDType(dtype: DType): number {
     case 'int32':
       return AOT_DTYPE[dtype];
     default:
-      throw new AttnInputError('ATTN_DTYPE', `AOTriton has no ${dtype} tensors (float16, bfloat16, float32, int32 only).`);
+      throw new AttnInputError(
+        'ATTN_DTYPE',
+        `AOTriton has no ${dtype} tensors (float16, bfloat16, float32, int32 only).`,
+      );
   }
 }
 
@@ -46,10 +49,16 @@ export function view(t: Tensor): TensorViewArg {
  * unsqueeze(0).transpose(1, 2), no copy.
  */
 export function varlenView(t: Tensor): TensorViewArg {
-  if (t.rank !== 3) throw new AttnInputError('ATTN_RANK', `varlenView: expected [total, heads, dim], got rank ${t.rank}.`);
+  if (t.rank !== 3)
+    throw new AttnInputError('ATTN_RANK', `varlenView: expected [total, heads, dim], got rank ${t.rank}.`);
   const [total, heads, dim] = t.shape as [number, number, number];
   const [s0, s1, s2] = t.strides as [number, number, number];
-  return { ptr: t.dataPointer(), sizes: [1, heads, total, dim], strides: [total * s0, s1, s0, s2], dtype: aotDType(t.dtype) };
+  return {
+    ptr: t.dataPointer(),
+    sizes: [1, heads, total, dim],
+    strides: [total * s0, s1, s0, s2],
+    dtype: aotDType(t.dtype),
+  };
 }
 
 /** q/k/v/out-like tensors: dense as given, varlen through varlenView. */

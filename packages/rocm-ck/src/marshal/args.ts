@@ -127,12 +127,19 @@ export interface CkFwdBuffers {
 
 export function forwardArgs(p: SdpaParams, buf: CkFwdBuffers): CkFwdArgs {
   const varlen = p.varlen !== null;
-  const [q, k, v, o] = [p.query, p.key, p.value, buf.out].map((t) => ckStrides(t, varlen)) as [CkStrides, CkStrides, CkStrides, CkStrides];
+  const [q, k, v, o] = [p.query, p.key, p.value, buf.out].map((t) => ckStrides(t, varlen)) as [
+    CkStrides,
+    CkStrides,
+    CkStrides,
+    CkStrides,
+  ];
   const mask = encodeCkMask(p);
   const bias = ckBias(p);
   // lse: dense [B, Hq, Sq] -> nhead stride Sq, batch stride Hq*Sq; group mode [Hq, totalQ] -> nhead
   // stride totalQ, batch 0 (CK offsets rows by seqstart_q).
-  const lse = varlen ? { nhead: buf.lse.strides[0]!, batch: 0 } : { nhead: buf.lse.strides[1]!, batch: buf.lse.strides[0]! };
+  const lse = varlen
+    ? { nhead: buf.lse.strides[0]!, batch: 0 }
+    : { nhead: buf.lse.strides[1]!, batch: buf.lse.strides[0]! };
   return {
     q_ptr: p.query.dataPointer(),
     k_ptr: p.key.dataPointer(),

@@ -57,34 +57,88 @@ export function backwardTraits(p: SdpaParams): CkBwdTraits {
 export function backwardArgs(p: SdpaParams, buf: CkBwdBuffers): Record<string, bigint | number> {
   const varlen = p.varlen !== null;
   const st = (t: Tensor): CkStrides => ckStrides(t, varlen);
-  const [q, k, v, o, dO, dq, dk, dv] = [p.query, p.key, p.value, buf.out, buf.gradOut, buf.dq, buf.dk, buf.dv].map(st) as CkStrides[];
+  const [q, k, v, o, dO, dq, dk, dv] = [p.query, p.key, p.value, buf.out, buf.gradOut, buf.dq, buf.dk, buf.dv].map(
+    st,
+  ) as CkStrides[];
   const mask = encodeCkMask(p);
   const bias = ckBias(p);
-  const lsed = varlen ? { nhead: buf.lse.strides[0]!, batch: 0 } : { nhead: buf.lse.strides[1]!, batch: buf.lse.strides[0]! };
+  const lsed = varlen
+    ? { nhead: buf.lse.strides[0]!, batch: 0 }
+    : { nhead: buf.lse.strides[1]!, batch: buf.lse.strides[0]! };
   // dq_acc [splits, B, Hq, Sq, D] / [splits, Hq, T, D]: row, nhead, batch, split strides.
   const a = buf.dqAcc.strides;
-  const acc = varlen ? { row: a[2]!, nhead: a[1]!, batch: 0, split: a[0]! } : { row: a[3]!, nhead: a[2]!, batch: a[1]!, split: a[0]! };
-  const db = buf.dbias ? { row: p.seqK, nhead: p.seqQ * p.seqK, batch: p.headsQ * p.seqQ * p.seqK } : { row: 0, nhead: 0, batch: 0 };
+  const acc = varlen
+    ? { row: a[2]!, nhead: a[1]!, batch: 0, split: a[0]! }
+    : { row: a[3]!, nhead: a[2]!, batch: a[1]!, split: a[0]! };
+  const db = buf.dbias
+    ? { row: p.seqK, nhead: p.seqQ * p.seqK, batch: p.headsQ * p.seqQ * p.seqK }
+    : { row: 0, nhead: 0, batch: 0 };
   return {
-    q_ptr: p.query.dataPointer(), k_ptr: p.key.dataPointer(), v_ptr: p.value.dataPointer(), bias_ptr: bias.ptr,
-    o_ptr: buf.out.dataPointer(), lse_ptr: buf.lse.dataPointer(), do_ptr: buf.gradOut.dataPointer(), d_ptr: buf.d.dataPointer(),
-    dq_ptr: buf.dq.dataPointer(), dk_ptr: buf.dk.dataPointer(), dv_ptr: buf.dv.dataPointer(),
-    dbias_ptr: buf.dbias ? buf.dbias.dataPointer() : 0n, dq_acc_ptr: buf.dqAcc.dataPointer(),
+    q_ptr: p.query.dataPointer(),
+    k_ptr: p.key.dataPointer(),
+    v_ptr: p.value.dataPointer(),
+    bias_ptr: bias.ptr,
+    o_ptr: buf.out.dataPointer(),
+    lse_ptr: buf.lse.dataPointer(),
+    do_ptr: buf.gradOut.dataPointer(),
+    d_ptr: buf.d.dataPointer(),
+    dq_ptr: buf.dq.dataPointer(),
+    dk_ptr: buf.dk.dataPointer(),
+    dv_ptr: buf.dv.dataPointer(),
+    dbias_ptr: buf.dbias ? buf.dbias.dataPointer() : 0n,
+    dq_acc_ptr: buf.dqAcc.dataPointer(),
     seqstart_q_ptr: p.varlen ? p.varlen.cuSeqlensQ.dataPointer() : 0n,
     seqstart_k_ptr: p.varlen ? p.varlen.cuSeqlensK.dataPointer() : 0n,
     seqlen_k_ptr: usedKeysPointer(p),
-    seqlen_q: p.seqQ, seqlen_k: p.seqK, batch: p.batch, max_seqlen_q: p.seqQ, max_seqlen_k: p.seqK,
-    hdim_q: p.headDim, hdim_v: p.headDimV, nhead_q: p.headsQ, nhead_k: p.headsKV, scale: p.scale,
-    stride_q: q!.row, stride_k: k!.row, stride_v: v!.row, stride_bias: bias.row, stride_o: o!.row, stride_do: dO!.row,
-    stride_dq_acc: acc.row, stride_dq: dq!.row, stride_dk: dk!.row, stride_dv: dv!.row, stride_dbias: db.row,
-    nhead_stride_q: q!.nhead, nhead_stride_k: k!.nhead, nhead_stride_v: v!.nhead, nhead_stride_bias: bias.nhead,
-    nhead_stride_o: o!.nhead, nhead_stride_do: dO!.nhead, nhead_stride_lsed: lsed.nhead, nhead_stride_dq_acc: acc.nhead,
-    nhead_stride_dq: dq!.nhead, nhead_stride_dk: dk!.nhead, nhead_stride_dv: dv!.nhead, nhead_stride_dbias: db.nhead,
-    batch_stride_q: q!.batch, batch_stride_k: k!.batch, batch_stride_v: v!.batch, batch_stride_bias: bias.batch,
-    batch_stride_o: o!.batch, batch_stride_do: dO!.batch, batch_stride_lsed: lsed.batch, batch_stride_dq_acc: acc.batch,
-    batch_stride_dq: dq!.batch, batch_stride_dk: dk!.batch, batch_stride_dv: dv!.batch, batch_stride_dbias: db.batch,
+    seqlen_q: p.seqQ,
+    seqlen_k: p.seqK,
+    batch: p.batch,
+    max_seqlen_q: p.seqQ,
+    max_seqlen_k: p.seqK,
+    hdim_q: p.headDim,
+    hdim_v: p.headDimV,
+    nhead_q: p.headsQ,
+    nhead_k: p.headsKV,
+    scale: p.scale,
+    stride_q: q!.row,
+    stride_k: k!.row,
+    stride_v: v!.row,
+    stride_bias: bias.row,
+    stride_o: o!.row,
+    stride_do: dO!.row,
+    stride_dq_acc: acc.row,
+    stride_dq: dq!.row,
+    stride_dk: dk!.row,
+    stride_dv: dv!.row,
+    stride_dbias: db.row,
+    nhead_stride_q: q!.nhead,
+    nhead_stride_k: k!.nhead,
+    nhead_stride_v: v!.nhead,
+    nhead_stride_bias: bias.nhead,
+    nhead_stride_o: o!.nhead,
+    nhead_stride_do: dO!.nhead,
+    nhead_stride_lsed: lsed.nhead,
+    nhead_stride_dq_acc: acc.nhead,
+    nhead_stride_dq: dq!.nhead,
+    nhead_stride_dk: dk!.nhead,
+    nhead_stride_dv: dv!.nhead,
+    nhead_stride_dbias: db.nhead,
+    batch_stride_q: q!.batch,
+    batch_stride_k: k!.batch,
+    batch_stride_v: v!.batch,
+    batch_stride_bias: bias.batch,
+    batch_stride_o: o!.batch,
+    batch_stride_do: dO!.batch,
+    batch_stride_lsed: lsed.batch,
+    batch_stride_dq_acc: acc.batch,
+    batch_stride_dq: dq!.batch,
+    batch_stride_dk: dk!.batch,
+    batch_stride_dv: dv!.batch,
+    batch_stride_dbias: db.batch,
     split_stride_dq_acc: acc.split,
-    window_size_left: mask.left, window_size_right: mask.right, mask_type: mask.maskType,
+    window_size_left: mask.left,
+    window_size_right: mask.right,
+    mask_type: mask.maskType,
     p_drop: p.dropout?.p ?? 0,
   };
 }

@@ -6,7 +6,18 @@ import type { CaseSpec } from '../cases.js';
 import { FuzzChildPool } from './child-pool.js';
 
 const faulty = fileURLToPath(new URL('./faulty-backends.ts', import.meta.url));
-const spec: CaseSpec = { name: 'tiny', dtype: 'float32', batch: 1, headsQ: 1, headsKV: 1, seqQ: 2, seqK: 3, headDim: 4, headDimV: 4, layout: 'bhsd' };
+const spec: CaseSpec = {
+  name: 'tiny',
+  dtype: 'float32',
+  batch: 1,
+  headsQ: 1,
+  headsKV: 1,
+  seqQ: 2,
+  seqK: 3,
+  headDim: 4,
+  headDimV: 4,
+  layout: 'bhsd',
+};
 const pool = new FuzzChildPool([faulty], 5_000);
 afterAll(() => pool.close());
 

@@ -36,7 +36,10 @@ export class FuzzChildPool {
 
   #start(): Promise<void> {
     const arg = JSON.stringify({ modules: this.modules, worker: WORKER });
-    const options = { serialization: 'advanced' as const, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as StdioOptions };
+    const options = {
+      serialization: 'advanced' as const,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'] as StdioOptions,
+    };
     // Under a sanitizer (compute-sanitizer memcheck on a GPU host) the child is its target; the
     // IPC channel's descriptor and NODE_CHANNEL_FD pass through to the node process it starts.
     const child = this.sanitizer
@@ -45,8 +48,12 @@ export class FuzzChildPool {
     this.#child = child;
     child.once('exit', (code, signal) => this.#exits.push({ code, signal }));
     const ready = new Promise<void>((resolve, reject) => {
-      child.once('message', (m: { ready?: boolean }) => (m.ready ? resolve() : reject(new Error('fuzz child: unexpected first message'))));
-      child.once('exit', (code, signal) => reject(new Error(`fuzz child exited while loading (code ${code}, signal ${signal})`)));
+      child.once('message', (m: { ready?: boolean }) =>
+        m.ready ? resolve() : reject(new Error('fuzz child: unexpected first message')),
+      );
+      child.once('exit', (code, signal) =>
+        reject(new Error(`fuzz child exited while loading (code ${code}, signal ${signal})`)),
+      );
     });
     // Settled by the callers of #ensure; this keeps an early exit from being an unhandled rejection.
     ready.catch(() => {});
@@ -56,7 +63,9 @@ export class FuzzChildPool {
       if (!p) return;
       this.#pending.delete(m.id);
       clearTimeout(p.timer);
-      p.resolve(m.error !== undefined ? { status: 'fail', message: `harness error in the child: ${m.error}` } : m.result!);
+      p.resolve(
+        m.error !== undefined ? { status: 'fail', message: `harness error in the child: ${m.error}` } : m.result!,
+      );
     });
     child.on('exit', (code, signal) => {
       if (this.#child === child) {
@@ -65,7 +74,10 @@ export class FuzzChildPool {
       }
       for (const [id, p] of this.#pending) {
         clearTimeout(p.timer);
-        p.resolve({ status: 'crash', message: `the child process died running this case (exit code ${code}, signal ${signal})` });
+        p.resolve({
+          status: 'crash',
+          message: `the child process died running this case (exit code ${code}, signal ${signal})`,
+        });
         this.#pending.delete(id);
       }
     });

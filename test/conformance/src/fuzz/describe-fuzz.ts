@@ -98,44 +98,65 @@ export function describeFuzz(backend: string, options: FuzzOptions): void {
   describe(`fuzz: '${backend}' against cpu-math (seed ${seed}, ${runs} cases${sanitizer ? `, under ${sanitizer.slice(0, 3).join(' ')}` : ''})`, () => {
     afterAll(() => pool.close());
 
-    it('valid calls: the reference NaN/Inf pattern and accuracy, or a proper decline; no crash', { timeout: testTimeout }, async () => {
-      const tally = { ok: 0, declined: 0 };
-      await fc.assert(
-        fc.asyncProperty(caseSpec(options.dtypes), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), async (spec, caseSeed) => {
-          const r = await pool.run('runValid', backend, spec, caseSeed, options.device);
-          // The suite runs where the backend is available: a decline for being unavailable is its addon failing mid-run.
-          const unavailable = r.status === 'declined' && r.message.startsWith('unavailable:');
-          if (r.status === 'ok') tally.ok++;
-          else if (r.status === 'declined' && !unavailable) tally.declined++;
-          else throw new Error(`${unavailable ? 'unavailable' : r.status}: ${r.message}\n  case: ${describeSpec(spec)}\n  input seed ${caseSeed}; ${rerun}`);
-        }),
-        { seed, numRuns: runs, endOnFailure: true },
-      );
-      const share = options.minRunShare ?? 0.3;
-      const floor = runFloor(runs, share);
-      console.log(
-        `fuzz '${backend}': ${tally.ok} cases ran and matched cpu-math, ${tally.declined} declined properly (seed ${seed}); ` +
-          (floor > 0
-            ? `at least ${floor} must run (run share ${share}, binomial floor at ${RUN_SHARE_ALPHA})`
-            : `${runs} cases are too few to check the run share ${share} (a backend that runs it would run none ${((1 - share) ** runs * 100).toFixed(0)}% of the time)`),
-      );
-      expect(tally.ok, `too few cases ran (${tally.ok} of ${runs}, at least ${floor} expected at run share ${share}); the backend declines almost everything`).toBeGreaterThanOrEqual(floor);
-    });
+    it(
+      'valid calls: the reference NaN/Inf pattern and accuracy, or a proper decline; no crash',
+      { timeout: testTimeout },
+      async () => {
+        const tally = { ok: 0, declined: 0 };
+        await fc.assert(
+          fc.asyncProperty(
+            caseSpec(options.dtypes),
+            fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+            async (spec, caseSeed) => {
+              const r = await pool.run('runValid', backend, spec, caseSeed, options.device);
+              // The suite runs where the backend is available: a decline for being unavailable is its addon failing mid-run.
+              const unavailable = r.status === 'declined' && r.message.startsWith('unavailable:');
+              if (r.status === 'ok') tally.ok++;
+              else if (r.status === 'declined' && !unavailable) tally.declined++;
+              else
+                throw new Error(
+                  `${unavailable ? 'unavailable' : r.status}: ${r.message}\n  case: ${describeSpec(spec)}\n  input seed ${caseSeed}; ${rerun}`,
+                );
+            },
+          ),
+          { seed, numRuns: runs, endOnFailure: true },
+        );
+        const share = options.minRunShare ?? 0.3;
+        const floor = runFloor(runs, share);
+        console.log(
+          `fuzz '${backend}': ${tally.ok} cases ran and matched cpu-math, ${tally.declined} declined properly (seed ${seed}); ` +
+            (floor > 0
+              ? `at least ${floor} must run (run share ${share}, binomial floor at ${RUN_SHARE_ALPHA})`
+              : `${runs} cases are too few to check the run share ${share} (a backend that runs it would run none ${((1 - share) ** runs * 100).toFixed(0)}% of the time)`),
+        );
+        expect(
+          tally.ok,
+          `too few cases ran (${tally.ok} of ${runs}, at least ${floor} expected at run share ${share}); the backend declines almost everything`,
+        ).toBeGreaterThanOrEqual(floor);
+      },
+    );
 
-    it('invalid calls: an AttnError with a code, never a TypeError, a result or a crash', { timeout: 20_000 + invalidRuns * 1_000 }, async () => {
-      await fc.assert(
-        fc.asyncProperty(invalidCase, async (c) => {
-          const r = await pool.run('runInvalid', c);
-          if (r.status !== 'ok') throw new Error(`${r.status}: ${r.message}\n  case: ${JSON.stringify(c)}; ${rerun}`);
-        }),
-        { seed, numRuns: invalidRuns, endOnFailure: true },
-      );
-    });
+    it(
+      'invalid calls: an AttnError with a code, never a TypeError, a result or a crash',
+      { timeout: 20_000 + invalidRuns * 1_000 },
+      async () => {
+        await fc.assert(
+          fc.asyncProperty(invalidCase, async (c) => {
+            const r = await pool.run('runInvalid', c);
+            if (r.status !== 'ok') throw new Error(`${r.status}: ${r.message}\n  case: ${JSON.stringify(c)}; ${rerun}`);
+          }),
+          { seed, numRuns: invalidRuns, endOnFailure: true },
+        );
+      },
+    );
 
     it.runIf(sanitizer !== null)('the sanitizer found nothing in any child', { timeout: 120_000 }, async () => {
       const exits = await pool.close();
       const bad = exits.filter((e) => e.code === SANITIZER_EXIT_CODE);
-      expect(bad, `${bad.length} child process(es) exited with the sanitizer's error code; its report is in the output above`).toEqual([]);
+      expect(
+        bad,
+        `${bad.length} child process(es) exited with the sanitizer's error code; its report is in the output above`,
+      ).toEqual([]);
     });
   });
 }

@@ -2,13 +2,29 @@
 // TypeError, never a crash, never a result. Drawn as (kind, entry point, dtype) so the child
 // process rebuilds them; every kind names the mistake it makes.
 import fc from 'fast-check';
-import { AttnError, explain, randn, sdpa, sdpaBackward, sdpaForward, sdpaForwardAsync, sdpaVarlen, Tensor, tensor, zeros } from '@attn/core';
+import {
+  AttnError,
+  explain,
+  randn,
+  sdpa,
+  sdpaBackward,
+  sdpaForward,
+  sdpaForwardAsync,
+  sdpaVarlen,
+  Tensor,
+  tensor,
+  zeros,
+} from '@attn/core';
 import type { FloatDType, SdpaOptions } from '@attn/core';
 
 type Qkv = [Tensor, Tensor, Tensor];
 type Call = (q: unknown, k: unknown, v: unknown, opts?: unknown) => unknown;
 
-const qkv = (dtype: FloatDType): Qkv => [randn([2, 2, 5, 8], { dtype, seed: 1 }), randn([2, 2, 7, 8], { dtype, seed: 2 }), randn([2, 2, 7, 8], { dtype, seed: 3 })];
+const qkv = (dtype: FloatDType): Qkv => [
+  randn([2, 2, 5, 8], { dtype, seed: 1 }),
+  randn([2, 2, 7, 8], { dtype, seed: 2 }),
+  randn([2, 2, 7, 8], { dtype, seed: 3 }),
+];
 /** key and value of qkv, for calls that replace the query. */
 const kv = (dtype: FloatDType): [Tensor, Tensor] => {
   const [, k, v] = qkv(dtype);
@@ -72,7 +88,13 @@ const KINDS: Record<string, (dtype: FloatDType, call: Call) => unknown> = {
   'backward of a hand-built result with params': (d) => {
     const [q, k, v] = qkv(d);
     const fwd = sdpaForward(q, k, v);
-    return sdpaBackward(randn(fwd.out.shape, { dtype: d }), { out: fwd.out, logsumexp: fwd.logsumexp, rng: fwd.rng, backend: 'cpu-math', params: { query: q } } as never);
+    return sdpaBackward(randn(fwd.out.shape, { dtype: d }), {
+      out: fwd.out,
+      logsumexp: fwd.logsumexp,
+      rng: fwd.rng,
+      backend: 'cpu-math',
+      params: { query: q },
+    } as never);
   },
   'backward with gradOut of the wrong shape': (d) => {
     const fwd = sdpaForward(...qkv(d), { requiresGrad: true } as SdpaOptions);
@@ -124,7 +146,8 @@ export async function checkInvalid(c: InvalidCase): Promise<string | null> {
   } catch (e) {
     error = e;
   }
-  if (!(error instanceof AttnError)) return `not an AttnError: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
+  if (!(error instanceof AttnError))
+    return `not an AttnError: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`;
   if (!/^ATTN_[A-Z0-9_]+$/.test(error.code)) return `an AttnError without a stable code: ${String(error.code)}`;
   if (error.message.length < 20) return `a message too short to say what to change: ${error.message}`;
   return null;

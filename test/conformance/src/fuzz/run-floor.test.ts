@@ -17,7 +17,14 @@ function below(n: number, p: number, k: number): number {
 
 describe('runFloor', () => {
   it('is the largest count a backend with that run share falls below with probability at most alpha', () => {
-    for (const [n, p] of [[30, 0.3], [60, 0.3], [300, 0.3], [300, 0.03], [1000, 0.03], [400, 0.55]] as const) {
+    for (const [n, p] of [
+      [30, 0.3],
+      [60, 0.3],
+      [300, 0.3],
+      [300, 0.03],
+      [1000, 0.03],
+      [400, 0.55],
+    ] as const) {
       const k = runFloor(n, p);
       expect(below(n, p, k), `${n} cases at ${p}`).toBeLessThanOrEqual(RUN_SHARE_ALPHA);
       expect(below(n, p, k + 1), `${n} cases at ${p}`).toBeGreaterThan(RUN_SHARE_ALPHA);

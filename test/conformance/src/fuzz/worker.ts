@@ -23,7 +23,10 @@ export function runValid(backend: string, spec: CaseSpec, seed: bigint, device: 
     const cause = (e as { cause?: unknown }).cause;
     const why = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
     const code = (e as { code?: unknown }).code;
-    return { status: 'fail', message: `threw ${why}${code ? ` [${String(code)}]` : ''}${cause instanceof Error ? ` (cause: ${cause.message})` : ''}` };
+    return {
+      status: 'fail',
+      message: `threw ${why}${code ? ` [${String(code)}]` : ''}${cause instanceof Error ? ` (cause: ${cause.message})` : ''}`,
+    };
   }
 }
 

@@ -52,8 +52,14 @@ export function describeGridWalk(options: GridWalkOptions): void {
               if (bad.length > 0) failures.push(`${spec.name} (ran on ${backend}): ${bad.join('; ')}`);
             } catch (e) {
               const noBackend = e instanceof NoBackendError || (e as { code?: unknown }).code === 'ATTN_NO_BACKEND';
-              count(noBackend ? 'NoBackendError' : `threw ${String((e as { code?: unknown }).code ?? (e as Error).name)}`);
-              const what = noBackend ? `NoBackendError:\n${(e as Error).message}` : e instanceof Error ? (e.stack ?? e.message) : String(e);
+              count(
+                noBackend ? 'NoBackendError' : `threw ${String((e as { code?: unknown }).code ?? (e as Error).name)}`,
+              );
+              const what = noBackend
+                ? `NoBackendError:\n${(e as Error).message}`
+                : e instanceof Error
+                  ? (e.stack ?? e.message)
+                  : String(e);
               failures.push(`${spec.name}: ${what}`);
             } finally {
               disposeInputs(inputs);
@@ -61,7 +67,10 @@ export function describeGridWalk(options: GridWalkOptions): void {
           });
           const summary = [...kinds].map(([k, c]) => `${c} x ${k}`).join(', ');
           const shown = failures.slice(0, SHOWN).join('\n');
-          expect(failures.length, `${failures.length} of ${combos.length} failed (${summary}), ${rerun}:\n${shown}`).toBe(0);
+          expect(
+            failures.length,
+            `${failures.length} of ${combos.length} failed (${summary}), ${rerun}:\n${shown}`,
+          ).toBe(0);
         });
       }
     }

@@ -21,7 +21,8 @@ describe('the feature grid', () => {
     const has = (pred: (c: (typeof all)[number]) => boolean) => all.some(pred);
     expect(has((c) => c.seqQ === 0) && has((c) => c.seqK === 0) && has((c) => c.batch === 0)).toBe(true);
     expect(has((c) => c.headDimV === 0) && has((c) => c.headDim === 512)).toBe(true);
-    for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const) expect(has((c) => c.dtype === dtype)).toBe(true);
+    for (const dtype of ['float64', 'float32', 'float16', 'bfloat16'] as const)
+      expect(has((c) => c.dtype === dtype)).toBe(true);
   });
 
   it('names each point of a (shape, dtype) uniquely', () => {

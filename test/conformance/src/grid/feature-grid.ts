@@ -17,13 +17,13 @@ export interface GridShape {
 
 /** The shapes of the grid, by name: an ordinary one first, then the sizes fused kernels decline. */
 export const GRID_SHAPES: Readonly<Record<string, GridShape>> = {
-  'base': { batch: 2, headsKV: 2, seqQ: 7, seqK: 9, headDim: 8, headDimV: 8 },
+  base: { batch: 2, headsKV: 2, seqQ: 7, seqK: 9, headDim: 8, headDimV: 8 },
   'd72-dv24-s1': { batch: 1, headsKV: 1, seqQ: 1, seqK: 1, headDim: 72, headDimV: 24 },
-  'd512': { batch: 1, headsKV: 1, seqQ: 3, seqK: 5, headDim: 512, headDimV: 512 },
-  'sq0': { batch: 2, headsKV: 1, seqQ: 0, seqK: 5, headDim: 8, headDimV: 8 },
-  'sk0': { batch: 2, headsKV: 1, seqQ: 5, seqK: 0, headDim: 8, headDimV: 8 },
-  'b0': { batch: 0, headsKV: 1, seqQ: 5, seqK: 5, headDim: 8, headDimV: 8 },
-  'dv0': { batch: 2, headsKV: 1, seqQ: 5, seqK: 6, headDim: 8, headDimV: 0 },
+  d512: { batch: 1, headsKV: 1, seqQ: 3, seqK: 5, headDim: 512, headDimV: 512 },
+  sq0: { batch: 2, headsKV: 1, seqQ: 0, seqK: 5, headDim: 8, headDimV: 8 },
+  sk0: { batch: 2, headsKV: 1, seqQ: 5, seqK: 0, headDim: 8, headDimV: 8 },
+  b0: { batch: 0, headsKV: 1, seqQ: 5, seqK: 5, headDim: 8, headDimV: 8 },
+  dv0: { batch: 2, headsKV: 1, seqQ: 5, seqK: 6, headDim: 8, headDimV: 0 },
 };
 
 type Layout = 'bhsd' | 'bshd' | 'varlen';
@@ -51,7 +51,8 @@ export interface GridFeatures {
  */
 export function featureCombinations(): GridFeatures[] {
   const pairs: [Layout, GridFeatures['mask']][] = [];
-  for (const layout of ['bhsd', 'bshd'] as const) for (const mask of [null, 'bool', 'additive'] as const) pairs.push([layout, mask]);
+  for (const layout of ['bhsd', 'bshd'] as const)
+    for (const mask of [null, 'bool', 'additive'] as const) pairs.push([layout, mask]);
   pairs.push(['varlen', null]);
   const out: GridFeatures[] = [];
   for (const [layout, mask] of pairs)
@@ -63,7 +64,8 @@ export function featureCombinations(): GridFeatures[] {
             for (const softcap of [false, true])
               for (const dropout of [false, true])
                 for (const group of [1, 2] as const)
-                  for (const sequsedK of [false, true]) out.push({ layout, mask, causal, alignment, window, alibi, softcap, dropout, group, sequsedK });
+                  for (const sequsedK of [false, true])
+                    out.push({ layout, mask, causal, alignment, window, alibi, softcap, dropout, group, sequsedK });
           }
   return out;
 }
@@ -134,5 +136,7 @@ export function gridCase(shapeName: string, dtype: FloatDType, f: GridFeatures):
 /** Every grid point: shape x dtype x feature combination. */
 export function gridCases(dtypes: readonly FloatDType[] = FLOAT_DTYPES): CaseSpec[] {
   const combos = featureCombinations();
-  return Object.keys(GRID_SHAPES).flatMap((shape) => dtypes.flatMap((dtype) => combos.map((f) => gridCase(shape, dtype, f))));
+  return Object.keys(GRID_SHAPES).flatMap((shape) =>
+    dtypes.flatMap((dtype) => combos.map((f) => gridCase(shape, dtype, f))),
+  );
 }

@@ -6,7 +6,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_RSS_GROWTH_MIB } from './describe-soak.js';
 import { runSoak } from './soak.js';
 
-const grads = (p: SdpaParams): Gradients => ({ dq: zeros(p.query.shape), dk: zeros(p.key.shape), dv: zeros(p.value.shape) });
+const grads = (p: SdpaParams): Gradients => ({
+  dq: zeros(p.query.shape),
+  dk: zeros(p.key.shape),
+  dv: zeros(p.value.shape),
+});
 
 let restore: () => void;
 beforeEach(() => {

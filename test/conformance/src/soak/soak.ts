@@ -85,7 +85,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakReport> {
   ];
   const disposeAll = (ts: readonly (Tensor | undefined)[]) => ts.forEach((t) => t?.dispose());
   const expectCoded = (e: unknown, what: string) => {
-    if (!(e instanceof AttnError) || !/^ATTN_/.test(e.code)) problems.push(`${what}: not a coded AttnError: ${String(e)}`);
+    if (!(e instanceof AttnError) || !/^ATTN_/.test(e.code))
+      problems.push(`${what}: not a coded AttnError: ${String(e)}`);
   };
   const inFlight = new Set<Promise<void>>();
   const track = (p: Promise<void>) => {

@@ -7,7 +7,14 @@ const common = { dtype: 'bfloat16' as const, device: 'cuda' as const, features, 
 
 describe('bench grids', () => {
   it('is the 16k-token grid of the FlashAttention papers', () => {
-    const ps = gridProblems({ ...common, grid: STANDARD_GRID, causal: [false, true], batch: null, heads: null, kvHeads: null });
+    const ps = gridProblems({
+      ...common,
+      grid: STANDARD_GRID,
+      causal: [false, true],
+      batch: null,
+      heads: null,
+      kvHeads: null,
+    });
     expect(ps).toHaveLength(6 * 3 * 2);
     for (const p of ps) {
       expect(p.batch * p.seqQ).toBe(16384);
@@ -25,7 +32,18 @@ describe('bench grids', () => {
   });
 
   it('has the decode and overhead presets', () => {
-    expect(decodeProblem(common)).toMatchObject({ batch: 8, headsQ: 32, headsKV: 8, seqQ: 1, seqK: 8192, headDim: 128, enableGqa: true, causal: false });
-    expect(overheadProblem({ ...common, causal: [false] })).toEqual([expect.objectContaining({ batch: 1, headsQ: 1, seqQ: 16, headDim: 64 })]);
+    expect(decodeProblem(common)).toMatchObject({
+      batch: 8,
+      headsQ: 32,
+      headsKV: 8,
+      seqQ: 1,
+      seqK: 8192,
+      headDim: 128,
+      enableGqa: true,
+      causal: false,
+    });
+    expect(overheadProblem({ ...common, causal: [false] })).toEqual([
+      expect.objectContaining({ batch: 1, headsQ: 1, seqQ: 16, headDim: 64 }),
+    ]);
   });
 });

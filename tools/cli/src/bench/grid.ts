@@ -13,7 +13,12 @@ export interface GridSpec {
 }
 
 /** S 512..16k, B*S = 16k tokens, H*D = 2048 (H = 32/16/8 for D = 64/128/256). */
-export const STANDARD_GRID: GridSpec = { seqs: [512, 1024, 2048, 4096, 8192, 16384], dims: [64, 128, 256], tokens: 16384, hidden: 2048 };
+export const STANDARD_GRID: GridSpec = {
+  seqs: [512, 1024, 2048, 4096, 8192, 16384],
+  dims: [64, 128, 256],
+  tokens: 16384,
+  hidden: 2048,
+};
 /** The same proportions, small enough for a CPU in minutes. */
 export const CPU_GRID: GridSpec = { seqs: [128, 256, 512, 1024], dims: [64, 128], tokens: 1024, hidden: 256 };
 

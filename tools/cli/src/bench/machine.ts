@@ -29,7 +29,8 @@ export function threadFacts(onCpu: boolean, attnThreads: number, torch: TorchAns
 /** "cpu: AMD EPYC [AuthenticAMD family 25 model 1 stepping 1], linux-x64, 2 logical CPUs, 32 MiB last-level cache; SIMD avx2 fma" */
 export function cpuLine(m: MachineFacts): string {
   const c = m.cpu;
-  const cache = c.lastLevelCacheBytes === null ? '' : `, ${Math.round(c.lastLevelCacheBytes / 1024 ** 2)} MiB last-level cache`;
+  const cache =
+    c.lastLevelCacheBytes === null ? '' : `, ${Math.round(c.lastLevelCacheBytes / 1024 ** 2)} MiB last-level cache`;
   const simd = c.simd.length > 0 ? `; SIMD ${c.simd.join(' ')}` : '; no SIMD flags listed';
   return `cpu: ${c.model}${c.id ? ` [${c.id}]` : ''}, ${m.platform}, ${c.threads} logical CPUs${cache}${simd}`;
 }

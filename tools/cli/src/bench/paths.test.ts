@@ -11,7 +11,14 @@ const flash = backend(
   'cpu-flash',
   (kernel = 'auto') => {
     const isa = kernel === 'auto' ? 'avx512' : kernel;
-    return { kernel, isa, 'forward.float32': `${isa}/fp32`, 'backward.float32': `${isa}/fp32`, 'forward.bfloat16': `${isa}/bf16`, threads: 2 };
+    return {
+      kernel,
+      isa,
+      'forward.float32': `${isa}/fp32`,
+      'backward.float32': `${isa}/fp32`,
+      'forward.bfloat16': `${isa}/bf16`,
+      threads: 2,
+    };
   },
   ['avx2', 'avx512'],
 );
@@ -19,14 +26,24 @@ const flash = backend(
 describe('bench kernel paths', () => {
   it("names each backend's ISA and the forward and backward paths of the bench's dtype", () => {
     const builds = backendBuilds([
-      backend('cpu-flash', () => ({ isa: 'avx2', 'forward.float32': 'avx2/fp32', 'backward.float32': 'avx2/fp32', 'forward.bfloat16': 'avx2/bf16' })),
+      backend('cpu-flash', () => ({
+        isa: 'avx2',
+        'forward.float32': 'avx2/fp32',
+        'backward.float32': 'avx2/fp32',
+        'forward.bfloat16': 'avx2/bf16',
+      })),
       backend('cpu-math'),
       backend('broken', () => {
         throw new Error('no addon');
       }),
     ]);
     expect(builds).toEqual({
-      'cpu-flash': { isa: 'avx2', 'forward.float32': 'avx2/fp32', 'backward.float32': 'avx2/fp32', 'forward.bfloat16': 'avx2/bf16' },
+      'cpu-flash': {
+        isa: 'avx2',
+        'forward.float32': 'avx2/fp32',
+        'backward.float32': 'avx2/fp32',
+        'forward.bfloat16': 'avx2/bf16',
+      },
       broken: { error: 'no addon' },
     });
     expect(pathLines(builds, 'float32')).toEqual(['cpu-flash: isa avx2, forward avx2/fp32, backward avx2/fp32']);
@@ -35,8 +52,12 @@ describe('bench kernel paths', () => {
 
   it('states the kernel asked for and the thread budget, for the header and the JSON', () => {
     const builds = backendBuilds([flash]);
-    expect(pathFacts(builds, 'float32')).toEqual({ 'cpu-flash': { kernel: 'auto', isa: 'avx512', forward: 'avx512/fp32', backward: 'avx512/fp32', threads: 2 } });
-    expect(pathLines(builds, 'float32')).toEqual(['cpu-flash: kernel auto, isa avx512, forward avx512/fp32, backward avx512/fp32, threads 2']);
+    expect(pathFacts(builds, 'float32')).toEqual({
+      'cpu-flash': { kernel: 'auto', isa: 'avx512', forward: 'avx512/fp32', backward: 'avx512/fp32', threads: 2 },
+    });
+    expect(pathLines(builds, 'float32')).toEqual([
+      'cpu-flash: kernel auto, isa avx512, forward avx512/fp32, backward avx512/fp32, threads 2',
+    ]);
   });
 
   it('with --kernel, asks the backends that declare it for the paths that kernel runs', () => {

@@ -39,7 +39,8 @@ export function pathFacts(builds: Record<string, BuildFacts>, dtype: string): Re
   const out: Record<string, PathFacts> = {};
   for (const [name, info] of Object.entries(builds)) {
     const fact = (key: string): unknown => (info as Record<string, unknown>)[key];
-    const text = (key: string): string | undefined => (typeof fact(key) === 'string' ? (fact(key) as string) : undefined);
+    const text = (key: string): string | undefined =>
+      typeof fact(key) === 'string' ? (fact(key) as string) : undefined;
     const facts: PathFacts = {
       kernel: text('kernel'),
       isa: text('isa'),
@@ -55,5 +56,10 @@ export function pathFacts(builds: Record<string, BuildFacts>, dtype: string): Re
 
 /** "cpu-flash: kernel auto, isa avx2, forward avx2/fp32, backward avx2/fp32, threads 2" per backend. */
 export function pathLines(builds: Record<string, BuildFacts>, dtype: string): string[] {
-  return Object.entries(pathFacts(builds, dtype)).map(([name, f]) => `${name}: ${Object.entries(f).map(([k, v]) => `${k} ${String(v)}`).join(', ')}`);
+  return Object.entries(pathFacts(builds, dtype)).map(
+    ([name, f]) =>
+      `${name}: ${Object.entries(f)
+        .map(([k, v]) => `${k} ${String(v)}`)
+        .join(', ')}`,
+  );
 }

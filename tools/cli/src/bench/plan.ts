@@ -16,7 +16,8 @@ export function benchPlan(flags: BenchFlags, device: DeviceLike, dtype: FloatDTy
   const causal = flags.causal ? [true] : flags.nonCausal ? [false] : [false, true];
   const common = { dtype, device, features, seed: flags.seed };
   if (flags.decode) return { kind: 'decode', gridName: 'decode', problems: [decodeProblem(common)] };
-  if (flags.overhead) return { kind: 'overhead', gridName: 'overhead', problems: overheadProblem({ ...common, causal }) };
+  if (flags.overhead)
+    return { kind: 'overhead', gridName: 'overhead', problems: overheadProblem({ ...common, causal }) };
   const name = flags.grid ?? (deviceType === 'cpu' ? 'cpu' : 'standard');
   const base = name === 'cpu' ? CPU_GRID : STANDARD_GRID;
   const grid: GridSpec = {
@@ -29,6 +30,13 @@ export function benchPlan(flags: BenchFlags, device: DeviceLike, dtype: FloatDTy
   return {
     kind: 'grid',
     gridName: custom ? `custom (from ${name})` : name,
-    problems: gridProblems({ ...common, grid, causal, batch: flags.batch ?? null, heads: flags.heads ?? null, kvHeads: flags.kvHeads ?? null }),
+    problems: gridProblems({
+      ...common,
+      grid,
+      causal,
+      batch: flags.batch ?? null,
+      heads: flags.heads ?? null,
+      kvHeads: flags.kvHeads ?? null,
+    }),
   };
 }

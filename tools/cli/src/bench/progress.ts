@@ -39,7 +39,13 @@ function plainProgress(stream: OutStream): Progress {
 
 function barProgress(stream: OutStream): Progress {
   const bar = new cliProgress.SingleBar(
-    { stream: stream as NodeJS.WritableStream, format: '{bar} {value}/{total} | {label}', hideCursor: true, clearOnComplete: true, etaBuffer: 20 },
+    {
+      stream: stream as NodeJS.WritableStream,
+      format: '{bar} {value}/{total} | {label}',
+      hideCursor: true,
+      clearOnComplete: true,
+      etaBuffer: 20,
+    },
     cliProgress.Presets.shades_classic,
   );
   return {

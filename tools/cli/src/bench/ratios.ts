@@ -8,7 +8,9 @@ export function torchBackends(rows: readonly BenchRow[]): string[] {
 /** null when either side did not run. */
 export function ratioTo(ours: BenchRow, torchBackend: string, rows: readonly BenchRow[]): number | null {
   if (ours.status !== 'ok' || ours.medianMs === undefined) return null;
-  const theirs = rows.find((r) => r.source === 'torch' && r.backend === torchBackend && r.status === 'ok' && sameCase(r, ours));
+  const theirs = rows.find(
+    (r) => r.source === 'torch' && r.backend === torchBackend && r.status === 'ok' && sameCase(r, ours),
+  );
   if (!theirs?.medianMs) return null;
   return theirs.medianMs / ours.medianMs;
 }
@@ -28,7 +30,16 @@ export function allRatios(rows: readonly BenchRow[]): RatioEntry[] {
   for (const r of rows.filter((x) => x.source === 'attn')) {
     for (const t of torchBackends(rows)) {
       const ratio = ratioTo(r, t, rows);
-      if (ratio !== null) out.push({ backend: r.backend, mode: r.mode, torch: t, seqK: r.seqK, headDim: r.headDim, causal: r.causal, ratio });
+      if (ratio !== null)
+        out.push({
+          backend: r.backend,
+          mode: r.mode,
+          torch: t,
+          seqK: r.seqK,
+          headDim: r.headDim,
+          causal: r.causal,
+          ratio,
+        });
     }
   }
   return out;

@@ -66,7 +66,19 @@ export function buildReport(args: {
     backends: args.backends ?? {},
     paths: args.paths ?? {},
     threads: args.threads,
-    torch: t === null ? null : t.available ? { available: true, version: t.torch, device: t.device, ...(t.capability ? { capability: t.capability } : {}), timer: t.timer, threads: t.threads } : { available: false, reason: t.reason },
+    torch:
+      t === null
+        ? null
+        : t.available
+          ? {
+              available: true,
+              version: t.torch,
+              device: t.device,
+              ...(t.capability ? { capability: t.capability } : {}),
+              timer: t.timer,
+              threads: t.threads,
+            }
+          : { available: false, reason: t.reason },
     rows: args.rows,
     ratios: allRatios(args.rows),
   };

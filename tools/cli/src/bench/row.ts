@@ -63,7 +63,11 @@ export function rowBase(p: ProblemSpec, mode: Mode, backend: string, source: Ben
   } as const;
 }
 
-export function timedRow(base: ReturnType<typeof rowBase>, t: { medianMs: number; p20Ms: number; p80Ms: number; count: number }, sets: number): BenchRow {
+export function timedRow(
+  base: ReturnType<typeof rowBase>,
+  t: { medianMs: number; p20Ms: number; p80Ms: number; count: number },
+  sets: number,
+): BenchRow {
   return {
     ...base,
     status: 'ok',
@@ -79,7 +83,15 @@ export function timedRow(base: ReturnType<typeof rowBase>, t: { medianMs: number
 /** Same problem and mode (what a ratio compares). */
 export function sameCase(a: BenchRow, b: BenchRow): boolean {
   return (
-    a.mode === b.mode && a.dtype === b.dtype && a.batch === b.batch && a.headsQ === b.headsQ && a.headsKV === b.headsKV &&
-    a.seqQ === b.seqQ && a.seqK === b.seqK && a.headDim === b.headDim && a.headDimV === b.headDimV && a.causal === b.causal
+    a.mode === b.mode &&
+    a.dtype === b.dtype &&
+    a.batch === b.batch &&
+    a.headsQ === b.headsQ &&
+    a.headsKV === b.headsKV &&
+    a.seqQ === b.seqQ &&
+    a.seqK === b.seqK &&
+    a.headDim === b.headDim &&
+    a.headDimV === b.headDimV &&
+    a.causal === b.causal
   );
 }

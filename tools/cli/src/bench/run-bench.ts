@@ -31,9 +31,12 @@ export interface BenchOutcome {
 export function torchNotes(problems: readonly ProblemSpec[]): string[] {
   const notes: string[] = [];
   if (problems.some((p) => p.varlen)) {
-    notes.push('varlen problems run as torch\'s dense SDPA on the same shapes (equal-length sequences: the same attention; torch has no public varlen SDPA)');
+    notes.push(
+      "varlen problems run as torch's dense SDPA on the same shapes (equal-length sequences: the same attention; torch has no public varlen SDPA)",
+    );
   }
-  if (problems.some((p) => p.out)) notes.push('torch allocates each output (its SDPA has no out=); ours writes into a preallocated one');
+  if (problems.some((p) => p.out))
+    notes.push('torch allocates each output (its SDPA has no out=); ours writes into a preallocated one');
   return notes;
 }
 
@@ -49,7 +52,8 @@ export async function runBench(
   const rows: BenchRow[] = [];
   progress.start(plan.problems.length * modes.length * backends.length);
   try {
-    for (const p of plan.problems) rows.push(...benchCase(p, modes, backends, target, settings, (r) => progress.done(r)));
+    for (const p of plan.problems)
+      rows.push(...benchCase(p, modes, backends, target, settings, (r) => progress.done(r)));
   } finally {
     progress.stop();
   }
@@ -57,7 +61,22 @@ export async function runBench(
   const comparable = plan.problems.filter((p) => torchIncompatibility(p) === null);
   const torchSkipped = [...new Set(plan.problems.map(torchIncompatibility).filter((x): x is string => x !== null))];
   if (comparable.length === 0) return { rows, torch: null, torchSkipped, torchNotes: [] };
-  const timing = { warmup: settings.warmup, warmupMs: settings.warmupMs, repeat: settings.repeat, budgetMs: settings.budgetMs, callsPerSample: settings.callsPerSample };
-  const answer = await runTorch(torchRequest(comparable, modes, timing, torch.threads, torch.backends), torch.python, torch.log);
-  return { rows: [...rows, ...torchRows(comparable, answer)], torch: answer, torchSkipped, torchNotes: torchNotes(comparable) };
+  const timing = {
+    warmup: settings.warmup,
+    warmupMs: settings.warmupMs,
+    repeat: settings.repeat,
+    budgetMs: settings.budgetMs,
+    callsPerSample: settings.callsPerSample,
+  };
+  const answer = await runTorch(
+    torchRequest(comparable, modes, timing, torch.threads, torch.backends),
+    torch.python,
+    torch.log,
+  );
+  return {
+    rows: [...rows, ...torchRows(comparable, answer)],
+    torch: answer,
+    torchSkipped,
+    torchNotes: torchNotes(comparable),
+  };
 }

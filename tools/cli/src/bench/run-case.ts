@@ -41,7 +41,14 @@ function declineReason(p: ProblemSpec, set: ProblemInputs, backend: string): str
   return reasons.join('; ') || 'declined without a reason';
 }
 
-function timeOne(p: ProblemSpec, mode: Mode, backend: string, sets: ProblemInputs[], target: Target, s: CaseSettings): BenchRow {
+function timeOne(
+  p: ProblemSpec,
+  mode: Mode,
+  backend: string,
+  sets: ProblemInputs[],
+  target: Target,
+  s: CaseSettings,
+): BenchRow {
   const problem = problemForMode(p, mode);
   const base = rowBase(problem, mode, backend);
   const why = declineReason(problem, sets[0]!, backend);
@@ -56,10 +63,21 @@ function timeOne(p: ProblemSpec, mode: Mode, backend: string, sets: ProblemInput
           for (let c = 0; c < k; c++) op.call(i)();
         },
         target.clock,
-        { warmup: s.warmup, warmupMs: s.warmupMs, repeat: s.repeat, budgetMs: s.budgetMs, minSamples: 3, sets: sets.length },
+        {
+          warmup: s.warmup,
+          warmupMs: s.warmupMs,
+          repeat: s.repeat,
+          budgetMs: s.budgetMs,
+          minSamples: 3,
+          sets: sets.length,
+        },
       );
       const per = (x: number) => x / k;
-      return timedRow(base, { medianMs: per(m.medianMs), p20Ms: per(m.p20Ms), p80Ms: per(m.p80Ms), count: m.count }, sets.length);
+      return timedRow(
+        base,
+        { medianMs: per(m.medianMs), p20Ms: per(m.p20Ms), p80Ms: per(m.p80Ms), count: m.count },
+        sets.length,
+      );
     } finally {
       op.dispose();
     }
@@ -84,7 +102,11 @@ export function benchCase(
   } catch (err) {
     for (const mode of modes) {
       for (const b of backends) {
-        const row: BenchRow = { ...rowBase(problemForMode(p, mode), mode, b.name), status: 'failed', reason: `inputs: ${message(err)}` };
+        const row: BenchRow = {
+          ...rowBase(problemForMode(p, mode), mode, b.name),
+          status: 'failed',
+          reason: `inputs: ${message(err)}`,
+        };
         rows.push(row);
         onRow(row);
       }

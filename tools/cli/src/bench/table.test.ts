@@ -35,7 +35,10 @@ describe('bench table', () => {
       fakeRow({ backend: 'cpu-flash', status: 'unsupported', reason: 'headDimAtMost: D=512 > 256', seqK: 2048 }),
       fakeRow({ backend: 'cpu-math', status: 'failed', reason: 'out of memory' }),
     ];
-    expect(renderSkipped(skipped)).toEqual(['cpu-flash fwd unsupported: headDimAtMost: D=512 > 256', 'cpu-math fwd failed: out of memory']);
+    expect(renderSkipped(skipped)).toEqual([
+      'cpu-flash fwd unsupported: headDimAtMost: D=512 > 256',
+      'cpu-math fwd failed: out of memory',
+    ]);
     expect(renderTable(skipped)).toContain('unsupported');
   });
 

@@ -37,7 +37,7 @@ export function renderTable(rows: readonly BenchRow[], opts: TableOptions = {}):
       ok ? formatTime(r.medianMs!) : r.status,
       ok ? formatRate(r.tflops! * 1e12) : '-',
     ];
-    if (opts.bandwidth) cells.push(ok ? ((r.bytes / (r.medianMs! / 1000)) / 1e9).toFixed(1) : '-');
+    if (opts.bandwidth) cells.push(ok ? (r.bytes / (r.medianMs! / 1000) / 1e9).toFixed(1) : '-');
     for (const t of torch) {
       const ratio = r.source === 'attn' ? ratioTo(r, t, rows) : null;
       cells.push(ratio === null ? '-' : formatRatio(ratio));

@@ -25,23 +25,31 @@ import { resolveDevice, type ContextProvider } from './context.js';
 const SILENT = { write: () => true };
 
 export function benchCommand(getContext: ContextProvider): Command {
-  const cmd = new Command('bench').description('time a grid of problems on every available backend; table, --json, --plot, --compare torch');
+  const cmd = new Command('bench').description(
+    'time a grid of problems on every available backend; table, --json, --plot, --compare torch',
+  );
   addBenchOptions(cmd);
   return cmd.action((flags: BenchFlags) => withCpuThreads(flags.threads, () => bench(flags, getContext)));
 }
 
 /** --varlen, --index-values-on-device and --out time forward calls only (no backward through them here). */
 function checkCallFlags(flags: BenchFlags): void {
-  if (flags.indexValuesOnDevice && !flags.varlen) throw new CliUsageError('--index-values-on-device needs --varlen (dense calls here have no index tensors).');
+  if (flags.indexValuesOnDevice && !flags.varlen)
+    throw new CliUsageError('--index-values-on-device needs --varlen (dense calls here have no index tensors).');
   const only = ['varlen', 'out'].filter((f) => flags[f as 'varlen' | 'out']);
   if (only.length > 0 && flags.mode.some((m) => m !== 'fwd')) {
-    throw new CliUsageError(`--${only.join(' and --')} time forward calls: use --mode fwd (backward is timed on dense calls with fresh outputs).`);
+    throw new CliUsageError(
+      `--${only.join(' and --')} time forward calls: use --mode fwd (backward is timed on dense calls with fresh outputs).`,
+    );
   }
 }
 
 /** How our calls are made, where not the plain sdpa(q, k, v, opts) with fresh outputs. */
 function callForm(flags: BenchFlags): string {
-  const parts = [flags.varlen ? `sdpaVarlen${flags.indexValuesOnDevice ? ' with indexValuesOnDevice' : ''}` : null, flags.out ? 'a preallocated out' : null].filter(Boolean);
+  const parts = [
+    flags.varlen ? `sdpaVarlen${flags.indexValuesOnDevice ? ' with indexValuesOnDevice' : ''}` : null,
+    flags.out ? 'a preallocated out' : null,
+  ].filter(Boolean);
   return parts.length ? `; calls: ${parts.join(', ')}` : '';
 }
 
@@ -61,7 +69,13 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   const backends = benchBackends(type, flags.backends ?? null, packages, flags.kernel ?? null);
   checkCallFlags(flags);
   const plan = benchPlan(flags, device, dtype, type);
-  const settings = { warmup: flags.warmup, warmupMs: flags.warmupMs, repeat: flags.repeat, budgetMs: flags.budget * 1000, callsPerSample: flags.overhead ? OVERHEAD_LOOP_CALLS : 1 };
+  const settings = {
+    warmup: flags.warmup,
+    warmupMs: flags.warmupMs,
+    repeat: flags.repeat,
+    budgetMs: flags.budget * 1000,
+    callsPerSample: flags.overhead ? OVERHEAD_LOOP_CALLS : 1,
+  };
   println(
     io.stdout,
     `attn bench on ${target.name}: ${plan.gridName} grid, ${plan.problems.length} case(s) x ${flags.mode.join(',')} x ${backends.map((b) => b.name).join(', ')}; ${dtype}; ` +
@@ -74,8 +88,19 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   if (type === 'cpu') println(io.stdout, `  ${cpuLine(machine)}`);
   const builds = backendBuilds(backends, flags.kernel ?? null);
   for (const line of pathLines(builds, dtype)) println(io.stdout, `  ${line}`);
-  const torch = flags.compare === 'torch' ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: flags.quiet ? SILENT : io.stderr } : null;
-  const outcome = await runBench(plan, flags.mode, backends, target, settings, makeProgress(io.stderr, flags.quiet), torch);
+  const torch =
+    flags.compare === 'torch'
+      ? { python: flags.python, threads, backends: flags.torchBackends ?? null, log: flags.quiet ? SILENT : io.stderr }
+      : null;
+  const outcome = await runBench(
+    plan,
+    flags.mode,
+    backends,
+    target,
+    settings,
+    makeProgress(io.stderr, flags.quiet),
+    torch,
+  );
 
   // torch's side of the header: known once it ran, printed above the table.
   const threadsUsed = threadFacts(type === 'cpu', threads, outcome.torch);
@@ -102,7 +127,12 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   }
   const ran = outcome.rows.some((r) => r.source === 'attn' && r.status === 'ok');
   if (flags.plot && ran) {
-    await writePlot(flags.plot, outcome.rows, `attn bench: ${flags.mode.join(', ')} on ${target.name}`, `${plan.gridName} grid, ${dtype}, median of up to ${settings.repeat}`);
+    await writePlot(
+      flags.plot,
+      outcome.rows,
+      `attn bench: ${flags.mode.join(', ')} on ${target.name}`,
+      `${plan.gridName} grid, ${dtype}, median of up to ${settings.repeat}`,
+    );
     println(io.stdout, `wrote ${flags.plot}`);
   }
   if (!ran) {
@@ -111,7 +141,10 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   }
   const failed = outcome.rows.filter((r) => r.source === 'attn' && r.status === 'failed');
   if (flags.strict && failed.length > 0) {
-    println(io.stderr, `--strict: ${failed.length} of our case(s) failed (an error, not a decline): see "Not run" above.`);
+    println(
+      io.stderr,
+      `--strict: ${failed.length} of our case(s) failed (an error, not a decline): see "Not run" above.`,
+    );
     setExitCode(1);
   }
 }

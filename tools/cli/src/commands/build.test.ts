@@ -5,7 +5,11 @@ import { packagesFor } from './build.js';
 
 describe('attn build', () => {
   it('maps backends to the packages to build, runtimes first and each once', () => {
-    expect(packagesFor(['flash-cuda', 'memeff-cuda'])).toEqual(['@attn/cuda', '@attn/flash-cuda', '@attn/cutlass-memeff']);
+    expect(packagesFor(['flash-cuda', 'memeff-cuda'])).toEqual([
+      '@attn/cuda',
+      '@attn/flash-cuda',
+      '@attn/cutlass-memeff',
+    ]);
     expect(packagesFor(['cpu-flash'])).toEqual(['@attn/cpu']);
     expect(packagesFor(['cuda-math', 'flash-cuda'])).toEqual(['@attn/cuda', '@attn/flash-cuda']);
     expect(packagesFor(['@attn/rocm-ck'])).toEqual(['@attn/rocm-ck']);

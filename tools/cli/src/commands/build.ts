@@ -26,7 +26,10 @@ export function packagesFor(names: readonly string[]): string[] {
   const out: string[] = [];
   for (const name of names) {
     const pkgs = BUILDABLE[name] ?? (name.startsWith('@attn/') ? [name] : null);
-    if (!pkgs) throw new CliUsageError(`Unknown backend '${name}': pick one of ${Object.keys(BUILDABLE).join(', ')}, or an @attn package name.`);
+    if (!pkgs)
+      throw new CliUsageError(
+        `Unknown backend '${name}': pick one of ${Object.keys(BUILDABLE).join(', ')}, or an @attn package name.`,
+      );
     for (const p of pkgs) if (!out.includes(p)) out.push(p);
   }
   return out;
@@ -34,14 +37,28 @@ export function packagesFor(names: readonly string[]): string[] {
 
 export function buildCommand(io: CliIO): Command {
   return new Command('build')
-    .description('build a backend\'s native addon from source (where no prebuilt binary fits); needs cmake and a C++17 compiler, plus nvcc or hipcc for GPU backends')
-    .addOption(new Option('--backend <names...>', `backends to build: ${Object.keys(BUILDABLE).join(', ')}`).makeOptionMandatory())
-    .addOption(new Option('--archs <list>', "CUDA archs, e.g. '89' or '80;90a' (default 80;90a; 'release': what the prebuilt packages carry)"))
-    .addOption(new Option('--jobs <n>', 'parallel compile jobs (default: every core)').argParser((v) => {
-      const n = Number(v);
-      if (!Number.isInteger(n) || n < 1) throw new CliUsageError(`--jobs takes a positive integer, got '${v}'.`);
-      return n;
-    }))
+    .description(
+      "build a backend's native addon from source (where no prebuilt binary fits); needs cmake and a C++17 compiler, plus nvcc or hipcc for GPU backends",
+    )
+    .addOption(
+      new Option(
+        '--backend <names...>',
+        `backends to build: ${Object.keys(BUILDABLE).join(', ')}`,
+      ).makeOptionMandatory(),
+    )
+    .addOption(
+      new Option(
+        '--archs <list>',
+        "CUDA archs, e.g. '89' or '80;90a' (default 80;90a; 'release': what the prebuilt packages carry)",
+      ),
+    )
+    .addOption(
+      new Option('--jobs <n>', 'parallel compile jobs (default: every core)').argParser((v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1) throw new CliUsageError(`--jobs takes a positive integer, got '${v}'.`);
+        return n;
+      }),
+    )
     .action((flags: { backend: string[]; archs?: string; jobs?: number }) => {
       for (const pkg of packagesFor(flags.backend)) {
         let root: string;
@@ -56,7 +73,13 @@ export function buildCommand(io: CliIO): Command {
           }
         }
         // A failed build throws NativeBuildError (code ATTN_NATIVE_BUILD): exit 1 with its message.
-        buildAddon({ packageRoot: root, archs: flags.archs, jobs: flags.jobs, env: { ...io.env }, log: (line) => println(io.stdout, line) });
+        buildAddon({
+          packageRoot: root,
+          archs: flags.archs,
+          jobs: flags.jobs,
+          env: { ...io.env },
+          log: (line) => println(io.stdout, line),
+        });
       }
     });
 }

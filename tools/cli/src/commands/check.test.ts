@@ -11,7 +11,9 @@ describe('attn check', () => {
     const code = await main(['check', '--device', 'cpu', '--backends', 'cpu-flash', '--seed', '7'], io);
     const lines = io.out().trim().split('\n');
     expect(code, io.out() + io.err()).toBe(0);
-    expect(lines.at(-2)).toMatch(/^cpu-flash on cpu:0: \d+ cases passed \(\d+ with backward\), 0 failed, \d+ declined by its rules; seed 7/);
+    expect(lines.at(-2)).toMatch(
+      /^cpu-flash on cpu:0: \d+ cases passed \(\d+ with backward\), 0 failed, \d+ declined by its rules; seed 7/,
+    );
     expect(lines.at(-1)).toMatch(/^[1-9]\d* passed, 0 failed$/);
   });
 

@@ -20,16 +20,32 @@ interface CheckFlags {
 export function checkCommand(getContext: ContextProvider): Command {
   return new Command('check')
     .description('run the conformance cases on the installed backends against cpu-math (the float64 reference)')
-    .addOption(new Option('--backends <names>', 'backends to check (default: every available one on the device but cpu-math)').argParser(parseNameList))
-    .addOption(new Option('--device <device>', 'cpu, cuda, cuda:N, rocm or rocm:N (default: the first GPU present, else cpu)').argParser(parseDeviceFlag))
+    .addOption(
+      new Option(
+        '--backends <names>',
+        'backends to check (default: every available one on the device but cpu-math)',
+      ).argParser(parseNameList),
+    )
+    .addOption(
+      new Option(
+        '--device <device>',
+        'cpu, cuda, cuda:N, rocm or rocm:N (default: the first GPU present, else cpu)',
+      ).argParser(parseDeviceFlag),
+    )
     .addOption(new Option('--full', 'every case at every size (default: the large shapes in one dtype only)'))
     .addOption(new Option('--seed <n>', 'base seed of the random inputs (default: fresh; printed for a rerun)'))
     .action(async (flags: CheckFlags) => {
       const { io, packages, setExitCode } = await getContext();
       const device = parseDevice(resolveDevice(flags.device));
-      const names = (flags.backends ?? benchBackends(device.type, null, packages).map((b) => b.name)).filter((n) => n !== 'cpu-math' || flags.backends);
-      if (names.length === 0) throw new CliUsageError(`No backend to check on '${device.type}' but the reference itself; pass --backends cpu-math to check it.`);
-      if (!listBackends().some((e) => e.backend.name === 'cpu-math')) throw new CliUsageError("The reference 'cpu-math' is not registered: install @attn/cpu.");
+      const names = (flags.backends ?? benchBackends(device.type, null, packages).map((b) => b.name)).filter(
+        (n) => n !== 'cpu-math' || flags.backends,
+      );
+      if (names.length === 0)
+        throw new CliUsageError(
+          `No backend to check on '${device.type}' but the reference itself; pass --backends cpu-math to check it.`,
+        );
+      if (!listBackends().some((e) => e.backend.name === 'cpu-math'))
+        throw new CliUsageError("The reference 'cpu-math' is not registered: install @attn/cpu.");
       let seed: bigint | undefined;
       try {
         seed = flags.seed === undefined ? undefined : BigInt(flags.seed);

@@ -21,7 +21,12 @@ export function explainCommand(getContext: ContextProvider): Command {
     if (flags.backends) checkBackendNames(flags.backends, packages);
     const inputs = emptyInputs(problem);
     try {
-      const report = explain(inputs.query, inputs.key, inputs.value, sdpaOptions(problem, inputs, flags.backends ?? null));
+      const report = explain(
+        inputs.query,
+        inputs.key,
+        inputs.value,
+        sdpaOptions(problem, inputs, flags.backends ?? null),
+      );
       if (flags.json) {
         println(io.stdout, JSON.stringify({ problem, report }, null, 2));
         return;

@@ -17,7 +17,8 @@ function flopNote(r: RunResult): string {
 function checkLines(c: CheckResult): string[] {
   if (c.status === 'skipped') return [`error     skipped: ${c.reason}`];
   return Object.entries(c.errors).map(
-    ([name, e], i) => `${i === 0 ? 'error    ' : '         '} ${name.padEnd(3)} max abs ${formatError(e.maxAbs)}, mean abs ${formatError(e.meanAbs)}, max rel ${formatError(e.maxRel)}${i === 0 ? `  vs ${c.reference}` : ''}`,
+    ([name, e], i) =>
+      `${i === 0 ? 'error    ' : '         '} ${name.padEnd(3)} max abs ${formatError(e.maxAbs)}, mean abs ${formatError(e.meanAbs)}, max rel ${formatError(e.maxRel)}${i === 0 ? `  vs ${c.reference}` : ''}`,
   );
 }
 
@@ -26,12 +27,19 @@ function loopLines(r: RunResult): string[] {
   const l = r.loop;
   const t = r.timing;
   if (!l || !t) return [];
-  const lines = [`loop      ${formatTime(l.perCallMs)} per call over ${l.calls} back-to-back calls with their outputs disposed (median of ${l.loops} loops)`];
+  const lines = [
+    `loop      ${formatTime(l.perCallMs)} per call over ${l.calls} back-to-back calls with their outputs disposed (median of ${l.loops} loops)`,
+  ];
   // On the CPU the host does the work itself; on a device it only issues it.
   if (String(r.problem.device).startsWith('cpu')) return lines;
-  const bound = l.hostPerCallMs >= 0.9 * l.perCallMs ? 'host-bound: the host issues calls no faster than this' : 'device-bound: the host issues calls faster';
+  const bound =
+    l.hostPerCallMs >= 0.9 * l.perCallMs
+      ? 'host-bound: the host issues calls no faster than this'
+      : 'device-bound: the host issues calls faster';
   const share = Math.min(100, (100 * l.hostPerCallMs) / l.perCallMs).toFixed(0);
-  lines.push(`          host ${formatTime(l.hostPerCallMs)} per call to issue and dispose (${share}% of the loop's), ${bound}; device ${formatTime(t.medianMs)} per call alone (events around one call)`);
+  lines.push(
+    `          host ${formatTime(l.hostPerCallMs)} per call to issue and dispose (${share}% of the loop's), ${bound}; device ${formatTime(t.medianMs)} per call alone (events around one call)`,
+  );
   return lines;
 }
 

@@ -26,20 +26,37 @@ interface RunFlags extends ShapeFlags {
 }
 
 export function runCommand(getContext: ContextProvider): Command {
-  const cmd = new Command('run').description('run one problem on random inputs: backend, time, rate, error vs the reference');
+  const cmd = new Command('run').description(
+    'run one problem on random inputs: backend, time, rate, error vs the reference',
+  );
   addShapeOptions(cmd)
     .addOption(new Option('--mode <mode>', 'fwd, bwd (backward only) or fwdbwd').choices(MODES).default('fwd'))
     .addOption(new Option('--repeat <n>', 'timed calls (median reported)').argParser(parsePositiveInt).default(10))
     .addOption(new Option('--warmup <n>', 'untimed calls first').argParser(parseNonNegativeInt).default(2))
     .addOption(
-      new Option('--warmup-ms <ms>', 'and untimed calls until this long went into them (the steady state: JavaScript call paths are optimized after hundreds of calls)')
+      new Option(
+        '--warmup-ms <ms>',
+        'and untimed calls until this long went into them (the steady state: JavaScript call paths are optimized after hundreds of calls)',
+      )
         .argParser(parseNonNegativeInt)
         .default(200),
     )
-    .addOption(new Option('--budget <seconds>', 'stop timing after this long (at least 3 calls)').argParser(parsePositiveNumber).default(10))
+    .addOption(
+      new Option('--budget <seconds>', 'stop timing after this long (at least 3 calls)')
+        .argParser(parsePositiveNumber)
+        .default(10),
+    )
     .addOption(new Option('--no-check', 'skip the comparison with cpu-math'))
-    .addOption(new Option('--check-limit <n>', 'largest B*H*Sq*Sk compared with cpu-math').argParser(parsePositiveInt).default(DEFAULT_CHECK_LIMIT))
-    .addOption(new Option('--threads <n>', 'CPU threads for cpu-flash (sets ATTN_NUM_THREADS for this run)').argParser(parsePositiveInt))
+    .addOption(
+      new Option('--check-limit <n>', 'largest B*H*Sq*Sk compared with cpu-math')
+        .argParser(parsePositiveInt)
+        .default(DEFAULT_CHECK_LIMIT),
+    )
+    .addOption(
+      new Option('--threads <n>', 'CPU threads for cpu-flash (sets ATTN_NUM_THREADS for this run)').argParser(
+        parsePositiveInt,
+      ),
+    )
     .addOption(new Option('--json', 'print the result as JSON'));
   return cmd.action((flags: RunFlags) => withCpuThreads(flags.threads, () => run(flags, getContext)));
 }

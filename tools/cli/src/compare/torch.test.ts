@@ -27,23 +27,46 @@ const timing = { warmup: 1, warmupMs: 0, repeat: 3, budgetMs: 1000 };
 const python = spawnSync('python3', ['-c', 'import sys; print(sys.version_info[0])'], { encoding: 'utf8' });
 const hasPython = python.status === 0 && python.stdout.trim() === '3';
 const hasTorch = hasPython && spawnSync('python3', ['-c', 'import torch'], { encoding: 'utf8' }).status === 0;
-if (!hasPython) console.warn('compare/torch.test: python3 is missing; the tests that run the shipped script are skipped');
+if (!hasPython)
+  console.warn('compare/torch.test: python3 is missing; the tests that run the shipped script are skipped');
 
 /** A stand-in for the script: prints a canned answer (tests the protocol, not torch). */
 function cannedScript(answer: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'attn-torch-'));
   const path = join(dir, 'answer.py');
-  writeFileSync(path, `import sys, json\njson.load(sys.stdin)\nprint(sys.stdin.read(), end='')\nsys.stdout.write(${JSON.stringify(answer)})\n`);
+  writeFileSync(
+    path,
+    `import sys, json\njson.load(sys.stdin)\nprint(sys.stdin.read(), end='')\nsys.stdout.write(${JSON.stringify(answer)})\n`,
+  );
   return path;
 }
 
 describe('--compare torch', () => {
   it('asks for the CPU backends with our thread count', () => {
     const r = torchRequest([problem], ['fwd', 'bwd'], timing, 3, null);
-    expect(r).toMatchObject({ device: 'cpu', threads: 3, dtype: 'float32', modes: ['fwd', 'bwd'], backends: ['math', 'flash'] });
-    expect(r.cases[0]).toMatchObject({ id: 0, headsQ: 4, headsKV: 2, causal: true, alignment: 'upperLeft', mask: null });
-    expect(torchRequest([{ ...problem, mask: 'additive' }], ['fwd'], timing, 3, null).cases[0]).toMatchObject({ mask: 'additive' });
-    expect(torchRequest([{ ...problem, device: 'cuda:1' }], ['fwd'], timing, 3, null)).toMatchObject({ device: 'cuda', deviceIndex: 1, backends: ['flash', 'efficient', 'cudnn', 'math'] });
+    expect(r).toMatchObject({
+      device: 'cpu',
+      threads: 3,
+      dtype: 'float32',
+      modes: ['fwd', 'bwd'],
+      backends: ['math', 'flash'],
+    });
+    expect(r.cases[0]).toMatchObject({
+      id: 0,
+      headsQ: 4,
+      headsKV: 2,
+      causal: true,
+      alignment: 'upperLeft',
+      mask: null,
+    });
+    expect(torchRequest([{ ...problem, mask: 'additive' }], ['fwd'], timing, 3, null).cases[0]).toMatchObject({
+      mask: 'additive',
+    });
+    expect(torchRequest([{ ...problem, device: 'cuda:1' }], ['fwd'], timing, 3, null)).toMatchObject({
+      device: 'cuda',
+      deviceIndex: 1,
+      backends: ['flash', 'efficient', 'cudnn', 'math'],
+    });
   });
 
   it('does not compare features torch lacks', () => {
@@ -57,7 +80,9 @@ describe('--compare torch', () => {
       expect(torchIncompatibility({ ...problem, mask })).toBeNull();
       expect(torchIncompatibility({ ...problem, mask, alignment: 'lowerRight' })).toBeNull(); // Sq = Sk: plain is_causal
       expect(torchIncompatibility({ ...problem, mask, causal: false, alignment: 'lowerRight', seqQ: 16 })).toBeNull();
-      expect(torchIncompatibility({ ...problem, mask, alignment: 'lowerRight', seqQ: 16 })).toMatch(/mask and lower-right causal/);
+      expect(torchIncompatibility({ ...problem, mask, alignment: 'lowerRight', seqQ: 16 })).toMatch(
+        /mask and lower-right causal/,
+      );
     }
   });
 
@@ -78,7 +103,12 @@ describe('--compare torch', () => {
         { case: 0, mode: 'fwd', backend: 'flash', ok: false, reason: 'No available kernel' },
       ],
     };
-    const got = await runTorch(torchRequest([problem], ['fwd'], timing, 2, null), 'python3', sink, cannedScript(JSON.stringify(answer)));
+    const got = await runTorch(
+      torchRequest([problem], ['fwd'], timing, 2, null),
+      'python3',
+      sink,
+      cannedScript(JSON.stringify(answer)),
+    );
     expect(got).toEqual(answer);
     const rows = torchRows([problem], got);
     expect(rows).toHaveLength(2);
@@ -88,7 +118,12 @@ describe('--compare torch', () => {
   });
 
   it.skipIf(!hasPython)('reports an unreadable answer with the script stderr', async () => {
-    const got = await runTorch(torchRequest([problem], ['fwd'], timing, 2, null), 'python3', sink, cannedScript('not json'));
+    const got = await runTorch(
+      torchRequest([problem], ['fwd'], timing, 2, null),
+      'python3',
+      sink,
+      cannedScript('not json'),
+    );
     expect(got.available).toBe(false);
     expect(got.available === false && got.reason).toMatch(/without a readable answer/);
   });
@@ -116,21 +151,45 @@ describe('--compare torch', () => {
     const env = { ...process.env, PYTHONPATH: fake, FAKE_TORCH_LOG: log };
     const r = spawnSync('python3', [torchScriptPath()], { input: JSON.stringify(request), encoding: 'utf8', env });
     expect(r.status).toBe(0);
-    const answer = JSON.parse(r.stdout) as { available: boolean; results: { case: number; backend: string; ok: boolean; reason?: string }[] };
+    const answer = JSON.parse(r.stdout) as {
+      available: boolean;
+      results: { case: number; backend: string; ok: boolean; reason?: string }[];
+    };
     expect(answer.available).toBe(true);
     // torch's math path refuses attn_mask with is_causal=True: an unsupported row with torch's words.
     for (const res of answer.results) {
-      if (res.case === 0 && res.backend === 'math') expect(res).toMatchObject({ ok: false, reason: expect.stringMatching(/attn_mask should not be set when is_causal/) });
+      if (res.case === 0 && res.backend === 'math')
+        expect(res).toMatchObject({
+          ok: false,
+          reason: expect.stringMatching(/attn_mask should not be set when is_causal/),
+        });
       else expect(res.ok).toBe(true);
     }
     type Desc = { shape: number[]; dtype: string; requiresGrad: boolean };
-    const calls = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { call: string; backend: string; q?: Desc; mask?: Desc; isCausal?: boolean; inputs?: Desc[] });
+    const calls = readFileSync(log, 'utf8')
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            call: string;
+            backend: string;
+            q?: Desc;
+            mask?: Desc;
+            isCausal?: boolean;
+            inputs?: Desc[];
+          },
+      );
     const sdpa = calls.filter((c) => c.call === 'sdpa' && c.backend === 'efficient');
     const additive = sdpa.filter((c) => c.mask?.dtype === 'bfloat16');
     const bool = sdpa.filter((c) => c.mask?.dtype === 'bool');
     expect(additive.length + bool.length).toBe(sdpa.length);
     // [B, 1, Sq, Sk]; causal goes along as is_causal; the additive mask needs grad exactly when q does.
-    expect(additive.every((c) => c.mask!.shape.join() === '2,1,64,96' && c.isCausal && c.mask!.requiresGrad === c.q!.requiresGrad)).toBe(true);
+    expect(
+      additive.every(
+        (c) => c.mask!.shape.join() === '2,1,64,96' && c.isCausal && c.mask!.requiresGrad === c.q!.requiresGrad,
+      ),
+    ).toBe(true);
     expect(additive.some((c) => c.mask!.requiresGrad)).toBe(true);
     expect(bool.every((c) => c.mask!.shape.join() === '2,1,64,64' && !c.isCausal && !c.mask!.requiresGrad)).toBe(true);
     // Backward differentiates the additive mask too (ours computes dbias), never the bool one.
@@ -138,14 +197,20 @@ describe('--compare torch', () => {
     expect(grads.length).toBeGreaterThan(0);
     for (const g of grads) {
       const mask = g.inputs![3];
-      if (g.inputs!.length === 4) expect(mask).toEqual({ shape: [2, 1, 64, 96], dtype: 'bfloat16', requiresGrad: true });
+      if (g.inputs!.length === 4)
+        expect(mask).toEqual({ shape: [2, 1, 64, 96], dtype: 'bfloat16', requiresGrad: true });
       else expect(g.inputs!.map((t) => t.shape[3])).toEqual([32, 32, 32]);
     }
     expect(grads.some((g) => g.inputs!.length === 4) && grads.some((g) => g.inputs!.length === 3)).toBe(true);
   });
 
   it.skipIf(!hasTorch)('the shipped script times torch on the CPU', async () => {
-    const got = await runTorch(torchRequest([problem], ['fwd', 'fwdbwd'], timing, 1, null), 'python3', sink, torchScriptPath());
+    const got = await runTorch(
+      torchRequest([problem], ['fwd', 'fwdbwd'], timing, 1, null),
+      'python3',
+      sink,
+      torchScriptPath(),
+    );
     expect(got.available).toBe(true);
     if (!got.available) return;
     const math = got.results.filter((r) => r.backend === 'math');

@@ -131,7 +131,12 @@ export function torchScriptPath(): string {
 }
 
 /** Runs the script; any failure (no python, a crash, bad JSON) becomes { available: false, reason }. */
-export function runTorch(request: TorchRequest, python: string, progress: OutStream, script = torchScriptPath()): Promise<TorchAnswer> {
+export function runTorch(
+  request: TorchRequest,
+  python: string,
+  progress: OutStream,
+  script = torchScriptPath(),
+): Promise<TorchAnswer> {
   return new Promise((resolve) => {
     const child = spawn(python, [script], { stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
@@ -142,7 +147,10 @@ export function runTorch(request: TorchRequest, python: string, progress: OutStr
       errTail = (errTail + d).slice(-2000);
     });
     child.on('error', (err: NodeJS.ErrnoException) => {
-      const reason = err.code === 'ENOENT' ? `${python} was not found on PATH; install Python 3 with torch, or pass --python <path>` : err.message;
+      const reason =
+        err.code === 'ENOENT'
+          ? `${python} was not found on PATH; install Python 3 with torch, or pass --python <path>`
+          : err.message;
       resolve({ available: false, reason });
     });
     child.on('close', (code) => {
@@ -152,7 +160,10 @@ export function runTorch(request: TorchRequest, python: string, progress: OutStr
         resolve(answer);
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
-        resolve({ available: false, reason: `${python} ${script} exited ${code} without a readable answer (${why}); stderr: ${errTail.trim().slice(-300)}` });
+        resolve({
+          available: false,
+          reason: `${python} ${script} exited ${code} without a readable answer (${why}); stderr: ${errTail.trim().slice(-300)}`,
+        });
       }
     });
     child.stdin.on('error', () => {}); // a python that exits at once closes the pipe; 'close' reports it
@@ -167,7 +178,14 @@ export function torchRows(problems: readonly ProblemSpec[], answer: TorchAnswer)
     const p = problems[r.case];
     if (!p) return [];
     const base = rowBase(r.mode === 'fwd' ? p : { ...p, requiresGrad: true }, r.mode, `torch-${r.backend}`, 'torch');
-    if (!r.ok || r.medianMs === undefined) return [{ ...base, status: 'unsupported', reason: r.reason ?? 'no reason given' } as BenchRow];
-    return [timedRow(base, { medianMs: r.medianMs, p20Ms: r.p20Ms ?? r.medianMs, p80Ms: r.p80Ms ?? r.medianMs, count: r.samples ?? 0 }, 0)];
+    if (!r.ok || r.medianMs === undefined)
+      return [{ ...base, status: 'unsupported', reason: r.reason ?? 'no reason given' } as BenchRow];
+    return [
+      timedRow(
+        base,
+        { medianMs: r.medianMs, p20Ms: r.p20Ms ?? r.medianMs, p80Ms: r.p80Ms ?? r.medianMs, count: r.samples ?? 0 },
+        0,
+      ),
+    ];
   });
 }

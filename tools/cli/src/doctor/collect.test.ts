@@ -49,11 +49,27 @@ function backend(name: string, over: Partial<Backend>): Backend {
 describe('doctor', () => {
   registerDeviceRuntime(fakeRocm);
   registerBackend(backend('rocm-built', { buildInfo: () => ({ archs: ['gfx942', 'gfx90a'], flags: '-O3' }) }));
-  registerBackend(backend('rocm-broken', { availability: () => ({ ok: false, reason: 'unavailable: libamdhip64.so.6 not found' }), buildInfo: () => { throw new Error('no addon'); } }));
+  registerBackend(
+    backend('rocm-broken', {
+      availability: () => ({ ok: false, reason: 'unavailable: libamdhip64.so.6 not found' }),
+      buildInfo: () => {
+        throw new Error('no addon');
+      },
+    }),
+  );
   const packages: PackageStatus[] = [
     { name: '@attn/cpu', state: 'loaded', version: '0.1.0', module: {} },
     { name: '@attn/cuda', state: 'not installed' },
-    { name: '@attn/rocm', state: 'loaded', version: '0.1.0', module: { buildInfo: () => ({ archs: ['gfx942'], compiler: 'hipcc' }), runtimeVersion: () => 6002, memoryStats: () => ({ allocatedBytes: 2048, reservedBytes: 1024 ** 2, peakReservedBytes: 2 * 1024 ** 2 }) } },
+    {
+      name: '@attn/rocm',
+      state: 'loaded',
+      version: '0.1.0',
+      module: {
+        buildInfo: () => ({ archs: ['gfx942'], compiler: 'hipcc' }),
+        runtimeVersion: () => 6002,
+        memoryStats: () => ({ allocatedBytes: 2048, reservedBytes: 1024 ** 2, peakReservedBytes: 2 * 1024 ** 2 }),
+      },
+    },
     { name: '@attn/rocm-ck', state: 'failed', error: 'SyntaxError: bad build' },
   ];
   const report = collectDoctor(packages);
@@ -62,14 +78,30 @@ describe('doctor', () => {
     const rocm = report.runtimes.find((r) => r.type === 'rocm')!;
     expect(rocm.state).toBe('ok');
     expect(rocm.versions).toMatchObject({ archs: ['gfx942'], compiler: 'hipcc', runtimeVersion: '6.0' });
-    expect(rocm.devices).toEqual([expect.objectContaining({ name: 'AMD Instinct MI300X', arch: 'gfx942', memory: expect.objectContaining({ allocatedBytes: 2048 }) })]);
+    expect(rocm.devices).toEqual([
+      expect.objectContaining({
+        name: 'AMD Instinct MI300X',
+        arch: 'gfx942',
+        memory: expect.objectContaining({ allocatedBytes: 2048 }),
+      }),
+    ]);
     expect(report.runtimes.find((r) => r.type === 'cuda')!.state).toBe('not installed');
   });
 
   it('reports each backend: available or why not, and how it was built', () => {
-    expect(report.backends.find((b) => b.name === 'rocm-built')).toMatchObject({ available: true, buildInfo: { archs: ['gfx942', 'gfx90a'] } });
-    expect(report.backends.find((b) => b.name === 'rocm-broken')).toMatchObject({ available: false, reason: expect.stringContaining('libamdhip64'), buildInfo: { error: 'no addon' } });
-    expect(report.packages.find((p) => p.name === '@attn/rocm-ck')).toMatchObject({ state: 'failed to load', error: 'SyntaxError: bad build' });
+    expect(report.backends.find((b) => b.name === 'rocm-built')).toMatchObject({
+      available: true,
+      buildInfo: { archs: ['gfx942', 'gfx90a'] },
+    });
+    expect(report.backends.find((b) => b.name === 'rocm-broken')).toMatchObject({
+      available: false,
+      reason: expect.stringContaining('libamdhip64'),
+      buildInfo: { error: 'no addon' },
+    });
+    expect(report.packages.find((p) => p.name === '@attn/rocm-ck')).toMatchObject({
+      state: 'failed to load',
+      error: 'SyntaxError: bad build',
+    });
     expect(report.packages.find((p) => p.name === '@attn/flash-cuda')).toMatchObject({ state: 'not installed' });
   });
 

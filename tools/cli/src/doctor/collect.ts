@@ -31,7 +31,13 @@ export interface BackendReport {
 export interface DoctorReport {
   readonly host: { readonly node: string; readonly napi: string; readonly platform: string; readonly cpu: CpuInfo };
   readonly runtimes: readonly RuntimeReport[];
-  readonly packages: readonly { readonly name: string; readonly kind: string; readonly state: string; readonly version?: string | null; readonly error?: string }[];
+  readonly packages: readonly {
+    readonly name: string;
+    readonly kind: string;
+    readonly state: string;
+    readonly version?: string | null;
+    readonly error?: string;
+  }[];
   readonly backends: readonly BackendReport[];
   /** Which NCCL @attn/context-parallel finds (doctor adds it; absent in collectDoctor's own answer). */
   readonly nccl?: NcclSection;
@@ -42,13 +48,18 @@ function message(err: unknown): string {
 }
 
 /** Calls the first of `names` that the module exports as a function; its plain-object answer, or null. */
-function callExport(module: Record<string, unknown> | null, names: readonly string[], ...args: unknown[]): Facts | null {
+function callExport(
+  module: Record<string, unknown> | null,
+  names: readonly string[],
+  ...args: unknown[]
+): Facts | null {
   for (const n of names) {
     const fn = module?.[n];
     if (typeof fn !== 'function') continue;
     try {
       const v: unknown = fn(...args);
-      if (v && typeof v === 'object') return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? Number(x) : x))) as Facts;
+      if (v && typeof v === 'object')
+        return JSON.parse(JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? Number(x) : x))) as Facts;
       if (v !== undefined && v !== null) return { [n]: String(v) };
     } catch (err) {
       return { [`${n} failed`]: message(err) };
@@ -64,7 +75,9 @@ export function cudaVersionString(v: number): string {
 
 /** Driver and runtime versions and the addon's build, from the exports a runtime package has. */
 function runtimeVersions(type: string, module: Record<string, unknown> | null): Facts | undefined {
-  const out: Record<string, string | number | boolean | readonly string[]> = { ...(callExport(module, ['buildInfo', `${type}BuildInfo`]) ?? {}) };
+  const out: Record<string, string | number | boolean | readonly string[]> = {
+    ...(callExport(module, ['buildInfo', `${type}BuildInfo`]) ?? {}),
+  };
   for (const name of ['driverVersion', 'runtimeVersion'] as const) {
     if (out[name] !== undefined) continue;
     const raw = callExport(module, [name])?.[name];
@@ -77,20 +90,32 @@ function runtimeReport(type: 'cuda' | 'rocm', packages: readonly PackageStatus[]
   const pkg = type === 'cuda' ? '@attn/cuda' : '@attn/rocm';
   const status = packages.find((p) => p.name === pkg);
   if (!status || status.state === 'not installed') return { type, package: pkg, state: 'not installed', devices: [] };
-  if (status.state === 'failed') return { type, package: pkg, state: 'unavailable', reason: `import failed: ${status.error}`, devices: [] };
+  if (status.state === 'failed')
+    return { type, package: pkg, state: 'unavailable', reason: `import failed: ${status.error}`, devices: [] };
   const module = moduleOf(packages, pkg);
   const runtime = getDeviceRuntime(type);
   const versions = runtimeVersions(type, module);
   const withVersions = versions ? { versions } : {};
   if (!runtime) {
     // The package may still say why (e.g. its addon is missing) through an availability export.
-    const avail = callExport(module, ['availability', `${type}Availability`]) as { ok?: unknown; reason?: unknown } | null;
+    const avail = callExport(module, ['availability', `${type}Availability`]) as {
+      ok?: unknown;
+      reason?: unknown;
+    } | null;
     const why = avail?.ok === false && typeof avail.reason === 'string' ? `; ${avail.reason}` : '';
-    return { type, package: pkg, state: 'not registered', reason: `${pkg} loaded but registered no '${type}' device runtime${why}`, ...withVersions, devices: [] };
+    return {
+      type,
+      package: pkg,
+      state: 'not registered',
+      reason: `${pkg} loaded but registered no '${type}' device runtime${why}`,
+      ...withVersions,
+      devices: [],
+    };
   }
   try {
     const avail = runtime.availability();
-    if (!avail.ok) return { type, package: pkg, state: 'unavailable', reason: avail.reason, ...withVersions, devices: [] };
+    if (!avail.ok)
+      return { type, package: pkg, state: 'unavailable', reason: avail.reason, ...withVersions, devices: [] };
     const devices = Array.from({ length: runtime.deviceCount() }, (_, i) => {
       const memory = callExport(module, ['memoryStats'], i);
       return { ...runtime.properties(i), ...(memory ? { memory } : {}) };
@@ -125,7 +150,12 @@ function backendReport(entry: BackendEntry): BackendReport {
 
 export function collectDoctor(packages: readonly PackageStatus[]): DoctorReport {
   return {
-    host: { node: process.version, napi: process.versions.napi ?? 'unknown', platform: `${process.platform}-${process.arch}`, cpu: cpuInfo() },
+    host: {
+      node: process.version,
+      napi: process.versions.napi ?? 'unknown',
+      platform: `${process.platform}-${process.arch}`,
+      cpu: cpuInfo(),
+    },
     runtimes: [runtimeReport('cuda', packages), runtimeReport('rocm', packages)],
     packages: KNOWN_PACKAGES.map((k) => {
       const s = packages.find((p) => p.name === k.name);

@@ -17,7 +17,9 @@ function facts(f: Facts): string {
 /** The allocator counters a person looks at first; --json has them all. */
 function memoryLine(m: Facts): string {
   const keys = ['allocatedBytes', 'reservedBytes', 'peakReservedBytes'] as const;
-  const shown = keys.filter((k) => typeof m[k] === 'number').map((k) => `${k.replace('Bytes', '')} ${formatBytes(m[k] as number)}`);
+  const shown = keys
+    .filter((k) => typeof m[k] === 'number')
+    .map((k) => `${k.replace('Bytes', '')} ${formatBytes(m[k] as number)}`);
   return shown.length ? shown.join(', ') : facts(m);
 }
 
@@ -28,7 +30,9 @@ function why(reason: string | undefined): string {
 
 /** Build facts, less any that only repeat the reason already printed. */
 function buildFacts(f: Facts, reason: string | undefined): Facts {
-  return Object.fromEntries(Object.entries(f).filter(([, v]) => !(reason && typeof v === 'string' && why(v) === why(reason))));
+  return Object.fromEntries(
+    Object.entries(f).filter(([, v]) => !(reason && typeof v === 'string' && why(v) === why(reason))),
+  );
 }
 
 function runtimeLines(r: RuntimeReport): string[] {
@@ -37,11 +41,16 @@ function runtimeLines(r: RuntimeReport): string[] {
     if (r.versions) lines.push(row('', `build: ${facts(buildFacts(r.versions, r.reason))}`));
     return lines;
   }
-  const lines = [row(r.type, `${r.devices.length} device(s) (${r.package})${r.versions ? `; ${facts(r.versions)}` : ''}`)];
+  const lines = [
+    row(r.type, `${r.devices.length} device(s) (${r.package})${r.versions ? `; ${facts(r.versions)}` : ''}`),
+  ];
   for (const d of r.devices) {
     const cc = d.type === 'cuda' ? `, compute ${d.major}.${d.minor}` : '';
     lines.push(
-      row(`${d.type}:${d.index}`, `${d.name}, ${d.arch}${cc}, ${d.multiProcessorCount} SMs/CUs, ${formatBytes(d.totalMemoryBytes)}, L2 ${formatBytes(d.l2CacheBytes)}, smem/block ${formatBytes(d.sharedMemoryPerBlockOptin)}`),
+      row(
+        `${d.type}:${d.index}`,
+        `${d.name}, ${d.arch}${cc}, ${d.multiProcessorCount} SMs/CUs, ${formatBytes(d.totalMemoryBytes)}, L2 ${formatBytes(d.l2CacheBytes)}, smem/block ${formatBytes(d.sharedMemoryPerBlockOptin)}`,
+      ),
     );
     if (d.memory) lines.push(row('', `memory: ${memoryLine(d.memory)}`));
   }
@@ -62,7 +71,9 @@ export function formatDoctor(r: DoctorReport): string {
     ...(r.nccl ? [row('nccl', `${r.nccl.state}: ${r.nccl.summary}`)] : []),
     '',
     'Packages',
-    ...r.packages.map((p) => row(p.name, `${p.state}${p.version ? ` ${p.version}` : ''}${p.error ? `: ${p.error}` : ''}  [${p.kind}]`)),
+    ...r.packages.map((p) =>
+      row(p.name, `${p.state}${p.version ? ` ${p.version}` : ''}${p.error ? `: ${p.error}` : ''}  [${p.kind}]`),
+    ),
     '',
     'Backends',
   ];

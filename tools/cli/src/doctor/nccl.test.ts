@@ -9,7 +9,9 @@ describe('doctor NCCL section', () => {
   });
 
   it('without the package, says how to get it', async () => {
-    const missing = Object.assign(new Error("Cannot find package '@attn/context-parallel'"), { code: 'ERR_MODULE_NOT_FOUND' });
+    const missing = Object.assign(new Error("Cannot find package '@attn/context-parallel'"), {
+      code: 'ERR_MODULE_NOT_FOUND',
+    });
     const s = await ncclSection(() => Promise.reject(missing));
     expect(s).toEqual({ state: 'not installed', summary: 'install @attn/context-parallel to look for NCCL' });
   });

@@ -11,14 +11,17 @@ export interface NcclSection {
 
 const PACKAGE = '@attn/context-parallel';
 
-export async function ncclSection(importer: (name: string) => Promise<unknown> = (n) => import(n)): Promise<NcclSection> {
+export async function ncclSection(
+  importer: (name: string) => Promise<unknown> = (n) => import(n),
+): Promise<NcclSection> {
   try {
     const mod = (await importer(PACKAGE)) as { findNccl?: () => { runtime: unknown; build: unknown; summary: string } };
     if (typeof mod.findNccl !== 'function') return { state: 'failed', summary: `${PACKAGE} has no findNccl export` };
     const r = mod.findNccl();
     return { state: r.runtime || r.build ? 'found' : 'none', summary: r.summary, detail: r };
   } catch (err) {
-    if (isMissingPackage(err, PACKAGE)) return { state: 'not installed', summary: `install ${PACKAGE} to look for NCCL` };
+    if (isMissingPackage(err, PACKAGE))
+      return { state: 'not installed', summary: `install ${PACKAGE} to look for NCCL` };
     return { state: 'failed', summary: err instanceof Error ? err.message : String(err) };
   }
 }

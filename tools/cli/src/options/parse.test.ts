@@ -1,6 +1,15 @@
 import { InvalidArgumentError } from 'commander';
 import { describe, expect, it } from 'vitest';
-import { choiceList, parseDevice, parseNameList, parsePositiveInt, parseProbability, parseShape, parseSizeList, parseWindow } from './parse.js';
+import {
+  choiceList,
+  parseDevice,
+  parseNameList,
+  parsePositiveInt,
+  parseProbability,
+  parseShape,
+  parseSizeList,
+  parseWindow,
+} from './parse.js';
 
 describe('option parsers', () => {
   it('reads a shape of four positive sizes', () => {

@@ -27,7 +27,9 @@ export function parseNonNegativeInt(value: string): number {
 export function parseSizeList(value: string): number[] {
   const parts = value.split(',').map((p) => p.trim());
   if (parts.length === 0 || parts.some((p) => p === '')) {
-    throw new InvalidArgumentError(`expected a comma-separated list of positive integers such as 512,1k,2k, got '${value}'.`);
+    throw new InvalidArgumentError(
+      `expected a comma-separated list of positive integers such as 512,1k,2k, got '${value}'.`,
+    );
   }
   return parts.map((p) => {
     const m = /^(\d+)([kK]?)$/.exec(p);
@@ -42,7 +44,9 @@ export function parseSizeList(value: string): number[] {
 export function parseShape(value: string): [number, number, number, number] {
   const parts = value.split(',');
   if (parts.length !== 4) {
-    throw new InvalidArgumentError(`expected four comma-separated sizes B,H,S,D (batch, heads, sequence, head dim), e.g. 1,8,512,64; got ${parts.length} value(s).`);
+    throw new InvalidArgumentError(
+      `expected four comma-separated sizes B,H,S,D (batch, heads, sequence, head dim), e.g. 1,8,512,64; got ${parts.length} value(s).`,
+    );
   }
   const [b, h, s, d] = parts.map((p, i) => {
     const n = integer(p, `size ${'BHSD'[i]}`);
@@ -55,7 +59,8 @@ export function parseShape(value: string): [number, number, number, number] {
 /** "left,right" with -1 for an unbounded side (FlashAttention's convention). */
 export function parseWindow(value: string): [number, number] {
   const parts = value.split(',');
-  if (parts.length !== 2) throw new InvalidArgumentError(`expected 'left,right' (use -1 for unbounded), e.g. 128,0; got '${value}'.`);
+  if (parts.length !== 2)
+    throw new InvalidArgumentError(`expected 'left,right' (use -1 for unbounded), e.g. 128,0; got '${value}'.`);
   const [l, r] = parts.map((p) => integer(p, 'window side'));
   if (l! < -1 || r! < -1) throw new InvalidArgumentError(`window sides must be >= -1 (-1 = unbounded), got ${l},${r}.`);
   return [l!, r!];
@@ -71,14 +76,16 @@ export function parseProbability(value: string): number {
 
 export function parsePositiveNumber(value: string): number {
   const x = Number(value);
-  if (value.trim() === '' || !Number.isFinite(x) || x <= 0) throw new InvalidArgumentError(`expected a number > 0, got '${value}'.`);
+  if (value.trim() === '' || !Number.isFinite(x) || x <= 0)
+    throw new InvalidArgumentError(`expected a number > 0, got '${value}'.`);
   return x;
 }
 
 /** "flash-cuda,cpu-math" -> names; duplicates and empty names are errors. */
 export function parseNameList(value: string): string[] {
   const names = value.split(',').map((s) => s.trim());
-  if (names.some((n) => n === '')) throw new InvalidArgumentError(`expected comma-separated names such as cpu-math,cpu-flash, got '${value}'.`);
+  if (names.some((n) => n === ''))
+    throw new InvalidArgumentError(`expected comma-separated names such as cpu-math,cpu-flash, got '${value}'.`);
   const dup = names.find((n, i) => names.indexOf(n) !== i);
   if (dup !== undefined) throw new InvalidArgumentError(`'${dup}' is listed twice.`);
   return names;

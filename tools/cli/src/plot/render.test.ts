@@ -15,8 +15,12 @@ describe('chart', () => {
   it('makes one panel per case family and one series per backend and mode', () => {
     const d = plotData([...rows, fakeRow({ status: 'unsupported', reason: 'x', tflops: undefined })]);
     expect(d.unit).toBe('TFLOP/s');
-    expect(new Set(d.points.map((p) => p.panel))).toEqual(new Set(['D=128, non-causal, bfloat16, H=16', 'D=128, causal, bfloat16, H=16']));
-    expect(new Set(d.points.map((p) => p.series))).toEqual(new Set(['flash-cuda fwd', 'cutlass-memeff fwd', 'flash-cuda fwdbwd', 'torch-cudnn fwd']));
+    expect(new Set(d.points.map((p) => p.panel))).toEqual(
+      new Set(['D=128, non-causal, bfloat16, H=16', 'D=128, causal, bfloat16, H=16']),
+    );
+    expect(new Set(d.points.map((p) => p.series))).toEqual(
+      new Set(['flash-cuda fwd', 'cutlass-memeff fwd', 'flash-cuda fwdbwd', 'torch-cudnn fwd']),
+    );
     expect(d.seqs).toEqual([512, 1024, 2048]);
   });
 
@@ -33,14 +37,23 @@ describe('chart', () => {
     expect(svg).toContain('sequence length (keys)');
     expect(svg).toContain('TFLOP/s');
     expect(svg).toContain('role-legend');
-    for (const series of ['flash-cuda fwd', 'cutlass-memeff fwd', 'flash-cuda fwdbwd', 'torch-cudnn fwd', 'PyTorch SDPA']) expect(svg).toContain(`>${series}<`);
+    for (const series of [
+      'flash-cuda fwd',
+      'cutlass-memeff fwd',
+      'flash-cuda fwdbwd',
+      'torch-cudnn fwd',
+      'PyTorch SDPA',
+    ])
+      expect(svg).toContain(`>${series}<`);
     // 4 series in the non-causal panel + 1 in the causal one, each a path
     expect(svg.match(/class="mark-line role-mark"/g)!.length).toBe(5);
     expect(svg).toContain('>1k<'); // 1024 labelled as 1k
   });
 
   it('refuses an empty chart and unknown file types', async () => {
-    await expect(renderSvg([fakeRow({ status: 'failed', tflops: undefined })], 't', 's')).rejects.toThrow(/nothing to plot/);
+    await expect(renderSvg([fakeRow({ status: 'failed', tflops: undefined })], 't', 's')).rejects.toThrow(
+      /nothing to plot/,
+    );
     expect(plotFormat('a.svg')).toBe('svg');
     expect(plotFormat('a.HTML')).toBe('html');
     expect(() => plotFormat('a.png')).toThrow(/must end in .svg or .html/);

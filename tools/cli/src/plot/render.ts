@@ -15,7 +15,8 @@ export function plotFormat(path: string): PlotFormat {
 
 export async function renderSvg(rows: readonly BenchRow[], title: string, subtitle: string): Promise<string> {
   const data = plotData(rows);
-  if (data.points.length === 0) throw new CliUsageError('nothing to plot: no backend ran any case (see the reasons above).');
+  if (data.points.length === 0)
+    throw new CliUsageError('nothing to plot: no backend ran any case (see the reasons above).');
   // Loaded here, not at startup: every command but `bench --plot` runs without Vega (and starts faster).
   const vega: typeof Vega = await import('vega');
   const view = new vega.View(vega.parse(chartSpec(data, title, subtitle) as Vega.Spec), { renderer: 'none' });
@@ -46,7 +47,12 @@ export function wrapHtml(svg: string, title: string, rows: readonly BenchRow[]):
   ].join('\n');
 }
 
-export async function writePlot(path: string, rows: readonly BenchRow[], title: string, subtitle: string): Promise<void> {
+export async function writePlot(
+  path: string,
+  rows: readonly BenchRow[],
+  title: string,
+  subtitle: string,
+): Promise<void> {
   const format = plotFormat(path);
   const svg = await renderSvg(rows, title, subtitle);
   try {

@@ -40,7 +40,11 @@ export function plotData(rows: readonly BenchRow[]): PlotData {
     };
   });
   points.sort((a, b) => a.panelOrder - b.panelOrder || a.series.localeCompare(b.series) || a.x - b.x);
-  return { points, unit: giga ? 'GFLOP/s' : 'TFLOP/s', seqs: [...new Set(points.map((p) => p.x))].sort((a, b) => a - b) };
+  return {
+    points,
+    unit: giga ? 'GFLOP/s' : 'TFLOP/s',
+    seqs: [...new Set(points.map((p) => p.x))].sort((a, b) => a - b),
+  };
 }
 
 export function chartSpec(data: PlotData, title: string, subtitle: string): Record<string, unknown> {
@@ -62,11 +66,37 @@ export function chartSpec(data: PlotData, title: string, subtitle: string): Reco
     data: [{ name: 'points', values: data.points }],
     scales: [
       { name: 'color', type: 'ordinal', domain: { data: 'points', field: 'series', sort: true }, range: 'category' },
-      { name: 'dash', type: 'ordinal', domain: ['attn', 'torch'], range: [[1, 0], [6, 3]] },
+      {
+        name: 'dash',
+        type: 'ordinal',
+        domain: ['attn', 'torch'],
+        range: [
+          [1, 0],
+          [6, 3],
+        ],
+      },
     ],
     legends: [
-      { stroke: 'color', title: 'backend, mode', orient: 'right', symbolType: 'stroke', symbolStrokeWidth: 3, labelLimit: 300 },
-      ...(withTorch ? [{ strokeDash: 'dash', title: 'source', orient: 'right', symbolType: 'stroke', symbolStrokeWidth: 2, encode: { labels: { update: { text: { signal: "datum.value == 'torch' ? 'PyTorch SDPA' : 'attn'" } } } } }] : []),
+      {
+        stroke: 'color',
+        title: 'backend, mode',
+        orient: 'right',
+        symbolType: 'stroke',
+        symbolStrokeWidth: 3,
+        labelLimit: 300,
+      },
+      ...(withTorch
+        ? [
+            {
+              strokeDash: 'dash',
+              title: 'source',
+              orient: 'right',
+              symbolType: 'stroke',
+              symbolStrokeWidth: 2,
+              encode: { labels: { update: { text: { signal: "datum.value == 'torch' ? 'PyTorch SDPA' : 'attn'" } } } },
+            },
+          ]
+        : []),
     ],
     layout: { columns: Math.min(2, Math.max(1, panels)), padding: 28, bounds: 'full', align: 'all' },
     marks: [
@@ -78,8 +108,24 @@ export function chartSpec(data: PlotData, title: string, subtitle: string): Reco
         title: { text: { signal: 'parent.panel' }, fontSize: 12 },
         encode: { update: { width: { signal: 'width' }, height: { signal: 'height' }, stroke: { value: '#ccc' } } },
         scales: [
-          { name: 'x', type: 'log', base: 2, domain: { data: 'panelData', field: 'x' }, range: 'width', nice: false, zero: false, padding: 12 },
-          { name: 'y', type: 'linear', domain: { data: 'panelData', field: 'y' }, range: 'height', nice: true, zero: true },
+          {
+            name: 'x',
+            type: 'log',
+            base: 2,
+            domain: { data: 'panelData', field: 'x' },
+            range: 'width',
+            nice: false,
+            zero: false,
+            padding: 12,
+          },
+          {
+            name: 'y',
+            type: 'linear',
+            domain: { data: 'panelData', field: 'y' },
+            range: 'height',
+            nice: true,
+            zero: true,
+          },
         ],
         axes: [
           {
@@ -88,7 +134,15 @@ export function chartSpec(data: PlotData, title: string, subtitle: string): Reco
             title: 'sequence length (keys)',
             values: data.seqs,
             grid: true,
-            encode: { labels: { update: { text: { signal: "datum.value >= 1024 && datum.value % 1024 == 0 ? (datum.value / 1024) + 'k' : datum.value" } } } },
+            encode: {
+              labels: {
+                update: {
+                  text: {
+                    signal: "datum.value >= 1024 && datum.value % 1024 == 0 ? (datum.value / 1024) + 'k' : datum.value",
+                  },
+                },
+              },
+            },
           },
           { orient: 'left', scale: 'y', title: data.unit, grid: true },
         ],
@@ -101,7 +155,12 @@ export function chartSpec(data: PlotData, title: string, subtitle: string): Reco
                 type: 'line',
                 from: { data: 'seriesData' },
                 encode: {
-                  enter: { ...xy, stroke: { scale: 'color', field: 'series' }, strokeWidth: { value: 2 }, strokeDash: { scale: 'dash', field: 'source' } },
+                  enter: {
+                    ...xy,
+                    stroke: { scale: 'color', field: 'series' },
+                    strokeWidth: { value: 2 },
+                    strokeDash: { scale: 'dash', field: 'source' },
+                  },
                 },
               },
               {

@@ -1,5 +1,12 @@
 // Which device to use when none is named, and which backends a command may name or bench.
-import { getDeviceRuntime, kernelCatalog, listBackends, type Backend, type DeviceLike, type DeviceType } from '@attn/core';
+import {
+  getDeviceRuntime,
+  kernelCatalog,
+  listBackends,
+  type Backend,
+  type DeviceLike,
+  type DeviceType,
+} from '@attn/core';
 import { CliUsageError } from '../errors.js';
 import { KNOWN_PACKAGES, type PackageStatus } from './packages.js';
 
@@ -42,30 +49,45 @@ const declares = (b: Backend, kernel: string): boolean => (b.kernels ?? []).some
  * Backends of a device type in priority order: the named ones (checked), else every available one; with
  * --kernel, only those that declare the kernel (a name none of them declares is a usage error).
  */
-export function benchBackends(type: DeviceType, names: readonly string[] | null, packages: readonly PackageStatus[], kernel: string | null = null): Backend[] {
+export function benchBackends(
+  type: DeviceType,
+  names: readonly string[] | null,
+  packages: readonly PackageStatus[],
+  kernel: string | null = null,
+): Backend[] {
   const picked = pickBackends(type, names, packages);
   if (kernel === null) return picked;
   const owners = picked.filter((b) => declares(b, kernel));
   if (owners.length === 0) {
-    throw new CliUsageError(`No kernel named '${kernel}' among ${picked.map((b) => b.name).join(', ')}; kernels: ${kernelCatalog(listBackends(type).map((e) => e.backend))}.`);
+    throw new CliUsageError(
+      `No kernel named '${kernel}' among ${picked.map((b) => b.name).join(', ')}; kernels: ${kernelCatalog(listBackends(type).map((e) => e.backend))}.`,
+    );
   }
   return owners;
 }
 
-function pickBackends(type: DeviceType, names: readonly string[] | null, packages: readonly PackageStatus[]): Backend[] {
+function pickBackends(
+  type: DeviceType,
+  names: readonly string[] | null,
+  packages: readonly PackageStatus[],
+): Backend[] {
   const all = listBackends(type).map((e) => e.backend);
   if (names) {
     checkBackendNames(names, packages);
     const wrongDevice = names.filter((n) => !all.some((b) => b.name === n));
     if (wrongDevice.length) {
-      throw new CliUsageError(`Backend(s) ${wrongDevice.join(', ')} do not run on '${type}': pick backends of that device, or another --device.`);
+      throw new CliUsageError(
+        `Backend(s) ${wrongDevice.join(', ')} do not run on '${type}': pick backends of that device, or another --device.`,
+      );
     }
     return names.map((n) => all.find((b) => b.name === n)!);
   }
   const available = all.filter(isAvailable);
   if (available.length === 0) {
     const pkgs = KNOWN_PACKAGES.filter((p) => p.device === type).map((p) => p.name);
-    throw new CliUsageError(`No backend is available on '${type}'; install and build one of ${pkgs.join(', ')} (\`attn doctor\` says why each is unavailable).`);
+    throw new CliUsageError(
+      `No backend is available on '${type}'; install and build one of ${pkgs.join(', ')} (\`attn doctor\` says why each is unavailable).`,
+    );
   }
   return available;
 }

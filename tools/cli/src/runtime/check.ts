@@ -21,7 +21,8 @@ export type CheckResult =
   | { readonly status: 'skipped'; readonly reason: string };
 
 export function errorStats(actual: Float64Array | Float32Array, expected: Float64Array | Float32Array): ErrorStats {
-  if (actual.length !== expected.length) throw new RangeError(`length ${actual.length} vs reference ${expected.length}`);
+  if (actual.length !== expected.length)
+    throw new RangeError(`length ${actual.length} vs reference ${expected.length}`);
   let maxAbs = 0;
   let sum = 0;
   let maxRef = 0;
@@ -63,12 +64,16 @@ function referenceInputs(p: ProblemSpec, src: ProblemInputs, mode: Mode): RefInp
       cuSeqlensK: null,
       out: null,
     };
-    const opts = sdpaOptions({ ...problem, dtype: inputs.query.dtype as ProblemSpec['dtype'], device: 'cpu' }, inputs, [REFERENCE_BACKEND]);
+    const opts = sdpaOptions({ ...problem, dtype: inputs.query.dtype as ProblemSpec['dtype'], device: 'cpu' }, inputs, [
+      REFERENCE_BACKEND,
+    ]);
     const report = explain(inputs.query, inputs.key, inputs.value, opts);
     if (report.selected === REFERENCE_BACKEND) return { inputs, opts };
     if (dtype === null) {
       const why = report.candidates.find((c) => c.backend === REFERENCE_BACKEND);
-      const reasons = why ? [why.unavailableReason, ...why.reasons.map((r) => r.message)].filter(Boolean).join('; ') : 'it is not registered';
+      const reasons = why
+        ? [why.unavailableReason, ...why.reasons.map((r) => r.message)].filter(Boolean).join('; ')
+        : 'it is not registered';
       return `${REFERENCE_BACKEND} declines this problem: ${reasons}`;
     }
   }
@@ -91,13 +96,18 @@ export function checkAgainstReference(
     return { status: 'skipped', reason: `${REFERENCE_BACKEND} ran in float64: it is the reference` };
   }
   if (size > limit) {
-    return { status: 'skipped', reason: `B*H*Sq*Sk = ${size} is above the check limit ${limit} (raise it with --check-limit)` };
+    return {
+      status: 'skipped',
+      reason: `B*H*Sq*Sk = ${size} is above the check limit ${limit} (raise it with --check-limit)`,
+    };
   }
   const ref = referenceInputs(p, src, mode);
   if (typeof ref === 'string') return { status: 'skipped', reason: ref };
   const { inputs, opts } = ref;
   const fwd = sdpaForward(inputs.query, inputs.key, inputs.value, opts);
-  const errors: Record<string, ErrorStats> = { out: errorStats(ran.result.out.toFloat64Array(), fwd.out.toFloat64Array()) };
+  const errors: Record<string, ErrorStats> = {
+    out: errorStats(ran.result.out.toFloat64Array(), fwd.out.toFloat64Array()),
+  };
   if (mode !== 'fwd' && ran.grads) {
     const onDevice = gradOutFor(problemForMode(p, mode), 0);
     const gradOut = toCpu(onDevice, inputs.query.dtype === 'float64' ? 'float64' : null)!;

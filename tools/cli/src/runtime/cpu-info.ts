@@ -5,9 +5,31 @@ import os from 'node:os';
 
 /** Flags that matter for attention kernels (x86 and Arm names as /proc/cpuinfo spells them). */
 export const SIMD_FLAGS = [
-  'sse4_2', 'avx', 'avx2', 'fma', 'f16c', 'avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni', 'avx512_bf16',
-  'avx512_fp16', 'avx_vnni', 'amx_tile', 'amx_bf16', 'amx_fp16', 'amx_int8',
-  'asimd', 'asimdhp', 'asimddp', 'fphp', 'bf16', 'i8mm', 'sve', 'sve2', 'sme',
+  'sse4_2',
+  'avx',
+  'avx2',
+  'fma',
+  'f16c',
+  'avx512f',
+  'avx512bw',
+  'avx512vl',
+  'avx512_vnni',
+  'avx512_bf16',
+  'avx512_fp16',
+  'avx_vnni',
+  'amx_tile',
+  'amx_bf16',
+  'amx_fp16',
+  'amx_int8',
+  'asimd',
+  'asimdhp',
+  'asimddp',
+  'fphp',
+  'bf16',
+  'i8mm',
+  'sve',
+  'sve2',
+  'sme',
 ] as const;
 
 export interface CpuInfo {
@@ -52,7 +74,9 @@ export function parseCpuinfo(text: string): { model: string | null; id: string |
     if (flags.length === 0 && (key === 'flags' || key === 'features')) flags = value.split(/\s+/);
     if (ID_FIELDS.some(([k]) => k === key) && value !== '') fields.set(key, value);
   }
-  const parts = ID_FIELDS.filter(([k]) => fields.has(k)).map(([k, label]) => (label ? `${label} ${fields.get(k)!}` : fields.get(k)!));
+  const parts = ID_FIELDS.filter(([k]) => fields.has(k)).map(([k, label]) =>
+    label ? `${label} ${fields.get(k)!}` : fields.get(k)!,
+  );
   return { model, id: parts.length > 0 ? parts.join(' ') : null, flags };
 }
 

@@ -65,7 +65,11 @@ function makeMask(p: ProblemSpec, seed: number): Tensor | null {
 
 /** int32 [B + 1] offsets of B sequences of `len` each. */
 function uniformOffsets(batch: number, len: number, device: ProblemSpec['device']): Tensor {
-  return tensor(Int32Array.from({ length: batch + 1 }, (_, b) => b * len), [batch + 1], { dtype: 'int32', device });
+  return tensor(
+    Int32Array.from({ length: batch + 1 }, (_, b) => b * len),
+    [batch + 1],
+    { dtype: 'int32', device },
+  );
 }
 
 /** The output's shape: dense [B, Hq, Sq, Dv], varlen [B*Sq, Hq, Dv]. */
@@ -77,14 +81,24 @@ export function outShape(p: ProblemSpec): number[] {
 export function makeInputs(p: ProblemSpec, set = 0): ProblemInputs {
   const base = (p.seed * 1009 + set * 16) >>> 0;
   const [q, k, v] = p.varlen
-    ? [[p.batch * p.seqQ, p.headsQ, p.headDim], [p.batch * p.seqK, p.headsKV, p.headDim], [p.batch * p.seqK, p.headsKV, p.headDimV]]
-    : [[p.batch, p.headsQ, p.seqQ, p.headDim], [p.batch, p.headsKV, p.seqK, p.headDim], [p.batch, p.headsKV, p.seqK, p.headDimV]];
+    ? [
+        [p.batch * p.seqQ, p.headsQ, p.headDim],
+        [p.batch * p.seqK, p.headsKV, p.headDim],
+        [p.batch * p.seqK, p.headsKV, p.headDimV],
+      ]
+    : [
+        [p.batch, p.headsQ, p.seqQ, p.headDim],
+        [p.batch, p.headsKV, p.seqK, p.headDim],
+        [p.batch, p.headsKV, p.seqK, p.headDimV],
+      ];
   return {
     query: randomTensor(q, p.dtype, p.device, base + 1),
     key: randomTensor(k, p.dtype, p.device, base + 2),
     value: randomTensor(v, p.dtype, p.device, base + 3),
     attnMask: makeMask(p, base + 4),
-    alibiSlopes: p.alibi ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device }) : null,
+    alibiSlopes: p.alibi
+      ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device })
+      : null,
     cuSeqlensQ: p.varlen ? uniformOffsets(p.batch, p.seqQ, p.device) : null,
     cuSeqlensK: p.varlen ? uniformOffsets(p.batch, p.seqK, p.device) : null,
     out: p.out ? empty(outShape(p), { dtype: p.dtype, device: p.device }) : null,
@@ -92,7 +106,17 @@ export function makeInputs(p: ProblemSpec, set = 0): ProblemInputs {
 }
 
 export function disposeInputs(inputs: ProblemInputs): void {
-  for (const t of [inputs.query, inputs.key, inputs.value, inputs.attnMask, inputs.alibiSlopes, inputs.cuSeqlensQ, inputs.cuSeqlensK, inputs.out]) t?.dispose();
+  for (const t of [
+    inputs.query,
+    inputs.key,
+    inputs.value,
+    inputs.attnMask,
+    inputs.alibiSlopes,
+    inputs.cuSeqlensQ,
+    inputs.cuSeqlensK,
+    inputs.out,
+  ])
+    t?.dispose();
 }
 
 /** Bytes of one input set (what rotation must spread across the cache). */
@@ -126,7 +150,11 @@ export function sdpaOptions(p: ProblemSpec, inputs: ProblemInputs, backends: rea
 }
 
 /** The options of a varlen problem's sdpaVarlen call (sdpaOptions without the mask, with the offsets). */
-export function varlenOptions(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): VarlenOptions {
+export function varlenOptions(
+  p: ProblemSpec,
+  inputs: ProblemInputs,
+  backends: readonly string[] | null,
+): VarlenOptions {
   const { attnMask: _none, ...rest } = sdpaOptions(p, inputs, backends);
   return {
     ...rest,
@@ -139,7 +167,11 @@ export function varlenOptions(p: ProblemSpec, inputs: ProblemInputs, backends: r
 }
 
 /** One forward call of the problem on an input set (sdpaForward, or sdpaVarlen for varlen problems). */
-export function forwardCall(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): () => ForwardResult {
+export function forwardCall(
+  p: ProblemSpec,
+  inputs: ProblemInputs,
+  backends: readonly string[] | null,
+): () => ForwardResult {
   const { query: q, key: k, value: v } = inputs;
   if (p.varlen) {
     const opts = varlenOptions(p, inputs, backends);
@@ -150,9 +182,15 @@ export function forwardCall(p: ProblemSpec, inputs: ProblemInputs, backends: rea
 }
 
 /** The selection report of the problem's call on an input set. */
-export function explainCall(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): SelectionReport {
+export function explainCall(
+  p: ProblemSpec,
+  inputs: ProblemInputs,
+  backends: readonly string[] | null,
+): SelectionReport {
   const { query: q, key: k, value: v } = inputs;
-  return p.varlen ? explainVarlen(q, k, v, varlenOptions(p, inputs, backends)) : explain(q, k, v, sdpaOptions(p, inputs, backends));
+  return p.varlen
+    ? explainVarlen(q, k, v, varlenOptions(p, inputs, backends))
+    : explain(q, k, v, sdpaOptions(p, inputs, backends));
 }
 
 /** Uninitialized inputs of the right shapes and dtypes: enough for explain, nothing to compute with. */
@@ -162,8 +200,12 @@ export function emptyInputs(p: ProblemSpec): ProblemInputs {
     query: empty([p.batch, p.headsQ, p.seqQ, p.headDim], opts),
     key: empty([p.batch, p.headsKV, p.seqK, p.headDim], opts),
     value: empty([p.batch, p.headsKV, p.seqK, p.headDimV], opts),
-    attnMask: p.mask ? empty([p.batch, 1, p.seqQ, p.seqK], { dtype: p.mask === 'bool' ? 'bool' : p.dtype, device: p.device }) : null,
-    alibiSlopes: p.alibi ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device }) : null,
+    attnMask: p.mask
+      ? empty([p.batch, 1, p.seqQ, p.seqK], { dtype: p.mask === 'bool' ? 'bool' : p.dtype, device: p.device })
+      : null,
+    alibiSlopes: p.alibi
+      ? tensor(alibiSlopeValues(p.headsQ), [p.headsQ], { dtype: 'float32', device: p.device })
+      : null,
     cuSeqlensQ: null,
     cuSeqlensK: null,
     out: null,

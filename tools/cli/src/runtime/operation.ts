@@ -35,7 +35,12 @@ export function problemForMode(p: ProblemSpec, mode: Mode): ProblemSpec {
   return mode === 'fwd' ? p : { ...p, requiresGrad: true };
 }
 
-export function makeOperation(p: ProblemSpec, mode: Mode, sets: readonly ProblemInputs[], backends: readonly string[] | null): Operation {
+export function makeOperation(
+  p: ProblemSpec,
+  mode: Mode,
+  sets: readonly ProblemInputs[],
+  backends: readonly string[] | null,
+): Operation {
   const problem = problemForMode(p, mode);
   const calls = sets.map((s) => forwardCall(problem, s, backends));
   const forward = (i: number) => calls[i]!();

@@ -16,7 +16,12 @@ export const KNOWN_PACKAGES = [
 export type PackageName = (typeof KNOWN_PACKAGES)[number]['name'];
 
 export type PackageStatus =
-  | { readonly name: string; readonly state: 'loaded'; readonly version: string | null; readonly module: Record<string, unknown> }
+  | {
+      readonly name: string;
+      readonly state: 'loaded';
+      readonly version: string | null;
+      readonly module: Record<string, unknown>;
+    }
   | { readonly name: string; readonly state: 'not installed' }
   | { readonly name: string; readonly state: 'failed'; readonly error: string };
 
@@ -25,8 +30,12 @@ export function isMissingPackage(err: unknown, name: string): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   const msg = err.message;
-  const mentions = msg.includes(`'${name}'`) || msg.includes(`"${name}"`) || msg.includes(`url ${name}`) || msg.includes(` ${name} `);
-  const notFound = code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND' || /Cannot find (package|module)|Failed to (load|resolve)/.test(msg);
+  const mentions =
+    msg.includes(`'${name}'`) || msg.includes(`"${name}"`) || msg.includes(`url ${name}`) || msg.includes(` ${name} `);
+  const notFound =
+    code === 'ERR_MODULE_NOT_FOUND' ||
+    code === 'MODULE_NOT_FOUND' ||
+    /Cannot find (package|module)|Failed to (load|resolve)/.test(msg);
   return mentions && notFound;
 }
 
@@ -83,7 +92,10 @@ export function moduleOf(statuses: readonly PackageStatus[], name: PackageName):
 }
 
 /** The loaded device-runtime package of a device ('cuda' -> @attn/cuda), or null (CPU, not installed). */
-export function runtimeModuleFor(statuses: readonly PackageStatus[], device: string | { type: string }): Record<string, unknown> | null {
+export function runtimeModuleFor(
+  statuses: readonly PackageStatus[],
+  device: string | { type: string },
+): Record<string, unknown> | null {
   const type = typeof device === 'string' ? device.split(':')[0] : device.type;
   if (type === 'cuda') return moduleOf(statuses, '@attn/cuda');
   if (type === 'rocm') return moduleOf(statuses, '@attn/rocm');

@@ -3,16 +3,22 @@
 // are therefore tiled from one randn block of 2M values per dtype (made once per process), each tile
 // rotated by a seed- and tile-dependent shift, so values are still N(0, 1) draws, tensors of different
 // seeds differ, and no two neighbouring tiles repeat.
-import { allocHostArray, fromHostArray, parseDevice, randn, type DeviceLike, type FloatDType, type Tensor } from '@attn/core';
+import {
+  allocHostArray,
+  fromHostArray,
+  parseDevice,
+  randn,
+  type DeviceLike,
+  type FloatDType,
+  type Tensor,
+} from '@attn/core';
 
 export const RANDOM_BLOCK = 1 << 21;
 
 /** Tile `block` into `out`, rotating tile t by a seed-dependent shift. */
-export function tileInto<T extends { length: number; set(src: ArrayLike<number>, at?: number): void; subarray(a: number, b?: number): T }>(
-  out: T,
-  block: T,
-  seed: number,
-): T {
+export function tileInto<
+  T extends { length: number; set(src: ArrayLike<number>, at?: number): void; subarray(a: number, b?: number): T },
+>(out: T, block: T, seed: number): T {
   const n = block.length;
   for (let at = 0, tile = 0; at < out.length; tile++) {
     const shift = (tile * 40503 + seed * 9973) % n;

@@ -53,9 +53,19 @@ export function runProblem(p: ProblemSpec, target: Target, s: RunSettings): RunR
     const selection = explain(first.query, first.key, first.value, sdpaOptions(problem, first, s.backends));
     const base = { problem, mode: s.mode, device: target.name, selection, flops };
     if (selection.selected === null) {
-      return { ...base, backend: null, timing: null, loop: null, flopsPerSecond: null, check: { status: 'skipped', reason: 'no backend ran' } };
+      return {
+        ...base,
+        backend: null,
+        timing: null,
+        loop: null,
+        flopsPerSecond: null,
+        check: { status: 'skipped', reason: 'no backend ran' },
+      };
     }
-    const check = s.checkLimit === null ? ({ status: 'skipped', reason: 'disabled by --no-check' } as const) : checkOnce(problem, s, first, s.checkLimit);
+    const check =
+      s.checkLimit === null
+        ? ({ status: 'skipped', reason: 'disabled by --no-check' } as const)
+        : checkOnce(problem, s, first, s.checkLimit);
     const op = makeOperation(problem, s.mode, sets, s.backends);
     let m: Measurement;
     let loop: LoopTiming;
@@ -84,13 +94,25 @@ function loopCalls(callMs: number, budgetMs: number): number {
   return Math.max(1, Math.min(200, Math.floor(budgetMs / 50 / Math.max(callMs, 1e-3))));
 }
 
-function checkOnce(problem: ProblemSpec, s: RunSettings, first: ReturnType<typeof allocateSets>[number], limit: number): CheckResult {
+function checkOnce(
+  problem: ProblemSpec,
+  s: RunSettings,
+  first: ReturnType<typeof allocateSets>[number],
+  limit: number,
+): CheckResult {
   const result = sdpaForward(first.query, first.key, first.value, sdpaOptions(problem, first, s.backends));
   const gradOut = s.mode === 'fwd' ? null : gradOutFor(problem, 0);
   const grads = gradOut ? sdpaBackward(gradOut, result) : null;
   try {
-    return checkAgainstReference(problem, s.mode, first, { backend: backendName(result.backend), result, grads }, limit);
+    return checkAgainstReference(
+      problem,
+      s.mode,
+      first,
+      { backend: backendName(result.backend), result, grads },
+      limit,
+    );
   } finally {
-    for (const t of [result.out, result.logsumexp, gradOut, grads?.dq, grads?.dk, grads?.dv, grads?.dbias]) t?.dispose();
+    for (const t of [result.out, result.logsumexp, gradOut, grads?.dq, grads?.dk, grads?.dv, grads?.dbias])
+      t?.dispose();
   }
 }

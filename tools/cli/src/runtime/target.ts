@@ -36,7 +36,12 @@ export function eventFactory(module: Record<string, unknown> | null, index: numb
   const Ctor = module?.Event;
   if (typeof Ctor !== 'function') return null;
   const proto = (Ctor as { prototype?: Record<string, unknown> }).prototype ?? {};
-  const elapsedName = typeof proto.elapsedMs === 'function' ? 'elapsedMs' : typeof proto.elapsedTime === 'function' ? 'elapsedTime' : null;
+  const elapsedName =
+    typeof proto.elapsedMs === 'function'
+      ? 'elapsedMs'
+      : typeof proto.elapsedTime === 'function'
+        ? 'elapsedTime'
+        : null;
   if (!elapsedName || typeof proto.record !== 'function' || typeof proto.synchronize !== 'function') return null;
   return () => {
     const native = new (Ctor as EventCtor)({ device: index });
@@ -69,7 +74,9 @@ export function resolveTarget(device: DeviceLike, runtimeModule: Record<string, 
   const props = runtime.properties(index);
   const sync = () => runtime.synchronize(index);
   const makeEvent = eventFactory(runtimeModule, index);
-  const clock = makeEvent ? eventClock(makeEvent, sync, `${type} events`) : hostClock(sync, 'wall clock + device synchronize');
+  const clock = makeEvent
+    ? eventClock(makeEvent, sync, `${type} events`)
+    : hostClock(sync, 'wall clock + device synchronize');
   return {
     type,
     index,

@@ -7,7 +7,9 @@ describe('CPU threads', () => {
     expect(cpuThreads(3, { ATTN_NUM_THREADS: '5' })).toBe(3);
     expect(cpuThreads(undefined, { ATTN_NUM_THREADS: '5' })).toBe(5);
     expect(cpuThreads(undefined, {})).toBe(os.availableParallelism());
-    expect(() => cpuThreads(undefined, { ATTN_NUM_THREADS: 'lots' })).toThrow(/ATTN_NUM_THREADS must be an integer in \[1, 1024\]/);
+    expect(() => cpuThreads(undefined, { ATTN_NUM_THREADS: 'lots' })).toThrow(
+      /ATTN_NUM_THREADS must be an integer in \[1, 1024\]/,
+    );
   });
 
   it('sets ATTN_NUM_THREADS for the duration of a command only', async () => {

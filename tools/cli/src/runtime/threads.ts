@@ -4,7 +4,10 @@ import os from 'node:os';
 import { AttnInputError, envNumThreads } from '@attn/core';
 import { CliUsageError } from '../errors.js';
 
-export function cpuThreads(flag: number | undefined, env: Readonly<Record<string, string | undefined>> = process.env): number {
+export function cpuThreads(
+  flag: number | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): number {
   if (flag !== undefined) return flag;
   try {
     return envNumThreads(env) ?? os.availableParallelism();

@@ -36,7 +36,11 @@ export interface DeviceEvent {
 }
 
 /** Events recorded on the device's stream around the call; the host waits only for the end event. */
-export function eventClock(makeEvent: () => DeviceEvent, synchronize: () => void, description = 'device events'): Clock {
+export function eventClock(
+  makeEvent: () => DeviceEvent,
+  synchronize: () => void,
+  description = 'device events',
+): Clock {
   const start = makeEvent();
   const end = makeEvent();
   return {

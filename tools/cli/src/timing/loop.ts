@@ -17,7 +17,13 @@ export interface LoopTiming {
   readonly hostPerCallMs: number;
 }
 
-export function timeLoop(call: (set: number) => () => void, sets: number, clock: Clock, calls: number, loops = 5): LoopTiming {
+export function timeLoop(
+  call: (set: number) => () => void,
+  sets: number,
+  clock: Clock,
+  calls: number,
+  loops = 5,
+): LoopTiming {
   const perCall: number[] = [];
   const host: number[] = [];
   for (let l = 0; l < loops; l++) {

@@ -45,7 +45,13 @@ describe('measure', () => {
   });
 
   it('stops at the budget once it has the minimum samples', () => {
-    const m = measure(() => {}, scriptedClock([600, 600, 600, 600, 600]), { warmup: 0, repeat: 100, budgetMs: 1000, minSamples: 3, sets: 1 });
+    const m = measure(() => {}, scriptedClock([600, 600, 600, 600, 600]), {
+      warmup: 0,
+      repeat: 100,
+      budgetMs: 1000,
+      minSamples: 3,
+      sets: 1,
+    });
     expect(m.count).toBe(3);
   });
 
@@ -62,7 +68,11 @@ describe('measure', () => {
     let n = 0;
     const make = (): DeviceEvent => {
       const id = n++ === 0 ? 'start' : 'end';
-      return { record: () => log.push(`record ${id}`), synchronize: () => log.push(`wait ${id}`), elapsedTime: () => 2.5 };
+      return {
+        record: () => log.push(`record ${id}`),
+        synchronize: () => log.push(`wait ${id}`),
+        elapsedTime: () => 2.5,
+      };
     };
     const t = eventClock(make, () => log.push('sync')).time(() => log.push('call'));
     expect(t.ms).toBe(2.5);

@@ -29,13 +29,13 @@ constexpr int64_t kBwdBN = 64;  // keys per block (multiple of kLanes)
 struct BwdCtx {
   const BwdProblem* p;
   int64_t G, nqb, nkb, dp, dvp;  // dp, dvp: D and Dv rounded up to kLanes
-  float* qf;     // [B*Hq][Sq][dp]   fp32 Q rows
-  float* dof;    // [B*Hq][Sq][dvp]  fp32 dO rows
-  float* kf;     // [B*Hk][Sk][dp]   fp32 K rows
-  float* kt;     // [B*Hk][nkb][D][kBwdBN]  K^T per key block
-  float* vt;     // [B*Hk][nkb][Dv][kBwdBN] V^T per key block
-  float* delta;  // [B*Hq][Sq]
-  float* dbias_full;  // [B][Hq][Sq][Sk] when dbias is reduced over b, h or i; else null
+  float* qf;                     // [B*Hq][Sq][dp]   fp32 Q rows
+  float* dof;                    // [B*Hq][Sq][dvp]  fp32 dO rows
+  float* kf;                     // [B*Hk][Sk][dp]   fp32 K rows
+  float* kt;                     // [B*Hk][nkb][D][kBwdBN]  K^T per key block
+  float* vt;                     // [B*Hk][nkb][Dv][kBwdBN] V^T per key block
+  float* delta;                  // [B*Hq][Sq]
+  float* dbias_full;             // [B][Hq][Sq][Sk] when dbias is reduced over b, h or i; else null
 };
 
 // Rows -> padded fp32 rows, K^T and V^T blocks, and Delta. One task per (head, 64-row block) of
@@ -102,8 +102,8 @@ inline void zero_outside_range(float* pr, float* pdr, float* dpr, RowRange rr, i
 // For query rows [i0, i0+m) of head (b, h) against key block kb: P (probabilities), PD (P after
 // dropout), DP (becomes dLogit), CAP (the softcap's tanh) in t, each [m][kBwdBN]. Rows whose lse is
 // -inf (no visible key in the forward) get P = 0; rows whose lse is NaN get NaN on their keys.
-inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h, int64_t hk, int64_t i0,
-                      int64_t m, int64_t kb, const BwdTiles& t) {
+inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h, int64_t hk, int64_t i0, int64_t m,
+                      int64_t kb, const BwdTiles& t) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
   const ScoreMods& md = p.mods;
@@ -279,8 +279,7 @@ inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
     gemm<true>(m, cx.dp, n, tl.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
   }
   for (int64_t r = 0; r < m; ++r)
-    store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, tmp, dq + r * cx.dp, md.scale, d.D,
-                     p.dq.strides[3]);
+    store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, tmp, dq + r * cx.dp, md.scale, d.D, p.dq.strides[3]);
 }
 
 // dbias[e] = sum of dbias_full over the dims where dbias has size 1, in a fixed order.

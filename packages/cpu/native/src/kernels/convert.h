@@ -18,11 +18,16 @@ inline void* elem_ptr(const View4& v, int64_t a, int64_t b, int64_t c, int64_t d
 
 inline float load_one(const void* base, DType dt, int64_t idx) {
   switch (dt) {
-    case DType::kFloat32: return static_cast<const float*>(base)[idx];
-    case DType::kBFloat16: return bf16_to_f32(static_cast<const uint16_t*>(base)[idx]);
-    case DType::kFloat16: return f16_to_f32(static_cast<const uint16_t*>(base)[idx]);
-    case DType::kFloat64: return static_cast<float>(static_cast<const double*>(base)[idx]);
-    case DType::kBool: return static_cast<const uint8_t*>(base)[idx] ? 1.f : 0.f;
+    case DType::kFloat32:
+      return static_cast<const float*>(base)[idx];
+    case DType::kBFloat16:
+      return bf16_to_f32(static_cast<const uint16_t*>(base)[idx]);
+    case DType::kFloat16:
+      return f16_to_f32(static_cast<const uint16_t*>(base)[idx]);
+    case DType::kFloat64:
+      return static_cast<float>(static_cast<const double*>(base)[idx]);
+    case DType::kBool:
+      return static_cast<const uint8_t*>(base)[idx] ? 1.f : 0.f;
   }
   return 0.f;
 }
@@ -70,8 +75,7 @@ inline void store_row(void* dst, DType dt, const float* src, int64_t n, int64_t 
 }
 
 // dst[c] = src[c] * s for c in [0, n), then converted and stored as store_row.
-inline void store_row_scaled(void* dst, DType dt, float* tmp, const float* src, float s, int64_t n,
-                             int64_t stride) {
+inline void store_row_scaled(void* dst, DType dt, float* tmp, const float* src, float s, int64_t n, int64_t stride) {
   const V vs = vset(s);
   int64_t c = 0;
   for (; c + kLanes <= n; c += kLanes) vstore(tmp + c, vmul(vload(src + c), vs));

@@ -27,15 +27,15 @@ namespace ATTN_ISA {
 static_assert(kQB == 64 && kKB % 64 == 0, "the bf16 products are written for 64 query rows and 64k keys");
 
 struct Bf16Ctx {
-  FwdF32Ctx f;   // problem, task order, chunk (its kconv / vconv stay null)
-  int64_t skp;   // Sk rounded up to kKB
-  int64_t dp;    // D rounded up to 32
-  int64_t dvp;   // Dv rounded up to 32
-  int64_t vld;   // row length of V^T: skp plus 32, so that its rows are not a power of two apart
-  uint16_t* kp;  // [npairs][skp][dp]   K rows (shared packing)
-  uint16_t* vt;  // [npairs][dvp][vld]  V^T
-  bool own;      // each thread packs the key blocks its tasks need into its own area (see own_pack)
-  uint64_t call; // this call's serial: a thread's own packing is valid for one call and one pair
+  FwdF32Ctx f;    // problem, task order, chunk (its kconv / vconv stay null)
+  int64_t skp;    // Sk rounded up to kKB
+  int64_t dp;     // D rounded up to 32
+  int64_t dvp;    // Dv rounded up to 32
+  int64_t vld;    // row length of V^T: skp plus 32, so that its rows are not a power of two apart
+  uint16_t* kp;   // [npairs][skp][dp]   K rows (shared packing)
+  uint16_t* vt;   // [npairs][dvp][vld]  V^T
+  bool own;       // each thread packs the key blocks its tasks need into its own area (see own_pack)
+  uint64_t call;  // this call's serial: a thread's own packing is valid for one call and one pair
 };
 
 // Serial numbers of bf16 calls (own packing keys on them, never on pointers that may be reused).
@@ -134,8 +134,8 @@ inline void own_pack(const Bf16Ctx& cx, int64_t pair, int64_t kb0, int64_t kb1, 
 
 // Pairs of fp32 rows -> bf16 with the two rows' elements interleaved: [a0 b0 a1 b1 ... a15 b15].
 inline void store_pair(uint16_t* dst, __m512 a, __m512 b) {
-  const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
+                                         5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(b, a);  // a0..a15, b0..b15
   _mm512_storeu_si512(dst, _mm512_permutexvar_epi16(inter, h));
 }
@@ -194,8 +194,10 @@ inline void softmax_exp_pack_as(const F32Tile& t, uint16_t* pb, int64_t n, float
 }
 
 inline void softmax_exp_pack(const F32Tile& t, uint16_t* pb, int64_t n, float unit, const V* shift) {
-  if (needs_rounded_exp(shift)) softmax_exp_pack_as<true>(t, pb, n, unit, shift);
-  else softmax_exp_pack_as<false>(t, pb, n, unit, shift);
+  if (needs_rounded_exp(shift))
+    softmax_exp_pack_as<true>(t, pb, n, unit, shift);
+  else
+    softmax_exp_pack_as<false>(t, pb, n, unit, shift);
 }
 
 template <class Prod>
@@ -227,8 +229,10 @@ inline void bf16_task(const Bf16Ctx& cx, int64_t task) {
       const uint16_t* qs = r < m ? static_cast<const uint16_t*>(elem_ptr(p.q, b, h, i0 + r, 0)) : nullptr;
       for (int64_t kp = 0; kp < cx.dp / 2; ++kp) {
         uint32_t w = 0;
-        if (qs && kp < full) std::memcpy(&w, qs + 2 * kp, 4);
-        else if (qs && kp == full && (d.D & 1)) w = qs[2 * kp];
+        if (qs && kp < full)
+          std::memcpy(&w, qs + 2 * kp, 4);
+        else if (qs && kp == full && (d.D & 1))
+          w = qs[2 * kp];
         q32[kp * 64 + r] = w;
       }
     }
@@ -309,10 +313,9 @@ inline void forward_bf16_pairs(const FwdProblem& p) {
   for (int64_t pair0 = 0; pair0 < pairs; pair0 += chunk) {
     cx.f.pair0 = pair0;
     cx.f.npairs = pairs - pair0 < chunk ? pairs - pair0 : chunk;
-    if (!cx.own)
-      parallel_for_each(cx.f.npairs * (cx.skp / 64), p.threads, [&](int64_t t) { bf16_pack_task(cx, t); });
-    parallel_for_each(cx.f.npairs * cx.f.G * cx.f.nqb, p.threads, [&](int64_t t) { bf16_task<Prod>(cx, t); },
-                      Claim::kRanges);
+    if (!cx.own) parallel_for_each(cx.f.npairs * (cx.skp / 64), p.threads, [&](int64_t t) { bf16_pack_task(cx, t); });
+    parallel_for_each(
+        cx.f.npairs * cx.f.G * cx.f.nqb, p.threads, [&](int64_t t) { bf16_task<Prod>(cx, t); }, Claim::kRanges);
   }
 }
 

@@ -43,9 +43,12 @@ struct Rows {
   template <class F>
   void with_elements(const F& f) const {  // f(const T* base) with T the element type
     switch (dt) {
-      case DType::kBFloat16: return f(static_cast<const Bf16Bits*>(base));
-      case DType::kFloat16: return f(static_cast<const F16Bits*>(base));
-      default: return f(static_cast<const float*>(base));
+      case DType::kBFloat16:
+        return f(static_cast<const Bf16Bits*>(base));
+      case DType::kFloat16:
+        return f(static_cast<const F16Bits*>(base));
+      default:
+        return f(static_cast<const float*>(base));
     }
   }
   // f(c0, len, rows) for each run of keys [j0 + c0, j0 + c0 + len) that are rs apart, covering
@@ -92,8 +95,8 @@ struct Rows {
 // The rows of head h of batch row b of a K or V view, paged or not.
 inline Rows view_rows(const View4& v, const PagedKv& pg, int64_t b, int64_t h) {
   if (!pg.table) return {elem_ptr(v, b, h, 0, 0), v.strides[2], v.strides[3], v.dtype};
-  return {elem_ptr(v, 0, h, 0, 0), v.strides[2], v.strides[3], v.dtype, pg.table + b * pg.table_stride, pg.block_size,
-          v.strides[0], pg.key_start ? pg.key_start[b] : 0};
+  return {elem_ptr(v, 0, h, 0, 0),        v.strides[2],  v.strides[3], v.dtype,
+          pg.table + b * pg.table_stride, pg.block_size, v.strides[0], pg.key_start ? pg.key_start[b] : 0};
 }
 
 struct FwdF32Ctx {
@@ -102,8 +105,8 @@ struct FwdF32Ctx {
   bool grouped = false;  // one task per (batch, kv head) holding all G x Sq query rows (decode, GQA)
   const int64_t* order;
   int64_t pair0 = 0, npairs = 0;  // chunk of (batch, kv head) pairs converted in kconv / vconv
-  float* kconv = nullptr;        // [npairs][Sk][D] when K is not fp32
-  float* vconv = nullptr;        // [npairs][Sk][Dv] when V is not fp32
+  float* kconv = nullptr;         // [npairs][Sk][D] when K is not fp32
+  float* vconv = nullptr;         // [npairs][Sk][Dv] when V is not fp32
 
   Rows k_rows(int64_t b, int64_t hk) const {
     const Dims& d = p->dims;
@@ -125,7 +128,8 @@ inline void fwd_f32_convert_task(const FwdF32Ctx& cx, int64_t t) {
   const int64_t lp = t / nrb, j0 = (t % nrb) * 64, j1 = d.Sk < j0 + 64 ? d.Sk : j0 + 64;
   const int64_t pair = cx.pair0 + lp, b = pair / d.Hk, hk = pair % d.Hk;
   for (int64_t j = j0; j < j1; ++j) {
-    if (cx.kconv) load_row(cx.kconv + (lp * d.Sk + j) * d.D, kv_row(p.k, p.paged, b, hk, j), p.k.dtype, d.D, p.k.strides[3]);
+    if (cx.kconv)
+      load_row(cx.kconv + (lp * d.Sk + j) * d.D, kv_row(p.k, p.paged, b, hk, j), p.k.dtype, d.D, p.k.strides[3]);
     if (cx.vconv)
       load_row(cx.vconv + (lp * d.Sk + j) * d.Dv, kv_row(p.v, p.paged, b, hk, j), p.v.dtype, d.Dv, p.v.strides[3]);
   }
@@ -148,8 +152,8 @@ struct F32Tile {
   int64_t *rlo, *rhi;
   int64_t *rh, *ri;  // query head and position of each row (rows of one head, or of a GQA group)
   uint8_t* keep;
-  void* kvg;  // a key tile of K and of V rows gathered from blocks shorter than it (paged K/V)
-  int ng = kGroups;  // vector groups in use: ceil(rows / kLanes); columns past them are not computed
+  void* kvg;                // a key tile of K and of V rows gathered from blocks shorter than it (paged K/V)
+  int ng = kGroups;         // vector groups in use: ceil(rows / kLanes); columns past them are not computed
   bool cmax_ready = false;  // cmax holds the column max of the raw S^T of this block
   // tmp holds a row of Q, of O, of the mask, or kQB alphas.
   static int64_t tmp_len(const Dims& d) {
@@ -205,8 +209,7 @@ inline void setup_rows(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t
 // Applies the mask of the task's rows (one head: hm's) x keys [j0, j0+n) to S^T (st[c * kQB + r]):
 // an additive mask adds; a bool mask replaces masked logits with -inf (adding -inf would keep a
 // NaN logit NaN, where the reference drops the masked key whatever its score).
-inline void add_mask_t(float* st, const HeadMods& hm, const int64_t* ri, int64_t m, int64_t j0, int64_t n,
-                       float* tmp) {
+inline void add_mask_t(float* st, const HeadMods& hm, const int64_t* ri, int64_t m, int64_t j0, int64_t n, float* tmp) {
   const bool is_bool = hm.m->mask_is_bool;
   for (int64_t r = 0; r < m; ++r) {
     mask_row(tmp, hm, ri[r], j0, n, n);
@@ -306,8 +309,10 @@ inline float softmax_begin_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32T
       add_mask_t(st, hm, t.ri, m, j0, n, t.tmp);
     }
     const V vs = cap || hm.has_mask ? vset(1.f) : vscale;
-    if (t.ng == kGroups) logits_t<kGroups>(t, hm.has_alibi, vs, j0, n, kGroups, mx);
-    else logits_t<0>(t, hm.has_alibi, vs, j0, n, t.ng, mx);
+    if (t.ng == kGroups)
+      logits_t<kGroups>(t, hm.has_alibi, vs, j0, n, kGroups, mx);
+    else
+      logits_t<0>(t, hm.has_alibi, vs, j0, n, t.ng, mx);
   }
   // Move m where the block's max exceeds it by more than the threshold (or m is still -inf).
   // shift = max(m, -FLT_MAX) keeps exp2(-inf - shift) = 0 for rows with nothing visible yet.
@@ -378,8 +383,10 @@ inline void softmax_exp_t_as(const F32Tile& t, int64_t n, float unit, const V* s
 }
 
 inline void softmax_exp_t(const F32Tile& t, int64_t n, float unit, const V* shift) {
-  if (needs_rounded_exp(shift)) softmax_exp_t_as<true>(t, n, unit, shift);
-  else softmax_exp_t_as<false>(t, n, unit, shift);
+  if (needs_rounded_exp(shift))
+    softmax_exp_t_as<true>(t, n, unit, shift);
+  else
+    softmax_exp_t_as<false>(t, n, unit, shift);
 }
 
 // Dropout on P^T (after l took the undropped sums): element (row r, key j0 + c) is zeroed unless kept.
@@ -397,8 +404,8 @@ inline void dropout_t(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t 
 }
 
 // One online-softmax step on the S^T tile of n keys: S^T becomes P^T; m, l and O^T are updated.
-inline void softmax_block_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32Tile& t, int64_t b, int64_t m,
-                            int64_t j0, int64_t n, bool full) {
+inline void softmax_block_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32Tile& t, int64_t b, int64_t m, int64_t j0,
+                            int64_t n, bool full) {
   V shift[kGroups];
   const float unit = softmax_begin_t(cx, hm, t, m, j0, n, full, shift);
   softmax_exp_t(t, n, unit, shift);

@@ -16,8 +16,8 @@ namespace ATTN_ISA {
 // With colmax, the tile also folds the max of each of its columns into colmax[0 .. NV*kLanes)
 // (the forward's block max comes out of the registers instead of another pass over S^T).
 template <int MR, int NV, bool kAcc, class TA>
-inline void gemm_tile(int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
-                      float* c, int64_t ldc, float* colmax) {
+inline void gemm_tile(int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c,
+                      int64_t ldc, float* colmax) {
   V acc[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -54,16 +54,16 @@ inline void gemm_tile(int64_t K, const TA* a, int64_t ars, int64_t aks, const fl
 
 // Picks the tile for a remainder (mr <= kMR rows, nv <= kNV vectors) at run time.
 template <bool kAcc, int MR, int NV, class TA>
-inline void gemm_tile_nv(int nv, int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b,
-                         int64_t ldb, float* c, int64_t ldc, float* colmax) {
+inline void gemm_tile_nv(int nv, int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
+                         float* c, int64_t ldc, float* colmax) {
   if constexpr (NV > 0) {
     if (nv == NV) return gemm_tile<MR, NV, kAcc>(K, a, ars, aks, b, ldb, c, ldc, colmax);
     gemm_tile_nv<kAcc, MR, NV - 1>(nv, K, a, ars, aks, b, ldb, c, ldc, colmax);
   }
 }
 template <bool kAcc, int MR, class TA>
-inline void gemm_tile_mr(int mr, int nv, int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b,
-                         int64_t ldb, float* c, int64_t ldc, float* colmax) {
+inline void gemm_tile_mr(int mr, int nv, int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
+                         float* c, int64_t ldc, float* colmax) {
   if constexpr (MR > 0) {
     if (mr == MR) return gemm_tile_nv<kAcc, MR, kNV>(nv, K, a, ars, aks, b, ldb, c, ldc, colmax);
     gemm_tile_mr<kAcc, MR - 1>(mr, nv, K, a, ars, aks, b, ldb, c, ldc, colmax);
@@ -73,8 +73,8 @@ inline void gemm_tile_mr(int mr, int nv, int64_t K, const TA* a, int64_t ars, in
 // Column panels of kNV vectors outermost, so one panel of B stays in L1 while the row tiles pass.
 // colmax (optional, N floats): folds in the max of each column of C.
 template <bool kAcc, class TA>
-inline void gemm(int64_t M, int64_t N, int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b,
-                 int64_t ldb, float* c, int64_t ldc, float* colmax = nullptr) {
+inline void gemm(int64_t M, int64_t N, int64_t K, const TA* a, int64_t ars, int64_t aks, const float* b, int64_t ldb,
+                 float* c, int64_t ldc, float* colmax = nullptr) {
   constexpr int64_t W = kNV * kLanes;
   for (int64_t n0 = 0; n0 < N; n0 += W) {
     const int nv = static_cast<int>((N - n0 < W ? N - n0 : W) / kLanes);

@@ -56,8 +56,8 @@ inline void gemm_bf16_tile_mr(int mr, int nv, int64_t KP, const uint32_t* a, int
 
 // N a multiple of 16.
 template <bool kAcc>
-inline void gemm_bf16(int64_t M, int64_t N, int64_t KP, const uint32_t* a, int64_t ars, const uint16_t* b,
-                      int64_t ldb, float* c, int64_t ldc) {
+inline void gemm_bf16(int64_t M, int64_t N, int64_t KP, const uint32_t* a, int64_t ars, const uint16_t* b, int64_t ldb,
+                      float* c, int64_t ldc) {
   constexpr int64_t W = kBfNV * 16;
   for (int64_t n0 = 0; n0 < N; n0 += W) {
     const int nv = static_cast<int>((N - n0 < W ? N - n0 : W) / 16);

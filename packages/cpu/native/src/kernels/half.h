@@ -47,14 +47,14 @@ inline uint16_t f32_to_f16(float f) {
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
   if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));  // NaN
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: Inf
-  if (a >= 0x38800000u) {  // normal half (>= 2^-14)
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);                        // rounds to >= 65520: Inf
+  if (a >= 0x38800000u) {                                                                    // normal half (>= 2^-14)
     const uint32_t r = a + 0xfffu + ((a >> 13) & 1u) - (112u << 23);
     return static_cast<uint16_t>(sign | (r >> 13));
   }
   // Subnormal half or zero: value / 2^-24, rounded to nearest even (exact fp32 arithmetic).
   const float v = bits_to_f32(a) * 16777216.f;  // 2^24
-  float rint = __builtin_nearbyintf(v);          // default rounding mode: nearest even
+  float rint = __builtin_nearbyintf(v);         // default rounding mode: nearest even
   return static_cast<uint16_t>(sign | static_cast<uint16_t>(rint));
 }
 

@@ -18,6 +18,5 @@ namespace {
 const char* fwd_path(DType) { return "portable/fp32"; }
 const char* bwd_path(DType) { return "portable/fp32"; }
 }  // namespace
-const KernelSet kKernelsPortable{"portable", &portable::forward_entry, &portable::backward_entry, &fwd_path,
-                                 &bwd_path};
+const KernelSet kKernelsPortable{"portable", &portable::forward_entry, &portable::backward_entry, &fwd_path, &bwd_path};
 }  // namespace attn_cpu

@@ -54,7 +54,7 @@ struct HeadMods {
   int64_t Sk;
   float scale, softcap, inv_softcap, slope;
   bool has_alibi, has_mask, simple;  // simple: no softcap, ALiBi or mask
-  const char* mask_row0;  // mask element (b, h, 0, 0)
+  const char* mask_row0;             // mask element (b, h, 0, 0)
   int64_t mask_si, mask_sj;
 };
 
@@ -98,8 +98,8 @@ inline void mask_row(float* maskbuf, const HeadMods& hm, int64_t i, int64_t j0, 
 // recovered as softcap(scale * s) / softcap took two more roundings, which 1 - t^2 turns into a
 // relative error of ~6 ulps / (1 - |t|) where the tanh saturates (softcap 30 at scale 7: dK 3x the
 // naive error, beyond the accuracy rule).
-inline float logits_row(float* s, int64_t bn, const HeadMods& hm, int64_t i, int64_t j0, RowRange rr,
-                        float* maskbuf, float* tanh_out) {
+inline float logits_row(float* s, int64_t bn, const HeadMods& hm, int64_t i, int64_t j0, RowRange rr, float* maskbuf,
+                        float* tanh_out) {
   const int64_t n = hm.Sk - j0 < bn ? hm.Sk - j0 : bn;
   const int64_t lo_i = rr.lo - j0 < -1 ? -1 : rr.lo - j0;
   const int64_t hi_i = rr.hi - j0 > bn ? bn : rr.hi - j0;
@@ -131,7 +131,8 @@ inline float logits_row(float* s, int64_t bn, const HeadMods& hm, int64_t i, int
     }
     if (hm.has_alibi) x = vsub(x, vmul(vslope, vabs(vsub(vdist0, col))));
     // A bool mask selects (masked keys become -inf even where the logit is NaN); additive adds.
-    if (hm.has_mask) x = bool_mask ? vkeep_range2(x, vload(maskbuf + c), vzero(), vzero()) : vadd(x, vload(maskbuf + c));
+    if (hm.has_mask)
+      x = bool_mask ? vkeep_range2(x, vload(maskbuf + c), vzero(), vzero()) : vadd(x, vload(maskbuf + c));
     if (ranged) x = vkeep_range(x, col, lo, hi);
     vstore(s + c, x);
     vmx = vmax(x, vmx);

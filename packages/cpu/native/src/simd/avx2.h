@@ -142,7 +142,9 @@ inline uint32_t keep_mask32(const ScoreMods& md, uint32_t bh, uint32_t i, int64_
   const __m256i flip = _mm256_set1_epi32(static_cast<int>(0x80000000u));
   const __m256i thr = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(md.threshold)), flip);
   auto kept = [&](__m256i v) {
-    return static_cast<uint32_t>(~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(thr, _mm256_xor_si256(v, flip))))) & 0xffu;
+    return static_cast<uint32_t>(
+               ~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(thr, _mm256_xor_si256(v, flip))))) &
+           0xffu;
   };
   return _pdep_u32(kept(x), 0x11111111u) | _pdep_u32(kept(y), 0x22222222u) | _pdep_u32(kept(z), 0x44444444u) |
          _pdep_u32(kept(w), 0x88888888u);

@@ -40,13 +40,11 @@ inline V vmin(V a, V b) { return {_mm512_min_ps(a.r, b.r)}; }  // NaN in b wins
 inline V vabs(V a) { return {_mm512_abs_ps(a.r)}; }
 inline float hmax(V a) { return _mm512_reduce_max_ps(a.r); }
 inline float hsum(V a) { return _mm512_reduce_add_ps(a.r); }
-inline V viota() {
-  return {_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)};
-}
+inline V viota() { return {_mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)}; }
 // x where lo <= c <= hi (per lane), else -inf.
 inline V vkeep_range(V x, V c, float lo, float hi) {
-  const __mmask16 in = _mm512_cmp_ps_mask(c.r, _mm512_set1_ps(lo), _CMP_GE_OQ) &
-                       _mm512_cmp_ps_mask(c.r, _mm512_set1_ps(hi), _CMP_LE_OQ);
+  const __mmask16 in =
+      _mm512_cmp_ps_mask(c.r, _mm512_set1_ps(lo), _CMP_GE_OQ) & _mm512_cmp_ps_mask(c.r, _mm512_set1_ps(hi), _CMP_LE_OQ);
   return {_mm512_mask_blend_ps(in, _mm512_set1_ps(-__builtin_inff()), x.r)};
 }
 // x where lo <= c <= hi (per-lane bounds), else -inf.

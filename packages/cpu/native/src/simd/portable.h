@@ -17,8 +17,8 @@ struct V {
   float v[kLanes];
 };
 
-#define ATTN_LANES(expr) \
-  V out;                 \
+#define ATTN_LANES(expr)                              \
+  V out;                                              \
   for (int l = 0; l < kLanes; ++l) out.v[l] = (expr); \
   return out
 

@@ -114,13 +114,9 @@ inline V vload_bf16(const uint16_t* p) {
   return {svreinterpret_f32_u32(svlsl_n_u32_x(all(), svld1uh_u32(all(), p), 16))};
 }
 // fcvt reads the fp16 in the low half of each 32-bit lane.
-inline V vload_f16(const uint16_t* p) {
-  return {svcvt_f32_f16_x(all(), svreinterpret_f16_u32(svld1uh_u32(all(), p)))};
-}
+inline V vload_f16(const uint16_t* p) { return {svcvt_f32_f16_x(all(), svreinterpret_f16_u32(svld1uh_u32(all(), p)))}; }
 // fcvt rounds to nearest even (FPCR's default mode) into the low half of each lane; NaN stays NaN.
-inline void vstore_f16(uint16_t* p, V a) {
-  svst1h_u32(all(), p, svreinterpret_u32_f16(svcvt_f16_f32_x(all(), a.r)));
-}
+inline void vstore_f16(uint16_t* p, V a) { svst1h_u32(all(), p, svreinterpret_u32_f16(svcvt_f16_f32_x(all(), a.r))); }
 // Round to nearest even on the bits, as simd/avx2.h; NaN keeps its top bits with the quiet bit set.
 inline void vstore_bf16(uint16_t* p, V a) {
   const svbool_t pg = all();

@@ -31,7 +31,7 @@ struct Params {
   int64_t batch, seq_q, heads_q, heads_kv, head_dim, head_dim_v, new_len;
   // The caches as pools [num_blocks, block_size, Hk, C]: a contiguous cache [Bc, Sc, Hk, C] is Bc blocks of Sc.
   int64_t num_blocks, block_size;
-  const int32_t* block_table;      // paged: [batch, max_blocks]; null for contiguous caches
+  const int32_t* block_table;  // paged: [batch, max_blocks]; null for contiguous caches
   int64_t max_blocks;
   const int32_t* cache_batch_idx;  // contiguous: the cache row of batch row b, or null (row b)
   const int32_t* cache_seqlens;    // keys in each row before the append, or null (every row full: capacity)
@@ -40,10 +40,10 @@ struct Params {
   void* q_out;                     // contiguous [B, Sq, Hq, D] in the dtype: q rotated (or copied); null: not written
   const void *k_new, *v_new;       // [B, new_len, Hk, D | Dv], any strides
   void *k_cache, *v_cache;
-  const void *cos, *sin;           // [rot_rows, rot_half] each, or null: no rotary
+  const void *cos, *sin;  // [rot_rows, rot_half] each, or null: no rotary
   int64_t rot_rows, rot_half;
   bool interleaved, q_per_row;
-  int32_t* row_table;              // contiguous caches: [batch] cache rows out (a one-column block table), or null
+  int32_t* row_table;  // contiguous caches: [batch] cache rows out (a one-column block table), or null
   int64_t q_s[4], kn_s[4], vn_s[4], kc_s[4], vc_s[4], cos_s[2], sin_s[2];
 };
 
@@ -66,11 +66,15 @@ struct Elem<__half> {
 };
 template <>
 struct Elem<__nv_bfloat16> {
-  static __device__ __forceinline__ double load(const __nv_bfloat16* p) { return static_cast<double>(__bfloat162float(*p)); }
+  static __device__ __forceinline__ double load(const __nv_bfloat16* p) {
+    return static_cast<double>(__bfloat162float(*p));
+  }
   static __device__ __forceinline__ void store(__nv_bfloat16* p, double x) { *p = __double2bfloat16(x); }
 };
 
-__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
+__device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
+  return x < lo ? lo : (x > hi ? hi : x);
+}
 
 // Keys in row b before the append (cacheSeqlens[b], or the capacity), clamped to [0, capacity].
 __device__ __forceinline__ int64_t seqlen_of(const Params& p, int64_t b) {
@@ -80,8 +84,8 @@ __device__ __forceinline__ int64_t seqlen_of(const Params& p, int64_t b) {
 // One row of `n` columns from src (stride ss) to dst (stride ds), columns [0, 2 * rot_half) rotated at
 // table row pos (clamped into the tables) when rotate is set. Lanes of one warp over the columns.
 template <typename T>
-__device__ __forceinline__ void copy_row(const Params& p, const T* src, int64_t ss, T* dst, int64_t ds, int64_t n, bool rotate,
-                                         int64_t pos, int lane) {
+__device__ __forceinline__ void copy_row(const Params& p, const T* src, int64_t ss, T* dst, int64_t ds, int64_t n,
+                                         bool rotate, int64_t pos, int lane) {
   const int64_t half = rotate ? p.rot_half : 0;
   if (half > 0) {
     const int64_t r = clamp64(pos, 0, p.rot_rows - 1);
@@ -110,7 +114,8 @@ __global__ void __launch_bounds__(kWarps * 32) append_kernel(const Params p) {
   const int lane = threadIdx.x & 31;
   if (blockIdx.x == 0 && p.row_table != nullptr) {
     for (int64_t b = threadIdx.x; b < p.batch; b += blockDim.x) {
-      p.row_table[b] = static_cast<int32_t>(p.cache_batch_idx != nullptr ? clamp64(p.cache_batch_idx[b], 0, p.num_blocks - 1) : b);
+      p.row_table[b] =
+          static_cast<int32_t>(p.cache_batch_idx != nullptr ? clamp64(p.cache_batch_idx[b], 0, p.num_blocks - 1) : b);
     }
   }
   const int64_t appends = p.batch * p.new_len * p.heads_kv;
@@ -197,15 +202,20 @@ inline Params params_from_arrays(const uint64_t* ptrs, const double* nums) {
   p.cache_batch_idx = static_cast<const int32_t*>(ptr(kCacheBatchIdx));
   p.block_table = static_cast<const int32_t*>(ptr(kBlockTable));
   p.row_table = static_cast<int32_t*>(ptr(kRowTable));
-  if (p.new_len > 0 && (!p.k_new || !p.v_new || !p.k_cache || !p.v_cache)) throw std::invalid_argument("kv append: an append needs kNew, vNew and the caches");
+  if (p.new_len > 0 && (!p.k_new || !p.v_new || !p.k_cache || !p.v_cache))
+    throw std::invalid_argument("kv append: an append needs kNew, vNew and the caches");
   if (p.new_len > 0 && p.num_blocks == 0) throw std::invalid_argument("kv append: an append into an empty pool");
-  if (p.q_out != nullptr && p.seq_q * p.heads_q > 0 && p.q == nullptr) throw std::invalid_argument("kv append: q out needs q");
-  if ((p.cos == nullptr) != (p.sin == nullptr)) throw std::invalid_argument("kv append: rotaryCos and rotarySin come together");
+  if (p.q_out != nullptr && p.seq_q * p.heads_q > 0 && p.q == nullptr)
+    throw std::invalid_argument("kv append: q out needs q");
+  if ((p.cos == nullptr) != (p.sin == nullptr))
+    throw std::invalid_argument("kv append: rotaryCos and rotarySin come together");
   if (p.cos != nullptr && (p.rot_rows < 1 || p.rot_half < 1 || 2 * p.rot_half > p.head_dim)) {
     throw std::invalid_argument("kv append: rotary tables must be [R >= 1, 1 <= half <= D / 2]");
   }
-  if (p.block_table != nullptr && p.max_blocks * p.block_size < p.capacity) throw std::invalid_argument("kv append: capacity past the block table");
-  if (p.block_table == nullptr && p.block_size < p.capacity) throw std::invalid_argument("kv append: capacity past the cache rows");
+  if (p.block_table != nullptr && p.max_blocks * p.block_size < p.capacity)
+    throw std::invalid_argument("kv append: capacity past the block table");
+  if (p.block_table == nullptr && p.block_size < p.capacity)
+    throw std::invalid_argument("kv append: capacity past the cache rows");
   if (p.block_table == nullptr && p.cache_batch_idx == nullptr && p.new_len > 0 && p.num_blocks < p.batch) {
     throw std::invalid_argument("kv append: fewer cache rows than batch rows");
   }
@@ -224,11 +234,20 @@ inline void launch_typed(const Params& p, cudaStream_t stream) {
 // Queues the kernel on `stream`; the caller checks the launch (each addon names it its own way).
 inline void launch(const Params& p, cudaStream_t stream) {
   switch (p.dtype) {
-    case DType::kFloat64: launch_typed<double>(p, stream); break;
-    case DType::kFloat32: launch_typed<float>(p, stream); break;
-    case DType::kFloat16: launch_typed<__half>(p, stream); break;
-    case DType::kBFloat16: launch_typed<__nv_bfloat16>(p, stream); break;
-    default: throw std::invalid_argument("kv append: dtype must be float64, float32, float16 or bfloat16");
+    case DType::kFloat64:
+      launch_typed<double>(p, stream);
+      break;
+    case DType::kFloat32:
+      launch_typed<float>(p, stream);
+      break;
+    case DType::kFloat16:
+      launch_typed<__half>(p, stream);
+      break;
+    case DType::kBFloat16:
+      launch_typed<__nv_bfloat16>(p, stream);
+      break;
+    default:
+      throw std::invalid_argument("kv append: dtype must be float64, float32, float16 or bfloat16");
   }
 }
 

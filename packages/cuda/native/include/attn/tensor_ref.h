@@ -7,7 +7,7 @@ namespace attn {
 enum class DType : int32_t { kFloat64 = 0, kFloat32 = 1, kFloat16 = 2, kBFloat16 = 3, kBool = 4, kInt32 = 5 };
 
 struct TensorRef {
-  void* data = nullptr;     // device address of element [0, 0, ...] (offset already applied)
+  void* data = nullptr;  // device address of element [0, 0, ...] (offset already applied)
   DType dtype = DType::kFloat32;
   int32_t rank = 0;
   int64_t sizes[4] = {1, 1, 1, 1};
@@ -16,10 +16,16 @@ struct TensorRef {
 
 inline int element_size(DType d) {
   switch (d) {
-    case DType::kFloat64: return 8;
-    case DType::kFloat32: case DType::kInt32: return 4;
-    case DType::kFloat16: case DType::kBFloat16: return 2;
-    case DType::kBool: return 1;
+    case DType::kFloat64:
+      return 8;
+    case DType::kFloat32:
+    case DType::kInt32:
+      return 4;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return 2;
+    case DType::kBool:
+      return 1;
   }
   return 0;
 }

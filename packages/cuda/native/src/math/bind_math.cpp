@@ -35,7 +35,8 @@ struct Uploads {
   std::unique_ptr<DeviceBuffer> cu_q, cu_k, seqused_k, block_table, key_start;
 };
 
-const int32_t* upload(int device, gpuStream_t stream, const std::vector<int32_t>& host, std::unique_ptr<DeviceBuffer>& into) {
+const int32_t* upload(int device, gpuStream_t stream, const std::vector<int32_t>& host,
+                      std::unique_ptr<DeviceBuffer>& into) {
   if (host.empty()) return nullptr;
   const size_t bytes = host.size() * sizeof(int32_t);
   into = std::make_unique<DeviceBuffer>(device, bytes, stream);
@@ -121,7 +122,8 @@ Napi::Value MathKeyTile(const Napi::CallbackInfo& info) {
     const int dv = arg_int(info, 1, "headDimV");
     const bool acc64 = arg_bool(info, 2, "acc64");
     if (d < 1 || d > math::kMaxHeadDim || dv < 0 || dv > math::kMaxHeadDim) {
-      throw InvalidArgument("cuda-math: head dims must lie in [1, " + std::to_string(math::kMaxHeadDim) + "]", "ATTN_BAD_ARGUMENT");
+      throw InvalidArgument("cuda-math: head dims must lie in [1, " + std::to_string(math::kMaxHeadDim) + "]",
+                            "ATTN_BAD_ARGUMENT");
     }
     return Napi::Number::New(info.Env(), math::key_tile(d, dv, acc64));
   });
@@ -131,7 +133,8 @@ Napi::Value MathKernels(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
     const std::vector<std::string> names = math::kernel_names();
     Napi::Array out = Napi::Array::New(info.Env(), names.size());
-    for (size_t i = 0; i < names.size(); ++i) out.Set(static_cast<uint32_t>(i), Napi::String::New(info.Env(), names[i]));
+    for (size_t i = 0; i < names.size(); ++i)
+      out.Set(static_cast<uint32_t>(i), Napi::String::New(info.Env(), names[i]));
     return out;
   });
 }
@@ -148,9 +151,9 @@ Napi::Value MathDeviceSupport(const Napi::CallbackInfo& info) {
     if (err == cudaErrorInvalidDeviceFunction || err == cudaErrorNoKernelImageForDevice) {
       (void)cudaGetLastError();  // not sticky: clear it
       const DeviceInfo d = device_info(device);
-      why = "the @attn/cuda addon was built for " ATTN_CUDA_ARCHS_STRING " and has no code for sm_" + std::to_string(d.major) +
-            std::to_string(d.minor) + "; rebuild it with ATTN_CUDA_ARCHS including " + std::to_string(d.major) +
-            std::to_string(d.minor) + " (npx @attn/native build @attn/cuda)";
+      why = "the @attn/cuda addon was built for " ATTN_CUDA_ARCHS_STRING " and has no code for sm_" +
+            std::to_string(d.major) + std::to_string(d.minor) + "; rebuild it with ATTN_CUDA_ARCHS including " +
+            std::to_string(d.major) + std::to_string(d.minor) + " (npx @attn/native build @attn/cuda)";
     } else {
       ATTN_CUDA_CHECK(err);
     }

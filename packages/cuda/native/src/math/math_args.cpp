@@ -32,8 +32,8 @@ double number(const Napi::Object& o, const char* key) {
 int64_t integer(const Napi::Object& o, const char* key, int64_t lo, int64_t hi) {
   const double x = number(o, key);
   if (std::floor(x) != x || x < static_cast<double>(lo) || x > static_cast<double>(hi)) {
-    bad(std::string("'") + key + "' must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-        std::to_string(x));
+    bad(std::string("'") + key + "' must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+        "], got " + std::to_string(x));
   }
   return static_cast<int64_t>(x);
 }
@@ -120,21 +120,26 @@ Tensor tensor_arg(const Napi::Object& o, const char* key, int device) {
   __int128 last = 0;
   bool empty = false;
   for (size_t d = 0; d < out.shape.size(); ++d) {
-    if (out.shape[d] == 0) empty = true;
-    else last += static_cast<__int128>(out.shape[d] - 1) * out.strides[d];
+    if (out.shape[d] == 0)
+      empty = true;
+    else
+      last += static_cast<__int128>(out.shape[d] - 1) * out.strides[d];
   }
   if (!empty) {
     const __int128 bytes = (last + 1) * element_size(out.dtype);
-    if (bytes > static_cast<__int128>(kMaxSafe)) bad(std::string("'") + key + "' spans more bytes than any buffer holds");
+    if (bytes > static_cast<__int128>(kMaxSafe))
+      bad(std::string("'") + key + "' spans more bytes than any buffer holds");
     CachingAllocator::instance().check_range(device, out.ptr, static_cast<size_t>(bytes), key);
   }
   return out;
 }
 
 void expect_shape(const Tensor& t, const char* key, const std::vector<int64_t>& want, DType dtype) {
-  if (t.shape != want) bad(std::string("'") + key + "' must have shape " + shape_str(want) + ", got " + shape_str(t.shape));
-  if (t.dtype != dtype) bad(std::string("'") + key + "' has dtype code " + std::to_string(static_cast<int>(t.dtype)) +
-                            ", expected " + std::to_string(static_cast<int>(dtype)));
+  if (t.shape != want)
+    bad(std::string("'") + key + "' must have shape " + shape_str(want) + ", got " + shape_str(t.shape));
+  if (t.dtype != dtype)
+    bad(std::string("'") + key + "' has dtype code " + std::to_string(static_cast<int>(t.dtype)) + ", expected " +
+        std::to_string(static_cast<int>(dtype)));
 }
 
 // Rows addressing of a q/k/v-like tensor: dense [B, H, S, C], packed [T, H, C] or a paged pool
@@ -169,7 +174,8 @@ void check_offsets(const std::vector<int32_t>& cu, int64_t batch, int64_t total,
   for (int64_t b = 0; b < batch; ++b) {
     if (cu[b + 1] < cu[b]) bad(std::string("'") + key + "' must be non-decreasing");
   }
-  if (total >= 0 && cu[batch] != total) bad(std::string("'") + key + "' must end at the packed length " + std::to_string(total));
+  if (total >= 0 && cu[batch] != total)
+    bad(std::string("'") + key + "' must end at the packed length " + std::to_string(total));
 }
 
 // Finite once rounded to float32 (core's float32Scalars: Math.fround): below FLT_MAX plus half its ulp.
@@ -247,7 +253,8 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
       expect_shape(v, "v", {p.num_blocks, p.block_size, Hk, Dv}, call.dtype);
       // A kv cache's leftpadK: sequence b's keys start at key position keyStart[b] of its table row.
       call.key_start = optional_int32s(a, "keyStart");
-      if (!call.key_start.empty() && static_cast<int64_t>(call.key_start.size()) != B) bad("'keyStart' must hold one position per sequence");
+      if (!call.key_start.empty() && static_cast<int64_t>(call.key_start.size()) != B)
+        bad("'keyStart' must hold one position per sequence");
       // Every page a sequence reads is in the table and in the pool.
       for (int64_t b = 0; b < B; ++b) {
         const int64_t start = call.key_start.empty() ? 0 : call.key_start[b];
@@ -292,7 +299,8 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
     if (static_cast<int64_t>(call.seqused_k.size()) != B) bad("'sequsedK' must hold one count per sequence");
     for (int64_t b = 0; b < B; ++b) {
       const int64_t stored = packed ? call.cu_k[b + 1] - call.cu_k[b] : p.seq_k;
-      if (call.seqused_k[b] < 0 || call.seqused_k[b] > stored) bad("'sequsedK' counts must lie in [0, keys of the sequence]");
+      if (call.seqused_k[b] < 0 || call.seqused_k[b] > stored)
+        bad("'sequsedK' counts must lie in [0, keys of the sequence]");
     }
   }
 
@@ -324,7 +332,8 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
     if (packed) bad("a varlen call takes no mask");
     const Tensor m = tensor_arg(a, "mask", dev);
     const bool is_bool = m.dtype == DType::kBool;
-    if (!is_bool && m.dtype != DType::kFloat32 && m.dtype != call.dtype) bad("'mask' must be bool, float32 or the query's dtype");
+    if (!is_bool && m.dtype != DType::kFloat32 && m.dtype != call.dtype)
+      bad("'mask' must be bool, float32 or the query's dtype");
     p.mask_kind = is_bool ? 2 : 1;
     p.mask_dtype = m.dtype;
     p.mask = m.ptr;
@@ -337,7 +346,8 @@ CallInfo read_forward(const Napi::Object& a, Params& p) {
         continue;
       }
       const int64_t size = m.shape[d - lead];
-      if (size != target[d] && size != 1) bad("'mask' " + shape_str(m.shape) + " does not broadcast to [B, Hq, Sq, Sk]");
+      if (size != target[d] && size != 1)
+        bad("'mask' " + shape_str(m.shape) + " does not broadcast to [B, Hq, Sq, Sk]");
       p.mask_stride[d] = size == target[d] && size != 1 ? m.strides[d - lead] : 0;
     }
   }

@@ -36,7 +36,8 @@ struct KeyGrad {
 };
 
 template <typename Acc>
-__device__ __forceinline__ KeyGrad<Acc> key_grad(const BwdParams& p, Acc s, Acc t, Acc dp, Acc z, const Stats<Acc>& st) {
+__device__ __forceinline__ KeyGrad<Acc> key_grad(const BwdParams& p, Acc s, Acc t, Acc dp, Acc z,
+                                                 const Stats<Acc>& st) {
   const Acc prob = exp_of(s - st.max) * st.inv;
   // delta is sum_j P_j (Z_j dP_j) over the same rounded products (rows_kernel), so where P sits on one key
   // dS is exactly 0, as in cpu-math. A fused Z * dP - delta would leave that product's rounding error,
@@ -272,9 +273,7 @@ __global__ void __launch_bounds__(kThreads) dbias_kernel(const BwdParams p) {
   }
 }
 
-unsigned grid_for(int64_t work) {
-  return static_cast<unsigned>(work < 1 ? 1 : work < kMaxBlocks ? work : kMaxBlocks);
-}
+unsigned grid_for(int64_t work) { return static_cast<unsigned>(work < 1 ? 1 : work < kMaxBlocks ? work : kMaxBlocks); }
 
 size_t key_smem_bytes(int key_tile, int head_dim, int head_dim_v, size_t acc_bytes) {
   return (static_cast<size_t>(key_tile) * (head_dim + head_dim_v + 2) + head_dim + head_dim_v) * acc_bytes;
@@ -312,25 +311,32 @@ std::vector<std::string> launch(const BwdParams& p, gpuStream_t stream, const st
 int key_tile(int head_dim, int head_dim_v, bool acc64) {
   const size_t acc_bytes = acc64 ? 8 : 4;
   int tile = kMaxKeyTile;
-  while (tile > 1 && key_smem_bytes(tile, head_dim, head_dim_v, acc_bytes) > static_cast<size_t>(kKeyKernelSmemBytes)) tile /= 2;
+  while (tile > 1 && key_smem_bytes(tile, head_dim, head_dim_v, acc_bytes) > static_cast<size_t>(kKeyKernelSmemBytes))
+    tile /= 2;
   return tile;
 }
 
 std::vector<std::string> run_backward(const BwdParams& p, DType dtype, bool acc64, gpuStream_t stream) {
   switch (dtype) {
-    case DType::kFloat64: return launch<double, double>(p, stream, "f64_acc64");
-    case DType::kFloat32: return acc64 ? launch<float, double>(p, stream, "f32_acc64") : launch<float, float>(p, stream, "f32_acc32");
-    case DType::kFloat16: return acc64 ? launch<__half, double>(p, stream, "f16_acc64") : launch<__half, float>(p, stream, "f16_acc32");
+    case DType::kFloat64:
+      return launch<double, double>(p, stream, "f64_acc64");
+    case DType::kFloat32:
+      return acc64 ? launch<float, double>(p, stream, "f32_acc64") : launch<float, float>(p, stream, "f32_acc32");
+    case DType::kFloat16:
+      return acc64 ? launch<__half, double>(p, stream, "f16_acc64") : launch<__half, float>(p, stream, "f16_acc32");
     case DType::kBFloat16:
-      return acc64 ? launch<__nv_bfloat16, double>(p, stream, "bf16_acc64") : launch<__nv_bfloat16, float>(p, stream, "bf16_acc32");
-    default: throw InvalidArgument("cuda-math: the backward takes float64, float32, float16 or bfloat16", "ATTN_BAD_ARGUMENT");
+      return acc64 ? launch<__nv_bfloat16, double>(p, stream, "bf16_acc64")
+                   : launch<__nv_bfloat16, float>(p, stream, "bf16_acc32");
+    default:
+      throw InvalidArgument("cuda-math: the backward takes float64, float32, float16 or bfloat16", "ATTN_BAD_ARGUMENT");
   }
 }
 
 std::vector<std::string> kernel_names() {
   std::vector<std::string> names;
   for (const char* kind : {"forward", "backward_rows", "backward_keys", "backward_dbias"}) {
-    for (const char* v : {"f64_acc64", "f32_acc32", "f32_acc64", "f16_acc32", "f16_acc64", "bf16_acc32", "bf16_acc64"}) {
+    for (const char* v :
+         {"f64_acc64", "f32_acc32", "f32_acc64", "f16_acc32", "f16_acc64", "bf16_acc32", "bf16_acc64"}) {
       names.push_back(std::string(kind) + "_" + v);
     }
   }

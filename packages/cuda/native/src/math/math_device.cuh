@@ -20,14 +20,20 @@ namespace attn::math {
 template <typename T>
 struct Io {
   template <typename Acc>
-  static __device__ __forceinline__ Acc load(const T* p) { return static_cast<Acc>(*p); }
+  static __device__ __forceinline__ Acc load(const T* p) {
+    return static_cast<Acc>(*p);
+  }
   template <typename Acc>
-  static __device__ __forceinline__ void store(T* p, Acc x) { *p = static_cast<T>(x); }
+  static __device__ __forceinline__ void store(T* p, Acc x) {
+    *p = static_cast<T>(x);
+  }
 };
 template <>
 struct Io<__half> {
   template <typename Acc>
-  static __device__ __forceinline__ Acc load(const __half* p) { return static_cast<Acc>(__half2float(*p)); }
+  static __device__ __forceinline__ Acc load(const __half* p) {
+    return static_cast<Acc>(__half2float(*p));
+  }
   // Rounded once, to nearest even, from the accumulate type.
   static __device__ __forceinline__ void store(__half* p, float x) { *p = __float2half_rn(x); }
   static __device__ __forceinline__ void store(__half* p, double x) { *p = __double2half(x); }
@@ -35,7 +41,9 @@ struct Io<__half> {
 template <>
 struct Io<__nv_bfloat16> {
   template <typename Acc>
-  static __device__ __forceinline__ Acc load(const __nv_bfloat16* p) { return static_cast<Acc>(__bfloat162float(*p)); }
+  static __device__ __forceinline__ Acc load(const __nv_bfloat16* p) {
+    return static_cast<Acc>(__bfloat162float(*p));
+  }
   static __device__ __forceinline__ void store(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
   static __device__ __forceinline__ void store(__nv_bfloat16* p, double x) { *p = __double2bfloat16(x); }
 };
@@ -44,22 +52,36 @@ struct Io<__nv_bfloat16> {
 template <typename Acc>
 __device__ __forceinline__ Acc load_any(const void* base, int64_t index, DType dtype) {
   switch (dtype) {
-    case DType::kFloat64: return Io<double>::template load<Acc>(static_cast<const double*>(base) + index);
-    case DType::kFloat32: return Io<float>::template load<Acc>(static_cast<const float*>(base) + index);
-    case DType::kFloat16: return Io<__half>::template load<Acc>(static_cast<const __half*>(base) + index);
-    case DType::kBFloat16: return Io<__nv_bfloat16>::template load<Acc>(static_cast<const __nv_bfloat16*>(base) + index);
-    default: return static_cast<const uint8_t*>(base)[index] != 0 ? Acc(1) : Acc(0);
+    case DType::kFloat64:
+      return Io<double>::template load<Acc>(static_cast<const double*>(base) + index);
+    case DType::kFloat32:
+      return Io<float>::template load<Acc>(static_cast<const float*>(base) + index);
+    case DType::kFloat16:
+      return Io<__half>::template load<Acc>(static_cast<const __half*>(base) + index);
+    case DType::kBFloat16:
+      return Io<__nv_bfloat16>::template load<Acc>(static_cast<const __nv_bfloat16*>(base) + index);
+    default:
+      return static_cast<const uint8_t*>(base)[index] != 0 ? Acc(1) : Acc(0);
   }
 }
 
 template <typename Acc>
 __device__ __forceinline__ void store_any(void* base, int64_t index, DType dtype, Acc x) {
   switch (dtype) {
-    case DType::kFloat64: Io<double>::store(static_cast<double*>(base) + index, x); break;
-    case DType::kFloat32: Io<float>::store(static_cast<float*>(base) + index, x); break;
-    case DType::kFloat16: Io<__half>::store(static_cast<__half*>(base) + index, x); break;
-    case DType::kBFloat16: Io<__nv_bfloat16>::store(static_cast<__nv_bfloat16*>(base) + index, x); break;
-    default: break;  // a dbias is never bool: bind_math.cpp refuses it
+    case DType::kFloat64:
+      Io<double>::store(static_cast<double*>(base) + index, x);
+      break;
+    case DType::kFloat32:
+      Io<float>::store(static_cast<float*>(base) + index, x);
+      break;
+    case DType::kFloat16:
+      Io<__half>::store(static_cast<__half*>(base) + index, x);
+      break;
+    case DType::kBFloat16:
+      Io<__nv_bfloat16>::store(static_cast<__nv_bfloat16*>(base) + index, x);
+      break;
+    default:
+      break;  // a dbias is never bool: bind_math.cpp refuses it
   }
 }
 
@@ -76,7 +98,8 @@ __device__ __forceinline__ T* at_mut(const Rows& t, int64_t b, int64_t h, int64_
 // block table for paged K/V (page indices clamped into the pool: bind_math.cpp checked them, the clamp
 // keeps any other value inside the buffer too).
 template <typename T>
-__device__ __forceinline__ const T* key_row(const Params& p, const Rows& t, int64_t b, int64_t h, int64_t k_row0, int64_t j) {
+__device__ __forceinline__ const T* key_row(const Params& p, const Rows& t, int64_t b, int64_t h, int64_t k_row0,
+                                            int64_t j) {
   if (p.block_table == nullptr) return at<T>(t, b, h, k_row0 + j);
   if (p.key_start != nullptr) j += p.key_start[b];
   int64_t page = p.block_table[b * p.max_blocks + j / p.block_size];
@@ -86,7 +109,9 @@ __device__ __forceinline__ const T* key_row(const Params& p, const Rows& t, int6
 
 // ------------------------------------------------------------------ arithmetic -------------------
 template <typename Acc>
-__device__ __forceinline__ Acc neg_inf() { return -static_cast<Acc>(INFINITY); }
+__device__ __forceinline__ Acc neg_inf() {
+  return -static_cast<Acc>(INFINITY);
+}
 
 // Math.max's semantics: NaN when either is NaN (so a NaN score makes the whole row NaN, as cpu-math).
 template <typename Acc>
@@ -125,9 +150,11 @@ __device__ __forceinline__ Acc warp_dot(const Acc* x, const T* row, int64_t stri
 
 // x . y for two rows in global memory, over the lanes of one warp; every lane gets the result.
 template <typename T, typename Acc>
-__device__ __forceinline__ Acc warp_dot_rows(const T* x, int64_t x_stride, const T* y, int64_t y_stride, int n, int lane) {
+__device__ __forceinline__ Acc warp_dot_rows(const T* x, int64_t x_stride, const T* y, int64_t y_stride, int n,
+                                             int lane) {
   Acc a = 0;
-  for (int c = lane; c < n; c += 32) a += Io<T>::template load<Acc>(x + c * x_stride) * Io<T>::template load<Acc>(y + c * y_stride);
+  for (int c = lane; c < n; c += 32)
+    a += Io<T>::template load<Acc>(x + c * x_stride) * Io<T>::template load<Acc>(y + c * y_stride);
   return warp_sum(a);
 }
 
@@ -177,7 +204,10 @@ __device__ __forceinline__ RowPos row_of(const Params& p, int64_t r) {
     int64_t lo = 0, hi = p.batch;  // cu_q[lo] <= t < cu_q[hi]
     while (hi - lo > 1) {
       const int64_t mid = (lo + hi) / 2;
-      if (p.cu_q[mid] <= t) lo = mid; else hi = mid;
+      if (p.cu_q[mid] <= t)
+        lo = mid;
+      else
+        hi = mid;
     }
     w.b = lo;
     const SeqPos s = seq_of(p, w.b);
@@ -215,8 +245,8 @@ __device__ __forceinline__ Visible visible_of(const Params& p, int64_t i, int64_
 }
 
 // The rows [first, last) of a sequence that see some key of [j0, j1) (the inverse of visible_of).
-__device__ __forceinline__ void rows_seeing(const Params& p, int64_t j0, int64_t j1, int64_t sq, int64_t sk, int64_t& first,
-                                            int64_t& last) {
+__device__ __forceinline__ void rows_seeing(const Params& p, int64_t j0, int64_t j1, int64_t sq, int64_t sk,
+                                            int64_t& first, int64_t& last) {
   const int64_t off = p.lower_right ? sk - sq : 0;
   first = p.window_right < 0 ? 0 : max(int64_t{0}, j0 - p.window_right - off);
   last = p.window_left < 0 ? sq : min(sq, j1 + p.window_left - off);
@@ -225,8 +255,8 @@ __device__ __forceinline__ void rows_seeing(const Params& p, int64_t j0, int64_t
 // The score of key j (visible) for row (b, h, i), from the raw dot q.k; also tanh(scale * q.k / softcap)
 // when softcap is on (its derivative needs it).
 template <typename Acc>
-__device__ __forceinline__ Acc score_of(const Params& p, Acc dot, int64_t b, int64_t h, int64_t i, int64_t j, int64_t diag,
-                                        Acc* tanh_out) {
+__device__ __forceinline__ Acc score_of(const Params& p, Acc dot, int64_t b, int64_t h, int64_t i, int64_t j,
+                                        int64_t diag, Acc* tanh_out) {
   Acc s = dot * static_cast<Acc>(p.scale);
   if (p.softcap > 0) {
     const Acc cap = static_cast<Acc>(p.softcap);
@@ -242,8 +272,10 @@ __device__ __forceinline__ Acc score_of(const Params& p, Acc dot, int64_t b, int
   if (p.mask_kind != 0) {
     const int64_t index = b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2] + j * p.mask_stride[3];
     const Acc m = load_any<Acc>(p.mask, index, p.mask_dtype);
-    if (p.mask_kind == 1) s = s + m;
-    else if (m == Acc(0)) s = neg_inf<Acc>();
+    if (p.mask_kind == 1)
+      s = s + m;
+    else if (m == Acc(0))
+      s = neg_inf<Acc>();
   }
   return s;
 }
@@ -253,16 +285,16 @@ template <typename Acc>
 __device__ __forceinline__ Acc keep_factor(const Params& p, int64_t b, int64_t h, int64_t i, int64_t j) {
   if (!p.dropout) return Acc(1);
   const uint32_t bh = static_cast<uint32_t>(b * p.heads_q + h);
-  const bool keep = dropout_keep(p.dropout_seed, p.dropout_offset, bh, static_cast<uint32_t>(i), static_cast<uint32_t>(j),
-                                 p.dropout_threshold);
+  const bool keep = dropout_keep(p.dropout_seed, p.dropout_offset, bh, static_cast<uint32_t>(i),
+                                 static_cast<uint32_t>(j), p.dropout_threshold);
   return keep ? static_cast<Acc>(p.keep_scale) : Acc(0);
 }
 
 // The scores of keys [j0, j0 + n) of one row, one warp per key: s[kk] (and tanh[kk] with softcap) in
 // shared memory. Ends with a barrier, so every thread may read them.
 template <typename T, typename Acc>
-__device__ __forceinline__ void tile_scores(const Params& p, const RowPos& w, const Visible& vis, int64_t j0, int n, const Acc* q_s,
-                                            Acc* s, Acc* tanh_s) {
+__device__ __forceinline__ void tile_scores(const Params& p, const RowPos& w, const Visible& vis, int64_t j0, int n,
+                                            const Acc* q_s, Acc* s, Acc* tanh_s) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t hk = w.h / p.group;
   for (int kk = warp; kk < n; kk += kThreads / 32) {
@@ -280,7 +312,8 @@ __device__ __forceinline__ void tile_scores(const Params& p, const RowPos& w, co
 // The largest score of the row (NaN if any is NaN; -inf when it sees no key or all are masked).
 // s_tile: kKeyTile values of scratch. Every thread returns the same value.
 template <typename T, typename Acc>
-__device__ __forceinline__ Acc row_max(const Params& p, const RowPos& w, const Visible& vis, const Acc* q_s, Acc* s_tile) {
+__device__ __forceinline__ Acc row_max(const Params& p, const RowPos& w, const Visible& vis, const Acc* q_s,
+                                       Acc* s_tile) {
   Acc m = neg_inf<Acc>();
   for (int64_t j0 = vis.lo; j0 < vis.hi; j0 += kKeyTile) {
     const int n = static_cast<int>(min(int64_t{kKeyTile}, vis.hi - j0));

@@ -87,20 +87,32 @@ void launch(const Params& p, gpuStream_t stream) {
 std::string run_forward(const Params& p, DType dtype, bool acc64, gpuStream_t stream) {
   if (p.rows == 0) return "";
   switch (dtype) {
-    case DType::kFloat64: launch<double, double>(p, stream); return "forward_f64_acc64";
+    case DType::kFloat64:
+      launch<double, double>(p, stream);
+      return "forward_f64_acc64";
     case DType::kFloat32:
-      if (acc64) { launch<float, double>(p, stream); return "forward_f32_acc64"; }
+      if (acc64) {
+        launch<float, double>(p, stream);
+        return "forward_f32_acc64";
+      }
       launch<float, float>(p, stream);
       return "forward_f32_acc32";
     case DType::kFloat16:
-      if (acc64) { launch<__half, double>(p, stream); return "forward_f16_acc64"; }
+      if (acc64) {
+        launch<__half, double>(p, stream);
+        return "forward_f16_acc64";
+      }
       launch<__half, float>(p, stream);
       return "forward_f16_acc32";
     case DType::kBFloat16:
-      if (acc64) { launch<__nv_bfloat16, double>(p, stream); return "forward_bf16_acc64"; }
+      if (acc64) {
+        launch<__nv_bfloat16, double>(p, stream);
+        return "forward_bf16_acc64";
+      }
       launch<__nv_bfloat16, float>(p, stream);
       return "forward_bf16_acc32";
-    default: throw InvalidArgument("cuda-math: the forward takes float64, float32, float16 or bfloat16", "ATTN_BAD_ARGUMENT");
+    default:
+      throw InvalidArgument("cuda-math: the forward takes float64, float32, float16 or bfloat16", "ATTN_BAD_ARGUMENT");
   }
 }
 

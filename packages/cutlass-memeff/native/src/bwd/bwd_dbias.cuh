@@ -53,7 +53,8 @@ __global__ void __launch_bounds__(128, 4) bwd_dbias_simt_kernel(const BwdParams 
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int i = oi0 + ty + 16 * r, j = oj0 + tx + 8 * c;
-        if (i < p.seq_q && j < p.seq_k) store_any_float(p.dbias, p.mask_dtype, base + i * p.dbias_stride[2] + j * p.dbias_stride[3], acc[r][c]);
+        if (i < p.seq_q && j < p.seq_k)
+          store_any_float(p.dbias, p.mask_dtype, base + i * p.dbias_stride[2] + j * p.dbias_stride[3], acc[r][c]);
       }
   } else if (tid < 32) {
     if (sum_i && sum_j) {

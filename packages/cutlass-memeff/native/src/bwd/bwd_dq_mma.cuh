@@ -54,8 +54,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
   load_tile_async<T, M, HD, Tr::kThreads>(q_s, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
   load_tile_async<T, M, HD, Tr::kThreads>(do_s, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
   if (nb0 < n_blocks) {
-    load_tile_async<T, N, HD, Tr::kThreads>(k_s + (nb0 & 1) * Tr::kSmemTile, k, p.k_stride[2], nb0 * N, p.seq_k, p.head_dim);
-    load_tile_async<T, N, HD, Tr::kThreads>(v_s + (nb0 & 1) * Tr::kSmemTile, v, p.v_stride[2], nb0 * N, p.seq_k, p.head_dim_v);
+    load_tile_async<T, N, HD, Tr::kThreads>(k_s + (nb0 & 1) * Tr::kSmemTile, k, p.k_stride[2], nb0 * N, p.seq_k,
+                                            p.head_dim);
+    load_tile_async<T, N, HD, Tr::kThreads>(v_s + (nb0 & 1) * Tr::kSmemTile, v, p.v_stride[2], nb0 * N, p.seq_k,
+                                            p.head_dim_v);
   }
   cp_async_commit();
 
@@ -69,8 +71,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
     cp_async_wait_all();
     __syncthreads();  // K(nb), V(nb) landed; every warp is done with the other buffer
     if (nb + 1 < n_blocks) {
-      load_tile_async<T, N, HD, Tr::kThreads>(k_s + (buf ^ 1) * Tr::kSmemTile, k, p.k_stride[2], j0 + N, p.seq_k, p.head_dim);
-      load_tile_async<T, N, HD, Tr::kThreads>(v_s + (buf ^ 1) * Tr::kSmemTile, v, p.v_stride[2], j0 + N, p.seq_k, p.head_dim_v);
+      load_tile_async<T, N, HD, Tr::kThreads>(k_s + (buf ^ 1) * Tr::kSmemTile, k, p.k_stride[2], j0 + N, p.seq_k,
+                                              p.head_dim);
+      load_tile_async<T, N, HD, Tr::kThreads>(v_s + (buf ^ 1) * Tr::kSmemTile, v, p.v_stride[2], j0 + N, p.seq_k,
+                                              p.head_dim_v);
     }
     cp_async_commit();
     const T* kb_s = k_s + buf * Tr::kSmemTile;
@@ -116,7 +120,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
         const int r = e / 2, i = i0 + warp * 16 + g + 8 * r, j = j0 + n * 8 + 2 * t + (e % 2);
         float pr = 0.f, dcap = 1.f;
         if (lse2[r] != -INFINITY) {
-          const float logit2 = plain ? acc_s[n][e] * (p.scale * kLog2e) : masked_logit<true, false>(p, mask, sc, i, j, acc_s[n][e], dcap) * kLog2e;
+          const float logit2 = plain ? acc_s[n][e] * (p.scale * kLog2e)
+                                     : masked_logit<true, false>(p, mask, sc, i, j, acc_s[n][e], dcap) * kLog2e;
           pr = exp2f(logit2 - lse2[r]);
         }
         float keep = 1.f;
@@ -136,7 +141,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
       for (int dp = 0; dp < DT / 2; ++dp) {
         if (dp >= qk_steps) break;
         uint32_t bk[4];
-        ldmatrix_x4_trans(bk, kb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        ldmatrix_x4_trans(bk,
+                          kb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
         mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
         mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
       }

@@ -88,7 +88,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
               const int d = d0 + tx + 8 * c;
-              if (i < p.seq_q && d < p.head_dim) atomicAdd(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc[c] * p.scale);
+              if (i < p.seq_q && d < p.head_dim)
+                atomicAdd(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc[c] * p.scale);
             }
           }
         }
@@ -100,7 +101,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 2) bwd_kv_simt_kernel(const BwdP
           for (int c = 0; c < 4; ++c) {
             const int i = i0 + ty + 16 * r, j = j0 + tx + 8 * c;
             if (i < p.seq_q && j < p.seq_k) {
-              const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
+              const int64_t idx =
+                  b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
               write_dbias(p, idx, sm.ds[ty + 16 * r][tx + 8 * c]);
             }
           }

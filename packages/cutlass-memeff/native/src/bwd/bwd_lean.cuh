@@ -27,9 +27,15 @@ struct StepWalk {
   __device__ __forceinline__ StepWalk next(bool presum, int group, int per_head) const {
     StepWalk w = *this;
     if (presum) {
-      if (++w.gh == group) { w.gh = 0; ++w.r; }
+      if (++w.gh == group) {
+        w.gh = 0;
+        ++w.r;
+      }
     } else {
-      if (++w.r == per_head) { w.r = 0; ++w.gh; }
+      if (++w.r == per_head) {
+        w.r = 0;
+        ++w.gh;
+      }
     }
     return w;
   }
@@ -50,8 +56,8 @@ __device__ __forceinline__ void load_mask_tile_interior_es(unsigned char* tile, 
   const int r = threadIdx.x / kChunks, c = threadIdx.x % kChunks;
   // More threads than chunks (a narrow tile, e.g. bool at 16 x 64 in bwd_tf32): one pass, the rest idle.
   if (kRowStep > kRows && r >= kRows) return;
-  const unsigned char* src =
-      static_cast<const unsigned char*>(m.base) + ((static_cast<int64_t>(i0 + r) * m.stride_i + j0 + c * kPerChunk) << kEsLog2);
+  const unsigned char* src = static_cast<const unsigned char*>(m.base) +
+                             ((static_cast<int64_t>(i0 + r) * m.stride_i + j0 + c * kPerChunk) << kEsLog2);
   const int64_t step = (static_cast<int64_t>(kRowStep) * m.stride_i) << kEsLog2;
   unsigned char* dst = tile + r * Tile::kPitch + c * 16;
 #pragma unroll
@@ -79,7 +85,8 @@ __device__ __forceinline__ void load_mask_tile_interior(unsigned char* tile, con
 // aligned (kPitch is a multiple of 16) and 8 rows of one block start 4 banks apart: conflict-free.
 // out[n][e]: the raw 16-bit pair registers, unpacked by the caller per dtype.
 template <int kPitch, int QT>
-__device__ __forceinline__ void load_mask_frag16(uint32_t (&out)[QT][2], const unsigned char* tile, int warp, int lane) {
+__device__ __forceinline__ void load_mask_frag16(uint32_t (&out)[QT][2], const unsigned char* tile, int warp,
+                                                 int lane) {
   static_assert(QT % 2 == 0, "query tiles in pairs");
   const int mat = lane / 8, r = lane % 8;
 #pragma unroll

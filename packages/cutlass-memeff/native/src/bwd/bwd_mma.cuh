@@ -32,11 +32,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* k_s = reinterpret_cast<T*>(smem_raw);
   T* v_s = k_s + Tr::kSmemK;
-  T* q_s = v_s + Tr::kSmemK;         // [2][M][HD]
-  T* do_s = q_s + 2 * Tr::kSmemQ;    // [2][M][HD]
-  T* dst_s = do_s + 2 * Tr::kSmemQ;  // dS^T [N][DS]
+  T* q_s = v_s + Tr::kSmemK;                                     // [2][M][HD]
+  T* do_s = q_s + 2 * Tr::kSmemQ;                                // [2][M][HD]
+  T* dst_s = do_s + 2 * Tr::kSmemQ;                              // dS^T [N][DS]
   float* lse_s = reinterpret_cast<float*>(dst_s + Tr::kSmemDs);  // [2][M], log2 units
-  float* dsum_s = lse_s + 2 * M;                                  // [2][M]
+  float* dsum_s = lse_s + 2 * M;                                 // [2][M]
   // [2] mask tiles of [M queries][N keys], double-buffered with Q and dO (only with a mask).
   unsigned char* mask_s = reinterpret_cast<unsigned char*>(dsum_s + 2 * M);
   using MaskT = MaskTile<M, N>;
@@ -72,7 +72,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const T* dout = static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
     load_tile_async<T, M, HD, Tr::kThreads>(q_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
     load_tile_async<T, M, HD, Tr::kThreads>(do_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
-    const bool staged = stage_step_mask<M, N, Tr::kThreads, kMask && Tr::kStageMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
+    const bool staged = stage_step_mask < M, N, Tr::kThreads,
+               kMask && Tr::kStageMask > (p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
     load_step_rows<M>(p, b, h, i0, lse_s + buf * M, dsum_s + buf * M);
     return staged;
   };
@@ -143,10 +144,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     const bool mask_smem = kMask && Tr::kStageMask && staged_cur;
     staged_cur = staged_next;
     // Every column block computes the same dS: only the first sends it to dbias.
-    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, warp, lane, step_gh, cb == 0},
-                                                         mask, score_ctx(p, b, h), mask_smem, mask_s + buf * MaskT::kBytes,
-                                                         reinterpret_cast<float*>(mask_s + (Tr::kStageMask ? 2 * MaskT::kBytes : 0)) + threadIdx.x,
-                                                         lse_s + buf * M, dsum_s + buf * M, acc_st, acc_dpt);
+    bwd_step_p_ds<T, M, N, Tr::kThreads, kMask, kFeat>(
+        p, BwdStepAt{b, h, i0, j0, warp, lane, step_gh, cb == 0}, mask, score_ctx(p, b, h), mask_smem,
+        mask_s + buf * MaskT::kBytes,
+        reinterpret_cast<float*>(mask_s + (Tr::kStageMask ? 2 * MaskT::kBytes : 0)) + threadIdx.x, lse_s + buf * M,
+        dsum_s + buf * M, acc_st, acc_dpt);
 
     // A operands over the queries (k = 16 per step), and dS^T to shared memory for dQ.
     uint32_t pa[QT / 2][4], da[QT / 2][4];
@@ -163,8 +165,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
     }
 #pragma unroll
     for (int n = 0; n < QT; ++n) {
-      *reinterpret_cast<uint32_t*>(dst_s + (warp * 16 + g) * DS + n * 8 + 2 * t) = n % 2 == 0 ? da[n / 2][0] : da[n / 2][2];
-      *reinterpret_cast<uint32_t*>(dst_s + (warp * 16 + g + 8) * DS + n * 8 + 2 * t) = n % 2 == 0 ? da[n / 2][1] : da[n / 2][3];
+      *reinterpret_cast<uint32_t*>(dst_s + (warp * 16 + g) * DS + n * 8 + 2 * t) =
+          n % 2 == 0 ? da[n / 2][0] : da[n / 2][2];
+      *reinterpret_cast<uint32_t*>(dst_s + (warp * 16 + g + 8) * DS + n * 8 + 2 * t) =
+          n % 2 == 0 ? da[n / 2][1] : da[n / 2][3];
     }
 
     // dV += Pd^T dO, dK += dS^T Q over this block's columns (B operands transposed out of the row-major tiles).
@@ -174,7 +178,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       for (int dp = 0; dp < DT / 2; ++dp) {
         if (!kFull && (dp >= col_steps || c0_steps + dp >= v_steps)) break;
         uint32_t bv[4];
-        ldmatrix_x4_trans(bv, dob_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
+        ldmatrix_x4_trans(
+            bv, dob_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
         mma_16816<T>(acc_dv[2 * dp], pa[kk], bv[0], bv[1]);
         mma_16816<T>(acc_dv[2 * dp + 1], pa[kk], bv[2], bv[3]);
       }
@@ -182,7 +187,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
       for (int dp = 0; dp < DT / 2; ++dp) {
         if (!kFull && (dp >= col_steps || c0_steps + dp >= qk_steps)) break;
         uint32_t bq[4];
-        ldmatrix_x4_trans(bq, qb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
+        ldmatrix_x4_trans(
+            bq, qb_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, c0 + dp * 16 + (lane / 16) * 8));
         mma_16816<T>(acc_dk[2 * dp], da[kk], bq[0], bq[1]);
         mma_16816<T>(acc_dk[2 * dp + 1], da[kk], bq[2], bq[3]);
       }
@@ -205,7 +211,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         for (int dp = 0; dp < DC / 16; ++dp) {
           if (!kFull && cq + dp * 16 >= c_end) break;
           uint32_t bk[4];
-          ldmatrix_x4_trans(bk, k_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, cq + dp * 16 + (lane / 16) * 8));
+          ldmatrix_x4_trans(
+              bk, k_s + swizzle<HD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, cq + dp * 16 + (lane / 16) * 8));
           mma_16816<T>(acc_dq[2 * dp], a, bk[0], bk[1]);
           mma_16816<T>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
         }
@@ -219,7 +226,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_ker
         for (int r = 0; r < 2; ++r) {
           const int i = i0 + qh * 16 + g + 8 * r, d = cq + n * 8 + 2 * t;
           if (i < p.seq_q && d < c_end) {
-            red_add_f32x2(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][2 * r] * p.scale, acc_dq[n][2 * r + 1] * p.scale);
+            red_add_f32x2(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][2 * r] * p.scale,
+                          acc_dq[n][2 * r + 1] * p.scale);
           }
         }
     }

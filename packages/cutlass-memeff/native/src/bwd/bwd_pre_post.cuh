@@ -35,12 +35,14 @@ __global__ void __launch_bounds__(128) bwd_dsum_kernel(const BwdParams p) {
 template <typename T>
 __global__ void bwd_dq_convert_kernel(const BwdParams p) {
   const int64_t total = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q * p.head_dim;
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total; idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int d = static_cast<int>(idx % p.head_dim);
     const int64_t row = idx / p.head_dim;
     const int i = static_cast<int>(row % p.seq_q);
     const int bh = static_cast<int>(row / p.seq_q), b = bh / p.heads_q, h = bh % p.heads_q;
-    static_cast<T*>(p.dq)[b * p.dq_stride[0] + h * p.dq_stride[1] + i * p.dq_stride[2] + d] = from_float<T>(p.dq_accum[idx]);
+    static_cast<T*>(p.dq)[b * p.dq_stride[0] + h * p.dq_stride[1] + i * p.dq_stride[2] + d] =
+        from_float<T>(p.dq_accum[idx]);
   }
 }
 
@@ -50,7 +52,8 @@ __global__ void bwd_kv_reduce_kernel(const BwdParams p) {
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k;
   const int width = p.head_dim + p.head_dim_v;
   const int64_t total = rows * width;
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total; idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int c = static_cast<int>(idx % width);
     const int64_t row = idx / width;
     const int j = static_cast<int>(row % p.seq_k);

@@ -27,7 +27,8 @@ struct BwdSteps {
   const BwdParams& p;
   int hk, split, q_first, per_head, steps, rot;
   bool presum;
-  __device__ __forceinline__ BwdSteps(const BwdParams& params, int bhk, int hk_, int j0, int split_) : p(params), hk(hk_), split(split_) {
+  __device__ __forceinline__ BwdSteps(const BwdParams& params, int bhk, int hk_, int j0, int split_)
+      : p(params), hk(hk_), split(split_) {
     q_first = query_begin_for_key(p, j0) / M;
     const int q_end = !kFeat ? p.seq_q : j0 < p.seq_k ? query_end_for_key(p, min(j0 + N, p.seq_k) - 1) : 0;
     const int q_blocks = (q_end + M - 1) / M;
@@ -92,11 +93,13 @@ struct BwdStepAt {
 // presum_slot: this thread's dbias_presum slots (QT * 4 floats, kThreads apart). kFeat: the feature kernel
 // (softcap and ALiBi by masked_logit's rule, sc: this head's ScoreCtx).
 template <typename T, int M, int N, int kThreads, bool kMask, bool kFeat, int QT>
-__device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepAt& at, const MaskView& mask, const ScoreCtx& sc,
-                                              bool mask_smem, const unsigned char* maskb_s, float* presum_slot, const float* lse_b,
-                                              const float* dsum_b, float (&acc_st)[QT][4], float (&acc_dpt)[QT][4]) {
+__device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepAt& at, const MaskView& mask,
+                                              const ScoreCtx& sc, bool mask_smem, const unsigned char* maskb_s,
+                                              float* presum_slot, const float* lse_b, const float* dsum_b,
+                                              float (&acc_st)[QT][4], float (&acc_dpt)[QT][4]) {
   constexpr bool kAccurate = std::is_same_v<T, float>;
-  const int b = at.b, h = at.h, i0 = at.i0, j0 = at.j0, warp = at.warp, lane = at.lane, gh = at.gh, g = lane / 4, t = lane % 4;
+  const int b = at.b, h = at.h, i0 = at.i0, j0 = at.j0, warp = at.warp, lane = at.lane, gh = at.gh, g = lane / 4,
+            t = lane % 4;
   const bool interior = i0 + M <= p.seq_q && j0 + N <= p.seq_k;  // every row and key of the step in bounds
   const bool plain = tile_unmasked<kFeat>(p, i0, M, j0, N);
   // As the forward (mask_tile.cuh): on a step whose keys are all in bounds and visible from
@@ -148,7 +151,8 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
           const int il = n * 8 + 2 * t + (e % 2);
           const float lse2 = lse_b[il];
           const float c = static_cast<float>(8 * n + (e % 2) - 8 * (e / 2));
-          const float x = exp2f(fmaf(acc_st[n][e], rule.scale_log2, fmaf(-rule.slope_log2, fabsf(rule.base + c), -lse2)));
+          const float x =
+              exp2f(fmaf(acc_st[n][e], rule.scale_log2, fmaf(-rule.slope_log2, fabsf(rule.base + c), -lse2)));
           const float pr = lse2 != -INFINITY ? x : 0.f;
           acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
           ds[n][e] = acc_dpt[n][e];
@@ -162,7 +166,8 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
           const int il = n * 8 + 2 * t + (e % 2);
           const float lse2 = lse_b[il];
           float dcap;
-          const float x = exp2f(rule.logit2<kAccurate>(acc_st[n][e], static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)), dcap) - lse2);
+          const float x = exp2f(
+              rule.logit2<kAccurate>(acc_st[n][e], static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)), dcap) - lse2);
           const float pr = lse2 != -INFINITY ? x : 0.f;
           ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
           acc_dpt[n][e] = ds[n][e] * dcap;
@@ -214,10 +219,13 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         const float lse2 = lse_b[il];
         float pr = 0.f, dcap = 1.f;
         if (lse2 != -INFINITY) {  // padded and fully masked rows: P = 0
-          const float logit2 = mask_fast   ? acc_st[n][e] * kLog2e
-                               : plain     ? acc_st[n][e] * (p.scale * kLog2e)
-                               : mask_smem ? tile_logit<M, N, kFeat, kAccurate>(p, mask, sc, maskb_s, i, j, il, j - j0, acc_st[n][e], dcap) * kLog2e
-                                           : masked_logit<kFeat, kAccurate>(p, mask, sc, i, j, acc_st[n][e], dcap) * kLog2e;
+          const float logit2 =
+              mask_fast ? acc_st[n][e] * kLog2e
+              : plain   ? acc_st[n][e] * (p.scale * kLog2e)
+              : mask_smem
+                  ? tile_logit<M, N, kFeat, kAccurate>(p, mask, sc, maskb_s, i, j, il, j - j0, acc_st[n][e], dcap) *
+                        kLog2e
+                  : masked_logit<kFeat, kAccurate>(p, mask, sc, i, j, acc_st[n][e], dcap) * kLog2e;
           pr = exp2f(logit2 - lse2);
         }
         float keep = 1.f;
@@ -262,9 +270,11 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
       // Every quad of the step in bounds: one 64-bit row address per step, + 16 rows / + 8 keys
       // per quad, and the reduction without write_dbias4's per-quad checks. Same adds, same addresses.
       float* q0 = p.dbias_accum + (b * p.dbias_stride[0] + h * p.dbias_stride[1] +
-                                   static_cast<int64_t>(i0 + (c >> 1) * 8 + 2 * t + (c & 1)) * p.dbias_stride[2] + j0 + warp * 16 + (g & ~3));
+                                   static_cast<int64_t>(i0 + (c >> 1) * 8 + 2 * t + (c & 1)) * p.dbias_stride[2] + j0 +
+                                   warp * 16 + (g & ~3));
       const int64_t rows16 = 16 * p.dbias_stride[2];
-      for_quads([&](int m, int kh, const float (&x)[4]) { red_add_f32x4(q0 + m * rows16 + 8 * kh, x[0], x[1], x[2], x[3]); });
+      for_quads(
+          [&](int m, int kh, const float (&x)[4]) { red_add_f32x4(q0 + m * rows16 + 8 * kh, x[0], x[1], x[2], x[3]); });
     } else {
       for_quads([&](int m, int kh, const float (&x)[4]) {
         const int i = i0 + (2 * m + (c >> 1)) * 8 + 2 * t + (c & 1), j = j0 + warp * 16 + (g & ~3) + 8 * kh;
@@ -273,14 +283,16 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         }
       });
     }
-  } else if (kMask && send && p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
+  } else if (kMask && send &&
+             p.dbias != nullptr) {  // every (b, h, i, j) is visited once: a store, or an add over b / h
 #pragma unroll
     for (int n = 0; n < QT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int i = i0 + n * 8 + 2 * t + (e % 2), j = j0 + warp * 16 + g + 8 * (e / 2);
         if (i < p.seq_q && j < p.seq_k) {
-          const int64_t idx = b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
+          const int64_t idx =
+              b * p.dbias_stride[0] + h * p.dbias_stride[1] + i * p.dbias_stride[2] + j * p.dbias_stride[3];
           write_dbias(p, idx, ds[n][e]);
         }
       }
@@ -291,8 +303,9 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
 // this split's fp32 partials when the query range is split.
 // d0: the head-dim column of the accumulators' first tile; d_end: the first column this block does not own.
 template <typename T, int DT>
-__device__ __forceinline__ void store_dk_dv(const BwdParams& p, const float (&acc_dk)[DT][4], const float (&acc_dv)[DT][4], int b,
-                                            int hk, int j0, int warp, int lane, int split, int d0 = 0, int d_end = 1 << 30) {
+__device__ __forceinline__ void store_dk_dv(const BwdParams& p, const float (&acc_dk)[DT][4],
+                                            const float (&acc_dv)[DT][4], int b, int hk, int j0, int warp, int lane,
+                                            int split, int d0 = 0, int d_end = 1 << 30) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int n = 0; n < DT; ++n)

@@ -48,8 +48,8 @@ __device__ __forceinline__ void acc_as_a(Tf32Pair (&a)[4], const float (&c)[4]) 
 // (hi / lo), head-dim columns of n8 tile tile0 + dt: b0 = B[8n + 2t][8 (tile0 + dt) + g], b1 = B[8n + 2t + 1][...].
 // tiles: the n8 tiles the head dim needs (all of them when kFull).
 template <int QT, int DT, int PQ, bool kFull>
-__device__ __forceinline__ void acc_a_times_rows(float (&acc)[DT][4], const Tf32Pair (&a)[QT][4], const float* hi, const float* lo,
-                                                 int tile0, int tiles, int lane) {
+__device__ __forceinline__ void acc_a_times_rows(float (&acc)[DT][4], const Tf32Pair (&a)[QT][4], const float* hi,
+                                                 const float* lo, int tile0, int tiles, int lane) {
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int dt = 0; dt < DT; ++dt) {
@@ -66,8 +66,8 @@ __device__ __forceinline__ void acc_a_times_rows(float (&acc)[DT][4], const Tf32
 // acc[n] += (16 rows of a K / V pair tile from row r0) times (rows of a [M][PQ] tile)^T, k over head-dim
 // columns [8 ks0, 8 (ks0 + KS)) and below 8 steps: S^T = K Q^T or dP^T = V dO^T (or a part of it).
 template <int QT, int KS, int P2, int PQ, bool kFull>
-__device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const float* a_pairs, int r0, const float* b_hi, const float* b_lo,
-                                                  int ks0, int steps, int lane) {
+__device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const float* a_pairs, int r0, const float* b_hi,
+                                                  const float* b_lo, int ks0, int steps, int lane) {
   const int g = lane / 4, t = lane % 4;
   // tf32_pair_index: rows r0 + g and + 8 share bit 2 of g (r0 is a multiple of 16).
   const int ra = (r0 + g) * P2, sw = g & 4;
@@ -76,8 +76,8 @@ __device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const flo
     const int ks = ks0 + kp;
     if (!kFull && ks >= steps) break;
     const int c0 = ks * 8 + (t ^ sw), c1 = ks * 8 + ((t + 4) ^ sw);
-    const Tf32Pair a[4] = {tf32_pair(a_pairs, ra + c0), tf32_pair(a_pairs, ra + 8 * P2 + c0), tf32_pair(a_pairs, ra + c1),
-                           tf32_pair(a_pairs, ra + 8 * P2 + c1)};
+    const Tf32Pair a[4] = {tf32_pair(a_pairs, ra + c0), tf32_pair(a_pairs, ra + 8 * P2 + c0),
+                           tf32_pair(a_pairs, ra + c1), tf32_pair(a_pairs, ra + 8 * P2 + c1)};
 #pragma unroll
     for (int n = 0; n < QT; ++n) {
       const int rb = (8 * n + g) * PQ + ks * 8 + t;
@@ -92,21 +92,22 @@ __device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const flo
 template <typename Tr, bool kFull, bool kMask, bool kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_kernel(const BwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
-  constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles, DQT = Tr::kDqTiles;
+  constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles,
+                DQT = Tr::kDqTiles;
   constexpr int KSP = Tr::kKsPart, DSPLIT = Tr::kDSplit;
   constexpr int P2 = Tr::kPitchKV2, PQ = Tr::kPitchQ, PDS = Tr::kPitchDs;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   float* const k2_s = reinterpret_cast<float*>(smem_raw);  // K as {hi, lo} pairs [N][P2] (tf32_pair_index)
-  float* const v2_s = k2_s + Tr::kSmemKV;                   // V as pairs; first, raw K and V land here
-  float* const qh_s = v2_s + Tr::kSmemKV;      // [2][M][PQ]: Q lands here, then holds its high parts
-  float* const doh_s = qh_s + 2 * Tr::kSmemQ;  // [2][M][PQ]
-  float* const ql_s = doh_s + 2 * Tr::kSmemQ;  // [M][PQ]: this step's low parts
+  float* const v2_s = k2_s + Tr::kSmemKV;                  // V as pairs; first, raw K and V land here
+  float* const qh_s = v2_s + Tr::kSmemKV;                  // [2][M][PQ]: Q lands here, then holds its high parts
+  float* const doh_s = qh_s + 2 * Tr::kSmemQ;              // [2][M][PQ]
+  float* const ql_s = doh_s + 2 * Tr::kSmemQ;              // [M][PQ]: this step's low parts
   float* const dol_s = ql_s + Tr::kSmemQ;
-  float* const dsh_s = dol_s + Tr::kSmemQ;     // dS [M][PDS], queries x keys
+  float* const dsh_s = dol_s + Tr::kSmemQ;  // dS [M][PDS], queries x keys
   float* const dsl_s = dsh_s + Tr::kSmemDs;
-  float* const xch_s = dsl_s + Tr::kSmemDs;    // kDSplit: [warp][2 QT 4][32] S^T / dP^T partials
-  float* const lse_s = xch_s + Tr::kSmemXch;   // [2][M], log2 units
-  float* const dsum_s = lse_s + 2 * M;         // [2][M]
+  float* const xch_s = dsl_s + Tr::kSmemDs;   // kDSplit: [warp][2 QT 4][32] S^T / dP^T partials
+  float* const lse_s = xch_s + Tr::kSmemXch;  // [2][M], log2 units
+  float* const dsum_s = lse_s + 2 * M;        // [2][M]
   // [kMaskBufs] mask tiles (only with a mask), then the presum slots.
   unsigned char* const mask_s = reinterpret_cast<unsigned char*>(dsum_s + 2 * M);
   constexpr int MB = Tr::kMaskBufs;
@@ -134,14 +135,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     const float* q = static_cast<const float*>(p.q) + b * p.q_stride[0] + h * p.q_stride[1];
     const float* dout = static_cast<const float*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1];
     load_tile_f32_async<M, HD, PQ, Tr::kThreads>(qh_s + buf * Tr::kSmemQ, q, p.q_stride[2], i0, p.seq_q, p.head_dim);
-    load_tile_f32_async<M, HD, PQ, Tr::kThreads>(doh_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q, p.head_dim_v);
+    load_tile_f32_async<M, HD, PQ, Tr::kThreads>(doh_s + buf * Tr::kSmemQ, dout, p.do_stride[2], i0, p.seq_q,
+                                                 p.head_dim_v);
     // One mask buffer: the next step's tile is issued later, once every warp is done with this one's.
-    const bool staged = MB == 2 && stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
+    const bool staged =
+        MB == 2 && stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, h, i0, j0, mask_s + buf * MaskT::kBytes);
     load_step_rows<M>(p, b, h, i0, lse_s + buf * M, dsum_s + buf * M);
     return staged;
   };
   bool staged_cur = steps > 0 && load_step(walk_of.head(0), walk_of.row0(0), 0);
-  if (MB == 1 && steps > 0) staged_cur = stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, walk_of.head(0), walk_of.row0(0), j0, mask_s);
+  if (MB == 1 && steps > 0)
+    staged_cur = stage_step_mask<M, N, Tr::kThreads, kMask>(p, b, walk_of.head(0), walk_of.row0(0), j0, mask_s);
   cp_async_commit();
   cp_async_wait_all();
   __syncthreads();  // K and V landed
@@ -206,11 +210,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && staged_cur;  // the staging's decision for this step (mask_tile_ok)
     if (MB == 2) staged_cur = staged_next;
-    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask, kFeat>(p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, score_ctx(p, b, h),
-                                                           mask_smem,
-                                                    mask_s + (MB == 2 ? buf : 0) * MaskT::kBytes,
-                                                    reinterpret_cast<float*>(mask_s + MB * MaskT::kBytes) + threadIdx.x,
-                                                    lse_s + buf * M, dsum_s + buf * M, acc_st, acc_dpt);
+    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask, kFeat>(
+        p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, score_ctx(p, b, h), mask_smem,
+        mask_s + (MB == 2 ? buf : 0) * MaskT::kBytes,
+        reinterpret_cast<float*>(mask_s + MB * MaskT::kBytes) + threadIdx.x, lse_s + buf * M, dsum_s + buf * M, acc_st,
+        acc_dpt);
 
     // dV += Pd^T dO.
     {
@@ -253,8 +257,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
 #pragma unroll
       for (int kk = 0; kk < N / 8; ++kk) {
         const int ai = g * PDS + kk * 8 + t;
-        const Tf32Pair a[4] = {tf32_parts(dsh_s, dsl_s, ai), tf32_parts(dsh_s, dsl_s, ai + 8 * PDS), tf32_parts(dsh_s, dsl_s, ai + 4),
-                               tf32_parts(dsh_s, dsl_s, ai + 8 * PDS + 4)};
+        const Tf32Pair a[4] = {tf32_parts(dsh_s, dsl_s, ai), tf32_parts(dsh_s, dsl_s, ai + 8 * PDS),
+                               tf32_parts(dsh_s, dsl_s, ai + 4), tf32_parts(dsh_s, dsl_s, ai + 8 * PDS + 4)};
 #pragma unroll
         for (int n = 0; n < DQT; ++n) {
           if (!kFull && c0 + n * 8 >= p.head_dim) break;
@@ -271,7 +275,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
         for (int r = 0; r < 2; ++r) {
           const int i = i0 + g + 8 * r, d = c0 + n * 8 + 2 * t;
           if (i < p.seq_q && d < p.head_dim) {  // head_dim is a multiple of 4: d + 1 is in range too
-            red_add_f32x2(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][2 * r] * p.scale, acc_dq[n][2 * r + 1] * p.scale);
+            red_add_f32x2(dq_rows + static_cast<int64_t>(i) * p.head_dim + d, acc_dq[n][2 * r] * p.scale,
+                          acc_dq[n][2 * r + 1] * p.scale);
           }
         }
     }

@@ -32,12 +32,18 @@ __device__ __forceinline__ BwdHeadView<T> bwd_head_view(const BwdParams& p, int 
                         static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1],
                         static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1],
                         static_cast<const T*>(p.dout) + b * p.do_stride[0] + h * p.do_stride[1],
-                        p.lse + row, p.dsum + row, mask_view(p, b, h), score_ctx(p, b, h), b, h};
+                        p.lse + row,
+                        p.dsum + row,
+                        mask_view(p, b, h),
+                        score_ctx(p, b, h),
+                        b,
+                        h};
 }
 
 // rows x 32 columns [c0, c0 + 32) of a [seq][dim] matrix into s (zero outside the bounds).
 template <typename T>
-__device__ __forceinline__ void load_chunk(float (*s)[33], const T* g, int64_t row_stride, int row0, int rows, int c0, int cols) {
+__device__ __forceinline__ void load_chunk(float (*s)[33], const T* g, int64_t row_stride, int row0, int rows, int c0,
+                                           int cols) {
   for (int idx = threadIdx.x; idx < 32 * 32; idx += 128) {
     const int r = idx / 32, c = idx % 32, i = row0 + r, d = c0 + c;
     s[r][c] = (i < rows && d < cols) ? to_float(g[i * row_stride + d]) : 0.f;
@@ -46,8 +52,8 @@ __device__ __forceinline__ void load_chunk(float (*s)[33], const T* g, int64_t r
 
 // acc[r][c] += sum over dim of A[ty + 16r][:] * B[tx + 8c][:] (a 32x32 tile of A B^T).
 template <typename T>
-__device__ __forceinline__ void tile_abt(float (&acc)[2][4], BwdTileSmem& sm, const T* a, int64_t a_stride, int a0, int a_rows,
-                                         const T* bm, int64_t b_stride, int b0, int b_rows, int dim) {
+__device__ __forceinline__ void tile_abt(float (&acc)[2][4], BwdTileSmem& sm, const T* a, int64_t a_stride, int a0,
+                                         int a_rows, const T* bm, int64_t b_stride, int b0, int b_rows, int dim) {
   const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
   for (int d0 = 0; d0 < dim; d0 += 32) {
     __syncthreads();
@@ -69,7 +75,8 @@ __device__ __forceinline__ void tile_abt(float (&acc)[2][4], BwdTileSmem& sm, co
 
 // Fills sm.pd and sm.ds for queries [i0, i0 + 32) and keys [j0, j0 + 32); ends with a barrier.
 template <typename T>
-__device__ __forceinline__ void bwd_tile(const BwdParams& p, const BwdHeadView<T>& hv, BwdTileSmem& sm, int i0, int j0) {
+__device__ __forceinline__ void bwd_tile(const BwdParams& p, const BwdHeadView<T>& hv, BwdTileSmem& sm, int i0,
+                                         int j0) {
   const int tx = threadIdx.x % 8, ty = threadIdx.x / 8;
   float s[2][4] = {}, dp[2][4] = {};
   tile_abt(s, sm, hv.q, p.q_stride[2], i0, p.seq_q, hv.k, p.k_stride[2], j0, p.seq_k, p.head_dim);
@@ -89,7 +96,8 @@ __device__ __forceinline__ void bwd_tile(const BwdParams& p, const BwdHeadView<T
         pr = exp2f((logit - lse) * kLog2e);
       }
       float scale_keep = 1.f;
-      if (p.dropout) scale_keep = (j < p.seq_k && row_ok && dropout_kept(p, hv.b, hv.h, i, j)) ? p.dropout_keep_scale : 0.f;
+      if (p.dropout)
+        scale_keep = (j < p.seq_k && row_ok && dropout_kept(p, hv.b, hv.h, i, j)) ? p.dropout_keep_scale : 0.f;
       const float ds = pr * (dp[r][c] * scale_keep - dsum);
       sm.pd[ty + 16 * r][tx + 8 * c] = pr * scale_keep;
       sm.ds[ty + 16 * r][tx + 8 * c] = ds;

@@ -17,7 +17,7 @@ struct MmaBwdTraits {
   static constexpr int kBlockN = 16 * kNWarps;  // keys: each warp owns 16 (rows of S^T, dK, dV)
   static constexpr int kBlockM = 32;            // queries per step
   static constexpr int kChunks = kHeadDim / 8;
-  static constexpr int kQTiles = kBlockM / 8;   // n8 tiles of S^T per warp
+  static constexpr int kQTiles = kBlockM / 8;  // n8 tiles of S^T per warp
   // Above 128 columns a warp's 16 keys x D accumulators of dK and dV (2 * D / 4 floats a thread) would
   // not fit in registers, so the dK/dV/dQ columns split over kColSplit blocks of the same keys. Each
   // recomputes S^T and dP^T over the whole head dim (2 of the backward's 5 GEMMs run twice: 7/5 of the

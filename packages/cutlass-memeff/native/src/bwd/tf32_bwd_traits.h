@@ -58,7 +58,8 @@ struct Tf32BwdTraits {
   static_assert(kPitchKV2 % 16 == 4 && kPitchQ % 32 == 4 && kPitchDs % 32 == 4, "bank spread");
   static_assert(kSmemKV >= 2 * kBlockN * kHeadDim, "raw K and V land in V's pairs");
   static_assert(kDqTiles >= 1 && kDTiles * kDSplit * 8 == kHeadDim, "whole tiles per warp");
-  static_assert(kSmemBytes + kSmemMaskBytes + kSmemPresumBytes <= 232448, "fits sm90's shared memory with a mask and presum");
+  static_assert(kSmemBytes + kSmemMaskBytes + kSmemPresumBytes <= 232448,
+                "fits sm90's shared memory with a mask and presum");
 };
 
 constexpr int kTf32BwdBuckets[] = {64, 128};

@@ -54,7 +54,9 @@ __device__ __forceinline__ void write_dbias4(const BwdParams& p, int64_t idx, co
       return;
     }
     switch (p.mask_dtype) {
-      case kF32: *reinterpret_cast<float4*>(static_cast<float*>(p.dbias) + idx) = make_float4(x[0], x[1], x[2], x[3]); return;
+      case kF32:
+        *reinterpret_cast<float4*>(static_cast<float*>(p.dbias) + idx) = make_float4(x[0], x[1], x[2], x[3]);
+        return;
       case kBF16: {
         const __nv_bfloat162 a = __floats2bfloat162_rn(x[0], x[1]), b = __floats2bfloat162_rn(x[2], x[3]);
         *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(p.dbias) + idx) =
@@ -67,7 +69,8 @@ __device__ __forceinline__ void write_dbias4(const BwdParams& p, int64_t idx, co
             make_uint2(*reinterpret_cast<const uint32_t*>(&a), *reinterpret_cast<const uint32_t*>(&b));
         return;
       }
-      default: break;  // fp64 never gets dbias_quads; fall through to the scalar path
+      default:
+        break;  // fp64 never gets dbias_quads; fall through to the scalar path
     }
   }
 #pragma unroll

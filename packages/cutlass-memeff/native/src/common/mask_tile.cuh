@@ -45,7 +45,8 @@ __device__ __forceinline__ bool mask_tile_ok(const MaskView& m) {
 // per-thread geometry hoisted out of it (a fixed column chunk per thread, tried first) stays live
 // across the whole key loop and spilled fwd_mma (up to 264 bytes at d128, ptxas).
 template <int kRows, int kCols, int kThreads, int kEsLog2>
-__device__ __forceinline__ void load_mask_tile_es(unsigned char* tile, const MaskView& m, int i0, int j0, int seq_q, int seq_k) {
+__device__ __forceinline__ void load_mask_tile_es(unsigned char* tile, const MaskView& m, int i0, int j0, int seq_q,
+                                                  int seq_k) {
   using Tile = MaskTile<kRows, kCols>;
   constexpr int kChunks = (kCols << kEsLog2) / 16;  // 16-byte chunks per row, a power of two
   constexpr int kPerChunk = 16 >> kEsLog2;          // elements per chunk
@@ -55,13 +56,16 @@ __device__ __forceinline__ void load_mask_tile_es(unsigned char* tile, const Mas
     const int r = idx / kChunks, c = idx % kChunks;
     const int i = i0 + r, j = j0 + c * kPerChunk;
     const int valid = i < seq_q ? min(max(seq_k - j, 0), kPerChunk) << kEsLog2 : 0;
-    const unsigned char* src = static_cast<const unsigned char*>(m.base) + ((static_cast<int64_t>(i) * m.stride_i + j) << kEsLog2);
-    cp_async_16_partial(tile + r * Tile::kPitch + c * 16, valid > 0 ? src : static_cast<const unsigned char*>(m.base), valid);
+    const unsigned char* src =
+        static_cast<const unsigned char*>(m.base) + ((static_cast<int64_t>(i) * m.stride_i + j) << kEsLog2);
+    cp_async_16_partial(tile + r * Tile::kPitch + c * 16, valid > 0 ? src : static_cast<const unsigned char*>(m.base),
+                        valid);
   }
 }
 
 template <int kRows, int kCols, int kThreads>
-__device__ __forceinline__ void load_mask_tile_async(unsigned char* tile, const MaskView& m, int i0, int j0, int seq_q, int seq_k) {
+__device__ __forceinline__ void load_mask_tile_async(unsigned char* tile, const MaskView& m, int i0, int j0, int seq_q,
+                                                     int seq_k) {
   // mask_tile_ok: the element is 1, 2 or 4 bytes.
   if (m.dtype == kF32) {
     load_mask_tile_es<kRows, kCols, kThreads, 2>(tile, m, i0, j0, seq_q, seq_k);
@@ -74,23 +78,28 @@ __device__ __forceinline__ void load_mask_tile_async(unsigned char* tile, const 
 
 // masked_logit with the mask element read from the staged tile at (il, jl) = (i - i0, j - j0).
 template <int kRows, int kCols, bool kFeat, bool kAccurate>
-__device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, const unsigned char* tile, int i, int j,
-                                            int il, int jl, float dot, float& dcap) {
+__device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc,
+                                            const unsigned char* tile, int i, int j, int il, int jl, float dot,
+                                            float& dcap) {
   dcap = 1.f;
   if (!sc.kb.visible(i, j)) return -INFINITY;
   const unsigned char* row = tile + il * MaskTile<kRows, kCols>::kPitch;
   if (m.dtype == kBoolean && row[jl] == 0) return -INFINITY;
   float s = kFeat ? modded_score<kAccurate>(p, sc, i, j, dot, dcap) : dot * p.scale;
   switch (m.dtype) {
-    case kBoolean: return s;
-    case kF16: return s + __half2float(reinterpret_cast<const __half*>(row)[jl]);
-    case kBF16: return s + __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(row)[jl]);
-    default: return s + reinterpret_cast<const float*>(row)[jl];
+    case kBoolean:
+      return s;
+    case kF16:
+      return s + __half2float(reinterpret_cast<const __half*>(row)[jl]);
+    case kBF16:
+      return s + __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(row)[jl]);
+    default:
+      return s + reinterpret_cast<const float*>(row)[jl];
   }
 }
 template <int kRows, int kCols, bool kFeat, bool kAccurate>
-__device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, const unsigned char* tile, int i, int j,
-                                            int il, int jl, float dot) {
+__device__ __forceinline__ float tile_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc,
+                                            const unsigned char* tile, int i, int j, int il, int jl, float dot) {
   float dcap;
   return tile_logit<kRows, kCols, kFeat, kAccurate>(p, m, sc, tile, i, j, il, jl, dot, dcap);
 }
@@ -173,9 +182,15 @@ __device__ __forceinline__ void with_mask_dtype(int32_t dtype, Fn&& fn) {
     }
   } else {
     switch (dtype) {
-      case kBoolean: fn(std::integral_constant<int, kBoolean>{}); break;
-      case kF32: fn(std::integral_constant<int, kF32>{}); break;
-      default: fn(std::integral_constant<int, ElemTraits<T>::kType>{}); break;
+      case kBoolean:
+        fn(std::integral_constant<int, kBoolean>{});
+        break;
+      case kF32:
+        fn(std::integral_constant<int, kF32>{});
+        break;
+      default:
+        fn(std::integral_constant<int, ElemTraits<T>::kType>{});
+        break;
     }
   }
 }

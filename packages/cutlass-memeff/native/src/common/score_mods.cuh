@@ -100,10 +100,16 @@ __device__ __forceinline__ int clamp_offset(int64_t x) {
 }
 
 // The right bound as j <= i + right_coff(p) in 32-bit compares, for steps without a mask: 2^30 when unbounded.
-__device__ __forceinline__ int right_coff(const FwdParams& p) { return p.has_right ? clamp_offset(p.right_offset) : 1 << 30; }
-__device__ __forceinline__ int left_coff(const FwdParams& p) { return p.has_left ? clamp_offset(p.left_offset) : -(1 << 30); }
+__device__ __forceinline__ int right_coff(const FwdParams& p) {
+  return p.has_right ? clamp_offset(p.right_offset) : 1 << 30;
+}
+__device__ __forceinline__ int left_coff(const FwdParams& p) {
+  return p.has_left ? clamp_offset(p.left_offset) : -(1 << 30);
+}
 
-__device__ __forceinline__ KeyBounds key_bounds(const FwdParams& p) { return KeyBounds{p.seq_q, p.seq_k, right_coff(p), left_coff(p)}; }
+__device__ __forceinline__ KeyBounds key_bounds(const FwdParams& p) {
+  return KeyBounds{p.seq_q, p.seq_k, right_coff(p), left_coff(p)};
+}
 
 // What the per-element rule needs of one (b, h): its visibility bounds, its ALiBi slope (0 without ALiBi) and
 // diagonal offset as a float (ALiBi's distance |i - j + diag_offset| in float arithmetic: no overflow at any
@@ -137,7 +143,8 @@ __device__ __forceinline__ float softcap_tanh(float x) {
 // scale * dot with softcap and ALiBi, in natural-log units and in DESIGN.md's order (softcap, then ALiBi; the mask
 // comes after). dcap: d(score) / d(scale * dot), 1 - tanh^2 with softcap, else 1 (the backward's chain rule).
 template <bool kAccurate>
-__device__ __forceinline__ float modded_score(const FwdParams& p, const ScoreCtx& sc, int i, int j, float dot, float& dcap) {
+__device__ __forceinline__ float modded_score(const FwdParams& p, const ScoreCtx& sc, int i, int j, float dot,
+                                              float& dcap) {
   float s;
   dcap = 1.f;
   if (p.softcap != 0.f) {
@@ -156,17 +163,19 @@ __device__ __forceinline__ float modded_score(const FwdParams& p, const ScoreCtx
 // (padding rows and keys of a tile never read the mask). kFeat = false: the kernels built without the features,
 // where the call has none (dispatch.cu). dcap as modded_score's (1 without kFeat).
 template <bool kFeat, bool kAccurate>
-__device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, int i, int j, float dot,
-                                              float& dcap) {
+__device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, int i, int j,
+                                              float dot, float& dcap) {
   dcap = 1.f;
   if (!sc.kb.visible(i, j)) return -INFINITY;
-  if (m.kind == MaskKind::kBool && static_cast<const uint8_t*>(m.base)[i * m.stride_i + j * m.stride_j] == 0) return -INFINITY;
+  if (m.kind == MaskKind::kBool && static_cast<const uint8_t*>(m.base)[i * m.stride_i + j * m.stride_j] == 0)
+    return -INFINITY;
   float s = kFeat ? modded_score<kAccurate>(p, sc, i, j, dot, dcap) : dot * p.scale;
   if (m.kind == MaskKind::kAdditive) s += load_any_float(m.base, m.dtype, i * m.stride_i + j * m.stride_j);
   return s;
 }
 template <bool kFeat, bool kAccurate>
-__device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, int i, int j, float dot) {
+__device__ __forceinline__ float masked_logit(const FwdParams& p, const MaskView& m, const ScoreCtx& sc, int i, int j,
+                                              float dot) {
   float dcap;
   return masked_logit<kFeat, kAccurate>(p, m, sc, i, j, dot, dcap);
 }
@@ -245,7 +254,9 @@ __device__ __forceinline__ int key_end_for_queries(const FwdParams& p, int i_las
 }
 
 // Key steps of n keys a query block [i0, i0 + m) walks: [key_step_begin, key_step_end) (its bounds, rounded out).
-__device__ __forceinline__ int key_step_begin(const FwdParams& p, int i0, int n) { return key_begin_for_queries(p, i0) / n; }
+__device__ __forceinline__ int key_step_begin(const FwdParams& p, int i0, int n) {
+  return key_begin_for_queries(p, i0) / n;
+}
 __device__ __forceinline__ int key_blocks_for_queries(const FwdParams& p, int i0, int m, int n) {
   return (key_end_for_queries(p, min(i0 + m, p.seq_q) - 1) + n - 1) / n;
 }
@@ -270,16 +281,15 @@ __device__ __forceinline__ int64_t lse_row(const FwdParams& p, int b, int h, int
 }
 
 __device__ __forceinline__ bool dropout_kept(const FwdParams& p, int b, int h, int i, int j) {
-  return attn::dropout_keep(p.dropout_seed, p.dropout_offset,
-                            static_cast<uint32_t>(b * p.heads_q + h), static_cast<uint32_t>(i),
-                            static_cast<uint32_t>(j), p.dropout_threshold);
+  return attn::dropout_keep(p.dropout_seed, p.dropout_offset, static_cast<uint32_t>(b * p.heads_q + h),
+                            static_cast<uint32_t>(i), static_cast<uint32_t>(j), p.dropout_threshold);
 }
 
 // The two keep decisions of keys j and j + 1 (j even) from one Philox call.
 __device__ __forceinline__ void dropout_kept_pair(const FwdParams& p, int b, int h, int i, int j, bool& k0, bool& k1) {
-  const attn::Philox4 r = attn::dropout_words(p.dropout_seed, p.dropout_offset,
-                                              static_cast<uint32_t>(b * p.heads_q + h),
-                                              static_cast<uint32_t>(i), static_cast<uint32_t>(j) >> 2);
+  const attn::Philox4 r =
+      attn::dropout_words(p.dropout_seed, p.dropout_offset, static_cast<uint32_t>(b * p.heads_q + h),
+                          static_cast<uint32_t>(i), static_cast<uint32_t>(j) >> 2);
   const uint32_t w = static_cast<uint32_t>(j) & 3u;
   k0 = attn::philox_word(r, w) >= p.dropout_threshold;
   k1 = attn::philox_word(r, w + 1) >= p.dropout_threshold;

@@ -21,14 +21,16 @@ template <typename T, int kRows, int kHeadDim, int kThreads, int kCols = kHeadDi
 __device__ __forceinline__ void load_tile_async(T* smem, const T* g, int64_t row_stride, int row0, int rows, int cols) {
   static_assert(kCols % 8 == 0 && kCols <= kHeadDim, "whole chunks of the tile");
   constexpr int kChunks = kCols / 8;
-  constexpr bool kStrided = kThreads % kChunks == 0 && (kThreads / kChunks) % 8 == 0 && kRows % (kThreads / kChunks) == 0;
+  constexpr bool kStrided =
+      kThreads % kChunks == 0 && (kThreads / kChunks) % 8 == 0 && kRows % (kThreads / kChunks) == 0;
   if constexpr (kStrided) {
     constexpr int kRowStep = kThreads / kChunks;
     const int c = threadIdx.x % kChunks, r0 = threadIdx.x / kChunks;
     const bool col_ok = c * 8 < cols;
     T* dst = smem + swizzle<kHeadDim>(r0, c * 8);  // row r0 + k * kRowStep: + k * kRowStep * kHeadDim
     const T* src = g + (static_cast<int64_t>(row0) + r0) * row_stride + c * 8;
-    cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kHeadDim>(dst, src, kRowStep * row_stride, g, col_ok, row0 + r0, rows);
+    cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kHeadDim>(dst, src, kRowStep * row_stride, g, col_ok,
+                                                                     row0 + r0, rows);
   } else {
 #pragma unroll
     for (int idx = threadIdx.x; idx < kRows * kChunks; idx += kThreads) {

@@ -20,7 +20,8 @@ __device__ __forceinline__ int tf32_pair_index(int r, int c) {
 // Rows [row0, row0 + kRows) of a [seq][dim] fp32 matrix into a tile of pitch kPitch floats; rows
 // past `rows` and columns past `cols` (a multiple of 4) are zero-filled.
 template <int kRows, int kHeadDim, int kPitch, int kThreads>
-__device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g, int64_t row_stride, int row0, int rows, int cols) {
+__device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g, int64_t row_stride, int row0, int rows,
+                                                    int cols) {
   constexpr int kChunks = kHeadDim / 4;
   // A thread's 16-byte column is the same on every pass and its rows are kRowStep apart: one 64-bit
   // address, then an add per pass (a loop over chunk indices took a 64-bit multiply and the bounds per chunk:
@@ -29,8 +30,8 @@ __device__ __forceinline__ void load_tile_f32_async(float* smem, const float* g,
   constexpr int kRowStep = kThreads / kChunks;
   const int c = threadIdx.x % kChunks, r0 = threadIdx.x / kChunks;
   const float* src = g + (row0 + r0) * row_stride + c * 4;
-  cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kPitch>(smem + r0 * kPitch + c * 4, src, kRowStep * row_stride, g, c * 4 < cols,
-                                                                 row0 + r0, rows);
+  cp_async_column<kRows / kRowStep, kRowStep, kRowStep * kPitch>(smem + r0 * kPitch + c * 4, src, kRowStep * row_stride,
+                                                                 g, c * 4 < cols, row0 + r0, rows);
 }
 
 // Rows [0, kRows) of a tile (pitch kPitch) split into TF32 parts: the float becomes its high part, the
@@ -44,7 +45,8 @@ __device__ __forceinline__ void split_tile_to(float* tile, float* lo) {
     const int idx = threadIdx.x + it * kThreads, r = idx / kChunks, c = idx % kChunks;
     float* w = tile + r * kPitch + c * 4;
     const float4 x = *reinterpret_cast<const float4*>(w);
-    const Tf32Pair a = split_tf32_lean(x.x), b = split_tf32_lean(x.y), c2 = split_tf32_lean(x.z), d = split_tf32_lean(x.w);
+    const Tf32Pair a = split_tf32_lean(x.x), b = split_tf32_lean(x.y), c2 = split_tf32_lean(x.z),
+                   d = split_tf32_lean(x.w);
     *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, b.hi, c2.hi, d.hi);
     *reinterpret_cast<uint4*>(lo + r * kPitch + c * 4) = make_uint4(a.lo, b.lo, c2.lo, d.lo);
   }
@@ -64,7 +66,8 @@ __device__ __forceinline__ void split_tile_to_pairs(const float* raw, float* pai
 #pragma unroll
   for (int it = 0; it < kItems; ++it) {
     const int idx = threadIdx.x + it * kThreads, r = idx / (kHeadDim / 4), c = (idx % (kHeadDim / 4)) * 4;
-    const Tf32Pair a = split_tf32_lean(x[it].x), b = split_tf32_lean(x[it].y), c2 = split_tf32_lean(x[it].z), d = split_tf32_lean(x[it].w);
+    const Tf32Pair a = split_tf32_lean(x[it].x), b = split_tf32_lean(x[it].y), c2 = split_tf32_lean(x[it].z),
+                   d = split_tf32_lean(x[it].w);
     // Columns c..c+3 stay adjacent under the flip of bit 2 (c is a multiple of 4): two 16-byte stores.
     float* w = pairs + 2 * tf32_pair_index<kPitch2>(r, c);
     *reinterpret_cast<uint4*>(w) = make_uint4(a.hi, a.lo, b.hi, b.lo);

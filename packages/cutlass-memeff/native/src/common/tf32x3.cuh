@@ -92,8 +92,8 @@ __device__ __forceinline__ Tf32Pair split_tf32(float x) {
   return r;
 }
 
-__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
-                                              uint32_t b1) {
+__device__ __forceinline__ void mma_1688_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                              uint32_t b0, uint32_t b1) {
 #ifdef ATTN_MEMEFF_SM80
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -160,7 +160,8 @@ __device__ __forceinline__ Tf32Triple split_tf32_exact_lean(float x) {
 // for bit (each term exact in the partial, smallest first), and O reproduces the V row. With b in two
 // parts O was off by up to 2^-22 relative, which the backward's D = dO . O turns into nonzero dS.
 // One more mma per k8 step of P.V.
-__device__ __forceinline__ void mma_1688_3xtf32_bexact(float (&d)[4], const Tf32Pair (&a)[4], const Tf32Triple (&b)[2]) {
+__device__ __forceinline__ void mma_1688_3xtf32_bexact(float (&d)[4], const Tf32Pair (&a)[4],
+                                                       const Tf32Triple (&b)[2]) {
   float part[4] = {0.f, 0.f, 0.f, 0.f};
   mma_1688_tf32(part, a[0].hi, a[1].hi, a[2].hi, a[3].hi, b[0].rest, b[1].rest);
   mma_1688_tf32(part, a[0].lo, a[1].lo, a[2].lo, a[3].lo, b[0].hi, b[1].hi);

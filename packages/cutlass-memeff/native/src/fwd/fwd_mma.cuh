@@ -30,7 +30,8 @@ namespace memeff {
 template <typename T, typename Tr, bool kFull, bool kMask, bool kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_kernel(const FwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
-  constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, TD = Tr::kTileDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
+  constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, TD = Tr::kTileDim, NT = Tr::kNTiles,
+                OT = Tr::kOTiles;
   constexpr int MT = Tr::kMTiles;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);
@@ -53,10 +54,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   const T* k = static_cast<const T*>(p.k) + b * p.k_stride[0] + hk * p.k_stride[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_stride[0] + hk * p.v_stride[1];
   const MaskView mask = mask_view(p, b, h);
-  const bool mask_smem = kMask && mask_tile_ok(mask);  // the mask tile of step nb loads with K(nb)
+  const bool mask_smem = kMask && mask_tile_ok(mask);               // the mask tile of step nb loads with K(nb)
   const int qk_steps = kFull ? HD / 16 : (p.head_dim + 15) / 16;    // k16 steps of Q.K^T needed
   const int pv_pairs = kFull ? HD / 16 : (p.head_dim_v + 15) / 16;  // pairs of n8 tiles of O needed
-  const int row0 = warp * 16 * MT;  // this warp's first row in the block
+  const int row0 = warp * 16 * MT;                                  // this warp's first row in the block
   const float scale_log2 = p.scale * kLog2e;
   // Tiles that are not plain but have no mask need only the causal / bounds rule (score_mods.cuh).
   const bool bounds_only = !kMask || p.mask_kind == MaskKind::kNone;
@@ -102,7 +103,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
       if (!kFull && ks >= qk_steps) break;
       uint32_t a[MT][4];
 #pragma unroll
-      for (int mi = 0; mi < MT; ++mi) ldmatrix_x4(a[mi], q_s + swizzle<TD>(row0 + mi * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
+      for (int mi = 0; mi < MT; ++mi)
+        ldmatrix_x4(a[mi], q_s + swizzle<TD>(row0 + mi * 16 + (lane % 16), ks * 16 + (lane / 16) * 8));
 #pragma unroll
       for (int np = 0; np < NT / 2; ++np) {
         uint32_t bk[4];
@@ -162,9 +164,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
               acc_s[mi][n][e] = vis ? acc_s[mi][n][e] * scale_log2 : -INFINITY;
             } else {
               const int il = row0 + mi * 16 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
-              acc_s[mi][n][e] = (mask_smem ? tile_logit<M, N, kFeat, false>(p, mask, sc, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
-                                           : masked_logit<kFeat, false>(p, mask, sc, i0 + il, j0 + jl, acc_s[mi][n][e])) *
-                                kLog2e;
+              acc_s[mi][n][e] =
+                  (mask_smem
+                       ? tile_logit<M, N, kFeat, false>(p, mask, sc, mask_s, i0 + il, j0 + jl, il, jl, acc_s[mi][n][e])
+                       : masked_logit<kFeat, false>(p, mask, sc, i0 + il, j0 + jl, acc_s[mi][n][e])) *
+                  kLog2e;
             }
           }
     }
@@ -241,7 +245,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
       for (int dp = 0; dp < OT / 2; ++dp) {
         if (!kFull && dp >= pv_pairs) break;
         uint32_t bv[4];
-        ldmatrix_x4_trans(bv, v_s + swizzle<TD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
+        ldmatrix_x4_trans(bv,
+                          v_s + swizzle<TD>(kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8, dp * 16 + (lane / 16) * 8));
 #pragma unroll
         for (int mi = 0; mi < MT; ++mi) {
           mma_16816<T>(acc_o[mi][2 * dp], a[mi], bv[0], bv[1]);
@@ -273,8 +278,10 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
 #pragma unroll
     for (int n = 0; n < OT; ++n) {
       const int col = n * 8 + 2 * t, r0 = row0 + mi * 16 + g;
-      *reinterpret_cast<uint32_t*>(q_s + swizzle<TD>(r0, col)) = pack2<T>(acc_o[mi][n][0] * inv[mi][0], acc_o[mi][n][1] * inv[mi][0]);
-      *reinterpret_cast<uint32_t*>(q_s + swizzle<TD>(r0 + 8, col)) = pack2<T>(acc_o[mi][n][2] * inv[mi][1], acc_o[mi][n][3] * inv[mi][1]);
+      *reinterpret_cast<uint32_t*>(q_s + swizzle<TD>(r0, col)) =
+          pack2<T>(acc_o[mi][n][0] * inv[mi][0], acc_o[mi][n][1] * inv[mi][0]);
+      *reinterpret_cast<uint32_t*>(q_s + swizzle<TD>(r0 + 8, col)) =
+          pack2<T>(acc_o[mi][n][2] * inv[mi][1], acc_o[mi][n][3] * inv[mi][1]);
     }
   __syncthreads();
   T* out = static_cast<T*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
@@ -282,7 +289,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_ker
   for (int idx = threadIdx.x; idx < M * kChunks; idx += Tr::kThreads) {
     const int r = idx / kChunks, c = idx % kChunks, i = i0 + r;
     if (i < p.seq_q && c * 8 < p.head_dim_v) {
-      *reinterpret_cast<uint4*>(out + i * p.o_stride[2] + c * 8) = *reinterpret_cast<const uint4*>(q_s + swizzle<TD>(r, c * 8));
+      *reinterpret_cast<uint4*>(out + i * p.o_stride[2] + c * 8) =
+          *reinterpret_cast<const uint4*>(q_s + swizzle<TD>(r, c * 8));
     }
   }
 #else

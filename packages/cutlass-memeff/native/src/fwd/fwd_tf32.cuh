@@ -27,7 +27,8 @@ namespace memeff {
 template <int kRows, int kHeadDim, int kPitchIn, int kPitchOut, int kThreads>
 __device__ __forceinline__ void split_k_packed(const float* in, uint32_t* out) {
   constexpr int kKs = kHeadDim / 8, kItems = kRows * kKs * 4;
-  static_assert(kItems % kThreads == 0 && kKs % 4 == 0 && kRows % 2 == 0 && kPitchIn % 32 == 4, "whole passes, bank spread");
+  static_assert(kItems % kThreads == 0 && kKs % 4 == 0 && kRows % 2 == 0 && kPitchIn % 32 == 4,
+                "whole passes, bank spread");
 #pragma unroll
   for (int it = 0; it < kItems / kThreads; ++it) {
     const int idx = threadIdx.x + it * kThreads, t = idx & 3, q = idx >> 5;
@@ -48,7 +49,8 @@ __device__ __forceinline__ void split_k_packed(const float* in, uint32_t* out) {
 template <int kRows, int kHeadDim, int kPitchIn, int kThreads>
 __device__ __forceinline__ void split_v_packed(const float* in, uint32_t* out) {
   constexpr int kN2 = kHeadDim / 16, kItems = (kRows / 2) * kN2 * 8;
-  static_assert(kHeadDim % 32 == 0 && kRows % 8 == 0 && kItems % kThreads == 0 && kPitchIn % 32 == 4, "whole passes, bank spread");
+  static_assert(kHeadDim % 32 == 0 && kRows % 8 == 0 && kItems % kThreads == 0 && kPitchIn % 32 == 4,
+                "whole passes, bank spread");
   uint32_t* rest_out = out + (kRows / 2) * 4 * kHeadDim;
 #pragma unroll
   for (int it = 0; it < kItems / kThreads; ++it) {
@@ -88,16 +90,17 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   constexpr bool kQPre = kLean && (!Tr::kSplitKV || kWideQPre);
   // kPacked: [Q parts (kQPre) or Q][landing tile][K parts][V parts][mask tile]; with kQPre, Q lands over the
   // landing tile and the parts (tf32_traits.h) and is split before K(0) is issued.
-  static_assert(!kPacked || !kQPre || Tr::kSmemQ <= Tr::kSmemLand + Tr::kSmemKp + Tr::kSmemVp, "Q lands where K and V go");
+  static_assert(!kPacked || !kQPre || Tr::kSmemQ <= Tr::kSmemLand + Tr::kSmemKp + Tr::kSmemVp,
+                "Q lands where K and V go");
   float* const base_s = reinterpret_cast<float*>(smem_raw);
   float* const land_s = base_s + (kQPre ? Tr::kSmemQp : Tr::kSmemQ);  // kPacked only
-  uint32_t* const qp_s = reinterpret_cast<uint32_t*>(base_s);           // kPacked && kQPre
+  uint32_t* const qp_s = reinterpret_cast<uint32_t*>(base_s);         // kPacked && kQPre
   uint32_t* const kp_s = reinterpret_cast<uint32_t*>(land_s + Tr::kSmemLand);
   uint32_t* const vp_s = kp_s + Tr::kSmemKp;
   float* q_s = kPacked && kQPre ? land_s : base_s;
   float* k_s = kPacked ? land_s : q_s + Tr::kSmemQ;
   float* v_s = kPacked ? land_s : k_s + Tr::kSmemK;
-  constexpr int PVL = kPacked ? PQ : PV;  // V's landing pitch
+  constexpr int PVL = kPacked ? PQ : PV;      // V's landing pitch
   constexpr int kKsUnroll = kPacked ? 2 : 4;  // Q.K^T's k8 steps per unrolled body
   // P.V leaves its n8 loop only at multiples of kPvGroup tiles (columns past Dv are zero in V's tile,
   // so the extra tiles add zeros to columns that are never stored). A branch between tiles made ptxas run
@@ -111,8 +114,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   static_assert(!Tr::kSplitKV || (kLean && kPacked), "the wide kernel is a lean, packed one");
   static_assert(!kWideQPre || Tr::kSplitKV, "kWideQPre is a form of the wide kernel");
   uint32_t* qlo_s = reinterpret_cast<uint32_t*>(v_s + Tr::kSmemV);
-  unsigned char* mask_s = kPacked ? reinterpret_cast<unsigned char*>(vp_s + Tr::kSmemVp)
-                                  : reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV + (kQPre ? Tr::kSmemQ : 0));  // only with a mask
+  unsigned char* mask_s =
+      kPacked ? reinterpret_cast<unsigned char*>(vp_s + Tr::kSmemVp)
+              : reinterpret_cast<unsigned char*>(v_s + Tr::kSmemV + (kQPre ? Tr::kSmemQ : 0));  // only with a mask
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, t = lane % 4;
@@ -133,7 +137,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   const MaskView mask = mask_view(p, b, h);
   const bool mask_smem = mask_tile_ok(mask);
   const int qk_steps = (p.head_dim + 15) / 16 * 2;  // k8 steps Q.K^T runs, in pairs; Q is split this far
-  const int o_tiles = (p.head_dim_v + 7) / 8;   // n8 tiles of O needed
+  const int o_tiles = (p.head_dim_v + 7) / 8;       // n8 tiles of O needed
   const int r0 = warp * 16;
   const float scale_log2 = p.scale * kLog2e;
   // Steps that are not plain but have no mask need only the causal / bounds rule (score_mods.cuh).
@@ -200,7 +204,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
   for (int nb = nb0; nb < n_blocks; ++nb) {
     const int j0 = nb * N;
     cp_async_wait_all();
-    __syncthreads();  // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
+    __syncthreads();          // K(nb) and its mask tile landed; every warp is done with V(nb - 1)
     if constexpr (kPacked) {  // K's parts out of the landing tile, then V(nb) into it
       split_k_packed<N, HD, PQ, Tr::kPitchKp, Tr::kThreads>(k_s, kp_s);
       __syncthreads();
@@ -269,18 +273,21 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     if (mask_smem && tile_keys_visible<kFeat>(p, i0, M, j0, N)) {
       constexpr int kPitch = MaskTile<M, N>::kPitch;
       const unsigned char* row_g = mask_s + (r0 + g) * kPitch;
-      with_mask_dtype<float>(mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
+      with_mask_dtype<float>(
+          mask.dtype, [&](auto dt) { add_mask_rows<decltype(dt)::value, kPitch, true>(acc_s, row_g, t, p.scale); });
     } else if (bounds_only) {
-      scale_unmasked_scores<kFeat>(acc_s, p, sc, plain, tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, i0 + r0 + g, j0, t, coff);
+      scale_unmasked_scores<kFeat>(acc_s, p, sc, plain, tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, i0 + r0 + g,
+                                   j0, t, coff);
     } else {
 #pragma unroll
       for (int n = 0; n < NT; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int il = r0 + g + 8 * (e / 2), jl = n * 8 + 2 * t + (e % 2);
-          acc_s[n][e] = (mask_smem ? tile_logit<M, N, kFeat, true>(p, mask, sc, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
-                                   : masked_logit<kFeat, true>(p, mask, sc, i0 + il, j0 + jl, acc_s[n][e])) *
-                        kLog2e;
+          acc_s[n][e] =
+              (mask_smem ? tile_logit<M, N, kFeat, true>(p, mask, sc, mask_s, i0 + il, j0 + jl, il, jl, acc_s[n][e])
+                         : masked_logit<kFeat, true>(p, mask, sc, i0 + il, j0 + jl, acc_s[n][e])) *
+              kLog2e;
         }
     }
 
@@ -296,7 +303,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     }
 
     cp_async_wait_all();
-    __syncthreads();  // V(nb) landed; every warp is done with K(nb) and the mask tile
+    __syncthreads();          // V(nb) landed; every warp is done with K(nb) and the mask tile
     if constexpr (kPacked) {  // V's parts out of the landing tile, then K(nb + 1) into it
       split_v_packed<N, HD, PQ, Tr::kThreads>(v_s, vp_s);
       __syncthreads();
@@ -314,10 +321,14 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_ke
     const bool odd = t & 1;
 #pragma unroll
     for (int kk = 0; kk < NT; ++kk) {
-      const float x0 = __shfl_sync(0xffffffffu, acc_s[kk][0], src_lo), x1 = __shfl_sync(0xffffffffu, acc_s[kk][1], src_lo);
-      const float x2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_lo), x3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_lo);
-      const float y0 = __shfl_sync(0xffffffffu, acc_s[kk][0], src_hi), y1 = __shfl_sync(0xffffffffu, acc_s[kk][1], src_hi);
-      const float y2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_hi), y3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_hi);
+      const float x0 = __shfl_sync(0xffffffffu, acc_s[kk][0], src_lo),
+                  x1 = __shfl_sync(0xffffffffu, acc_s[kk][1], src_lo);
+      const float x2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_lo),
+                  x3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_lo);
+      const float y0 = __shfl_sync(0xffffffffu, acc_s[kk][0], src_hi),
+                  y1 = __shfl_sync(0xffffffffu, acc_s[kk][1], src_hi);
+      const float y2 = __shfl_sync(0xffffffffu, acc_s[kk][2], src_hi),
+                  y3 = __shfl_sync(0xffffffffu, acc_s[kk][3], src_hi);
       Tf32Pair a[4];
       if constexpr (kLean) {
         a[0] = split_tf32_lean(odd ? x1 : x0);

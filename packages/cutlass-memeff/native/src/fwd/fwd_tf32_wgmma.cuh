@@ -52,7 +52,8 @@ __device__ __forceinline__ void split_rows_swizzled(const float* in, uint32_t* h
   for (int it = 0; it < kRows * kChunks / kThreads; ++it) {
     const int idx = threadIdx.x + it * kThreads, r = idx / kChunks, c = idx % kChunks;
     const float4 x = *reinterpret_cast<const float4*>(in + r * kPitchIn + c * 4);
-    const Tf32Pair a = split_tf32_lean(x.x), b = split_tf32_lean(x.y), e = split_tf32_lean(x.z), f = split_tf32_lean(x.w);
+    const Tf32Pair a = split_tf32_lean(x.x), b = split_tf32_lean(x.y), e = split_tf32_lean(x.z),
+                   f = split_tf32_lean(x.w);
     const int o = swizzled_chunk<kRows>(r, c);
     st_shared_v4(hi + o, a.hi, b.hi, e.hi, f.hi);
     st_shared_v4(lo + o, a.lo, b.lo, e.lo, f.lo);
@@ -91,8 +92,8 @@ namespace w = attn::sm90;
 // worst error against the rule's bound 0.57 -> 0.28). Descriptor offsets in 16-byte units: column block
 // ks / 4, 32 bytes per step in it.
 template <typename Tr>
-__device__ __forceinline__ void issue_qk_chunk(float (&d)[Tr::kNTiles][4], int ch, uint64_t q_hi, uint64_t q_lo, uint64_t k_hi,
-                                               uint64_t k_lo) {
+__device__ __forceinline__ void issue_qk_chunk(float (&d)[Tr::kNTiles][4], int ch, uint64_t q_hi, uint64_t q_lo,
+                                               uint64_t k_hi, uint64_t k_lo) {
   uint32_t qs[Tr::kQkChunk], kst[Tr::kQkChunk];
 #pragma unroll
   for (int i = 0; i < Tr::kQkChunk; ++i) {
@@ -111,7 +112,8 @@ __device__ __forceinline__ void issue_qk_chunk(float (&d)[Tr::kNTiles][4], int c
 // S = Q.K^T: chunk 0 into s, each later chunk into a fresh partial (two, in turn) added to s once done, in
 // chunk order, while the next chunk runs.
 template <typename Tr>
-__device__ __forceinline__ void qk_3xtf32(float (&s)[Tr::kNTiles][4], uint64_t q_hi, uint64_t q_lo, uint64_t k_hi, uint64_t k_lo) {
+__device__ __forceinline__ void qk_3xtf32(float (&s)[Tr::kNTiles][4], uint64_t q_hi, uint64_t q_lo, uint64_t k_hi,
+                                          uint64_t k_lo) {
   constexpr int NT = Tr::kNTiles, C = Tr::kQkChunks;
   float part[2][NT][4];
   w::fence_operands(s);
@@ -145,8 +147,9 @@ __device__ __forceinline__ void qk_3xtf32(float (&s)[Tr::kNTiles][4], uint64_t q
 // terms), grouped as issue_qk_chunk: every group's hi.rest, then lo.hi, hi.lo, and the hi.hi terms last.
 // Descriptor offsets: 32 bytes per group within V^T's 128-byte rows.
 template <typename Tr>
-__device__ __forceinline__ void pv_3xtf32(float (&o)[Tr::kOTiles][4], uint32_t (&p_hi)[Tr::kPSteps][4], uint32_t (&p_lo)[Tr::kPSteps][4],
-                                          uint64_t v_hi, uint64_t v_lo, uint64_t v_rest) {
+__device__ __forceinline__ void pv_3xtf32(float (&o)[Tr::kOTiles][4], uint32_t (&p_hi)[Tr::kPSteps][4],
+                                          uint32_t (&p_lo)[Tr::kPSteps][4], uint64_t v_hi, uint64_t v_lo,
+                                          uint64_t v_rest) {
   w::fence_operands(o);
   w::wgmma_fence();
 #pragma unroll
@@ -174,7 +177,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
 #ifdef ATTN_MEMEFF_SM90A
   namespace w = attn::sm90;
   namespace x = wgmma_tf32_detail;
-  constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles, PS = Tr::kPSteps;
+  constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles,
+                PS = Tr::kPSteps;
   constexpr int PL = Tr::kPitchLand;
   extern __shared__ __align__(128) unsigned char smem_raw[];  // aligned up to 1024 below
   const uint32_t raw = smem_addr(smem_raw);
@@ -208,7 +212,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
   const ScoreCtx sc = score_ctx(p, b, h);
 
   // Descriptors at each tile's first step; Q's rows of this warpgroup (64 rows x 128 bytes further).
-  const uint64_t dq_hi = w::make_desc(smem_addr(q_hi) + wg * 64 * 128, 16, 1024), dq_lo = w::make_desc(smem_addr(q_lo) + wg * 64 * 128, 16, 1024);
+  const uint64_t dq_hi = w::make_desc(smem_addr(q_hi) + wg * 64 * 128, 16, 1024),
+                 dq_lo = w::make_desc(smem_addr(q_lo) + wg * 64 * 128, 16, 1024);
   const uint64_t dk_hi = w::make_desc(smem_addr(k_hi), 16, 1024), dk_lo = w::make_desc(smem_addr(k_lo), 16, 1024);
   const uint64_t dv_hi = w::make_desc(smem_addr(v_hi), 16, 1024), dv_lo = w::make_desc(smem_addr(v_lo), 16, 1024);
   const uint64_t dv_rest = w::make_desc(smem_addr(v_rest), 16, 1024);
@@ -247,8 +252,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
     if constexpr (kMasked) {
       apply_mask_terms<kFeat>(s, mv, p, sc, row, j0, t, coff);
     } else {
-      scale_unmasked_scores<kFeat>(s, p, sc, tile_unmasked<kFeat>(p, i0, M, j0, N), tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, row,
-                                   j0, t, coff);
+      scale_unmasked_scores<kFeat>(s, p, sc, tile_unmasked<kFeat>(p, i0, M, j0, N),
+                                   tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, row, j0, t, coff);
     }
     float alpha[2];
     online_softmax(s, m_run, l_run, alpha);

@@ -35,11 +35,11 @@ struct MmaFwdTraits {
   // TFLOP/s at S=1k); at most 168 regs so that 3 blocks (12 warps) fit per SM.
   static constexpr int kMTiles = kHeadDim == 128 ? 2 : 1;
   static constexpr int kMinBlocksPerSm = kHeadDim == 64 ? 3 : kHeadDim <= 128 ? 2 : 1;
-  static constexpr int kBlockM = 16 * kNWarps * kMTiles;     // query rows per block
-  static constexpr int kBlockN = kHeadDim <= 64 ? 64 : 32;   // keys per step
-  static constexpr int kChunks = kTileDim / 8;               // 16-byte chunks per smem row
-  static constexpr int kNTiles = kBlockN / 8;                // n8 tiles of S per row tile
-  static constexpr int kOTiles = kHeadDim / 8;               // n8 tiles of O per row tile
+  static constexpr int kBlockM = 16 * kNWarps * kMTiles;    // query rows per block
+  static constexpr int kBlockN = kHeadDim <= 64 ? 64 : 32;  // keys per step
+  static constexpr int kChunks = kTileDim / 8;              // 16-byte chunks per smem row
+  static constexpr int kNTiles = kBlockN / 8;               // n8 tiles of S per row tile
+  static constexpr int kOTiles = kHeadDim / 8;              // n8 tiles of O per row tile
   // Q, K, V tiles in 16-bit elements, one buffer each (K(j+1) loads during P.V, V(j) during Q.K^T).
   static constexpr int kSmemQ = kBlockM * kTileDim;
   static constexpr int kSmemK = kBlockN * kTileDim;

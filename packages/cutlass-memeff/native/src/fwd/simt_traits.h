@@ -8,14 +8,14 @@ namespace memeff {
 template <int kDvTile_>
 struct SimtFwdTraits {
   static constexpr int kThreads = 128;
-  static constexpr int kBlockM = 64;     // queries per block
-  static constexpr int kBlockN = 32;     // keys per step
-  static constexpr int kChunk = 32;      // head-dim columns per Q.K^T step
+  static constexpr int kBlockM = 64;  // queries per block
+  static constexpr int kBlockN = 32;  // keys per step
+  static constexpr int kChunk = 32;   // head-dim columns per Q.K^T step
   static constexpr int kDvTile = kDvTile_;
-  static constexpr int kTx = 8;          // threads along keys / value columns
-  static constexpr int kTy = kThreads / kTx;           // 16 threads along queries
-  static constexpr int kRowsPerThread = kBlockM / kTy; // 4
-  static constexpr int kKeysPerThread = kBlockN / kTx; // 4
+  static constexpr int kTx = 8;                         // threads along keys / value columns
+  static constexpr int kTy = kThreads / kTx;            // 16 threads along queries
+  static constexpr int kRowsPerThread = kBlockM / kTy;  // 4
+  static constexpr int kKeysPerThread = kBlockN / kTx;  // 4
   static constexpr int kColsPerThread = kDvTile / kTx;
   static constexpr int kPad = 1;  // +1 float per smem row: no bank conflicts on column reads
   static_assert(kDvTile % kTx == 0, "value tile must split over kTx threads");

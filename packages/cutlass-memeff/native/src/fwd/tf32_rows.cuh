@@ -25,8 +25,9 @@ __device__ __forceinline__ void init_rows(float (&acc_o)[OT][4], float (&m_run)[
 // kernels): the window's left side too, and softcap / ALiBi: by ModRule alone on `mods_only` steps
 // (tile_mods_only), by masked_logit's rule on the others.
 template <bool kFeat, int NT>
-__device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, const ScoreCtx& sc, bool plain, bool mods_only,
-                                                      float scale_log2, int row, int j0, int t, int coff) {
+__device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, const ScoreCtx& sc,
+                                                      bool plain, bool mods_only, float scale_log2, int row, int j0,
+                                                      int t, int coff) {
   if (plain) {
 #pragma unroll
     for (int n = 0; n < NT; ++n)
@@ -77,7 +78,8 @@ __device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const F
 // forward has no room for a staged mask tile): the bias values, or 0 / -inf for a boolean mask. Elements
 // out of bounds are not read.
 template <int NT>
-__device__ __forceinline__ void load_mask_terms(float (&mv)[NT][4], const FwdParams& p, const MaskView& m, int row, int j0, int t) {
+__device__ __forceinline__ void load_mask_terms(float (&mv)[NT][4], const FwdParams& p, const MaskView& m, int row,
+                                                int j0, int t) {
 #pragma unroll
   for (int n = 0; n < NT; ++n)
 #pragma unroll
@@ -97,8 +99,8 @@ __device__ __forceinline__ void load_mask_terms(float (&mv)[NT][4], const FwdPar
 // causal, a false entry) and one FFMA per kept score, as add_mask_rows. kFeat: the window's left side, softcap
 // and ALiBi too (modded_score).
 template <bool kFeat, int NT>
-__device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float (&mv)[NT][4], const FwdParams& p, const ScoreCtx& sc, int row,
-                                                 int j0, int t, int coff) {
+__device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float (&mv)[NT][4], const FwdParams& p,
+                                                 const ScoreCtx& sc, int row, int j0, int t, int coff) {
 #pragma unroll
   for (int n = 0; n < NT; ++n)
 #pragma unroll
@@ -107,7 +109,7 @@ __device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float 
       const bool vis = kFeat ? sc.kb.visible(i, j) : (i < p.seq_q && j < p.seq_k && j <= i + coff);
       const bool keep = vis && mv[n][e] != -INFINITY;
       float dcap;
-      s[n][e] = !keep ? -INFINITY
+      s[n][e] = !keep   ? -INFINITY
                 : kFeat ? (modded_score<true>(p, sc, i, j, s[n][e], dcap) + mv[n][e]) * kLog2e
                         : fmaf(s[n][e], p.scale, mv[n][e]) * kLog2e;
     }
@@ -116,7 +118,8 @@ __device__ __forceinline__ void apply_mask_terms(float (&s)[NT][4], const float 
 // Online softmax of one step's scores (rows g and g + 8; the quad shares a row): the running max and sum
 // move on, `alpha` is what O's rows are to be multiplied by, and the scores become probabilities.
 template <int NT>
-__device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m_run)[2], float (&l_run)[2], float (&alpha)[2]) {
+__device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m_run)[2], float (&l_run)[2],
+                                               float (&alpha)[2]) {
   float m_use[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -143,7 +146,8 @@ __device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m_run)
 
 // Dropout on one step's probabilities (after they joined the row sums, as the reference does).
 template <int NT>
-__device__ __forceinline__ void drop_probabilities(float (&s)[NT][4], const FwdParams& p, int b, int h, int row, int j0, int t) {
+__device__ __forceinline__ void drop_probabilities(float (&s)[NT][4], const FwdParams& p, int b, int h, int row, int j0,
+                                                   int t) {
 #pragma unroll
   for (int n = 0; n < NT; ++n)
 #pragma unroll
@@ -156,8 +160,8 @@ __device__ __forceinline__ void drop_probabilities(float (&s)[NT][4], const FwdP
 }
 
 // The row sums over the quad and their reciprocals; logsumexp per row (fully masked rows: out 0, lse -inf).
-__device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_run)[2], const float (&l_run)[2], float (&inv)[2], int b,
-                                            int h, int row, int t) {
+__device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_run)[2], const float (&l_run)[2],
+                                            float (&inv)[2], int b, int h, int row, int t) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float l = l_run[r];
@@ -173,8 +177,8 @@ __device__ __forceinline__ void finish_rows(const FwdParams& p, const float (&m_
 
 // O's rows, normalized, with float2 stores straight from the accumulators (a quad writes 32 contiguous bytes).
 template <int OT>
-__device__ __forceinline__ void store_rows(const FwdParams& p, const float (&acc_o)[OT][4], const float (&inv)[2], int b, int h, int row,
-                                           int t) {
+__device__ __forceinline__ void store_rows(const FwdParams& p, const float (&acc_o)[OT][4], const float (&inv)[2],
+                                           int b, int h, int row, int t) {
   float* out = static_cast<float*>(p.o) + b * p.o_stride[0] + h * p.o_stride[1];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -184,7 +188,8 @@ __device__ __forceinline__ void store_rows(const FwdParams& p, const float (&acc
     for (int n = 0; n < OT; ++n) {
       const int d = n * 8 + 2 * t;
       if (d < p.head_dim_v) {  // head_dim_v is a multiple of 4, d even: d + 1 is in range too
-        *reinterpret_cast<float2*>(out + i * p.o_stride[2] + d) = make_float2(acc_o[n][2 * r] * inv[r], acc_o[n][2 * r + 1] * inv[r]);
+        *reinterpret_cast<float2*>(out + i * p.o_stride[2] + d) =
+            make_float2(acc_o[n][2 * r] * inv[r], acc_o[n][2 * r + 1] * inv[r]);
       }
     }
   }

@@ -24,7 +24,7 @@ struct Tf32FwdTraits {
   static constexpr int kSmemQ = kBlockM * kPitchQK;  // floats
   static constexpr int kSmemK = kBlockN * kPitchQK;
   static constexpr int kSmemV = kBlockN * kPitchV;
-  static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV) * 4;  // the 4-warp forms (kSplitKV: packed_smem_bytes)
+  static constexpr int kSmemBytes = (kSmemQ + kSmemK + kSmemV) * 4;    // the 4-warp forms (kSplitKV: packed_smem_bytes)
   static constexpr int kSmemMaskBytes = kBlockM * (kBlockN * 4 + 16);  // MaskTile<kBlockM, kBlockN>
   // kSplitKV's packed layout: the parts one lane reads for one mma operand side by side, read with LDS.128
   // (32-bit words):
@@ -43,7 +43,9 @@ struct Tf32FwdTraits {
   static constexpr int kSmemKp = kBlockN * kPitchKp;
   static constexpr int kSmemVp = kBlockN * 3 * kHeadDim;
   static constexpr int kSmemQp = 2 * kBlockM * kHeadDim;
-  static constexpr int packed_smem_bytes(bool q_pre) { return ((q_pre ? kSmemQp : kSmemQ) + kSmemLand + kSmemKp + kSmemVp) * 4; }
+  static constexpr int packed_smem_bytes(bool q_pre) {
+    return ((q_pre ? kSmemQp : kSmemQ) + kSmemLand + kSmemKp + kSmemVp) * 4;
+  }
   // d64: 3 blocks (12 warps) per SM; without the bound the fresh k8 partials (common/tf32x3.cuh) take
   // ptxas from 168 registers to 195.
   static constexpr int kMinBlocksPerSm = kSplitKV ? 1 : kHeadDim == 64 ? 3 : 2;

@@ -9,7 +9,15 @@
 
 namespace memeff {
 
-enum class Family : int { kFwdSimt = 0, kFwdMma = 1, kBwdSimt = 2, kBwdAux = 3, kBwdMma = 4, kFwdTf32 = 5, kBwdTf32 = 6 };
+enum class Family : int {
+  kFwdSimt = 0,
+  kFwdMma = 1,
+  kBwdSimt = 2,
+  kBwdAux = 3,
+  kBwdMma = 4,
+  kFwdTf32 = 5,
+  kBwdTf32 = 6
+};
 
 // The passes around the backward main kernels (run_bwd_aux's `stage`).
 enum class BwdStage : int { kDsum = 0, kDqConvert = 1, kKvReduce = 2, kDbias = 3, kDbiasConvert = 4 };
@@ -31,20 +39,34 @@ struct KernelEntry {
   KernelProbe probe;
 };
 
-template <typename T, int kBucket> void run_fwd_simt(const FwdParams& p, cudaStream_t stream);
-template <typename T, int kBucket> const void* probe_fwd_simt();
-template <typename T, int kBucket> void run_fwd_mma(const FwdParams& p, cudaStream_t stream);
-template <typename T, int kBucket> const void* probe_fwd_mma();
-template <typename T, int kBucket> void run_fwd_tf32(const FwdParams& p, cudaStream_t stream);
-template <typename T, int kBucket> const void* probe_fwd_tf32();
-template <typename T, int kBucket> void run_bwd_simt(const BwdParams& p, cudaStream_t stream);
-template <typename T, int kBucket> const void* probe_bwd_simt();
-template <typename T, int kBucket> void run_bwd_mma(const BwdParams& p, cudaStream_t stream);
-template <typename T, int kBucket> const void* probe_bwd_mma();
-template <typename T, int kBucket> void run_bwd_tf32(const BwdParams& p, cudaStream_t stream);
-template <typename T, int kBucket> const void* probe_bwd_tf32();
-template <typename T> void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream);
-template <typename T> const void* probe_bwd_aux();
+template <typename T, int kBucket>
+void run_fwd_simt(const FwdParams& p, cudaStream_t stream);
+template <typename T, int kBucket>
+const void* probe_fwd_simt();
+template <typename T, int kBucket>
+void run_fwd_mma(const FwdParams& p, cudaStream_t stream);
+template <typename T, int kBucket>
+const void* probe_fwd_mma();
+template <typename T, int kBucket>
+void run_fwd_tf32(const FwdParams& p, cudaStream_t stream);
+template <typename T, int kBucket>
+const void* probe_fwd_tf32();
+template <typename T, int kBucket>
+void run_bwd_simt(const BwdParams& p, cudaStream_t stream);
+template <typename T, int kBucket>
+const void* probe_bwd_simt();
+template <typename T, int kBucket>
+void run_bwd_mma(const BwdParams& p, cudaStream_t stream);
+template <typename T, int kBucket>
+const void* probe_bwd_mma();
+template <typename T, int kBucket>
+void run_bwd_tf32(const BwdParams& p, cudaStream_t stream);
+template <typename T, int kBucket>
+const void* probe_bwd_tf32();
+template <typename T>
+void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream);
+template <typename T>
+const void* probe_bwd_aux();
 
 // Every (b, h) pair in launches of at most 65535 along a grid dimension: fn(params_with_base, count).
 template <typename P, typename Fn>

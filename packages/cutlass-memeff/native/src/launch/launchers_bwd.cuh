@@ -54,7 +54,8 @@ void run_bwd_simt(const BwdParams& p, cudaStream_t stream) {
   });
   if (p.deterministic) launch_bwd_q_simt<T, kBucket>(p, stream);
 }
-template <typename T, int kBucket> const void* probe_bwd_simt() {
+template <typename T, int kBucket>
+const void* probe_bwd_simt() {
   return reinterpret_cast<const void*>(&bwd_kv_simt_kernel<T, SimtBwdTraits<kBucket>>);
 }
 
@@ -90,7 +91,8 @@ void run_bwd_mma(const BwdParams& p, cudaStream_t stream) {
     });
   }
 }
-template <typename T, int kBucket> const void* probe_bwd_mma() {
+template <typename T, int kBucket>
+const void* probe_bwd_mma() {
   return reinterpret_cast<const void*>(&bwd_mma_kernel<T, MmaBwdTraits<kBucket>, false, true, false>);
 }
 
@@ -100,9 +102,11 @@ template <typename T, int kBucket> const void* probe_bwd_mma() {
 template <typename Tr, bool kFull>
 void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone;
-  auto kernel = p.features ? (kFull && !masked ? &bwd_tf32_kernel<Tr, kFull, false, true> : &bwd_tf32_kernel<Tr, kFull, true, true>)
-                : masked   ? &bwd_tf32_kernel<Tr, kFull, true, false>
-                           : &bwd_tf32_kernel<Tr, kFull, false, false>;
+  auto kernel =
+      p.features
+          ? (kFull && !masked ? &bwd_tf32_kernel<Tr, kFull, false, true> : &bwd_tf32_kernel<Tr, kFull, true, true>)
+      : masked ? &bwd_tf32_kernel<Tr, kFull, true, false>
+               : &bwd_tf32_kernel<Tr, kFull, false, false>;
   static_assert(Tr::kSmemMaskBytes == Tr::kMaskBufs * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   launch_key_split<Tr>(kernel, p, stream);
 }
@@ -123,7 +127,8 @@ void run_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   launch_bwd_tf32_bucket<Tf32BwdBucketTraits<kBucket>>(p, stream);
   if (p.deterministic) launch_bwd_q_simt<T, kBucket>(p, stream);
 }
-template <typename T, int kBucket> const void* probe_bwd_tf32() {
+template <typename T, int kBucket>
+const void* probe_bwd_tf32() {
   return reinterpret_cast<const void*>(&bwd_tf32_kernel<Tf32BwdBucketTraits<kBucket>, false, true, false>);
 }
 
@@ -145,34 +150,36 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
       break;
     case BwdStage::kDqConvert: {
       const unsigned blocks = ceil_div(rows_q * p.head_dim, 256);
-      bwd_dq_convert_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      bwd_dq_convert_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
       ATTN_LAUNCH_CHECK("memeff bwd_dq_convert_kernel");
       break;
     }
     case BwdStage::kKvReduce: {
       const int64_t total = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k * (p.head_dim + p.head_dim_v);
       const unsigned blocks = ceil_div(total, 256);
-      bwd_kv_reduce_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      bwd_kv_reduce_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
       ATTN_LAUNCH_CHECK("memeff bwd_kv_reduce_kernel");
       break;
     }
     case BwdStage::kDbias:
-      for_each_bh_chunk(p, static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1], [&](const BwdParams& q, unsigned n) {
-        const dim3 grid(ceil_div(p.dbias_size[3], 32), ceil_div(p.dbias_size[2], 32), n);
-        bwd_dbias_simt_kernel<T><<<grid, 128, 0, stream>>>(q);
-        ATTN_LAUNCH_CHECK("memeff bwd_dbias_simt_kernel");
-      });
+      for_each_bh_chunk(p, static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1],
+                        [&](const BwdParams& q, unsigned n) {
+                          const dim3 grid(ceil_div(p.dbias_size[3], 32), ceil_div(p.dbias_size[2], 32), n);
+                          bwd_dbias_simt_kernel<T><<<grid, 128, 0, stream>>>(q);
+                          ATTN_LAUNCH_CHECK("memeff bwd_dbias_simt_kernel");
+                        });
       break;
     case BwdStage::kDbiasConvert: {
       const int64_t total = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
       const unsigned blocks = ceil_div(total, 256);
-      bwd_dbias_convert_kernel<T><<<blocks < kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
+      bwd_dbias_convert_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
       ATTN_LAUNCH_CHECK("memeff bwd_dbias_convert_kernel");
       break;
     }
   }
 }
-template <typename T> const void* probe_bwd_aux() {
+template <typename T>
+const void* probe_bwd_aux() {
   return reinterpret_cast<const void*>(&bwd_dsum_kernel<T>);
 }
 

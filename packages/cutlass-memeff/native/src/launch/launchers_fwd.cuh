@@ -34,7 +34,8 @@ void run_fwd_simt(const FwdParams& p, cudaStream_t stream) {
     ATTN_LAUNCH_CHECK("memeff fwd_simt_kernel");
   });
 }
-template <typename T, int kBucket> const void* probe_fwd_simt() {
+template <typename T, int kBucket>
+const void* probe_fwd_simt() {
   return reinterpret_cast<const void*>(&fwd_simt_kernel<T, SimtFwdTraits<kBucket>>);
 }
 
@@ -60,7 +61,8 @@ void run_fwd_mma(const FwdParams& p, cudaStream_t stream) {
   const bool full = p.head_dim == kHeadDim && p.head_dim_v == kHeadDim;
   if constexpr (Tr::kExact) {
     if (!full || p.features) {
-      throw std::logic_error("memeff-cuda: an exact head dim's forward runs only D == Dv == it without features (dispatch.cu decides)");
+      throw std::logic_error(
+          "memeff-cuda: an exact head dim's forward runs only D == Dv == it without features (dispatch.cu decides)");
     }
     launch_fwd_mma<T, Tr, true>(p, stream);
   } else if (full) {
@@ -69,7 +71,8 @@ void run_fwd_mma(const FwdParams& p, cudaStream_t stream) {
     launch_fwd_mma<T, Tr, false>(p, stream);
   }
 }
-template <typename T, int kHeadDim> const void* probe_fwd_mma() {
+template <typename T, int kHeadDim>
+const void* probe_fwd_mma() {
   using Tr = MmaFwdTraits<kHeadDim>;
   return reinterpret_cast<const void*>(&fwd_mma_kernel<T, Tr, Tr::kExact, true, false>);
 }
@@ -101,7 +104,8 @@ void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
     if constexpr (Tr::kHeadDim == 128) {
       kernel = &fwd_tf32_wgmma_kernel<Tr, true, false>;
     } else {
-      throw std::logic_error("memeff-cuda: the d64 wgmma forward takes a mask only with features (dispatch.cu decides)");
+      throw std::logic_error(
+          "memeff-cuda: the d64 wgmma forward takes a mask only with features (dispatch.cu decides)");
     }
   }
   launch_query_blocks<Tr>(kernel, Tr::kSmemBytes, p, stream, "launch of memeff fwd_tf32_wgmma_kernel");
@@ -126,7 +130,8 @@ void run_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
     launch_fwd_tf32<Tf32FwdTraits<kBucket>, true>(p, stream);
   }
 }
-template <typename T, int kBucket> const void* probe_fwd_tf32() {
+template <typename T, int kBucket>
+const void* probe_fwd_tf32() {
   return reinterpret_cast<const void*>(&fwd_tf32_kernel<Tf32FwdTraits<kBucket>, false, false, false, true>);
 }
 

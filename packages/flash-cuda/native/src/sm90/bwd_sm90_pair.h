@@ -102,8 +102,8 @@ struct PairPipeline {
   float lse_next = -INFINITY, dsum_next = 0.f;
 
   __device__ __forceinline__ void prefetch(int stage) {
-    prefetch_rows<Tr>(sm.q0 + stage * BwdSmem<Tr>::kStageElems, p, sq, b, fetch.h, fetch.m * Tr::kBlockM, tid,
-                      lse_next, dsum_next);
+    prefetch_rows<Tr>(sm.q0 + stage * BwdSmem<Tr>::kStageElems, p, sq, b, fetch.h, fetch.m * Tr::kBlockM, tid, lse_next,
+                      dsum_next);
   }
   __device__ __forceinline__ void start() {
     if (pairs > 0) prefetch(0);
@@ -189,8 +189,8 @@ __device__ __forceinline__ void store_key_rows(void* out, int64_t bs, int64_t hs
 // swizzled tile of kRows rows (the epilogue reuses K's or V's tile): conflict-free 4-byte stores, so that the
 // global writes can go out in 16-byte row chunks (store_tile_rows).
 template <typename Tr, int kRows>
-__device__ __forceinline__ void stage_key_rows(typename Tr::Element* tile, const float (&acc)[Tr::kDTiles][4], float mul,
-                                               int row0, int g, int t) {
+__device__ __forceinline__ void stage_key_rows(typename Tr::Element* tile, const float (&acc)[Tr::kDTiles][4],
+                                               float mul, int row0, int g, int t) {
   using Op = MmaOp<typename Tr::Element>;
 #pragma unroll
   for (int r = 0; r < 2; ++r)

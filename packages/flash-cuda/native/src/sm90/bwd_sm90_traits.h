@@ -33,16 +33,16 @@ struct BwdSm90Traits : SmemRows<kHeadDim_> {
   static constexpr int kNThreads = kNWarps * 32;
   static constexpr int kColSplits = 1;
 
-  static constexpr int kQTiles = kBlockM / 8;      // n8 query groups of S^T per warp
-  static constexpr int kKSteps = kHeadDim / 16;    // k16 steps of K.Q^T and V.dO^T
-  static constexpr int kMSteps = kBlockM / 16;     // k16 steps of P^T.dO and dS^T.Q
-  static constexpr int kDTiles = kHeadDim / 8;     // n8 column groups of dK / dV per warp
+  static constexpr int kQTiles = kBlockM / 8;    // n8 query groups of S^T per warp
+  static constexpr int kKSteps = kHeadDim / 16;  // k16 steps of K.Q^T and V.dO^T
+  static constexpr int kMSteps = kBlockM / 16;   // k16 steps of P^T.dO and dS^T.Q
+  static constexpr int kDTiles = kHeadDim / 8;   // n8 column groups of dK / dV per warp
   // dQ: each warpgroup owns half of the columns, in passes of at most 64 (the accumulators of one pass live
   // next to dK or dV).
   static constexpr int kDqCols = kHeadDim / kNWarpGroups > 64 ? 64 : kHeadDim / kNWarpGroups;
   static constexpr int kDqPasses = kHeadDim / kNWarpGroups / kDqCols;
   static constexpr int kDqTiles = kDqCols / 8;
-  static constexpr int kDqKSteps = kBlockN / 16;   // k16 steps of dS.K
+  static constexpr int kDqKSteps = kBlockN / 16;  // k16 steps of dS.K
 
   using DsRows = SmemRows<kBlockM>;  // the dS^T tile: kBlockN rows (keys) of kBlockM elements (queries)
   static constexpr int kSmemQElems = kBlockM * kHeadDim;   // Q and dO

@@ -170,8 +170,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
     for (int ms = 0; ms < kMS; ++ms)
       Wgmma<E, kD>::template rs<1>(acc_dv, pa[ms], desc_q_mn + st_units + kDoUnits + ms * 128);
 #pragma unroll
-    for (int ms = 0; ms < kMS; ++ms)
-      Wgmma<E, kD>::template rs<1>(acc_dk, da[ms], desc_q_mn + st_units + ms * 128);
+    for (int ms = 0; ms < kMS; ++ms) Wgmma<E, kD>::template rs<1>(acc_dk, da[ms], desc_q_mn + st_units + ms * 128);
     sm90::wgmma_commit();
 
     if (!p.deterministic) {
@@ -204,7 +203,8 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
   sm90::stage_key_rows<Tr, kN>(sm.v, acc_dv, 1.f, warp * 16, g, t);
   __syncthreads();
   sm90::store_tile_rows<Tr, kN>(p.dk, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride, sK, sq, b, hk, j0, f, tid);
-  sm90::store_tile_rows<Tr, kN>(p.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride, sm.v, sq, b, hk, j0, f, tid);
+  sm90::store_tile_rows<Tr, kN>(p.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride, sm.v, sq, b, hk, j0, f,
+                                tid);
 #endif
 }
 

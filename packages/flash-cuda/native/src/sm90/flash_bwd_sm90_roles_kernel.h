@@ -50,9 +50,9 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
   constexpr uint32_t kDoUnits = Tr::kSmemQElems * 2 / 16;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const int wg = warp >> 2;            // the role: 0 = S, P, dV; 1 = dP, dS, dK
+  const int wg = warp >> 2;  // the role: 0 = S, P, dV; 1 = dP, dS, dK
   const int wt = tid & (kWgThreads - 1);
-  const int kw = warp & 3;             // keys 16 kw .. 16 kw + 15 of the block, in both warpgroups
+  const int kw = warp & 3;  // keys 16 kw .. 16 kw + 15 of the block, in both warpgroups
   const int n_block = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const BwdSeq sq(f, b);
   const int j0 = n_block * kN;
@@ -132,7 +132,8 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
         for (int e = 0; e < 4; ++e) sS[(nt * 4 + e) * kWgThreads + wt] = x[nt][e];
       sm90::named_arrive(kSReady, Tr::kNThreads);
       if (plain) {
-        for_elements([&](int nt, int e, int, int, float lse2, float) { x[nt][e] = prob_plain(x[nt][e], lse2, f.score_mul); });
+        for_elements(
+            [&](int nt, int e, int, int, float lse2, float) { x[nt][e] = prob_plain(x[nt][e], lse2, f.score_mul); });
       } else {
         for_elements([&](int nt, int e, int i, int j, float lse2, float dsum) {
           float unused = 0.f;  // grad_element's dS half is dead here: warpgroup 1 computes it
@@ -168,7 +169,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
 
     if (!p.deterministic) {
       __syncthreads();  // dS^T complete
-      // ---- dQ_m = dS K: this warpgroup's half of the columns, in passes of kDqCols; fp32 atomics
+                        // ---- dQ_m = dS K: this warpgroup's half of the columns, in passes of kDqCols; fp32 atomics
 #pragma unroll
       for (int pass = 0; pass < Tr::kDqPasses; ++pass) {
         const int col0 = (wg * Tr::kDqPasses + pass) * Tr::kDqCols;  // a multiple of 64: one column block

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks)
   // Tiles on a 1024-byte boundary: the descriptors' swizzle is computed from absolute address bits.
   const uint32_t raw_addr = smem_addr(smem_raw);
   E* sQ = reinterpret_cast<E*>(smem_raw + ((1024u - (raw_addr & 1023u)) & 1023u));
-  E* sK = sQ + Tr::kSmemQElems;                    // stage s at sK + s * kSmemKVElems
+  E* sK = sQ + Tr::kSmemQElems;  // stage s at sK + s * kSmemKVElems
   E* sV = sK + Tr::kStages * Tr::kSmemKVElems;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;

@@ -28,8 +28,8 @@ void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
     ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                         cudaSharedmemCarveoutMaxShared));
+    ATTN_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
     opted_in.fetch_or(bit, std::memory_order_relaxed);
   }
   const dim3 grid(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));

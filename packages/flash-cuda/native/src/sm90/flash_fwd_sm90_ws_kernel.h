@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   const int n_end = w.n_end;
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
-      sm90::mbar_init(full_bar + 8 * s, 128);            // the producer's threads, once their copies landed
+      sm90::mbar_init(full_bar + 8 * s, 128);           // the producer's threads, once their copies landed
       sm90::mbar_init(empty_bar + 8 * s, Tr::kNWarps);  // one lane per consumer warp, once its P.V is done
     }
   }
@@ -71,10 +71,10 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
 #pragma unroll 1
     for (int n = n_end - 1; n >= 0; --n) {
       sm90::mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // both warpgroups done with the tile 3 before
-      IO::template load_rows<kN>(sK + stage * Tr::kSmemKVElems, w.k_bh + int64_t(n) * kN * k_rs, k_rs,
-                                 w.seq_k - n * kN, p.head_dim, p.aligned16, w.k_bh, ptid);
-      IO::template load_rows<kN>(sV + stage * Tr::kSmemKVElems, w.v_bh + int64_t(n) * kN * v_rs, v_rs,
-                                 w.seq_k - n * kN, p.head_dim, p.aligned16, w.v_bh, ptid);
+      IO::template load_rows<kN>(sK + stage * Tr::kSmemKVElems, w.k_bh + int64_t(n) * kN * k_rs, k_rs, w.seq_k - n * kN,
+                                 p.head_dim, p.aligned16, w.k_bh, ptid);
+      IO::template load_rows<kN>(sV + stage * Tr::kSmemKVElems, w.v_bh + int64_t(n) * kN * v_rs, v_rs, w.seq_k - n * kN,
+                                 p.head_dim, p.aligned16, w.v_bh, ptid);
       // Misaligned tensors are stored element-wise (st.shared, no cp.async): a plain arrive releases those.
       if (p.aligned16) {
         sm90::cp_async_mbar_arrive(full_bar + 8 * stage);
@@ -96,7 +96,8 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   const int wg = warp >> 2;
   const RowCtx rc = sm90::row_ctx<Tr>(w, warp, g);
   TileIO<sm90::WithThreads<Tr, kConsumers>>::template load<kM>(
-      sQ, [&](int row) -> const E* { return w.row0 + row < w.seq_q ? w.q_bh + (w.row0 + row) * p.q_row_stride : nullptr; },
+      sQ,
+      [&](int row) -> const E* { return w.row0 + row < w.seq_q ? w.q_bh + (w.row0 + row) * p.q_row_stride : nullptr; },
       p.head_dim, p.aligned16, w.q_bh, tid);
   cp_async_commit();
   cp_async_wait<0>();

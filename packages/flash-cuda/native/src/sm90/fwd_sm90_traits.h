@@ -22,7 +22,7 @@ struct FwdSm90Traits {
   // flash_fwd_sm90_kernel.h (every thread loads, two stages, one __syncthreads per key tile).
   static constexpr bool kWarpSpecialized = kWarpSpecialized_;
   static constexpr int kNWarpGroups = kBlockM / 64;
-  static constexpr int kNWarps = 4 * kNWarpGroups;     // the warps that hold query rows (consumers)
+  static constexpr int kNWarps = 4 * kNWarpGroups;  // the warps that hold query rows (consumers)
   static constexpr int kNThreads = kNWarps * 32;
   // + the producer warpgroup: setmaxnreg moves registers between whole warpgroups, so the producer is one
   // (its 4 warps share the loads) and gives up all but kProducerRegs to the consumers' kConsumerRegs
@@ -31,8 +31,8 @@ struct FwdSm90Traits {
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr bool kExtras = false;  // the lean feature set: no ALiBi, softcap, dropout, left window
 
-  static constexpr int kNTiles = kBlockN / 8;   // n8 column groups of S per warp
-  static constexpr int kDTiles = kHeadDim / 8;  // n8 column groups of O per warp
+  static constexpr int kNTiles = kBlockN / 8;    // n8 column groups of S per warp
+  static constexpr int kDTiles = kHeadDim / 8;   // n8 column groups of O per warp
   static constexpr int kKSteps = kHeadDim / 16;  // k16 steps of Q.K^T
   static constexpr int kPSteps = kBlockN / 16;   // k16 steps of P.V
 

@@ -26,9 +26,9 @@ struct CtaWork {
   int seq_q, seq_k;  // this batch's lengths (varlen: from cu_seqlens; seq_k: seqused_k where given)
   int off;           // causal / window alignment offset
   int h, b;
-  int64_t q_start;   // varlen: first packed row of this batch
+  int64_t q_start;  // varlen: first packed row of this batch
   bool varlen;
-  int n_end;         // key tiles [0, n_end) may hold visible keys
+  int n_end;  // key tiles [0, n_end) may hold visible keys
   const E* q_bh;
   const E* k_bh;
   const E* v_bh;
@@ -122,8 +122,8 @@ __device__ __forceinline__ void store_output(const FwdParams& p, const CtaWork<t
                      : w.b * p.lse_batch_stride + w.h * p.lse_head_stride + i] = lse;
   }
   sync();
-  E* o_bh = static_cast<E*>(p.o) + (w.varlen ? w.q_start * p.o_row_stride : w.b * p.o_batch_stride) +
-            w.h * p.o_head_stride;
+  E* o_bh =
+      static_cast<E*>(p.o) + (w.varlen ? w.q_start * p.o_row_stride : w.b * p.o_batch_stride) + w.h * p.o_head_stride;
   TileIO<WithThreads<Tr, kConsumers>>::template store<Tr::kBlockM>(
       sQ, [&](int row) -> E* { return w.row0 + row < w.seq_q ? o_bh + (w.row0 + row) * p.o_row_stride : nullptr; },
       p.head_dim, p.aligned16, tid);
