@@ -21,28 +21,11 @@ export const cudaRuntime = cuda.runtime;
 /** Whether the addon loaded and a device is present; otherwise `reason` says why (what is missing and how to fix it). */
 export const availability = cuda.availability;
 
-export const {
-  allocate,
-  copyDeviceToDevice,
-  copyDeviceToHost,
-  copyDeviceToHostAsync,
-  copyHostToDevice,
-  fill,
-  synchronize,
-  deviceCount,
-  deviceProperties,
-  driverVersion,
-  runtimeVersion,
-  memoryStats,
-  resetPeakMemoryStats,
-  emptyCache,
-  recordStream,
-  currentStream,
-  setCurrentStream,
-  withStream,
-  buildInfo,
-  captureGraph,
-} = cuda;
+// The runtime's functions, bound to this package's addon, by theme.
+export const { allocate, fill, memoryStats, resetPeakMemoryStats, emptyCache, recordStream } = cuda;
+export const { copyDeviceToDevice, copyDeviceToHost, copyDeviceToHostAsync, copyHostToDevice, synchronize } = cuda;
+export const { deviceCount, deviceProperties, driverVersion, runtimeVersion, buildInfo } = cuda;
+export const { currentStream, setCurrentStream, withStream, captureGraph } = cuda;
 
 /** A captured CUDA graph (captureGraph's result): replay(), dispose(), result, replayCount. */
 export type CudaGraph<T = unknown> = GpuGraph<T>;

@@ -3,21 +3,14 @@
 
 export const BWD_PTR_NAMES = ['dout', 'dq', 'dk', 'dv', 'dqAccum', 'dsum'] as const;
 
+// Grouped by meaning, one group per line, as the header's enum.
+// prettier-ignore
 export const BWD_NUM_NAMES = [
-  'doBatchStride',
-  'doHeadStride',
-  'doRowStride',
-  'dqBatchStride',
-  'dqHeadStride',
-  'dqRowStride',
-  'dkBatchStride',
-  'dkHeadStride',
-  'dkRowStride',
-  'dvBatchStride',
-  'dvHeadStride',
-  'dvRowStride',
-  'deterministic',
-  'gradAligned16',
+  'doBatchStride', 'doHeadStride', 'doRowStride',
+  'dqBatchStride', 'dqHeadStride', 'dqRowStride',
+  'dkBatchStride', 'dkHeadStride', 'dkRowStride',
+  'dvBatchStride', 'dvHeadStride', 'dvRowStride',
+  'deterministic', 'gradAligned16',
 ] as const;
 
 export type BwdPtrName = (typeof BWD_PTR_NAMES)[number];

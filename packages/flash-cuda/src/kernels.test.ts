@@ -7,38 +7,18 @@ import {
   normalizeParams,
   randn,
   registerBackend,
-  registerDeviceRuntime,
   type SdpaOptions,
   type SdpaParams,
 } from '@attn/core';
-import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeFakeDeviceRuntime } from '@attn/core/testing';
+import { describe, expect, it } from 'vitest';
 import { NUM } from './abi.js';
 import { flashCudaBackend } from './backend.js';
 import { packArgs } from './forward.js';
 import { FLASH_KERNELS, KERNEL_FAMILY, sm90Declines } from './kernels.js';
+import { FAKE_H100 as H100, FAKE_A100 as A100, useFakeGpus } from './fake-gpus.test-support.js';
 
-const H100: Partial<DeviceProperties> = {
-  name: 'fake H100',
-  arch: 'sm_90',
-  major: 9,
-  minor: 0,
-  sharedMemoryPerBlockOptin: 232448,
-};
-const A100: Partial<DeviceProperties> = {
-  name: 'fake A100',
-  arch: 'sm_80',
-  major: 8,
-  minor: 0,
-  sharedMemoryPerBlockOptin: 166912,
-};
-
-let restore: () => void;
-beforeEach(() => {
-  restore = isolateRegistry({ keepDeviceRuntimes: false });
-  registerDeviceRuntime(makeFakeDeviceRuntime({ devices: [H100, A100] }));
-});
-afterEach(() => restore());
+useFakeGpus(H100, A100);
 
 function params(opts: SdpaOptions = {}, { hq = 4, hk = 4, sq = 256, d = 128, device = 'cuda:0' } = {}): SdpaParams {
   const o = { dtype: 'bfloat16' as const, device: device as 'cuda:0' };

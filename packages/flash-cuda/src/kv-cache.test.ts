@@ -1,33 +1,14 @@
 // Which sdpaKvCache calls 'flash-cuda' takes (fake CUDA devices, no GPU needed) and how the forward
 // after the append kernel is packed: a dense rotated query over the cache read as a paged pool.
-import {
-  type DeviceProperties,
-  normalizeKvCacheParams,
-  randn,
-  registerDeviceRuntime,
-  type SdpaParams,
-  tensor,
-  zeros,
-} from '@attn/core';
-import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { normalizeKvCacheParams, randn, type SdpaParams, tensor, zeros } from '@attn/core';
+import { makeFakeDeviceRuntime } from '@attn/core/testing';
+import { describe, expect, it } from 'vitest';
 import { NUM, PTR } from './abi.js';
 import { packKvCacheArgs } from './kv-cache.js';
 import { FLASH_RULES, kvCacheCapacity } from './rules.js';
+import { FAKE_H100 as H100, useFakeGpus } from './fake-gpus.test-support.js';
 
-const H100: Partial<DeviceProperties> = {
-  name: 'fake H100',
-  arch: 'sm_90',
-  major: 9,
-  minor: 0,
-  sharedMemoryPerBlockOptin: 232448,
-};
-let restore: () => void;
-beforeEach(() => {
-  restore = isolateRegistry({ keepDeviceRuntimes: false });
-  registerDeviceRuntime(makeFakeDeviceRuntime({ devices: [H100] }));
-});
-afterEach(() => restore());
+useFakeGpus(H100);
 
 const dev = { dtype: 'bfloat16' as const, device: 'cuda' as const };
 const i32 = (xs: number[], shape = [xs.length]) => tensor(xs, shape, { dtype: 'int32', device: 'cuda' });

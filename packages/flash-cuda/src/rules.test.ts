@@ -5,39 +5,19 @@ import {
   normalizeParams,
   normalizeVarlenParams,
   randn,
-  registerDeviceRuntime,
   type SdpaOptions,
   type SdpaParams,
   tensor,
 } from '@attn/core';
-import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { makeFakeDeviceRuntime } from '@attn/core/testing';
+import { describe, expect, it } from 'vitest';
 import { NUM, PTR } from './abi.js';
 import { packArgs } from './forward.js';
 import { FLASH_RULES } from './rules.js';
 import { backwardSharedMemory } from './rules-backward.js';
+import { FAKE_H100 as H100, FAKE_T4 as T4, useFakeGpus } from './fake-gpus.test-support.js';
 
-const H100: Partial<DeviceProperties> = {
-  name: 'fake H100',
-  arch: 'sm_90',
-  major: 9,
-  minor: 0,
-  sharedMemoryPerBlockOptin: 232448,
-};
-const T4: Partial<DeviceProperties> = {
-  name: 'fake T4',
-  arch: 'sm_75',
-  major: 7,
-  minor: 5,
-  sharedMemoryPerBlockOptin: 65536,
-};
-
-let restore: () => void;
-beforeEach(() => {
-  restore = isolateRegistry({ keepDeviceRuntimes: false });
-  registerDeviceRuntime(makeFakeDeviceRuntime({ devices: [H100, T4] }));
-});
-afterEach(() => restore());
+useFakeGpus(H100, T4);
 
 const DEV = { sm90: 'cuda:0', sm75: 'cuda:1' } as const;
 

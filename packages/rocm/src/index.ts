@@ -51,27 +51,10 @@ export const rocmAvailability = rocm.availability;
 
 // The runtime's functions, bound to this package's addon. currentStream(i) is the device's current
 // hipStream_t as an integer: the ROCm backends launch on it.
-export const {
-  allocate,
-  copyDeviceToDevice,
-  copyDeviceToHost,
-  copyDeviceToHostAsync,
-  copyHostToDevice,
-  fill,
-  synchronize,
-  deviceCount,
-  deviceProperties,
-  driverVersion,
-  runtimeVersion,
-  memoryStats,
-  resetPeakMemoryStats,
-  emptyCache,
-  recordStream,
-  currentStream,
-  setCurrentStream,
-  withStream,
-  buildInfo,
-} = rocm;
+export const { allocate, fill, memoryStats, resetPeakMemoryStats, emptyCache, recordStream } = rocm;
+export const { copyDeviceToDevice, copyDeviceToHost, copyDeviceToHostAsync, copyHostToDevice, synchronize } = rocm;
+export const { deviceCount, deviceProperties, driverVersion, runtimeVersion, buildInfo } = rocm;
+export const { currentStream, setCurrentStream, withStream } = rocm;
 
 /** How the runtime addon was built (platform, archs, compiler, HIP versions), or why it did not load. */
 export const rocmBuildInfo = rocm.buildInfo;

@@ -11,6 +11,9 @@ import { memoryIO } from './io.js';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, main } from './program.js';
 import { cpuInfo } from './runtime/cpu-info.js';
 
+/** A command line's words (none of them has a space). */
+const words = (line: string): string[] => line.split(' ');
+
 async function attn(...argv: string[]) {
   const io = memoryIO();
   const code = await main(argv, io);
@@ -104,19 +107,7 @@ describe('attn explain', () => {
   });
 
   it('prints the report as JSON', async () => {
-    const r = await attn(
-      'explain',
-      '--shape',
-      '2,4,8,16',
-      '--kv-heads',
-      '2',
-      '--gqa',
-      '--seq-k',
-      '24',
-      '--device',
-      'cpu',
-      '--json',
-    );
+    const r = await attn(...words('explain --shape 2,4,8,16 --kv-heads 2 --gqa --seq-k 24 --device cpu --json'));
     expect(r.code).toBe(EXIT_OK);
     const { problem, report } = JSON.parse(r.out);
     expect(problem).toMatchObject({ batch: 2, headsQ: 4, headsKV: 2, seqQ: 8, seqK: 24, enableGqa: true });
@@ -145,20 +136,7 @@ describe('attn explain', () => {
 
 describe('attn run', () => {
   it('prints backend, reasons, time, rate and error against the reference', async () => {
-    const r = await attn(
-      'run',
-      '--shape',
-      '1,2,32,16',
-      '--device',
-      'cpu',
-      '--dtype',
-      'float32',
-      '--causal',
-      '--repeat',
-      '3',
-      '--warmup',
-      '1',
-    );
+    const r = await attn(...words('run --shape 1,2,32,16 --device cpu --dtype float32 --causal --repeat 3 --warmup 1'));
     expect(r.code).toBe(EXIT_OK);
     expect(r.out).toMatch(/test-picky.*rejected/);
     expect(r.out).toMatch(/^backend\s+cpu-(math|flash)$/m);
@@ -169,20 +147,7 @@ describe('attn run', () => {
   });
 
   it('reports JSON with the FLOP count and errors; backward modes check gradients', async () => {
-    const r = await attn(
-      'run',
-      '--shape',
-      '1,2,16,8',
-      '--device',
-      'cpu',
-      '--mode',
-      'fwdbwd',
-      '--repeat',
-      '2',
-      '--warmup',
-      '0',
-      '--json',
-    );
+    const r = await attn(...words('run --shape 1,2,16,8 --device cpu --mode fwdbwd --repeat 2 --warmup 0 --json'));
     expect(r.code).toBe(EXIT_OK);
     const res = JSON.parse(r.out);
     expect(res.backend).toMatch(/^cpu-(math|flash)$/);
@@ -255,24 +220,9 @@ describe('attn bench (CPU smoke run)', () => {
     const plot = join(dir, 'bench.svg');
     // No --backends: every available CPU backend, including test-picky, which declines float32.
     const r = await attn(
-      'bench',
-      '--device',
-      'cpu',
-      '--seq',
-      '16,32',
-      '--dim',
-      '16',
-      '--tokens',
-      '32',
-      '--hidden',
-      '32',
-      '--mode',
-      'fwd,fwdbwd',
-      '--repeat',
-      '2',
-      '--warmup',
-      '0',
-      '--json',
+      ...words(
+        'bench --device cpu --seq 16,32 --dim 16 --tokens 32 --hidden 32 --mode fwd,fwdbwd --repeat 2 --warmup 0 --json',
+      ),
       json,
       '--plot',
       plot,
@@ -317,23 +267,9 @@ describe('attn bench (CPU smoke run)', () => {
     for (const flag of ['--plot', '--json']) {
       const path = join(dir, 'missing', flag === '--plot' ? 'x.svg' : 'x.json');
       const r = await attn(
-        'bench',
-        '--device',
-        'cpu',
-        '--backends',
-        'cpu-math',
-        '--seq',
-        '16',
-        '--dim',
-        '16',
-        '--tokens',
-        '16',
-        '--hidden',
-        '16',
-        '--repeat',
-        '1',
-        '--warmup',
-        '0',
+        ...words(
+          'bench --device cpu --backends cpu-math --seq 16 --dim 16 --tokens 16 --hidden 16 --repeat 1 --warmup 0',
+        ),
         flag,
         path,
       );
@@ -345,25 +281,9 @@ describe('attn bench (CPU smoke run)', () => {
 
   it('marks unsupported backends with their reason and still runs the others', async () => {
     const r = await attn(
-      'bench',
-      '--device',
-      'cpu',
-      '--backends',
-      'test-picky,cpu-math',
-      '--seq',
-      '16',
-      '--dim',
-      '16',
-      '--tokens',
-      '16',
-      '--hidden',
-      '16',
-      '--causal',
-      '--repeat',
-      '1',
-      '--warmup',
-      '0',
-      '--quiet',
+      ...words(
+        'bench --device cpu --backends test-picky,cpu-math --seq 16 --dim 16 --tokens 16 --hidden 16 --causal --repeat 1 --warmup 0 --quiet',
+      ),
     );
     expect(r.code).toBe(EXIT_OK);
     expect(r.err).toBe('');
@@ -374,28 +294,9 @@ describe('attn bench (CPU smoke run)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-kernel-'));
     const json = join(dir, 'k.json');
     const r = await attn(
-      'bench',
-      '--device',
-      'cpu',
-      '--kernel',
-      'portable',
-      '--seq',
-      '16',
-      '--dim',
-      '16',
-      '--tokens',
-      '16',
-      '--hidden',
-      '16',
-      '--non-causal',
-      '--repeat',
-      '1',
-      '--warmup',
-      '0',
-      '--warmup-ms',
-      '0',
-      '--quiet',
-      '--json',
+      ...words(
+        'bench --device cpu --kernel portable --seq 16 --dim 16 --tokens 16 --hidden 16 --non-causal --repeat 1 --warmup 0 --warmup-ms 0 --quiet --json',
+      ),
       json,
     );
     expect(r.code).toBe(EXIT_OK);
@@ -416,34 +317,9 @@ describe('attn bench (CPU smoke run)', () => {
     let r: Awaited<ReturnType<typeof attn>>;
     try {
       r = await attn(
-        'bench',
-        '--device',
-        'cpu',
-        '--backends',
-        'cpu-math',
-        '--seq',
-        '16',
-        '--dim',
-        '16',
-        '--tokens',
-        '16',
-        '--hidden',
-        '16',
-        '--non-causal',
-        '--threads',
-        '3',
-        '--repeat',
-        '1',
-        '--warmup',
-        '0',
-        '--warmup-ms',
-        '0',
-        '--compare',
-        'torch',
-        '--torch-backends',
-        'math',
-        '--quiet',
-        '--json',
+        ...words(
+          'bench --device cpu --backends cpu-math --seq 16 --dim 16 --tokens 16 --hidden 16 --non-causal --threads 3 --repeat 1 --warmup 0 --warmup-ms 0 --compare torch --torch-backends math --quiet --json',
+        ),
         json,
       );
     } finally {
@@ -474,32 +350,9 @@ describe('attn bench (CPU smoke run)', () => {
       const dir = mkdtempSync(join(tmpdir(), 'attn-bench-paths-'));
       const json = join(dir, 'p.json');
       const r = await attn(
-        'bench',
-        '--device',
-        'cpu',
-        '--kernel',
-        'portable',
-        '--dtype',
-        'bfloat16',
-        '--seq',
-        '16',
-        '--dim',
-        '16',
-        '--tokens',
-        '16',
-        '--hidden',
-        '16',
-        '--non-causal',
-        '--threads',
-        '2',
-        '--repeat',
-        '1',
-        '--warmup',
-        '0',
-        '--warmup-ms',
-        '0',
-        '--quiet',
-        '--json',
+        ...words(
+          'bench --device cpu --kernel portable --dtype bfloat16 --seq 16 --dim 16 --tokens 16 --hidden 16 --non-causal --threads 2 --repeat 1 --warmup 0 --warmup-ms 0 --quiet --json',
+        ),
         json,
       );
       expect(r.code).toBe(EXIT_OK);
@@ -567,19 +420,7 @@ describe('attn bench (CPU smoke run)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
     const json = join(dir, 'o.json');
     const r = await attn(
-      'bench',
-      '--device',
-      'cpu',
-      '--backends',
-      'cpu-math',
-      '--overhead',
-      '--non-causal',
-      '--repeat',
-      '2',
-      '--warmup',
-      '0',
-      '--quiet',
-      '--json',
+      ...words('bench --device cpu --backends cpu-math --overhead --non-causal --repeat 2 --warmup 0 --quiet --json'),
       json,
     );
     expect(r.code).toBe(EXIT_OK);
@@ -592,23 +433,9 @@ describe('attn bench (CPU smoke run)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
     const json = join(dir, 'v.json');
     const r = await attn(
-      'bench',
-      '--device',
-      'cpu',
-      '--backends',
-      'cpu-math',
-      '--overhead',
-      '--varlen',
-      '--out',
-      '--non-causal',
-      '--repeat',
-      '2',
-      '--warmup',
-      '0',
-      '--warmup-ms',
-      '0',
-      '--quiet',
-      '--json',
+      ...words(
+        'bench --device cpu --backends cpu-math --overhead --varlen --out --non-causal --repeat 2 --warmup 0 --warmup-ms 0 --quiet --json',
+      ),
       json,
     );
     expect(r.code).toBe(EXIT_OK);
