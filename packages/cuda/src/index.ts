@@ -23,6 +23,8 @@ export const availability = cuda.availability;
 
 export const {
   allocate,
+  allocatorApi,
+  adoptBlock,
   copyDeviceToDevice,
   copyDeviceToHost,
   copyDeviceToHostAsync,

@@ -47,6 +47,7 @@ export const CONFIGS = [
   [64, 'lean', 128, 64, 4, true],
   [128, 'lean', 128, 64, 4, false],
   [256, 'lean', 128, 64, 8, false],
+  [64, 'lean_small', 64, 128, 4, false],
   [128, 'lean_small', 64, 128, 4, false],
 ];
 /**
