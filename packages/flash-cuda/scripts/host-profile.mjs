@@ -69,5 +69,9 @@ const json = process.argv.indexOf('--json');
 if (json > 0)
   writeFileSync(
     process.argv[json + 1],
-    JSON.stringify({ perCallUs: perCall, calls: CALLS, top: top.map(([key, c]) => ({ key, share: c / total })) }, null, 1),
+    JSON.stringify(
+      { perCallUs: perCall, calls: CALLS, top: top.map(([key, c]) => ({ key, share: c / total })) },
+      null,
+      1,
+    ),
   );

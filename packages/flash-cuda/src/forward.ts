@@ -238,6 +238,20 @@ export function cachedPlan(a: FlashAddon, ptrs: BigUint64Array, nums: Float64Arr
 const callArgs = argArrays();
 
 export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardOutputs {
+  return runFlashForward(p, opts, true) as ForwardOutputs;
+}
+
+/** The attention output alone (sdpa()'s call): the logsumexp is written to scratch, freed once the kernels are queued. */
+export function flashForwardOut(p: SdpaParams): Tensor {
+  return runFlashForward(p, {}, false).out;
+}
+
+/** A forward call; keepLse false: the logsumexp is not returned (null), its memory freed stream-ordered. */
+function runFlashForward(
+  p: SdpaParams,
+  opts: FlashOverrides,
+  keepLse: boolean,
+): { out: Tensor; logsumexp: Tensor | null } {
   const a = requireAddon();
   const device = p.device;
   const facts = factsOf(device.index);
@@ -248,7 +262,7 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
   const totalQ = varlen ? p.query.shape[0]! : 0;
   const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
   if (!p.capturing && rows > 0) {
-    const outputs = forwardAllocating(a, p, ptrs, nums, plan, rows, totalQ);
+    const outputs = forwardAllocating(a, p, ptrs, nums, plan, rows, totalQ, keepLse);
     if (outputs) return outputs;
     nums[NUM.allocate] = 0; // the allocator had nothing to give: allocate below, where a failure says why
   }
@@ -278,6 +292,10 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
     // queued after the kernels on the same stream.
     for (const t of scratch) t.dispose();
   }
+  if (!keepLse) {
+    lse.dispose(); // stream-ordered, as the partials
+    return { out, logsumexp: null };
+  }
   return { out, logsumexp: lse };
 }
 
@@ -295,8 +313,8 @@ let allocatorAttached = false;
 /**
  * The one-call path: the addon allocates out (unless the call gave one), lse and the split partials from
  * @attn/cuda's caching allocator, launches, and frees the partials, in one N-API call; out and lse come back
- * as addresses, adopted here into @attn/cuda storages. null when the allocator had nothing to give (nothing
- * launched, nothing held).
+ * as addresses, adopted here into @attn/cuda storages (keepLse false: lse is scratch, freed by the addon
+ * like the partials). null when the allocator had nothing to give (nothing launched, nothing held).
  */
 function forwardAllocating(
   a: FlashAddon,
@@ -306,7 +324,8 @@ function forwardAllocating(
   plan: FlashPlan,
   rows: number,
   totalQ: number,
-): ForwardOutputs | null {
+  keepLse: boolean,
+): { out: Tensor; logsumexp: Tensor | null } | null {
   if (!allocatorAttached) {
     try {
       a.useAllocator(allocatorApi());
@@ -337,7 +356,7 @@ function forwardAllocating(
   ptrs[PTR.k] = p.key.dataPointer();
   ptrs[PTR.v] = p.value.dataPointer();
   ptrs[PTR.out] = given ? given.dataPointer() : 0n;
-  let bits = ALLOC.lse | (given ? 0 : ALLOC.out);
+  let bits = (keepLse ? ALLOC.lse : ALLOC.lseScratch) | (given ? 0 : ALLOC.out);
   nums[NUM.outBytes] = given ? 0 : outBytes;
   nums[NUM.lseBytes] = rows * 4;
   if (plan.numSplits > 1) {
@@ -357,6 +376,7 @@ function forwardAllocating(
   if (!launched) return null;
   const index = p.device.index;
   const out = given ?? new Tensor({ storage: adoptBlock(ptrs[PTR.out]!, outBytes, index), dtype: p.dtype, shape });
+  if (!keepLse) return { out, logsumexp: null };
   const lse = new Tensor({
     storage: adoptBlock(ptrs[PTR.lse]!, rows * 4, index),
     dtype: 'float32',

@@ -7,6 +7,7 @@ import {
   empty,
   normalizeParams,
   randn,
+  sdpa,
   sdpaForward,
   sdpaVarlen,
   type SdpaOptions,
@@ -188,6 +189,18 @@ describeWhereRunnable('flash-cuda on a GPU', av.ok ? null : av.reason, () => {
     expect(memoryStats(0).activeBlocks).toBe(before.activeBlocks);
     one.out.dispose();
     one.logsumexp.dispose();
+  });
+
+  it('sdpa() keeps only out: the logsumexp is scratch, freed once the kernels are queued', () => {
+    const [q, k, v] = inputs(1, 2, 2, 16, 700, 64);
+    const full = sdpaForward(q, k, v, { backends: ['flash-cuda'] });
+    for (let i = 0; i < 3; i++) sdpa(q, k, v, { backends: ['flash-cuda'] }).dispose();
+    const before = memoryStats(0);
+    const out = sdpa(q, k, v, { backends: ['flash-cuda'] });
+    expect(memoryStats(0).activeBlocks).toBe(before.activeBlocks + 1);
+    expect(maxDiff(full.out.toFloat64Array(), out.toFloat64Array())).toBe(0);
+    out.dispose();
+    expect(memoryStats(0).activeBlocks).toBe(before.activeBlocks);
   });
 
   it('the addon re-checks its arguments and throws (never aborts)', () => {

@@ -33,6 +33,7 @@ enum Num : int {
 };
 // clang-format on
 
-enum Alloc : int { kAllocOut = 1, kAllocLse = 2, kAllocPartials = 4 };
+// kAllocLseScratch: lse is allocated and freed again once the kernels are queued (the caller keeps only out).
+enum Alloc : int { kAllocOut = 1, kAllocLse = 2, kAllocPartials = 4, kAllocLseScratch = 8 };
 
 }  // namespace attn::flash::abi

@@ -65,11 +65,13 @@ bool forward_with_outputs(uint64_t* ptrs, const double* nums) {
     forward(ptrs, nums);
     return true;
   }
-  if (!(mask_value >= 1 && mask_value <= 7) || mask_value != std::floor(mask_value))
-    throw std::invalid_argument("flash-cuda: the allocation bits must be an integer in [0, 7]");
+  if (!(mask_value >= 1 && mask_value <= 15) || mask_value != std::floor(mask_value))
+    throw std::invalid_argument("flash-cuda: the allocation bits must be an integer in [0, 15]");
   if (g_allocator == nullptr)
     throw std::invalid_argument("flash-cuda: forward was asked to allocate before useAllocator()");
   const int mask = static_cast<int>(mask_value);
+  if ((mask & kAllocLse) && (mask & kAllocLseScratch))
+    throw std::invalid_argument("flash-cuda: lse is either kept or scratch, not both");
   const double device_value = nums[kDevice];
   if (!(device_value >= 0 && device_value <= 1023) || device_value != std::floor(device_value))
     throw std::invalid_argument("flash-cuda: device index must be an integer in [0, 1023]");
@@ -83,7 +85,7 @@ bool forward_with_outputs(uint64_t* ptrs, const double* nums) {
   void* lse = nullptr;
   void* partials = nullptr;
   if ((mask & kAllocOut) && (out = held.take(nums[kOutBytes], stream)) == nullptr) return false;
-  if ((mask & kAllocLse) && (lse = held.take(nums[kLseBytes], stream)) == nullptr) return false;
+  if ((mask & (kAllocLse | kAllocLseScratch)) && (lse = held.take(nums[kLseBytes], stream)) == nullptr) return false;
   if ((mask & kAllocPartials) && (partials = held.take(nums[kAccumBytes], stream)) == nullptr) return false;
   // The plan chose 16-byte accesses from the other tensors (kAligned16); the allocator's blocks start on its
   // size-class boundaries (>= 512 bytes), so a fresh out never breaks that.
@@ -100,9 +102,10 @@ bool forward_with_outputs(uint64_t* ptrs, const double* nums) {
     ptrs[kLseAccum] = reinterpret_cast<uint64_t>(partials) + static_cast<uint64_t>(offset);
   }
   forward(ptrs, nums);  // throws: held frees out, lse and the partials (nothing was queued)
-  // The partials return to the cache now: stream-ordered, reused only by work queued after the kernels.
+  // The partials (and a scratch lse) return to the cache now: stream-ordered, reused only by work queued
+  // after the kernels.
   if (out != nullptr) held.release(out);
-  if (lse != nullptr) held.release(lse);
+  if (mask & kAllocLse) held.release(lse);
   return true;
 }
 
