@@ -1,9 +1,11 @@
 #!/usr/bin/env node
-// Device time of one small attention call, per tile configuration: L calls (each on its own K/V) captured
-// into one CUDA graph with flashForward and a forced kernel (split-KV off), events around STEPS replays;
-// per call = per replay / L. A replay queues the L kernels back to back, so this is the kernel's latency
-// plus the graph's per-node cost, without the host. The default plan's pick is timed too ('auto').
-// graph_bench_torch.py is the torch twin for the decode-like shape (Sq 1).
+// Device time of one attention call, per tile configuration: L calls (the small shapes each on its own K/V)
+// captured into one CUDA graph with flashForward and a forced kernel (the plan's split count for it), events
+// around STEPS replays; per call = per replay / L. A replay queues the kernels back to back, so this is the
+// kernels' latency plus the graph's per-node cost, without the host. The default plan's pick is timed too
+// ('auto'). tiny_bench_torch.py is the torch twin of the small shapes. The D 64 decode shape (its K/V filled
+// on the device, one set shared by the calls: 134 MB, past the L2) tells whether a short-query tile that
+// helps small calls costs decode anything.
 //
 //   node packages/flash-cuda/scripts/tiny-bench.mjs [--json out.json]
 import { writeFileSync } from 'node:fs';
@@ -14,8 +16,9 @@ import { flashCudaBackend, flashForward, planFor } from '@attn/flash-cuda';
 const L = 32;
 const STEPS = 200;
 const SHAPES = [
-  { name: 'decode-like', B: 1, H: 1, Sq: 1, Sk: 16, D: 64 },
-  { name: 'tiny', B: 1, H: 1, Sq: 16, Sk: 16, D: 64 },
+  { name: 'decode-like', B: 1, H: 1, Hk: 1, Sq: 1, Sk: 16, D: 64 },
+  { name: 'tiny', B: 1, H: 1, Hk: 1, Sq: 16, Sk: 16, D: 64 },
+  { name: 'decode-d64', B: 8, H: 32, Hk: 8, Sq: 1, Sk: 8192, D: 64, shared: true },
 ];
 const o = { dtype: 'bfloat16', device: 'cuda' };
 const start = new cuda.Event();
@@ -35,17 +38,26 @@ const names = flashCudaBackend.buildInfo().kernelNames.filter((n) => n.startsWit
 const rows = [];
 for (const s of SHAPES) {
   const q = core.randn([s.B, s.H, s.Sq, s.D], { ...o, seed: 1 });
+  const filled = () => {
+    const t = core.empty([s.B, s.Hk, s.Sk, s.D], o);
+    cuda.fill(t.storage, 0, t.storage.bytes, 0x3c); // bf16 0x3c3c: 0.0115, finite
+    return t;
+  };
+  const shared = s.shared ? [filled(), filled()] : null;
   const layers = Array.from({ length: L }, (_, l) => {
-    const k = core.randn([s.B, s.H, s.Sk, s.D], { ...o, seed: 10 + l });
-    const v = core.randn([s.B, s.H, s.Sk, s.D], { ...o, seed: 100 + l });
-    return core.normalizeParams(q, k, v);
+    const [k, v] = shared ?? [
+      core.randn([s.B, s.Hk, s.Sk, s.D], { ...o, seed: 10 + l }),
+      core.randn([s.B, s.Hk, s.Sk, s.D], { ...o, seed: 100 + l }),
+    ];
+    return core.normalizeParams(q, k, v, { enableGqa: s.H !== s.Hk });
   });
   for (const kernel of ['auto', ...names]) {
-    const opts = kernel === 'auto' ? {} : { kernel, numSplits: 1 };
+    const opts = kernel === 'auto' ? {} : { kernel };
     let us;
     let picked = kernel;
     try {
-      if (kernel === 'auto') picked = planFor(layers[0]).kernel;
+      const plan = planFor(layers[0], opts);
+      picked = `${plan.kernel} x${plan.numSplits}`;
       const graph = cuda.captureGraph(() => layers.map((p) => flashForward(p, opts)));
       us = replayUs(graph);
       graph.dispose();
@@ -58,7 +70,7 @@ for (const s of SHAPES) {
       continue;
     }
     rows.push({ shape: s, kernel, picked, graphUsPerCall: us });
-    console.log(`${s.name.padEnd(11)} ${kernel.padEnd(20)} ${picked.padEnd(20)} graph ${us.toFixed(2)} us/call`);
+    console.log(`${s.name.padEnd(11)} ${kernel.padEnd(20)} ${picked.padEnd(24)} graph ${us.toFixed(2)} us/call`);
   }
 }
 const props = cuda.deviceProperties(0);
