@@ -94,6 +94,12 @@ export interface Backend {
   /** The kernel families the `kernel` option may name; absent or empty: the backend has no choosable kernel. */
   readonly kernels?: readonly KernelChoice[];
   forward(params: SdpaParams): ForwardOutputs;
+  /**
+   * The attention output alone, for sdpa(), which returns nothing else: a backend that can skip making
+   * the logsumexp a tensor (its kernel writes it to scratch) saves that per call. Absent: core calls
+   * forward() and disposes the logsumexp.
+   */
+  forwardOut?(params: SdpaParams): Tensor;
   /** Off the event loop where the backend can; core falls back to forward() otherwise. */
   forwardAsync?(params: SdpaParams): Promise<ForwardOutputs>;
   backward?(params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients;

@@ -51,19 +51,26 @@ export function checkForwardOutputs(backend: string, p: SdpaParams, o: ForwardOu
       `Backend '${backend}' forward returned ${String(o)} instead of { out, logsumexp }.`,
     );
   }
-  if (p.out && o.out !== p.out) {
+  checkForwardOut(backend, p, o.out);
+  if (p.varlen) {
+    expectTensor(backend, 'logsumexp', o.logsumexp, [p.headsQ, p.query.shape[0]!], 'float32', p);
+  } else {
+    expectTensor(backend, 'logsumexp', o.logsumexp, [p.batch, p.headsQ, p.seqQ], 'float32', p);
+  }
+}
+
+/** out [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv]) in the query dtype, and the call's out where it gave one. */
+export function checkForwardOut(backend: string, p: SdpaParams, out: Tensor): void {
+  if (p.out && out !== p.out) {
     throw new AttnError(
       'ATTN_BACKEND_OUTPUT',
       `Backend '${backend}' did not write into the call's out tensor (it returned another). This is a bug in that backend: it must write into params.out (forwardOutput), or decline calls with out by a rule.`,
     );
   }
   if (p.varlen) {
-    const totalQ = p.query.shape[0]!;
-    expectTensor(backend, 'out', o.out, [totalQ, p.headsQ, p.headDimV], p.dtype, p);
-    expectTensor(backend, 'logsumexp', o.logsumexp, [p.headsQ, totalQ], 'float32', p);
+    expectTensor(backend, 'out', out, [p.query.shape[0]!, p.headsQ, p.headDimV], p.dtype, p);
   } else {
-    expectTensor(backend, 'out', o.out, [p.batch, p.headsQ, p.seqQ, p.headDimV], p.dtype, p);
-    expectTensor(backend, 'logsumexp', o.logsumexp, [p.batch, p.headsQ, p.seqQ], 'float32', p);
+    expectTensor(backend, 'out', out, [p.batch, p.headsQ, p.seqQ, p.headDimV], p.dtype, p);
   }
 }
 

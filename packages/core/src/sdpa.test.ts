@@ -243,3 +243,35 @@ describe('explain', () => {
     expect(() => explain(q, k, zeros([2, 3, 6, 6]))).toThrow(expect.objectContaining({ code: 'ATTN_SEQ_LEN' }));
   });
 });
+
+describe('sdpa and forwardOut', () => {
+  const q = () => full([1, 2, 3, 4], 0.5);
+
+  it("runs a backend's forwardOut where it has one, and checks what it returns", () => {
+    const b = makeFakeBackend('with-out', { forward: () => expect.unreachable('forward ran instead of forwardOut') });
+    let outCalls = 0;
+    registerBackend({ ...b, forwardOut: (p) => (outCalls++, marked(7)(p).out) });
+    const out = sdpa(q(), q(), q());
+    expect(outCalls).toBe(1);
+    expect([...out.toFloat64Array()].every((x) => x === 7)).toBe(true);
+    unregisterBackend('with-out');
+    registerBackend({ ...b, forwardOut: () => full([1, 2, 3, 5], 0) });
+    expect(() => sdpa(q(), q(), q())).toThrow(expect.objectContaining({ code: 'ATTN_BACKEND_OUTPUT' }));
+  });
+
+  it('falls back to forward for backends without forwardOut, disposing the logsumexp', () => {
+    let lse: ReturnType<typeof full> | undefined;
+    registerBackend(
+      makeFakeBackend('plain', {
+        forward: (p) => {
+          const o = marked(3)(p);
+          lse = o.logsumexp;
+          return o;
+        },
+      }),
+    );
+    const out = sdpa(q(), q(), q());
+    expect(out.toFloat64Array()[0]).toBe(3);
+    expect(lse!.disposed).toBe(true);
+  });
+});

@@ -1,6 +1,6 @@
 // The dense entry points: validate, select, run, check what came back.
 import type { ForwardOutputs, Gradients } from './backend.js';
-import { checkForwardOutputs, checkGradients } from './check-outputs.js';
+import { checkForwardOut, checkForwardOutputs, checkGradients } from './check-outputs.js';
 import { deviceToString, sameDevice } from './device-parse.js';
 import { AttnInputError } from './errors.js';
 import { type ForwardResult, forwardRecordOf, recordForward } from './forward-record.js';
@@ -45,14 +45,29 @@ export async function runForwardAsync(call: NormalizedCall): Promise<ForwardResu
   return forwardResult(call, backend.name, outputs);
 }
 
+/**
+ * Selects and runs forward for the output alone (sdpa's call): the backend's forwardOut where it has one,
+ * else forward() with the logsumexp disposed at once. Only out leaves, so nothing can reach the logsumexp:
+ * its memory goes back to the allocator now, not when the garbage collector finds it (a loop of sdpa calls
+ * otherwise grows the device pool by one block per call until a collection).
+ */
+export function runForwardOut(call: NormalizedCall): Tensor {
+  const backend = requireBackend(call.params, resolveRestriction(call.backends), call.cached);
+  if (call.params.capturing) noteCaptureUse(call.params.device, callTensors(call.params));
+  if (backend.forwardOut) {
+    const out = backend.forwardOut(call.params);
+    checkForwardOut(backend.name, call.params, out);
+    return out;
+  }
+  const outputs = backend.forward(call.params);
+  checkForwardOutputs(backend.name, call.params, outputs);
+  outputs.logsumexp.dispose();
+  return outputs.out;
+}
+
 /** Attention output [B, Hq, Sq, Dv]. */
 export function sdpa(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): Tensor {
-  const r = runForward(normalizeCall(query, key, value, opts));
-  // Only out leaves this function, so nothing can reach the logsumexp: its memory goes back to the
-  // allocator now, not when the garbage collector finds it (a loop of sdpa calls otherwise grows the
-  // device pool by one block per call until a collection, and pays a fresh allocation each time).
-  r.logsumexp.dispose();
-  return r.out;
+  return runForwardOut(normalizeCall(query, key, value, opts));
 }
 
 /** Output, logsumexp, rng state and the backend that ran: everything sdpaBackward needs. */

@@ -48,6 +48,8 @@ export interface NativeBinding {
 
   allocate(device: number, bytes: number): bigint;
   free(device: number, pointer: bigint): void;
+  /** The address of the allocator's C table (native/include/attn/allocator_api.h), for kernel addons. */
+  allocatorApi(): bigint;
   recordStream(device: number, pointer: bigint, stream: bigint): void;
   memoryStats(device: number): MemoryStats;
   resetPeakMemoryStats(device: number): void;
@@ -111,6 +113,7 @@ export const BINDING_FUNCTIONS: readonly (keyof NativeBinding)[] = [
   'buildInfo',
   'allocate',
   'free',
+  'allocatorApi',
   'recordStream',
   'memoryStats',
   'resetPeakMemoryStats',

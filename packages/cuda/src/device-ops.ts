@@ -12,6 +12,17 @@ import { checkByteCount, checkByteValue, checkHostBytes, checkRange } from './va
 
 export interface DeviceOps {
   allocate(bytes: number, index?: number): GpuStorage;
+  /**
+   * The address of the caching allocator's C table (attn/allocator_api.h), for kernel addons that
+   * allocate their outputs and launch in one call. Blocks they get from it are adopted with adoptBlock.
+   */
+  allocatorApi(): bigint;
+  /**
+   * Takes ownership of a block of `bytes` bytes that a kernel addon got from allocatorApi's table on
+   * device `index` (outside graph capture, where the table gives nothing): the storage frees it on
+   * dispose() or by its finalizer, as one from allocate().
+   */
+  adoptBlock(pointer: bigint, bytes: number, index: number): GpuStorage;
   copyHostToDevice(dst: DeviceStorage, dstOffsetBytes: number, src: Uint8Array): void;
   copyDeviceToHost(src: DeviceStorage, srcOffsetBytes: number, dst: Uint8Array): void;
   /**
@@ -75,6 +86,14 @@ export function createDeviceOps(
       const storage = new GpuStorage(addon, platform.type, index, pointer, bytes);
       state?.allocated.push(storage);
       return storage;
+    },
+
+    allocatorApi() {
+      return callNative(() => native.require().allocatorApi());
+    },
+
+    adoptBlock(pointer, bytes, index) {
+      return new GpuStorage(native.require(), platform.type, index, pointer, bytes);
     },
 
     copyHostToDevice(dst, dstOffsetBytes, src) {

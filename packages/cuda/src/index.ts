@@ -22,10 +22,10 @@ export const cudaRuntime = cuda.runtime;
 export const availability = cuda.availability;
 
 // The runtime's functions, bound to this package's addon, by theme.
-export const { allocate, fill, memoryStats, resetPeakMemoryStats, emptyCache, recordStream } = cuda;
+export const { allocate, allocatorApi, adoptBlock, fill, memoryStats, resetPeakMemoryStats, emptyCache } = cuda;
 export const { copyDeviceToDevice, copyDeviceToHost, copyDeviceToHostAsync, copyHostToDevice, synchronize } = cuda;
 export const { deviceCount, deviceProperties, driverVersion, runtimeVersion, buildInfo } = cuda;
-export const { currentStream, setCurrentStream, withStream, captureGraph } = cuda;
+export const { currentStream, setCurrentStream, withStream, recordStream, captureGraph } = cuda;
 
 /** A captured CUDA graph (captureGraph's result): replay(), dispose(), result, replayCount. */
 export type CudaGraph<T = unknown> = GpuGraph<T>;

@@ -57,6 +57,19 @@ describe('tensors on a simulated device', () => {
 });
 
 describe('storage lifetime on a simulated device', () => {
+  it('adopts a block a kernel addon allocated: dispose frees it once', () => {
+    // The addon's allocate stands in for the C table (attn/allocator_api.h): same allocator, same blocks.
+    const pointer = fake.allocate(1, 96);
+    const s = cuda.adoptBlock(pointer, 96, 1);
+    expect(s.device).toEqual({ type: 'cuda', index: 1 });
+    expect(s.pointer).toBe(pointer);
+    expect(cuda.isCudaStorage(s)).toBe(true);
+    s.dispose();
+    expect(fake.blocks.has(pointer)).toBe(false);
+    s.dispose(); // twice is a no-op
+    expect(() => s.pointer).toThrow(DisposedError);
+  });
+
   it('frees once, then every use is DisposedError', () => {
     const s = cuda.allocate(16);
     const ptr = s.pointer;

@@ -128,6 +128,8 @@ export function makeFakeAddon(deviceCount = 1): FakeAddon {
       if (!blocks.delete(ptr)) fail('ATTN_BAD_POINTER', `free: 0x${ptr.toString(16)} is not a live block`);
       stats.freeRequests++;
     },
+    // No C table: a simulated runtime serves no kernel addon.
+    allocatorApi: () => 0n,
     recordStream: (_d, ptr, s) => {
       stream(s);
       if (!blocks.has(ptr)) fail('ATTN_BAD_POINTER', 'recordStream: not a live block');

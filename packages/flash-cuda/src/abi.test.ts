@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { NUM_NAMES, PTR_NAMES } from './abi.js';
+import { ALLOC, NUM_NAMES, PTR_NAMES } from './abi.js';
 import { BWD_NUM_NAMES, BWD_PTR_NAMES } from './bwd-abi.js';
 import { BWD_SMEM_BYTES } from './rules-backward.js';
 import { PACKAGE_ROOT } from './native.js';
@@ -26,6 +26,16 @@ describe('abi', () => {
   });
   it('lists the same number slots as native/src/abi.h', () => {
     expect(enumNames(header, 'Num')).toEqual([...NUM_NAMES]);
+  });
+  it('has the allocation bits of native/src/abi.h', () => {
+    const m = /enum Alloc : int \{([^}]*)\}/.exec(header);
+    const bits = Object.fromEntries(
+      m![1]!.split(',').map((e) => {
+        const [name, value] = e.split('=').map((x) => x.trim());
+        return [name!.slice(6, 7).toLowerCase() + name!.slice(7), Number(value)];
+      }),
+    );
+    expect(bits).toEqual({ ...ALLOC });
   });
 });
 

@@ -23,7 +23,11 @@ export const NUM_NAMES = [
   'numSplits', 'aligned16', 'kernel',
   'totalK', 'pageSize', 'numPages', 'maxPagesPerSeq', 'kPageStride', 'vPageStride',
   'kvCache', 'kvNewLen', 'kernelFamily',
+  'allocate', 'outBytes', 'lseBytes', 'accumBytes', 'lseAccumOffset',
 ] as const;
+
+/** nums[NUM.allocate]'s bits (abi.h's Alloc): what forward() allocates from @attn/cuda's allocator before it launches. */
+export const ALLOC = Object.freeze({ out: 1, lse: 2, partials: 4, lseScratch: 8 });
 
 export type PtrName = (typeof PTR_NAMES)[number];
 export type NumName = (typeof NUM_NAMES)[number];

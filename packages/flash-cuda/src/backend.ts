@@ -1,7 +1,7 @@
 // The 'flash-cuda' Backend: FlashAttention-2-class forward and backward kernels for fp16/bf16 on sm80+.
 import type { Backend } from '@attn/core';
 import { flashBackward } from './backward.js';
-import { flashForward } from './forward.js';
+import { flashForward, flashForwardOut } from './forward.js';
 import { FLASH_KERNELS } from './kernels.js';
 import { flashKvCacheForward } from './kv-cache.js';
 import { addonLoad, availability } from './native.js';
@@ -23,6 +23,12 @@ export const flashCudaBackend: Backend = Object.freeze({
   tolerances: FLASH_TOLERANCES,
   kernels: FLASH_KERNELS,
   forward: (params) => (params.kvCache ? flashKvCacheForward(params) : flashForward(params)),
+  forwardOut: (params) => {
+    if (!params.kvCache) return flashForwardOut(params);
+    const r = flashKvCacheForward(params);
+    r.logsumexp.dispose();
+    return r.out;
+  },
   backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
     const load = addonLoad();

@@ -1,9 +1,12 @@
-// One forward call: outputs allocated through @attn/cuda on the device, arguments packed into the abi
-// arrays, the split count planned by the addon (split-KV partials in a scratch buffer), one launch
-// (two with split-KV) on @attn/cuda's current stream.
+// One forward call: arguments packed into the abi arrays, the split count planned by the addon (split-KV
+// partials in a scratch buffer), one launch (two with split-KV) on @attn/cuda's current stream. Outside
+// graph capture the addon allocates out, lse and the partials from @attn/cuda's caching allocator and
+// launches in the same N-API call; during a capture (whose allocations the JS runtime tracks) and when that
+// allocation fails, they are allocated through @attn/cuda's API, whose errors name the tensor and the fix.
 import {
   AttnInputError,
   DeviceError,
+  DTYPE_BYTES,
   empty,
   emptyOutput,
   forwardOutput,
@@ -11,10 +14,10 @@ import {
   kernelWindow,
   OUTPUT_NAMES,
   type SdpaParams,
-  type Tensor,
+  Tensor,
 } from '@attn/core';
-import { currentStream, deviceProperties } from '@attn/cuda';
-import { argArrays, NUM, PTR } from './abi.js';
+import { adoptBlock, allocatorApi, currentStream, deviceProperties } from '@attn/cuda';
+import { ALLOC, argArrays, NUM, PTR } from './abi.js';
 import { kernelFamilyOf } from './kernels.js';
 import { addon, availability, type FlashAddon, type FlashPlan } from './native.js';
 
@@ -235,27 +238,51 @@ export function cachedPlan(a: FlashAddon, ptrs: BigUint64Array, nums: Float64Arr
 const callArgs = argArrays();
 
 export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardOutputs {
+  return runFlashForward(p, opts, true) as ForwardOutputs;
+}
+
+/** The attention output alone (sdpa()'s call): the logsumexp is written to scratch, freed once the kernels are queued. */
+export function flashForwardOut(p: SdpaParams): Tensor {
+  return runFlashForward(p, {}, false).out;
+}
+
+/** A forward call; keepLse false: the logsumexp is not returned (null), its memory freed stream-ordered. */
+function runFlashForward(
+  p: SdpaParams,
+  opts: FlashOverrides,
+  keepLse: boolean,
+): { out: Tensor; logsumexp: Tensor | null } {
   const a = requireAddon();
   const device = p.device;
   const facts = factsOf(device.index);
   const { ptrs, nums } = packArgs(p, facts, callArgs);
   applyOverrides(a, nums, opts);
   const plan = cachedPlan(a, ptrs, nums);
-
   const varlen = p.varlen !== null;
   const totalQ = varlen ? p.query.shape[0]! : 0;
+  const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
+  if (!p.capturing && rows > 0) {
+    const outputs = forwardAllocating(a, p, ptrs, nums, plan, rows, totalQ, keepLse);
+    if (outputs) return outputs;
+    nums[NUM.allocate] = 0; // the allocator had nothing to give: allocate below, where a failure says why
+  }
+
   // The call's out when given (core checked it: this shape, contiguous), else a fresh one.
-  const out = varlen
-    ? forwardOutput(p, [totalQ, p.headsQ, p.headDimV], { dtype: p.dtype, device })
-    : forwardOutput(p, [p.batch, p.headsQ, p.seqQ, p.headDimV], { dtype: p.dtype, device });
+  const out = forwardOutput(p, outShape(p, totalQ), { dtype: p.dtype, device });
   const lse = varlen
     ? emptyOutput(OUTPUT_NAMES.logsumexp, [p.headsQ, totalQ], { dtype: 'float32', device })
     : emptyOutput(OUTPUT_NAMES.logsumexp, [p.batch, p.headsQ, p.seqQ], { dtype: 'float32', device });
   const scratch: Tensor[] = [];
   try {
-    const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
-    const lseStrides: [number, number] = varlen ? [0, totalQ] : [p.headsQ * p.seqQ, p.seqQ];
-    launchForward(a, p, ptrs, nums, plan, { q: p.query, out, lse, varlen, rows, lseStrides }, scratch);
+    launchForward(
+      a,
+      p,
+      ptrs,
+      nums,
+      plan,
+      { q: p.query, out, lse, varlen, rows, lseStrides: lseStrides(p, totalQ) },
+      scratch,
+    );
   } catch (e) {
     if (out !== p.out) out.dispose(); // the user's out stays theirs
     lse.dispose();
@@ -265,6 +292,96 @@ export function flashForward(p: SdpaParams, opts: FlashOverrides = {}): ForwardO
     // queued after the kernels on the same stream.
     for (const t of scratch) t.dispose();
   }
+  if (!keepLse) {
+    lse.dispose(); // stream-ordered, as the partials
+    return { out, logsumexp: null };
+  }
+  return { out, logsumexp: lse };
+}
+
+function outShape(p: SdpaParams, totalQ: number): number[] {
+  return p.varlen !== null ? [totalQ, p.headsQ, p.headDimV] : [p.batch, p.headsQ, p.seqQ, p.headDimV];
+}
+
+/** lse's batch and head strides: [B, Hq, Sq], or [Hq, totalQ] when varlen. */
+function lseStrides(p: SdpaParams, totalQ: number): [number, number] {
+  return p.varlen !== null ? [0, totalQ] : [p.headsQ * p.seqQ, p.seqQ];
+}
+
+let allocatorAttached = false;
+
+/**
+ * The one-call path: the addon allocates out (unless the call gave one), lse and the split partials from
+ * @attn/cuda's caching allocator, launches, and frees the partials, in one N-API call; out and lse come back
+ * as addresses, adopted here into @attn/cuda storages (keepLse false: lse is scratch, freed by the addon
+ * like the partials). null when the allocator had nothing to give (nothing launched, nothing held).
+ */
+function forwardAllocating(
+  a: FlashAddon,
+  p: SdpaParams,
+  ptrs: BigUint64Array,
+  nums: Float64Array,
+  plan: FlashPlan,
+  rows: number,
+  totalQ: number,
+  keepLse: boolean,
+): { out: Tensor; logsumexp: Tensor | null } | null {
+  if (!allocatorAttached) {
+    try {
+      a.useAllocator(allocatorApi());
+    } catch (e) {
+      rethrow(e);
+    }
+    allocatorAttached = true;
+  }
+  const given = p.out && forwardOutput(p, outShape(p, totalQ), { dtype: p.dtype, device: p.device });
+  const shape = outShape(p, totalQ);
+  const outBytes = rows * p.headDimV * DTYPE_BYTES[p.dtype];
+  // A fresh out is contiguous: [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv], rows at Hq * Dv).
+  if (given) {
+    [nums[NUM.oBatchStride], nums[NUM.oHeadStride], nums[NUM.oRowStride]] = strides3(given, p.varlen !== null);
+  } else if (p.varlen !== null) {
+    [nums[NUM.oBatchStride], nums[NUM.oHeadStride], nums[NUM.oRowStride]] = [0, p.headDimV, p.headsQ * p.headDimV];
+  } else {
+    nums[NUM.oBatchStride] = p.headsQ * p.seqQ * p.headDimV;
+    nums[NUM.oHeadStride] = p.seqQ * p.headDimV;
+    nums[NUM.oRowStride] = p.headDimV;
+  }
+  [nums[NUM.lseBatchStride], nums[NUM.lseHeadStride]] = lseStrides(p, totalQ);
+  // A fresh out starts on an allocator block (>= 512-byte aligned; the addon checks 16).
+  const checked = given ? [p.query, p.key, p.value, given] : [p.query, p.key, p.value];
+  nums[NUM.aligned16] = aligned16(p, checked, nums) ? 1 : 0;
+  nums[NUM.numSplits] = plan.numSplits;
+  ptrs[PTR.q] = p.query.dataPointer();
+  ptrs[PTR.k] = p.key.dataPointer();
+  ptrs[PTR.v] = p.value.dataPointer();
+  ptrs[PTR.out] = given ? given.dataPointer() : 0n;
+  let bits = (keepLse ? ALLOC.lse : ALLOC.lseScratch) | (given ? 0 : ALLOC.out);
+  nums[NUM.outBytes] = given ? 0 : outBytes;
+  nums[NUM.lseBytes] = rows * 4;
+  if (plan.numSplits > 1) {
+    // O partials first, then the lse partials (float32 each).
+    const oElems = plan.numSplits * rows * plan.oaccumStride;
+    bits |= ALLOC.partials;
+    nums[NUM.accumBytes] = (oElems + plan.numSplits * rows) * 4;
+    nums[NUM.lseAccumOffset] = oElems * 4;
+  }
+  nums[NUM.allocate] = bits;
+  let launched: boolean;
+  try {
+    launched = a.forward(ptrs, nums);
+  } catch (e) {
+    rethrow(e);
+  }
+  if (!launched) return null;
+  const index = p.device.index;
+  const out = given ?? new Tensor({ storage: adoptBlock(ptrs[PTR.out]!, outBytes, index), dtype: p.dtype, shape });
+  if (!keepLse) return { out, logsumexp: null };
+  const lse = new Tensor({
+    storage: adoptBlock(ptrs[PTR.lse]!, rows * 4, index),
+    dtype: 'float32',
+    shape: p.varlen !== null ? [p.headsQ, totalQ] : [p.batch, p.headsQ, p.seqQ],
+  });
   return { out, logsumexp: lse };
 }
 

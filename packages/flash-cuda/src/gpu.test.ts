@@ -7,12 +7,14 @@ import {
   empty,
   normalizeParams,
   randn,
+  sdpa,
   sdpaForward,
   sdpaVarlen,
   type SdpaOptions,
   type Tensor,
   tensor,
 } from '@attn/core';
+import { isCudaStorage, memoryStats } from '@attn/cuda';
 import { expect, it } from 'vitest';
 import { flashCudaBackend, flashForward, planFor } from './index.js';
 import { describeWhereRunnable } from '@attn/conformance';
@@ -164,6 +166,41 @@ describeWhereRunnable('flash-cuda on a GPU', av.ok ? null : av.reason, () => {
       expect(maxDiff(lean.out.toFloat64Array(), full.out.toFloat64Array())).toBeLessThan(1e-2);
       expect(maxDiff(lean.logsumexp.toFloat64Array(), full.logsumexp.toFloat64Array())).toBeLessThan(1e-4);
     }
+  });
+
+  it('allocates out, lse and the split partials from the caching allocator in the launching call', () => {
+    const [q, k, v] = inputs(1, 2, 2, 16, 700, 64);
+    const p = normalizeParams(q, k, v);
+    const one = flashForward(p, { numSplits: 1 });
+    for (let i = 0; i < 3; i++) {
+      const warm = flashForward(p, { numSplits: 3 });
+      warm.out.dispose();
+      warm.logsumexp.dispose();
+    }
+    const before = memoryStats(0);
+    const r = flashForward(p, { numSplits: 3 });
+    // out and lse are live blocks of @attn/cuda's allocator; the partials went back once the kernels were queued.
+    expect(memoryStats(0).activeBlocks).toBe(before.activeBlocks + 2);
+    expect(isCudaStorage(r.out.storage) && isCudaStorage(r.logsumexp.storage)).toBe(true);
+    expect(maxDiff(one.out.toFloat64Array(), r.out.toFloat64Array())).toBeLessThan(1e-2);
+    expect(maxDiff(one.logsumexp.toFloat64Array(), r.logsumexp.toFloat64Array())).toBeLessThan(1e-4);
+    r.out.dispose();
+    r.logsumexp.dispose();
+    expect(memoryStats(0).activeBlocks).toBe(before.activeBlocks);
+    one.out.dispose();
+    one.logsumexp.dispose();
+  });
+
+  it('sdpa() keeps only out: the logsumexp is scratch, freed once the kernels are queued', () => {
+    const [q, k, v] = inputs(1, 2, 2, 16, 700, 64);
+    const full = sdpaForward(q, k, v, { backends: ['flash-cuda'] });
+    for (let i = 0; i < 3; i++) sdpa(q, k, v, { backends: ['flash-cuda'] }).dispose();
+    const before = memoryStats(0);
+    const out = sdpa(q, k, v, { backends: ['flash-cuda'] });
+    expect(memoryStats(0).activeBlocks).toBe(before.activeBlocks + 1);
+    expect(maxDiff(full.out.toFloat64Array(), out.toFloat64Array())).toBe(0);
+    out.dispose();
+    expect(memoryStats(0).activeBlocks).toBe(before.activeBlocks);
   });
 
   it('the addon re-checks its arguments and throws (never aborts)', () => {

@@ -25,7 +25,14 @@ export interface FlashBackwardPlan {
 export interface FlashAddon {
   /** ptrs: the address array (ALiBi slopes given or not decides whether a lean kernel may run); without it, no lean kernel is planned. */
   plan(nums: Float64Array, ptrs?: BigUint64Array): FlashPlan;
-  forward(ptrs: BigUint64Array, nums: Float64Array): void;
+  /** Takes @attn/cuda's allocatorApi() address: the table forward() allocates from when nums[NUM.allocate] asks. */
+  useAllocator(address: bigint): void;
+  /**
+   * Launches; true once queued. With nums[NUM.allocate] set it first allocates out, lse and the split
+   * partials as its bits ask (their addresses and the current stream written into ptrs); false, with nothing
+   * launched or held, when the allocator had nothing to give.
+   */
+  forward(ptrs: BigUint64Array, nums: Float64Array): boolean;
   /** The kv-cache append and rotary kernel (@attn/cuda's attn/kv_append.cuh; kvAppendArgs packs the arrays). Absent in an addon built before it. */
   kvAppend?(ptrs: BigUint64Array, nums: Float64Array, device: number): void;
   /** Absent in an addon built before the backward existed (backward.ts then says to rebuild). */
@@ -51,7 +58,7 @@ export const PACKAGE_ROOT = findPackageRoot(import.meta.url, '@attn/flash-cuda')
 /** The addon (the prebuilt platform package, else a local build), loaded on first use. */
 export const addonLoad: () => NativeAddonLoad<FlashAddon> = lazyNativeAddon<FlashAddon>({
   packageRoot: PACKAGE_ROOT,
-  requiredFunctions: ['plan', 'forward', 'buildInfo'],
+  requiredFunctions: ['plan', 'useAllocator', 'forward', 'buildInfo'],
 });
 
 /** The addon, loaded on first call; null when it cannot be (see availability()). */

@@ -1,5 +1,6 @@
 // allocate, free, recordStream, memoryStats, resetPeakMemoryStats, emptyCache, copies, fill,
-// synchronize.
+// synchronize, and allocatorApi (the allocator as a C table for kernel addons, attn/allocator_api.h).
+#include "attn/allocator_api.h"
 #include "bindings.h"
 #include "caching_allocator.h"
 #include "copies.h"
@@ -51,6 +52,45 @@ Napi::Value RecordStream(const Napi::CallbackInfo& info) {
     return info.Env().Undefined();
   });
 }
+
+// The C table of attn/allocator_api.h: the same allocator and streams as allocate() and free(), with every
+// exception caught (the caller is another shared object; nothing may unwind into it).
+int api_current_stream(int device, void** stream) {
+  try {
+    check_device_index(device);
+    *stream = static_cast<void*>(StreamRegistry::instance().current(device));
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+void* api_allocate(int device, std::size_t bytes, void* stream) {
+  try {
+    if (bytes == 0) return nullptr;
+    check_device_index(device);
+    CachingAllocator& a = CachingAllocator::instance();
+    if (a.capturing(device)) return nullptr;
+    return a.allocate(device, bytes, static_cast<gpuStream_t>(stream));
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+int api_free(int device, void* ptr) {
+  try {
+    CachingAllocator::instance().free(device, ptr);
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+const AllocatorApi kAllocatorApi = {kAllocatorApiVersion, sizeof(AllocatorApi), api_current_stream, api_allocate,
+                                    api_free};
+
+// allocatorApi(): the table's address (a bigint), for kernel addons.
+Napi::Value AllocatorApiAddress(const Napi::CallbackInfo& info) { return to_bigint(info.Env(), &kAllocatorApi); }
 
 Napi::Value MemoryStatsOf(const Napi::CallbackInfo& info) {
   return guarded(info, [&]() -> Napi::Value {
@@ -140,6 +180,7 @@ void bind_memory(Napi::Env env, Napi::Object exports) {
   exports.Set("allocate", Napi::Function::New(env, Allocate, "allocate"));
   exports.Set("free", Napi::Function::New(env, Free, "free"));
   exports.Set("recordStream", Napi::Function::New(env, RecordStream, "recordStream"));
+  exports.Set("allocatorApi", Napi::Function::New(env, AllocatorApiAddress, "allocatorApi"));
   exports.Set("memoryStats", Napi::Function::New(env, MemoryStatsOf, "memoryStats"));
   exports.Set("resetPeakMemoryStats", Napi::Function::New(env, ResetPeakMemoryStats, "resetPeakMemoryStats"));
   exports.Set("emptyCache", Napi::Function::New(env, EmptyCache, "emptyCache"));

@@ -12,7 +12,9 @@ enum Ptr : int {
   kPtrCount
 };
 
-// Float64Array: sizes, strides (elements), flags (0/1) and scalars.
+// Float64Array: sizes, strides (elements), flags (0/1) and scalars. kAllocate: what forward() allocates
+// from @attn/cuda's allocator before it launches (kAlloc* bits; sizes in bytes, the lse partials at
+// kLseAccumOffset bytes into the partials' block), 0 for a call whose buffers are all given.
 enum Num : int {
   kIsBf16, kBatch, kHeadsQ, kHeadsK, kSeqQ, kSeqK, kHeadDim, kTotalQ,
   kQBatchStride, kQHeadStride, kQRowStride,
@@ -26,8 +28,12 @@ enum Num : int {
   kNumSplits, kAligned16, kKernel,
   kTotalK, kPageSize, kNumPages, kMaxPagesPerSeq, kKPageStride, kVPageStride,
   kKvCache, kKvNewLen, kKernelFamily,
+  kAllocate, kOutBytes, kLseBytes, kAccumBytes, kLseAccumOffset,
   kNumCount
 };
 // clang-format on
+
+// kAllocLseScratch: lse is allocated and freed again once the kernels are queued (the caller keeps only out).
+enum Alloc : int { kAllocOut = 1, kAllocLse = 2, kAllocPartials = 4, kAllocLseScratch = 8 };
 
 }  // namespace attn::flash::abi

@@ -1,6 +1,6 @@
-// N-API surface of flash_cuda.node: plan(nums), forward(ptrs, nums), buildInfo() (the backward's
-// functions are registered by addon_bwd.cpp). Every C++ exception (bad argument, CUDA error naming the
-// kernel) becomes a JS Error; nothing aborts the process.
+// N-API surface of flash_cuda.node: plan(nums), useAllocator(address), forward(ptrs, nums), buildInfo() (the
+// backward's functions are registered by addon_bwd.cpp). Every C++ exception (bad argument, CUDA error naming
+// the kernel) becomes a JS Error; nothing aborts the process.
 #include <napi.h>
 
 #include <exception>
@@ -12,6 +12,7 @@
 #include "attn/cuda_check.h"
 #include "attn/kv_append_abi.h"
 #include "dispatch.h"
+#include "fwd_outputs.h"
 #include "kv_append.h"
 
 namespace {
@@ -39,11 +40,24 @@ Napi::Value Plan(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value Forward(const Napi::CallbackInfo& info) {
-  const uint64_t* ptrs = u64_arg(info, 0, kPtrCount, "addresses");
-  const double* nums = f64_arg(info, 1, kNumCount, "arguments");
-  with_js_errors(info.Env(), [&] { attn::flash::forward(ptrs, nums); });
+// useAllocator(address): @attn/cuda's allocatorApi(), the table forward() allocates from.
+Napi::Value UseAllocator(const Napi::CallbackInfo& info) {
+  if (info.Length() < 1 || !info[0].IsBigInt())
+    throw Napi::TypeError::New(info.Env(), "useAllocator: argument 1 must be the allocator table's address (a bigint)");
+  bool lossless = false;
+  const uint64_t address = info[0].As<Napi::BigInt>().Uint64Value(&lossless);
+  with_js_errors(info.Env(), [&] { attn::flash::use_allocator(address); });
   return info.Env().Undefined();
+}
+
+// forward(ptrs, nums): true once launched. With nums[kAllocate] set it first allocates what the bits ask
+// for and writes their addresses (and the stream) into ptrs; false (nothing launched, nothing held) when an
+// allocation could not be had, for the caller to allocate through @attn/cuda's API, whose errors say why.
+Napi::Value Forward(const Napi::CallbackInfo& info) {
+  uint64_t* ptrs = const_cast<uint64_t*>(u64_arg(info, 0, kPtrCount, "addresses"));
+  const double* nums = f64_arg(info, 1, kNumCount, "arguments");
+  const bool launched = with_js_errors(info.Env(), [&] { return attn::flash::forward_with_outputs(ptrs, nums); });
+  return Napi::Boolean::New(info.Env(), launched);
 }
 
 // kvAppend(ptrs, nums, device): the shared kv-cache append and rotary kernel (attn/kv_append.cuh).
@@ -77,6 +91,7 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("plan", Napi::Function::New(env, Plan, "plan"));
+  exports.Set("useAllocator", Napi::Function::New(env, UseAllocator, "useAllocator"));
   exports.Set("forward", Napi::Function::New(env, Forward, "forward"));
   exports.Set("kvAppend", Napi::Function::New(env, KvAppend, "kvAppend"));
   exports.Set("buildInfo", Napi::Function::New(env, BuildInfo, "buildInfo"));

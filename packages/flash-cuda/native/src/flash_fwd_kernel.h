@@ -2,7 +2,8 @@
 // One CTA: kBlockM query rows of one (batch, head) -- or, with pack_gqa, of the query heads sharing
 // one KV head -- against the key tiles of its range (its split of it with split-KV).
 //
-// Pipeline per key tile n (walked from the last tile down, so the boundary tiles come first):
+// Pipeline per key tile n (walked from the last tile down, so the boundary tiles come first; the first
+// tile's V is issued in the prologue, right behind its K):
 //   wait K_n; barrier; issue V_n           | S = Q.K_n^T (mma, Q from registers or smem)
 //   scale / softcap / ALiBi; masks only on boundary tiles
 //   wait V_n; barrier; issue K_{n-1}       | online softmax, dropout, O += P.V_n (P from registers)
@@ -187,6 +188,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     }
     load_k(n_end - 1);
     cp_async_commit();
+    // The first tile's V goes out with its K, in a group of its own: a CTA with one key tile (decode splits,
+    // short calls) then waits for one memory round trip instead of two, and S = Q.K^T still starts when K lands.
+    load_v(n_end - 1);
+    cp_async_commit();
   }
 
   // Per-lane ldmatrix coordinates (see the fragment layouts in row_state.h and ptx.h).
@@ -195,7 +200,11 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   const LdsmAddr<Tr, kN> lv(smem_addr(sV), (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);  // B from V (.trans)
 
   uint32_t q_frag[Tr::kQInRegs ? kMT : 1][Tr::kQInRegs ? kKS : 1][4];
-  cp_async_wait<0>();
+  if (n_end > n_begin) {
+    cp_async_wait<1>();  // Q and the first K landed; the first V may still be in flight
+  } else {
+    cp_async_wait<0>();
+  }
   __syncthreads();
   if constexpr (Tr::kQInRegs) {
     if (warp_active) {
@@ -224,11 +233,15 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
 #pragma unroll 1
   for (int n = n_end - 1; n >= n_begin; --n) {
     const int j0 = n * kN;
-    cp_async_wait<0>();
-    __syncthreads();                               // K_n landed; every warp is done reading V_{n+1}
+    if (n < n_end - 1) {  // the first tile's K was waited for above and its V is in flight since the prologue
+      cp_async_wait<0>();
+      __syncthreads();  // K_n landed; every warp is done reading V_{n+1}
+    }
     if (paged && n > n_begin) row_offsets(n - 1);  // its entries landed with K_n; read after a barrier below
-    load_v(n);
-    cp_async_commit();
+    if (n < n_end - 1) {
+      load_v(n);
+      cp_async_commit();
+    }
 
     float s[kMT][kNT][4];
 #pragma unroll
