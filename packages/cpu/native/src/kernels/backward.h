@@ -87,6 +87,14 @@ inline void bwd_prep_task(const BwdCtx& cx, int64_t t) {
   }
 }
 
+// Rows [i0, i0 + m) of head h of a gradient view, when dense: their span is one task's alone, and its
+// pages are faulted in with one call (memory.h) before the task writes them.
+inline void prefault_rows(const View4& v, int64_t b, int64_t h, int64_t i0, int64_t m, int64_t len) {
+  if (m < 2 || v.strides[3] != 1 || v.strides[2] != len) return;
+  char* first = static_cast<char*>(elem_ptr(v, b, h, i0, 0));
+  prefault_for_write(first, first + m * len * dtype_bytes(v.dtype));
+}
+
 // Scratch of one block pair: the score-sized tiles a block of rows needs.
 struct BwdTiles {
   float *p, *pd, *dp, *cap, *maskbuf;
@@ -267,6 +275,8 @@ inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
       gemm<true>(kBwdBN, cx.dp, m, tl.dp, 1, kBwdBN, q, cx.dp, dk, cx.dp);
     }
   }
+  prefault_rows(p.dk, b, hk, j0, n, d.D);
+  prefault_rows(p.dv, b, hk, j0, n, d.Dv);
   for (int64_t c = 0; c < n; ++c) {
     store_row_scaled(elem_ptr(p.dk, b, hk, j0 + c, 0), p.dk.dtype, tmp, dk + c * cx.dp, p.mods.scale, d.D,
                      p.dk.strides[3]);
@@ -354,6 +364,7 @@ inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
     if (cap) softcap_grad(t2.dp, t2.cap, m);
     gemm<true>(m, cx.dp, n, t2.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
   }
+  prefault_rows(p.dq, b, h, i0, m, d.D);
   for (int64_t r = 0; r < m; ++r)
     store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, tmp, dq + r * cx.dp, md.scale, d.D, p.dq.strides[3]);
 }
