@@ -1,7 +1,12 @@
 #include "memory.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <new>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace attn_cpu {
 
@@ -12,6 +17,21 @@ void* aligned_bytes(size_t bytes) {
 }
 
 void free_aligned(void* p) { std::free(p); }
+
+void prefault_for_write(void* begin, void* end) {
+#if defined(__linux__)
+  constexpr uintptr_t kPage = 4096;
+  constexpr int kPopulateWrite = 23;  // MADV_POPULATE_WRITE (Linux 5.14); older kernels answer EINVAL
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t hi = reinterpret_cast<uintptr_t>(end) & ~(kPage - 1);
+  // Only pages wholly inside the range (they belong to the caller's buffer); a failure leaves the
+  // pages to fault on first write, as without the call.
+  if (hi > lo) (void)madvise(reinterpret_cast<void*>(lo), hi - lo, kPopulateWrite);
+#else
+  (void)begin;
+  (void)end;
+#endif
+}
 
 namespace {
 struct Scratch {

@@ -59,6 +59,12 @@ class CallBuffer {
   T* p_ = nullptr;
 };
 
+// Faults in, with one system call, the whole pages inside [begin, end) that the caller is about to
+// write (Linux MADV_POPULATE_WRITE: contents unchanged); a no-op where the system lacks it. Output
+// buffers are fresh pages at every call (allocated by the caller), and first-touch faults one page at
+// a time measured 20-30 us each on a shared EPYC VM (about half of an fp32 forward's CPU time there).
+void prefault_for_write(void* begin, void* end);
+
 // Rounds n up to a multiple of m.
 constexpr size_t round_up(size_t n, size_t m) { return (n + m - 1) / m * m; }
 

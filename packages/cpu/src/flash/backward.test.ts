@@ -89,6 +89,25 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
     });
   }
 
+  // 16-bit outputs take Delta = rowsum(P * dP~) inside the dQ pass while a query block's kept tiles fit
+  // (backward.h: Sk <= 8192, <= 5440 under softcap), else in a pass of its own: both, on each side of
+  // the bound, against the reference.
+  const longKeys: Array<[string, Shape, SdpaOptions]> = [
+    ['kept tiles', { B: 1, Hq: 2, Hk: 1, Sq: 70, Sk: 8190, D: 16, Dv: 8 }, { isCausal: true, alignment: 'lowerRight' }],
+    ['own pass', { B: 1, Hq: 2, Hk: 1, Sq: 70, Sk: 8250, D: 16, Dv: 8 }, { isCausal: true, alignment: 'lowerRight' }],
+    ['softcap, kept tiles', { B: 1, Hq: 2, Hk: 1, Sq: 9, Sk: 5400, D: 16, Dv: 8 }, { softcap: 3 }],
+    ['softcap, own pass', { B: 1, Hq: 2, Hk: 1, Sq: 9, Sk: 5500, D: 16, Dv: 8 }, { softcap: 3 }],
+  ];
+  for (const dtype of ['float16', 'bfloat16'] as const) {
+    for (const [name, shape, opts] of longKeys) {
+      it(`${dtype}: Delta ${name} (Sk ${shape.Sk})`, () => {
+        const { got, ref } = grads(params(shape, dtype, { ...opts, requiresGrad: true }, 6), 'auto');
+        const tol = dtype === 'float16' ? 1e-2 : 8e-2;
+        for (const k of ['dq', 'dk', 'dv'] as const) expect(maxAbsDiff(got[k], ref[k])).toBeLessThan(tol);
+      });
+    }
+  }
+
   for (const isa of isas) {
     it(`${isa} float32: varlen with an empty query side, an empty key side, causal lower-right, dropout`, () => {
       const p = varlenParams([37, 0, 130, 5], [70, 9, 140, 0], { Hq: 4, Hk: 2, D: 24, Dv: 16 }, 'float32', {
@@ -115,6 +134,19 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
     };
     const a = run(1);
     const b = run(2);
+    a.forEach((x, i) => expect(x.equals(b[i]!)).toBe(true));
+  });
+
+  it('is bitwise reproducible across thread counts in bfloat16 (Delta from the kept tiles)', () => {
+    const p = params(gqa, 'bfloat16', { isCausal: true, requiresGrad: true }, 2);
+    const gradOut = randn([1, 4, 70, 24], { dtype: 'bfloat16', seed: 8 });
+    const run = (threads: number) => {
+      const b = createCpuFlashBackend({ threads });
+      const g = b.backward!(p, b.forward(p), gradOut);
+      return [g.dq, g.dk, g.dv].map((t) => Buffer.from(t.toFloat32Array().buffer));
+    };
+    const a = run(1);
+    const b = run(3);
     a.forEach((x, i) => expect(x.equals(b[i]!)).toBe(true));
   });
 });

@@ -1,10 +1,11 @@
 // The backward kernel (FlashAttention-2's, recomputing P from the saved logsumexp), in fp32 for
 // every input dtype. Two passes, so that every gradient element has exactly one writer (no atomics,
 // bitwise reproducible):
-//   pass 1, one task per (batch, kv head, key block): dK, dV, summed over the query heads of the group;
-//   pass 2, one task per (batch, query head, query block): dQ, and dbias for an additive mask.
-// Both recompute S = Q.K^T and dP = dO.V^T; pass 2 costs two products more than a fused pass, which
-// the absence of atomics and of per-thread dQ copies pays for on a CPU.
+//   pass 1, one task per (batch, query head, query block): dQ, and dbias for an additive mask (and, for
+//           16-bit outputs, Delta first: see bwd_dq_task);
+//   pass 2, one task per (batch, kv head, key block): dK, dV, summed over the query heads of the group.
+// Both recompute S = Q.K^T and dP = dO.V^T; the second pass costs two products more than a fused pass,
+// which the absence of atomics and of per-thread dQ copies pays for on a CPU.
 // Per element: P = exp(logit - lse), P~ = P * keep / (1 - p), dP~ = dP * keep / (1 - p),
 // dLogit = P * (dP~ - Delta) with Delta = rowsum(dO * O) = rowsum(P * dP~); dX = dLogit * (1 - tanh^2) under
 // softcap;
@@ -14,7 +15,6 @@
 #include <cstdint>
 
 #include "dropout.h"
-#include "kernels/rows.h"
 #include "kernels/rows.h"
 #include "memory.h"
 #include "problem.h"
@@ -36,6 +36,8 @@ struct BwdCtx {
   float* vt;                     // [B*Hk][nkb][Dv][kBwdBN] V^T per key block
   float* delta;                  // [B*Hq][Sq]
   float* dbias_full;             // [B][Hq][Sq][Sk] when dbias is reduced over b, h or i; else null
+  bool delta_from_o;             // Delta = dO . O in bwd_prep_task (fp32 outputs); else rowsum(P * dP~)
+  int64_t kept_tiles;            // 16-bit: tiles per block pair bwd_dq_task keeps for its dS (0: own pass)
 };
 
 // Rows -> padded fp32 rows, K^T and V^T blocks, and Delta. One task per (head, 64-row block) of
@@ -55,6 +57,7 @@ inline void bwd_prep_task(const BwdCtx& cx, int64_t t) {
       for (int64_t e = d.D; e < cx.dp; ++e) q[e] = 0.f;
       load_row(go, elem_ptr(p.dout, b, h, i, 0), p.dout.dtype, d.Dv, p.dout.strides[3]);
       for (int64_t e = d.Dv; e < cx.dvp; ++e) go[e] = 0.f;
+      if (!cx.delta_from_o) continue;
       load_row(tmp, elem_ptr(p.out, b, h, i, 0), p.out.dtype, d.Dv, p.out.strides[3]);
       // Delta = dO . O with the same multiply-adds (fma1 rounds as vfma), in the same order, as the micro-kernel's
       // dP = dO . V: where O equals V (one visible key) dP - Delta is then exactly 0, as it must be.
@@ -82,6 +85,14 @@ inline void bwd_prep_task(const BwdCtx& cx, int64_t t) {
       for (int64_t e = 0; e < d.Dv; ++e) vt[e * kBwdBN + c] = 0.f;
     }
   }
+}
+
+// Rows [i0, i0 + m) of head h of a gradient view, when dense: their span is one task's alone, and its
+// pages are faulted in with one call (memory.h) before the task writes them.
+inline void prefault_rows(const View4& v, int64_t b, int64_t h, int64_t i0, int64_t m, int64_t len) {
+  if (m < 2 || v.strides[3] != 1 || v.strides[2] != len) return;
+  char* first = static_cast<char*>(elem_ptr(v, b, h, i0, 0));
+  prefault_for_write(first, first + m * len * dtype_bytes(v.dtype));
 }
 
 // Scratch of one block pair: the score-sized tiles a block of rows needs.
@@ -178,11 +189,44 @@ inline bool block_visible(const ScoreMods& md, const Dims& d, int64_t i0, int64_
   return a.lo <= j1 && z.hi >= j0 && a.lo <= z.hi;
 }
 
-// Delta of query rows [i0, i0+m) as rowsum(P * dP~) over every visible key, for 16-bit outputs: their O
-// is rounded to 11 (fp16) or 8 (bf16) bits, and dO . O_rounded carries that rounding into every dS of
-// the row (on random fp16 inputs at D=8 it put dK 9 ulps off, beyond the accuracy rule); P * dP~ is
-// what dO . O stands for, computed from the same fp32 tiles as dS, in a fixed order. Costs one more
-// pass of S and dP over the blocks (fp32 outputs keep dO . O: their rounding is below fp32's own).
+// Delta of query rows as rowsum(P * dP~) over every visible key, for 16-bit outputs: their O is
+// rounded to 11 (fp16) or 8 (bf16) bits, and dO . O_rounded carries that rounding into every dS of the
+// row (on random fp16 inputs at D=8 it put dK 9 ulps off, beyond the accuracy rule); P * dP~ is what
+// dO . O stands for, computed from the same fp32 tiles as dS. Each row sums in double over kDeltaLanes
+// partial sums (lane c % kDeltaLanes takes key c of every block), which meet in a fixed order at the
+// end: bitwise reproducible, and vectorized (one serial chain per row was 4 cycles a key).
+constexpr int kDeltaLanes = 8;
+struct DeltaSums {
+  double lane[kBwdBM][kDeltaLanes];
+};
+
+inline void delta_sums_clear(DeltaSums& a) {
+  for (int64_t r = 0; r < kBwdBM; ++r)
+    for (int l = 0; l < kDeltaLanes; ++l) a.lane[r][l] = 0.0;
+}
+
+// Adds keys [0, n) of rows [0, m) of the tile pdp (P * dP~, [m][kBwdBN]); masked keys hold P = 0.
+inline void delta_sums_add(DeltaSums& a, const float* pdp, int64_t m, int64_t n) {
+  for (int64_t r = 0; r < m; ++r) {
+    const float* row = pdp + r * kBwdBN;
+    double* acc = a.lane[r];
+    int64_t c = 0;
+    for (; c + kDeltaLanes <= n; c += kDeltaLanes)
+      for (int l = 0; l < kDeltaLanes; ++l) acc[l] += static_cast<double>(row[c + l]);
+    for (int l = 0; c < n; ++c, ++l) acc[l] += static_cast<double>(row[c]);
+  }
+}
+
+inline void delta_sums_store(const DeltaSums& a, float* delta, int64_t m) {
+  for (int64_t r = 0; r < m; ++r) {
+    const double* x = a.lane[r];
+    delta[r] = static_cast<float>(((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7])));
+  }
+}
+static_assert(kDeltaLanes == 8, "delta_sums_store adds 8 lanes");
+
+// Delta in a pass of its own, for 16-bit outputs whose kept tiles would not fit (kept_tiles == 0):
+// one more S and dP product per visible block pair.
 inline void bwd_delta_task(const BwdCtx& cx, int64_t t) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
@@ -192,18 +236,16 @@ inline void bwd_delta_task(const BwdCtx& cx, int64_t t) {
   const BwdTiles tl = bwd_tiles(base, kBwdBM);
   float* delta = cx.delta + bh * d.Sq + i0;
   for (int64_t r = 0; r < m; ++r) delta[r] = 0.f;  // bwd_block then leaves P * dP~ in tl.dp
-  double acc[kBwdBM] = {};
+  DeltaSums acc;
+  delta_sums_clear(acc);
   const HeadMods hm = head_mods(p.mods, d.Sk, b, h);
   for (int64_t kb = 0; kb < cx.nkb; ++kb) {
     if (!block_visible(p.mods, d, i0, m, kb)) continue;
     const int64_t n = d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN;
     bwd_block(cx, hm, b, h, hk, i0, m, kb, tl);
-    for (int64_t r = 0; r < m; ++r) {
-      const float* row = tl.dp + r * kBwdBN;
-      for (int64_t c = 0; c < n; ++c) acc[r] += row[c];  // masked keys hold P = 0
-    }
+    delta_sums_add(acc, tl.dp, m, n);
   }
-  for (int64_t r = 0; r < m; ++r) delta[r] = static_cast<float>(acc[r]);
+  delta_sums_store(acc, delta, m);
 }
 
 inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
@@ -233,6 +275,8 @@ inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
       gemm<true>(kBwdBN, cx.dp, m, tl.dp, 1, kBwdBN, q, cx.dp, dk, cx.dp);
     }
   }
+  prefault_rows(p.dk, b, hk, j0, n, d.D);
+  prefault_rows(p.dv, b, hk, j0, n, d.Dv);
   for (int64_t c = 0; c < n; ++c) {
     store_row_scaled(elem_ptr(p.dk, b, hk, j0 + c, 0), p.dk.dtype, tmp, dk + c * cx.dp, p.mods.scale, d.D,
                      p.dk.strides[3]);
@@ -240,18 +284,49 @@ inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
   }
 }
 
+// dQ (and dbias) of one query block. With kept_tiles (16-bit outputs, Sk small enough), Delta comes
+// first: loop 1 runs every visible block with Delta = 0, so that bwd_block leaves P * dP~ in its dLogit
+// tile, sums it into Delta and keeps P, P * dP~ (and the softcap's tanh) per block in the thread's
+// scratch; loop 2 then forms dLogit = P * dP~ - P * Delta from the kept tiles instead of a second S and
+// dP product (the dK/dV pass, which runs after this one, reads Delta).
 inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
   const ScoreMods& md = p.mods;
   const int64_t bh = t / cx.nqb, qb = t % cx.nqb, b = bh / d.Hq, h = bh % d.Hq, hk = h / cx.G;
   const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
-  float* base = static_cast<float*>(thread_scratch((kTileFloats + kBwdBM * cx.dp + cx.dp) * 4 + kBwdBN + 256));
+  constexpr int64_t kTile = kBwdBM * kBwdBN;
+  const int64_t kept_floats = cx.kept_tiles * cx.nkb * kTile;
+  const int64_t head = round_up(kBwdBM * cx.dp + cx.dp, 16);  // dq, tmp; keeps the tiles 64-byte aligned
+  float* base = static_cast<float*>(thread_scratch((head + kTileFloats + kept_floats) * 4 + kBwdBN + 256));
   float* dq = base;
   float* tmp = dq + kBwdBM * cx.dp;
-  const BwdTiles tl = bwd_tiles(tmp + cx.dp, kBwdBM);
+  float* kept = base + head;
+  const BwdTiles tl = bwd_tiles(kept + kept_floats, kBwdBM);
   for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) dq[e] = 0.f;
   const HeadMods hm = head_mods(md, d.Sk, b, h);
+  const bool cap = md.softcap > 0.f;
+  // Block kb's kept tiles: P, P * dP~, tanh.
+  auto kept_tiles = [&](int64_t kb) {
+    BwdTiles k = tl;
+    k.p = kept + kb * cx.kept_tiles * kTile;
+    k.dp = k.p + kTile;
+    if (cap) k.cap = k.dp + kTile;
+    return k;
+  };
+  float* delta = cx.delta + bh * d.Sq + i0;
+  if (cx.kept_tiles) {
+    for (int64_t r = 0; r < m; ++r) delta[r] = 0.f;
+    DeltaSums acc;
+    delta_sums_clear(acc);
+    for (int64_t kb = 0; kb < cx.nkb; ++kb) {
+      if (!block_visible(md, d, i0, m, kb)) continue;
+      const BwdTiles k = kept_tiles(kb);
+      bwd_block(cx, hm, b, h, hk, i0, m, kb, k);
+      delta_sums_add(acc, k.dp, m, d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN);
+    }
+    delta_sums_store(acc, delta, m);
+  }
   const bool direct_bias = p.dbias && !cx.dbias_full;
   const bool bias_rowsum = direct_bias && p.dbias_dims[3] == 1;
   if (bias_rowsum)
@@ -259,10 +334,21 @@ inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
   for (int64_t kb = 0; kb < cx.nkb; ++kb) {
     if (!block_visible(md, d, i0, m, kb)) continue;
     const int64_t j0 = kb * kBwdBN, n = d.Sk - j0 < kBwdBN ? d.Sk - j0 : kBwdBN;
-    bwd_block(cx, hm, b, h, hk, i0, m, kb, tl);
+    BwdTiles t2 = tl;
+    if (cx.kept_tiles) {
+      t2 = kept_tiles(kb);
+      for (int64_t r = 0; r < m; ++r) {
+        const V vnd = vset(-delta[r]);
+        const float* pr = t2.p + r * kBwdBN;
+        float* dsr = t2.dp + r * kBwdBN;
+        for (int64_t c = 0; c < kBwdBN; c += kLanes) vstore(dsr + c, vfma(vload(pr + c), vnd, vload(dsr + c)));
+      }
+    } else {
+      bwd_block(cx, hm, b, h, hk, i0, m, kb, t2);
+    }
     if (p.dbias) {
       for (int64_t r = 0; r < m; ++r) {
-        const float* ds = tl.dp + r * kBwdBN;
+        const float* ds = t2.dp + r * kBwdBN;
         const int64_t row = bh * d.Sq + i0 + r;
         if (cx.dbias_full) {
           for (int64_t c = 0; c < n; ++c) cx.dbias_full[row * d.Sk + j0 + c] = ds[c];
@@ -275,9 +361,10 @@ inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
         }
       }
     }
-    if (md.softcap > 0.f) softcap_grad(tl.dp, tl.cap, m);
-    gemm<true>(m, cx.dp, n, tl.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
+    if (cap) softcap_grad(t2.dp, t2.cap, m);
+    gemm<true>(m, cx.dp, n, t2.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
   }
+  prefault_rows(p.dq, b, h, i0, m, d.D);
   for (int64_t r = 0; r < m; ++r)
     store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, tmp, dq + r * cx.dp, md.scale, d.D, p.dq.strides[3]);
 }
@@ -319,15 +406,28 @@ inline void backward_impl(const BwdProblem& p) {
   cx.dp = static_cast<int64_t>(round_up(d.D, kLanes));
   cx.dvp = static_cast<int64_t>(round_up(d.Dv, kLanes));
   const int64_t rows_q = d.B * d.Hq * d.Sq, heads_k = d.B * d.Hk;
-  Buffer<float> qf(rows_q * cx.dp), dof(rows_q * cx.dvp), delta(rows_q);
-  Buffer<float> kf(heads_k * d.Sk * cx.dp);
-  Buffer<float> kt(heads_k * cx.nkb * d.D * kBwdBN), vt(heads_k * cx.nkb * d.Dv * kBwdBN);
-  cx.qf = qf.get();
-  cx.dof = dof.get();
-  cx.kf = kf.get();
-  cx.kt = kt.get();
-  cx.vt = vt.get();
-  cx.delta = delta.get();
+  // The converted rows, K^T/V^T blocks and Delta in one recycled call buffer (a fresh one is fresh
+  // pages, faulted in by the prep pass at every call), each part 64-byte aligned.
+  const size_t parts[6] = {round_up(rows_q * cx.dp, 16),
+                           round_up(rows_q * cx.dvp, 16),
+                           round_up(rows_q, 16),
+                           round_up(heads_k * d.Sk * cx.dp, 16),
+                           round_up(heads_k * cx.nkb * d.D * kBwdBN, 16),
+                           round_up(heads_k * cx.nkb * d.Dv * kBwdBN, 16)};
+  CallBuffer<float> rows(parts[0] + parts[1] + parts[2] + parts[3] + parts[4] + parts[5]);
+  float* at = rows.get();
+  float** dst[6] = {&cx.qf, &cx.dof, &cx.delta, &cx.kf, &cx.kt, &cx.vt};
+  for (int i = 0; i < 6; ++i) {
+    *dst[i] = at;
+    at += parts[i];
+  }
+  // Delta: dO . O for fp32 outputs; rowsum(P * dP~) for 16-bit ones (bwd_delta_task), inside the dQ pass
+  // while a query block's kept tiles (64 rows x Sk, 2 or 3 tiles) fit in kKeptBytes per thread.
+  constexpr int64_t kKeptBytes = int64_t{4} << 20;
+  const bool sixteen = p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16;
+  cx.delta_from_o = !sixteen;
+  const int64_t tiles = p.mods.softcap > 0.f ? 3 : 2;
+  cx.kept_tiles = sixteen && tiles * cx.nkb * kBwdBM * kBwdBN * 4 <= kKeptBytes ? tiles : 0;
 
   // dbias: written in place when each task owns its rows (no reduction over b, h or i), else
   // through a full-size buffer and a reduction pass. Elements no task visits stay 0.
@@ -348,10 +448,10 @@ inline void backward_impl(const BwdProblem& p) {
   }
 
   parallel_for_each(d.B * d.Hq * cx.nqb + heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_prep_task(cx, t); });
-  if (p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16)
+  if (sixteen && !cx.kept_tiles)
     parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_delta_task(cx, t); });
-  parallel_for_each(heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_dkdv_task(cx, t); });
   parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_dq_task(cx, t); });
+  parallel_for_each(heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_dkdv_task(cx, t); });
   if (need_full) parallel_for_each(bias_elems, p.threads, [&](int64_t e) { bwd_reduce_bias_task(cx, e); });
 }
 

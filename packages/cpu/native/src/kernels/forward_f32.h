@@ -417,6 +417,12 @@ inline void softmax_block_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32Ti
 // m = -inf (the max drops NaN) but its sum l is NaN: it is not empty, and gives NaN out and lse.
 inline void store_out_t(const FwdProblem& p, const F32Tile& t, int64_t b, int64_t m) {
   const Dims& d = p.dims;
+  // Dense rows of one head: their span is this task's alone; fault its pages in with one call.
+  const int64_t eb = dtype_bytes(p.out.dtype);
+  if (m > 1 && t.rh[0] == t.rh[m - 1] && p.out.strides[3] == 1 && p.out.strides[2] == d.Dv) {
+    char* first = static_cast<char*>(elem_ptr(p.out, b, t.rh[0], t.ri[0], 0));
+    prefault_for_write(first, first + m * d.Dv * eb);
+  }
   for (int64_t r = 0; r < m; ++r) {
     const int64_t i = t.ri[r], h = t.rh[r];
     const bool empty = t.m[r] == kNegInf && t.l[r] == 0.f;
