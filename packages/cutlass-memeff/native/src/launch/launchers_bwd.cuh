@@ -135,7 +135,9 @@ const void* probe_bwd_tf32() {
 template <typename T>
 void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
   const int64_t rows_q = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
-  const unsigned kGridStride = 4096;  // blocks of the grid-stride element loops
+  // Blocks of the grid-stride element loops: at most 4096. A call inside <<<...>>>, not a `<` expression:
+  // clang-format splits that `<` into `< <<`, which does not compile.
+  auto grid_stride_blocks = [](unsigned blocks) { return blocks < 4096u ? blocks : 4096u; };
   switch (stage) {
     case BwdStage::kDsum:
       if constexpr (sizeof(T) == 4) {
@@ -150,14 +152,14 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
       break;
     case BwdStage::kDqConvert: {
       const unsigned blocks = ceil_div(rows_q * p.head_dim, 256);
-      bwd_dq_convert_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      bwd_dq_convert_kernel<T><<<grid_stride_blocks(blocks), 256, 0, stream>>>(p);
       ATTN_LAUNCH_CHECK("memeff bwd_dq_convert_kernel");
       break;
     }
     case BwdStage::kKvReduce: {
       const int64_t total = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k * (p.head_dim + p.head_dim_v);
       const unsigned blocks = ceil_div(total, 256);
-      bwd_kv_reduce_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      bwd_kv_reduce_kernel<T><<<grid_stride_blocks(blocks), 256, 0, stream>>>(p);
       ATTN_LAUNCH_CHECK("memeff bwd_kv_reduce_kernel");
       break;
     }
@@ -172,7 +174,7 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
     case BwdStage::kDbiasConvert: {
       const int64_t total = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
       const unsigned blocks = ceil_div(total, 256);
-      bwd_dbias_convert_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
+      bwd_dbias_convert_kernel<T><<<grid_stride_blocks(blocks), 256, 0, stream>>>(p, total);
       ATTN_LAUNCH_CHECK("memeff bwd_dbias_convert_kernel");
       break;
     }
