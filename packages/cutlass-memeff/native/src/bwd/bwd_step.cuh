@@ -159,20 +159,32 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
           acc_st[n][e] = pr;
         }
     } else {
+      // Softcap (and ALiBi where the call has it: the loop is built with and without it). The logit is
+      // softcap * th, its derivative 1 - th^2; th replaces S^T in place.
+      float (&th)[QT][4] = acc_st;
+      rule.tanh_args<kAccurate>(acc_st, th);
+      auto p_ds = [&](auto with_alibi) {
 #pragma unroll
-      for (int n = 0; n < QT; ++n)
+        for (int n = 0; n < QT; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int il = n * 8 + 2 * t + (e % 2);
-          const float lse2 = lse_b[il];
-          float dcap;
-          const float x = exp2f(
-              rule.logit2<kAccurate>(acc_st[n][e], static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)), dcap) - lse2);
-          const float pr = lse2 != -INFINITY ? x : 0.f;
-          ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
-          acc_dpt[n][e] = ds[n][e] * dcap;
-          acc_st[n][e] = pr;
-        }
+          for (int e = 0; e < 4; ++e) {
+            const int il = n * 8 + 2 * t + (e % 2);
+            const float lse2 = lse_b[il];
+            float logit2 = rule.softcap * th[n][e];
+            if constexpr (decltype(with_alibi)::value)
+              logit2 = rule.add_alibi(logit2, static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)));
+            const float x = exp2f(logit2 - lse2);
+            const float pr = lse2 != -INFINITY ? x : 0.f;
+            ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+            acc_dpt[n][e] = ds[n][e] * fmaf(-th[n][e], th[n][e], 1.f);
+            acc_st[n][e] = pr;
+          }
+      };
+      if (rule.alibi) {
+        p_ds(std::true_type{});
+      } else {
+        p_ds(std::false_type{});
+      }
     }
   } else if (!p.dropout && (mask_fast || plain)) {
     // The general loop's P and dS without the per-element rules (none apply on these steps) and without a

@@ -36,15 +36,27 @@ __device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const F
     return;
   }
   if constexpr (kFeat) {
-    if (mods_only) {  // in view, no mask: softcap / ALiBi alone (ModRule)
+    if (mods_only) {  // in view, no mask: softcap / ALiBi alone (ModRule), each loop only where the call has it
       const ModRule rule(p, sc, row, j0 + 2 * t);
+      if (rule.cap) {
+        rule.tanh_args<true>(s, s);  // in place (registers: the d64 wgmma kernel runs at its 128)
 #pragma unroll
-      for (int n = 0; n < NT; ++n)
+        for (int n = 0; n < NT; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float dcap;
-          s[n][e] = rule.logit2<true>(s[n][e], static_cast<float>(8 * (e / 2) - 8 * n - (e % 2)), dcap);
-        }
+          for (int e = 0; e < 4; ++e) s[n][e] *= rule.softcap;
+      } else {
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[n][e] *= rule.scale_log2;
+      }
+      if (rule.alibi) {
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s[n][e] = rule.add_alibi(s[n][e], static_cast<float>(8 * (e / 2) - 8 * n - (e % 2)));
+      }
     } else if (has_score_mods(p)) {
       const MaskView none{nullptr, 0, 0, MaskKind::kNone, kF32};
 #pragma unroll
