@@ -125,8 +125,9 @@ __device__ __forceinline__ ScoreCtx score_ctx(const FwdParams& p, int b, int h) 
   return ScoreCtx{key_bounds(p), slope, static_cast<float>(p.diag_offset)};
 }
 
-// The call has per-score modifiers (softcap or ALiBi): no tile of it is plain scale * dot.
-__device__ __forceinline__ bool has_score_mods(const FwdParams& p) { return p.softcap != 0.f || p.alibi != nullptr; }
+// The call has per-score modifiers (softcap or ALiBi): no tile of it is plain scale * dot. The fp32 feature
+// kernels without a mask come with and without their code (kMods): the launchers pick by this.
+MEMEFF_HOST_DEVICE inline bool has_score_mods(const FwdParams& p) { return p.softcap != 0.f || p.alibi != nullptr; }
 
 // tanh on |x| < kTanhPolyLimit within 2 ulp: x + x^3 p(x^2), the odd minimax polynomial that CUDA's tanhf
 // evaluates there (the same coefficients and operations, so the same bits), without tanhf's exp branch for
