@@ -466,6 +466,30 @@ export function memeffCases(): TableCase[] {
   });
   add('alibi [B,H] d128 (in view)', { B: 2, Hq: 2, Sq: 260, Sk: 390, D: 128, alibi: 'perBatchHead' });
   add('softcap d96 ul sq>sk (in view)', { B: 1, Hq: 2, Sq: 200, Sk: 150, D: 96, softcap: 2, causal: 'upperLeft' });
+  // Features without softcap or ALiBi and without a mask: the fp32 feature kernels built without their code
+  // (kMods = false), forward and backward, at both buckets.
+  add('window 40,8 d64 (no score mods)', { B: 1, Hq: 2, Sq: 300, Sk: 333, D: 64, window: [40, 8] });
+  add('window 100,-1 sequsedK d128 (no score mods)', {
+    B: 2,
+    Hq: 2,
+    Sq: 260,
+    Sk: 300,
+    D: 128,
+    window: [100, -1],
+    sequsedK: [250, 90],
+  });
+  // Large softcaps keep every tanh argument of a warp below 0.6: the fp32 kernels' in-view steps take the
+  // polynomial alone (ModRule::tanh_args), with ALiBi and without; the edge steps tanhf.
+  add('softcap 30 d64 (in view, tanh polynomial)', { B: 1, Hq: 2, Sq: 300, Sk: 333, D: 64, softcap: 30 });
+  add('softcap 50 alibi d128 (in view, tanh polynomial)', {
+    B: 2,
+    Hq: 2,
+    Sq: 260,
+    Sk: 390,
+    D: 128,
+    softcap: 50,
+    alibi: 'perHead',
+  });
   // The feature kernels (kFeat) on the column-split backward (head dims above 128): window, ALiBi,
   // softcap, varlen and sequsedK with the dK/dV/dQ columns split over two blocks.
   add(

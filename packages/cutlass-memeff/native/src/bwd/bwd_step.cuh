@@ -91,8 +91,9 @@ struct BwdStepAt {
 // scale * q.k, which dK and dQ take); dS itself goes to dbias where the call has one.
 // mask_smem: the step's mask tile was staged at maskb_s. lse_b, dsum_b: the step's rows (load_step_rows).
 // presum_slot: this thread's dbias_presum slots (QT * 4 floats, kThreads apart). kFeat: the feature kernel
-// (softcap and ALiBi by masked_logit's rule, sc: this head's ScoreCtx).
-template <typename T, int M, int N, int kThreads, bool kMask, bool kFeat, int QT>
+// (softcap and ALiBi by masked_logit's rule, sc: this head's ScoreCtx); kMods = false: one built without
+// softcap and ALiBi, for calls that have neither (has_score_mods).
+template <typename T, int M, int N, int kThreads, bool kMask, bool kFeat, bool kMods = kFeat, int QT>
 __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepAt& at, const MaskView& mask,
                                               const ScoreCtx& sc, bool mask_smem, const unsigned char* maskb_s,
                                               float* presum_slot, const float* lse_b, const float* dsum_b,
@@ -134,7 +135,7 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         }
     });
   }
-  if (!p.dropout && tile_mods_only<kFeat>(p, i0, M, j0, N)) {
+  if (!p.dropout && kMods && tile_mods_only<kFeat>(p, i0, M, j0, N)) {
     // In view and unmasked with softcap or ALiBi: ModRule's logit per score (no bounds, no mask, no
     // int-to-float conversion), then the lean loop's P and dS. The feature kernels are built with kMask
     // (they take masks too), so whether this call has a mask is tile_mods_only's run-time test, not kMask. Element (n, e) is query i0 + 2t + n8 + e%2
@@ -159,20 +160,32 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
           acc_st[n][e] = pr;
         }
     } else {
+      // Softcap (and ALiBi where the call has it: the loop is built with and without it). The logit is
+      // softcap * th, its derivative 1 - th^2; th replaces S^T in place.
+      float (&th)[QT][4] = acc_st;
+      rule.tanh_args<kAccurate>(acc_st, th);
+      auto p_ds = [&](auto with_alibi) {
 #pragma unroll
-      for (int n = 0; n < QT; ++n)
+        for (int n = 0; n < QT; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int il = n * 8 + 2 * t + (e % 2);
-          const float lse2 = lse_b[il];
-          float dcap;
-          const float x = exp2f(
-              rule.logit2<kAccurate>(acc_st[n][e], static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)), dcap) - lse2);
-          const float pr = lse2 != -INFINITY ? x : 0.f;
-          ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
-          acc_dpt[n][e] = ds[n][e] * dcap;
-          acc_st[n][e] = pr;
-        }
+          for (int e = 0; e < 4; ++e) {
+            const int il = n * 8 + 2 * t + (e % 2);
+            const float lse2 = lse_b[il];
+            float logit2 = rule.softcap * th[n][e];
+            if constexpr (decltype(with_alibi)::value)
+              logit2 = rule.add_alibi(logit2, static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)));
+            const float x = exp2f(logit2 - lse2);
+            const float pr = lse2 != -INFINITY ? x : 0.f;
+            ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+            acc_dpt[n][e] = ds[n][e] * fmaf(-th[n][e], th[n][e], 1.f);
+            acc_st[n][e] = pr;
+          }
+      };
+      if (rule.alibi) {
+        p_ds(std::true_type{});
+      } else {
+        p_ds(std::false_type{});
+      }
     }
   } else if (!p.dropout && (mask_fast || plain)) {
     // The general loop's P and dS without the per-element rules (none apply on these steps) and without a
@@ -191,7 +204,7 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
         ds[n][e] = acc_dpt[n][e];
         acc_st[n][e] = pr;
       }
-  } else if (!p.dropout && p.mask_kind == MaskKind::kNone && !(kFeat && has_score_mods(p))) {
+  } else if (!p.dropout && p.mask_kind == MaskKind::kNone && !(kMods && has_score_mods(p))) {
     // Only the causal / window bounds cut this step (a window's edge, the diagonal, the sequence ends):
     // the plain loop's P and dS with the visibility test as a select, instead of masked_logit's rules
     // (an invisible score gives P = 0, as its -inf logit would).
@@ -223,15 +236,15 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
               mask_fast ? acc_st[n][e] * kLog2e
               : plain   ? acc_st[n][e] * (p.scale * kLog2e)
               : mask_smem
-                  ? tile_logit<M, N, kFeat, kAccurate>(p, mask, sc, maskb_s, i, j, il, j - j0, acc_st[n][e], dcap) *
+                  ? tile_logit<M, N, kMods, kAccurate>(p, mask, sc, maskb_s, i, j, il, j - j0, acc_st[n][e], dcap) *
                         kLog2e
-                  : masked_logit<kFeat, kAccurate>(p, mask, sc, i, j, acc_st[n][e], dcap) * kLog2e;
+                  : masked_logit<kMods, kAccurate>(p, mask, sc, i, j, acc_st[n][e], dcap) * kLog2e;
           pr = exp2f(logit2 - lse2);
         }
         float keep = 1.f;
         if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
         ds[n][e] = pr * (acc_dpt[n][e] * keep - dsum_b[il]);
-        acc_dpt[n][e] = kFeat ? ds[n][e] * dcap : ds[n][e];
+        acc_dpt[n][e] = kMods ? ds[n][e] * dcap : ds[n][e];
         acc_st[n][e] = pr * keep;
       }
   }

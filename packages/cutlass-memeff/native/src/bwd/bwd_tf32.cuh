@@ -88,8 +88,9 @@ __device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const flo
 }
 
 // kFull: D == Dv == the bucket (compile-time head-dim loops). kMask: the call has a mask or bias. kFeat: the
-// feature kernel (FwdParams::features, built with kMask; as bwd_mma_kernel's).
-template <typename Tr, bool kFull, bool kMask, bool kFeat>
+// feature kernel (FwdParams::features, built with kMask; as bwd_mma_kernel's); kMods: its softcap and ALiBi
+// code (bwd_step_p_ds).
+template <typename Tr, bool kFull, bool kMask, bool kFeat, bool kMods = kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_kernel(const BwdParams params) {
 #ifdef ATTN_MEMEFF_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles,
@@ -210,7 +211,7 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && staged_cur;  // the staging's decision for this step (mask_tile_ok)
     if (MB == 2) staged_cur = staged_next;
-    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask, kFeat>(
+    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask, kFeat, kMods>(
         p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, score_ctx(p, b, h), mask_smem,
         mask_s + (MB == 2 ? buf : 0) * MaskT::kBytes,
         reinterpret_cast<float*>(mask_s + MB * MaskT::kBytes) + threadIdx.x, lse_s + buf * M, dsum_s + buf * M, acc_st,

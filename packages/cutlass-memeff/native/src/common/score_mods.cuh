@@ -125,8 +125,21 @@ __device__ __forceinline__ ScoreCtx score_ctx(const FwdParams& p, int b, int h) 
   return ScoreCtx{key_bounds(p), slope, static_cast<float>(p.diag_offset)};
 }
 
-// The call has per-score modifiers (softcap or ALiBi): no tile of it is plain scale * dot.
-__device__ __forceinline__ bool has_score_mods(const FwdParams& p) { return p.softcap != 0.f || p.alibi != nullptr; }
+// The call has per-score modifiers (softcap or ALiBi): no tile of it is plain scale * dot. The fp32 feature
+// kernels without a mask come with and without their code (kMods): the launchers pick by this.
+MEMEFF_HOST_DEVICE inline bool has_score_mods(const FwdParams& p) { return p.softcap != 0.f || p.alibi != nullptr; }
+
+// tanh on |x| < kTanhPolyLimit within 2 ulp: x + x^3 p(x^2), the odd minimax polynomial that CUDA's tanhf
+// evaluates there (the same coefficients and operations, so the same bits), without tanhf's exp branch for
+// larger |x| and its select. NaN gives NaN.
+constexpr float kTanhPolyLimit = 0.6f;
+__device__ __forceinline__ float tanh_poly(float x) {
+  const float x2 = x * x;
+  float q = fmaf(0x1.01e104p-6f, x2, -0x1.ac795cp-5f);
+  q = fmaf(q, x2, 0x1.10b282p-3f);
+  q = fmaf(q, x2, -0x1.5553dap-2f);
+  return fmaf(q * x2, x, x);
+}
 
 // tanh for softcap: kAccurate (fp32 kernels) CUDA's tanhf (2 ulp); otherwise one MUFU.EX2 and a fast division,
 // ~1e-7 absolute (flash-cuda's, enough for 16-bit outputs). Both give +-1 at +-Inf and NaN for NaN.
@@ -207,13 +220,15 @@ __device__ __forceinline__ bool tile_mods_only(const FwdParams& p, int i0, int m
 }
 
 // modded_score for the scores of one thread on an in-view tile, in log2 units, with the per-score work cut to
-// what the call has: the softcap test is made once, and ALiBi's distance |i - j + diag| is `base + c`, where
-// base = (i_first - j_first) + diag is converted once per tile and c, the element's offset from that thread's
-// first element, is a compile-time constant of the fragment layout (no int-to-float conversion per score;
-// exact, as masked_logit's, while |i - j + diag| < 2^24).
+// what the call has: the softcap and ALiBi tests are made once per tile (the kernels branch around whole
+// loops), and ALiBi's distance |i - j + diag| is `base + c`, where base = (i_first - j_first) + diag is
+// converted once per tile and c, the element's offset from that thread's first element, is a compile-time
+// constant of the fragment layout (no int-to-float conversion per score; exact, as masked_logit's, while
+// |i - j + diag| < 2^24). A thread's logit of dot at offset c: softcap * tanh_args(dot) (cap) or
+// dot * scale_log2, then add_alibi(., c) (alibi).
 struct ModRule {
   float softcap, softcap_in, scale_log2, slope_log2, base;
-  bool cap;
+  bool cap, alibi;
 
   __device__ __forceinline__ ModRule(const FwdParams& p, const ScoreCtx& sc, int i_first, int j_first)
       : softcap(p.softcap * kLog2e),
@@ -221,22 +236,41 @@ struct ModRule {
         scale_log2(p.scale * kLog2e),
         slope_log2(sc.slope * kLog2e),
         base(static_cast<float>(i_first - j_first) + sc.diag),
-        cap(p.softcap != 0.f) {}
+        cap(p.softcap != 0.f),
+        alibi(sc.slope != 0.f) {}  // a zero slope adds -0 * |d| = -0: nothing (NaN slopes are applied)
 
-  // The log2-unit logit of dot at distance offset c (i - j = i_first - j_first + c); dcap as modded_score's.
-  template <bool kAccurate>
-  __device__ __forceinline__ float logit2(float dot, float c, float& dcap) const {
-    float s;
-    if (cap) {
-      const float th = softcap_tanh<kAccurate>(dot * softcap_in);
-      s = softcap * th;
-      dcap = fmaf(-th, th, 1.f);
-    } else {
-      s = dot * scale_log2;
-      dcap = 1.f;
+  // th = tanh(dot * softcap_in) for a thread's scores (the softcap's tanh; softcap * th is the log2 logit
+  // and 1 - th^2 its derivative). kAccurate: where every argument of the warp is below kTanhPolyLimit, the
+  // polynomial alone (tanhf's own value there, at a third of its instructions; the warp takes one branch),
+  // else tanhf. Softcaps keep most arguments small (|dot * scale| < 0.6 softcap), so in-view tiles of
+  // typical calls take the polynomial. A NaN argument fails the test: tanhf's NaN. th may be dot (in place).
+  template <bool kAccurate, int NT>
+  __device__ __forceinline__ void tanh_args(const float (&dot)[NT][4], float (&th)[NT][4]) const {
+    bool small = true;
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        th[n][e] = dot[n][e] * softcap_in;
+        if constexpr (kAccurate) small &= fabsf(th[n][e]) < kTanhPolyLimit;
+      }
+    if constexpr (kAccurate) {
+      if (__all_sync(0xffffffffu, small)) {
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) th[n][e] = tanh_poly(th[n][e]);
+        return;
+      }
     }
-    return fmaf(-slope_log2, fabsf(base + c), s);  // slope 0 without ALiBi
+#pragma unroll
+    for (int n = 0; n < NT; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) th[n][e] = softcap_tanh<kAccurate>(th[n][e]);
   }
+
+  // The ALiBi term of the score at offset c (i - j = i_first - j_first + c) added to s (log2 units).
+  __device__ __forceinline__ float add_alibi(float s, float c) const { return fmaf(-slope_log2, fabsf(base + c), s); }
 };
 
 // The first key visible from query i_first (the window's left bound of a query block [i_first, ...]).

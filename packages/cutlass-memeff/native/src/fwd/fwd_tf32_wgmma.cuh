@@ -171,8 +171,8 @@ __device__ __forceinline__ void pv_3xtf32(float (&o)[Tr::kOTiles][4], uint32_t (
 
 // kMasked: a bias or boolean mask, its terms read per step from global memory (load_mask_terms); d128 only
 // (launch_fwd_tf32_wgmma), and at d64 in the feature kernel. kFeat: the feature kernel (FwdParams::features;
-// as fwd_mma's).
-template <typename Tr, bool kMasked, bool kFeat>
+// as fwd_mma's); kMods: its softcap and ALiBi code (without a mask, calls without them take kMods = false).
+template <typename Tr, bool kMasked, bool kFeat, bool kMods = kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wgmma_kernel(const FwdParams params) {
 #ifdef ATTN_MEMEFF_SM90A
   namespace w = attn::sm90;
@@ -252,8 +252,8 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_wg
     if constexpr (kMasked) {
       apply_mask_terms<kFeat>(s, mv, p, sc, row, j0, t, coff);
     } else {
-      scale_unmasked_scores<kFeat>(s, p, sc, tile_unmasked<kFeat>(p, i0, M, j0, N),
-                                   tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, row, j0, t, coff);
+      scale_unmasked_scores<kFeat, kMods>(s, p, sc, tile_unmasked<kFeat>(p, i0, M, j0, N),
+                                          tile_mods_only<kFeat>(p, i0, M, j0, N), scale_log2, row, j0, t, coff);
     }
     float alpha[2];
     online_softmax(s, m_run, l_run, alpha);

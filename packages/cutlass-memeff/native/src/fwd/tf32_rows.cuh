@@ -23,8 +23,9 @@ __device__ __forceinline__ void init_rows(float (&acc_o)[OT][4], float (&m_run)[
 // scale (one test per step: per element, ptxas branched and reloaded the scale 16 times); the others the
 // causal / bounds rule in 32-bit compares (masked_logit's rule, as fwd_mma does). kFeat (the feature
 // kernels): the window's left side too, and softcap / ALiBi: by ModRule alone on `mods_only` steps
-// (tile_mods_only), by masked_logit's rule on the others.
-template <bool kFeat, int NT>
+// (tile_mods_only), by masked_logit's rule on the others. kMods = false: a feature kernel built without
+// softcap and ALiBi, for calls that have neither (has_score_mods; the launcher's choice).
+template <bool kFeat, bool kMods = kFeat, int NT>
 __device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const FwdParams& p, const ScoreCtx& sc,
                                                       bool plain, bool mods_only, float scale_log2, int row, int j0,
                                                       int t, int coff) {
@@ -36,16 +37,29 @@ __device__ __forceinline__ void scale_unmasked_scores(float (&s)[NT][4], const F
     return;
   }
   if constexpr (kFeat) {
-    if (mods_only) {  // in view, no mask: softcap / ALiBi alone (ModRule)
+    if (kMods &&
+        mods_only) {  // in view, no mask: softcap / ALiBi alone (ModRule), each loop only where the call has it
       const ModRule rule(p, sc, row, j0 + 2 * t);
+      if (rule.cap) {
+        rule.tanh_args<true>(s, s);  // in place (registers: the d64 wgmma kernel runs at its 128)
 #pragma unroll
-      for (int n = 0; n < NT; ++n)
+        for (int n = 0; n < NT; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          float dcap;
-          s[n][e] = rule.logit2<true>(s[n][e], static_cast<float>(8 * (e / 2) - 8 * n - (e % 2)), dcap);
-        }
-    } else if (has_score_mods(p)) {
+          for (int e = 0; e < 4; ++e) s[n][e] *= rule.softcap;
+      } else {
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[n][e] *= rule.scale_log2;
+      }
+      if (rule.alibi) {
+#pragma unroll
+        for (int n = 0; n < NT; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s[n][e] = rule.add_alibi(s[n][e], static_cast<float>(8 * (e / 2) - 8 * n - (e % 2)));
+      }
+    } else if (kMods && has_score_mods(p)) {
       const MaskView none{nullptr, 0, 0, MaskKind::kNone, kF32};
 #pragma unroll
       for (int n = 0; n < NT; ++n)

@@ -98,15 +98,19 @@ const void* probe_bwd_mma() {
 
 // fp32 on tensor cores (3xTF32, bwd_tf32.cuh).
 // Calls with features and no mask take, at D == Dv == the bucket, the feature kernel built without the
-// mask code (its in-view steps are ModRule's alone; the masked build costs the fp32 backward ~10% on them).
+// mask code (its in-view steps are ModRule's alone; the masked build costs the fp32 backward ~10% on them),
+// and without softcap and ALiBi code where the call has neither (a window's left side, varlen, sequsedK).
 template <typename Tr, bool kFull>
 void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone;
-  auto kernel =
-      p.features
-          ? (kFull && !masked ? &bwd_tf32_kernel<Tr, kFull, false, true> : &bwd_tf32_kernel<Tr, kFull, true, true>)
-      : masked ? &bwd_tf32_kernel<Tr, kFull, true, false>
-               : &bwd_tf32_kernel<Tr, kFull, false, false>;
+  auto kernel = &bwd_tf32_kernel<Tr, kFull, false, false>;
+  if (p.features) {
+    kernel = !kFull || masked    ? &bwd_tf32_kernel<Tr, kFull, true, true>
+             : has_score_mods(p) ? &bwd_tf32_kernel<Tr, kFull, false, true>
+                                 : &bwd_tf32_kernel<Tr, kFull, false, true, false>;
+  } else if (masked) {
+    kernel = &bwd_tf32_kernel<Tr, kFull, true, false>;
+  }
   static_assert(Tr::kSmemMaskBytes == Tr::kMaskBufs * MaskTile<Tr::kBlockM, Tr::kBlockN>::kBytes, "mask tile size");
   launch_key_split<Tr>(kernel, p, stream);
 }

@@ -93,13 +93,17 @@ void launch_fwd_tf32(const FwdParams& p, cudaStream_t stream) {
 
 // Both GEMMs on wgmma (sm_90a; FwdParams::tf32_wgmma). Masks at d128 only: at d64 the mma.sync kernel stages
 // the mask tile in shared memory with 3 blocks per SM and is faster. Calls with features take the feature
-// kernel, with or without a mask, at both head dims.
+// kernel, with or without a mask, at both head dims; without a mask, calls without softcap and ALiBi take
+// the feature kernel built without them (kMods = false: the d64 form runs at its 128 registers, where their
+// code costs the other steps).
 template <typename Tr>
 void launch_fwd_tf32_wgmma(const FwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone;
   auto kernel = &fwd_tf32_wgmma_kernel<Tr, false, false>;
   if (p.features) {
-    kernel = masked ? &fwd_tf32_wgmma_kernel<Tr, true, true> : &fwd_tf32_wgmma_kernel<Tr, false, true>;
+    kernel = masked              ? &fwd_tf32_wgmma_kernel<Tr, true, true>
+             : has_score_mods(p) ? &fwd_tf32_wgmma_kernel<Tr, false, true>
+                                 : &fwd_tf32_wgmma_kernel<Tr, false, true, false>;
   } else if (masked) {
     if constexpr (Tr::kHeadDim == 128) {
       kernel = &fwd_tf32_wgmma_kernel<Tr, true, false>;
