@@ -5,13 +5,13 @@
 #pragma once
 #include <cstdint>
 
-#include "../bwd_params.h"
-#include "../bwd_scores.h"
-#include "../flash_bwd_kernel.h"
-#include "../kernel_traits.h"
-#include "../ptx.h"
-#include "../tile_io.h"
-#include "wgmma_sync.h"
+#include "common/bwd_params.h"
+#include "bwd/bwd_scores.h"
+#include "bwd/flash_bwd_kernel.h"
+#include "common/kernel_traits.h"
+#include "common/ptx.h"
+#include "common/tile_io.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash::sm90 {
 

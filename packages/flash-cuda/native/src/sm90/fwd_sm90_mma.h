@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "../ptx.h"
-#include "wgmma_ops.h"
-#include "wgmma_sync.h"
+#include "common/ptx.h"
+#include "sm90/wgmma_ops.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash::sm90 {
 

@@ -4,12 +4,12 @@
 #pragma once
 #include <cstdint>
 
-#include "../fwd_params.h"
-#include "../kernel_traits.h"
-#include "../ptx.h"
-#include "../row_state.h"
-#include "../seq_extents.h"
-#include "../tile_io.h"
+#include "common/fwd_params.h"
+#include "common/kernel_traits.h"
+#include "common/ptx.h"
+#include "common/row_state.h"
+#include "common/seq_extents.h"
+#include "common/tile_io.h"
 
 namespace attn::flash::sm90 {
 
