@@ -9,7 +9,8 @@
 #include <cuda_fp16.h>
 
 #include "attn/cuda_check.h"
-#include "common/ptx.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
 #include "common/seq_extents.h"
 
 namespace attn::flash {
@@ -110,7 +111,7 @@ __global__ void __launch_bounds__(256) bwd_dsum_kernel(const __grid_constant__ B
   const E* o = static_cast<const E*>(f.o) + row.offset(f, f.o_batch_stride, f.o_head_stride, f.o_row_stride);
   const E* dout = static_cast<const E*>(p.dout) + row.offset(f, p.do_batch_stride, p.do_head_stride, p.do_row_stride);
   float acc = 0.f;
-  for (int d = lane; d < f.head_dim; d += 32) acc += MmaOp<E>::to_float(o[d]) * MmaOp<E>::to_float(dout[d]);
+  for (int d = lane; d < f.head_dim; d += 32) acc += to_float(o[d]) * to_float(dout[d]);
 #pragma unroll
   for (int s = 16; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
   const int64_t li = row.lse_index(f);
@@ -129,10 +130,10 @@ __global__ void __launch_bounds__(256) bwd_convert_dq_kernel(const __grid_consta
     const float4* src = reinterpret_cast<const float4*>(p.dq_accum + row.lse_index(f) * p.dq_accum_stride) + lane * 2;
     const float4 a = src[0], b = src[1];
     uint4 out;
-    out.x = MmaOp<E>::pack(a.x * p.scale, a.y * p.scale);
-    out.y = MmaOp<E>::pack(a.z * p.scale, a.w * p.scale);
-    out.z = MmaOp<E>::pack(b.x * p.scale, b.y * p.scale);
-    out.w = MmaOp<E>::pack(b.z * p.scale, b.w * p.scale);
+    out.x = pack2<E>(a.x * p.scale, a.y * p.scale);
+    out.y = pack2<E>(a.z * p.scale, a.w * p.scale);
+    out.z = pack2<E>(b.x * p.scale, b.y * p.scale);
+    out.w = pack2<E>(b.z * p.scale, b.w * p.scale);
     *reinterpret_cast<uint4*>(static_cast<E*>(p.dq) +
                               row.offset(f, p.dq_batch_stride, p.dq_head_stride, p.dq_row_stride) + lane * 8) = out;
     return;
@@ -143,7 +144,7 @@ __global__ void __launch_bounds__(256) bwd_convert_dq_kernel(const __grid_consta
   const RowOf row(f, r, f.total_q);
   const float* src = p.dq_accum + row.lse_index(f) * p.dq_accum_stride;
   E* dst = static_cast<E*>(p.dq) + row.offset(f, p.dq_batch_stride, p.dq_head_stride, p.dq_row_stride);
-  for (int d = lane; d < f.head_dim; d += 32) dst[d] = MmaOp<E>::from_float(src[d] * p.scale);
+  for (int d = lane; d < f.head_dim; d += 32) dst[d] = from_float<E>(src[d] * p.scale);
 }
 
 // One warp per key row j of (b, hk) (grid: key rows / 8, Hk, B): rows the batch holds past seqused_k[b]
@@ -161,7 +162,7 @@ __global__ void __launch_bounds__(256) bwd_zero_unused_keys_kernel(const __grid_
   const int64_t row = k0 + j;
   E* dk = static_cast<E*>(p.dk) + (varlen ? 0 : b * p.dk_batch_stride) + hk * p.dk_head_stride + row * p.dk_row_stride;
   E* dv = static_cast<E*>(p.dv) + (varlen ? 0 : b * p.dv_batch_stride) + hk * p.dv_head_stride + row * p.dv_row_stride;
-  const E zero = MmaOp<E>::from_float(0.f);
+  const E zero = from_float<E>(0.f);
   for (int d = lane; d < f.head_dim; d += 32) {
     dk[d] = zero;
     dv[d] = zero;

@@ -42,7 +42,7 @@ __device__ __forceinline__ void grad_element(float& s, float& dp, int i, int j, 
                                              const FwdParams& f, const BwdRowCtx& c) {
   float x, dtanh = 1.f;
   if (f.softcap_out != 0.f) {
-    const float th = fast_tanh(s * f.softcap_in);
+    const float th = tanh_ex2(s * f.softcap_in);
     x = f.softcap_out * th;
     dtanh = 1.f - th * th;
   } else {
@@ -52,7 +52,7 @@ __device__ __forceinline__ void grad_element(float& s, float& dp, int i, int j, 
   if (c.slope2 != 0.f) x -= c.slope2 * fabsf(static_cast<float>(diag - j));
   const bool visible = j < c.seq_k && (f.window_right < 0 || j <= diag + f.window_right) &&
                        (f.window_left < 0 || j >= diag - f.window_left);
-  const float pr = visible ? fast_exp2(x - lse2) : 0.f;
+  const float pr = visible ? exp2_ftz(x - lse2) : 0.f;
   const float z = f.dropout ? (keep ? f.dropout_keep_scale : 0.f) : 1.f;
   s = pr * z;
   dp = pr * (dp * z - dsum) * dtanh;
@@ -75,7 +75,7 @@ __device__ __forceinline__ bool plain_tile(const FwdParams& f, const BwdRowCtx& 
 // grad_element on a plain tile: x = s * score_mul, every element visible, no dropout. In two halves for
 // kernels that have S before dP (the Hopper kernel computes P while the dP GEMM still runs).
 __device__ __forceinline__ float prob_plain(float s, float lse2, float score_mul) {
-  return fast_exp2(fmaf(s, score_mul, -lse2));
+  return exp2_ftz(fmaf(s, score_mul, -lse2));
 }
 __device__ __forceinline__ float grad_plain(float pr, float dp, float dsum) { return pr * (dp - dsum); }
 __device__ __forceinline__ void grad_element_plain(float& s, float& dp, float lse2, float dsum, float score_mul) {

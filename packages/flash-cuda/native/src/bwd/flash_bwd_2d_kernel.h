@@ -18,7 +18,8 @@
 #include "bwd/bwd_scores.h"
 #include "bwd/bwd_traits.h"
 #include "bwd/flash_bwd_kernel.h"
-#include "common/ptx.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
 #include "common/tile_io.h"
 
 namespace attn::flash {
@@ -31,7 +32,6 @@ struct BwdTypeTag {
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const __grid_constant__ BwdParams p) {
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
   using IO = TileIO<Tr>;
   using Ds = typename Tr::DsRows;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN;
@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
             ldmatrix_x4(bq, lqb.at(qa + np * 16, ks * 2));
 #pragma unroll
             for (int mt = 0; mt < kAM; ++mt) {
-              Op::run(st[mt][2 * np], ak[mt], bq[0], bq[1]);
-              Op::run(st[mt][2 * np + 1], ak[mt], bq[2], bq[3]);
+              mma_16816<E>(st[mt][2 * np], ak[mt], bq[0], bq[1]);
+              mma_16816<E>(st[mt][2 * np + 1], ak[mt], bq[2], bq[3]);
             }
           }
         }
@@ -196,8 +196,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
             ldmatrix_x4(bo, ldob.at(qa + np * 16, ks * 2));
 #pragma unroll
             for (int mt = 0; mt < kAM; ++mt) {
-              Op::run(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
-              Op::run(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
+              mma_16816<E>(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
+              mma_16816<E>(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
             }
           }
         }
@@ -255,8 +255,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
             const int o = swizzle_offset<Ds>(ka + mt * 16 + g + 8 * r, (qa >> 3) + nt, kN) + 2 * t;
-            *reinterpret_cast<uint32_t*>(sP + o) = Op::pack(st[mt][nt][2 * r], st[mt][nt][2 * r + 1]);
-            *reinterpret_cast<uint32_t*>(sdS + o) = Op::pack(dpt[mt][nt][2 * r], dpt[mt][nt][2 * r + 1]);
+            *reinterpret_cast<uint32_t*>(sP + o) = pack2<E>(st[mt][nt][2 * r], st[mt][nt][2 * r + 1]);
+            *reinterpret_cast<uint32_t*>(sdS + o) = pack2<E>(dpt[mt][nt][2 * r], dpt[mt][nt][2 * r + 1]);
           }
     }
     __syncthreads();  // P^T and dS^T complete
@@ -276,8 +276,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
           ldmatrix_x4_trans(bo, ldot.at(ms * 16, cb / 8 + dp * 2));
 #pragma unroll
           for (int mt = 0; mt < kBM; ++mt) {
-            Op::run(acc_dv[mt][2 * dp], a[mt], bo[0], bo[1]);
-            Op::run(acc_dv[mt][2 * dp + 1], a[mt], bo[2], bo[3]);
+            mma_16816<E>(acc_dv[mt][2 * dp], a[mt], bo[0], bo[1]);
+            mma_16816<E>(acc_dv[mt][2 * dp + 1], a[mt], bo[2], bo[3]);
           }
         }
       }
@@ -296,8 +296,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
           ldmatrix_x4_trans(bq, lqt.at(ms * 16, cb / 8 + dp * 2));
 #pragma unroll
           for (int mt = 0; mt < kBM; ++mt) {
-            Op::run(acc_dk[mt][2 * dp], a[mt], bq[0], bq[1]);
-            Op::run(acc_dk[mt][2 * dp + 1], a[mt], bq[2], bq[3]);
+            mma_16816<E>(acc_dk[mt][2 * dp], a[mt], bq[0], bq[1]);
+            mma_16816<E>(acc_dk[mt][2 * dp + 1], a[mt], bq[2], bq[3]);
           }
         }
       }
@@ -330,8 +330,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
             ldmatrix_x4_trans(bk, lkt.at(ks * 16, dcol0 / 8 + dp * 2));
 #pragma unroll
             for (int mt = 0; mt < kQM; ++mt) {
-              Op::run(acc_dq[mt][2 * dp], a[mt], bk[0], bk[1]);
-              Op::run(acc_dq[mt][2 * dp + 1], a[mt], bk[2], bk[3]);
+              mma_16816<E>(acc_dq[mt][2 * dp], a[mt], bk[0], bk[1]);
+              mma_16816<E>(acc_dq[mt][2 * dp + 1], a[mt], bk[2], bk[3]);
             }
           }
         }
@@ -374,8 +374,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
         for (int c = 0; c < 2; ++c) {
           const int col = cb + dt * 8 + 2 * t + c;
           if (col >= f.head_dim) continue;
-          dk_row[col] = Op::from_float(acc_dk[mt][dt][2 * r + c] * p.scale);
-          dv_row[col] = Op::from_float(acc_dv[mt][dt][2 * r + c]);
+          dk_row[col] = from_float<E>(acc_dk[mt][dt][2 * r + c] * p.scale);
+          dv_row[col] = from_float<E>(acc_dv[mt][dt][2 * r + c]);
         }
     }
 }

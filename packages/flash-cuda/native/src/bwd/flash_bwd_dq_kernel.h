@@ -12,7 +12,8 @@
 #include "bwd/bwd_scores.h"
 #include "bwd/bwd_traits.h"
 #include "bwd/flash_bwd_kernel.h"
-#include "common/ptx.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
 #include "common/tile_io.h"
 
 namespace attn::flash {
@@ -20,7 +21,6 @@ namespace attn::flash {
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __grid_constant__ BwdParams p) {
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
   using IO = TileIO<Tr>;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN;
   constexpr int kNT = Tr::kNTiles, kDT = Tr::kDTiles, kKS = Tr::kKSteps, kPS = Tr::kPSteps;
@@ -133,10 +133,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
           uint32_t bk[4], bv[4];
           ldmatrix_x4(bk, lki.at(np * 16, ks * 2));
           ldmatrix_x4(bv, lvi.at(np * 16, ks * 2));
-          Op::run(s[2 * np], aq, bk[0], bk[1]);
-          Op::run(s[2 * np + 1], aq, bk[2], bk[3]);
-          Op::run(dp[2 * np], ao, bv[0], bv[1]);
-          Op::run(dp[2 * np + 1], ao, bv[2], bv[3]);
+          mma_16816<E>(s[2 * np], aq, bk[0], bk[1]);
+          mma_16816<E>(s[2 * np + 1], aq, bk[2], bk[3]);
+          mma_16816<E>(dp[2 * np], ao, bv[0], bv[1]);
+          mma_16816<E>(dp[2 * np + 1], ao, bv[2], bv[3]);
         }
       }
     }
@@ -161,16 +161,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
 #pragma unroll
     for (int ps = 0; ps < kPS; ++ps) {
       uint32_t a[4];
-      a[0] = Op::pack(dp[2 * ps][0], dp[2 * ps][1]);
-      a[1] = Op::pack(dp[2 * ps][2], dp[2 * ps][3]);
-      a[2] = Op::pack(dp[2 * ps + 1][0], dp[2 * ps + 1][1]);
-      a[3] = Op::pack(dp[2 * ps + 1][2], dp[2 * ps + 1][3]);
+      a[0] = pack2<E>(dp[2 * ps][0], dp[2 * ps][1]);
+      a[1] = pack2<E>(dp[2 * ps][2], dp[2 * ps][3]);
+      a[2] = pack2<E>(dp[2 * ps + 1][0], dp[2 * ps + 1][1]);
+      a[3] = pack2<E>(dp[2 * ps + 1][2], dp[2 * ps + 1][3]);
 #pragma unroll
       for (int dpp = 0; dpp < kDT / 2; ++dpp) {
         uint32_t bk[4];
         ldmatrix_x4_trans(bk, lkti.at(ps * 16, dpp * 2));
-        Op::run(acc_dq[2 * dpp], a, bk[0], bk[1]);
-        Op::run(acc_dq[2 * dpp + 1], a, bk[2], bk[3]);
+        mma_16816<E>(acc_dq[2 * dpp], a, bk[0], bk[1]);
+        mma_16816<E>(acc_dq[2 * dpp + 1], a, bk[2], bk[3]);
       }
     }
   }
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const int col = dt * 8 + 2 * t + c;
-        if (col < f.head_dim) row[col] = Op::from_float(acc_dq[dt][2 * r + c] * p.scale);
+        if (col < f.head_dim) row[col] = from_float<E>(acc_dq[dt][2 * r + c] * p.scale);
       }
   }
 }

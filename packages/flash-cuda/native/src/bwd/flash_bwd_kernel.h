@@ -16,7 +16,8 @@
 #include "common/bwd_params.h"
 #include "bwd/bwd_scores.h"
 #include "bwd/bwd_traits.h"
-#include "common/ptx.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
 #include "common/seq_extents.h"
 #include "common/tile_io.h"
 
@@ -134,7 +135,6 @@ __device__ __forceinline__ void red_add_v2(float* dst, float x, float y) {
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __grid_constant__ BwdParams p) {
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
   using IO = TileIO<Tr>;
   using Ds = typename Tr::DsRows;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN;
@@ -250,10 +250,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
           uint32_t bq[4], bo[4];
           ldmatrix_x4(bq, lqb.at(np * 16, ks * 2));
           ldmatrix_x4(bo, ldob.at(np * 16, ks * 2));
-          Op::run(st[2 * np], ak, bq[0], bq[1]);
-          Op::run(st[2 * np + 1], ak, bq[2], bq[3]);
-          Op::run(dpt[2 * np], av, bo[0], bo[1]);
-          Op::run(dpt[2 * np + 1], av, bo[2], bo[3]);
+          mma_16816<E>(st[2 * np], ak, bq[0], bq[1]);
+          mma_16816<E>(st[2 * np + 1], ak, bq[2], bq[3]);
+          mma_16816<E>(dpt[2 * np], av, bo[0], bo[1]);
+          mma_16816<E>(dpt[2 * np + 1], av, bo[2], bo[3]);
         }
       }
     }
@@ -291,16 +291,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
 #pragma unroll
       for (int ms = 0; ms < kMS; ++ms) {
         uint32_t a[4];
-        a[0] = Op::pack(st[2 * ms][0], st[2 * ms][1]);
-        a[1] = Op::pack(st[2 * ms][2], st[2 * ms][3]);
-        a[2] = Op::pack(st[2 * ms + 1][0], st[2 * ms + 1][1]);
-        a[3] = Op::pack(st[2 * ms + 1][2], st[2 * ms + 1][3]);
+        a[0] = pack2<E>(st[2 * ms][0], st[2 * ms][1]);
+        a[1] = pack2<E>(st[2 * ms][2], st[2 * ms][3]);
+        a[2] = pack2<E>(st[2 * ms + 1][0], st[2 * ms + 1][1]);
+        a[3] = pack2<E>(st[2 * ms + 1][2], st[2 * ms + 1][3]);
 #pragma unroll
         for (int dp = 0; dp < kDkvT / 2; ++dp) {
           uint32_t bo[4];
           ldmatrix_x4_trans(bo, ldot.at(ms * 16, col0 / 8 + dp * 2));
-          Op::run(acc_dv[2 * dp], a, bo[0], bo[1]);
-          Op::run(acc_dv[2 * dp + 1], a, bo[2], bo[3]);
+          mma_16816<E>(acc_dv[2 * dp], a, bo[0], bo[1]);
+          mma_16816<E>(acc_dv[2 * dp + 1], a, bo[2], bo[3]);
         }
       }
     }
@@ -309,16 +309,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
 #pragma unroll
       for (int ms = 0; ms < kMS; ++ms) {
         uint32_t a[4];
-        a[0] = Op::pack(dpt[2 * ms][0], dpt[2 * ms][1]);
-        a[1] = Op::pack(dpt[2 * ms][2], dpt[2 * ms][3]);
-        a[2] = Op::pack(dpt[2 * ms + 1][0], dpt[2 * ms + 1][1]);
-        a[3] = Op::pack(dpt[2 * ms + 1][2], dpt[2 * ms + 1][3]);
+        a[0] = pack2<E>(dpt[2 * ms][0], dpt[2 * ms][1]);
+        a[1] = pack2<E>(dpt[2 * ms][2], dpt[2 * ms][3]);
+        a[2] = pack2<E>(dpt[2 * ms + 1][0], dpt[2 * ms + 1][1]);
+        a[3] = pack2<E>(dpt[2 * ms + 1][2], dpt[2 * ms + 1][3]);
 #pragma unroll
         for (int dp = 0; dp < kDkvT / 2; ++dp) {
           uint32_t bq[4];
           ldmatrix_x4_trans(bq, lqt.at(ms * 16, col0 / 8 + dp * 2));
-          Op::run(acc_dk[2 * dp], a, bq[0], bq[1]);
-          Op::run(acc_dk[2 * dp + 1], a, bq[2], bq[3]);
+          mma_16816<E>(acc_dk[2 * dp], a, bq[0], bq[1]);
+          mma_16816<E>(acc_dk[2 * dp + 1], a, bq[2], bq[3]);
         }
       }
     }
@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
       for (int r = 0; r < 2; ++r) {
         const int row = warp * 16 + g + 8 * r;
         *reinterpret_cast<uint32_t*>(sdS + swizzle_offset<Ds>(row, nt, kN) + 2 * t) =
-            Op::pack(dpt[nt][2 * r], dpt[nt][2 * r + 1]);
+            pack2<E>(dpt[nt][2 * r], dpt[nt][2 * r + 1]);
       }
     __syncthreads();                                       // dS^T complete; Q and dO of this stage are no longer read
     if (stages == 1 && k + 1 < pairs) prefetch(k + 1, 0);  // overlaps the dQ part
@@ -363,8 +363,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
           for (int dp = 0; dp < kDqT / 2; ++dp) {
             uint32_t bk[4];
             ldmatrix_x4_trans(bk, lkt.at(ks * 16, dcol0 / 8 + dp * 2));
-            Op::run(acc_dq[2 * dp], a, bk[0], bk[1]);
-            Op::run(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
+            mma_16816<E>(acc_dq[2 * dp], a, bk[0], bk[1]);
+            mma_16816<E>(acc_dq[2 * dp + 1], a, bk[2], bk[3]);
           }
         }
 #pragma unroll
@@ -404,8 +404,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
       for (int c = 0; c < 2; ++c) {
         const int col = col0 + dt * 8 + 2 * t + c;
         if (col >= f.head_dim) continue;
-        dk_row[col] = Op::from_float(acc_dk[dt][2 * r + c] * p.scale);
-        dv_row[col] = Op::from_float(acc_dv[dt][2 * r + c]);
+        dk_row[col] = from_float<E>(acc_dk[dt][2 * r + c] * p.scale);
+        dv_row[col] = from_float<E>(acc_dv[dt][2 * r + c]);
       }
   }
 }

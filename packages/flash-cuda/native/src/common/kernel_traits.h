@@ -8,7 +8,7 @@
 #pragma once
 #include <cstdint>
 
-#include "common/ptx.h"
+#include "attn/ptx.h"
 
 namespace attn::flash {
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "attn/fast_math.h"
 #include "attn/philox.h"
 #include "common/fwd_params.h"
 
@@ -32,18 +33,6 @@ struct RowCtx {
   __device__ __forceinline__ int h_of(int row) const { return group == 1 ? 0 : row % group; }
 };
 
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// tanh through one exp: accurate to ~1e-7 absolute, enough for softcapped logits.
-__device__ __forceinline__ float fast_tanh(float x) {
-  const float e = fast_exp2(2.8853900817779268f * fabsf(x));  // exp(2|x|)
-  return copysignf(1.f - __fdividef(2.f, e + 1.f), x);
-}
-
 // Scale (or softcap) every score of the tile into log2 units; ALiBi when on.
 template <int kMT, int kNT, int kW>
 __device__ __forceinline__ void scale_scores(float (&s)[kMT][kNT][4], const FwdParams& p, const RowCtx& rc, int j0,
@@ -54,7 +43,7 @@ __device__ __forceinline__ void scale_scores(float (&s)[kMT][kNT][4], const FwdP
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[mi][nt][e] = p.softcap_out * fast_tanh(s[mi][nt][e] * p.softcap_in);
+        for (int e = 0; e < 4; ++e) s[mi][nt][e] = p.softcap_out * tanh_ex2(s[mi][nt][e] * p.softcap_in);
   } else {
 #pragma unroll
     for (int mi = 0; mi < kMT; ++mi)
@@ -134,7 +123,7 @@ __device__ __forceinline__ float softmax_row(float (&s)[kMT][kNT][4], float (&ro
   mx = quad_max(mx);
   if constexpr (kFoldScale) mx = fmaxf(row_max[mi][r], mx * score_mul);  // -inf stays -inf
   const float m_use = mx == -INFINITY ? 0.f : mx;                        // a row with no visible key so far: all p = 0
-  const float corr = fast_exp2(row_max[mi][r] - m_use);
+  const float corr = exp2_ftz(row_max[mi][r] - m_use);
   row_max[mi][r] = mx;
   float sum = 0.f;
 #pragma unroll
@@ -142,7 +131,7 @@ __device__ __forceinline__ float softmax_row(float (&s)[kMT][kNT][4], float (&ro
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
       const float x = s[mi][nt][2 * r + c];
-      const float pv = fast_exp2(kFoldScale ? fmaf(x, score_mul, -m_use) : x - m_use);
+      const float pv = exp2_ftz(kFoldScale ? fmaf(x, score_mul, -m_use) : x - m_use);
       s[mi][nt][2 * r + c] = pv;
       sum += pv;
     }

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "common/kernel_traits.h"
-#include "common/ptx.h"
+#include "attn/ptx.h"
 
 namespace attn::flash {
 

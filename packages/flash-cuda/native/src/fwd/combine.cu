@@ -7,7 +7,8 @@
 #include <cmath>
 
 #include "attn/cuda_check.h"
-#include "common/ptx.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
 
 namespace attn::flash {
 
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32) combine_kernel(const __gri
   for (int d = lane; d < p.head_dim; d += 32) {
     float acc = 0.f;
     for (int s = 0; s < splits; ++s) acc += weights[warp][s] * p.oaccum[(s * p.accum_rows + row) * p.oaccum_stride + d];
-    dst[d] = MmaOp<E>::from_float(acc);
+    dst[d] = from_float<E>(acc);
   }
 }
 

@@ -18,7 +18,8 @@
 #include "fwd/fwd_gemm.h"
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
-#include "common/ptx.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
 #include "common/row_state.h"
 #include "common/seq_extents.h"
 #include "common/tile_io.h"
@@ -31,7 +32,6 @@ __device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? 
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_constant__ FwdParams p) {
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;  // packs O to E in the epilogue
   using IO = TileIO<Tr>;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kMT = Tr::kMTiles, kW = Tr::kNWarps;
   constexpr int kNT = Tr::kNTiles, kDT = Tr::kDTiles, kKS = Tr::kKSteps;
@@ -189,7 +189,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     cp_async_commit();
   }
 
-  // Per-lane ldmatrix coordinates (see the fragment layouts in row_state.h and ptx.h).
+  // Per-lane ldmatrix coordinates (see the fragment layouts in common/row_state.h and attn/ptx.h).
   const LdsmAddr<Tr, kM> lq(smem_addr(sQ), lane & 15, lane >> 4);                              // A from Q
   const LdsmAddr<Tr, kN> lk(smem_addr(sK), (lane & 7) + ((lane >> 4) << 3), (lane >> 3) & 1);  // B from K
   const LdsmAddr<Tr, kN> lv(smem_addr(sV), (lane & 7) + (((lane >> 3) & 1) << 3), lane >> 4);  // B from V (.trans)
@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
         const int row = warp * 16 + mi * 16 * kW + g + 8 * r;
 #pragma unroll
         for (int dt = 0; dt < kDT; ++dt) {
-          const uint32_t v2 = Op::pack(acc_o[mi][dt][2 * r], acc_o[mi][dt][2 * r + 1]);
+          const uint32_t v2 = pack2<E>(acc_o[mi][dt][2 * r], acc_o[mi][dt][2 * r + 1]);
           *reinterpret_cast<uint32_t*>(sQ + swizzle_offset<Tr>(row, dt, kM) + 2 * t) = v2;
         }
         if (t == 0 && row0 + row < rows_total) p.lse[lse_index(row0 + row)] = lse[mi][r];

@@ -11,7 +11,8 @@
 #include <cstdint>
 
 #include "common/kernel_traits.h"
-#include "common/ptx.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
 
 namespace attn::flash {
 
@@ -20,7 +21,7 @@ namespace attn::flash {
 template <typename Tr, typename QFrag, typename LQ, typename LK>
 __device__ __forceinline__ void gemm_qk(float (&s)[Tr::kMTiles][Tr::kNTiles][4], const QFrag& q_frag, const LQ& lq,
                                         const LK& lk, int q_row0) {
-  using Op = MmaOp<typename Tr::Element>;
+  using E = typename Tr::Element;
   constexpr int kMT = Tr::kMTiles, kNP = Tr::kNTiles / 2, kKS = Tr::kKSteps, kW = Tr::kNWarps;
   constexpr int kSteps = kKS * kNP;  // one step: one ldmatrix.x4 of K (two n8 tiles, one k16 slice)
   uint32_t a[Tr::kQInRegs ? 1 : 2][kMT][4];
@@ -51,8 +52,8 @@ __device__ __forceinline__ void gemm_qk(float (&s)[Tr::kMTiles][Tr::kNTiles][4],
 #pragma unroll
       for (int mi = 0; mi < kMT; ++mi) {
         const uint32_t (&am)[4] = a_frag(mi, ks);
-        Op::run(s[mi][2 * np], am, bk[i & 1][0], bk[i & 1][1]);
-        Op::run(s[mi][2 * np + 1], am, bk[i & 1][2], bk[i & 1][3]);
+        mma_16816<E>(s[mi][2 * np], am, bk[i & 1][0], bk[i & 1][1]);
+        mma_16816<E>(s[mi][2 * np + 1], am, bk[i & 1][2], bk[i & 1][3]);
       }
     }
   }
@@ -62,7 +63,7 @@ __device__ __forceinline__ void gemm_qk(float (&s)[Tr::kMTiles][Tr::kNTiles][4],
 template <typename Tr, typename LV>
 __device__ __forceinline__ void gemm_pv(float (&acc_o)[Tr::kMTiles][Tr::kDTiles][4],
                                         const float (&s)[Tr::kMTiles][Tr::kNTiles][4], const LV& lv) {
-  using Op = MmaOp<typename Tr::Element>;
+  using E = typename Tr::Element;
   constexpr int kMT = Tr::kMTiles, kDP = Tr::kDTiles / 2, kPS = Tr::kPSteps;
   constexpr int kSteps = kPS * kDP;  // one step: one ldmatrix.x4.trans of V (two n8 tiles of D, one k16 slice)
   uint32_t bv[2][4];
@@ -72,10 +73,10 @@ __device__ __forceinline__ void gemm_pv(float (&acc_o)[Tr::kMTiles][Tr::kDTiles]
     uint32_t a[kMT][4];
 #pragma unroll
     for (int mi = 0; mi < kMT; ++mi) {  // the S accumulator layout is the A operand layout of the next mma
-      a[mi][0] = Op::pack(s[mi][2 * ps][0], s[mi][2 * ps][1]);
-      a[mi][1] = Op::pack(s[mi][2 * ps][2], s[mi][2 * ps][3]);
-      a[mi][2] = Op::pack(s[mi][2 * ps + 1][0], s[mi][2 * ps + 1][1]);
-      a[mi][3] = Op::pack(s[mi][2 * ps + 1][2], s[mi][2 * ps + 1][3]);
+      a[mi][0] = pack2<E>(s[mi][2 * ps][0], s[mi][2 * ps][1]);
+      a[mi][1] = pack2<E>(s[mi][2 * ps][2], s[mi][2 * ps][3]);
+      a[mi][2] = pack2<E>(s[mi][2 * ps + 1][0], s[mi][2 * ps + 1][1]);
+      a[mi][3] = pack2<E>(s[mi][2 * ps + 1][2], s[mi][2 * ps + 1][3]);
     }
 #pragma unroll
     for (int dp = 0; dp < kDP; ++dp) {
@@ -83,8 +84,8 @@ __device__ __forceinline__ void gemm_pv(float (&acc_o)[Tr::kMTiles][Tr::kDTiles]
       if (i + 1 < kSteps) ldmatrix_x4_trans(bv[(i + 1) & 1], lv.at(((i + 1) / kDP) * 16, ((i + 1) % kDP) * 2));
 #pragma unroll
       for (int mi = 0; mi < kMT; ++mi) {
-        Op::run(acc_o[mi][2 * dp], a[mi], bv[i & 1][0], bv[i & 1][1]);
-        Op::run(acc_o[mi][2 * dp + 1], a[mi], bv[i & 1][2], bv[i & 1][3]);
+        mma_16816<E>(acc_o[mi][2 * dp], a[mi], bv[i & 1][0], bv[i & 1][1]);
+        mma_16816<E>(acc_o[mi][2 * dp + 1], a[mi], bv[i & 1][2], bv[i & 1][3]);
       }
     }
   }

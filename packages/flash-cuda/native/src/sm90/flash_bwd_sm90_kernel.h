@@ -15,7 +15,7 @@
 #include "common/bwd_params.h"
 #include "bwd/bwd_scores.h"
 #include "bwd/flash_bwd_kernel.h"
-#include "common/ptx.h"
+#include "attn/ptx.h"
 #include "common/tile_io.h"
 #include "sm90/bwd_sm90_pair.h"
 #include "sm90/bwd_sm90_traits.h"

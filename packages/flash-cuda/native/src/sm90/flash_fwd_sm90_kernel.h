@@ -18,7 +18,7 @@
 
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
-#include "common/ptx.h"
+#include "attn/ptx.h"
 #include "common/row_state.h"
 #include "common/tile_io.h"
 #include "sm90/fwd_sm90_mma.h"

@@ -1,10 +1,34 @@
-// Shared-memory mbarriers and named barriers: how the warp-specialized Hopper kernel's producer warp and its
-// two consumer warpgroups hand K/V stages to each other and take turns on the tensor cores, without
-// __syncthreads (which would lock the warpgroups into one step).
+// Barriers below __syncthreads: named barriers (any arch; a subset of the block's warps meets), and Hopper's
+// shared-memory mbarriers and register hand-over between warpgroups (sm_90a), with which warp-specialized
+// kernels hand tiles from producer to consumers and let consumer warpgroups take turns on the tensor cores.
 #pragma once
 #include <cstdint>
 
-namespace attn::flash::sm90 {
+namespace attn {
+inline namespace ptx {
+
+// Named barriers (ids 1..15; 0 is __syncthreads'): `threads` arrivals (a multiple of 32) complete one; sync
+// waits, arrive does not. A sync orders its threads' shared-memory accesses as __syncthreads does for the block.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+// The same arrival under a predicate instead of a branch (the wgmma kernels keep control flow out of the
+// stretch where their accumulators are in flight).
+__device__ __forceinline__ void named_barrier_arrive_if(bool pred, int id, int threads) {
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "setp.ne.b32 p, %2, 0;\n"
+      "@p bar.arrive %0, %1;\n}\n" ::"r"(id),
+      "r"(threads), "r"(int(pred))
+      : "memory");
+}
+
+}  // namespace ptx
+
+namespace sm90 {
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -33,24 +57,6 @@ __device__ __forceinline__ void cp_async_mbar_arrive(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
-// Named barriers (ids 1..15; 0 is __syncthreads'): `threads` arrivals complete one; sync waits, arrive does not.
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-// The same arrival under a predicate instead of a branch (the wgmma kernels keep control flow out of the
-// stretch where their accumulators are in flight).
-__device__ __forceinline__ void named_arrive_if(bool pred, int id, int threads) {
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "setp.ne.b32 p, %2, 0;\n"
-      "@p bar.arrive %0, %1;\n}\n" ::"r"(id),
-      "r"(threads), "r"(int(pred))
-      : "memory");
-}
-
 // Hands registers between warpgroups (every warp of the warpgroup executes it): the producer gives its
 // registers up, the consumers take them (kernels launched with a producer warpgroup start every warp at the
 // launch bound's even share).
@@ -63,4 +69,5 @@ __device__ __forceinline__ void regs_alloc() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
 }
 
-}  // namespace attn::flash::sm90
+}  // namespace sm90
+}  // namespace attn
