@@ -277,12 +277,8 @@ __device__ __forceinline__ bool dropout_kept(const FwdParams& p, int b, int h, i
 
 // The two keep decisions of keys j and j + 1 (j even) from one Philox call.
 __device__ __forceinline__ void dropout_kept_pair(const FwdParams& p, int b, int h, int i, int j, bool& k0, bool& k1) {
-  const attn::Philox4 r =
-      attn::dropout_words(p.dropout_seed, p.dropout_offset, static_cast<uint32_t>(b * p.heads_q + h),
-                          static_cast<uint32_t>(i), static_cast<uint32_t>(j) >> 2);
-  const uint32_t w = static_cast<uint32_t>(j) & 3u;
-  k0 = attn::philox_word(r, w) >= p.dropout_threshold;
-  k1 = attn::philox_word(r, w + 1) >= p.dropout_threshold;
+  attn::dropout_keep_pair(p.dropout_seed, p.dropout_offset, static_cast<uint32_t>(b * p.heads_q + h),
+                          static_cast<uint32_t>(i), static_cast<uint32_t>(j), p.dropout_threshold, k0, k1);
 }
 
 }  // namespace memeff

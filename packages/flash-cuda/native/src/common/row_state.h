@@ -190,11 +190,10 @@ __device__ __forceinline__ void apply_dropout(float (&s)[kMT][kNT][4], const Fwd
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt) {
         const uint32_t j = static_cast<uint32_t>(j0 + nt * 8 + 2 * t);
-        const Philox4 w = dropout_words(p.dropout_seed, p.dropout_offset, bh, i, j >> 2);
-        const bool lo = (j & 3u) == 0;
-        const uint32_t w0 = lo ? w.x : w.z, w1 = lo ? w.y : w.w;
-        if (w0 < p.dropout_threshold) s[mi][nt][2 * r] = 0.f;
-        if (w1 < p.dropout_threshold) s[mi][nt][2 * r + 1] = 0.f;
+        bool keep0, keep1;
+        dropout_keep_pair(p.dropout_seed, p.dropout_offset, bh, i, j, p.dropout_threshold, keep0, keep1);
+        if (!keep0) s[mi][nt][2 * r] = 0.f;
+        if (!keep1) s[mi][nt][2 * r + 1] = 0.f;
       }
     }
 }
