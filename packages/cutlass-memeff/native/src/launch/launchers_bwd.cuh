@@ -150,14 +150,16 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
       break;
     case BwdStage::kDqConvert: {
       const unsigned blocks = ceil_div(rows_q * p.head_dim, 256);
-      bwd_dq_convert_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      const unsigned grid = blocks < kGridStride ? blocks : kGridStride;
+      bwd_dq_convert_kernel<T><<<grid, 256, 0, stream>>>(p);
       ATTN_LAUNCH_CHECK("memeff bwd_dq_convert_kernel");
       break;
     }
     case BwdStage::kKvReduce: {
       const int64_t total = static_cast<int64_t>(p.batch) * p.heads_kv * p.seq_k * (p.head_dim + p.head_dim_v);
       const unsigned blocks = ceil_div(total, 256);
-      bwd_kv_reduce_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p);
+      const unsigned grid = blocks < kGridStride ? blocks : kGridStride;
+      bwd_kv_reduce_kernel<T><<<grid, 256, 0, stream>>>(p);
       ATTN_LAUNCH_CHECK("memeff bwd_kv_reduce_kernel");
       break;
     }
@@ -172,7 +174,8 @@ void run_bwd_aux(const BwdParams& p, BwdStage stage, cudaStream_t stream) {
     case BwdStage::kDbiasConvert: {
       const int64_t total = static_cast<int64_t>(p.dbias_size[0]) * p.dbias_size[1] * p.dbias_size[2] * p.dbias_size[3];
       const unsigned blocks = ceil_div(total, 256);
-      bwd_dbias_convert_kernel<T> < <<blocks<kGridStride ? blocks : kGridStride, 256, 0, stream>>>(p, total);
+      const unsigned grid = blocks < kGridStride ? blocks : kGridStride;
+      bwd_dbias_convert_kernel<T><<<grid, 256, 0, stream>>>(p, total);
       ATTN_LAUNCH_CHECK("memeff bwd_dbias_convert_kernel");
       break;
     }
