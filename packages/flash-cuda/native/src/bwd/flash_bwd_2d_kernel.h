@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "common/bwd_params.h"
+#include "bwd/bwd_gemm.h"
 #include "bwd/bwd_scores.h"
 #include "bwd/bwd_traits.h"
 #include "bwd/flash_bwd_kernel.h"
@@ -162,46 +163,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
           for (int e = 0; e < 4; ++e) st[mt][nt][e] = dpt[mt][nt][e] = 0.f;
       // Two k loops, S^T first: only S^T's fragments are live beside dK/dV and S^T, then dP^T's beside
       // all three (the peak: 2 * kBlockN * (D + kPassRows) / threads accumulators).
-      {
-        const LdsmAddr<Tr, kN> lka = addr(RowsN{}, TagTr{}, kOffK, kAPlain);
-        const LdsmAddr<Tr, kM> lqb = addr(RowsM{}, TagTr{}, kOffQ + stage_bytes, kBPlain);
-#pragma unroll
-        for (int ks = 0; ks < Tr::kKSteps; ++ks) {
-          uint32_t ak[kAM][4];
-#pragma unroll
-          for (int mt = 0; mt < kAM; ++mt) ldmatrix_x4(ak[mt], lka.at(ka + mt * 16, ks * 2));
-#pragma unroll
-          for (int np = 0; np < kAN / 2; ++np) {
-            uint32_t bq[4];
-            ldmatrix_x4(bq, lqb.at(qa + np * 16, ks * 2));
-#pragma unroll
-            for (int mt = 0; mt < kAM; ++mt) {
-              mma_16816<E>(st[mt][2 * np], ak[mt], bq[0], bq[1]);
-              mma_16816<E>(st[mt][2 * np + 1], ak[mt], bq[2], bq[3]);
-            }
-          }
-        }
-      }
-      {
-        const LdsmAddr<Tr, kN> lva = addr(RowsN{}, TagTr{}, kOffV, kAPlain);
-        const LdsmAddr<Tr, kM> ldob = addr(RowsM{}, TagTr{}, kOffDo + stage_bytes, kBPlain);
-#pragma unroll
-        for (int ks = 0; ks < Tr::kKSteps; ++ks) {
-          uint32_t av[kAM][4];
-#pragma unroll
-          for (int mt = 0; mt < kAM; ++mt) ldmatrix_x4(av[mt], lva.at(ka + mt * 16, ks * 2));
-#pragma unroll
-          for (int np = 0; np < kAN / 2; ++np) {
-            uint32_t bo[4];
-            ldmatrix_x4(bo, ldob.at(qa + np * 16, ks * 2));
-#pragma unroll
-            for (int mt = 0; mt < kAM; ++mt) {
-              mma_16816<E>(dpt[mt][2 * np], av[mt], bo[0], bo[1]);
-              mma_16816<E>(dpt[mt][2 * np + 1], av[mt], bo[2], bo[3]);
-            }
-          }
-        }
-      }
+      gemm_nt<E, Tr::kKSteps>(st, addr(RowsN{}, TagTr{}, kOffK, kAPlain), ka,
+                              addr(RowsM{}, TagTr{}, kOffQ + stage_bytes, kBPlain), qa);
+      gemm_nt<E, Tr::kKSteps>(dpt, addr(RowsN{}, TagTr{}, kOffV, kAPlain), ka,
+                              addr(RowsM{}, TagTr{}, kOffDo + stage_bytes, kBPlain), qa);
 
       // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
       // The plain form on interior tiles, in one uniform branch around the whole loop at D <= 128. At
@@ -262,46 +227,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
     __syncthreads();  // P^T and dS^T complete
 
     // ---- dV += (P Z)^T dO, then dK += dS^T Q, on this warp's kDkvTileN keys x kDkvTileD columns
-    {
-      const LdsmAddr<Ds, kN> lpa = addr(RowsN{}, TagDs{}, kOffP, kAPlain);
-      const LdsmAddr<Tr, kM> ldot = addr(RowsM{}, TagTr{}, kOffDo + stage_bytes, kBTrans);
-#pragma unroll
-      for (int ms = 0; ms < Tr::kMSteps; ++ms) {
-        uint32_t a[kBM][4];
-#pragma unroll
-        for (int mt = 0; mt < kBM; ++mt) ldmatrix_x4(a[mt], lpa.at(kb + mt * 16, ms * 2));
-#pragma unroll
-        for (int dp = 0; dp < kBD / 2; ++dp) {
-          uint32_t bo[4];
-          ldmatrix_x4_trans(bo, ldot.at(ms * 16, cb / 8 + dp * 2));
-#pragma unroll
-          for (int mt = 0; mt < kBM; ++mt) {
-            mma_16816<E>(acc_dv[mt][2 * dp], a[mt], bo[0], bo[1]);
-            mma_16816<E>(acc_dv[mt][2 * dp + 1], a[mt], bo[2], bo[3]);
-          }
-        }
-      }
-    }
-    {
-      const LdsmAddr<Ds, kN> ldsa = addr(RowsN{}, TagDs{}, kOffDs, kAPlain);
-      const LdsmAddr<Tr, kM> lqt = addr(RowsM{}, TagTr{}, kOffQ + stage_bytes, kBTrans);
-#pragma unroll
-      for (int ms = 0; ms < Tr::kMSteps; ++ms) {
-        uint32_t a[kBM][4];
-#pragma unroll
-        for (int mt = 0; mt < kBM; ++mt) ldmatrix_x4(a[mt], ldsa.at(kb + mt * 16, ms * 2));
-#pragma unroll
-        for (int dp = 0; dp < kBD / 2; ++dp) {
-          uint32_t bq[4];
-          ldmatrix_x4_trans(bq, lqt.at(ms * 16, cb / 8 + dp * 2));
-#pragma unroll
-          for (int mt = 0; mt < kBM; ++mt) {
-            mma_16816<E>(acc_dk[mt][2 * dp], a[mt], bq[0], bq[1]);
-            mma_16816<E>(acc_dk[mt][2 * dp + 1], a[mt], bq[2], bq[3]);
-          }
-        }
-      }
-    }
+    gemm_nn<E, Tr::kMSteps>(acc_dv, addr(RowsN{}, TagDs{}, kOffP, kAPlain), kb,
+                            addr(RowsM{}, TagTr{}, kOffDo + stage_bytes, kBTrans), cb / 8);
+    gemm_nn<E, Tr::kMSteps>(acc_dk, addr(RowsN{}, TagDs{}, kOffDs, kAPlain), kb,
+                            addr(RowsM{}, TagTr{}, kOffQ + stage_bytes, kBTrans), cb / 8);
 
     if (p.deterministic) continue;  // dQ comes from its own kernel
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "common/bwd_params.h"
+#include "bwd/bwd_gemm.h"
 #include "bwd/bwd_scores.h"
 #include "bwd/bwd_traits.h"
 #include "bwd/flash_bwd_kernel.h"
@@ -114,31 +115,12 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dq_kernel(const __gri
       j = j0 + (k >> 2) * 8 + 2 * t + (k & 1);
     });
     float s[kNT][4], dp[kNT][4];
-#pragma unroll
-    for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.f;
     {
       const LdsmAddr<Tr, kM> lqi = lq.fresh(), ldoi = ldo.fresh();
       LdsmAddr<Tr, kN> lki = lk.fresh(), lvi = lv.fresh();
       lki.base += stage_bytes;
       lvi.base += stage_bytes;
-#pragma unroll
-      for (int ks = 0; ks < kKS; ++ks) {
-        uint32_t aq[4], ao[4];
-        ldmatrix_x4(aq, lqi.at(warp * 16, ks * 2));
-        ldmatrix_x4(ao, ldoi.at(warp * 16, ks * 2));
-#pragma unroll
-        for (int np = 0; np < kNT / 2; ++np) {
-          uint32_t bk[4], bv[4];
-          ldmatrix_x4(bk, lki.at(np * 16, ks * 2));
-          ldmatrix_x4(bv, lvi.at(np * 16, ks * 2));
-          mma_16816<E>(s[2 * np], aq, bk[0], bk[1]);
-          mma_16816<E>(s[2 * np + 1], aq, bk[2], bk[3]);
-          mma_16816<E>(dp[2 * np], ao, bv[0], bv[1]);
-          mma_16816<E>(dp[2 * np + 1], ao, bv[2], bv[3]);
-        }
-      }
+      gemm_pair_nt<E, kKS>(s, dp, lqi, ldoi, lki, lvi, warp * 16);
     }
     // element (r, c): query row g + 8r of the warp, key column 2t + c
     if (p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN)) {

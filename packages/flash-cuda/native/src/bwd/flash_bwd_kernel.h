@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "common/bwd_params.h"
+#include "bwd/bwd_gemm.h"
 #include "bwd/bwd_scores.h"
 #include "bwd/bwd_traits.h"
 #include "attn/convert.h"
@@ -233,29 +234,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
 
     // ---- S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys
     float st[kQT][4], dpt[kQT][4];
-#pragma unroll
-    for (int nt = 0; nt < kQT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) st[nt][e] = dpt[nt][e] = 0.f;
     {
       const LdsmAddr<Tr, kN> lka = lk_a.fresh(), lva = lv_a.fresh();
       const LdsmAddr<Tr, kM> lqb = staged(lq_b, stage_bytes), ldob = staged(ldo_b, stage_bytes);
-#pragma unroll
-      for (int ks = 0; ks < kKS; ++ks) {
-        uint32_t ak[4], av[4];
-        ldmatrix_x4(ak, lka.at(warp * 16, ks * 2));
-        ldmatrix_x4(av, lva.at(warp * 16, ks * 2));
-#pragma unroll
-        for (int np = 0; np < kQT / 2; ++np) {
-          uint32_t bq[4], bo[4];
-          ldmatrix_x4(bq, lqb.at(np * 16, ks * 2));
-          ldmatrix_x4(bo, ldob.at(np * 16, ks * 2));
-          mma_16816<E>(st[2 * np], ak, bq[0], bq[1]);
-          mma_16816<E>(st[2 * np + 1], ak, bq[2], bq[3]);
-          mma_16816<E>(dpt[2 * np], av, bo[0], bo[1]);
-          mma_16816<E>(dpt[2 * np + 1], av, bo[2], bo[3]);
-        }
-      }
+      gemm_pair_nt<E, kKS>(st, dpt, lka, lva, lqb, ldob, warp * 16);
     }
 
     // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
