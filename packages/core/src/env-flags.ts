@@ -48,7 +48,8 @@ export const TEST_ENV_FLAGS = Object.freeze({
   ATTN_CONFORMANCE_SEED: 'base seed of the conformance cases (an integer); default: a fresh one, printed on failure',
   ATTN_FUZZ_SEED: 'seed of the fuzz cases (an integer); default 25, so CI runs the same cases every time',
   ATTN_FUZZ_RUNS: 'valid fuzz cases per suite (an integer); default 300',
-  ATTN_FUZZ_SANITIZER: "run the fuzz suite's child processes under compute-sanitizer with this tool (memcheck, racecheck, initcheck or synccheck)",
+  ATTN_FUZZ_SANITIZER:
+    "run the fuzz suite's child processes under compute-sanitizer with this tool (memcheck, racecheck, initcheck or synccheck)",
   ATTN_SOAK_CALLS: 'calls per soak suite (an integer); default 10,000',
 } as const);
 

@@ -64,8 +64,7 @@ __device__ __forceinline__ void gemm_nt(float (&acc)[kTM][kTN][4], const LA& la,
 // acc += A . B over kSteps k16 steps: A as in gemm_nt; B MN-major (rows = k), its kTN n8 column tiles from
 // 16-byte chunk b_chunk on (ldmatrix.trans).
 template <typename E, int kSteps, int kTM, int kTN, typename LA, typename LB>
-__device__ __forceinline__ void gemm_nn(float (&acc)[kTM][kTN][4], const LA& la, int a_row, const LB& lb,
-                                        int b_chunk) {
+__device__ __forceinline__ void gemm_nn(float (&acc)[kTM][kTN][4], const LA& la, int a_row, const LB& lb, int b_chunk) {
 #pragma unroll
   for (int ks = 0; ks < kSteps; ++ks) {
     uint32_t a[kTM][4];
