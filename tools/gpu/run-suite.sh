@@ -5,6 +5,8 @@
 # ends (so a run cut short by its time limit still returns the finished steps), a summary to stdout.
 # `cuda flash memeff grid` together are what `pnpm test:gpu` runs where pnpm is (each CUDA package's vitest
 # suite, GPU parts included); set ATTN_REQUIRE_GPU=1 so that a suite that cannot run fails instead of skipping.
+# The suites' other variables (seeds, fuzz and soak budgets, the fuzz sanitizer) are listed, with their parsers, in
+# @attn/core's TEST_ENV_FLAGS (packages/core/src/env-flags.ts).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/attn-out}; LOGS="$OUT/logs"; mkdir -p "$LOGS"

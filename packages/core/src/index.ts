@@ -4,7 +4,20 @@ export * from './device.js';
 export { CPU, DEVICE_TYPES, deviceToString, isDeviceType, parseDevice, sameDevice } from './device-parse.js';
 export { deviceCapturing, noteCaptureUse, requireDeviceRuntime } from './device-registry.js';
 export * from './dtype.js';
-export { envNumThreads, MAX_NUM_THREADS, RUNTIME_ENV_FLAGS, type RuntimeEnvFlag } from './env-flags.js';
+export {
+  envNumThreads,
+  envTestGate,
+  envTestInt,
+  envTestSanitizer,
+  envTestSeed,
+  MAX_NUM_THREADS,
+  RUNTIME_ENV_FLAGS,
+  SANITIZER_TOOLS,
+  TEST_ENV_FLAGS,
+  type RuntimeEnvFlag,
+  type SanitizerTool,
+  type TestEnvFlag,
+} from './env-flags.js';
 export { kernelCatalog, resolveKernel } from './kernel-option.js';
 export * from './error-codes.js';
 export * from './errors.js';

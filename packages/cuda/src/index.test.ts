@@ -2,7 +2,7 @@
 // ok or a reason (what is missing, what fixes it); without a device every device call is a typed error.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DeviceError, getDeviceRuntime, tensor } from '@attn/core';
+import { DeviceError, envTestGate, getDeviceRuntime, tensor } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { gpu } from '../test/gpu.js';
 import * as cuda from './index.js';
@@ -62,7 +62,7 @@ describe('availability', () => {
 });
 
 // On a GPU host, ATTN_REQUIRE_GPU=1 turns "no device" into a failure instead of skipped suites.
-describe.runIf(process.env.ATTN_REQUIRE_GPU === '1')('ATTN_REQUIRE_GPU=1', () => {
+describe.runIf(envTestGate('ATTN_REQUIRE_GPU'))('ATTN_REQUIRE_GPU=1', () => {
   it('finds a usable CUDA device', () => {
     expect(cuda.availability()).toEqual({ ok: true });
     expect(gpu).toBe(true);

@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../native/src"
 arch=${1:-sm_90a}; filter=${2:-}
-for f in instantiations/fwd_*${filter}*.cu; do
-  out=$(nvcc -std=c++17 -O3 --expt-relaxed-constexpr -arch="$arch" -I../../../cuda/native/include -Xptxas -v \
+for f in generated/fwd_*${filter}*.cu; do
+  out=$(nvcc -std=c++17 -O3 --expt-relaxed-constexpr -arch="$arch" -I. -I../../../cuda/native/include -I../../../native/include -Xptxas -v \
         -c "$f" -o /dev/null 2>&1 | grep -E 'error|registers|spill' | tr -s ' ' | tr '\n' ' ')
   printf '%-28s %s\n' "$(basename "$f" .cu)" "$out"
 done

@@ -114,7 +114,7 @@ export function packArgs(
   if (varlen) {
     ptrs[PTR.cuSeqlensQ] = p.varlen!.cuSeqlensQ.dataPointer();
     ptrs[PTR.cuSeqlensK] = p.varlen!.cuSeqlensK.dataPointer();
-    // The kernels clamp the device-read offsets to the packed rows (the replay rule, native/src/seq_extents.h).
+    // The kernels clamp the device-read offsets to the packed rows (the replay rule, native/src/common/seq_extents.h).
     nums[NUM.totalK] = p.paged ? 0 : p.key.shape[0]!;
   }
   // Paged K/V: pools [numBlocks, blockSize, Hk, D], the table read on the device (core checked the

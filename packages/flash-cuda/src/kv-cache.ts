@@ -1,7 +1,7 @@
 // sdpaKvCache on flash-cuda: @attn/cuda's shared append and rotary kernel (kNew / vNew into the cache,
 // q rotated into a [B, Sq, Hq, D] scratch, a contiguous cache's rows into a one-column block table),
 // then the forward with a dense query over the paged cache: row b's keys are table positions
-// [leftpadK[b], cacheSeqlens[b] + newLen), read and clamped on the device (native/src/seq_extents.h),
+// [leftpadK[b], cacheSeqlens[b] + newLen), read and clamped on the device (native/src/common/seq_extents.h),
 // so a captured call replays for any lengths that fit its caches.
 import {
   DeviceError,

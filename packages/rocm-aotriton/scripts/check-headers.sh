@@ -8,12 +8,20 @@
 #                                                   or source tree (CMakeLists.txt, include/aotriton/config.h.in)
 #   scripts/check-headers.sh --git REPO REF...      each REF of an AOTriton git repository (e.g. 0.10b 0.11b 0.11.2b),
 #                                                   exported to a temporary folder (never into this repository)
-# Environment: HIPCC (default hipcc), ATTN_CHECK_ARCH (default gfx90a), ATTN_CHECK_MODE (-fsyntax-only, or -c).
+#   Leading options: --arch GFX (default gfx90a), --compile (compile to an object instead of -fsyntax-only).
+# Environment: HIPCC (default hipcc).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 hipcc="${HIPCC:-hipcc}"
-arch="${ATTN_CHECK_ARCH:-gfx90a}"
-mode="${ATTN_CHECK_MODE:--fsyntax-only}"
+arch=gfx90a
+mode=-fsyntax-only
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --arch) arch="$2"; shift 2 ;;
+    --compile) mode=-c; shift ;;
+    *) break ;;
+  esac
+done
 work="$(mktemp -d "${TMPDIR:-/tmp}/attn-aotriton-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 

@@ -12,11 +12,13 @@
 # policies). Clang keeps type-checking the rest of the file after such errors, so the check passes
 # when no error is located in the shim's files and every error inside CK's headers is one of those
 # compiler-age kinds (listed); any other error in CK's headers (a redefinition, say) fails.
-# Environment: HIPCC (default hipcc), ATTN_CHECK_ARCH (default gfx90a: Debian's clang 15 knows no gfx942).
+#   Leading option: --arch GFX (default gfx90a: Debian's clang 15 knows no gfx942).
+# Environment: HIPCC (default hipcc).
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 hipcc="${HIPCC:-hipcc}"
-arch="${ATTN_CHECK_ARCH:-gfx90a}"
+arch=gfx90a
+if [ "${1:-}" = --arch ]; then arch="$2"; shift 2; fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/attn-ck-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 command -v "$hipcc" >/dev/null || { echo "check-headers: $hipcc not found (apt-get install hipcc, or set HIPCC)" >&2; exit 2; }

@@ -10,6 +10,7 @@ import { REFERENCE, runCase } from './run-case.js';
 import type { Outcome } from './run-case.js';
 import { baseSeed, caseSeed, SEED_ENV } from './seeds.js';
 import { describeWhereRunnable } from './gate.js';
+import type { RequireEnv } from './gate.js';
 
 export interface ConformanceOptions extends CaseOptions {
   /** The device the backend's inputs live on; default the backend's device type, index 0. */
@@ -93,8 +94,8 @@ export function describeConformance(backendName: string, options: ConformanceOpt
 export interface GatedConformance extends ConformanceOptions {
   /** Why the backends cannot run here (no device, no build), or null when they can. */
   readonly reason: string | null;
-  /** The environment variable that, set to '1', turns the skip into a failure (on the host meant to run it). */
-  readonly requireEnv: string;
+  /** The gate that, set to '1', turns the skip into a failure (on the host meant to run it). */
+  readonly requireEnv: RequireEnv;
   /** What the suite needs, for the skipped test's title: 'a ROCm device and a CK build of this addon'. */
   readonly needs: string;
 }

@@ -7,7 +7,7 @@ export { describeCaseTable } from './describe-table.js';
 export type { TableCase, TableOptions } from './describe-table.js';
 export { headDimGrid, tableCase } from './table-case.js';
 export type { Short } from './table-case.js';
-export { describeWhereRunnable, REQUIRE_GPU_ENV } from './gate.js';
+export { describeWhereRunnable, REQUIRE_GPU_ENV, type RequireEnv } from './gate.js';
 export type { ConformanceOptions, GatedConformance } from './describe.js';
 export { buildCases } from './cases.js';
 export type { CaseOptions, CaseSpec, MaskSpec, PoisonSpec } from './cases.js';

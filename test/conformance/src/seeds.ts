@@ -1,16 +1,15 @@
 // Seeds of a conformance run: one base seed (given, ATTN_CONFORMANCE_SEED, or fresh and printed on
 // failure) and one derived seed per case, so a failing case reruns alone from the base seed.
-import { randomSeed } from '@attn/core';
+import { envTestSeed, randomSeed } from '@attn/core';
 
-export const SEED_ENV = 'ATTN_CONFORMANCE_SEED';
+export const SEED_ENV = 'ATTN_CONFORMANCE_SEED'; // declared in core's TEST_ENV_FLAGS
 
 export function baseSeed(
   option: bigint | number | undefined,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): bigint {
   if (option !== undefined) return BigInt(option);
-  const value = env[SEED_ENV];
-  return value ? BigInt(value) : randomSeed();
+  return envTestSeed(SEED_ENV, env) ?? randomSeed();
 }
 
 /** Seed of case `index`: distinct per case, reproducible from the base seed. */

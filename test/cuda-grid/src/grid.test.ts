@@ -6,13 +6,14 @@ import '@attn/cpu';
 import '@attn/cutlass-memeff';
 import '@attn/flash-cuda';
 import { describeGridWalk } from '@attn/conformance';
+import { envTestGate } from '@attn/core';
 import { cudaMathBackend } from '@attn/cuda';
 import { describe, expect, it } from 'vitest';
 
 const av = cudaMathBackend.availability();
 if (av.ok) {
   describeGridWalk({ device: 'cuda:0' });
-} else if (process.env.ATTN_REQUIRE_GPU === '1') {
+} else if (envTestGate('ATTN_REQUIRE_GPU')) {
   describe('grid walk on cuda:0', () => {
     it('runs (ATTN_REQUIRE_GPU=1)', () => {
       expect.fail(`cuda-math cannot run: ${av.reason}`);

@@ -8,6 +8,7 @@ import '@attn/cpu';
 import '@attn/cutlass-memeff';
 import '@attn/flash-cuda';
 import {
+  envTestGate,
   explainVarlen,
   type FloatDType,
   full,
@@ -36,7 +37,7 @@ function offsets(lengths: readonly number[]): number[] {
   return o;
 }
 
-describe.skipIf(!av.ok && process.env.ATTN_REQUIRE_GPU !== '1')('per-call options on cuda:0', () => {
+describe.skipIf(!av.ok && !envTestGate('ATTN_REQUIRE_GPU'))('per-call options on cuda:0', () => {
   it('has a device (ATTN_REQUIRE_GPU=1)', () => {
     expect(av.ok, av.ok ? '' : av.reason).toBe(true);
   });

@@ -87,6 +87,16 @@ describe('usage errors exit 2 with what to change', () => {
     expect(r.err).toMatch(/enableGqa[\s\S]*\[ATTN_GQA\][\s\S]*hint: .*--gqa/);
   });
 
+  it('adds the stack under --debug, wherever it stands, and only then', async () => {
+    const argv = ['explain', '--shape', '1,8,16,16', '--kv-heads', '2'];
+    const plain = await attn(...argv);
+    expect(plain.err).not.toMatch(/\n\s+at /);
+    for (const r of [await attn('--debug', ...argv), await attn(...argv, '--debug')]) {
+      expect(r.code).toBe(EXIT_FAILED);
+      expect(r.err).toMatch(/\[ATTN_GQA\][\s\S]*\n\s+at /);
+    }
+  });
+
   it('says how to get a device that is not there', async () => {
     const r = await attn('run', '--shape', '1,2,16,16', '--device', 'rocm');
     expect(r.code).toBe(EXIT_FAILED);

@@ -20,6 +20,7 @@ function buildProgram(getContext: () => Promise<CommandContext>, io: CliIO): Com
   const program = new Command('attn')
     .description('scaled-dot-product attention backends: what is installed, which runs and why, how fast')
     .version('0.1.0')
+    .option('--debug', 'print the stack with an error (accepted anywhere on the command line)')
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .exitOverride();
@@ -45,8 +46,8 @@ function errorCode(err: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** Prints an error the way a user needs it and returns the exit code. */
-export function reportError(err: unknown, io: CliIO): number {
+/** Prints an error the way a user needs it (with its stack under --debug) and returns the exit code. */
+export function reportError(err: unknown, io: CliIO, debug = false): number {
   if (err instanceof CommanderError) {
     // commander already printed the message (and help where asked)
     if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help')
@@ -67,7 +68,7 @@ export function reportError(err: unknown, io: CliIO): number {
   println(io.stderr, `error: ${message}${code ? ` [${code}]` : ''}`);
   const hint = hintFor(code);
   if (hint) println(io.stderr, `hint: ${hint}`);
-  if (io.env.ATTN_DEBUG && err instanceof Error && err.stack) println(io.stderr, err.stack);
+  if (debug && err instanceof Error && err.stack) println(io.stderr, err.stack);
   return EXIT_FAILED;
 }
 
@@ -77,14 +78,17 @@ export async function main(argv: readonly string[], io: CliIO = processIO()): Pr
   let context: Promise<CommandContext> | null = null;
   const getContext = () => (context ??= openContext(io, (c) => (exitCode = Math.max(exitCode, c))));
   const program = buildProgram(getContext, io);
+  // --debug is the program's, wherever it stands: the commands never see it.
+  const debug = argv.includes('--debug');
+  const args = argv.filter((a) => a !== '--debug');
   try {
-    if (argv.length === 0) {
+    if (args.length === 0) {
       program.outputHelp();
       return EXIT_USAGE;
     }
-    await program.parseAsync([...argv], { from: 'user' });
+    await program.parseAsync(args, { from: 'user' });
     return exitCode;
   } catch (err) {
-    return reportError(err, io);
+    return reportError(err, io, debug);
   }
 }

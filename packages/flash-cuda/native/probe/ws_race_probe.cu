@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "../src/sm90/flash_fwd_sm90_launch.h"
+#include "sm90/flash_fwd_sm90_launch.h"
 
 using namespace attn::flash;
 using Tr = FwdSm90Traits<128, 128, 128, 1, __nv_bfloat16, true>;

@@ -12,8 +12,8 @@
 #include "abi.h"
 #include "attn/cuda_check.h"
 #include "bwd_abi.h"
-#include "bwd_params.h"
-#include "bwd_traits.h"
+#include "common/bwd_params.h"
+#include "bwd/bwd_traits.h"
 #include "dispatch.h"
 #include "sm90/bwd_sm90_traits.h"
 
@@ -80,7 +80,7 @@ struct BwdConfig {
    &run_bwd<BwdSm90Traits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, \
    NAME},
 const BwdConfig kBwdConfigs[] = {
-#include "bwd_instantiations/bwd_configs.inc"
+#include "generated/bwd_configs.inc"
 };
 #undef ATTN_BWD_CONFIG
 #undef ATTN_BWD_CONFIG_2D

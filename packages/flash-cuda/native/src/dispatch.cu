@@ -12,9 +12,9 @@
 
 #include "abi.h"
 #include "attn/cuda_check.h"
-#include "combine.h"
-#include "fwd_params.h"
-#include "kernel_traits.h"
+#include "fwd/combine.h"
+#include "common/fwd_params.h"
+#include "common/kernel_traits.h"
 #include "sm90/fwd_sm90_traits.h"
 
 namespace attn::flash {
@@ -78,7 +78,7 @@ struct FwdConfig {
    WS,                                                               \
    MINB},
 const FwdConfig kConfigs[] = {
-#include "instantiations/fwd_configs.inc"
+#include "generated/fwd_configs.inc"
 };
 #undef ATTN_FWD_CONFIG
 #undef ATTN_FWD_SM90_CONFIG

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "fwd_params.h"
+#include "common/fwd_params.h"
 
 namespace attn::flash {
 

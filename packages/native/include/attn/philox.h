@@ -56,4 +56,14 @@ ATTN_HD bool dropout_keep(uint64_t seed, uint32_t offset, uint32_t bh, uint32_t 
   return philox_word(dropout_words(seed, offset, bh, i, j >> 2), j & 3u) >= threshold;
 }
 
+// The keep decisions of keys j and j + 1 (j even, so both are in one group of four) from one Philox call: the
+// two columns a thread holds in an mma.sync accumulator fragment.
+ATTN_HD void dropout_keep_pair(uint64_t seed, uint32_t offset, uint32_t bh, uint32_t i, uint32_t j, uint32_t threshold,
+                               bool& keep0, bool& keep1) {
+  const Philox4 r = dropout_words(seed, offset, bh, i, j >> 2);
+  const bool lo = (j & 3u) == 0;
+  keep0 = (lo ? r.x : r.z) >= threshold;
+  keep1 = (lo ? r.y : r.w) >= threshold;
+}
+
 }  // namespace attn

@@ -7,12 +7,14 @@
 // ATTN_FUZZ_RUNS (and ATTN_FUZZ_SEED to vary the cases, as ATTN_CONFORMANCE_SEED does for the
 // conformance suite). A failure prints the seed, the case and how to rerun it.
 import fc from 'fast-check';
+import { envTestInt, envTestSanitizer } from '@attn/core';
 import type { DeviceLike, FloatDType } from '@attn/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { caseSpec, describeSpec } from './arbitrary.js';
 import { FuzzChildPool } from './child-pool.js';
 import { invalidCase } from './invalid.js';
 
+// The suite's variables are declared in core's TEST_ENV_FLAGS and read through its parsers.
 export const FUZZ_SEED_ENV = 'ATTN_FUZZ_SEED';
 export const FUZZ_RUNS_ENV = 'ATTN_FUZZ_RUNS';
 /**
@@ -24,7 +26,7 @@ export const FUZZ_SANITIZER_ENV = 'ATTN_FUZZ_SANITIZER';
 const SANITIZER_EXIT_CODE = 86;
 
 function sanitizerCommand(): string[] | null {
-  const tool = process.env[FUZZ_SANITIZER_ENV];
+  const tool = envTestSanitizer();
   if (!tool) return null;
   return ['compute-sanitizer', '--tool', tool, '--error-exitcode', String(SANITIZER_EXIT_CODE), '--leak-check', 'no'];
 }
@@ -76,17 +78,9 @@ export function runFloor(cases: number, share: number, alpha = RUN_SHARE_ALPHA):
   return cases;
 }
 
-function envInt(name: string): number | undefined {
-  const v = process.env[name];
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got '${v}'`);
-  return n;
-}
-
 export function describeFuzz(backend: string, options: FuzzOptions): void {
-  const seed = options.seed ?? envInt(FUZZ_SEED_ENV) ?? 25;
-  const runs = options.runs ?? envInt(FUZZ_RUNS_ENV) ?? 300;
+  const seed = options.seed ?? envTestInt(FUZZ_SEED_ENV) ?? 25;
+  const runs = options.runs ?? envTestInt(FUZZ_RUNS_ENV) ?? 300;
   const invalidRuns = Math.max(20, Math.floor(runs / 2));
   const timeoutMs = options.timeoutMs ?? 60_000;
   const sanitizer = sanitizerCommand();

@@ -3,10 +3,10 @@
 // grows with the number of calls (host or device), and promises the library leaves unhandled.
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { AttnError, randn, sdpaBackward, sdpaForward, sdpaForwardAsync } from '@attn/core';
+import { AttnError, envTestInt, randn, sdpaBackward, sdpaForward, sdpaForwardAsync } from '@attn/core';
 import type { DeviceLike, FloatDType, Tensor } from '@attn/core';
 
-export const SOAK_CALLS_ENV = 'ATTN_SOAK_CALLS';
+export const SOAK_CALLS_ENV = 'ATTN_SOAK_CALLS'; // declared in core's TEST_ENV_FLAGS
 
 export interface SoakOptions {
   readonly backend: string;
@@ -67,7 +67,7 @@ async function residentMiB(): Promise<number> {
 }
 
 export async function runSoak(o: SoakOptions): Promise<SoakReport> {
-  const total = o.calls ?? Number(process.env[SOAK_CALLS_ENV] ?? 10_000);
+  const total = o.calls ?? envTestInt(SOAK_CALLS_ENV) ?? 10_000;
   const rand = prng(25);
   const counts = { sync: 0, async: 0, backward: 0, error: 0, disposedMidFlight: 0 };
   const problems: string[] = [];

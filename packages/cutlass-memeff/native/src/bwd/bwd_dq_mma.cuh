@@ -7,7 +7,7 @@
 
 #include "bwd/mma_bwd_traits.h"
 #include "common/dtype_traits.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
 #include "common/smem_tile.cuh"
@@ -17,7 +17,7 @@ namespace memeff {
 
 template <typename T, typename Tr>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_kernel(const BwdParams params) {
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, DT = Tr::kDTiles;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   T* q_s = reinterpret_cast<T*>(smem_raw);

@@ -18,7 +18,7 @@ namespace memeff {
 template <typename T>
 __global__ void __launch_bounds__(128) bwd_dsum_tf32_kernel(const BwdParams p) {
   static_assert(sizeof(T) == 4, "fp32 only");
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads_q * p.seq_q;
   const int64_t r0 = (static_cast<int64_t>(blockIdx.x) * 4 + threadIdx.x / 32) * 16;
   if (r0 >= rows) return;

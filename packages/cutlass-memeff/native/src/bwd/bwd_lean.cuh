@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "common/mask_tile.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
 
@@ -62,7 +62,7 @@ __device__ __forceinline__ void load_mask_tile_interior_es(unsigned char* tile, 
   unsigned char* dst = tile + r * Tile::kPitch + c * 16;
 #pragma unroll
   for (int it = 0; it < (kRows > kRowStep ? kRows / kRowStep : 1); ++it) {
-    cp_async_16(dst + it * kRowStep * Tile::kPitch, src, true);
+    cp_async_16(dst + it * kRowStep * Tile::kPitch, src, 16);
     src += step;
   }
 }

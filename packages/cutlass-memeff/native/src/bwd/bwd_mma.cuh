@@ -13,7 +13,7 @@
 #include "common/dbias_store.cuh"
 #include "common/dtype_traits.cuh"
 #include "common/mask_tile.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
 #include "common/smem_tile.cuh"
@@ -26,7 +26,7 @@ namespace memeff {
 // kFeat: the feature kernel (FwdParams::features, built with kMask; as fwd_mma_kernel's).
 template <typename T, typename Tr, bool kFull, bool kMask, bool kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_mma_kernel(const BwdParams params) {
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles;
   constexpr int DS = Tr::kDsStride;
   extern __shared__ __align__(128) unsigned char smem_raw[];

@@ -13,7 +13,7 @@
 #include "common/dbias_store.cuh"
 #include "common/dtype_traits.cuh"
 #include "common/mask_tile.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
 

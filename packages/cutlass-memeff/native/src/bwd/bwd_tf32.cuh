@@ -92,7 +92,7 @@ __device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const flo
 // code (bwd_step_p_ds).
 template <typename Tr, bool kFull, bool kMask, bool kFeat, bool kMods = kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_kernel(const BwdParams params) {
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles,
                 DQT = Tr::kDqTiles;
   constexpr int KSP = Tr::kKsPart, DSPLIT = Tr::kDSplit;

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "common/dtype_traits.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/params.h"
 
 namespace memeff {

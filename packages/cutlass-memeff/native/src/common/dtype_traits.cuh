@@ -1,10 +1,12 @@
-// Element types the kernels are instantiated for, and conversions to and from float.
+// Element types the kernels are instantiated for, and mask or bias elements of a run-time dtype as float
+// (conversions of the kernels' own types: attn/convert.h).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cstdint>
 
 #include "common/params.h"
+#include "common/toolkit.cuh"
 
 namespace memeff {
 
@@ -25,25 +27,6 @@ struct ElemTraits<__nv_bfloat16> {
   static constexpr ElemType kType = kBF16;
   static constexpr const char* kName = "bf16";
 };
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-
-template <typename T>
-__device__ __forceinline__ T from_float(float x);
-template <>
-__device__ __forceinline__ float from_float<float>(float x) {
-  return x;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float x) {
-  return __float2half_rn(x);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
-  return __float2bfloat16_rn(x);
-}
 
 // A mask or bias element of a run-time dtype (the mask's dtype need not be the query's).
 __device__ __forceinline__ float load_any_float(const void* base, int32_t dtype, int64_t idx) {

@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "common/dtype_traits.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/score_mods.cuh"
 
 namespace memeff {
@@ -58,8 +58,7 @@ __device__ __forceinline__ void load_mask_tile_es(unsigned char* tile, const Mas
     const int valid = i < seq_q ? min(max(seq_k - j, 0), kPerChunk) << kEsLog2 : 0;
     const unsigned char* src =
         static_cast<const unsigned char*>(m.base) + ((static_cast<int64_t>(i) * m.stride_i + j) << kEsLog2);
-    cp_async_16_partial(tile + r * Tile::kPitch + c * 16, valid > 0 ? src : static_cast<const unsigned char*>(m.base),
-                        valid);
+    cp_async_16(tile + r * Tile::kPitch + c * 16, valid > 0 ? src : static_cast<const unsigned char*>(m.base), valid);
   }
 }
 

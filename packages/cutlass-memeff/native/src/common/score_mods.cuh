@@ -15,15 +15,6 @@ namespace memeff {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-// 2^x as one MUFU.EX2 (ex2.approx.ftz): exp2f without fast-math is the same approximation (2 ulp)
-// plus a denormal-result fixup (compare, two multiplies); ftz only flushes results below 2^-126,
-// which vanish against a softmax row sum >= 1. exp2_ftz(-inf) = +0.
-__device__ __forceinline__ float exp2_ftz(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
 // A finished row's 1/l and logsumexp from its running max m (log2 units) and sum l. l = 0 only where
 // the row saw no visible key: out 0, lse -inf. fmaxf drops NaN, so a row of NaN logits keeps m = -inf,
 // but exp2(NaN) makes l NaN: such a row gives NaN in out and lse, never the fully masked -inf (an
@@ -141,15 +132,14 @@ __device__ __forceinline__ float tanh_poly(float x) {
   return fmaf(q * x2, x, x);
 }
 
-// tanh for softcap: kAccurate (fp32 kernels) CUDA's tanhf (2 ulp); otherwise one MUFU.EX2 and a fast division,
+// tanh for softcap: kAccurate (fp32 kernels) CUDA's tanhf (2 ulp); otherwise attn/fast_math.h's one-ex2 tanh,
 // ~1e-7 absolute (flash-cuda's, enough for 16-bit outputs). Both give +-1 at +-Inf and NaN for NaN.
 template <bool kAccurate>
 __device__ __forceinline__ float softcap_tanh(float x) {
   if constexpr (kAccurate) {
     return tanhf(x);
   } else {
-    const float e = exp2_ftz(2.8853900817779268f * fabsf(x));  // exp(2|x|)
-    return copysignf(1.f - __fdividef(2.f, e + 1.f), x);
+    return tanh_ex2(x);
   }
 }
 
@@ -321,12 +311,8 @@ __device__ __forceinline__ bool dropout_kept(const FwdParams& p, int b, int h, i
 
 // The two keep decisions of keys j and j + 1 (j even) from one Philox call.
 __device__ __forceinline__ void dropout_kept_pair(const FwdParams& p, int b, int h, int i, int j, bool& k0, bool& k1) {
-  const attn::Philox4 r =
-      attn::dropout_words(p.dropout_seed, p.dropout_offset, static_cast<uint32_t>(b * p.heads_q + h),
-                          static_cast<uint32_t>(i), static_cast<uint32_t>(j) >> 2);
-  const uint32_t w = static_cast<uint32_t>(j) & 3u;
-  k0 = attn::philox_word(r, w) >= p.dropout_threshold;
-  k1 = attn::philox_word(r, w + 1) >= p.dropout_threshold;
+  attn::dropout_keep_pair(p.dropout_seed, p.dropout_offset, static_cast<uint32_t>(b * p.heads_q + h),
+                          static_cast<uint32_t>(i), static_cast<uint32_t>(j), p.dropout_threshold, k0, k1);
 }
 
 }  // namespace memeff

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "fwd/mma_traits.h"
 
 namespace memeff {
@@ -37,7 +37,7 @@ __device__ __forceinline__ void load_tile_async(T* smem, const T* g, int64_t row
       const int r = idx / kChunks, c = idx % kChunks;
       const bool ok = row0 + r < rows && c * 8 < cols;
       const T* src = ok ? g + (row0 + r) * row_stride + c * 8 : g;
-      cp_async_16(smem + swizzle<kHeadDim>(r, c * 8), src, ok);
+      cp_async_16(smem + swizzle<kHeadDim>(r, c * 8), src, ok ? 16 : 0);
     }
   }
 }

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/tf32x3.cuh"
 
 namespace memeff {

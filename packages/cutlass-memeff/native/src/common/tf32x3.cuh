@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 
 namespace memeff {
 
@@ -39,7 +39,7 @@ namespace memeff {
 // The lower part is then x - hi, which is x itself where hi = 0: no guard on that subtraction.
 __device__ __forceinline__ uint32_t tf32_rna_bits(float x) {
   uint32_t r = 0u;
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   asm("{\n\t.reg .pred fin;\n\t.reg .f32 ax;\n\t.reg .b32 t;\n\t"
       "abs.f32 ax, %1;\n\t"
       "setp.lt.f32 fin, ax, 0f7F800000;\n\t"
@@ -57,7 +57,7 @@ __device__ __forceinline__ uint32_t tf32_rna_bits(float x) {
 // feeds the mma (ptxas takes 2 issues for the cvt there).
 __device__ __forceinline__ uint32_t tf32_hi_cvt(float x) {
   uint32_t r = 0u;
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
 #endif
   return fabsf(x) < INFINITY ? r : 0u;
@@ -74,7 +74,7 @@ struct Tf32Pair {
 // already drops the mask and takes 2 issues). Same bits as split_tf32; a non-finite x is {0, x}.
 __device__ __forceinline__ Tf32Pair split_tf32_lean(float x) {
   Tf32Pair r{0u, 0u};
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   r.hi = tf32_rna_bits(x);
   const float rest = tf32_rest(x, r.hi);
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
@@ -84,7 +84,7 @@ __device__ __forceinline__ Tf32Pair split_tf32_lean(float x) {
 
 __device__ __forceinline__ Tf32Pair split_tf32(float x) {
   Tf32Pair r{0u, 0u};
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   r.hi = tf32_hi_cvt(x);
   const float rest = tf32_rest(x, r.hi);
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r.lo) : "f"(rest));
@@ -94,7 +94,7 @@ __device__ __forceinline__ Tf32Pair split_tf32(float x) {
 
 __device__ __forceinline__ void mma_1688_tf32(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                               uint32_t b0, uint32_t b1) {
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
       "{%0, %1, %2, %3};\n"
@@ -134,7 +134,7 @@ struct Tf32Triple {
 
 __device__ __forceinline__ Tf32Triple split_tf32_exact(float x) {
   Tf32Triple r{0u, 0u, 0u};
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   r.hi = tf32_hi_cvt(x);
   const float rest = tf32_rest(x, r.hi);
   r.lo = tf32_hi_cvt(rest);
@@ -146,7 +146,7 @@ __device__ __forceinline__ Tf32Triple split_tf32_exact(float x) {
 // split_tf32_exact with hi and lo from tf32_rna_bits (both are used again in fp32 arithmetic). Same bits.
 __device__ __forceinline__ Tf32Triple split_tf32_exact_lean(float x) {
   Tf32Triple r{0u, 0u, 0u};
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   r.hi = tf32_rna_bits(x);
   const float rest = tf32_rest(x, r.hi);
   r.lo = tf32_rna_bits(rest);

@@ -13,7 +13,7 @@
 
 #include "common/dtype_traits.cuh"
 #include "common/mask_tile.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/smem_tile.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
@@ -29,7 +29,7 @@ namespace memeff {
 // built with kMask; calls without those features run kernels that have no code for them.
 template <typename T, typename Tr, bool kFull, bool kMask, bool kFeat>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_mma_kernel(const FwdParams params) {
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, TD = Tr::kTileDim, NT = Tr::kNTiles,
                 OT = Tr::kOTiles;
   constexpr int MT = Tr::kMTiles;

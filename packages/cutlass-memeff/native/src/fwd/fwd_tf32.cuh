@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "common/mask_tile.cuh"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
 #include "common/tf32_tile.cuh"
@@ -82,7 +82,7 @@ __device__ __forceinline__ void split_v_packed(const float* in, uint32_t* out) {
 // wgmma forward (which takes every feature call where it runs).
 template <typename Tr, bool kLean, bool kWideQPre = false, bool kPacked = false, bool kFeat = false>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) fwd_tf32_kernel(const FwdParams params) {
-#ifdef ATTN_MEMEFF_SM80
+#ifdef ATTN_SM80
   constexpr int M = Tr::kBlockM, N = Tr::kBlockN, HD = Tr::kHeadDim, NT = Tr::kNTiles, OT = Tr::kOTiles;
   constexpr int PQ = Tr::kPitchQK, PV = Tr::kPitchV;
   extern __shared__ __align__(128) unsigned char smem_raw[];

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "attn/wgmma_sync.h"
-#include "common/mma_sm80.cuh"
+#include "common/toolkit.cuh"
 #include "common/params.h"
 #include "common/score_mods.cuh"
 #include "common/tf32_tile.cuh"

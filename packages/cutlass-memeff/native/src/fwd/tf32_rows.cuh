@@ -144,7 +144,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[NT][4], float (&m_run)
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = fmaxf(m_run[r], mx);
     m_use[r] = m_new == -INFINITY ? 0.f : m_new;
-    alpha[r] = exp2_ftz(m_run[r] - m_use[r]);  // one MUFU (score_mods.cuh)
+    alpha[r] = exp2_ftz(m_run[r] - m_use[r]);  // one MUFU (attn/fast_math.h)
     m_run[r] = m_new;
     l_run[r] *= alpha[r];
   }

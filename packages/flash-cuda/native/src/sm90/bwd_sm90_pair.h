@@ -5,13 +5,14 @@
 #pragma once
 #include <cstdint>
 
-#include "../bwd_params.h"
-#include "../bwd_scores.h"
-#include "../flash_bwd_kernel.h"
-#include "../kernel_traits.h"
-#include "../ptx.h"
-#include "../tile_io.h"
-#include "wgmma_sync.h"
+#include "common/bwd_params.h"
+#include "bwd/bwd_scores.h"
+#include "bwd/flash_bwd_kernel.h"
+#include "common/kernel_traits.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
+#include "common/tile_io.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash::sm90 {
 
@@ -121,12 +122,12 @@ struct PairPipeline {
 // as A fragments: k16 step ms is query columns 16ms..16ms+15, n8 groups 2ms and 2ms + 1.
 template <typename Tr>
 __device__ __forceinline__ void pack_a(const float (&x)[Tr::kQTiles][4], uint32_t (&a)[Tr::kMSteps][4]) {
-  using Op = MmaOp<typename Tr::Element>;
+  using E = typename Tr::Element;
 #pragma unroll
   for (int ms = 0; ms < Tr::kMSteps; ++ms)
 #pragma unroll
     for (int c = 0; c < 4; ++c)
-      a[ms][c] = Op::pack(x[2 * ms + (c >> 1)][2 * (c & 1)], x[2 * ms + (c >> 1)][2 * (c & 1) + 1]);
+      a[ms][c] = pack2<E>(x[2 * ms + (c >> 1)][2 * (c & 1)], x[2 * ms + (c >> 1)][2 * (c & 1) + 1]);
 }
 
 // dS^T's A fragments into the dS^T tile (rows = the block's keys, from key row `row0` of this warp), then the
@@ -169,7 +170,6 @@ __device__ __forceinline__ void store_key_rows(void* out, int64_t bs, int64_t hs
                                                const float (&acc)[Tr::kDTiles][4], float mul, const BwdSeq& sq, int b,
                                                int hk, int j0, int head_dim, int g, int t) {
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int j = j0 + g + 8 * r;
@@ -180,7 +180,7 @@ __device__ __forceinline__ void store_key_rows(void* out, int64_t bs, int64_t hs
 #pragma unroll
       for (int c = 0; c < 2; ++c) {
         const int col = dt * 8 + 2 * t + c;
-        if (col < head_dim) row[col] = Op::from_float(acc[dt][2 * r + c] * mul);
+        if (col < head_dim) row[col] = from_float<E>(acc[dt][2 * r + c] * mul);
       }
   }
 }
@@ -191,13 +191,13 @@ __device__ __forceinline__ void store_key_rows(void* out, int64_t bs, int64_t hs
 template <typename Tr, int kRows>
 __device__ __forceinline__ void stage_key_rows(typename Tr::Element* tile, const float (&acc)[Tr::kDTiles][4],
                                                float mul, int row0, int g, int t) {
-  using Op = MmaOp<typename Tr::Element>;
+  using E = typename Tr::Element;
 #pragma unroll
   for (int r = 0; r < 2; ++r)
 #pragma unroll
     for (int dt = 0; dt < Tr::kDTiles; ++dt)
       *reinterpret_cast<uint32_t*>(tile + swizzle_offset<Tr>(row0 + g + 8 * r, dt, kRows) + 2 * t) =
-          Op::pack(acc[dt][2 * r] * mul, acc[dt][2 * r + 1] * mul);
+          pack2<E>(acc[dt][2 * r] * mul, acc[dt][2 * r + 1] * mul);
 }
 
 // Rows j0 .. j0 + kRows - 1 (bounded by seq_k) of key head hk from a staged tile to dK or dV.

@@ -12,7 +12,7 @@
 #pragma once
 #include <cstdint>
 
-#include "../bwd_traits.h"
+#include "bwd/bwd_traits.h"
 
 namespace attn::flash {
 

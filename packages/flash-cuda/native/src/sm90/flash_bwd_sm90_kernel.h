@@ -12,15 +12,15 @@
 #pragma once
 #include <cstdint>
 
-#include "../bwd_params.h"
-#include "../bwd_scores.h"
-#include "../flash_bwd_kernel.h"
-#include "../ptx.h"
-#include "../tile_io.h"
-#include "bwd_sm90_pair.h"
-#include "bwd_sm90_traits.h"
-#include "wgmma_ops.h"
-#include "wgmma_sync.h"
+#include "common/bwd_params.h"
+#include "bwd/bwd_scores.h"
+#include "bwd/flash_bwd_kernel.h"
+#include "attn/ptx.h"
+#include "common/tile_io.h"
+#include "sm90/bwd_sm90_pair.h"
+#include "sm90/bwd_sm90_traits.h"
+#include "sm90/wgmma_ops.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash {
 

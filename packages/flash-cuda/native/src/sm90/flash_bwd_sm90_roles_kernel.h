@@ -14,16 +14,16 @@
 #pragma once
 #include <cstdint>
 
-#include "../bwd_params.h"
-#include "../bwd_scores.h"
-#include "../flash_bwd_kernel.h"
-#include "../ptx.h"
-#include "../tile_io.h"
-#include "barriers.h"
-#include "bwd_sm90_pair.h"
-#include "bwd_sm90_traits.h"
-#include "wgmma_ops.h"
-#include "wgmma_sync.h"
+#include "common/bwd_params.h"
+#include "bwd/bwd_scores.h"
+#include "bwd/flash_bwd_kernel.h"
+#include "attn/ptx.h"
+#include "common/tile_io.h"
+#include "attn/barriers.h"
+#include "sm90/bwd_sm90_pair.h"
+#include "sm90/bwd_sm90_traits.h"
+#include "sm90/wgmma_ops.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash {
 
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
       for (int nt = 0; nt < kQT; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) sS[(nt * 4 + e) * kWgThreads + wt] = x[nt][e];
-      sm90::named_arrive(kSReady, Tr::kNThreads);
+      named_barrier_arrive(kSReady, Tr::kNThreads);
       if (plain) {
         for_elements(
             [&](int nt, int e, int, int, float lse2, float) { x[nt][e] = prob_plain(x[nt][e], lse2, f.score_mul); });
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
         });
       }
     } else {
-      sm90::named_sync(kSReady, Tr::kNThreads);
+      named_barrier_sync(kSReady, Tr::kNThreads);
       if (plain) {
         for_elements([&](int nt, int e, int, int, float lse2, float dsum) {
           float s = sS[(nt * 4 + e) * kWgThreads + wt];

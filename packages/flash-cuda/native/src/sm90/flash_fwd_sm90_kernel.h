@@ -16,15 +16,15 @@
 #pragma once
 #include <cstdint>
 
-#include "../fwd_params.h"
-#include "../kernel_traits.h"
-#include "../ptx.h"
-#include "../row_state.h"
-#include "../tile_io.h"
-#include "fwd_sm90_mma.h"
-#include "fwd_sm90_traits.h"
-#include "fwd_sm90_work.h"
-#include "wgmma_sync.h"
+#include "common/fwd_params.h"
+#include "common/kernel_traits.h"
+#include "attn/ptx.h"
+#include "common/row_state.h"
+#include "common/tile_io.h"
+#include "sm90/fwd_sm90_mma.h"
+#include "sm90/fwd_sm90_traits.h"
+#include "sm90/fwd_sm90_work.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash {
 

@@ -1,5 +1,5 @@
 // Launch template of the Hopper forward kernel: one per FwdSm90Traits, instantiated by the generated files
-// in instantiations/ (variant 'sm90'). dispatch.cu launches it only on sm90 devices and only when the addon
+// generated/fwd_*.cu (variant 'sm90'). dispatch.cu launches it only on sm90 devices and only when the addon
 // holds sm_90a code (elsewhere the kernel body is empty).
 #pragma once
 #include <cuda_runtime.h>
@@ -7,10 +7,10 @@
 #include <atomic>
 #include <cstdint>
 
-#include "../fwd_params.h"
+#include "common/fwd_params.h"
 #include "attn/cuda_check.h"
-#include "flash_fwd_sm90_kernel.h"
-#include "flash_fwd_sm90_ws_kernel.h"
+#include "sm90/flash_fwd_sm90_kernel.h"
+#include "sm90/flash_fwd_sm90_ws_kernel.h"
 
 namespace attn::flash {
 

@@ -16,16 +16,16 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../fwd_params.h"
-#include "../kernel_traits.h"
-#include "../ptx.h"
-#include "../row_state.h"
-#include "../tile_io.h"
-#include "barriers.h"
-#include "fwd_sm90_mma.h"
-#include "fwd_sm90_traits.h"
-#include "fwd_sm90_work.h"
-#include "wgmma_sync.h"
+#include "common/fwd_params.h"
+#include "common/kernel_traits.h"
+#include "attn/ptx.h"
+#include "common/row_state.h"
+#include "common/tile_io.h"
+#include "attn/barriers.h"
+#include "sm90/fwd_sm90_mma.h"
+#include "sm90/fwd_sm90_traits.h"
+#include "sm90/fwd_sm90_work.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash {
 
@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   cp_async_commit();
   cp_async_wait<0>();
   sm90::fence_proxy_async();
-  sm90::named_sync(kConsumerBar, kConsumers);
+  named_barrier_sync(kConsumerBar, kConsumers);
 
   const sm90::TileDescs desc = sm90::tile_descs<Tr>(sQ, sK, sV, wg);
   float acc_o[1][kDT][4], row_max[1][2], row_sum[1][2];
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
 #else
   constexpr bool kTurns = true;
 #endif
-  if (kTurns && wg == 1 && n_end > 0) sm90::named_arrive(kTurnBar, kConsumers);
+  if (kTurns && wg == 1 && n_end > 0) named_barrier_arrive(kTurnBar, kConsumers);
   int stage = 0, prev_stage = 0;
   uint32_t phase = 0;
   // One key tile; kPrev: the previous tile's P.V is issued with it (every tile but the first). A template
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     constexpr bool kPrev = decltype(prev_tag)::value;
     sm90::mbar_wait(full_bar + 8 * stage, phase);
     sm90::fence_proxy_async();
-    if constexpr (kTurns) sm90::named_sync(kTurnBar + wg, kConsumers);
+    if constexpr (kTurns) named_barrier_sync(kTurnBar + wg, kConsumers);
     sm90::fence_operands(s[0]);
     sm90::fence_operands(acc_o[0]);
     sm90::wgmma_fence();
@@ -139,7 +139,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
       sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
       sm90::wgmma_commit();
     }
-    if constexpr (kTurns) sm90::named_arrive_if(wg == 0 || n > 0, kTurnBar + (wg ^ 1), kConsumers);
+    if constexpr (kTurns) named_barrier_arrive_if(wg == 0 || n > 0, kTurnBar + (wg ^ 1), kConsumers);
 
     sm90::wgmma_wait<kPrev ? 1 : 0>();  // S_n (the older group); P.V may still run
     sm90::fence_operands(s[0]);

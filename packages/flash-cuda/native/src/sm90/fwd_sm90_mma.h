@@ -5,9 +5,10 @@
 
 #include <cmath>
 
-#include "../ptx.h"
-#include "wgmma_ops.h"
-#include "wgmma_sync.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
+#include "sm90/wgmma_ops.h"
+#include "sm90/wgmma_sync.h"
 
 namespace attn::flash::sm90 {
 
@@ -52,13 +53,13 @@ __device__ __forceinline__ void issue_qk(float (&s)[Tr::kNTiles][4], uint64_t de
 // the n8 groups 2kk and 2kk+1 (mma.m16n8k16's A layout, which wgmma's register A shares per warp).
 template <typename Tr>
 __device__ __forceinline__ void pack_p(const float (&s)[Tr::kNTiles][4], uint32_t (&pa)[Tr::kPSteps][4]) {
-  using Op = MmaOp<typename Tr::Element>;
+  using E = typename Tr::Element;
 #pragma unroll
   for (int kk = 0; kk < Tr::kPSteps; ++kk) {
-    pa[kk][0] = Op::pack(s[2 * kk][0], s[2 * kk][1]);
-    pa[kk][1] = Op::pack(s[2 * kk][2], s[2 * kk][3]);
-    pa[kk][2] = Op::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-    pa[kk][3] = Op::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    pa[kk][0] = pack2<E>(s[2 * kk][0], s[2 * kk][1]);
+    pa[kk][1] = pack2<E>(s[2 * kk][2], s[2 * kk][3]);
+    pa[kk][2] = pack2<E>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    pa[kk][3] = pack2<E>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
   }
 }
 

@@ -4,12 +4,13 @@
 #pragma once
 #include <cstdint>
 
-#include "../fwd_params.h"
-#include "../kernel_traits.h"
-#include "../ptx.h"
-#include "../row_state.h"
-#include "../seq_extents.h"
-#include "../tile_io.h"
+#include "common/fwd_params.h"
+#include "common/kernel_traits.h"
+#include "attn/convert.h"
+#include "attn/ptx.h"
+#include "common/row_state.h"
+#include "common/seq_extents.h"
+#include "common/tile_io.h"
 
 namespace attn::flash::sm90 {
 
@@ -102,7 +103,6 @@ __device__ __forceinline__ void store_output(const FwdParams& p, const CtaWork<t
                                              const float (&row_sum)[1][2], typename Tr::Element* sQ, int tid,
                                              Sync sync) {
   using E = typename Tr::Element;
-  using Op = MmaOp<E>;
   constexpr float kLn2 = 0.6931471805599453f;
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
 #pragma unroll
@@ -115,7 +115,7 @@ __device__ __forceinline__ void store_output(const FwdParams& p, const CtaWork<t
 #pragma unroll
     for (int dt = 0; dt < Tr::kDTiles; ++dt)
       *reinterpret_cast<uint32_t*>(sQ + swizzle_offset<Tr>(row, dt, Tr::kBlockM) + 2 * t) =
-          Op::pack(acc_o[0][dt][2 * r] * o_scale, acc_o[0][dt][2 * r + 1] * o_scale);
+          pack2<E>(acc_o[0][dt][2 * r] * o_scale, acc_o[0][dt][2 * r + 1] * o_scale);
     const int i = w.row0 + row;
     if (t == 0 && i < w.seq_q)
       p.lse[w.varlen ? w.h * p.lse_head_stride + w.q_start + i

@@ -1,0 +1,76 @@
+// Launch sequence of one backward call, one template per (dK/dV traits, dQ traits), instantiated by the
+// generated files generated/bwd_*.cu:
+//   Dsum = rowsum(dO * O)  ->  default: zero the dQ workspace, dK/dV kernel with dQ atomics, convert dQ
+//                              deterministic: dK/dV kernel, then the dQ kernel (fixed key order)
+//   (with seqused_k, a pass that zeroes dK/dV of the unused keys, which no kernel above writes)
+// all on the caller's stream.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "attn/cuda_check.h"
+#include "common/bwd_params.h"
+#include "bwd/bwd_prepost.h"
+#include "bwd/flash_bwd_dq_kernel.h"
+#include "bwd/flash_bwd_kernel.h"
+#include "bwd/flash_bwd_2d_kernel.h"
+#include "sm90/flash_bwd_sm90_kernel.h"
+#include "sm90/flash_bwd_sm90_roles_kernel.h"
+
+namespace attn::flash {
+
+// Opting into > 48 KB of dynamic shared memory is per device and kernel; remembered per device (0..63).
+template <typename Kernel>
+void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int device) {
+  const uint64_t bit = uint64_t(1) << (device & 63);
+  if (bytes > 48 * 1024 && !(done.load(std::memory_order_relaxed) & bit)) {
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    done.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
+// The dK/dV kernel body of a traits type (its kForm): row-tiled, 2-D tiled (bwd_traits.h) or the Hopper
+// one (wgmma, sm90/bwd_sm90_traits.h).
+template <typename Tr>
+constexpr auto dkdv_kernel() {
+  if constexpr (Tr::kForm == BwdForm::kSm90) {
+    if constexpr (Tr::kRoles)
+      return flash_bwd_sm90_roles_kernel<Tr>;
+    else
+      return flash_bwd_sm90_kernel<Tr>;
+  } else if constexpr (Tr::kForm == BwdForm::kTiled2d)
+    return flash_bwd_dkdv_2d_kernel<Tr>;
+  else
+    return flash_bwd_dkdv_kernel<Tr>;
+}
+
+template <typename Tr, typename DqTr>
+void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
+  using E = typename Tr::Element;
+  static std::atomic<uint64_t> dkdv_opted{0}, dq_opted{0};
+  // p.stages is fixed per device (by its opt-in limit); the 2-D tiled and Hopper forms always run two (the
+  // dispatcher checks they fit)
+  const int dkdv_smem = Tr::kForm == BwdForm::kRowTiled ? Tr::smem_bytes(p.stages) : Tr::smem_bytes(2);
+  const auto kernel = dkdv_kernel<Tr>();
+  opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
+  if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
+
+  run_bwd_dsum<E>(p, stream);              // also zeroes the dQ workspace (default mode)
+  run_bwd_zero_unused_keys<E>(p, stream);  // seqused_k only: dK/dV of the keys past it
+  const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
+                  static_cast<unsigned>(p.f.batch));
+  kernel<<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);
+  ATTN_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
+  if (p.deterministic) {
+    const dim3 grid_dq(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.f.heads_q),
+                       static_cast<unsigned>(p.f.batch));
+    flash_bwd_dq_kernel<DqTr><<<grid_dq, DqTr::kNThreads, DqTr::kSmemBytes, stream>>>(p);
+    ATTN_LAUNCH_CHECK("flash_bwd_dq_kernel");
+  } else {
+    run_bwd_convert_dq<E>(p, stream);
+  }
+}
+
+}  // namespace attn::flash
