@@ -1,7 +1,7 @@
 // The ring backward of one rank. Each query chunk keeps its dQ; each K/V block travels with its dK/dV
 // accumulators. Step s: post the K/V send (it does not depend on this step's work), receive the
 // accumulators of the block in hand (sent by rank-1 after its step s-1), add this rank's block
-// gradients (block.ts: FlashAttention's backward with the merged lse and delta = rowsum(dO * O)),
+// gradients (block.ts: one sdpaBackwardFrom with the merged out and lse of the forward),
 // and send the accumulators on to rank+1. After the last step one more hop brings every block's
 // accumulators home: R hops of dK/dV in all, each after the compute it carries.
 // Accumulators are float64 (rounded once, at the end, to the inputs' dtype); they travel as float64
@@ -9,7 +9,7 @@
 import type { Tensor } from '@attn/core';
 import { blockBackward, type RowState } from './block.js';
 import { disposeReceived, type RankForward } from './forward.js';
-import { addInto, hostValues, rowDots, tensorLike } from './host.js';
+import { addInto, hostValues, tensorLike } from './host.js';
 import { checkShard, type RankShard, type RingOptions } from './options.js';
 import { stepTasks } from './schedule.js';
 import type { RingTransport } from './transport.js';
@@ -22,7 +22,7 @@ export interface RankGradients {
 }
 
 function rowStates(shard: RankShard, fwd: RankForward, gradOut: readonly Tensor[]): RowState[] {
-  return shard.q.map((q, i) => {
+  return shard.q.map((_q, i) => {
     const out = fwd.out[i]!;
     const g = gradOut[i];
     if (!g || g.rank !== out.rank || !g.shape.every((n, d) => n === out.shape[d])) {
@@ -31,13 +31,7 @@ function rowStates(shard: RankShard, fwd: RankForward, gradOut: readonly Tensor[
         `gradOut chunk ${i} must match the forward's out chunk [${out.shape.join(', ')}]; got ${g ? `[${g.shape.join(', ')}]` : 'none'}.`,
       );
     }
-    const dO = hostValues(g);
-    return {
-      gradOut: dO,
-      lse: hostValues(fwd.logsumexp[i]!),
-      delta: rowDots(dO, hostValues(out), out.shape[3]!),
-      q: hostValues(q),
-    };
+    return { out, lse: fwd.logsumexp[i]!, gradOut: g };
   });
 }
 
