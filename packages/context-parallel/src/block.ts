@@ -8,8 +8,7 @@
 // which is core's sdpaBackwardFrom with the merged (O, L) of the ring forward: one backward per
 // block (Ring Attention's step), no forward.
 import { sdpaBackwardFrom, sdpaForward } from '@attn/core';
-import type { ForwardResult, Tensor } from '@attn/core';
-import { hostValues } from './host.js';
+import type { ForwardResult, Gradients, Tensor } from '@attn/core';
 import type { LocalCallOptions } from './options.js';
 
 function call(
@@ -29,21 +28,9 @@ function call(
   });
 }
 
-/** The block's own out and lse, on the host (float64), the call's tensors freed. */
-export function blockForward(
-  q: Tensor,
-  k: Tensor,
-  v: Tensor,
-  causal: boolean,
-  o: LocalCallOptions,
-): { out: Float64Array; lse: Float64Array } {
-  const r = call(q, k, v, causal, o, false);
-  try {
-    return { out: hostValues(r.out), lse: hostValues(r.logsumexp) };
-  } finally {
-    r.out.dispose();
-    r.logsumexp.dispose();
-  }
+/** The block's own out and lse (the caller disposes both). */
+export function blockForward(q: Tensor, k: Tensor, v: Tensor, causal: boolean, o: LocalCallOptions): ForwardResult {
+  return call(q, k, v, causal, o, false);
 }
 
 /** What the backward of a query chunk needs from the full forward: its merged out and lse, and dO. */
@@ -56,13 +43,7 @@ export interface RowState {
   readonly gradOut: Tensor;
 }
 
-export interface BlockGrads {
-  readonly dq: Float64Array;
-  readonly dk: Float64Array;
-  readonly dv: Float64Array;
-}
-
-/** Gradients of one (query chunk, key chunk) block inside the full row (see the header), on the host. */
+/** Gradients of one (query chunk, key chunk) block inside the full row (see the header); the caller disposes them. */
 export function blockBackward(
   q: Tensor,
   k: Tensor,
@@ -70,18 +51,11 @@ export function blockBackward(
   causal: boolean,
   rows: RowState,
   o: LocalCallOptions,
-): BlockGrads {
-  const g = sdpaBackwardFrom(q, k, v, { out: rows.out, logsumexp: rows.lse }, rows.gradOut, {
+): Gradients {
+  return sdpaBackwardFrom(q, k, v, { out: rows.out, logsumexp: rows.lse }, rows.gradOut, {
     isCausal: causal,
     scale: o.scale,
     enableGqa: o.enableGqa,
     backends: o.backends,
   });
-  try {
-    return { dq: hostValues(g.dq), dk: hostValues(g.dk), dv: hostValues(g.dv) };
-  } finally {
-    g.dq.dispose();
-    g.dk.dispose();
-    g.dv.dispose();
-  }
 }

@@ -126,7 +126,8 @@ export function sdpaBackwardFrom(
   gradOut: Tensor,
   opts?: SdpaOptions,
 ): Gradients {
-  const options = typeof opts === 'object' && opts !== null ? { ...opts, requiresGrad: true } : (opts ?? { requiresGrad: true });
+  const options =
+    typeof opts === 'object' && opts !== null ? { ...opts, requiresGrad: true } : (opts ?? { requiresGrad: true });
   const call = normalizeCall(query, key, value, options);
   const p = call.params;
   if (typeof saved !== 'object' || saved === null) {

@@ -3,18 +3,8 @@
 // ring step runs it (test/conformance/src/backward-from.ts). Fresh random inputs; the seed is in the
 // failure message.
 import { type BackwardFromCase, backwardFromBlocks, checkBackwardFrom, REFERENCE } from '@attn/conformance';
-import {
-  CPU,
-  getBackend,
-  NoBackendError,
-  randomSeed,
-  randn,
-  sdpaBackwardFrom,
-  sdpaForward,
-  tensor,
-} from '@attn/core';
-import type { FloatDType ,
-  AttnError} from '@attn/core';
+import { CPU, getBackend, NoBackendError, randomSeed, randn, sdpaBackwardFrom, sdpaForward, tensor } from '@attn/core';
+import type { FloatDType, AttnError } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import './index.js';
 
@@ -59,14 +49,17 @@ const CASES: BackwardFromCase[] = [
 function run(backend: string, cases: readonly BackwardFromCase[]): void {
   const skip = getBackend(backend)?.availability();
   for (const c of cases) {
-    it.skipIf(!skip?.ok)(`${c.spec.name}${skip?.ok ? '' : ` (skipped: ${skip?.ok === false ? skip.reason : ''})`}`, () => {
-      const seed = randomSeed();
-      const failures = checkBackwardFrom(backend, c, seed, CPU).filter((v) => !v.ok);
-      expect(
-        failures.map((v) => v.message),
-        `seed ${seed}`,
-      ).toEqual([]);
-    });
+    it.skipIf(!skip?.ok)(
+      `${c.spec.name}${skip?.ok ? '' : ` (skipped: ${skip?.ok === false ? skip.reason : ''})`}`,
+      () => {
+        const seed = randomSeed();
+        const failures = checkBackwardFrom(backend, c, seed, CPU).filter((v) => !v.ok);
+        expect(
+          failures.map((v) => v.message),
+          `seed ${seed}`,
+        ).toEqual([]);
+      },
+    );
   }
 }
 
