@@ -103,8 +103,8 @@ Napi::Value CommInitRank(const Napi::CallbackInfo& info) {
   auto idArr = info[1].As<Napi::Uint8Array>();
   ncclUniqueId id;
   if (idArr.ElementLength() != sizeof(id.internal))
-    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "id must have " +
-                                               std::to_string(sizeof(id.internal)) + " bytes");
+    throw Napi::TypeError::New(info.Env(),
+                               std::string(kPrefix) + "id must have " + std::to_string(sizeof(id.internal)) + " bytes");
   std::memcpy(id.internal, idArr.Data(), sizeof(id.internal));
   const int64_t rank = i64(info, 2, "rank");
   const int64_t device = i64(info, 3, "device");
@@ -157,8 +157,9 @@ Napi::Value SendRecv(const Napi::CallbackInfo& info) {
     try {
       for (size_t i = 0; i < send.ElementLength(); ++i) {
         if (bytes[i] == 0) continue;
-        nccl_check(ncclSend(reinterpret_cast<const void*>(send[i]), bytes[i], ncclInt8, static_cast<int>(next), comm, s),
-                   "ncclSend", comm);
+        nccl_check(
+            ncclSend(reinterpret_cast<const void*>(send[i]), bytes[i], ncclInt8, static_cast<int>(next), comm, s),
+            "ncclSend", comm);
         nccl_check(ncclRecv(reinterpret_cast<void*>(recv[i]), bytes[i], ncclInt8, static_cast<int>(prev), comm, s),
                    "ncclRecv", comm);
       }

@@ -104,8 +104,8 @@ void by_elem(Elem e, Args... args) {
 
 template <typename T>
 struct MergeLaunch {
-  static void run(float* acc_out, float* acc_lse, const void* part_out, const float* part_lse, int64_t rows,
-                  int64_t dv, cudaStream_t s) {
+  static void run(float* acc_out, float* acc_lse, const void* part_out, const float* part_lse, int64_t rows, int64_t dv,
+                  cudaStream_t s) {
     if (rows == 0) return;
     const unsigned blocks = static_cast<unsigned>((rows * 32 + 255) / 256);
     merge_kernel<T><<<blocks, 256, 0, s>>>(acc_out, acc_lse, static_cast<const T*>(part_out), part_lse, rows, dv);
