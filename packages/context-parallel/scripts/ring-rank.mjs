@@ -29,7 +29,13 @@ function shapes(c) {
   };
 }
 
-const ring = await NcclRing.create({ rank, size: job.size, device: rank, rendezvous: new FileRendezvous(job.dir), key: job.key });
+const ring = await NcclRing.create({
+  rank,
+  size: job.size,
+  device: rank,
+  rendezvous: new FileRendezvous(job.dir),
+  key: job.key,
+});
 const math = deviceMath();
 
 /** Every rank passes once both neighbours did: a tiny send/recv, waited on the host. */
@@ -64,14 +70,16 @@ async function check(c) {
       writeFileSync(file, Buffer.from(t.toFloat64Array().buffer));
     });
   }
-  for (const t of [...Object.values(full), ...Object.values(mine).flat(), ...Object.values(results).flat()]) t.dispose();
+  for (const t of [...Object.values(full), ...Object.values(mine).flat(), ...Object.values(results).flat()])
+    t.dispose();
   return { case: c.name, rank, stats: ring.stats };
 }
 
 async function bench(c) {
   const s = shapes(c);
   const layout = shardLayout(c.layout, c.seq, job.size);
-  const mk = (shape) => layout.chunksOf(rank).map((ch) => zeros([shape[0], shape[1], ch.length, shape[3]], { dtype: c.dtype, device }));
+  const mk = (shape) =>
+    layout.chunksOf(rank).map((ch) => zeros([shape[0], shape[1], ch.length, shape[3]], { dtype: c.dtype, device }));
   const mine = { q: mk(s.q), k: mk(s.k), v: mk(s.v), g: mk(s.q) };
   const opts = options(c, layout);
   const times = { forward: [], forwardBackward: [] };

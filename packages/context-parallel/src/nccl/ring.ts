@@ -53,7 +53,13 @@ export class NcclRing implements RingTransport {
     if (!Number.isInteger(o.size) || o.size < 1 || !Number.isInteger(o.rank) || o.rank < 0 || o.rank >= o.size)
       throw cpError('ATTN_CP_TRANSPORT', `rank ${o.rank} of ${o.size}: need integers 0 <= rank < size.`);
     const a = requireAddon();
-    const id = await exchangeUniqueId(o.rendezvous, o.rank, o.key ?? 'nccl-unique-id', () => a.getUniqueId(), o.timeoutMs);
+    const id = await exchangeUniqueId(
+      o.rendezvous,
+      o.rank,
+      o.key ?? 'nccl-unique-id',
+      () => a.getUniqueId(),
+      o.timeoutMs,
+    );
     const comm = a.commInitRank(o.size, id, o.rank, o.device);
     return new NcclRing(a, comm, o);
   }
@@ -62,11 +68,17 @@ export class NcclRing implements RingTransport {
     return { messages: { ...this.#stats.messages }, bytes: { ...this.#stats.bytes } };
   }
 
-  sendRecv(channel: RingChannel, blocks: readonly Tensor[], incoming: readonly (readonly number[])[]): Promise<Tensor[]> {
+  sendRecv(
+    channel: RingChannel,
+    blocks: readonly Tensor[],
+    incoming: readonly (readonly number[])[],
+  ): Promise<Tensor[]> {
     if (this.#failed !== null)
       return Promise.reject(cpError('ATTN_CP_TRANSPORT', 'the NCCL ring failed earlier.', this.#failed));
     if (blocks.length !== incoming.length)
-      return Promise.reject(cpError('ATTN_CP_TRANSPORT', `${blocks.length} blocks sent, ${incoming.length} shapes announced.`));
+      return Promise.reject(
+        cpError('ATTN_CP_TRANSPORT', `${blocks.length} blocks sent, ${incoming.length} shapes announced.`),
+      );
     const received: Tensor[] = [];
     try {
       for (const [i, b] of blocks.entries()) {
@@ -101,7 +113,9 @@ export class NcclRing implements RingTransport {
     } catch (e) {
       for (const t of received) t.dispose();
       this.#failed = e;
-      return Promise.reject(e instanceof Error && 'code' in e ? e : cpError('ATTN_CP_TRANSPORT', 'NCCL sendRecv failed.', e));
+      return Promise.reject(
+        e instanceof Error && 'code' in e ? e : cpError('ATTN_CP_TRANSPORT', 'NCCL sendRecv failed.', e),
+      );
     }
   }
 
