@@ -13,7 +13,10 @@ const RANK_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'ring-rank.mjs
 export function launchRing(size, job, timeoutMs = 300_000, dir = mkdtempSync(join(tmpdir(), 'attn-cp-'))) {
   const full = { ...job, size, dir, key: `nccl-${process.pid}-${Date.now()}` };
   const runs = Array.from({ length: size }, (_, rank) => {
+    // execArgv []: a parent under vitest runs with --conditions @attn/source (TypeScript sources),
+    // which a plain node child cannot load; the ranks run the packages' dist/.
     const child = fork(RANK_SCRIPT, [], {
+      execArgv: [],
       env: { ...process.env, ATTN_CP_RANK: String(rank), ATTN_CP_JOB: JSON.stringify(full) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
