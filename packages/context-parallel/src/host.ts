@@ -30,25 +30,3 @@ export function addInto(out: Float64Array, a: ArrayLike<number>): void {
   if (out.length !== a.length) throw new RangeError(`addInto: ${out.length} != ${a.length}`);
   for (let i = 0; i < out.length; i++) out[i] = out[i]! + a[i]!;
 }
-
-/** rowsum(a * b) over rows of `width`. */
-export function rowDots(a: ArrayLike<number>, b: ArrayLike<number>, width: number): Float64Array {
-  const rows = width === 0 ? 0 : a.length / width;
-  const out = new Float64Array(rows);
-  for (let i = 0; i < rows; i++) {
-    let s = 0;
-    for (let c = 0; c < width; c++) s += a[i * width + c]! * b[i * width + c]!;
-    out[i] = s;
-  }
-  return out;
-}
-
-/** Each row of `a` (width) times its row factor. */
-export function scaleRows(a: ArrayLike<number>, factors: ArrayLike<number>, width: number): Float64Array {
-  const out = new Float64Array(a.length);
-  for (let i = 0; i < factors.length; i++) {
-    const f = factors[i]!;
-    for (let c = 0; c < width; c++) out[i * width + c] = f * a[i * width + c]!;
-  }
-  return out;
-}

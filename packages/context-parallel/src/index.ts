@@ -16,6 +16,8 @@ export { SEQ_DIM, shardTensor, unshardTensor } from './shard.js';
 export type { RingChannel, RingTransport } from './transport.js';
 export { LoopbackRing, type LoopbackStats } from './loopback.js';
 export type { RankShard, RingOptions } from './options.js';
+export { hostMath, type OutAccumulator, type RingMath } from './math.js';
+export { incomingShapes } from './schedule.js';
 export { ringForward, type RankForward } from './forward.js';
 export { ringBackward, type RankGradients } from './backward.js';
 export { type LoopbackCallOptions, type LoopbackResult, ringAttentionLoopback } from './loopback-run.js';

@@ -43,7 +43,11 @@ export class LoopbackRing {
   endpoint(rank: number): RingTransport {
     if (!Number.isInteger(rank) || rank < 0 || rank >= this.size)
       throw cpError('ATTN_CP_TRANSPORT', `rank must be in [0, ${this.size}); got ${rank}.`);
-    return { rank, size: this.size, sendRecv: (channel, blocks) => this.#sendRecv(rank, channel, blocks) };
+    return {
+      rank,
+      size: this.size,
+      sendRecv: (channel, blocks, incoming) => this.#sendRecv(rank, channel, blocks, incoming),
+    };
   }
 
   /** Rejects every pending and later receive with `reason`. */
@@ -67,7 +71,12 @@ export class LoopbackRing {
     return box;
   }
 
-  #sendRecv(rank: number, channel: RingChannel, blocks: readonly Tensor[]): Promise<Tensor[]> {
+  #sendRecv(
+    rank: number,
+    channel: RingChannel,
+    blocks: readonly Tensor[],
+    incoming: readonly (readonly number[])[],
+  ): Promise<Tensor[]> {
     if (this.#aborted !== null) return Promise.reject(this.#abortError());
     const copies = blocks.map((t) => copyTensor(t));
     this.#stats.messages[channel] += 1;
@@ -77,8 +86,22 @@ export class LoopbackRing {
     if (waiter) waiter.resolve(copies);
     else to.delivered.push(copies);
     const mine = this.#box(rank, channel);
+    // What arrives must have the shapes the receiver announced (an NCCL receive is sized by them).
+    const check = (got: Tensor[]): Tensor[] => {
+      const same =
+        got.length === incoming.length &&
+        got.every((t, i) => t.shape.length === incoming[i]!.length && t.shape.every((n, d) => n === incoming[i]![d]));
+      if (!same) {
+        for (const t of got) t.dispose();
+        throw cpError(
+          'ATTN_CP_TRANSPORT',
+          `rank ${rank} expected ${incoming.map((s) => `[${s.join(', ')}]`).join(' ')} on '${channel}'; got ${got.map((t) => `[${t.shape.join(', ')}]`).join(' ')}.`,
+        );
+      }
+      return got;
+    };
     const ready = mine.delivered.shift();
-    if (ready) return Promise.resolve(ready);
-    return new Promise((resolve, reject) => mine.waiting.push({ resolve, reject }));
+    if (ready) return Promise.resolve(ready).then(check);
+    return new Promise<Tensor[]>((resolve, reject) => mine.waiting.push({ resolve, reject })).then(check);
   }
 }

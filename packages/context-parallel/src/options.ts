@@ -2,6 +2,7 @@
 import type { Tensor } from '@attn/core';
 import { cpError } from './errors.js';
 import type { ShardLayout } from './layout.js';
+import type { RingMath } from './math.js';
 import type { RingTransport } from './transport.js';
 
 export interface RingOptions {
@@ -15,6 +16,8 @@ export interface RingOptions {
   readonly enableGqa?: boolean;
   /** Restricts the local calls to these backends (core's `backends` option). */
   readonly backends?: readonly string[];
+  /** Where the merge and the gradient accumulation run (math.ts). Default hostMath. */
+  readonly math?: RingMath;
 }
 
 /** A rank's inputs: its chunks of q [B, Hq, *, D], k [B, Hk, *, D], v [B, Hk, *, Dv], in layout order. */

@@ -15,8 +15,14 @@ export interface RingTransport {
   /**
    * Sends `blocks` to (rank + 1) mod size and resolves with the blocks (rank - 1) mod size sent on the
    * same channel, in call order. What is sent must stay alive, unchanged, until the promise settles
-   * (NCCL reads it in place); the receiver owns what it receives.
+   * (NCCL reads it in place); the receiver owns what it receives. `incoming` gives the shapes of what
+   * arrives (uneven shards: rank-1's blocks may be longer or shorter than these), each in the dtype
+   * and on the device of the sent block at the same index; a transport sizes its buffers by them.
    * Rejects (never hangs) when the ring is aborted.
    */
-  sendRecv(channel: RingChannel, blocks: readonly Tensor[]): Promise<Tensor[]>;
+  sendRecv(
+    channel: RingChannel,
+    blocks: readonly Tensor[],
+    incoming: readonly (readonly number[])[],
+  ): Promise<Tensor[]>;
 }

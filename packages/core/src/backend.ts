@@ -69,6 +69,18 @@ export interface KernelChoice {
   check?(params: SdpaParams, ctx: RuleContext): string | null;
 }
 
+/**
+ * A backward that takes the forward's out and logsumexp from the caller (core's sdpaBackwardFrom):
+ * P = exp(scores - logsumexp) and delta = rowsum(gradOut * out) with the tensors given, whatever call
+ * produced them (FlashAttention's contract). A ring step of context parallelism hands it the merged
+ * out and lse of the whole row, so one call gives the block's exact share of the full gradient.
+ */
+export interface BackwardFrom {
+  /** Checks beyond the backend's own rules for this form (what its kernel cannot take from a caller). */
+  readonly rules?: readonly Rule[];
+  run(params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients;
+}
+
 export interface Backend {
   /** Stable name used in `backends`, explain and doctor: 'cpu-math', 'flash-cuda', ... */
   readonly name: string;
@@ -103,6 +115,8 @@ export interface Backend {
   /** Off the event loop where the backend can; core falls back to forward() otherwise. */
   forwardAsync?(params: SdpaParams): Promise<ForwardOutputs>;
   backward?(params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients;
+  /** Backward from a caller's out and logsumexp; absent: sdpaBackwardFrom never selects this backend. */
+  readonly backwardFrom?: BackwardFrom;
   /**
    * Extra facts for `attn doctor` and `attn bench` (how the addon was built, arch list, SIMD, ...).
    * With `kernel` (one of `kernels`), the facts of calls that name it, where they differ (the code

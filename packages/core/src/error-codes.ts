@@ -30,6 +30,7 @@ export const VALIDATION_CODES = [
   'ATTN_GRAD_OUT', // sdpaBackward: gradOut does not match the forward output
   'ATTN_NO_BACKWARD', // sdpaBackward: the backend that ran forward has no backward
   'ATTN_FORWARD_RESULT', // sdpaBackward: fwd is not an unchanged result of sdpaForward / sdpaVarlen
+  'ATTN_SAVED', // sdpaBackwardFrom: out or logsumexp not of the call's shape, dtype or device
   'ATTN_STORAGE', // a host tensor's ArrayBuffer was detached or shrunk after the tensor was made
   'ATTN_OUT', // out: not the output's shape, dtype or device, not contiguous, sharing memory with an input, or with requiresGrad
 ] as const;

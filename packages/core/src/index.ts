@@ -43,6 +43,7 @@ export {
   type Selection,
 } from './select.js';
 export { explain, type ForwardResult, sdpa, sdpaBackward, sdpaForward, sdpaForwardAsync } from './sdpa.js';
+export { sdpaBackwardFrom, type SavedForward } from './backward-from.js';
 export { currentKernelScope, sdpaKernel } from './scope.js';
 export { randomSeed } from './seed.js';
 export * from './storage.js';

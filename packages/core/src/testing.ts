@@ -1,5 +1,5 @@
 // @attn/core/testing: helpers for the tests of core and of backend packages. Not for production use.
-import type { Backend, ForwardOutputs, Gradients, KernelChoice, Rule } from './backend.js';
+import type { Backend, BackwardFrom, ForwardOutputs, Gradients, KernelChoice, Rule } from './backend.js';
 import type { DeviceType } from './device.js';
 import { full } from './factory.js';
 import type { SdpaParams } from './params.js';
@@ -18,6 +18,7 @@ export interface FakeBackendOptions {
   forward?: (params: SdpaParams) => ForwardOutputs;
   forwardAsync?: (params: SdpaParams) => Promise<ForwardOutputs>;
   backward?: (params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor) => Gradients;
+  backwardFrom?: BackwardFrom;
 }
 
 export interface FakeBackend extends Backend {
@@ -71,6 +72,7 @@ export function makeFakeBackend(name: string, opts: FakeBackendOptions = {}): Fa
         }
       : {}),
     ...(opts.backward ? { backward: opts.backward } : {}),
+    ...(opts.backwardFrom ? { backwardFrom: opts.backwardFrom } : {}),
   };
   return backend;
 }

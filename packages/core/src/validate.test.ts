@@ -9,6 +9,7 @@ import type { SdpaOptions, SdpaParams, VarlenOptions } from './params.js';
 import { dropoutThreshold } from './philox.js';
 import { registerBackend } from './registry.js';
 import { type ForwardResult, sdpaBackward, sdpaForward } from './sdpa.js';
+import { sdpaBackwardFrom } from './backward-from.js';
 import { Tensor } from './tensor.js';
 import { isolateRegistry, makeFakeBackend } from './testing.js';
 import { sequencePairs } from './rule.js';
@@ -389,6 +390,33 @@ const CASES: Array<[string, string, () => unknown]> = [
     },
   ],
   ['ATTN_FORWARD_RESULT', 'null as the forward result', () => sdpaBackward(zeros([2, 4, 5, 8]), null as never)],
+  [
+    'ATTN_SAVED',
+    'sdpaBackwardFrom with out of the wrong head dim',
+    () => {
+      const [q, k, v] = qkv();
+      const saved = { out: zeros([2, 4, 5, 9]), logsumexp: zeros([2, 4, 5]) };
+      return sdpaBackwardFrom(q, k, v, saved, zeros([2, 4, 5, 8]));
+    },
+  ],
+  [
+    'ATTN_SAVED',
+    'sdpaBackwardFrom with a float64 logsumexp',
+    () => {
+      const [q, k, v] = qkv();
+      const saved = { out: zeros([2, 4, 5, 8]), logsumexp: zeros([2, 4, 5], { dtype: 'float64' }) };
+      return sdpaBackwardFrom(q, k, v, saved, zeros([2, 4, 5, 8]));
+    },
+  ],
+  [
+    'ATTN_GRAD_OUT',
+    'sdpaBackwardFrom with gradOut of another dtype',
+    () => {
+      const [q, k, v] = qkv();
+      const saved = { out: zeros([2, 4, 5, 8]), logsumexp: zeros([2, 4, 5]) };
+      return sdpaBackwardFrom(q, k, v, saved, zeros([2, 4, 5, 8], { dtype: 'float64' }));
+    },
+  ],
   [
     'ATTN_TYPE',
     'Object.create(Tensor.prototype) as gradOut',

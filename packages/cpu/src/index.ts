@@ -8,5 +8,5 @@ registerBackend(cpuFlashBackend); // priority 50, ahead of cpu-math: passes the 
 
 export { cpuMathBackend } from './math/backend.js';
 export { forwardMath } from './math/forward.js';
-export { backwardMath } from './math/backward.js';
+export { backwardMath, backwardMathFrom } from './math/backward.js';
 export { cpuFlashBackend, createCpuFlashBackend, type CpuFlashOptions } from './flash/backend.js';

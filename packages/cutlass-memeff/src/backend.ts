@@ -31,6 +31,8 @@ export const memeffCudaBackend: Backend = {
   tolerances: MEMEFF_TOLERANCES,
   forward: (p) => runForward(p).outputs,
   backward: (p, saved, gradOut) => runBackward(p, saved, gradOut).gradients,
+  // The backward reads P from the given lse and delta from the given out (bwd_dsum: dO . O).
+  backwardFrom: { run: (p, saved, gradOut) => runBackward(p, saved, gradOut).gradients },
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
     const load = addonState();
     if (!load.ok) return { built: false, reason: load.reason };

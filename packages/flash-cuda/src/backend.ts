@@ -30,6 +30,8 @@ export const flashCudaBackend: Backend = Object.freeze({
     return r.out;
   },
   backward: (params, saved, gradOut) => flashBackward(params, saved, gradOut),
+  // The backward reads P from the given lse and delta from the given out (the Dsum pass: dO . O).
+  backwardFrom: { run: (params, saved, gradOut) => flashBackward(params, saved, gradOut) },
   buildInfo: (): Record<string, string | number | boolean | readonly string[]> => {
     const load = addonLoad();
     if (!load.ok) return { built: false, reason: load.reason };

@@ -17,6 +17,12 @@ export { naiveAttention } from './naive.js';
 export { compareWithReference, disposeInputs, REFERENCE, runCase } from './run-case.js';
 export type { Launch } from './run-case.js';
 export { makeInputs } from './inputs.js';
+export {
+  type BackwardFromCase,
+  backwardFromBlocks,
+  type BackwardFromResult,
+  checkBackwardFrom,
+} from './backward-from.js';
 export { fromPool, pagedLayout, toPool } from './paged.js';
 export { buildKvCacheCases, runKvCacheCase } from './kv-cache.js';
 export type { KvCacheCaseSpec, KvCacheOutcome } from './kv-cache.js';

@@ -1,7 +1,7 @@
 // 'cpu-flash': the native tiled kernel (native/), behind core's Backend interface. Validation is
 // core's (normalizeParams) plus this backend's rules, checked again here before any native call;
 // the addon re-checks what could touch foreign memory and throws rather than crash.
-import { AttnError, AttnInputError, tensor } from '@attn/core';
+import { AttnError, AttnInputError, rule, tensor } from '@attn/core';
 import type { Backend, ForwardOutputs, Gradients, SdpaParams, Tensor } from '@attn/core';
 import { callNative, fromNative } from './errors.js';
 import { appendToCache, rotatedQuery } from '../kv-cache/host.js';
@@ -48,6 +48,17 @@ function checkRules(p: SdpaParams): void {
     );
   }
 }
+
+/**
+ * sdpaBackwardFrom on cpu-flash: the fp32 backward takes delta = dO . out from the given out; the
+ * fp16/bf16 one sums delta from this call's own softmax (rowsum(P dP), which stands for dO . O only
+ * when out is this call's), so a caller's out from a wider softmax would give wrong gradients.
+ */
+const savedDeltaDtype = rule('savedOutDeltaFloat32', (p) =>
+  p.dtype === 'float32'
+    ? null
+    : `Its ${p.dtype} backward derives delta from its own softmax, not from a given out; use float32 or cpu-math.`,
+);
 
 const isEmpty = (p: SdpaParams) => p.batch === 0 || p.headsQ === 0;
 
@@ -117,6 +128,21 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
     return { outputs, threads, desc: forwardDesc(p, outputs.out, outputs.logsumexp, level(call), threads) };
   }
 
+  function backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients {
+    const native = loaded();
+    checkRules(p);
+    const fwd = checkSaved(p, saved, gradOut);
+    const bufs = backwardBuffers(p);
+    const threads = threadsFor(2.5 * forwardFlops(p), limit());
+    if (!isEmpty(p)) {
+      const desc = backwardDesc(p, fwd, gradOut, bufs, level(p), threads);
+      callNative(() => native.backward(desc), backwardWorkspaceBytes(p));
+    }
+    const grads: Gradients = { dq: bufs.dq, dk: bufs.dk, dv: bufs.dv };
+    if (bufs.dbias) return { ...grads, dbias: dbiasTensor(p, bufs.dbias) };
+    return grads;
+  }
+
   return {
     name: options.name ?? 'cpu-flash',
     deviceType: 'cpu',
@@ -148,20 +174,9 @@ export function createCpuFlashBackend(options: CpuFlashOptions = {}): Backend {
       }
       return outputs;
     },
-    backward(p: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients {
-      const native = loaded();
-      checkRules(p);
-      const fwd = checkSaved(p, saved, gradOut);
-      const bufs = backwardBuffers(p);
-      const threads = threadsFor(2.5 * forwardFlops(p), limit());
-      if (!isEmpty(p)) {
-        const desc = backwardDesc(p, fwd, gradOut, bufs, level(p), threads);
-        callNative(() => native.backward(desc), backwardWorkspaceBytes(p));
-      }
-      const grads: Gradients = { dq: bufs.dq, dk: bufs.dk, dv: bufs.dv };
-      if (bufs.dbias) return { ...grads, dbias: dbiasTensor(p, bufs.dbias) };
-      return grads;
-    },
+    backward,
+    // Its fp16/bf16 backward sums delta from this call's own softmax, so only fp32 takes a caller's out.
+    backwardFrom: { rules: [savedDeltaDtype], run: backward },
     buildInfo(kernel?: string) {
       const load = addon();
       if (!load.ok) return { native: false, reason: load.reason };

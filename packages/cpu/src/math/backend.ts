@@ -1,6 +1,6 @@
 // 'cpu-math': the float64 reference backend, the oracle every other backend is tested against.
 import type { Backend } from '@attn/core';
-import { backwardMath } from './backward.js';
+import { backwardMath, backwardMathFrom } from './backward.js';
 import { forwardMath } from './forward.js';
 import { CPU_MATH_TOLERANCES, cpuMathRules } from './rules.js';
 
@@ -16,5 +16,6 @@ export const cpuMathBackend: Backend = {
   tolerances: CPU_MATH_TOLERANCES,
   forward: forwardMath,
   backward: backwardMath,
+  backwardFrom: { run: backwardMathFrom },
   buildInfo: () => ({ language: 'TypeScript', accumulation: 'float64', native: false }),
 };

@@ -1,6 +1,11 @@
 // cpu-math backward: recomputes each query row's scores and softmax in float64 (the saved float32
 // logsumexp would cost precision), replays the same dropout elements, and accumulates dq, dk, dv and
 // the additive mask's gradient in float64; each is rounded to its dtype once at the end.
+// backwardMathFrom is the same pass with the caller's out and logsumexp (core's sdpaBackwardFrom):
+// P = exp(s - lse) with the given lse and delta = dO . out with the given out, FlashAttention's
+// contract, so a row's gradients are those of a softmax over more keys than this call sees (a ring
+// step inside the full row). A given lse of -inf gives the row zero gradients (P = 0), as the CUDA
+// kernels treat it; NaN in lse or out makes the row's gradients NaN.
 //
 // Per row i, with P = softmax(s), Z = dropout factors (keepScale or 0), dO = gradOut row:
 //   dV_j += P_ij Z_ij dO_i;  dP_ij = Z_ij (dO_i . v_j);  delta_i = sum_j P_ij dP_ij
@@ -32,9 +37,16 @@ interface Work {
   readonly dp: Float64Array;
 }
 
+/** A row's softmax normalizer and delta, given by the caller (backwardMathFrom). */
+interface GivenRow {
+  readonly lse: number;
+  readonly delta: number;
+}
+
 /**
  * Gradients of one query row: adds into dqRow, dkAcc, dvAcc and the bias gradient. `max` is the
- * row's largest score (finite); keep is its dropout row (null without dropout); tanh the softcap's.
+ * row's largest score (finite); keep is its dropout row (null without dropout); tanh the softcap's;
+ * given the caller's lse and delta (null: the row's own, from its scores).
  */
 function rowGradients(
   w: Work,
@@ -45,10 +57,11 @@ function rowGradients(
   tanh: Float64Array | null,
   bias: BiasGrad | null,
   biasBase: number,
+  given: GivenRow | null,
 ): void {
   // Locals, not property loads, in the loops below.
   const { D, Dv, scale, keepScale, kTile, vTile, dkAcc, dvAcc, qRow, gRow, dqRow, s, dp } = w;
-  const inv = 1 / expRow(s, lo, hi, max);
+  const inv = given ? (expRow(s, lo, hi, given.lse), 1) : 1 / expRow(s, lo, hi, max);
   dotRows(gRow, vTile, Dv, lo, hi, 1, dp); // dO . v_j
   let delta = 0;
   for (let j = lo; j < hi; j++) {
@@ -62,6 +75,7 @@ function rowGradients(
     const vb = j * Dv;
     if (pz !== 0) for (let c = 0; c < Dv; c++) dvAcc[vb + c] = dvAcc[vb + c]! + pz * gRow[c]!;
   }
+  if (given) delta = given.delta;
   // s becomes dX, the gradient of the scaled q.k before softcap, times scale.
   for (let j = lo; j < hi; j++) {
     const ds = s[j]! * (dp[j]! - delta);
@@ -76,7 +90,41 @@ function rowGradients(
   addWeightedRows(dqRow, s, kTile, D, lo, hi);
 }
 
+/** The caller's out and lse, read per row (logical row-major host copies). */
+class GivenRows {
+  readonly #lse: Float64Array;
+  readonly #out: Float64Array;
+  readonly #dv: number;
+  constructor(saved: ForwardOutputs, dv: number) {
+    this.#lse = saved.logsumexp.toFloat64Array();
+    this.#out = saved.out.toFloat64Array();
+    this.#dv = dv;
+  }
+  /**
+   * Row `index` of the dense [B, Hq, Sq] lse and [B, Hq, Sq, Dv] out (the same row order), with dO `g`.
+   * Null when the lse is -inf: the row's softmax is empty, its gradients zero.
+   */
+  row(index: number, g: Float64Array): GivenRow | null {
+    const lse = this.#lse[index]!;
+    if (lse === -Infinity) return null;
+    let delta = 0;
+    const base = index * this.#dv;
+    for (let c = 0; c < this.#dv; c++) delta += g[c]! * this.#out[base + c]!;
+    return { lse, delta };
+  }
+}
+
+/** Gradients with the row softmax recomputed from the scores (the backend's own backward). */
 export function backwardMath(params: SdpaParams, _saved: ForwardOutputs, gradOut: Tensor): Gradients {
+  return backwardRows(params, gradOut, null);
+}
+
+/** Gradients with the caller's out and logsumexp (see the header); dense calls. */
+export function backwardMathFrom(params: SdpaParams, saved: ForwardOutputs, gradOut: Tensor): Gradients {
+  return backwardRows(params, gradOut, new GivenRows(saved, params.headDimV));
+}
+
+function backwardRows(params: SdpaParams, gradOut: Tensor, given: GivenRows | null): Gradients {
   const pb = problemOf(params);
   const { seqs, group, maxSeqK, dropout: drop } = pb;
   const { headsKV, headDim: D, headDimV: Dv, dtype, scale } = params;
@@ -129,8 +177,11 @@ export function backwardMath(params: SdpaParams, _saved: ForwardOutputs, gradOut
             // A fully masked row (max -inf) has zero gradients.
             if (max !== -Infinity) {
               gather(gData, gradOut.dtype, gRows.row(b, h, i), 1, 0, Dv, gRows.colStride, w.gRow);
-              const keep = drop ? drop.keepRow(b, h, i, hi) : null;
-              rowGradients(w, lo, hi, max, keep, scores.tanh, bias, bias ? bias.rowBase(b, h, i) : 0);
+              const g = given ? given.row(pb.lseIndex(b, h, i), w.gRow) : null;
+              if (!given || g) {
+                const keep = drop ? drop.keepRow(b, h, i, hi) : null;
+                rowGradients(w, lo, hi, max, keep, scores.tanh, bias, bias ? bias.rowBase(b, h, i) : 0, g);
+              }
             }
           }
           scatterRow(w.dqRow, 0, D, dqData, dtype, dqRows.row(b, h, i), dqRows.colStride);

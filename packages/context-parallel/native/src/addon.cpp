@@ -1,0 +1,249 @@
+// N-API surface of context_parallel.node: NCCL's communicator and grouped send/recv on caller-given
+// CUDA streams and device addresses, and the ring's element-wise kernels (ring_kernels.h). NCCL is
+// linked at build time (the one CMake found through findNccl) with its folder as RPATH. Every error
+// (an NCCL result, a CUDA error, a bad argument) becomes a JS Error with a code; nothing aborts.
+#include <napi.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "attn/cuda_check.h"
+#include "ring_kernels.h"
+
+namespace {
+
+constexpr const char* kPrefix = "context-parallel: ";
+
+class NcclError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void nccl_check(ncclResult_t r, const char* what, ncclComm_t comm = nullptr) {
+  if (r == ncclSuccess) return;
+  std::string msg = std::string(what) + " failed: " + ncclGetErrorString(r);
+  if (comm) {
+    const char* last = ncclGetLastError(comm);
+    if (last && *last) msg += std::string(" (") + last + ")";
+  }
+  throw NcclError(msg);
+}
+
+Napi::Error to_js(Napi::Env env, const std::exception& e, const char* code) {
+  Napi::Error err = Napi::Error::New(env, std::string(kPrefix) + e.what());
+  err.Set("code", Napi::String::New(env, code));
+  return err;
+}
+
+template <typename Fn>
+auto with_js_errors(Napi::Env env, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const NcclError& e) {
+    throw to_js(env, e, "ATTN_CP_NCCL");
+  } catch (const attn::CudaError& e) {
+    throw to_js(env, e, "ATTN_CUDA_ERROR");
+  } catch (const Napi::Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw to_js(env, e, "ATTN_CP_TRANSPORT");
+  }
+}
+
+uint64_t u64(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (info.Length() <= i || !info[i].IsBigInt())
+    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a bigint");
+  bool lossless = false;
+  const uint64_t v = info[i].As<Napi::BigInt>().Uint64Value(&lossless);
+  if (!lossless) throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " out of range");
+  return v;
+}
+
+int64_t i64(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (info.Length() <= i || !info[i].IsNumber())
+    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a number");
+  const double d = info[i].As<Napi::Number>().DoubleValue();
+  if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d)))
+    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a non-negative integer");
+  return static_cast<int64_t>(d);
+}
+
+Napi::TypedArrayOf<uint64_t> u64_array(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  if (info.Length() <= i || !info[i].IsTypedArray() ||
+      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_biguint64_array)
+    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a BigUint64Array");
+  return info[i].As<Napi::TypedArrayOf<uint64_t>>();
+}
+
+ncclComm_t comm_of(const Napi::CallbackInfo& info, size_t i) {
+  const uint64_t h = u64(info, i, "communicator");
+  if (h == 0) throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "communicator is destroyed");
+  return reinterpret_cast<ncclComm_t>(h);
+}
+
+// getUniqueId(): Uint8Array(NCCL_UNIQUE_ID_BYTES).
+Napi::Value GetUniqueId(const Napi::CallbackInfo& info) {
+  return with_js_errors(info.Env(), [&]() -> Napi::Value {
+    ncclUniqueId id;
+    nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+    auto out = Napi::Uint8Array::New(info.Env(), sizeof(id.internal));
+    std::memcpy(out.Data(), id.internal, sizeof(id.internal));
+    return out;
+  });
+}
+
+// commInitRank(size, id: Uint8Array, rank, device): bigint handle. Blocks until every rank joined.
+Napi::Value CommInitRank(const Napi::CallbackInfo& info) {
+  const int64_t size = i64(info, 0, "size");
+  if (info.Length() <= 1 || !info[1].IsTypedArray() ||
+      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
+    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "id must be a Uint8Array");
+  auto idArr = info[1].As<Napi::Uint8Array>();
+  ncclUniqueId id;
+  if (idArr.ElementLength() != sizeof(id.internal))
+    throw Napi::TypeError::New(info.Env(),
+                               std::string(kPrefix) + "id must have " + std::to_string(sizeof(id.internal)) + " bytes");
+  std::memcpy(id.internal, idArr.Data(), sizeof(id.internal));
+  const int64_t rank = i64(info, 2, "rank");
+  const int64_t device = i64(info, 3, "device");
+  return with_js_errors(info.Env(), [&]() -> Napi::Value {
+    ATTN_CUDA_CHECK(cudaSetDevice(static_cast<int>(device)));
+    ncclComm_t comm = nullptr;
+    nccl_check(ncclCommInitRank(&comm, static_cast<int>(size), id, static_cast<int>(rank)), "ncclCommInitRank");
+    return Napi::BigInt::New(info.Env(), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(comm)));
+  });
+}
+
+// commDestroy(comm) after the work on it finished; commAbort(comm) to give up on pending work.
+Napi::Value CommDestroy(const Napi::CallbackInfo& info) {
+  ncclComm_t comm = comm_of(info, 0);
+  with_js_errors(info.Env(), [&] { nccl_check(ncclCommDestroy(comm), "ncclCommDestroy"); });
+  return info.Env().Undefined();
+}
+
+Napi::Value CommAbort(const Napi::CallbackInfo& info) {
+  ncclComm_t comm = comm_of(info, 0);
+  with_js_errors(info.Env(), [&] { nccl_check(ncclCommAbort(comm), "ncclCommAbort"); });
+  return info.Env().Undefined();
+}
+
+// asyncError(comm): '' or the communicator's asynchronous error.
+Napi::Value AsyncError(const Napi::CallbackInfo& info) {
+  ncclComm_t comm = comm_of(info, 0);
+  return with_js_errors(info.Env(), [&]() -> Napi::Value {
+    ncclResult_t r = ncclSuccess;
+    nccl_check(ncclCommGetAsyncError(comm, &r), "ncclCommGetAsyncError");
+    return Napi::String::New(info.Env(), r == ncclSuccess ? "" : ncclGetErrorString(r));
+  });
+}
+
+// sendRecv(comm, next, prev, send: BigUint64Array, recv: BigUint64Array, bytes: BigUint64Array, stream):
+// one group of ncclSend(send[i] -> next) and ncclRecv(recv[i] <- prev), queued on `stream`.
+Napi::Value SendRecv(const Napi::CallbackInfo& info) {
+  ncclComm_t comm = comm_of(info, 0);
+  const int64_t next = i64(info, 1, "next");
+  const int64_t prev = i64(info, 2, "prev");
+  auto send = u64_array(info, 3, "send addresses");
+  auto recv = u64_array(info, 4, "receive addresses");
+  auto bytes = u64_array(info, 5, "byte counts");
+  const uint64_t stream = u64(info, 6, "stream");
+  if (send.ElementLength() != recv.ElementLength() || send.ElementLength() != bytes.ElementLength())
+    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "send, receive and byte arrays differ in length");
+  with_js_errors(info.Env(), [&] {
+    cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
+    nccl_check(ncclGroupStart(), "ncclGroupStart");
+    try {
+      for (size_t i = 0; i < send.ElementLength(); ++i) {
+        if (bytes[i] == 0) continue;
+        nccl_check(
+            ncclSend(reinterpret_cast<const void*>(send[i]), bytes[i], ncclInt8, static_cast<int>(next), comm, s),
+            "ncclSend", comm);
+        nccl_check(ncclRecv(reinterpret_cast<void*>(recv[i]), bytes[i], ncclInt8, static_cast<int>(prev), comm, s),
+                   "ncclRecv", comm);
+      }
+    } catch (...) {
+      ncclGroupEnd();
+      throw;
+    }
+    nccl_check(ncclGroupEnd(), "ncclGroupEnd", comm);
+  });
+  return info.Env().Undefined();
+}
+
+attn::cp::Elem elem_of(const Napi::CallbackInfo& info, size_t i) {
+  const int64_t e = i64(info, i, "element type");
+  if (e > 2) throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "element type must be 0, 1 or 2");
+  return static_cast<attn::cp::Elem>(e);
+}
+
+// merge(accOut, accLse, partOut, partLse, rows, dv, elem, stream)
+Napi::Value Merge(const Napi::CallbackInfo& info) {
+  const uint64_t acc = u64(info, 0, "accOut"), accLse = u64(info, 1, "accLse");
+  const uint64_t part = u64(info, 2, "partOut"), partLse = u64(info, 3, "partLse");
+  const int64_t rows = i64(info, 4, "rows"), dv = i64(info, 5, "dv");
+  const attn::cp::Elem e = elem_of(info, 6);
+  const uint64_t stream = u64(info, 7, "stream");
+  with_js_errors(info.Env(), [&] {
+    attn::cp::merge(reinterpret_cast<float*>(acc), reinterpret_cast<float*>(accLse), reinterpret_cast<void*>(part),
+                    reinterpret_cast<const float*>(partLse), rows, dv, e, reinterpret_cast<cudaStream_t>(stream));
+  });
+  return info.Env().Undefined();
+}
+
+// accumulate(acc, x, n, elem, stream)
+Napi::Value Accumulate(const Napi::CallbackInfo& info) {
+  const uint64_t acc = u64(info, 0, "acc"), x = u64(info, 1, "x");
+  const int64_t n = i64(info, 2, "n");
+  const attn::cp::Elem e = elem_of(info, 3);
+  const uint64_t stream = u64(info, 4, "stream");
+  with_js_errors(info.Env(), [&] {
+    attn::cp::accumulate(reinterpret_cast<float*>(acc), reinterpret_cast<const void*>(x), n, e,
+                         reinterpret_cast<cudaStream_t>(stream));
+  });
+  return info.Env().Undefined();
+}
+
+// convert(dst, src, n, elem, stream)
+Napi::Value Convert(const Napi::CallbackInfo& info) {
+  const uint64_t dst = u64(info, 0, "dst"), src = u64(info, 1, "src");
+  const int64_t n = i64(info, 2, "n");
+  const attn::cp::Elem e = elem_of(info, 3);
+  const uint64_t stream = u64(info, 4, "stream");
+  with_js_errors(info.Env(), [&] {
+    attn::cp::convert(reinterpret_cast<void*>(dst), reinterpret_cast<const float*>(src), n, e,
+                      reinterpret_cast<cudaStream_t>(stream));
+  });
+  return info.Env().Undefined();
+}
+
+Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
+  Napi::Object o = Napi::Object::New(info.Env());
+  int version = 0;
+  ncclGetVersion(&version);
+  o.Set("ncclVersion", version);
+  o.Set("ncclHeaderVersion", NCCL_VERSION_CODE);
+  o.Set("ncclLibrary", ATTN_NCCL_LIBRARY);
+  o.Set("cudaArchs", ATTN_CUDA_ARCHS_STRING);
+  o.Set("uniqueIdBytes", static_cast<double>(sizeof(ncclUniqueId)));
+  return o;
+}
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  exports.Set("getUniqueId", Napi::Function::New(env, GetUniqueId));
+  exports.Set("commInitRank", Napi::Function::New(env, CommInitRank));
+  exports.Set("commDestroy", Napi::Function::New(env, CommDestroy));
+  exports.Set("commAbort", Napi::Function::New(env, CommAbort));
+  exports.Set("asyncError", Napi::Function::New(env, AsyncError));
+  exports.Set("sendRecv", Napi::Function::New(env, SendRecv));
+  exports.Set("merge", Napi::Function::New(env, Merge));
+  exports.Set("accumulate", Napi::Function::New(env, Accumulate));
+  exports.Set("convert", Napi::Function::New(env, Convert));
+  exports.Set("buildInfo", Napi::Function::New(env, BuildInfo));
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(context_parallel, Init)

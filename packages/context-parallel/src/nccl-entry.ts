@@ -1,0 +1,5 @@
+// @attn/context-parallel/nccl: the NCCL transport and the device-side ring math (needs @attn/cuda and
+// the package's native addon, built where NCCL was found).
+export { addonLoad, type ContextParallelAddon } from './nccl/addon.js';
+export { deviceMath } from './nccl/device-math.js';
+export { NcclRing, type NcclRingOptions } from './nccl/ring.js';

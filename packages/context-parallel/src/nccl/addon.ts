@@ -1,0 +1,55 @@
+// context_parallel.node's interface (native/src/addon.cpp) and its loading through @attn/native:
+// lazily, once; a failure is remembered and reported as the reason (no NCCL at build time, not built).
+import { findPackageRoot, lazyNativeAddon, type NativeAddonLoad } from '@attn/native';
+import { cpError } from '../errors.js';
+
+export interface ContextParallelAddon {
+  getUniqueId(): Uint8Array;
+  /** Blocks until every rank of the communicator joined; returns its handle. */
+  commInitRank(size: number, id: Uint8Array, rank: number, device: number): bigint;
+  commDestroy(comm: bigint): void;
+  commAbort(comm: bigint): void;
+  /** '' or the communicator's asynchronous error. */
+  asyncError(comm: bigint): string;
+  /** One group of ncclSend(send[i] -> next) + ncclRecv(recv[i] <- prev) of bytes[i], queued on `stream`. */
+  sendRecv(
+    comm: bigint,
+    next: number,
+    prev: number,
+    send: BigUint64Array,
+    recv: BigUint64Array,
+    bytes: BigUint64Array,
+    stream: bigint,
+  ): void;
+  merge(
+    accOut: bigint,
+    accLse: bigint,
+    partOut: bigint,
+    partLse: bigint,
+    rows: number,
+    dv: number,
+    elem: number,
+    stream: bigint,
+  ): void;
+  accumulate(acc: bigint, x: bigint, n: number, elem: number, stream: bigint): void;
+  convert(dst: bigint, src: bigint, n: number, elem: number, stream: bigint): void;
+  buildInfo(): {
+    ncclVersion: number;
+    ncclHeaderVersion: number;
+    ncclLibrary: string;
+    cudaArchs: string;
+    uniqueIdBytes: number;
+  };
+}
+
+export const addonLoad: () => NativeAddonLoad<ContextParallelAddon> = lazyNativeAddon<ContextParallelAddon>({
+  packageRoot: findPackageRoot(import.meta.url, '@attn/context-parallel'),
+  requiredFunctions: ['getUniqueId', 'commInitRank', 'sendRecv', 'merge', 'accumulate', 'convert', 'buildInfo'],
+});
+
+/** The loaded addon, or ATTN_CP_TRANSPORT saying why there is none. */
+export function requireAddon(): ContextParallelAddon {
+  const load = addonLoad();
+  if (!load.ok) throw cpError('ATTN_CP_TRANSPORT', `@attn/context-parallel's NCCL addon: ${load.reason}`);
+  return load.addon;
+}
