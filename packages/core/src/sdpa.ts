@@ -27,11 +27,17 @@ function callTensors(p: SdpaParams): Array<Tensor | null | undefined> {
   return [...callInputs(p).map((i) => i.tensor), p.out];
 }
 
-/** Selects and runs forward synchronously. Shared with varlen. */
-export function runForward(call: NormalizedCall): ForwardResult {
+/** The backend for a synchronous forward; under capture, tells the runtime which tensors the call uses. */
+function backendForSyncForward(call: NormalizedCall) {
   const backend = requireBackend(call.params, resolveRestriction(call.backends), call.cached);
   // Outputs a backend allocates during the capture the runtime sees; the inputs (and a given out) it learns here.
   if (call.params.capturing) noteCaptureUse(call.params.device, callTensors(call.params));
+  return backend;
+}
+
+/** Selects and runs forward synchronously. Shared with varlen. */
+export function runForward(call: NormalizedCall): ForwardResult {
+  const backend = backendForSyncForward(call);
   const outputs = backend.forward(call.params);
   checkForwardOutputs(backend.name, call.params, outputs);
   return forwardResult(call, backend.name, outputs);
@@ -52,8 +58,7 @@ export async function runForwardAsync(call: NormalizedCall): Promise<ForwardResu
  * otherwise grows the device pool by one block per call until a collection).
  */
 export function runForwardOut(call: NormalizedCall): Tensor {
-  const backend = requireBackend(call.params, resolveRestriction(call.backends), call.cached);
-  if (call.params.capturing) noteCaptureUse(call.params.device, callTensors(call.params));
+  const backend = backendForSyncForward(call);
   if (backend.forwardOut) {
     const out = backend.forwardOut(call.params);
     checkForwardOut(backend.name, call.params, out);

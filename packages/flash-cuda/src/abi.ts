@@ -32,11 +32,12 @@ export const ALLOC = Object.freeze({ out: 1, lse: 2, partials: 4, lseScratch: 8 
 export type PtrName = (typeof PTR_NAMES)[number];
 export type NumName = (typeof NUM_NAMES)[number];
 
-const index = <T extends string>(names: readonly T[]): Readonly<Record<T, number>> =>
+/** Each name's position in its list: the enum value the header gives it. */
+export const nameIndex = <T extends string>(names: readonly T[]): Readonly<Record<T, number>> =>
   Object.freeze(Object.fromEntries(names.map((n, i) => [n, i])) as Record<T, number>);
 
-export const PTR = index(PTR_NAMES);
-export const NUM = index(NUM_NAMES);
+export const PTR = nameIndex(PTR_NAMES);
+export const NUM = nameIndex(NUM_NAMES);
 
 /** Fresh argument arrays, zeroed. */
 export function argArrays(): { ptrs: BigUint64Array; nums: Float64Array } {
