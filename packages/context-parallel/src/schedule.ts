@@ -11,7 +11,6 @@
 // A partly visible pair that is not the diagonal cannot arise from the layouts here (chunks are
 // equal or disjoint); it is refused rather than approximated.
 import { cpError } from './errors.js';
-import type { Tensor } from '@attn/core';
 import type { Chunk, ShardLayout } from './layout.js';
 
 export type BlockKind = 'full' | 'causal' | 'skip';
@@ -90,7 +89,12 @@ export function taskPairs(layout: ShardLayout, rank: number, step: RingStep): nu
  * with, or their accumulators): `own`'s shapes with the sequence dim set to that rank's chunk lengths.
  * Uneven shards make them differ from the sender's own; a transport sizes its receive buffers by them.
  */
-export function incomingShapes(layout: ShardLayout, rank: number, step: number, own: readonly Tensor[]): number[][] {
+export function incomingShapes(
+  layout: ShardLayout,
+  rank: number,
+  step: number,
+  own: readonly { readonly shape: readonly number[] }[],
+): number[][] {
   const chunks = layout.chunksOf(ringSource(rank, step + 1, layout.ranks));
   const n = chunks.length;
   return own.map((t, i) => {

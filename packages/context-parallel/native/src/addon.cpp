@@ -139,29 +139,35 @@ Napi::Value AsyncError(const Napi::CallbackInfo& info) {
   });
 }
 
-// sendRecv(comm, next, prev, send: BigUint64Array, recv: BigUint64Array, bytes: BigUint64Array, stream):
-// one group of ncclSend(send[i] -> next) and ncclRecv(recv[i] <- prev), queued on `stream`.
+// sendRecv(comm, next, prev, send: BigUint64Array, sendBytes: BigUint64Array, recv: BigUint64Array,
+// recvBytes: BigUint64Array, stream): one group of ncclSend(send[i] -> next) and ncclRecv(recv[i] <- prev),
+// queued on `stream`. Send and receive sizes differ where shards are uneven (what this rank sends to next
+// is not what it receives from prev); a pair with 0 bytes on one side queues nothing on that side.
 Napi::Value SendRecv(const Napi::CallbackInfo& info) {
   ncclComm_t comm = comm_of(info, 0);
   const int64_t next = i64(info, 1, "next");
   const int64_t prev = i64(info, 2, "prev");
   auto send = u64_array(info, 3, "send addresses");
-  auto recv = u64_array(info, 4, "receive addresses");
-  auto bytes = u64_array(info, 5, "byte counts");
-  const uint64_t stream = u64(info, 6, "stream");
-  if (send.ElementLength() != recv.ElementLength() || send.ElementLength() != bytes.ElementLength())
+  auto send_bytes = u64_array(info, 4, "send byte counts");
+  auto recv = u64_array(info, 5, "receive addresses");
+  auto recv_bytes = u64_array(info, 6, "receive byte counts");
+  const uint64_t stream = u64(info, 7, "stream");
+  const size_t n = send.ElementLength();
+  if (send_bytes.ElementLength() != n || recv.ElementLength() != n || recv_bytes.ElementLength() != n)
     throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "send, receive and byte arrays differ in length");
   with_js_errors(info.Env(), [&] {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     try {
-      for (size_t i = 0; i < send.ElementLength(); ++i) {
-        if (bytes[i] == 0) continue;
-        nccl_check(
-            ncclSend(reinterpret_cast<const void*>(send[i]), bytes[i], ncclInt8, static_cast<int>(next), comm, s),
-            "ncclSend", comm);
-        nccl_check(ncclRecv(reinterpret_cast<void*>(recv[i]), bytes[i], ncclInt8, static_cast<int>(prev), comm, s),
-                   "ncclRecv", comm);
+      for (size_t i = 0; i < n; ++i) {
+        if (send_bytes[i] != 0)
+          nccl_check(ncclSend(reinterpret_cast<const void*>(send[i]), send_bytes[i], ncclInt8, static_cast<int>(next),
+                              comm, s),
+                     "ncclSend", comm);
+        if (recv_bytes[i] != 0)
+          nccl_check(
+              ncclRecv(reinterpret_cast<void*>(recv[i]), recv_bytes[i], ncclInt8, static_cast<int>(prev), comm, s),
+              "ncclRecv", comm);
       }
     } catch (...) {
       ncclGroupEnd();

@@ -11,14 +11,15 @@ export interface ContextParallelAddon {
   commAbort(comm: bigint): void;
   /** '' or the communicator's asynchronous error. */
   asyncError(comm: bigint): string;
-  /** One group of ncclSend(send[i] -> next) + ncclRecv(recv[i] <- prev) of bytes[i], queued on `stream`. */
+  /** One group of ncclSend(send[i] -> next, sendBytes[i]) + ncclRecv(recv[i] <- prev, recvBytes[i]), queued on `stream`. */
   sendRecv(
     comm: bigint,
     next: number,
     prev: number,
     send: BigUint64Array,
+    sendBytes: BigUint64Array,
     recv: BigUint64Array,
-    bytes: BigUint64Array,
+    recvBytes: BigUint64Array,
     stream: bigint,
   ): void;
   merge(

@@ -7,13 +7,14 @@
 // (polled from the event loop): work queued after that reads the received blocks complete, and what
 // was sent may be freed. No compute-stream wait is queued at sendRecv time: it would hold back the
 // very attention the transfer is meant to overlap.
-import { DTYPE_BYTES, empty } from '@attn/core';
+import { empty } from '@attn/core';
 import type { Tensor } from '@attn/core';
 import { Event, Stream } from '@attn/cuda';
 import { cpError } from '../errors.js';
 import { exchangeUniqueId, type Rendezvous } from '../rendezvous/file.js';
 import type { RingChannel, RingTransport } from '../transport.js';
 import { type ContextParallelAddon, requireAddon } from './addon.js';
+import { transferBytes } from './transfer-bytes.js';
 
 export interface NcclRingOptions {
   readonly rank: number;
@@ -87,8 +88,8 @@ export class NcclRing implements RingTransport {
         received.push(empty(incoming[i]!, { dtype: b.dtype, device: b.device }));
       }
       // Sizes must agree pairwise between sender and receiver: every rank derives them from the layout.
-      const bytes = BigUint64Array.from(received, (t) => BigInt(t.numel * DTYPE_BYTES[t.dtype]));
-      const sendBytes = blocks.map((t) => t.numel * DTYPE_BYTES[t.dtype]);
+      // With uneven shards what goes to rank+1 and what comes from rank-1 differ in size.
+      const counts = transferBytes(blocks, received);
       const ready = new Event({ device: this.device, timing: false }).record();
       ready.wait(this.#comms);
       this.#a.sendRecv(
@@ -96,13 +97,14 @@ export class NcclRing implements RingTransport {
         (this.rank + 1) % this.size,
         (this.rank + this.size - 1) % this.size,
         BigUint64Array.from(blocks, (t) => (t.numel === 0 ? 0n : t.dataPointer())),
+        counts.send,
         BigUint64Array.from(received, (t) => (t.numel === 0 ? 0n : t.dataPointer())),
-        bytes,
+        counts.recv,
         this.#comms.handle,
       );
       const done = new Event({ device: this.device, timing: false }).record(this.#comms);
       this.#stats.messages[channel] += 1;
-      this.#stats.bytes[channel] += sendBytes.reduce((x, y) => x + y, 0);
+      this.#stats.bytes[channel] += counts.send.reduce((x, y) => x + Number(y), 0);
       return this.#settle(done, [ready, done]).then(
         () => received,
         (e: unknown) => {
