@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 /* global process, console */
-// Generates the kernel instantiations of @attn/cutlass-memeff: one .cu per (family, dtype, head-dim
+// Generates the kernel instantiations of @attn/cutlass-memeff: one instance per (family, dtype, head-dim
 // bucket), the table dispatch.cu looks kernels up in, and the CMake source list. Features (masks,
 // causal, windows, ALiBi, softcap, varlen, dropout, GQA, strides) are run-time, so the list stays short for
-// CI's 2-core builds; a tensor-core unit holds its mask and feature variants (kMask, kFeat) itself.
+// CI's 2-core builds; a tensor-core instance holds its mask and feature variants (kMask, kFeat) itself.
+// Instances share a .cu as each family's `units` says ('family': one file; a list of bucket groups: one
+// file per group and dtype; absent: one file per instance): every
+// nvcc run pays a fixed cost (the headers through cudafe++ and the host compile) whatever it holds, so
+// the light families go in few files; the heaviest (the tensor-core backwards, about a minute of CPU per
+// instance at two archs) keep one file each so that a 2-core build's two jobs end together.
 //
 //   node scripts/generate-kernels.mjs          write native/src/generated/
 //   node scripts/generate-kernels.mjs --check  exit 1 if the files on disk differ (CI, tests)
@@ -29,6 +34,7 @@ const FAMILIES = [
     header: 'launch/launchers_fwd.cuh',
     dtypes: ['fp32', 'fp16', 'bf16'],
     buckets: [64, 128],
+    units: 'family',
     kind: 'fwd',
   },
   // 160 and 192: exact head dims (D == Dv, no features), compile-time loops where the d256 bucket's stop at run time.
@@ -38,6 +44,7 @@ const FAMILIES = [
     header: 'launch/launchers_fwd.cuh',
     dtypes: ['fp16', 'bf16'],
     buckets: [64, 128, 160, 192, 256],
+    units: [[64], [128], [160, 192, 256]],
     kind: 'fwd',
   },
   // fp32 on tensor cores (3xTF32; dispatch.cu runs it on sm90).
@@ -47,6 +54,7 @@ const FAMILIES = [
     header: 'launch/launchers_fwd.cuh',
     dtypes: ['fp32'],
     buckets: [64, 128],
+    units: [[64, 128]],
     kind: 'fwd',
   },
   {
@@ -55,6 +63,7 @@ const FAMILIES = [
     header: 'launch/launchers_bwd.cuh',
     dtypes: ['fp32', 'fp16', 'bf16'],
     buckets: [64, 128],
+    units: [[64, 128]],
     kind: 'bwd',
   },
   {
@@ -80,6 +89,7 @@ const FAMILIES = [
     header: 'launch/launchers_bwd.cuh',
     dtypes: ['fp32', 'fp16', 'bf16'],
     buckets: [0],
+    units: 'family',
     kind: 'aux',
   },
 ];
@@ -90,7 +100,10 @@ export function instances() {
     for (const dt of f.dtypes) {
       for (const bucket of f.buckets) {
         const name = bucket ? `${f.stem}_${dt}_d${bucket}` : `${f.stem}_${dt}`;
-        list.push({ ...f, dt, bucket, name });
+        // The file holding it: its group of `units`, else its own.
+        const group = Array.isArray(f.units) ? f.units.find((g) => g.includes(bucket)) : undefined;
+        const file = f.units === 'family' ? f.stem : group ? `${f.stem}_${dt}_d${group.join('_')}` : name;
+        list.push({ ...f, dt, bucket, name, file });
       }
     }
   }
@@ -104,14 +117,25 @@ function targs(inst) {
   return inst.bucket ? `${t}, ${inst.bucket}` : t;
 }
 
-function unit(inst) {
-  const ta = targs(inst);
-  const sig = {
-    fwd: ['void', '(const FwdParams&, cudaStream_t)'],
-    bwd: ['void', '(const BwdParams&, cudaStream_t)'],
-    aux: ['void', '(const BwdParams&, BwdStage, cudaStream_t)'],
-  }[inst.kind];
-  return `${banner}#include "${inst.header}"\n\nnamespace memeff {\ntemplate ${sig[0]} run_${inst.stem}<${ta}>${sig[1]};\ntemplate const void* probe_${inst.stem}<${ta}>();\n}  // namespace memeff\n`;
+/** One .cu: the instances that share `file` (same family, so the same header). */
+function unit(group) {
+  const lines = group.map((inst) => {
+    const ta = targs(inst);
+    const sig = {
+      fwd: ['void', '(const FwdParams&, cudaStream_t)'],
+      bwd: ['void', '(const BwdParams&, cudaStream_t)'],
+      aux: ['void', '(const BwdParams&, BwdStage, cudaStream_t)'],
+    }[inst.kind];
+    return `template ${sig[0]} run_${inst.stem}<${ta}>${sig[1]};\ntemplate const void* probe_${inst.stem}<${ta}>();\n`;
+  });
+  return `${banner}#include "${group[0].header}"\n\nnamespace memeff {\n${lines.join('')}}  // namespace memeff\n`;
+}
+
+/** Instances grouped by file, in list order. */
+function byFile(list) {
+  const files = new Map();
+  for (const i of list) files.set(i.file, [...(files.get(i.file) ?? []), i]);
+  return files;
 }
 
 function table(list) {
@@ -125,8 +149,11 @@ function table(list) {
   return `${banner}// Included by dispatch.cu inside namespace memeff: every instantiated kernel family.\n${rows.join('\n')}\n`;
 }
 
+// The files in reverse family order: the tensor-core backwards (the longest compiles) start first, so the
+// last files a build job picks up are short ones.
 function cmakeList(list) {
-  return `${banner.replace('//', '#')}set(MEMEFF_GENERATED_SOURCES\n${list.map((i) => `  native/src/generated/${i.name}.cu`).join('\n')}\n)\n`;
+  const names = [...byFile(list).keys()].reverse();
+  return `${banner.replace('//', '#')}set(MEMEFF_GENERATED_SOURCES\n${names.map((f) => `  native/src/generated/${f}.cu`).join('\n')}\n)\n`;
 }
 
 // wgmma.mma_async m64nNk8 tf32 wrappers for the sm90 fp32 forward (fwd/fwd_tf32_wgmma.cuh). Each instruction
@@ -178,7 +205,7 @@ export function files() {
   const list = instances();
   const out = new Map();
   out.set('wgmma_tf32.h', wgmmaHeader());
-  for (const i of list) out.set(`${i.name}.cu`, unit(i));
+  for (const [file, group] of byFile(list)) out.set(`${file}.cu`, unit(group));
   out.set('kernel_table.inc', table(list));
   out.set('sources.cmake', cmakeList(list));
   return out;

@@ -2,3 +2,4 @@
 #include "launch/flash_bwd_launch.h"
 
 template void attn::flash::run_bwd<attn::flash::BwdTraits<256, 32, 4, __nv_bfloat16>, attn::flash::DqTraits<256, 32, 4, __nv_bfloat16>>(const attn::flash::BwdParams&, cudaStream_t, int);
+template void attn::flash::run_bwd<attn::flash::BwdTraits2d<256, 64, 64, 8, 4124, 4244, __nv_bfloat16>, attn::flash::DqTraits<256, 32, 4, __nv_bfloat16>>(const attn::flash::BwdParams&, cudaStream_t, int);  // 2d

@@ -2,3 +2,4 @@
 #include "launch/flash_bwd_launch.h"
 
 template void attn::flash::run_bwd<attn::flash::BwdTraits<128, 32, 8, __half>, attn::flash::DqTraits<128, 64, 4, __half>>(const attn::flash::BwdParams&, cudaStream_t, int);
+template void attn::flash::run_bwd<attn::flash::BwdTraits2d<128, 64, 128, 8, 8142, 8242, __half>, attn::flash::DqTraits<128, 64, 4, __half>>(const attn::flash::BwdParams&, cudaStream_t, int);  // 2d

@@ -2,3 +2,4 @@
 #include "launch/flash_bwd_launch.h"
 
 template void attn::flash::run_bwd<attn::flash::BwdTraits<256, 32, 4, __half>, attn::flash::DqTraits<256, 32, 4, __half>>(const attn::flash::BwdParams&, cudaStream_t, int);
+template void attn::flash::run_bwd<attn::flash::BwdTraits2d<256, 64, 64, 8, 4124, 4244, __half>, attn::flash::DqTraits<256, 32, 4, __half>>(const attn::flash::BwdParams&, cudaStream_t, int);  // 2d
