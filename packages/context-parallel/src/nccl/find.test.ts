@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,9 +13,14 @@ function touch(path: string, text = ''): string {
   return path;
 }
 
-/** The real file system under a temp root, with the environment, ldconfig and Python given. */
-function probe(env: Record<string, string>, sites: string[] = [], ldconfig: string[] = []): NcclProbe {
-  return { ...systemProbe, env, sitePackages: () => sites, ldconfigNccl: () => ldconfig };
+/** The real file system under a temp root, with the environment, ldconfig, Python and fetched wheel given. */
+function probe(
+  env: Record<string, string>,
+  sites: string[] = [],
+  ldconfig: string[] = [],
+  fetchedWheel: string | null = null,
+): NcclProbe {
+  return { ...systemProbe, env, sitePackages: () => sites, ldconfigNccl: () => ldconfig, fetchedWheel };
 }
 
 afterEach(() => {
@@ -34,7 +39,7 @@ describe('findNccl', () => {
     touch(join(root, 'home', 'lib', 'libnccl.so'));
     touch(join(root, 'wheel', 'nvidia', 'nccl', 'include', 'nccl.h'), HEADER);
     touch(join(root, 'wheel', 'nvidia', 'nccl', 'lib', 'libnccl.so.2'));
-    const r = findNccl(probe({ NCCL_HOME: join(root, 'home'), ATTN_NCCL_WHEEL_DIR: join(root, 'wheel') }));
+    const r = findNccl(probe({ NCCL_HOME: join(root, 'home') }, [], [], join(root, 'wheel')));
     expect(r.build).toMatchObject({
       source: 'NCCL_HOME',
       library: join(root, 'home', 'lib', 'libnccl.so'),
@@ -42,15 +47,34 @@ describe('findNccl', () => {
     });
   });
 
-  it('an extracted wheel (ATTN_NCCL_WHEEL_DIR) links libnccl.so.2, the only library it ships', () => {
+  it('the wheel the build fetched comes last, links libnccl.so.2 (the only library it ships) and is a run-time copy', () => {
     root = mkdtempSync(join(tmpdir(), 'nccl-'));
-    touch(join(root, 'wheel', 'nvidia', 'nccl', 'include', 'nccl.h'), HEADER);
-    touch(join(root, 'wheel', 'nvidia', 'nccl', 'lib', 'libnccl.so.2'));
-    const r = findNccl(probe({ ATTN_NCCL_WHEEL_DIR: join(root, 'wheel') }));
-    expect(r.build).toMatchObject({
-      source: 'ATTN_NCCL_WHEEL_DIR',
-      library: join(root, 'wheel', 'nvidia', 'nccl', 'lib', 'libnccl.so.2'),
+    const wheel = join(root, 'build', 'nccl-wheel');
+    touch(join(wheel, 'nvidia', 'nccl', 'include', 'nccl.h'), HEADER);
+    touch(join(wheel, 'nvidia', 'nccl', 'lib', 'libnccl.so.2'));
+    mkdirSync(join(wheel, 'nvidia_nccl_cu13-2.30.7.dist-info'));
+    // Nothing else on this (fake) machine: every other root is under the temp folder and empty.
+    const none = join(root, 'none');
+    const r = findNccl({
+      ...probe({ NCCL_HOME: none, CUDA_HOME: none }, [none], [], wheel),
+      exists: (p) => p.startsWith(root) && existsSync(p),
     });
+    expect(r.build).toMatchObject({
+      source: 'fetched-wheel',
+      library: join(wheel, 'nvidia', 'nccl', 'lib', 'libnccl.so.2'),
+      version: '2.30.7',
+    });
+    expect(r.buildTried.at(-1)).toBe(`fetched-wheel: ${join(wheel, 'nvidia', 'nccl', 'include')}`);
+    expect(r.pythonCopies).toEqual([
+      { source: 'fetched-wheel', path: join(wheel, 'nvidia', 'nccl', 'lib', 'libnccl.so.2'), version: '2.30.7' },
+    ]);
+    expect(r.summary).toMatch(/fetched wheel copy 2\.30\.7 at .*nccl-wheel/);
+    // A site-packages wheel is preferred to the fetched one.
+    const site = join(root, 'site');
+    touch(join(site, 'nvidia', 'nccl', 'include', 'nccl.h'), HEADER);
+    touch(join(site, 'nvidia', 'nccl', 'lib', 'libnccl.so.2'));
+    const both = findNccl({ ...probe({}, [site], [], wheel), exists: (p) => p.startsWith(root) && existsSync(p) });
+    expect(both.build?.source).toBe('site-packages');
   });
 
   it('run time: LD_LIBRARY_PATH before ldconfig; a PyTorch copy in site-packages is listed with its wheel version', () => {
@@ -85,6 +109,6 @@ describe('findNccl', () => {
     expect(r.runtime).toBeNull();
     expect(r.buildTried[0]).toBe(`NCCL_HOME: ${join(root, 'none', 'include')}`);
     expect(r.summary).toMatch(/no libnccl\.so\.2 on the loader path/);
-    expect(r.summary).toMatch(/pip download nvidia-nccl-cu13/);
+    expect(r.summary).toMatch(/fetch the nvidia-nccl-cu13 wheel/);
   });
 });

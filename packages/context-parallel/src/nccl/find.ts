@@ -1,20 +1,23 @@
 // Where NCCL is on this machine: found, never bundled. Two questions, answered separately:
 // - build time: headers (nccl.h) and a library to link, for a native transport. In order:
-//   NCCL_HOME; an extracted nvidia-nccl-cu13 wheel (ATTN_NCCL_WHEEL_DIR, see wheel.ts); a wheel
-//   installed in a Python site-packages (nvidia/nccl, as pip installs it, PyTorch's included); CUDA_HOME
-//   and /usr/local/cuda; the system include and library folders.
+//   NCCL_HOME; a wheel installed in a Python site-packages (nvidia/nccl, as pip installs it, PyTorch's
+//   included); CUDA_HOME and /usr/local/cuda; the system include and library folders; last, the
+//   nvidia-nccl-cu13 wheel the native build fetched from pip's configured index into the package's
+//   build folder (the probe's `fetchedWheel`, see wheel.ts and scripts/nccl-build-paths.mjs).
 // - run time: libnccl.so.2 as the dynamic loader finds it (LD_LIBRARY_PATH, then the ldconfig cache,
-//   then the default folders), and the copy a PyTorch install ships in site-packages/nvidia/nccl/lib,
-//   which the loader does not search but a transport may open by its full path.
+//   then the default folders), and the copies the loader does not search: a PyTorch install's in
+//   site-packages/nvidia/nccl/lib, and the fetched wheel's, which an addon built against it loads
+//   through its RPATH.
 // Nothing is loaded: files are found and versions read (nccl.h's NCCL_MAJOR/MINOR/PATCH, the
 // library's versioned file name, or the wheel's dist-info). Every folder tried is reported, so
 // "none" says where it looked.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { findPackageRoot } from '@attn/native';
 
 export type NcclSource =
-  'NCCL_HOME' | 'ATTN_NCCL_WHEEL_DIR' | 'site-packages' | 'CUDA_HOME' | 'system' | 'LD_LIBRARY_PATH' | 'ldconfig';
+  'NCCL_HOME' | 'site-packages' | 'CUDA_HOME' | 'system' | 'fetched-wheel' | 'LD_LIBRARY_PATH' | 'ldconfig';
 
 export interface NcclBuild {
   readonly source: NcclSource;
@@ -36,7 +39,7 @@ export interface NcclReport {
   readonly buildTried: readonly string[];
   /** libnccl.so.2 as the dynamic loader would load it, or null. */
   readonly runtime: NcclLibrary | null;
-  /** Copies a Python install ships (PyTorch's nvidia/nccl/lib), whether or not the loader finds them. */
+  /** Copies the loader does not search: a Python install's (PyTorch's nvidia/nccl/lib), the fetched wheel's. */
   readonly pythonCopies: readonly NcclLibrary[];
   readonly runtimeTried: readonly string[];
   /** One line for `attn doctor`. */
@@ -54,6 +57,13 @@ export interface NcclProbe {
   ldconfigNccl(): string[];
   /** Python site-packages folders (the interpreter's, the user's). */
   sitePackages(): string[];
+  /** Where the native build unpacks the wheel it fetches (<dir>/nvidia/nccl/{include,lib}), or null. */
+  readonly fetchedWheel: string | null;
+}
+
+/** The package's build/nccl-wheel: where scripts/nccl-build-paths.mjs unpacks the fetched wheel. */
+export function fetchedWheelDir(packageRoot: string): string {
+  return join(packageRoot, 'build', 'nccl-wheel');
 }
 
 function run(cmd: string, args: string[]): string {
@@ -106,6 +116,7 @@ export const systemProbe: NcclProbe = {
       .map((p) => join(p, 'lib'));
     return [...new Set([...fromPython, ...fromEnv])];
   },
+  fetchedWheel: fetchedWheelDir(findPackageRoot(import.meta.url, '@attn/context-parallel')),
 };
 
 /** "2.30.7" from nccl.h's defines, or null. */
@@ -170,19 +181,17 @@ function findBuild(probe: NcclProbe, tried: string[]): NcclBuild | null {
   const env = probe.env;
   const roots: [NcclSource, string][] = [];
   if (env['NCCL_HOME']) roots.push(['NCCL_HOME', env['NCCL_HOME']]);
-  const wheel = env['ATTN_NCCL_WHEEL_DIR'];
-  if (wheel)
-    roots.push([
-      'ATTN_NCCL_WHEEL_DIR',
-      probe.exists(join(wheel, 'nvidia', 'nccl')) ? join(wheel, 'nvidia', 'nccl') : wheel,
-    ]);
   for (const site of probe.sitePackages()) roots.push(['site-packages', join(site, 'nvidia', 'nccl')]);
   for (const cuda of [env['CUDA_HOME'], '/usr/local/cuda']) if (cuda) roots.push(['CUDA_HOME', cuda]);
+  const at = (source: NcclSource, root: string) =>
+    buildAt(probe, source, join(root, 'include'), [join(root, 'lib'), join(root, 'lib64')], tried);
   for (const [source, root] of roots) {
-    const found = buildAt(probe, source, join(root, 'include'), [join(root, 'lib'), join(root, 'lib64')], tried);
+    const found = at(source, root);
     if (found) return found;
   }
-  return buildAt(probe, 'system', '/usr/include', SYSTEM_LIB_DIRS, tried);
+  const system = buildAt(probe, 'system', '/usr/include', SYSTEM_LIB_DIRS, tried);
+  if (system) return system;
+  return probe.fetchedWheel ? at('fetched-wheel', join(probe.fetchedWheel, 'nvidia', 'nccl')) : null;
 }
 
 function findRuntime(probe: NcclProbe, tried: string[]): NcclLibrary | null {
@@ -209,6 +218,16 @@ function findPythonCopies(probe: NcclProbe, tried: string[]): NcclLibrary[] {
     if (probe.exists(path))
       out.push({ source: 'site-packages', path, version: distInfoVersion(probe, site) ?? libraryVersion(probe, path) });
   }
+  if (probe.fetchedWheel) {
+    const path = join(probe.fetchedWheel, 'nvidia', 'nccl', 'lib', 'libnccl.so.2');
+    tried.push(`fetched-wheel: ${path}`);
+    if (probe.exists(path))
+      out.push({
+        source: 'fetched-wheel',
+        path,
+        version: distInfoVersion(probe, probe.fetchedWheel) ?? libraryVersion(probe, path),
+      });
+  }
   return out;
 }
 
@@ -218,10 +237,12 @@ function summaryOf(build: NcclBuild | null, runtime: NcclLibrary | null, copies:
     runtime
       ? `runtime libnccl.so.2${v(runtime)} at ${runtime.path} (${runtime.source})`
       : 'runtime: no libnccl.so.2 on the loader path',
-    ...copies.filter((c) => c.path !== runtime?.path).map((c) => `Python copy${v(c)} at ${c.path}`),
+    ...copies
+      .filter((c) => c.path !== runtime?.path)
+      .map((c) => `${c.source === 'fetched-wheel' ? 'fetched wheel' : 'Python'} copy${v(c)} at ${c.path}`),
     build
       ? `build: nccl.h${v(build)} in ${build.includeDir} (${build.source})`
-      : 'build: no nccl.h + libnccl (set NCCL_HOME, or ATTN_NCCL_WHEEL_DIR to an extracted nvidia-nccl-cu13 wheel: pip download nvidia-nccl-cu13 --no-deps)',
+      : 'build: no nccl.h + libnccl (set NCCL_HOME, or let the native build fetch the nvidia-nccl-cu13 wheel: it needs python3 -m pip and an index that has it)',
   ];
   return parts.join('; ');
 }

@@ -1,7 +1,7 @@
-// Build-time NCCL from the nvidia-nccl-cu13 wheel: `pip download` (pip's configured index; on these
-// machines a local one) and unzip into a folder, which findNccl then reads through
-// ATTN_NCCL_WHEEL_DIR. Nothing runs this on install or in `pnpm test`: a native transport build
-// calls it (README, "Transport"). Python's zipfile unpacks, so no unzip binary is needed.
+// Build-time NCCL from the nvidia-nccl-cu13 wheel: `pip download` (pip's configured index, which may be
+// a local one) and unzip into a folder. The native build (scripts/nccl-build-paths.mjs) runs it into the
+// package's build/nccl-wheel when findNccl finds no other NCCL, and findNccl then reads it there
+// (README, "Transport"). Python's zipfile unpacks, so no unzip binary is needed.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
