@@ -5,10 +5,10 @@
 // causal, windows, ALiBi, softcap, varlen, dropout, GQA, strides) are run-time, so the list stays short for
 // CI's 2-core builds; a tensor-core instance holds its mask and feature variants (kMask, kFeat) itself.
 // Instances share a .cu as each family's `units` says ('family': one file; a list of bucket groups: one
-// file per group and dtype; absent: one file per instance): every
-// nvcc run pays a fixed cost (the headers through cudafe++ and the host compile) whatever it holds, so
-// the light families go in few files; the heaviest (the tensor-core backwards, about a minute of CPU per
-// instance at two archs) keep one file each so that a 2-core build's two jobs end together.
+// file per group and dtype; absent: one file per instance). Every nvcc run pays a fixed cost (the
+// headers through cudafe++ and the host compile) whatever it holds, so the light families go in few
+// files; the heaviest (the tensor-core backwards, about a minute of CPU per instance at two archs) keep
+// one file each so that a 2-core build's two jobs end together.
 //
 //   node scripts/generate-kernels.mjs          write native/src/generated/
 //   node scripts/generate-kernels.mjs --check  exit 1 if the files on disk differ (CI, tests)
