@@ -6,17 +6,15 @@
 // Only backends declaring `backwardFrom` run it (their backward reads P and delta that way); the
 // selection is sdpa's (priority or restriction order, availability, every rule) plus the form's own
 // rules, and a refusal lists every candidate with its reasons.
-import type { Backend, ForwardOutputs, Gradients, Reason } from './backend.js';
+import type { Backend, ForwardOutputs, Gradients, Reason, RuleContext } from './backend.js';
 import { checkGradients } from './check-outputs.js';
-import { ruleContext } from './device-context.js';
 import { deviceCapturing, noteCaptureUse } from './device-registry.js';
 import { deviceToString, sameDevice } from './device-parse.js';
 import type { DType } from './dtype.js';
 import { AttnInputError } from './errors.js';
 import type { SdpaOptions, SdpaParams } from './params.js';
-import { listBackends } from './registry.js';
-import { type CandidateReport, NoBackendError } from './report.js';
-import { describeCall, failingRules, resolveRestriction } from './select.js';
+import { NoBackendError } from './report.js';
+import { checkRules, failingRules, resolveRestriction, selectBackend } from './select.js';
 import { Tensor } from './tensor.js';
 import { callInputs } from './validate-call.js';
 import { normalizeCall } from './validate.js';
@@ -56,60 +54,17 @@ function checkSavedTensor(
   return t;
 }
 
-/** Every failing check of a candidate for this form: availability, the backend's rules, the form's. */
-function candidate(backend: Backend, priority: number, p: SdpaParams): CandidateReport {
-  let available = true;
-  let unavailableReason: string | undefined;
-  try {
-    const a = backend.availability();
-    if (!a.ok) [available, unavailableReason] = [false, a.reason];
-  } catch (e) {
-    [available, unavailableReason] = [false, `availability() threw: ${e instanceof Error ? e.message : String(e)}`];
-  }
-  const ctx = ruleContext(p.device);
-  const reasons: Reason[] = backend.backwardFrom ? failingRules(backend, p, ctx) : [NO_FORM];
-  for (const r of backend.backwardFrom?.rules ?? []) {
-    let message: string | null;
-    try {
-      message = r.check(p, ctx);
-    } catch (e) {
-      message = `the check itself failed (${e instanceof Error ? e.message : String(e)}); this is a bug in the rule`;
-    }
-    if (message !== null) reasons.push({ rule: r.name, message });
-  }
-  return {
-    backend: backend.name,
-    priority,
-    ...(backend.fallback ? { fallback: true } : {}),
-    available,
-    ...(available ? {} : { unavailableReason: unavailableReason ?? 'no reason given' }),
-    reasons,
-    selected: false,
-  };
+/** A candidate's failing checks for this form: the backend's rules and the form's, or that it has no such form. */
+function backwardFromReasons(backend: Backend, p: SdpaParams, ctx: RuleContext): Reason[] {
+  if (!backend.backwardFrom) return [NO_FORM];
+  return [...failingRules(backend, p, ctx), ...checkRules(backend.backwardFrom.rules ?? [], p, ctx)];
 }
 
-/** The first candidate that runs the form, or NoBackendError with every candidate's reasons. */
+/** The first candidate that runs the form (sdpa's selection with the form's checks), or NoBackendError. */
 function selectBackwardFrom(p: SdpaParams, callBackends: readonly string[] | null): Backend {
-  const restriction = resolveRestriction(callBackends);
-  const all = listBackends(p.device.type);
-  const names = restriction.names;
-  const entries = names ? names.flatMap((n) => all.filter((e) => e.name === n)) : all;
-  const reports: CandidateReport[] = [];
-  for (const e of entries) {
-    const c = candidate(e.backend, e.priority, p);
-    if (c.available && c.reasons.length === 0) return e.backend;
-    reports.push(c);
-  }
-  throw new NoBackendError({
-    device: deviceToString(p.device),
-    restrictedTo: names,
-    restrictionSource: restriction.source,
-    selected: null,
-    candidates: reports,
-    excluded: names ? all.filter((e) => !names.includes(e.name)).map((e) => e.name) : [],
-    call: `${describeCall(p)}, backward from a given out and logsumexp`,
-    kernel: p.kernel,
-  });
+  const { backend, report } = selectBackend(p, resolveRestriction(callBackends), false, backwardFromReasons);
+  if (backend) return backend;
+  throw new NoBackendError({ ...report, call: `${report.call}, backward from a given out and logsumexp` });
 }
 
 /**

@@ -33,8 +33,13 @@ function errorText(e: unknown): string {
  * failing rule too (its error is the reason), never a pass.
  */
 export function failingRules(backend: Backend, params: SdpaParams, ctx: RuleContext): Reason[] {
+  return checkRules(rulesFor(backend, params), params, ctx);
+}
+
+/** The failing ones of `rules` (a throwing check fails with its error as the reason). */
+export function checkRules(rules: readonly Rule[], params: SdpaParams, ctx: RuleContext): Reason[] {
   const reasons: Reason[] = [];
-  for (const r of rulesFor(backend, params)) {
+  for (const r of rules) {
     let message: string | null;
     try {
       message = r.check(params, ctx);
@@ -95,11 +100,19 @@ export interface Selection {
   readonly report: SelectionReport;
 }
 
+/** A candidate's failing checks; failingRules for the plain call, a form's own (sdpaBackwardFrom) otherwise. */
+export type CandidateReasons = (backend: Backend, params: SdpaParams, ctx: RuleContext) => Reason[];
+
 /**
  * Runs selection. With exhaustive = false it stops at the first backend that can run (the call
  * path); explain passes true so that the report covers every candidate.
  */
-export function selectBackend(params: SdpaParams, restriction: Restriction, exhaustive: boolean): Selection {
+export function selectBackend(
+  params: SdpaParams,
+  restriction: Restriction,
+  exhaustive: boolean,
+  reasonsOf: CandidateReasons = failingRules,
+): Selection {
   const all = listBackends(params.device.type);
   const candidates = restriction.names ? restriction.names.flatMap((n) => all.filter((e) => e.name === n)) : all;
   const excluded = restriction.names ? all.filter((e) => !restriction.names!.includes(e.name)).map((e) => e.name) : [];
@@ -109,7 +122,7 @@ export function selectBackend(params: SdpaParams, restriction: Restriction, exha
   for (const entry of candidates) {
     if (chosen && !exhaustive) break;
     const avail = availabilityOf(entry.backend);
-    const reasons = failingRules(entry.backend, params, ctx);
+    const reasons = reasonsOf(entry.backend, params, ctx);
     const selected = !chosen && avail.available && reasons.length === 0;
     if (selected) chosen = entry.backend;
     reports.push({
