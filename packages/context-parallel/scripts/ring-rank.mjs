@@ -1,18 +1,25 @@
 // One rank of a multi-GPU ring job: a child process pinned to GPU `ATTN_CP_RANK` (one process per
-// GPU, README "Process model"), started by src/nccl/gpu.test.ts (check) or scripts/ring-bench.mjs
-// (bench). Plain JavaScript over the packages' dist/, so a child needs nothing but node.
-// The job (JSON in ATTN_CP_JOB): { dir, key, size, mode: 'check' | 'bench', cases: [...] }.
+// GPU, README "Process model"), started by src/nccl/gpu.test.ts (check, fail, stall) or
+// scripts/ring-bench.mjs (bench). Plain JavaScript over the packages' dist/, so a child needs
+// nothing but node. The job (JSON in ATTN_CP_JOB): { dir, key, size, mode, cases, ... }.
 // - check: inputs from randn seeds (the same tensors in every process), the ring forward and backward
 //   with NcclRing + deviceMath; each result chunk written as float64 to dir/<case>.<what>.r<rank>.bin.
 // - bench: zero-filled shards made on the device (attention's time does not depend on the values),
-//   warm-up, then `iters` timed calls between barriers; per rank the times in ms, reported on stdout.
+//   one warm-up call at `warmupSeq`, then `iters` timed calls between barriers; per rank and call the
+//   time, the compute-stream time spent waiting on transfers (the trace), the transfers' own time on
+//   the communication stream, and the peak device memory.
+// - fail: rank `failRank` runs its local calls restricted to a backend that does not exist, so its
+//   first step throws after its first transfer was posted; the job must fail with that error.
+// - stall: rank `stallRank` joins the communicator and then never calls the ring; the others must
+//   give up at their transfer deadline (`transferTimeoutMs`) with ATTN_CP_TIMEOUT.
+// A rank that fails prints its error, aborts its communicator and exits 1.
 import '@attn/cuda';
 import '@attn/flash-cuda';
 import '@attn/cutlass-memeff';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randn, zeros } from '@attn/core';
-import { Event, synchronize } from '@attn/cuda';
+import { Event, memoryStats, resetPeakMemoryStats, synchronize } from '@attn/cuda';
 import { FileRendezvous, ringBackward, ringForward, shardLayout, shardTensor } from '@attn/context-parallel';
 import { deviceMath, NcclRing } from '@attn/context-parallel/nccl';
 
@@ -35,6 +42,8 @@ const ring = await NcclRing.create({
   device: rank,
   rendezvous: new FileRendezvous(job.dir),
   key: job.key,
+  transferTimeoutMs: job.transferTimeoutMs,
+  profile: job.mode === 'bench',
 });
 const math = deviceMath();
 
@@ -46,8 +55,8 @@ async function barrier() {
   synchronize(rank);
 }
 
-function options(c, layout) {
-  return { layout, isCausal: c.causal, enableGqa: c.headsQ !== c.headsKV, math, backends: c.backends };
+function options(c, layout, extra = {}) {
+  return { layout, isCausal: c.causal, enableGqa: c.headsQ !== c.headsKV, math, backends: c.backends, ...extra };
 }
 
 async function check(c) {
@@ -75,34 +84,101 @@ async function check(c) {
   return { case: c.name, rank, stats: ring.stats };
 }
 
-async function bench(c) {
-  const s = shapes(c);
-  const layout = shardLayout(c.layout, c.seq, job.size);
+/** A RingTrace recording compute-stream events where the driver waits and resumes. */
+function eventTrace() {
+  const waits = [];
+  let open = null;
+  return {
+    trace: {
+      waiting: (channel, step) => (open = { channel, step, at: new Event({ device: rank, timing: true }).record() }),
+      resumed: () => {
+        waits.push({ ...open, until: new Event({ device: rank, timing: true }).record() });
+        open = null;
+      },
+    },
+    /** Total ms the compute stream idled in the waits; frees the events. Call after a synchronize. */
+    idleMs() {
+      let ms = 0;
+      for (const w of waits.splice(0)) {
+        ms += w.at.elapsedMs(w.until);
+        w.at.dispose();
+        w.until.dispose();
+      }
+      return ms;
+    },
+  };
+}
+
+async function timedCall(c, seq, iteration) {
+  const s = shapes({ ...c, seq });
+  const layout = shardLayout(c.layout, seq, job.size);
   const mk = (shape) =>
     layout.chunksOf(rank).map((ch) => zeros([shape[0], shape[1], ch.length, shape[3]], { dtype: c.dtype, device }));
   const mine = { q: mk(s.q), k: mk(s.k), v: mk(s.v), g: mk(s.q) };
-  const opts = options(c, layout);
-  const times = { forward: [], forwardBackward: [] };
-  for (let it = 0; it < c.iters + 1; it++) {
-    await barrier();
-    const t0 = new Event({ device: rank, timing: true }).record();
-    const fwd = await ringForward(ring, mine, opts);
-    const t1 = new Event({ device: rank, timing: true }).record();
-    const grads = await ringBackward(ring, mine, fwd, mine.g, opts);
-    const t2 = new Event({ device: rank, timing: true }).record();
-    t2.synchronize();
-    if (it > 0) {
-      times.forward.push(t0.elapsedMs(t1));
-      times.forwardBackward.push(t0.elapsedMs(t2));
-    }
-    for (const t of [...fwd.out, ...fwd.logsumexp, ...grads.dq, ...grads.dk, ...grads.dv]) t.dispose();
-    for (const e of [t0, t1, t2]) e.dispose();
-  }
+  const fwdTrace = eventTrace();
+  const bwdTrace = eventTrace();
+  await barrier();
+  ring.transferTimes(); // the barrier's
+  resetPeakMemoryStats(rank);
+  const t0 = new Event({ device: rank, timing: true }).record();
+  const fwd = await ringForward(ring, mine, options(c, layout, { trace: fwdTrace.trace }));
+  const t1 = new Event({ device: rank, timing: true }).record();
+  const grads = await ringBackward(ring, mine, fwd, mine.g, options(c, layout, { trace: bwdTrace.trace }));
+  const t2 = new Event({ device: rank, timing: true }).record();
+  t2.synchronize();
+  const transfers = ring.transferTimes();
+  const sum = (ch, f) => transfers.filter((t) => t.channel === ch).reduce((a, t) => a + f(t), 0);
+  const row = {
+    iteration,
+    forwardMs: t0.elapsedMs(t1),
+    forwardBackwardMs: t0.elapsedMs(t2),
+    idleWaitingMs: { forward: fwdTrace.idleMs(), backward: bwdTrace.idleMs() },
+    transfers: {
+      kv: { count: sum('kv', () => 1), ms: sum('kv', (t) => t.ms), sentBytes: sum('kv', (t) => t.sentBytes) },
+      grad: { count: sum('grad', () => 1), ms: sum('grad', (t) => t.ms), sentBytes: sum('grad', (t) => t.sentBytes) },
+    },
+    peakAllocatedBytes: memoryStats(rank).peakAllocatedBytes,
+  };
+  for (const t of [...fwd.out, ...fwd.logsumexp, ...grads.dq, ...grads.dk, ...grads.dv]) t.dispose();
+  for (const e of [t0, t1, t2]) e.dispose();
   for (const t of Object.values(mine).flat()) t.dispose();
-  return { case: c.name, rank, times };
+  return row;
 }
 
-const out = [];
-for (const c of job.cases) out.push(job.mode === 'check' ? await check(c) : await bench(c));
-ring.destroy();
-console.log(`RESULT ${JSON.stringify(out)}`);
+async function bench(c) {
+  await timedCall(c, c.warmupSeq ?? Math.min(c.seq, 8192 * job.size), -1);
+  const calls = [];
+  for (let it = 0; it < c.iters; it++) calls.push(await timedCall(c, c.seq, it));
+  return { case: c.name, rank, calls };
+}
+
+/** fail: rank failRank's local calls name a backend that does not exist. */
+async function fail(c) {
+  const s = shapes(c);
+  const layout = shardLayout(c.layout, c.seq, job.size);
+  const mine = Object.fromEntries(
+    ['q', 'k', 'v'].map((n) => [n, shardTensor(randn(s[n], { seed: c.seed, dtype: c.dtype, device }), layout)[rank]]),
+  );
+  const backends = rank === job.failRank ? ['no-such-backend'] : c.backends;
+  await ringForward(ring, mine, options({ ...c, backends }, layout));
+  return { case: c.name, rank };
+}
+
+/** stall: rank stallRank never calls the ring; the others call it and must time out. */
+async function stall(c) {
+  if (rank === job.stallRank) await new Promise(() => setInterval(() => undefined, 1_000));
+  return fail(c);
+}
+
+const MODES = { check, bench, fail, stall };
+try {
+  const out = [];
+  for (const c of job.cases) out.push(await MODES[job.mode](c));
+  ring.destroy();
+  console.log(`RESULT ${JSON.stringify(out)}`);
+} catch (e) {
+  console.error(`rank ${rank} failed: ${e?.code ?? ''} ${e?.stack ?? e}`);
+  if (e?.cause) console.error(`cause: ${e.cause?.stack ?? e.cause}`);
+  ring.abort();
+  process.exit(1);
+}

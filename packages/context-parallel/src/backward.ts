@@ -12,6 +12,7 @@ import { disposeReceived, type RankForward } from './forward.js';
 import { hostMath } from './math.js';
 import { checkShard, type RankShard, type RingOptions } from './options.js';
 import { incomingShapes, stepTasks } from './schedule.js';
+import { tracedWait } from './trace.js';
 import type { RingTransport } from './transport.js';
 import { cpError } from './errors.js';
 
@@ -58,7 +59,7 @@ export async function ringBackward(
     const incoming = incomingShapes(layout, transport.rank, s, own);
     const nextKv = s < layout.ranks - 1 ? transport.sendRecv('kv', kv, incoming) : null;
     try {
-      if (pendingGrads) grads = await pendingGrads;
+      if (pendingGrads) grads = await tracedWait(opts.trace, 'grad', s, pendingGrads);
       for (const t of stepTasks(layout, transport.rank, s, causal).tasks) {
         const b = blockBackward(shard.q[t.qi]!, kv[t.ki]!, kv[nk + t.ki]!, t.kind === 'causal', rows[t.qi]!, local);
         try {
@@ -80,10 +81,10 @@ export async function ringBackward(
       throw e;
     }
     const held = kv;
-    if (nextKv) kv = await nextKv;
+    if (nextKv) kv = await tracedWait(opts.trace, 'kv', s, nextKv);
     disposeReceived(held, own); // at the last step, the last block received
   }
-  const home = await pendingGrads!;
+  const home = await tracedWait(opts.trace, 'grad', layout.ranks, pendingGrads!);
   const result: RankGradients = {
     dq: shard.q.map((q, i) => math.finishGrad(dqAcc[i]!, q)),
     dk: shard.k.map((k, i) => math.finishGrad(home[i]!, k)),

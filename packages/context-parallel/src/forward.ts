@@ -9,6 +9,7 @@ import { hostValues } from './host.js';
 import { hostMath } from './math.js';
 import { checkShard, type RankShard, type RingOptions } from './options.js';
 import { incomingShapes, stepTasks } from './schedule.js';
+import { tracedWait } from './trace.js';
 import type { RingTransport } from './transport.js';
 
 /** A rank's part of the result: per own chunk, out [B, Hq, n, Dv] and logsumexp float32 [B, Hq, n]. */
@@ -51,7 +52,7 @@ export async function ringForward(transport: RingTransport, shard: RankShard, op
       throw e;
     }
     const held = kv;
-    if (next) kv = await next;
+    if (next) kv = await tracedWait(opts.trace, 'kv', s, next);
     disposeReceived(held, own); // at the last step, the last block received
   }
   const done = acc.map((a) => a.finish());

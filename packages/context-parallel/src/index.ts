@@ -16,6 +16,7 @@ export { SEQ_DIM, shardTensor, unshardTensor } from './shard.js';
 export type { RingChannel, RingTransport } from './transport.js';
 export { LoopbackRing, type LoopbackStats } from './loopback.js';
 export type { RankShard, RingOptions } from './options.js';
+export type { RingTrace } from './trace.js';
 export { hostMath, type OutAccumulator, type RingMath } from './math.js';
 export { incomingShapes } from './schedule.js';
 export { ringForward, type RankForward } from './forward.js';

@@ -2,4 +2,4 @@
 // the package's native addon, built where NCCL was found).
 export { addonLoad, type ContextParallelAddon } from './nccl/addon.js';
 export { deviceMath } from './nccl/device-math.js';
-export { NcclRing, type NcclRingOptions } from './nccl/ring.js';
+export { DEFAULT_TRANSFER_TIMEOUT_MS, NcclRing, type NcclRingOptions, type TransferTime } from './nccl/ring.js';

@@ -3,6 +3,7 @@ import type { Tensor } from '@attn/core';
 import { cpError } from './errors.js';
 import type { ShardLayout } from './layout.js';
 import type { RingMath } from './math.js';
+import type { RingTrace } from './trace.js';
 import type { RingTransport } from './transport.js';
 
 export interface RingOptions {
@@ -18,6 +19,8 @@ export interface RingOptions {
   readonly backends?: readonly string[];
   /** Where the merge and the gradient accumulation run (math.ts). Default hostMath. */
   readonly math?: RingMath;
+  /** Marks where the driver waits on the transport (trace.ts), for profilers. Default none. */
+  readonly trace?: RingTrace;
 }
 
 /** A rank's inputs: its chunks of q [B, Hq, *, D], k [B, Hk, *, D], v [B, Hk, *, Dv], in layout order. */

@@ -7,6 +7,9 @@
 // (polled from the event loop): work queued after that reads the received blocks complete, and what
 // was sent may be freed. No compute-stream wait is queued at sendRecv time: it would hold back the
 // very attention the transfer is meant to overlap.
+// A transfer that does not complete within `transferTimeoutMs` (a peer died, stalled, or issued a
+// different sequence of calls) aborts the communicator and rejects with ATTN_CP_TIMEOUT: no rank
+// waits forever on a peer that will never answer.
 import { empty } from '@attn/core';
 import type { Tensor } from '@attn/core';
 import { Event, Stream } from '@attn/cuda';
@@ -25,8 +28,27 @@ export interface NcclRingOptions {
   readonly rendezvous: Rendezvous;
   /** The rendezvous key of this communicator (unique per job). Default 'nccl-unique-id'. */
   readonly key?: string;
+  /** How long rank 1.. wait for rank 0's unique id (the rendezvous). Default 60 s. */
   readonly timeoutMs?: number;
+  /**
+   * How long one sendRecv may take, from the call to the transfer's completion, before the ring is
+   * aborted (ATTN_CP_TIMEOUT). It covers the local compute queued before the transfer and the peer's
+   * arrival at the matching call, so it must exceed a ring step's compute. Default 10 minutes.
+   */
+  readonly transferTimeoutMs?: number;
+  /** Time every transfer with CUDA events on the communication stream (`transferTimes()`). Default false. */
+  readonly profile?: boolean;
 }
+
+/** One timed transfer (profile: true): its channel, the bytes this rank sent, and its time on the communication stream. */
+export interface TransferTime {
+  readonly channel: RingChannel;
+  readonly sentBytes: number;
+  /** From the moment the communication stream could start (the compute queued before it done) to the transfer's end. */
+  readonly ms: number;
+}
+
+export const DEFAULT_TRANSFER_TIMEOUT_MS = 600_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -38,6 +60,9 @@ export class NcclRing implements RingTransport {
   #comm: bigint;
   readonly #comms: Stream;
   #failed: unknown = null;
+  readonly #transferTimeoutMs: number;
+  readonly #profile: boolean;
+  readonly #timed: { channel: RingChannel; sentBytes: number; start: Event; end: Event }[] = [];
   readonly #stats = { messages: { kv: 0, grad: 0 }, bytes: { kv: 0, grad: 0 } };
 
   private constructor(a: ContextParallelAddon, comm: bigint, o: NcclRingOptions) {
@@ -47,12 +72,17 @@ export class NcclRing implements RingTransport {
     this.size = o.size;
     this.device = o.device;
     this.#comms = new Stream({ device: o.device });
+    this.#transferTimeoutMs = o.transferTimeoutMs ?? DEFAULT_TRANSFER_TIMEOUT_MS;
+    this.#profile = o.profile ?? false;
   }
 
   /** Exchanges the unique id through the rendezvous and joins the communicator (every rank must call it). */
   static async create(o: NcclRingOptions): Promise<NcclRing> {
     if (!Number.isInteger(o.size) || o.size < 1 || !Number.isInteger(o.rank) || o.rank < 0 || o.rank >= o.size)
       throw cpError('ATTN_CP_TRANSPORT', `rank ${o.rank} of ${o.size}: need integers 0 <= rank < size.`);
+    const t = o.transferTimeoutMs;
+    if (t !== undefined && !(Number.isFinite(t) && t > 0))
+      throw cpError('ATTN_CP_TRANSPORT', `transferTimeoutMs ${t}: give a positive number of milliseconds.`);
     const a = requireAddon();
     const id = await exchangeUniqueId(
       o.rendezvous,
@@ -90,7 +120,7 @@ export class NcclRing implements RingTransport {
       // Sizes must agree pairwise between sender and receiver: every rank derives them from the layout.
       // With uneven shards what goes to rank+1 and what comes from rank-1 differ in size.
       const counts = transferBytes(blocks, received);
-      const ready = new Event({ device: this.device, timing: false }).record();
+      const ready = new Event({ device: this.device, timing: this.#profile }).record();
       ready.wait(this.#comms);
       this.#a.sendRecv(
         this.#comm,
@@ -102,10 +132,14 @@ export class NcclRing implements RingTransport {
         counts.recv,
         this.#comms.handle,
       );
-      const done = new Event({ device: this.device, timing: false }).record(this.#comms);
+      const done = new Event({ device: this.device, timing: this.#profile }).record(this.#comms);
+      const sentBytes = counts.send.reduce((x, y) => x + Number(y), 0);
       this.#stats.messages[channel] += 1;
-      this.#stats.bytes[channel] += counts.send.reduce((x, y) => x + Number(y), 0);
-      return this.#settle(done, [ready, done]).then(
+      this.#stats.bytes[channel] += sentBytes;
+      // Profiling keeps the pair until transferTimes() reads it; otherwise both go when the transfer settles.
+      if (this.#profile) this.#timed.push({ channel, sentBytes, start: ready, end: done });
+      const deadline = Date.now() + this.#transferTimeoutMs;
+      return this.#settle(channel, deadline, done, this.#profile ? [] : [ready, done]).then(
         () => received,
         (e: unknown) => {
           for (const t of received) t.dispose();
@@ -121,21 +155,48 @@ export class NcclRing implements RingTransport {
     }
   }
 
-  /** Resolves once `done` completed; rejects on an asynchronous NCCL error (the communicator is then aborted). */
-  async #settle(done: Event, events: readonly Event[]): Promise<void> {
+  /**
+   * Resolves once `done` completed. Rejects, aborting the communicator, on an asynchronous NCCL error,
+   * at the deadline, or when the ring was aborted meanwhile (another transfer failed).
+   */
+  async #settle(channel: RingChannel, deadline: number, done: Event, events: readonly Event[]): Promise<void> {
     try {
       for (let spins = 0; !done.query(); spins++) {
+        if (this.#comm === 0n) throw cpError('ATTN_CP_TRANSPORT', 'the NCCL ring was aborted.', this.#failed);
         const err = spins % 64 === 63 ? this.#a.asyncError(this.#comm) : '';
         if (err) {
           this.#failed = err;
           this.abort();
           throw cpError('ATTN_CP_TRANSPORT', `NCCL reported an asynchronous error: ${err}.`);
         }
+        if (spins % 64 === 63 && Date.now() > deadline) {
+          const e = cpError(
+            'ATTN_CP_TIMEOUT',
+            `rank ${this.rank}: a '${channel}' transfer did not complete within ${this.#transferTimeoutMs} ms; ` +
+              `rank ${(this.rank + 1) % this.size} or ${(this.rank + this.size - 1) % this.size} stalled, died or ` +
+              'issued a different sequence of calls (raise transferTimeoutMs if a ring step computes longer). The ring is aborted.',
+          );
+          this.#failed = e;
+          this.abort();
+          throw e;
+        }
         await (spins < 256 ? new Promise((r) => setImmediate(r)) : sleep(0));
       }
     } finally {
       for (const e of events) e.dispose();
     }
+  }
+
+  /** The timed transfers since the last call (profile: true), oldest first; waits for them to finish. */
+  transferTimes(): TransferTime[] {
+    const out = this.#timed.splice(0).map((t) => {
+      t.end.synchronize();
+      const ms = t.start.elapsedMs(t.end);
+      t.start.dispose();
+      t.end.dispose();
+      return { channel: t.channel, sentBytes: t.sentBytes, ms };
+    });
+    return out;
   }
 
   /** Gives up on pending work (another rank failed); later sendRecv calls reject. */
