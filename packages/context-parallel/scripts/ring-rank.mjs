@@ -174,7 +174,7 @@ const MODES = { check, bench, fail, stall };
 try {
   const out = [];
   for (const c of job.cases) out.push(await MODES[job.mode](c));
-  ring.destroy();
+  await ring.destroy();
   console.log(`RESULT ${JSON.stringify(out)}`);
 } catch (e) {
   console.error(`rank ${rank} failed: ${e?.code ?? ''} ${e?.stack ?? e}`);

@@ -111,7 +111,9 @@ export function flashBackward(
     const dsum = empty([Math.max(rows, 1)], { dtype: 'float32', device });
     scratch.push(dsum);
     if (!deterministic) {
-      const dqAccum = empty([Math.max(rows, 1) * plan.dqAccumStride], { dtype: 'float32', device });
+      // Two dims, not one: rows * stride passes 2^31 - 1 (core's largest dim) at S 1M, H 16, D 128,
+      // while the kernels index the workspace with 64-bit offsets.
+      const dqAccum = empty([Math.max(rows, 1), plan.dqAccumStride], { dtype: 'float32', device });
       scratch.push(dqAccum);
       bptrs[BWD_PTR.dqAccum] = dqAccum.dataPointer();
     }

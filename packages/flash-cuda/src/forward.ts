@@ -424,8 +424,9 @@ export function launchForward(
   if (plan.numSplits > 1) {
     // One scratch allocation for both partials (one allocator round trip per call instead of two):
     // O partials first, then the lse partials (float32 each, read and written element-wise).
+    // Shaped [splits * rows, stride + 1] so that no dim passes 2^31 - 1; only the byte layout matters.
     const oElems = plan.numSplits * io.rows * plan.oaccumStride;
-    const partials = empty([oElems + plan.numSplits * io.rows], { dtype: 'float32', device: p.device });
+    const partials = empty([plan.numSplits * io.rows, plan.oaccumStride + 1], { dtype: 'float32', device: p.device });
     scratch.push(partials);
     const base = partials.dataPointer();
     ptrs[PTR.oaccum] = base;

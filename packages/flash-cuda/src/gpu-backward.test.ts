@@ -3,6 +3,7 @@
 // see no key, and the addon's re-checks. Skipped with the reason printed where there is no usable device.
 import '@attn/cpu';
 import { normalizeParams, randn, sdpaBackward, sdpaForward, type SdpaOptions, type Tensor, tensor } from '@attn/core';
+import { deviceProperties, emptyCache } from '@attn/cuda';
 import { expect, it } from 'vitest';
 import { backwardPlanFor, flashBackward, flashCudaBackend } from './index.js';
 import { describeWhereRunnable } from '@attn/conformance';
@@ -97,6 +98,42 @@ describeWhereRunnable('flash-cuda backward on a GPU', av.ok ? null : av.reason, 
     for (let h = 0; h < 2; h++) for (let i = 0; i < 30 * 64; i++) expect(dq[h * 50 * 64 + i]).toBe(0);
     for (const t of [r.dq, r.dk, r.dv]) expect(t.toFloat64Array().every(Number.isFinite)).toBe(true);
   });
+
+  // 2^31 elements per tensor (B 1, H 16384, S 1024, D 128, as S 1M at H 16): the float32 dQ workspace
+  // then has more elements than any one dim may hold; it is allocated in two dims and indexed in 64 bits.
+  it('runs with tensors and a dQ workspace of 2^31 elements (H 16384, S 1024, D 128)', (ctx) => {
+    const need = 48 * 2 ** 30;
+    const have = deviceProperties(0).totalMemoryBytes;
+    if (have < need) ctx.skip(`needs about 48 GiB of device memory; cuda:0 has ${(have / 2 ** 30).toFixed(0)} GiB`);
+    const shape = [1, 16384, 1024, 128];
+    const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+    const [q, k, v, g] = [41, 42, 43, 44].map((seed) => randn(shape, { ...o, seed })) as [
+      Tensor,
+      Tensor,
+      Tensor,
+      Tensor,
+    ];
+    const fwd = sdpaForward(q, k, v, { isCausal: true, requiresGrad: true, backends: ['flash-cuda'] });
+    const gpu = sdpaBackward(g, fwd);
+    try {
+      // Heads at the start, the middle and the end (the last one addresses past 2^31 - 1 floats of the workspace).
+      for (const h of [0, 8191, 16383]) {
+        const head = (t: Tensor) => t.narrow(1, h, 1).to('cpu');
+        const [hq, hk, hv, hg] = [q, k, v, g].map(head) as [Tensor, Tensor, Tensor, Tensor];
+        const ref = sdpaBackward(
+          hg,
+          sdpaForward(hq, hk, hv, { isCausal: true, requiresGrad: true, backends: ['cpu-math'] }),
+        );
+        for (const key of ['dq', 'dk', 'dv'] as const) {
+          const e = relErr(head(gpu[key]).toFloat64Array(), ref[key].toFloat64Array());
+          expect(e, `head ${h} ${key}`).toBeLessThan(TOL);
+        }
+      }
+    } finally {
+      for (const t of [q, k, v, g, fwd.out, fwd.logsumexp, gpu.dq, gpu.dk, gpu.dv]) t.dispose();
+      emptyCache();
+    }
+  }, 120_000);
 
   it('plans the head-dim bucket', () => {
     const { q, k, v } = inputs([1, 2, 2, 64, 64, 72]);

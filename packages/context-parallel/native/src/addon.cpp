@@ -2,6 +2,12 @@
 // CUDA streams and device addresses, and the ring's element-wise kernels (ring_kernels.h). NCCL is
 // linked at build time (the one CMake found through findNccl) with its folder as RPATH. Every error
 // (an NCCL result, a CUDA error, a bad argument) becomes a JS Error with a code; nothing aborts.
+//
+// The communicator is non-blocking (ncclConfig_t.blocking = 0): no call here waits on another rank.
+// Init, and a send/recv whose peer connection is still being set up, return with the communicator
+// "in progress"; the caller polls commStatus from its event loop, under its own deadline, and only
+// then may it record events after the transfer or issue the next call (NCCL's rule for
+// non-blocking communicators). A rank that never arrives therefore costs a timeout, not a hang.
 #include <napi.h>
 #include <nccl.h>
 
@@ -94,7 +100,8 @@ Napi::Value GetUniqueId(const Napi::CallbackInfo& info) {
   });
 }
 
-// commInitRank(size, id: Uint8Array, rank, device): bigint handle. Blocks until every rank joined.
+// commInitRank(size, id: Uint8Array, rank, device): bigint handle of a non-blocking communicator,
+// returned at once; it is usable when commStatus says ''.
 Napi::Value CommInitRank(const Napi::CallbackInfo& info) {
   const int64_t size = i64(info, 0, "size");
   if (info.Length() <= 1 || !info[1].IsTypedArray() ||
@@ -111,12 +118,26 @@ Napi::Value CommInitRank(const Napi::CallbackInfo& info) {
   return with_js_errors(info.Env(), [&]() -> Napi::Value {
     ATTN_CUDA_CHECK(cudaSetDevice(static_cast<int>(device)));
     ncclComm_t comm = nullptr;
-    nccl_check(ncclCommInitRank(&comm, static_cast<int>(size), id, static_cast<int>(rank)), "ncclCommInitRank");
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    const ncclResult_t r = ncclCommInitRankConfig(&comm, static_cast<int>(size), id, static_cast<int>(rank), &config);
+    if (r != ncclInProgress) nccl_check(r, "ncclCommInitRankConfig", comm);
     return Napi::BigInt::New(info.Env(), static_cast<uint64_t>(reinterpret_cast<uintptr_t>(comm)));
   });
 }
 
-// commDestroy(comm) after the work on it finished; commAbort(comm) to give up on pending work.
+// commFinalize(comm): flushes the issued work (every transfer completed); the communicator is then
+// in progress until commStatus says '', after which commDestroy frees it. commAbort(comm) gives up on
+// pending work and frees the communicator at once.
+Napi::Value CommFinalize(const Napi::CallbackInfo& info) {
+  ncclComm_t comm = comm_of(info, 0);
+  with_js_errors(info.Env(), [&] {
+    const ncclResult_t r = ncclCommFinalize(comm);
+    if (r != ncclInProgress) nccl_check(r, "ncclCommFinalize", comm);
+  });
+  return info.Env().Undefined();
+}
+
 Napi::Value CommDestroy(const Napi::CallbackInfo& info) {
   ncclComm_t comm = comm_of(info, 0);
   with_js_errors(info.Env(), [&] { nccl_check(ncclCommDestroy(comm), "ncclCommDestroy"); });
@@ -125,17 +146,26 @@ Napi::Value CommDestroy(const Napi::CallbackInfo& info) {
 
 Napi::Value CommAbort(const Napi::CallbackInfo& info) {
   ncclComm_t comm = comm_of(info, 0);
-  with_js_errors(info.Env(), [&] { nccl_check(ncclCommAbort(comm), "ncclCommAbort"); });
+  with_js_errors(info.Env(), [&] {
+    const ncclResult_t r = ncclCommAbort(comm);
+    if (r != ncclInProgress) nccl_check(r, "ncclCommAbort");
+  });
   return info.Env().Undefined();
 }
 
-// asyncError(comm): '' or the communicator's asynchronous error.
-Napi::Value AsyncError(const Napi::CallbackInfo& info) {
+// commStatus(comm): '' (ready: the last call's work is on its stream), 'in-progress', or the
+// communicator's asynchronous error.
+Napi::Value CommStatus(const Napi::CallbackInfo& info) {
   ncclComm_t comm = comm_of(info, 0);
   return with_js_errors(info.Env(), [&]() -> Napi::Value {
     ncclResult_t r = ncclSuccess;
     nccl_check(ncclCommGetAsyncError(comm, &r), "ncclCommGetAsyncError");
-    return Napi::String::New(info.Env(), r == ncclSuccess ? "" : ncclGetErrorString(r));
+    if (r == ncclSuccess) return Napi::String::New(info.Env(), "");
+    if (r == ncclInProgress) return Napi::String::New(info.Env(), "in-progress");
+    std::string msg = ncclGetErrorString(r);
+    const char* last = ncclGetLastError(comm);
+    if (last && *last) msg += std::string(" (") + last + ")";
+    return Napi::String::New(info.Env(), msg);
   });
 }
 
@@ -143,6 +173,8 @@ Napi::Value AsyncError(const Napi::CallbackInfo& info) {
 // recvBytes: BigUint64Array, stream): one group of ncclSend(send[i] -> next) and ncclRecv(recv[i] <- prev),
 // queued on `stream`. Send and receive sizes differ where shards are uneven (what this rank sends to next
 // is not what it receives from prev); a pair with 0 bytes on one side queues nothing on that side.
+// Returns true when the group is still being enqueued (poll commStatus until ''), false when its work
+// is on `stream` already.
 Napi::Value SendRecv(const Napi::CallbackInfo& info) {
   ncclComm_t comm = comm_of(info, 0);
   const int64_t next = i64(info, 1, "next");
@@ -155,7 +187,7 @@ Napi::Value SendRecv(const Napi::CallbackInfo& info) {
   const size_t n = send.ElementLength();
   if (send_bytes.ElementLength() != n || recv.ElementLength() != n || recv_bytes.ElementLength() != n)
     throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "send, receive and byte arrays differ in length");
-  with_js_errors(info.Env(), [&] {
+  return with_js_errors(info.Env(), [&]() -> Napi::Value {
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     try {
@@ -173,9 +205,10 @@ Napi::Value SendRecv(const Napi::CallbackInfo& info) {
       ncclGroupEnd();
       throw;
     }
-    nccl_check(ncclGroupEnd(), "ncclGroupEnd", comm);
+    const ncclResult_t r = ncclGroupEnd();
+    if (r != ncclInProgress) nccl_check(r, "ncclGroupEnd", comm);
+    return Napi::Boolean::New(info.Env(), r == ncclInProgress);
   });
-  return info.Env().Undefined();
 }
 
 attn::cp::Elem elem_of(const Napi::CallbackInfo& info, size_t i) {
@@ -239,9 +272,10 @@ Napi::Value BuildInfo(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("getUniqueId", Napi::Function::New(env, GetUniqueId));
   exports.Set("commInitRank", Napi::Function::New(env, CommInitRank));
+  exports.Set("commFinalize", Napi::Function::New(env, CommFinalize));
   exports.Set("commDestroy", Napi::Function::New(env, CommDestroy));
   exports.Set("commAbort", Napi::Function::New(env, CommAbort));
-  exports.Set("asyncError", Napi::Function::New(env, AsyncError));
+  exports.Set("commStatus", Napi::Function::New(env, CommStatus));
   exports.Set("sendRecv", Napi::Function::New(env, SendRecv));
   exports.Set("merge", Napi::Function::New(env, Merge));
   exports.Set("accumulate", Napi::Function::New(env, Accumulate));

@@ -5,13 +5,19 @@ import { cpError } from '../errors.js';
 
 export interface ContextParallelAddon {
   getUniqueId(): Uint8Array;
-  /** Blocks until every rank of the communicator joined; returns its handle. */
+  /** A non-blocking communicator's handle, at once; usable once commStatus says ''. */
   commInitRank(size: number, id: Uint8Array, rank: number, device: number): bigint;
+  /** Flushes the issued work; the communicator is in progress until commStatus says '', then commDestroy. */
+  commFinalize(comm: bigint): void;
   commDestroy(comm: bigint): void;
+  /** Gives up on pending work and frees the communicator. */
   commAbort(comm: bigint): void;
-  /** '' or the communicator's asynchronous error. */
-  asyncError(comm: bigint): string;
-  /** One group of ncclSend(send[i] -> next, sendBytes[i]) + ncclRecv(recv[i] <- prev, recvBytes[i]), queued on `stream`. */
+  /** '' (ready), 'in-progress' (the last call is still being set up or enqueued), or the asynchronous error. */
+  commStatus(comm: bigint): string;
+  /**
+   * One group of ncclSend(send[i] -> next, sendBytes[i]) + ncclRecv(recv[i] <- prev, recvBytes[i]) for
+   * `stream`. True: still being enqueued (poll commStatus until ''); false: its work is on `stream`.
+   */
   sendRecv(
     comm: bigint,
     next: number,
@@ -21,7 +27,7 @@ export interface ContextParallelAddon {
     recv: BigUint64Array,
     recvBytes: BigUint64Array,
     stream: bigint,
-  ): void;
+  ): boolean;
   merge(
     accOut: bigint,
     accLse: bigint,
@@ -45,7 +51,17 @@ export interface ContextParallelAddon {
 
 export const addonLoad: () => NativeAddonLoad<ContextParallelAddon> = lazyNativeAddon<ContextParallelAddon>({
   packageRoot: findPackageRoot(import.meta.url, '@attn/context-parallel'),
-  requiredFunctions: ['getUniqueId', 'commInitRank', 'sendRecv', 'merge', 'accumulate', 'convert', 'buildInfo'],
+  requiredFunctions: [
+    'getUniqueId',
+    'commInitRank',
+    'commStatus',
+    'commFinalize',
+    'sendRecv',
+    'merge',
+    'accumulate',
+    'convert',
+    'buildInfo',
+  ],
 });
 
 /** The loaded addon, or ATTN_CP_TRANSPORT saying why there is none. */

@@ -7,9 +7,14 @@
 // (polled from the event loop): work queued after that reads the received blocks complete, and what
 // was sent may be freed. No compute-stream wait is queued at sendRecv time: it would hold back the
 // very attention the transfer is meant to overlap.
-// A transfer that does not complete within `transferTimeoutMs` (a peer died, stalled, or issued a
-// different sequence of calls) aborts the communicator and rejects with ATTN_CP_TIMEOUT: no rank
-// waits forever on a peer that will never answer.
+//
+// The communicator is non-blocking, so the event loop never waits inside NCCL: joining, and a
+// transfer whose peer connection is still being set up, leave it "in progress", and the ring polls.
+// NCCL's rule for such communicators is kept by issuing calls one after another: a call goes to NCCL
+// only once the previous one is on its stream, and the transfer's end event is recorded only then.
+// Every wait has a deadline: joining within `timeoutMs`, each transfer within `transferTimeoutMs`;
+// past it the communicator is aborted and the promise rejects with ATTN_CP_TIMEOUT, so no rank waits
+// forever on a peer that stalled, died or issued a different sequence of calls.
 import { empty } from '@attn/core';
 import type { Tensor } from '@attn/core';
 import { Event, Stream } from '@attn/cuda';
@@ -49,8 +54,28 @@ export interface TransferTime {
 }
 
 export const DEFAULT_TRANSFER_TIMEOUT_MS = 600_000;
+/** How long create() waits for every rank to join, as the rendezvous waits for the id. */
+export const DEFAULT_JOIN_TIMEOUT_MS = 60_000;
+/** How long destroy() waits for the communicator to flush. */
+const FINALIZE_TIMEOUT_MS = 30_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Yields to the event loop: at once for the first polls, then through a timer (no busy loop). */
+const pause = (spins: number) => (spins < 256 ? new Promise((r) => setImmediate(r)) : sleep(spins < 2048 ? 0 : 1));
+
+/**
+ * Resolves once the communicator's last call is on its stream (commStatus ''). Rejects on an
+ * asynchronous error (ATTN_CP_TRANSPORT) or past the deadline (ATTN_CP_TIMEOUT); the caller aborts.
+ */
+async function untilReady(a: ContextParallelAddon, comm: bigint, deadline: number, late: () => string): Promise<void> {
+  for (let spins = 0; ; spins++) {
+    const status = a.commStatus(comm);
+    if (status === '') return;
+    if (status !== 'in-progress') throw cpError('ATTN_CP_TRANSPORT', `NCCL reported an asynchronous error: ${status}.`);
+    if (Date.now() > deadline) throw cpError('ATTN_CP_TIMEOUT', late());
+    await pause(spins);
+  }
+}
 
 export class NcclRing implements RingTransport {
   readonly rank: number;
@@ -63,6 +88,8 @@ export class NcclRing implements RingTransport {
   readonly #transferTimeoutMs: number;
   readonly #profile: boolean;
   readonly #timed: { channel: RingChannel; sentBytes: number; start: Event; end: Event }[] = [];
+  /** The last call handed to NCCL, until it is on its stream (null: none pending). */
+  #tail: Promise<void> | null = null;
   readonly #stats = { messages: { kv: 0, grad: 0 }, bytes: { kv: 0, grad: 0 } };
 
   private constructor(a: ContextParallelAddon, comm: bigint, o: NcclRingOptions) {
@@ -92,6 +119,19 @@ export class NcclRing implements RingTransport {
       o.timeoutMs,
     );
     const comm = a.commInitRank(o.size, id, o.rank, o.device);
+    const joinMs = o.timeoutMs ?? DEFAULT_JOIN_TIMEOUT_MS;
+    try {
+      await untilReady(
+        a,
+        comm,
+        Date.now() + joinMs,
+        () =>
+          `rank ${o.rank}: not every one of the ${o.size} ranks joined the communicator within ${joinMs} ms; did they all start?`,
+      );
+    } catch (e) {
+      a.commAbort(comm);
+      throw e;
+    }
     return new NcclRing(a, comm, o);
   }
 
@@ -121,25 +161,23 @@ export class NcclRing implements RingTransport {
       // With uneven shards what goes to rank+1 and what comes from rank-1 differ in size.
       const counts = transferBytes(blocks, received);
       const ready = new Event({ device: this.device, timing: this.#profile }).record();
-      ready.wait(this.#comms);
-      this.#a.sendRecv(
-        this.#comm,
-        (this.rank + 1) % this.size,
-        (this.rank + this.size - 1) % this.size,
-        BigUint64Array.from(blocks, (t) => (t.numel === 0 ? 0n : t.dataPointer())),
-        counts.send,
-        BigUint64Array.from(received, (t) => (t.numel === 0 ? 0n : t.dataPointer())),
-        counts.recv,
-        this.#comms.handle,
-      );
-      const done = new Event({ device: this.device, timing: this.#profile }).record(this.#comms);
       const sentBytes = counts.send.reduce((x, y) => x + Number(y), 0);
       this.#stats.messages[channel] += 1;
       this.#stats.bytes[channel] += sentBytes;
-      // Profiling keeps the pair until transferTimes() reads it; otherwise both go when the transfer settles.
-      if (this.#profile) this.#timed.push({ channel, sentBytes, start: ready, end: done });
-      const deadline = Date.now() + this.#transferTimeoutMs;
-      return this.#settle(channel, deadline, done, this.#profile ? [] : [ready, done]).then(
+      const issue = () => {
+        ready.wait(this.#comms);
+        return this.#a.sendRecv(
+          this.#comm,
+          (this.rank + 1) % this.size,
+          (this.rank + this.size - 1) % this.size,
+          BigUint64Array.from(blocks, (t) => (t.numel === 0 ? 0n : t.dataPointer())),
+          counts.send,
+          BigUint64Array.from(received, (t) => (t.numel === 0 ? 0n : t.dataPointer())),
+          counts.recv,
+          this.#comms.handle,
+        );
+      };
+      return this.#transfer(channel, Date.now() + this.#transferTimeoutMs, ready, issue, sentBytes).then(
         () => received,
         (e: unknown) => {
           for (const t of received) t.dispose();
@@ -155,36 +193,91 @@ export class NcclRing implements RingTransport {
     }
   }
 
-  /**
-   * Resolves once `done` completed. Rejects, aborting the communicator, on an asynchronous NCCL error,
-   * at the deadline, or when the ring was aborted meanwhile (another transfer failed).
-   */
-  async #settle(channel: RingChannel, deadline: number, done: Event, events: readonly Event[]): Promise<void> {
+  /** Issues the group (after the previous call is on its stream), then waits for the transfer's end. */
+  async #transfer(
+    channel: RingChannel,
+    deadline: number,
+    ready: Event,
+    issue: () => boolean,
+    sentBytes: number,
+  ): Promise<void> {
+    const events = [ready];
     try {
-      for (let spins = 0; !done.query(); spins++) {
-        if (this.#comm === 0n) throw cpError('ATTN_CP_TRANSPORT', 'the NCCL ring was aborted.', this.#failed);
-        const err = spins % 64 === 63 ? this.#a.asyncError(this.#comm) : '';
-        if (err) {
-          this.#failed = err;
-          this.abort();
-          throw cpError('ATTN_CP_TRANSPORT', `NCCL reported an asynchronous error: ${err}.`);
-        }
-        if (spins % 64 === 63 && Date.now() > deadline) {
-          const e = cpError(
-            'ATTN_CP_TIMEOUT',
-            `rank ${this.rank}: a '${channel}' transfer did not complete within ${this.#transferTimeoutMs} ms; ` +
-              `rank ${(this.rank + 1) % this.size} or ${(this.rank + this.size - 1) % this.size} stalled, died or ` +
-              'issued a different sequence of calls (raise transferTimeoutMs if a ring step computes longer). The ring is aborted.',
-          );
-          this.#failed = e;
-          this.abort();
-          throw e;
-        }
-        await (spins < 256 ? new Promise((r) => setImmediate(r)) : sleep(0));
+      await this.#issue(channel, deadline, issue);
+      const done = new Event({ device: this.device, timing: this.#profile }).record(this.#comms);
+      events.push(done);
+      await this.#settle(channel, deadline, done);
+      if (this.#profile) {
+        this.#timed.push({ channel, sentBytes, start: ready, end: done });
+        events.length = 0;
       }
     } finally {
       for (const e of events) e.dispose();
     }
+  }
+
+  /** Runs `issue` once every earlier call is on its stream; resolves when this one is. */
+  #issue(channel: RingChannel, deadline: number, issue: () => boolean): Promise<void> {
+    const run = (): Promise<void> =>
+      this.#guard(
+        (async () => {
+          if (this.#comm === 0n) throw cpError('ATTN_CP_TRANSPORT', 'the NCCL ring was aborted.', this.#failed);
+          if (issue()) await untilReady(this.#a, this.#comm, deadline, () => this.#late(channel));
+        })(),
+      );
+    const p = this.#tail === null ? run() : this.#tail.then(run);
+    const tail = p.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tail = tail;
+    void tail.then(() => {
+      if (this.#tail === tail) this.#tail = null;
+    });
+    return p;
+  }
+
+  /** Resolves once `done` completed; rejects, aborting the ring, on an NCCL error, at the deadline, or once aborted. */
+  async #settle(channel: RingChannel, deadline: number, done: Event): Promise<void> {
+    for (let spins = 0; !done.query(); spins++) {
+      if (this.#comm === 0n) throw cpError('ATTN_CP_TRANSPORT', 'the NCCL ring was aborted.', this.#failed);
+      if (spins % 64 !== 63) {
+        await pause(spins);
+        continue;
+      }
+      // 'in-progress' is a later call being set up, not a fault of this transfer.
+      const status = this.#a.commStatus(this.#comm);
+      if (status !== '' && status !== 'in-progress')
+        throw this.#fail(cpError('ATTN_CP_TRANSPORT', `NCCL reported an asynchronous error: ${status}.`));
+      if (Date.now() > deadline) throw this.#fail(cpError('ATTN_CP_TIMEOUT', this.#late(channel)));
+      await pause(spins);
+    }
+  }
+
+  /** Passes `p` through; when it fails, the ring fails with it (#fail). */
+  async #guard(p: Promise<void>): Promise<void> {
+    try {
+      await p;
+    } catch (e) {
+      throw this.#fail(e);
+    }
+  }
+
+  /** Marks the ring failed and aborts its communicator (once); returns `e` to throw. */
+  #fail(e: unknown): unknown {
+    this.#failed ??= e;
+    this.abort();
+    return e;
+  }
+
+  #late(channel: RingChannel): string {
+    const next = (this.rank + 1) % this.size;
+    const prev = (this.rank + this.size - 1) % this.size;
+    return (
+      `rank ${this.rank}: a '${channel}' transfer did not complete within ${this.#transferTimeoutMs} ms; rank ${next} ` +
+      `or ${prev} stalled, died or issued a different sequence of calls (raise transferTimeoutMs if a ring step ` +
+      'computes longer). The ring is aborted.'
+    );
   }
 
   /** The timed transfers since the last call (profile: true), oldest first; waits for them to finish. */
@@ -208,11 +301,21 @@ export class NcclRing implements RingTransport {
     this.#a.commAbort(c);
   }
 
-  /** Frees the communicator after its work finished. */
-  destroy(): void {
+  /** Frees the communicator after its work finished (every rank calls it once its last transfer settled). */
+  async destroy(): Promise<void> {
     if (this.#comm === 0n) return;
+    await this.#tail;
     this.#comms.synchronize();
     const c = this.#comm;
+    this.#a.commFinalize(c);
+    await this.#guard(
+      untilReady(
+        this.#a,
+        c,
+        Date.now() + FINALIZE_TIMEOUT_MS,
+        () => `rank ${this.rank}: the communicator did not flush within ${FINALIZE_TIMEOUT_MS} ms; it was aborted.`,
+      ),
+    );
     this.#comm = 0n;
     this.#a.commDestroy(c);
     this.#comms.dispose();
