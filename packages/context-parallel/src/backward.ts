@@ -4,8 +4,10 @@
 // gradients (block.ts: one sdpaBackwardFrom with the merged out and lse of the forward), and send the
 // accumulators on to rank+1. After the last step one more hop brings every block's accumulators
 // home: R hops of dK/dV in all, each after the compute it carries.
-// Accumulators are the RingMath's (float64 on the host, float32 on the device), rounded once, at the
-// end, to the inputs' dtype.
+// Accumulators are the RingMath's (float64 on the host, float32 on the device), rounded once to the
+// inputs' dtype. That rounding happens before the hop home, not after it: after the last step a
+// block's sum is complete, so rounding on either side gives the same bits, and the one transfer no
+// compute can hide carries half (float32 -> bf16/fp16) the bytes.
 import type { Tensor } from '@attn/core';
 import { blockBackward, type RowState } from './block.js';
 import { disposeReceived, type RankForward } from './forward.js';
@@ -70,7 +72,10 @@ export async function ringBackward(
           for (const g of [b.dq, b.dk, b.dv]) g.dispose();
         }
       }
-      const sent = grads;
+      const last = s === layout.ranks - 1;
+      // The hop home carries the finished gradients in the inputs' dtype (see the top).
+      const sent = last ? grads.map((g, i) => math.finishGrad(g, kv[i]!)) : grads;
+      if (last) for (const g of grads) g.dispose();
       // What is sent stays alive until its sendRecv settles (the transport's contract).
       pendingGrads = transport.sendRecv('grad', sent, incoming).finally(() => {
         for (const t of sent) t.dispose();
@@ -87,9 +92,9 @@ export async function ringBackward(
   const home = await tracedWait(opts.trace, 'grad', layout.ranks, pendingGrads!);
   const result: RankGradients = {
     dq: shard.q.map((q, i) => math.finishGrad(dqAcc[i]!, q)),
-    dk: shard.k.map((k, i) => math.finishGrad(home[i]!, k)),
-    dv: shard.v.map((v, i) => math.finishGrad(home[nk + i]!, v)),
+    dk: home.slice(0, nk),
+    dv: home.slice(nk),
   };
-  for (const t of [...home, ...dqAcc]) t.dispose();
+  for (const t of dqAcc) t.dispose();
   return result;
 }
