@@ -481,6 +481,30 @@ export function memeffCases(): TableCase[] {
   // Large softcaps keep every tanh argument of a warp below 0.6: the fp32 kernels' in-view steps take the
   // polynomial alone (ModRule::tanh_args), with ALiBi and without; the edge steps tanhf.
   add('softcap 30 d64 (in view, tanh polynomial)', { B: 1, Hq: 2, Sq: 300, Sk: 333, D: 64, softcap: 30 });
+  // The fp32 d64 backward's softcap form (softcap without ALiBi or a mask: tanh and P taken ahead of dP^T,
+  // bwd/softcap_ahead.cuh): its steps ahead (softcap 30), its warps that fall back to tanhf (softcap 3: some
+  // arguments above 0.6) and its steps left to the general rule (varlen ends, the diagonal, dropout).
+  add(
+    'softcap 30 d64 varlen causal lr gqa (softcap form)',
+    {
+      B: 3,
+      Hq: 4,
+      Hk: 2,
+      Sq: 300,
+      Sk: 333,
+      D: 64,
+      varlen: { q: [300, 0, 129], k: [333, 17, 200] },
+      causal: 'lowerRight',
+      softcap: 30,
+    },
+    ['float32'],
+  );
+  add('softcap 3 d64 dropout (softcap form)', { B: 2, Hq: 2, Sq: 200, Sk: 260, D: 64, softcap: 3, dropoutP: 0.1 }, [
+    'float32',
+  ]);
+  add('softcap 3 d64 gqa (softcap form, tanhf warps)', { B: 1, Hq: 4, Hk: 2, Sq: 257, Sk: 320, D: 64, softcap: 3 }, [
+    'float32',
+  ]);
   add('softcap 50 alibi d128 (in view, tanh polynomial)', {
     B: 2,
     Hq: 2,

@@ -18,6 +18,7 @@
 
 #include "bwd/bwd_lean.cuh"
 #include "bwd/bwd_step.cuh"
+#include "bwd/softcap_ahead.cuh"
 #include "bwd/tf32_bwd_traits.h"
 #include "common/mask_tile.cuh"
 #include "common/params.h"
@@ -89,9 +90,12 @@ __device__ __forceinline__ void rows_times_rows_t(float (&acc)[QT][4], const flo
 
 // kFull: D == Dv == the bucket (compile-time head-dim loops). kMask: the call has a mask or bias. kFeat: the
 // feature kernel (FwdParams::features, built with kMask; as bwd_mma_kernel's); kMods: its softcap and ALiBi
-// code (bwd_step_p_ds).
-template <typename Tr, bool kFull, bool kMask, bool kFeat, bool kMods = kFeat>
+// code (bwd_step_p_ds). kSoftcap: the feature kernel for calls with a softcap and neither ALiBi nor a mask
+// (launch_bwd_tf32), which takes its softcap steps' tanh and P between S^T's and dP^T's products
+// (softcap_ahead.cuh); the d64 form only, whose S^T is whole there (d128's halves are summed after both).
+template <typename Tr, bool kFull, bool kMask, bool kFeat, bool kMods = kFeat, bool kSoftcap = false>
 __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_kernel(const BwdParams params) {
+  static_assert(!kSoftcap || (kFull && !kMask && kFeat && kMods && Tr::kDSplit == 1), "the d64 unmasked softcap form");
 #ifdef ATTN_SM80
   constexpr int N = Tr::kBlockN, M = Tr::kBlockM, HD = Tr::kHeadDim, QT = Tr::kQTiles, DT = Tr::kDTiles,
                 DQT = Tr::kDqTiles;
@@ -185,6 +189,9 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_st[n][e] = acc_dpt[n][e] = 0.f;
     rows_times_rows_t<QT, KSP, P2, PQ, kFull>(acc_st, k2_s, kw * 16, qb_s, ql_s, dh * KSP, qk_steps, lane);
+    SoftcapAhead<QT> cap;  // kSoftcap: a softcap step's tanh and P, scheduled under dP^T's products
+    if constexpr (kSoftcap)
+      cap.take(acc_st, p, lse_s + buf * M, t, !p.dropout && tile_mods_only<kFeat>(p, i0, M, j0, N));
     rows_times_rows_t<QT, KSP, P2, PQ, kFull>(acc_dpt, v2_s, kw * 16, dob_s, dol_s, dh * KSP, v_steps, lane);
     if constexpr (DSPLIT == 2) {
       // The two head-dim halves' partials, summed by both warps of the key group (a + b = b + a exactly, so
@@ -211,11 +218,15 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_tf32_ke
     const MaskView mask = kMask ? mask_view(p, b, h) : MaskView{};
     const bool mask_smem = kMask && staged_cur;  // the staging's decision for this step (mask_tile_ok)
     if (MB == 2) staged_cur = staged_next;
-    bwd_step_p_ds<float, M, N, Tr::kThreads, kMask, kFeat, kMods>(
-        p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, score_ctx(p, b, h), mask_smem,
-        mask_s + (MB == 2 ? buf : 0) * MaskT::kBytes,
-        reinterpret_cast<float*>(mask_s + MB * MaskT::kBytes) + threadIdx.x, lse_s + buf * M, dsum_s + buf * M, acc_st,
-        acc_dpt);
+    if (kSoftcap && cap.ready) {
+      cap.finish(acc_st, acc_dpt, dsum_s + buf * M, t);
+    } else {
+      bwd_step_p_ds<float, M, N, Tr::kThreads, kMask, kFeat, kMods>(
+          p, BwdStepAt{b, h, i0, j0, kw, lane, step_gh, dh == 0}, mask, score_ctx(p, b, h), mask_smem,
+          mask_s + (MB == 2 ? buf : 0) * MaskT::kBytes,
+          reinterpret_cast<float*>(mask_s + MB * MaskT::kBytes) + threadIdx.x, lse_s + buf * M, dsum_s + buf * M,
+          acc_st, acc_dpt);
+    }
 
     // dV += Pd^T dO.
     {

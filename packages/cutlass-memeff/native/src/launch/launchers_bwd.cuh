@@ -99,15 +99,24 @@ const void* probe_bwd_mma() {
 // fp32 on tensor cores (3xTF32, bwd_tf32.cuh).
 // Calls with features and no mask take, at D == Dv == the bucket, the feature kernel built without the
 // mask code (its in-view steps are ModRule's alone; the masked build costs the fp32 backward ~10% on them),
-// and without softcap and ALiBi code where the call has neither (a window's left side, varlen, sequsedK).
+// and without softcap and ALiBi code where the call has neither (a window's left side, varlen, sequsedK); at
+// d64 those with a softcap and no ALiBi take its kSoftcap form. Other head dims with features take the masked
+// feature kernel (only it is built for them).
 template <typename Tr, bool kFull>
 void launch_bwd_tf32(const BwdParams& p, cudaStream_t stream) {
   const bool masked = p.mask_kind != MaskKind::kNone;
   auto kernel = &bwd_tf32_kernel<Tr, kFull, false, false>;
   if (p.features) {
-    kernel = !kFull || masked    ? &bwd_tf32_kernel<Tr, kFull, true, true>
-             : has_score_mods(p) ? &bwd_tf32_kernel<Tr, kFull, false, true>
-                                 : &bwd_tf32_kernel<Tr, kFull, false, true, false>;
+    kernel = &bwd_tf32_kernel<Tr, kFull, true, true>;
+    if constexpr (kFull) {
+      constexpr bool kSoftcapForm = Tr::kDSplit == 1;
+      if (!masked) {
+        const bool softcap_only = p.softcap != 0.f && p.alibi == nullptr;
+        kernel = kSoftcapForm && softcap_only ? &bwd_tf32_kernel<Tr, true, false, true, true, kSoftcapForm>
+                 : has_score_mods(p)          ? &bwd_tf32_kernel<Tr, true, false, true>
+                                              : &bwd_tf32_kernel<Tr, true, false, true, false>;
+      }
+    }
   } else if (masked) {
     kernel = &bwd_tf32_kernel<Tr, kFull, true, false>;
   }
