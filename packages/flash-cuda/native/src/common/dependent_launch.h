@@ -30,7 +30,8 @@ __device__ __forceinline__ void dependent_launch_prologue() {
 inline bool dependent_launch_ok(int device) {
   static std::atomic<uint64_t> known{0}, yes{0};
   const uint64_t bit = uint64_t(1) << (device & 63);
-  if (device < 64 && (known.load(std::memory_order_relaxed) & bit)) return (yes.load(std::memory_order_relaxed) & bit) != 0;
+  if (device < 64 && (known.load(std::memory_order_relaxed) & bit))
+    return (yes.load(std::memory_order_relaxed) & bit) != 0;
   int major = 0;
   ATTN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   if (device < 64) {
