@@ -151,10 +151,10 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       // Decode (short queries, split-KV) stays on the split-KV tiles.
       const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
       expect(a!.plan(dec.nums, dec.ptrs).kernel).not.toMatch(/sm90/);
-      // A grid too small for the GPU would want split-KV, which the Hopper kernel has not: the lean kernel runs.
+      // A grid too small for the GPU would want split-KV, which the Hopper kernel has not: the split tile runs.
       const few = nums([1, 1, 1, 256, 65536, 128]);
       const fewPlan = a!.plan(few.nums, few.ptrs);
-      expect(fewPlan.kernel).toBe('bf16_d128_lean');
+      expect(fewPlan.kernel).toBe('bf16_d128_lean_small');
       expect(fewPlan.numSplits).toBeGreaterThan(1);
       // The kernel option: 'sm90' runs the Hopper kernel where the heuristic would split (the small grid
       // above), 'sm80' keeps a call the Hopper kernel would take on mma.sync; 'sm90' is refused off sm90
@@ -175,6 +175,34 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const forcedTile = nums([4, 16, 16, 4096, 4096, 128], {}, { ...H100, major: 10, minor: 0 });
       forcedTile.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90ws');
       expect(() => a!.plan(forcedTile.nums, forcedTile.ptrs)).toThrow(/only on sm90/);
+    },
+  );
+
+  // The short-call rules (dispatch.cu make_plan; measured by scripts/short-call-sweep.mjs).
+  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d64_sm90ws') || !/\b90a\b/.test(a.buildInfo().cudaArchs))(
+    'plans short calls by the keys a row can see and the heads against the SMs',
+    () => {
+      const plan = (shape: [number, number, number, number, number, number], opts: SdpaOptions = {}) => {
+        const n = nums(shape, opts);
+        return a!.plan(n.nums, n.ptrs);
+      };
+      // A few heads whose keys fit one or two of the Hopper tile's key blocks: one CTA each, no split.
+      expect(plan([1, 1, 1, 16, 16, 64])).toMatchObject({ kernel: 'bf16_d64_sm90ws', numSplits: 1 });
+      expect(plan([2, 8, 8, 1, 256, 128])).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1 });
+      // Upper-left causal: a row sees at most Sq keys, so the long cache does not ask for a split; lower-right
+      // sees them all and splits on the split tile.
+      expect(plan([1, 1, 1, 128, 4096, 128], { isCausal: true })).toMatchObject({ kernel: 'bf16_d128_sm90ws' });
+      const lowerRight = plan([1, 1, 1, 128, 4096, 128], { isCausal: true, alignment: 'lowerRight' });
+      expect(lowerRight.kernel).toBe('bf16_d128_lean_small');
+      expect(lowerRight.numSplits).toBeGreaterThan(1);
+      // More heads than SMs: the 64-row tiles' two CTAs per SM; D 128 with at most 64 visible keys takes the
+      // 64-key block of 'small'.
+      expect(plan([8, 32, 32, 1, 4096, 64]).kernel).toBe('bf16_d64_lean_small');
+      expect(plan([8, 32, 32, 1, 4096, 128]).kernel).toBe('bf16_d128_lean_small');
+      expect(plan([8, 32, 32, 1, 16, 128]).kernel).toBe('bf16_d128_small');
+      expect(plan([8, 32, 32, 16, 4096, 128], { isCausal: true }).kernel).toBe('bf16_d128_small');
+      // Many keys for a few heads: split-KV on the 64-row tile (FlashAttention-2's split tile).
+      expect(plan([1, 1, 1, 1, 4096, 64])).toMatchObject({ kernel: 'bf16_d64_lean_small', numSplits: 32 });
     },
   );
 

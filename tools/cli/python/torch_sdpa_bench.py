@@ -199,21 +199,22 @@ def make_op(torch, call, mode, sets):
 def bench_one(torch, timer, case, mode, sets, req):
     op = make_op(torch, sdpa_call(torch, case), mode, sets)
     n = 0
-    # At least `warmup` calls and `warmupMs` of them, as the CLI warms ours (timing/measure.ts).
-    warm_until = time.perf_counter() + float(req.get("warmupMs", 0)) / 1e3
-    i = 0
-    while i < max(0, int(req.get("warmup", 2))) or time.perf_counter() < warm_until:
-        timer.time(lambda: op(n))
-        n += 1
-        i += 1
-    samples, spent = [], 0.0
-    budget = float(req.get("budgetMs", 3000))
     k = max(1, int(req.get("callsPerSample", 1)))
 
     def loop(i):
         for _ in range(k):
             op(i)
 
+    # At least `warmup` samples and `warmupMs` of them, each a timed sample's loop, as the CLI warms ours
+    # (timing/measure.ts).
+    warm_until = time.perf_counter() + float(req.get("warmupMs", 0)) / 1e3
+    i = 0
+    while i < max(0, int(req.get("warmup", 2))) or time.perf_counter() < warm_until:
+        timer.time(lambda: loop(n))
+        n += 1
+        i += 1
+    samples, spent = [], 0.0
+    budget = float(req.get("budgetMs", 3000))
     while len(samples) < max(1, int(req.get("repeat", 10))):
         ms = timer.time(lambda: loop(n))
         n += 1

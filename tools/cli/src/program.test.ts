@@ -430,11 +430,15 @@ describe('attn bench (CPU smoke run)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
     const json = join(dir, 'o.json');
     const r = await attn(
-      ...words('bench --device cpu --backends cpu-math --overhead --non-causal --repeat 2 --warmup 0 --quiet --json'),
+      ...words(
+        'bench --device cpu --backends cpu-math --overhead --non-causal --repeat 2 --warmup 0 --warmup-ms 0 --quiet --json',
+      ),
       json,
     );
     expect(r.code).toBe(EXIT_OK);
-    expect(r.out).toMatch(/overhead grid, 1 case\(s\).*loops of 200 back-to-back calls, each disposing its outputs/);
+    expect(r.out).toMatch(
+      /overhead grid, 1 case\(s\).*warm-up 0 ms \(and at least 0\) of loops of 1000 back-to-back calls, each disposing its outputs, then the median of up to 2 such loops/,
+    );
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
     expect(rows).toEqual([expect.objectContaining({ batch: 1, headsQ: 1, seqQ: 16, headDim: 64, status: 'ok' })]);
   });
@@ -449,7 +453,7 @@ describe('attn bench (CPU smoke run)', () => {
       json,
     );
     expect(r.code).toBe(EXIT_OK);
-    expect(r.out).toMatch(/loops of 200 back-to-back calls.*calls: sdpaVarlen, a preallocated out/);
+    expect(r.out).toMatch(/loops of 1000 back-to-back calls.*calls: sdpaVarlen, a preallocated out/);
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
     expect(rows).toEqual([
       expect.objectContaining({ seqQ: 16, status: 'ok', features: expect.stringMatching(/varlen.*preallocated out/) }),

@@ -155,6 +155,10 @@ struct Shape {
   int cc_major, cc_minor;
   bool varlen;
   bool paged;  // K/V through a block table: the sm80-family kernels only
+  // The keys one query row can see at most, what the plan counts key tiles over: an upper-left causal mask or
+  // right window bound (key j <= row i + window_right) leaves min(Sk, Sq + window_right); a lower-right one
+  // (offset Sk - Sq per sequence) leaves every key. Only the plan reads it; the kernels walk their own range.
+  int64_t visible_k;
 };
 
 Shape read_shape(const double* nums, bool varlen) {
@@ -179,6 +183,12 @@ Shape read_shape(const double* nums, bool varlen) {
   s.paged = as_int(nums, kPageSize, "page size", 0, 2147483647.0) > 0;
   require(!s.paged || varlen || kv, "paged K/V (a block table) needs varlen offsets");
   require(!kv || s.paged, "a kv-cache call reads its cache through a block table");
+  const bool causal = as_int(nums, kCausal, "causal flag", 0, 1) == 1;
+  const int window_right = causal ? 0 : as_int(nums, kWindowRight, "window right", -1, 2147483647.0);
+  const bool lower_right = as_int(nums, kLowerRight, "alignment flag", 0, 1) == 1;
+  s.visible_k = window_right >= 0 && !lower_right ? std::min<int64_t>(s.seq_k, int64_t(s.seq_q) + window_right)
+                                                  : int64_t(s.seq_k);
+  s.visible_k = std::max<int64_t>(s.visible_k, 1);
   return s;
 }
 
@@ -198,6 +208,16 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   const bool pack = s.group > 1 && s.seq_q <= 64;
   const int64_t rows = int64_t(s.seq_q) * (pack ? s.group : 1);
   const bool on_sm90 = s.cc_major == 9 && s.cc_minor == 0 && built_for_sm90a();
+  const int heads_eff = pack ? s.heads_k : s.heads_q;
+  auto key_tiles = [&](const FwdConfig& c) {
+    return static_cast<int>(std::min<int64_t>((s.visible_k + c.block_n - 1) / c.block_n, 2147483647));
+  };
+  auto m_blocks_of = [&](const FwdConfig& c) { return (std::max<int64_t>(rows, 1) + c.block_m - 1) / c.block_m; };
+  // The heuristic's split count for tile c (no split for a grid that fills the GPU).
+  auto splits_for = [&](const FwdConfig& c, int64_t heads) {
+    return num_splits_heuristic(int64_t(s.batch) * heads * m_blocks_of(c), s.sm_count * ctas_per_sm(c, s.smem_optin),
+                                key_tiles(c), kMaxSplits);
+  };
   int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
@@ -216,8 +236,16 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     if (c.block_m < 128 && small < 0) small = i;
   }
   if (lean_large >= 0) large = lean_large;
-  if (lean_small >= 0) small = lean_small;
+  // Short queries run the 64-row tile: the lean one, unless every visible key fits the narrower key block of
+  // 'small' (D 128: 64 keys against 128), where the wider block would load and multiply keys no row can see.
+  if (lean_small >= 0 &&
+      !(small >= 0 && s.visible_k <= kConfigs[small].block_n && kConfigs[small].block_n < kConfigs[lean_small].block_n))
+    small = lean_small;
   int cfg = (rows <= 64 && small >= 0) ? small : (large >= 0 ? large : small);
+  // Split-KV runs on 'lean_small', FlashAttention-2's split tile (64 rows, the widest key block): the 128-row
+  // tile that would split needs more splits for the same grid, each adding a share of the combine
+  // (scripts/short-call-sweep.mjs: up to 1.5x at Sq 128-256).
+  if (cfg == large && small >= 0 && small == lean_small && splits_for(kConfigs[large], heads_eff) > 1) cfg = small;
   if (forced >= 0) {
     if (forced >= kNumConfigs)
       throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
@@ -251,13 +279,16 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
           "), head dim <= 256, no ALiBi, softcap, dropout or left window bound, scale > 0, no paged K/V, no split-KV "
           "and no packed GQA (query length <= 64 with GQA)");
     cfg = hopper;
-  } else if (hopper >= 0 && rows > 64 && requested_splits <= 1) {
-    // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile.
+  } else if (hopper >= 0 && requested_splits <= 1) {
+    // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile is 1, or the
+    // visible keys are at most two of its key tiles (a split's combine launch costs more than a second tile).
+    // Short queries (packed rows <= 64) take the warp-specialized tile (D <= 128, where it was measured) only
+    // where its grid is one wave: at one CTA per SM, more heads than SMs run faster on the 64-row tile's two
+    // CTAs per SM (scripts/short-call-sweep.mjs).
     const FwdConfig& h = kConfigs[hopper];
-    const int64_t hm = (rows + h.block_m - 1) / h.block_m;
-    const int hn = std::max(1, static_cast<int>((int64_t(s.seq_k) + h.block_n - 1) / h.block_n));
-    if (num_splits_heuristic(int64_t(s.batch) * s.heads_q * hm, s.sm_count * ctas_per_sm(h, s.smem_optin), hn,
-                             kMaxSplits) == 1)
+    const bool one_wave =
+        int64_t(s.batch) * s.heads_q * m_blocks_of(h) <= int64_t(s.sm_count) * ctas_per_sm(h, s.smem_optin);
+    if ((rows > 64 || (one_wave && h.warp_specialized)) && (key_tiles(h) <= 2 || splits_for(h, s.heads_q) == 1))
       cfg = hopper;
   }
   if (cfg < 0)
@@ -268,18 +299,15 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   pl.config = cfg;
   pl.pack_gqa = pack;
   pl.oaccum_stride = c.head_dim;
-  const int64_t m_blocks = (std::max<int64_t>(rows, 1) + c.block_m - 1) / c.block_m;
+  const int64_t m_blocks = m_blocks_of(c);
   if (m_blocks > 2147483647 / kMaxSplits) throw std::invalid_argument("flash-cuda: too many query rows");
   pl.m_blocks = static_cast<int>(m_blocks);
-  const int heads_eff = pack ? s.heads_k : s.heads_q;
-  const int n_blocks = std::max(1, static_cast<int>((int64_t(s.seq_k) + c.block_n - 1) / c.block_n));
   if (c.sm90) {
     pl.num_splits = 1;
   } else if (requested_splits > 0) {
     pl.num_splits = std::min(requested_splits, kMaxSplits);
   } else {
-    pl.num_splits = num_splits_heuristic(int64_t(s.batch) * heads_eff * m_blocks,
-                                         s.sm_count * ctas_per_sm(c, s.smem_optin), n_blocks, kMaxSplits);
+    pl.num_splits = splits_for(c, heads_eff);
   }
   return pl;
 }

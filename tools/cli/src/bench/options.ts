@@ -2,7 +2,7 @@
 import { Option, type Command } from 'commander';
 import { MODES, type Mode } from '../flops.js';
 import { addFeatureOptions, type FeatureFlags } from '../options/problem-options.js';
-import { OVERHEAD_LOOP_CALLS } from './run-case.js';
+import { DEFAULT_WARMUP_MS, OVERHEAD_LOOP_CALLS, OVERHEAD_WARMUP_MS } from './run-case.js';
 import {
   choiceList,
   parseNameList,
@@ -28,7 +28,8 @@ export interface BenchFlags extends FeatureFlags {
   overhead?: boolean;
   repeat: number;
   warmup: number;
-  warmupMs: number;
+  /** Unset: DEFAULT_WARMUP_MS, or OVERHEAD_WARMUP_MS with --overhead. */
+  warmupMs?: number;
   budget: number;
   json?: string;
   plot?: string;
@@ -78,7 +79,7 @@ export function addBenchOptions(cmd: Command): Command {
     .addOption(
       new Option(
         '--overhead',
-        `the loop figure: each sample is ${OVERHEAD_LOOP_CALLS} back-to-back calls, each disposing its outputs (torch: the same loop); alone: at B=1, H=1, S=16, D=64, with --decode: at the decode shape`,
+        `the loop figure: each sample is ${OVERHEAD_LOOP_CALLS} back-to-back calls, each disposing its outputs (forward: sdpa() then out.dispose(), an inference loop), after ${OVERHEAD_WARMUP_MS} ms of such loops (torch: the same loops); alone: at B=1, H=1, S=16, D=64, with --decode: at the decode shape`,
       ).conflicts(GRID_FLAGS),
     )
     .addOption(
@@ -108,10 +109,8 @@ export function addBenchOptions(cmd: Command): Command {
     .addOption(
       new Option(
         '--warmup-ms <ms>',
-        'and untimed calls until this long went into them (JavaScript call paths are optimized after hundreds of calls; torch gets the same)',
-      )
-        .argParser(parseNonNegativeInt)
-        .default(200),
+        `and untimed calls until this long went into them (JavaScript call paths are optimized after hundreds of calls; torch gets the same; default ${DEFAULT_WARMUP_MS}, ${OVERHEAD_WARMUP_MS} with --overhead)`,
+      ).argParser(parseNonNegativeInt),
     )
     .addOption(
       new Option('--budget <seconds>', 'stop timing a case after this long (at least 3 calls)')

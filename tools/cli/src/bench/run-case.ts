@@ -24,8 +24,19 @@ export interface CaseSettings {
   readonly callsPerSample: number;
 }
 
-/** Calls per sample of `attn bench --overhead`, on our side and torch's. */
-export const OVERHEAD_LOOP_CALLS = 200;
+/**
+ * Calls per sample of `attn bench --overhead`, on our side and torch's: long enough that a loop holds the
+ * young-generation collections and finalizer work its calls cause, so one loop's figure is every loop's.
+ */
+export const OVERHEAD_LOOP_CALLS = 1000;
+/**
+ * The warm-up of `attn bench --overhead` (unless --warmup-ms says otherwise), in loops of the timed loop's
+ * size on both sides: a JavaScript call path runs at its steady speed only after V8 has optimized every
+ * function on it and the heap has grown to the loop's allocation rate (tens of thousands of small calls).
+ */
+export const OVERHEAD_WARMUP_MS = 1000;
+/** The warm-up of every other bench, in ms (--warmup-ms). */
+export const DEFAULT_WARMUP_MS = 200;
 
 function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);

@@ -6,7 +6,7 @@ import { makeProgress } from '../bench/progress.js';
 import { buildReport, writeReport } from '../bench/report.js';
 import { cpuLine, machineFacts, threadFacts, torchLine } from '../bench/machine.js';
 import { backendBuilds, pathFacts, pathLines } from '../bench/paths.js';
-import { OVERHEAD_LOOP_CALLS } from '../bench/run-case.js';
+import { DEFAULT_WARMUP_MS, OVERHEAD_LOOP_CALLS, OVERHEAD_WARMUP_MS } from '../bench/run-case.js';
 import { CliUsageError } from '../errors.js';
 import { runBench } from '../bench/run-bench.js';
 import { renderSkipped, renderTable } from '../bench/table.js';
@@ -71,7 +71,7 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   const plan = benchPlan(flags, device, dtype, type);
   const settings = {
     warmup: flags.warmup,
-    warmupMs: flags.warmupMs,
+    warmupMs: flags.warmupMs ?? (flags.overhead ? OVERHEAD_WARMUP_MS : DEFAULT_WARMUP_MS),
     repeat: flags.repeat,
     budgetMs: flags.budget * 1000,
     callsPerSample: flags.overhead ? OVERHEAD_LOOP_CALLS : 1,
@@ -79,7 +79,9 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
   println(
     io.stdout,
     `attn bench on ${target.name}: ${plan.gridName} grid, ${plan.problems.length} case(s) x ${flags.mode.join(',')} x ${backends.map((b) => b.name).join(', ')}; ${dtype}; ` +
-      `warm-up ${settings.warmup} calls and ${settings.warmupMs} ms, median of up to ${settings.repeat}${settings.callsPerSample > 1 ? ` loops of ${settings.callsPerSample} back-to-back calls, each disposing its outputs (torch: the same loop)` : ''}; ${target.clock.description}` +
+      (settings.callsPerSample > 1
+        ? `warm-up ${settings.warmupMs} ms (and at least ${settings.warmup}) of loops of ${settings.callsPerSample} back-to-back calls, each disposing its outputs, then the median of up to ${settings.repeat} such loops (torch: the same loops); ${target.clock.description}`
+        : `warm-up ${settings.warmup} calls and ${settings.warmupMs} ms, median of up to ${settings.repeat}; ${target.clock.description}`) +
       (type === 'cpu' ? `; ${threads} CPU threads` : '') +
       callForm(flags),
   );
@@ -115,7 +117,7 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
       device: target.name,
       machine,
       clock: target.clock.description,
-      settings: { ...flags, threads, plan: plan.gridName },
+      settings: { ...flags, warmupMs: settings.warmupMs, threads, plan: plan.gridName },
       backends: builds,
       paths: pathFacts(builds, dtype),
       threads: threadsUsed,

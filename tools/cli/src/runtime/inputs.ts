@@ -6,6 +6,7 @@ import {
   explainVarlen,
   fromHostArray,
   parseDevice,
+  sdpa,
   sdpaForward,
   sdpaVarlen,
   tensor,
@@ -179,6 +180,25 @@ export function forwardCall(
   }
   const opts = sdpaOptions(p, inputs, backends);
   return () => sdpaForward(q, k, v, opts);
+}
+
+/**
+ * One call for the attention output alone, as a user's inference loop makes it and as torch's SDPA returns it:
+ * sdpa(q, k, v, opts) (the logsumexp never becomes a tensor); varlen problems have sdpaVarlen only, whose
+ * logsumexp the call disposes at once.
+ */
+export function outputCall(p: ProblemSpec, inputs: ProblemInputs, backends: readonly string[] | null): () => Tensor {
+  const { query: q, key: k, value: v } = inputs;
+  if (p.varlen) {
+    const opts = varlenOptions(p, inputs, backends);
+    return () => {
+      const r = sdpaVarlen(q, k, v, opts);
+      r.logsumexp.dispose();
+      return r.out;
+    };
+  }
+  const opts = sdpaOptions(p, inputs, backends);
+  return () => sdpa(q, k, v, opts);
 }
 
 /** The selection report of the problem's call on an input set. */

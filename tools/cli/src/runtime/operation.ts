@@ -2,7 +2,7 @@
 import { sdpaBackward, type ForwardResult, type Gradients, type Tensor } from '@attn/core';
 import type { Mode } from '../flops.js';
 import type { ProblemSpec } from '../problem.js';
-import { forwardCall, type ProblemInputs } from './inputs.js';
+import { forwardCall, outputCall, type ProblemInputs } from './inputs.js';
 import { randomTensor } from './random.js';
 
 export interface Operation {
@@ -42,17 +42,21 @@ export function makeOperation(
   backends: readonly string[] | null,
 ): Operation {
   const problem = problemForMode(p, mode);
-  const calls = sets.map((s) => forwardCall(problem, s, backends));
-  const forward = (i: number) => calls[i]!();
   if (mode === 'fwd') {
+    // The output alone (sdpa()), as torch's SDPA returns it: what an inference loop calls.
+    const outputs = sets.map((s) => outputCall(problem, s, backends));
     return {
       call(i) {
-        const r = forward(i);
-        return () => disposeForward(r, sets[i]!.out);
+        const out = outputs[i]!();
+        return () => {
+          if (out !== sets[i]!.out) out.dispose(); // a preallocated out stays, as a user's loop reuses it
+        };
       },
       dispose() {},
     };
   }
+  const calls = sets.map((s) => forwardCall(problem, s, backends));
+  const forward = (i: number) => calls[i]!();
   const grads = sets.map((_, i) => gradOutFor(problem, i));
   if (mode === 'fwdbwd') {
     return {

@@ -3,7 +3,7 @@ import { summarize, type Summary } from '../stats.js';
 import type { Clock } from './clock.js';
 
 export interface MeasureOptions {
-  /** Untimed calls first (lazy native loads, allocator growth, caches). */
+  /** Untimed calls first (lazy native loads, allocator growth, caches); each is a timed sample's call (a loop of calls under --overhead). */
   readonly warmup: number;
   /**
    * And untimed calls until this long went into them: a JavaScript call path runs interpreted for its

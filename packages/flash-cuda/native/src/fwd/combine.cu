@@ -24,6 +24,8 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32) combine_kernel(const __gri
   // Launched as a programmatic dependent of the forward (run_combine's pdl): wait for the forward grid to
   // finish and its partials to be visible. Without that launch attribute this returns at once.
   asm volatile("griddepcontrol.wait;" ::: "memory");
+  // And the next forward (itself a dependent launch, common/dependent_launch.h) may be scheduled behind it.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + warp;

@@ -16,6 +16,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "common/dependent_launch.h"
 #include "fwd/fwd_gemm.h"
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
@@ -36,6 +37,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   using IO = TileIO<Tr>;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kMT = Tr::kMTiles, kW = Tr::kNWarps;
   constexpr int kNT = Tr::kNTiles, kDT = Tr::kDTiles, kKS = Tr::kKSteps;
+  dependent_launch_prologue();  // before any global access (common/dependent_launch.h)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   E* sQ = reinterpret_cast<E*>(smem_raw);
@@ -87,11 +89,6 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     n_begin = max(n_begin, split * per_split);
     n_end = min(n_end, (split + 1) * per_split);
   }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // The split-KV combine is a programmatic dependent launch (run_combine): let it start its prologue.
-  if (p.num_splits > 1) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-
   // ---- what the score modifications need of this thread's rows
   RowCtx rc;
   rc.base = row0 + warp * 16 + g;

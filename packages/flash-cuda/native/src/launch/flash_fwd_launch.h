@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "attn/cuda_check.h"
+#include "common/dependent_launch.h"
 #include "fwd/flash_fwd_kernel.h"
 #include "common/fwd_params.h"
 
@@ -31,7 +32,7 @@ void run_fwd(const FwdParams& p, cudaStream_t stream, int device) {
   const dim3 grid(static_cast<unsigned>(p.m_blocks * p.num_splits),
                   static_cast<unsigned>(p.pack_gqa ? p.heads_k : p.heads_q), static_cast<unsigned>(p.batch));
   const int smem = p.block_table != nullptr ? Tr::kPagedSmemBytes : Tr::kSmemBytes;
-  flash_fwd_kernel<Tr><<<grid, Tr::kNThreads, smem, stream>>>(p);
+  launch_dependent(flash_fwd_kernel<Tr>, grid, Tr::kNThreads, smem, stream, device, p);
   ATTN_LAUNCH_CHECK("flash_fwd_kernel");
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 #include <cstdint>
 
+#include "common/dependent_launch.h"
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
 #include "attn/ptx.h"
@@ -36,6 +37,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, Tr::kMinBlocks)
   using IO = TileIO<Tr>;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kNT = Tr::kNTiles, kDT = Tr::kDTiles;
   constexpr uint32_t kKVBytes = Tr::kSmemKVElems * 2;
+  dependent_launch_prologue();  // before any global access (common/dependent_launch.h)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   // Tiles on a 1024-byte boundary: the descriptors' swizzle is computed from absolute address bits.

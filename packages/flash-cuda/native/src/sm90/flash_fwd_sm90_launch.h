@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/dependent_launch.h"
 #include "common/fwd_params.h"
 #include "attn/cuda_check.h"
 #include "sm90/flash_fwd_sm90_kernel.h"
@@ -33,7 +34,7 @@ void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
     opted_in.fetch_or(bit, std::memory_order_relaxed);
   }
   const dim3 grid(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
-  kernel<<<grid, Tr::kLaunchThreads, kSmem, stream>>>(p);
+  launch_dependent(kernel, grid, Tr::kLaunchThreads, kSmem, stream, device, p);
   if constexpr (Tr::kWarpSpecialized) {
     ATTN_LAUNCH_CHECK("flash_fwd_sm90_ws_kernel");
   } else {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "common/dependent_launch.h"
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
 #include "attn/ptx.h"
@@ -39,6 +40,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   constexpr uint32_t kKVUnits = Tr::kSmemKVElems * 2 / 16;  // one stage, in descriptor units (16 bytes)
   // Named barriers: 1 = the consumers' own (Q landed); 2 + wg = warpgroup wg's turn on the tensor cores.
   constexpr int kConsumerBar = 1, kTurnBar = 2;
+  dependent_launch_prologue();  // before any global access (common/dependent_launch.h)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
   const uint32_t raw_addr = smem_addr(smem_raw);
