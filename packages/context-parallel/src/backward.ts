@@ -1,9 +1,10 @@
 // The ring backward of one rank. Each query chunk keeps its dQ; each K/V block travels with its dK/dV
-// accumulators. Step s: post the K/V send (it does not depend on this step's work), receive the
-// accumulators of the block in hand (sent by rank-1 after its step s-1), add this rank's block
-// gradients (block.ts: one sdpaBackwardFrom with the merged out and lse of the forward), and send the
-// accumulators on to rank+1. After the last step one more hop brings every block's accumulators
-// home: R hops of dK/dV in all, each after the compute it carries.
+// accumulators. Step s: post the K/V send (it does not depend on this step's work), queue this rank's
+// block gradients (block.ts: one sdpaBackwardFrom with the merged out and lse of the forward), and
+// only then wait for the accumulators of the block in hand (sent by rank-1 after its step s-1), add
+// the step's parts into them and send them on to rank+1. Waiting after the compute is queued lets
+// that transfer run beside it; waiting before would leave every hop but the first exposed. After
+// the last step one more hop brings every block's accumulators home: R hops of dK/dV in all.
 // Accumulators are the RingMath's (float64 on the host, float32 on the device), rounded once to the
 // inputs' dtype. That rounding happens before the hop home, not after it: after the last step a
 // block's sum is complete, so rounding on either side gives the same bits, and the one transfer no
@@ -61,16 +62,25 @@ export async function ringBackward(
     const incoming = incomingShapes(layout, transport.rank, s, own);
     const nextKv = s < layout.ranks - 1 ? transport.sendRecv('kv', kv, incoming) : null;
     try {
-      if (pendingGrads) grads = await tracedWait(opts.trace, 'grad', s, pendingGrads);
-      for (const t of stepTasks(layout, transport.rank, s, causal).tasks) {
-        const b = blockBackward(shard.q[t.qi]!, kv[t.ki]!, kv[nk + t.ki]!, t.kind === 'causal', rows[t.qi]!, local);
-        try {
-          dqAcc[t.qi] = math.addGrad(dqAcc[t.qi]!, b.dq);
-          grads[t.ki] = math.addGrad(grads[t.ki]!, b.dk);
-          grads[nk + t.ki] = math.addGrad(grads[nk + t.ki]!, b.dv);
-        } finally {
-          for (const g of [b.dq, b.dk, b.dv]) g.dispose();
+      // This step's dK/dV parts, kept until the block's accumulators arrive (same adds, same order).
+      const parts: { ki: number; dk: Tensor; dv: Tensor }[] = [];
+      try {
+        for (const t of stepTasks(layout, transport.rank, s, causal).tasks) {
+          const b = blockBackward(shard.q[t.qi]!, kv[t.ki]!, kv[nk + t.ki]!, t.kind === 'causal', rows[t.qi]!, local);
+          parts.push({ ki: t.ki, dk: b.dk, dv: b.dv });
+          try {
+            dqAcc[t.qi] = math.addGrad(dqAcc[t.qi]!, b.dq);
+          } finally {
+            b.dq.dispose();
+          }
         }
+        if (pendingGrads) grads = await tracedWait(opts.trace, 'grad', s, pendingGrads);
+        for (const p of parts) {
+          grads[p.ki] = math.addGrad(grads[p.ki]!, p.dk);
+          grads[nk + p.ki] = math.addGrad(grads[nk + p.ki]!, p.dv);
+        }
+      } finally {
+        for (const p of parts) for (const g of [p.dk, p.dv]) g.dispose();
       }
       const last = s === layout.ranks - 1;
       // The hop home carries the finished gradients in the inputs' dtype (see the top).
