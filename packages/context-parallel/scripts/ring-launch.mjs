@@ -29,9 +29,9 @@ export function launchRing(size, job, options = {}) {
   const runs = Array.from({ length: size }, (_, rank) => {
     // execArgv []: a parent under vitest runs with --conditions @attn/source (TypeScript sources),
     // which a plain node child cannot load; the ranks run the packages' dist/.
-    const child = fork(script, [], {
+    // The rank and the job go as arguments: `<script> <rank> <job JSON>`.
+    const child = fork(script, [String(rank), JSON.stringify(full)], {
       execArgv: [],
-      env: { ...process.env, ATTN_CP_RANK: String(rank), ATTN_CP_JOB: JSON.stringify(full) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     children.push(child);

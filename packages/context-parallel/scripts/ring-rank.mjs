@@ -1,7 +1,7 @@
-// One rank of a multi-GPU ring job: a child process pinned to GPU `ATTN_CP_RANK` (one process per
+// One rank of a multi-GPU ring job: a child process pinned to GPU `rank` (one process per
 // GPU, README "Process model"), started by src/nccl/gpu.test.ts (check, fail, stall) or
 // scripts/ring-bench.mjs (bench). Plain JavaScript over the packages' dist/, so a child needs
-// nothing but node. The job (JSON in ATTN_CP_JOB): { dir, key, size, mode, cases, ... }.
+// nothing but node. Arguments: the rank, then the job as JSON: { dir, key, size, mode, cases, ... }.
 // - check: inputs from randn seeds (the same tensors in every process), the ring forward and backward
 //   with NcclRing + deviceMath; each result chunk written as float64 to dir/<case>.<what>.r<rank>.bin.
 // - bench: zero-filled shards made on the device (attention's time does not depend on the values),
@@ -23,8 +23,8 @@ import { Event, memoryStats, resetPeakMemoryStats, synchronize } from '@attn/cud
 import { FileRendezvous, ringBackward, ringForward, shardLayout, shardTensor } from '@attn/context-parallel';
 import { deviceMath, NcclRing } from '@attn/context-parallel/nccl';
 
-const job = JSON.parse(process.env.ATTN_CP_JOB);
-const rank = Number(process.env.ATTN_CP_RANK);
+const rank = Number(process.argv[2]);
+const job = JSON.parse(process.argv[3]);
 const device = `cuda:${rank}`;
 
 function shapes(c) {

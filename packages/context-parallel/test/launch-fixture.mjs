@@ -1,8 +1,8 @@
 // A stand-in rank program for the launcher's CPU test (src/nccl/launch.test.ts): the rank named by
 // the job's `failRank` exits 3 at once with a message; every other rank hangs, as a rank blocked in
 // a transfer to a dead peer would. The launcher must kill the hanging ones and fail the job fast.
-const job = JSON.parse(process.env.ATTN_CP_JOB);
-const rank = Number(process.env.ATTN_CP_RANK);
+const rank = Number(process.argv[2]);
+const job = JSON.parse(process.argv[3]);
 if (rank === job.failRank) {
   console.error(`fixture rank ${rank}: injected failure`);
   process.exit(3);
