@@ -16,6 +16,7 @@
 #include <string>
 
 #include "attn/cuda_check.h"
+#include "attn/napi_args.h"
 #include "ring_kernels.h"
 
 namespace {
@@ -51,6 +52,8 @@ auto with_js_errors(Napi::Env env, Fn&& fn) -> decltype(fn()) {
     throw to_js(env, e, "ATTN_CP_NCCL");
   } catch (const attn::CudaError& e) {
     throw to_js(env, e, "ATTN_CUDA_ERROR");
+  } catch (const attn::InvalidArgument& e) {
+    throw to_js(env, e, e.code());
   } catch (const Napi::Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -58,35 +61,19 @@ auto with_js_errors(Napi::Env env, Fn&& fn) -> decltype(fn()) {
   }
 }
 
-uint64_t u64(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsBigInt())
-    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a bigint");
-  bool lossless = false;
-  const uint64_t v = info[i].As<Napi::BigInt>().Uint64Value(&lossless);
-  if (!lossless) throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " out of range");
-  return v;
-}
+// Every reader below throws attn::InvalidArgument (ATTN_BAD_ARGUMENT); each binding reads its
+// arguments inside with_js_errors, which turns that into a JS error with the code.
+using attn::arg_size;
+using attn::arg_u64;
 
-int64_t i64(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsNumber())
-    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a number");
-  const double d = info[i].As<Napi::Number>().DoubleValue();
-  if (!(d >= 0) || d != static_cast<double>(static_cast<int64_t>(d)))
-    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a non-negative integer");
-  return static_cast<int64_t>(d);
+ncclComm_t comm_of(const Napi::CallbackInfo& info, size_t i) {
+  const uint64_t h = arg_u64(info, i, "communicator");
+  if (h == 0) throw attn::InvalidArgument("the communicator is destroyed", "ATTN_BAD_HANDLE");
+  return reinterpret_cast<ncclComm_t>(h);
 }
 
 Napi::TypedArrayOf<uint64_t> u64_array(const Napi::CallbackInfo& info, size_t i, const char* what) {
-  if (info.Length() <= i || !info[i].IsTypedArray() ||
-      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_biguint64_array)
-    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + what + " must be a BigUint64Array");
-  return info[i].As<Napi::TypedArrayOf<uint64_t>>();
-}
-
-ncclComm_t comm_of(const Napi::CallbackInfo& info, size_t i) {
-  const uint64_t h = u64(info, i, "communicator");
-  if (h == 0) throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "communicator is destroyed");
-  return reinterpret_cast<ncclComm_t>(h);
+  return attn::arg_typed_array<Napi::TypedArrayOf<uint64_t>>(info, i, what, napi_biguint64_array, "BigUint64Array");
 }
 
 // getUniqueId(): Uint8Array(NCCL_UNIQUE_ID_BYTES).
@@ -103,19 +90,16 @@ Napi::Value GetUniqueId(const Napi::CallbackInfo& info) {
 // commInitRank(size, id: Uint8Array, rank, device): bigint handle of a non-blocking communicator,
 // returned at once; it is usable when commStatus says ''.
 Napi::Value CommInitRank(const Napi::CallbackInfo& info) {
-  const int64_t size = i64(info, 0, "size");
-  if (info.Length() <= 1 || !info[1].IsTypedArray() ||
-      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array)
-    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "id must be a Uint8Array");
-  auto idArr = info[1].As<Napi::Uint8Array>();
-  ncclUniqueId id;
-  if (idArr.ElementLength() != sizeof(id.internal))
-    throw Napi::TypeError::New(info.Env(),
-                               std::string(kPrefix) + "id must have " + std::to_string(sizeof(id.internal)) + " bytes");
-  std::memcpy(id.internal, idArr.Data(), sizeof(id.internal));
-  const int64_t rank = i64(info, 2, "rank");
-  const int64_t device = i64(info, 3, "device");
   return with_js_errors(info.Env(), [&]() -> Napi::Value {
+    const size_t size = arg_size(info, 0, "size");
+    auto idArr = attn::arg_bytes(info, 1, "id");
+    ncclUniqueId id;
+    if (idArr.ElementLength() != sizeof(id.internal))
+      throw attn::InvalidArgument("id must have " + std::to_string(sizeof(id.internal)) + " bytes",
+                                  "ATTN_BAD_ARGUMENT");
+    std::memcpy(id.internal, idArr.Data(), sizeof(id.internal));
+    const size_t rank = arg_size(info, 2, "rank");
+    const size_t device = arg_size(info, 3, "device");
     ATTN_CUDA_CHECK(cudaSetDevice(static_cast<int>(device)));
     ncclComm_t comm = nullptr;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -130,8 +114,8 @@ Napi::Value CommInitRank(const Napi::CallbackInfo& info) {
 // in progress until commStatus says '', after which commDestroy frees it. commAbort(comm) gives up on
 // pending work and frees the communicator at once.
 Napi::Value CommFinalize(const Napi::CallbackInfo& info) {
-  ncclComm_t comm = comm_of(info, 0);
   with_js_errors(info.Env(), [&] {
+    ncclComm_t comm = comm_of(info, 0);
     const ncclResult_t r = ncclCommFinalize(comm);
     if (r != ncclInProgress) nccl_check(r, "ncclCommFinalize", comm);
   });
@@ -139,14 +123,13 @@ Napi::Value CommFinalize(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value CommDestroy(const Napi::CallbackInfo& info) {
-  ncclComm_t comm = comm_of(info, 0);
-  with_js_errors(info.Env(), [&] { nccl_check(ncclCommDestroy(comm), "ncclCommDestroy"); });
+  with_js_errors(info.Env(), [&] { nccl_check(ncclCommDestroy(comm_of(info, 0)), "ncclCommDestroy"); });
   return info.Env().Undefined();
 }
 
 Napi::Value CommAbort(const Napi::CallbackInfo& info) {
-  ncclComm_t comm = comm_of(info, 0);
   with_js_errors(info.Env(), [&] {
+    ncclComm_t comm = comm_of(info, 0);
     const ncclResult_t r = ncclCommAbort(comm);
     if (r != ncclInProgress) nccl_check(r, "ncclCommAbort");
   });
@@ -156,8 +139,8 @@ Napi::Value CommAbort(const Napi::CallbackInfo& info) {
 // commStatus(comm): '' (ready: the last call's work is on its stream), 'in-progress', or the
 // communicator's asynchronous error.
 Napi::Value CommStatus(const Napi::CallbackInfo& info) {
-  ncclComm_t comm = comm_of(info, 0);
   return with_js_errors(info.Env(), [&]() -> Napi::Value {
+    ncclComm_t comm = comm_of(info, 0);
     ncclResult_t r = ncclSuccess;
     nccl_check(ncclCommGetAsyncError(comm, &r), "ncclCommGetAsyncError");
     if (r == ncclSuccess) return Napi::String::New(info.Env(), "");
@@ -176,18 +159,18 @@ Napi::Value CommStatus(const Napi::CallbackInfo& info) {
 // Returns true when the group is still being enqueued (poll commStatus until ''), false when its work
 // is on `stream` already.
 Napi::Value SendRecv(const Napi::CallbackInfo& info) {
-  ncclComm_t comm = comm_of(info, 0);
-  const int64_t next = i64(info, 1, "next");
-  const int64_t prev = i64(info, 2, "prev");
-  auto send = u64_array(info, 3, "send addresses");
-  auto send_bytes = u64_array(info, 4, "send byte counts");
-  auto recv = u64_array(info, 5, "receive addresses");
-  auto recv_bytes = u64_array(info, 6, "receive byte counts");
-  const uint64_t stream = u64(info, 7, "stream");
-  const size_t n = send.ElementLength();
-  if (send_bytes.ElementLength() != n || recv.ElementLength() != n || recv_bytes.ElementLength() != n)
-    throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "send, receive and byte arrays differ in length");
   return with_js_errors(info.Env(), [&]() -> Napi::Value {
+    ncclComm_t comm = comm_of(info, 0);
+    const size_t next = arg_size(info, 1, "next");
+    const size_t prev = arg_size(info, 2, "prev");
+    auto send = u64_array(info, 3, "send addresses");
+    auto send_bytes = u64_array(info, 4, "send byte counts");
+    auto recv = u64_array(info, 5, "receive addresses");
+    auto recv_bytes = u64_array(info, 6, "receive byte counts");
+    const uint64_t stream = arg_u64(info, 7, "stream");
+    const size_t n = send.ElementLength();
+    if (send_bytes.ElementLength() != n || recv.ElementLength() != n || recv_bytes.ElementLength() != n)
+      throw attn::InvalidArgument("send, receive and byte arrays differ in length", "ATTN_BAD_ARGUMENT");
     cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
     nccl_check(ncclGroupStart(), "ncclGroupStart");
     try {
@@ -212,47 +195,44 @@ Napi::Value SendRecv(const Napi::CallbackInfo& info) {
 }
 
 attn::cp::Elem elem_of(const Napi::CallbackInfo& info, size_t i) {
-  const int64_t e = i64(info, i, "element type");
-  if (e > 2) throw Napi::TypeError::New(info.Env(), std::string(kPrefix) + "element type must be 0, 1 or 2");
+  const size_t e = arg_size(info, i, "element type");
+  if (e > 2) throw attn::InvalidArgument("element type must be 0, 1 or 2", "ATTN_BAD_ARGUMENT");
   return static_cast<attn::cp::Elem>(e);
+}
+
+int64_t count_of(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  return static_cast<int64_t>(arg_size(info, i, what));
+}
+
+cudaStream_t stream_of(const Napi::CallbackInfo& info, size_t i) {
+  return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(arg_u64(info, i, "stream")));
 }
 
 // merge(accOut, accLse, partOut, partLse, rows, dv, elem, stream)
 Napi::Value Merge(const Napi::CallbackInfo& info) {
-  const uint64_t acc = u64(info, 0, "accOut"), accLse = u64(info, 1, "accLse");
-  const uint64_t part = u64(info, 2, "partOut"), partLse = u64(info, 3, "partLse");
-  const int64_t rows = i64(info, 4, "rows"), dv = i64(info, 5, "dv");
-  const attn::cp::Elem e = elem_of(info, 6);
-  const uint64_t stream = u64(info, 7, "stream");
   with_js_errors(info.Env(), [&] {
-    attn::cp::merge(reinterpret_cast<float*>(acc), reinterpret_cast<float*>(accLse), reinterpret_cast<void*>(part),
-                    reinterpret_cast<const float*>(partLse), rows, dv, e, reinterpret_cast<cudaStream_t>(stream));
+    attn::cp::merge(static_cast<float*>(attn::arg_pointer(info, 0, "accOut")),
+                    static_cast<float*>(attn::arg_pointer(info, 1, "accLse")), attn::arg_pointer(info, 2, "partOut"),
+                    static_cast<const float*>(attn::arg_pointer(info, 3, "partLse")), count_of(info, 4, "rows"),
+                    count_of(info, 5, "dv"), elem_of(info, 6), stream_of(info, 7));
   });
   return info.Env().Undefined();
 }
 
 // accumulate(acc, x, n, elem, stream)
 Napi::Value Accumulate(const Napi::CallbackInfo& info) {
-  const uint64_t acc = u64(info, 0, "acc"), x = u64(info, 1, "x");
-  const int64_t n = i64(info, 2, "n");
-  const attn::cp::Elem e = elem_of(info, 3);
-  const uint64_t stream = u64(info, 4, "stream");
   with_js_errors(info.Env(), [&] {
-    attn::cp::accumulate(reinterpret_cast<float*>(acc), reinterpret_cast<const void*>(x), n, e,
-                         reinterpret_cast<cudaStream_t>(stream));
+    attn::cp::accumulate(static_cast<float*>(attn::arg_pointer(info, 0, "acc")), attn::arg_pointer(info, 1, "x"),
+                         count_of(info, 2, "n"), elem_of(info, 3), stream_of(info, 4));
   });
   return info.Env().Undefined();
 }
 
 // convert(dst, src, n, elem, stream)
 Napi::Value Convert(const Napi::CallbackInfo& info) {
-  const uint64_t dst = u64(info, 0, "dst"), src = u64(info, 1, "src");
-  const int64_t n = i64(info, 2, "n");
-  const attn::cp::Elem e = elem_of(info, 3);
-  const uint64_t stream = u64(info, 4, "stream");
   with_js_errors(info.Env(), [&] {
-    attn::cp::convert(reinterpret_cast<void*>(dst), reinterpret_cast<const float*>(src), n, e,
-                      reinterpret_cast<cudaStream_t>(stream));
+    attn::cp::convert(attn::arg_pointer(info, 0, "dst"), static_cast<const float*>(attn::arg_pointer(info, 1, "src")),
+                      count_of(info, 2, "n"), elem_of(info, 3), stream_of(info, 4));
   });
   return info.Env().Undefined();
 }

@@ -9,7 +9,7 @@
 #include "copies.h"
 #include "device_guard.h"
 #include "host_staging.h"
-#include "napi_args.h"
+#include "attn/napi_args.h"
 #include "napi_errors.h"
 
 namespace attn {

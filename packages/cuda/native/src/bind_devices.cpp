@@ -3,7 +3,7 @@
 
 #include "bindings.h"
 #include "devices.h"
-#include "napi_args.h"
+#include "attn/napi_args.h"
 #include "napi_errors.h"
 
 namespace attn {

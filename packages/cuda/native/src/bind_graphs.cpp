@@ -4,7 +4,7 @@
 #include "bindings.h"
 #include "graphs.h"
 #include "handles.h"
-#include "napi_args.h"
+#include "attn/napi_args.h"
 #include "napi_errors.h"
 
 namespace attn {

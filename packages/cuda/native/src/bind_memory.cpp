@@ -7,7 +7,7 @@
 #include "devices.h"
 #include "handles.h"
 #include "host_staging.h"
-#include "napi_args.h"
+#include "attn/napi_args.h"
 #include "napi_errors.h"
 #include "streams.h"
 

@@ -3,7 +3,7 @@
 #include "events.h"
 #include "graphs.h"
 #include "handles.h"
-#include "napi_args.h"
+#include "attn/napi_args.h"
 #include "napi_errors.h"
 #include "streams.h"
 

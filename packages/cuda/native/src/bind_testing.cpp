@@ -5,7 +5,7 @@
 #include "attn/philox.h"
 #include "bindings.h"
 #include "devices.h"
-#include "napi_args.h"
+#include "attn/napi_args.h"
 #include "napi_errors.h"
 #include "philox_fill.h"
 

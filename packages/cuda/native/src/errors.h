@@ -5,21 +5,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "attn/invalid_argument.h"
 #include "memory_stats.h"
 
 namespace attn {
-
-// The caller passed something the runtime cannot act on (bad handle, pointer outside its buffer,
-// index out of range). `code` is the JS error code, e.g. "ATTN_INVALID_ARGUMENT".
-class InvalidArgument : public std::invalid_argument {
- public:
-  explicit InvalidArgument(const std::string& what, const char* code = "ATTN_INVALID_ARGUMENT")
-      : std::invalid_argument(what), code_(code) {}
-  const char* code() const { return code_; }
-
- private:
-  const char* code_;
-};
 
 // The device could not provide `requested` bytes even after the cache was released.
 class OutOfMemory : public std::runtime_error {

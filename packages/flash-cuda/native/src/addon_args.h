@@ -9,31 +9,27 @@
 #include <string>
 
 #include "attn/cuda_check.h"
+#include "attn/napi_args.h"
 
 namespace attn::flash {
 
+// The abi arrays, read before `with_js_errors` runs: a bad one is a TypeError naming it.
+template <typename TypedArray>
+inline TypedArray abi_array(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what,
+                            napi_typedarray_type type, const char* type_name) {
+  try {
+    return attn::arg_typed_array_sized<TypedArray>(info, i, what, type, type_name, count);
+  } catch (const attn::InvalidArgument& e) {
+    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: ") + e.what());
+  }
+}
+
 inline const double* f64_arg(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what) {
-  if (info.Length() <= i || !info[i].IsTypedArray() ||
-      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: expected a Float64Array of ") + what);
-  auto a = info[i].As<Napi::Float64Array>();
-  if (a.ElementLength() != count)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: ") + what + " array has " +
-                                               std::to_string(a.ElementLength()) + " numbers, expected " +
-                                               std::to_string(count) + " (abi mismatch)");
-  return a.Data();
+  return abi_array<Napi::Float64Array>(info, i, count, what, napi_float64_array, "Float64Array").Data();
 }
 
 inline const uint64_t* u64_arg(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what) {
-  if (info.Length() <= i || !info[i].IsTypedArray() ||
-      info[i].As<Napi::TypedArray>().TypedArrayType() != napi_biguint64_array)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: expected a BigUint64Array of ") + what);
-  auto a = info[i].As<Napi::TypedArrayOf<uint64_t>>();
-  if (a.ElementLength() != count)
-    throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: ") + what + " array has " +
-                                               std::to_string(a.ElementLength()) + " entries, expected " +
-                                               std::to_string(count) + " (abi mismatch)");
-  return a.Data();
+  return abi_array<Napi::TypedArrayOf<uint64_t>>(info, i, count, what, napi_biguint64_array, "BigUint64Array").Data();
 }
 
 inline Napi::Error to_js(Napi::Env env, const std::exception& e, const char* code) {

@@ -15,7 +15,7 @@
 #include "math_args.h"
 #include "math_kernels.h"
 #include "math_limits.h"
-#include "napi_args.h"
+#include "attn/napi_args.h"
 #include "napi_errors.h"
 #include "streams.h"
 

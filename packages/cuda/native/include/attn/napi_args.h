@@ -1,5 +1,8 @@
-// Reading JS arguments. The TS layer validates first; these re-check cheaply so that a wrong call
-// from anywhere else is a typed error (ATTN_BAD_ARGUMENT), never undefined behaviour.
+// Reading JS arguments, for every native addon of the project (@attn/cuda's runtime, the backends,
+// context parallel). The TS layer validates first; these re-check cheaply so that a wrong call from
+// anywhere else is a typed error (attn::InvalidArgument, code ATTN_BAD_ARGUMENT), never undefined
+// behaviour. Each addon's boundary turns InvalidArgument into a JS error with its code; nothing here
+// may be called outside that boundary.
 #pragma once
 #include <napi.h>
 
@@ -8,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "errors.h"
+#include "attn/invalid_argument.h"
 
 namespace attn {
 
@@ -76,6 +79,20 @@ inline TypedArray arg_typed_array(const Napi::CallbackInfo& info, std::size_t i,
     throw InvalidArgument(arg_label(i, name) + " must be a " + type_name, "ATTN_BAD_ARGUMENT");
   }
   return info[i].As<TypedArray>();
+}
+
+// A typed array of exactly `count` elements: the fixed-layout argument arrays of an addon's ABI,
+// where any other length means the TS and C++ sides were built from different layouts.
+template <typename TypedArray>
+inline TypedArray arg_typed_array_sized(const Napi::CallbackInfo& info, std::size_t i, const char* name,
+                                        napi_typedarray_type type, const char* type_name, std::size_t count) {
+  TypedArray a = arg_typed_array<TypedArray>(info, i, name, type, type_name);
+  if (a.ElementLength() != count) {
+    throw InvalidArgument(arg_label(i, name) + " has " + std::to_string(a.ElementLength()) + " elements, expected " +
+                              std::to_string(count) + " (abi mismatch)",
+                          "ATTN_BAD_ARGUMENT");
+  }
+  return a;
 }
 
 inline Napi::Uint8Array arg_bytes(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
