@@ -39,7 +39,10 @@ describeWhereRunnable('context-parallel addon boundary', load.ok ? null : load.r
     expect(codeOf(() => any.sendRecv!(1n, 1, 0, u64, new Float64Array(1), u64, u64, 0n))).toBe('ATTN_BAD_ARGUMENT');
     // A destroyed (zero) communicator handle.
     for (const f of ['commStatus', 'commFinalize', 'commDestroy', 'commAbort'])
-      expect(codeOf(() => any[f]!(0n)), f).toBe('ATTN_BAD_HANDLE');
+      expect(
+        codeOf(() => any[f]!(0n)),
+        f,
+      ).toBe('ATTN_BAD_HANDLE');
     expect(codeOf(() => any.sendRecv!(0n, 1, 0, u64, u64, u64, u64, 0n))).toBe('ATTN_BAD_HANDLE');
   });
 });

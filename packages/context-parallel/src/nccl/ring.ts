@@ -33,7 +33,7 @@ export interface NcclRingOptions {
   readonly rendezvous: Rendezvous;
   /** The rendezvous key of this communicator (unique per job). Default 'nccl-unique-id'. */
   readonly key?: string;
-  /** How long rank 1.. wait for rank 0's unique id (the rendezvous). Default 60 s. */
+  /** How long a rank waits for rank 0's unique id (the rendezvous), and then for every rank to join. Default 60 s each. */
   readonly timeoutMs?: number;
   /**
    * How long one sendRecv may take, from the call to the transfer's completion, before the ring is
