@@ -107,9 +107,13 @@ export class NcclRing implements RingTransport {
   static async create(o: NcclRingOptions): Promise<NcclRing> {
     if (!Number.isInteger(o.size) || o.size < 1 || !Number.isInteger(o.rank) || o.rank < 0 || o.rank >= o.size)
       throw cpError('ATTN_CP_TRANSPORT', `rank ${o.rank} of ${o.size}: need integers 0 <= rank < size.`);
-    const t = o.transferTimeoutMs;
-    if (t !== undefined && !(Number.isFinite(t) && t > 0))
-      throw cpError('ATTN_CP_TRANSPORT', `transferTimeoutMs ${t}: give a positive number of milliseconds.`);
+    for (const [name, t] of [
+      ['timeoutMs', o.timeoutMs],
+      ['transferTimeoutMs', o.transferTimeoutMs],
+    ] as const) {
+      if (t !== undefined && !(typeof t === 'number' && Number.isFinite(t) && t > 0))
+        throw cpError('ATTN_CP_TRANSPORT', `${name} ${String(t)}: give a positive number of milliseconds.`);
+    }
     const a = requireAddon();
     const id = await exchangeUniqueId(
       o.rendezvous,
