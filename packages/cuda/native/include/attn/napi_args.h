@@ -1,4 +1,4 @@
-// Reading JS arguments, for every native addon of the project (@attn/cuda's runtime, the backends,
+// Reading JS arguments (positional, and keyed fields of an options object), for every native addon of the project (@attn/cuda's runtime, the backends,
 // context parallel). The TS layer validates first; these re-check cheaply so that a wrong call from
 // anywhere else is a typed error (attn::InvalidArgument, code ATTN_BAD_ARGUMENT), never undefined
 // behaviour. Each addon's boundary turns InvalidArgument into a JS error with its code; nothing here
@@ -97,6 +97,65 @@ inline TypedArray arg_typed_array_sized(const Napi::CallbackInfo& info, std::siz
 
 inline Napi::Uint8Array arg_bytes(const Napi::CallbackInfo& info, std::size_t i, const char* name) {
   return arg_typed_array<Napi::Uint8Array>(info, i, name, napi_uint8_array, "Uint8Array");
+}
+
+// Keyed arguments: an addon that takes one options object reads its fields with these. A missing
+// field, or one of the wrong type, is InvalidArgument naming the key.
+inline Napi::Value prop(const Napi::Object& o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (v.IsUndefined()) throw InvalidArgument(std::string("missing argument '") + key + "'", "ATTN_BAD_ARGUMENT");
+  return v;
+}
+
+inline double prop_number(const Napi::Object& o, const char* key) {
+  Napi::Value v = prop(o, key);
+  if (!v.IsNumber()) throw InvalidArgument(std::string("'") + key + "' must be a number", "ATTN_BAD_ARGUMENT");
+  return v.As<Napi::Number>().DoubleValue();
+}
+
+// An integer a JS number holds exactly (|x| <= 2^53 - 1).
+inline std::int64_t prop_int(const Napi::Object& o, const char* key) {
+  const double v = prop_number(o, key);
+  if (!(std::fabs(v) <= 9007199254740991.0) || std::floor(v) != v)
+    throw InvalidArgument(std::string("'") + key + "' must be an integer", "ATTN_BAD_ARGUMENT");
+  return static_cast<std::int64_t>(v);
+}
+
+inline std::uint64_t prop_u64(const Napi::Object& o, const char* key) {
+  Napi::Value v = prop(o, key);
+  if (!v.IsBigInt()) throw InvalidArgument(std::string("'") + key + "' must be a bigint", "ATTN_BAD_ARGUMENT");
+  bool lossless = false;
+  const std::uint64_t x = v.As<Napi::BigInt>().Uint64Value(&lossless);
+  if (!lossless) throw InvalidArgument(std::string("'") + key + "' does not fit 64 unsigned bits", "ATTN_BAD_ARGUMENT");
+  return x;
+}
+
+inline void* prop_pointer(const Napi::Object& o, const char* key) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(prop_u64(o, key)));
+}
+
+inline Napi::Object prop_object(const Napi::Object& o, const char* key) {
+  Napi::Value v = prop(o, key);
+  if (!v.IsObject()) throw InvalidArgument(std::string("'") + key + "' must be an object", "ATTN_BAD_ARGUMENT");
+  return v.As<Napi::Object>();
+}
+
+// An array of exactly N integers (strides, sizes, window bounds).
+template <int N>
+inline void prop_ints(const Napi::Object& o, const char* key, std::int64_t (&out)[N]) {
+  Napi::Value v = prop(o, key);
+  if (!v.IsArray() || v.As<Napi::Array>().Length() != static_cast<std::uint32_t>(N))
+    throw InvalidArgument(std::string("'") + key + "' must be an array of " + std::to_string(N) + " integers",
+                          "ATTN_BAD_ARGUMENT");
+  Napi::Array a = v.As<Napi::Array>();
+  for (int i = 0; i < N; ++i) {
+    Napi::Value e = a.Get(static_cast<std::uint32_t>(i));
+    const double x = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : 0.5;
+    if (!(std::fabs(x) <= 9007199254740991.0) || std::floor(x) != x)
+      throw InvalidArgument(std::string("'") + key + "' must be an array of " + std::to_string(N) + " integers",
+                            "ATTN_BAD_ARGUMENT");
+    out[i] = static_cast<std::int64_t>(x);
+  }
 }
 
 inline Napi::BigInt to_bigint(Napi::Env env, const void* ptr) {
