@@ -189,8 +189,9 @@ function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides)
 }
 
 // The plan is a pure function of these slots and of whether ALiBi slopes are given (native/src/dispatch.cu:
-// read_shape, make_plan and lean_ok; the mask's alignment and right bound set the keys a row can see). Consecutive calls of one shape (training steps, benches, decode loops) reuse the
-// last plan: comparing the slots costs ~0.05 us, the addon call ~1.5-3 us (string keys for a Map: ~1.7 us).
+// read_shape, make_plan and lean_ok; the mask's alignment and right bound set the keys a row can see).
+// Consecutive calls of one shape (training steps, benches, decode loops) reuse the last plan: comparing the
+// slots costs ~0.05 us, the addon call ~1.5-3 us (string keys for a Map: ~1.7 us).
 const PLAN_SLOTS = [
   NUM.isBf16,
   NUM.batch,

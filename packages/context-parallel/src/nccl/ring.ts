@@ -33,7 +33,7 @@ export interface NcclRingOptions {
   readonly rendezvous: Rendezvous;
   /** The rendezvous key of this communicator (unique per job). Default 'nccl-unique-id'. */
   readonly key?: string;
-  /** How long a rank waits for rank 0's unique id (the rendezvous), and then for every rank to join. Default 60 s each. */
+  /** How long a rank waits for rank 0's unique id (the rendezvous), then for all ranks to join; 60 s each. */
   readonly timeoutMs?: number;
   /**
    * How long one sendRecv may take, from the call to the transfer's completion, before the ring is
@@ -45,7 +45,7 @@ export interface NcclRingOptions {
   readonly profile?: boolean;
 }
 
-/** One timed transfer (profile: true): its channel, the bytes this rank sent, and its time on the communication stream. */
+/** One timed transfer (profile: true): its channel, the bytes this rank sent, its time on the communication stream. */
 export interface TransferTime {
   readonly channel: RingChannel;
   readonly sentBytes: number;

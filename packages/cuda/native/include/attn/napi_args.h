@@ -1,8 +1,8 @@
-// Reading JS arguments (positional, and keyed fields of an options object), for every native addon of the project (@attn/cuda's runtime, the backends,
-// context parallel). The TS layer validates first; these re-check cheaply so that a wrong call from
-// anywhere else is a typed error (attn::InvalidArgument, code ATTN_BAD_ARGUMENT), never undefined
-// behaviour. Each addon's boundary turns InvalidArgument into a JS error with its code; nothing here
-// may be called outside that boundary.
+// Reading JS arguments (positional, and keyed fields of an options object), for every native addon
+// of the project (@attn/cuda's runtime, the backends, context parallel). The TS layer validates first;
+// these re-check cheaply so that a wrong call from anywhere else is a typed error (attn::InvalidArgument,
+// code ATTN_BAD_ARGUMENT), never undefined behaviour. Each addon's boundary turns InvalidArgument into a
+// JS error with its code; nothing here may be called outside that boundary.
 #pragma once
 #include <napi.h>
 
