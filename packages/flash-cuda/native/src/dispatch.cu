@@ -448,7 +448,7 @@ void forward(const uint64_t* ptrs, const double* nums) {
   c.run(p, stream, device);
   // On sm90 the combine is a programmatic dependent launch: its CTAs start while the forward's last CTAs
   // run and wait for the forward's memory there (griddepcontrol.wait), so no launch gap separates them.
-  if (splits > 1) run_combine(p, s.bf16, s.cc_major >= 9, stream);
+  if (splits > 1) run_combine(p, s.bf16, stream, device);
 }
 
 const char* kernel_name(int config) { return config >= 0 && config < kNumConfigs ? kConfigs[config].name : ""; }

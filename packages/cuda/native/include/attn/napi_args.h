@@ -113,11 +113,12 @@ inline double prop_number(const Napi::Object& o, const char* key) {
   return v.As<Napi::Number>().DoubleValue();
 }
 
-// An integer a JS number holds exactly (|x| <= 2^53 - 1).
+// An integer a JS number holds exactly (|x| <= 2^53 - 1); false for NaN and infinities.
+inline bool is_safe_integer(double v) { return std::fabs(v) <= 9007199254740991.0 && std::floor(v) == v; }
+
 inline std::int64_t prop_int(const Napi::Object& o, const char* key) {
   const double v = prop_number(o, key);
-  if (!(std::fabs(v) <= 9007199254740991.0) || std::floor(v) != v)
-    throw InvalidArgument(std::string("'") + key + "' must be an integer", "ATTN_BAD_ARGUMENT");
+  if (!is_safe_integer(v)) throw InvalidArgument(std::string("'") + key + "' must be an integer", "ATTN_BAD_ARGUMENT");
   return static_cast<std::int64_t>(v);
 }
 
@@ -150,8 +151,8 @@ inline void prop_ints(const Napi::Object& o, const char* key, std::int64_t (&out
   Napi::Array a = v.As<Napi::Array>();
   for (int i = 0; i < N; ++i) {
     Napi::Value e = a.Get(static_cast<std::uint32_t>(i));
-    const double x = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : 0.5;
-    if (!(std::fabs(x) <= 9007199254740991.0) || std::floor(x) != x)
+    const double x = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : 0.5;  // 0.5: refused below
+    if (!is_safe_integer(x))
       throw InvalidArgument(std::string("'") + key + "' must be an array of " + std::to_string(N) + " integers",
                             "ATTN_BAD_ARGUMENT");
     out[i] = static_cast<std::int64_t>(x);

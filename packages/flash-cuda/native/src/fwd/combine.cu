@@ -9,6 +9,7 @@
 #include "attn/cuda_check.h"
 #include "attn/convert.h"
 #include "attn/ptx.h"
+#include "common/dependent_launch.h"
 
 namespace attn::flash {
 
@@ -21,7 +22,7 @@ template <typename E>
 __global__ void __launch_bounds__(kRowsPerBlock * 32) combine_kernel(const __grid_constant__ FwdParams p) {
   __shared__ float weights[kRowsPerBlock][kMaxSplits];
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Launched as a programmatic dependent of the forward (run_combine's pdl): wait for the forward grid to
+  // Launched as a programmatic dependent of the forward (run_combine): wait for the forward grid to
   // finish and its partials to be visible. Without that launch attribute this returns at once.
   asm volatile("griddepcontrol.wait;" ::: "memory");
   // And the next forward (itself a dependent launch, common/dependent_launch.h) may be scheduled behind it.
@@ -67,22 +68,13 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32) combine_kernel(const __gri
 
 }  // namespace
 
-void run_combine(const FwdParams& p, bool bf16, bool pdl, cudaStream_t stream) {
+void run_combine(const FwdParams& p, bool bf16, cudaStream_t stream, int device) {
   if (p.num_splits > kMaxSplits) throw std::runtime_error("flash-cuda: more than 128 KV splits");
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>((p.accum_rows + kRowsPerBlock - 1) / kRowsPerBlock));
-  cfg.blockDim = dim3(kRowsPerBlock * 32);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  const dim3 grid(static_cast<unsigned>((p.accum_rows + kRowsPerBlock - 1) / kRowsPerBlock));
   if (bf16) {
-    ATTN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel<__nv_bfloat16>, p));
+    launch_dependent(combine_kernel<__nv_bfloat16>, grid, kRowsPerBlock * 32, 0, stream, device, p);
   } else {
-    ATTN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, combine_kernel<__half>, p));
+    launch_dependent(combine_kernel<__half>, grid, kRowsPerBlock * 32, 0, stream, device, p);
   }
   ATTN_LAUNCH_CHECK("flash_fwd_combine_kernel");
 }

@@ -6,8 +6,8 @@
 
 namespace attn::flash {
 
-// Launches the combine kernel for p (p.num_splits > 1, partials already written on `stream`).
-// pdl: launch as a programmatic dependent of the kernel before it on the stream (sm90 and newer).
-void run_combine(const FwdParams& p, bool bf16, bool pdl, cudaStream_t stream);
+// Launches the combine kernel for p (p.num_splits > 1, partials already written on `stream`), as a
+// programmatic dependent of the forward before it where the device allows (common/dependent_launch.h).
+void run_combine(const FwdParams& p, bool bf16, cudaStream_t stream, int device);
 
 }  // namespace attn::flash
