@@ -124,6 +124,36 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
     });
   }
 
+  // backward.h runs one task per (batch, kv head) (fused: 5 products per block pair) when those tasks keep the
+  // threads busy, else two passes (7 products): 1 thread takes the fused schedule on every shape here, 16
+  // threads the two passes. Both must give the same bits, 16-bit Delta (kept tiles or its own pass), dropout's
+  // kept P~, softcap and dbias included.
+  const schedules: Array<[string, Shape, SdpaOptions]> = [
+    ['plain odd shape', odd, {}],
+    ['gqa causal, dropout', gqa, { isCausal: true, dropoutP: 0.25, dropoutSeed: 7n }],
+    ['alibi + softcap', gqa, { alibiSlopes: f32([0.5, 0.25, 0.125, 0.0625]), softcap: 4 }],
+    ['additive mask [B, 1, Sq, 1]', odd, { attnMask: additive([2, 1, 37, 1]) }],
+    ['Delta in its own pass', { B: 1, Hq: 2, Hk: 1, Sq: 70, Sk: 8250, D: 16, Dv: 8 }, { isCausal: true }],
+  ];
+  for (const dtype of ['float32', 'bfloat16', 'float16'] as const) {
+    for (const [name, shape, opts] of schedules) {
+      it(`${dtype}: the fused and two-pass schedules give the same bits (${name})`, () => {
+        const mask = opts.attnMask && dtype !== 'float32' ? { attnMask: additive([2, 1, 37, 1], dtype) } : {};
+        const p = params(shape, dtype, { ...opts, ...mask, requiresGrad: true }, 9);
+        const gradOut = randn(cpuMathBackend.forward(p).out.shape, { dtype, seed: 10 });
+        const run = (threads: number) => {
+          const b = createCpuFlashBackend({ threads });
+          const g = b.backward!(p, b.forward(p), gradOut);
+          return [g.dq, g.dk, g.dv, ...(g.dbias ? [g.dbias] : [])].map((t) => Buffer.from(t.toFloat32Array().buffer));
+        };
+        const fused = run(1);
+        const twoPass = run(16);
+        expect(fused.length).toBe(twoPass.length);
+        fused.forEach((x, i) => expect(x.equals(twoPass[i]!)).toBe(true));
+      });
+    }
+  }
+
   it('is bitwise reproducible across runs and thread counts', () => {
     const p = params(gqa, 'float32', { isCausal: true, dropoutP: 0.1, dropoutSeed: 1n, requiresGrad: true }, 2);
     const gradOut = randn([1, 4, 70, 24], { seed: 8 });

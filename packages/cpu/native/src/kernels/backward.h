@@ -1,14 +1,17 @@
 // The backward kernel (FlashAttention-2's, recomputing P from the saved logsumexp), in fp32 for
-// every input dtype. Two passes, so that every gradient element has exactly one writer (no atomics,
-// bitwise reproducible):
-//   pass 1, one task per (batch, query head, query block): dQ, and dbias for an additive mask (and, for
-//           16-bit outputs, Delta first: see bwd_dq_task);
-//   pass 2, one task per (batch, kv head, key block): dK, dV, summed over the query heads of the group.
-// Both recompute S = Q.K^T and dP = dO.V^T; the second pass costs two products more than a fused pass,
-// which the absence of atomics and of per-thread dQ copies pays for on a CPU.
+// every input dtype. Every gradient element has exactly one writer (no atomics), and every path below
+// computes each element with the same operations in the same order, so the result is bitwise
+// reproducible across runs, thread counts and paths. Two schedules:
+//   fused, one task per (batch, kv head): the group's query heads walk each (query block, key block) pair
+//           once, five products per pair (S, dP, dV, dK, dQ); dK and dV of the head's keys sum in the
+//           task's scratch. Taken when the tasks keep the threads busy (backward_impl says when).
+//   two passes, for few heads on many threads: pass 1, one task per (batch, query head, query block):
+//           dQ, and dbias for an additive mask (and, for 16-bit outputs, Delta first: see bwd_dq_task);
+//           pass 2, one task per (batch, kv head, key block): dK, dV, summed over the query heads of the
+//           group. Both recompute S = Q.K^T and dP = dO.V^T: seven products per pair.
 // Per element: P = exp(logit - lse), P~ = P * keep / (1 - p), dP~ = dP * keep / (1 - p),
-// dLogit = P * (dP~ - Delta) with Delta = rowsum(dO * O) = rowsum(P * dP~); dX = dLogit * (1 - tanh^2) under
-// softcap;
+// dLogit = P * dP~ - P * Delta (one fma on the rounded P * dP~) with Delta = rowsum(dO * O) = rowsum(P * dP~);
+// dX = dLogit * (1 - tanh^2) under softcap;
 // dV = P~^T dO, dK = scale * dX^T Q, dQ = scale * dX K, dbias = dLogit reduced to the mask's shape.
 #pragma once
 #include <cmath>
@@ -37,7 +40,8 @@ struct BwdCtx {
   float* delta;                  // [B*Hq][Sq]
   float* dbias_full;             // [B][Hq][Sq][Sk] when dbias is reduced over b, h or i; else null
   bool delta_from_o;             // Delta = dO . O in bwd_prep_task (fp32 outputs); else rowsum(P * dP~)
-  int64_t kept_tiles;            // 16-bit: tiles per block pair bwd_dq_task keeps for its dS (0: own pass)
+  int64_t kept_tiles;            // 16-bit: tiles kept per key block for Delta and dLogit (0: Delta in its own pass)
+  bool kept_pd;                  // the kept tiles include P~ (fused schedule with dropout: dV needs it)
 };
 
 // Rows -> padded fp32 rows, K^T and V^T blocks, and Delta. One task per (head, 64-row block) of
@@ -134,7 +138,7 @@ inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h
     float* capr = cap ? t.cap + r * kBwdBN : nullptr;
     logits_row(pr, kBwdBN, hm, i, j0, key_range(md, d.Sk, i), t.maskbuf, capr);
     const float lse = p.lse[b * p.lse_sb + h * p.lse_sh + i];
-    const V vl = vset(lse), vdelta = vset(cx.delta[bh * d.Sq + i]);
+    const V vl = vset(lse), vnd = vset(-cx.delta[bh * d.Sq + i]);
     const bool dead = lse == kNegInf;
     if (md.has_dropout) {
       static_assert(kBwdBN == 64, "one keep mask per row and key block");
@@ -152,7 +156,10 @@ inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h
       }
       vstore(pr + c, pv);
       vstore(pdr + c, pd);
-      vstore(dpr + c, vmul(pv, vsub(dpv, vdelta)));  // dLogit
+      // dLogit = fma(P, -Delta, P * dP~), P * dP~ rounded on its own (vmul_round: never fused into the fma), the
+      // form of the kept tiles' (ds_from_kept), so that dQ and dK see the same dLogit whether it was kept or
+      // recomputed; with Delta = 0 it is P * dP~ exactly.
+      vstore(dpr + c, vfma(pv, vnd, vmul_round(pv, dpv)));
     }
     // A NaN lse (a NaN logit in the forward) makes every P of the row NaN, as the reference's; but
     // keys outside the row's causal/window range, or past Sk, are not part of its softmax at all
@@ -225,29 +232,155 @@ inline void delta_sums_store(const DeltaSums& a, float* delta, int64_t m) {
 }
 static_assert(kDeltaLanes == 8, "delta_sums_store adds 8 lanes");
 
-// Delta in a pass of its own, for 16-bit outputs whose kept tiles would not fit (kept_tiles == 0):
-// one more S and dP product per visible block pair.
-inline void bwd_delta_task(const BwdCtx& cx, int64_t t) {
+// A query block's kept tiles (16-bit outputs, while they fit: BwdCtx::kept_tiles tiles per key block):
+// P, P * dP~ (in the dLogit slot), the softcap's tanh, and in the fused schedule with dropout P~ (which
+// is P itself without dropout: bwd_block then stores the same values through both pointers).
+struct KeptTiles {
+  float* base;
+  bool cap, pd;
+
+  BwdTiles at(const BwdTiles& scratch, int64_t kb, int64_t per_block) const {
+    constexpr int64_t kTile = kBwdBM * kBwdBN;
+    BwdTiles k = scratch;
+    k.p = base + kb * per_block * kTile;
+    k.dp = k.p + kTile;
+    float* next = k.dp + kTile;
+    if (cap) {
+      k.cap = next;
+      next += kTile;
+    }
+    k.pd = pd ? next : k.p;
+    return k;
+  }
+};
+
+// Delta of rows [i0, i0 + m) of head (b, h) as rowsum(P * dP~), into cx.delta: bwd_block with Delta = 0
+// leaves P * dP~ in its dLogit tile. Into the kept tiles when there are some (they then hold what the
+// block pairs' dLogit needs), else through the scratch tiles (one more S and dP product per pair).
+inline void row_deltas(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h, int64_t i0, int64_t m,
+                       const KeptTiles* kept, const BwdTiles& scratch) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
-  const int64_t bh = t / cx.nqb, qb = t % cx.nqb, b = bh / d.Hq, h = bh % d.Hq, hk = h / cx.G;
-  const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
-  float* base = static_cast<float*>(thread_scratch(kTileFloats * 4 + kBwdBN + 256));
-  const BwdTiles tl = bwd_tiles(base, kBwdBM);
-  float* delta = cx.delta + bh * d.Sq + i0;
-  for (int64_t r = 0; r < m; ++r) delta[r] = 0.f;  // bwd_block then leaves P * dP~ in tl.dp
+  float* delta = cx.delta + (b * d.Hq + h) * d.Sq + i0;
+  for (int64_t r = 0; r < m; ++r) delta[r] = 0.f;
   DeltaSums acc;
   delta_sums_clear(acc);
-  const HeadMods hm = head_mods(p.mods, d.Sk, b, h);
   for (int64_t kb = 0; kb < cx.nkb; ++kb) {
     if (!block_visible(p.mods, d, i0, m, kb)) continue;
-    const int64_t n = d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN;
-    bwd_block(cx, hm, b, h, hk, i0, m, kb, tl);
-    delta_sums_add(acc, tl.dp, m, n);
+    const BwdTiles t = kept ? kept->at(scratch, kb, cx.kept_tiles) : scratch;
+    bwd_block(cx, hm, b, h, h / cx.G, i0, m, kb, t);
+    delta_sums_add(acc, t.dp, m, d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN);
   }
   delta_sums_store(acc, delta, m);
 }
 
+// Delta in a pass of its own, for 16-bit outputs whose kept tiles would not fit (kept_tiles == 0).
+inline void bwd_delta_task(const BwdCtx& cx, int64_t t) {
+  const Dims& d = cx.p->dims;
+  const int64_t bh = t / cx.nqb, qb = t % cx.nqb, b = bh / d.Hq, h = bh % d.Hq;
+  const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
+  float* base = static_cast<float*>(thread_scratch(kTileFloats * 4 + kBwdBN + 256));
+  row_deltas(cx, head_mods(cx.p->mods, d.Sk, b, h), b, h, i0, m, nullptr, bwd_tiles(base, kBwdBM));
+}
+
+// dLogit of a kept block pair, bwd_block's form on its kept operands: fma(P, -Delta, P * dP~). Rows whose
+// lse is NaN keep 0 outside their key range (bwd_block's zero_outside_range), where a NaN Delta would
+// otherwise reach the dK of keys the row never saw.
+inline void ds_from_kept(const BwdCtx& cx, const BwdTiles& k, int64_t b, int64_t h, int64_t i0, int64_t m, int64_t j0,
+                         int64_t n) {
+  const BwdProblem& p = *cx.p;
+  const float* delta = cx.delta + (b * p.dims.Hq + h) * p.dims.Sq + i0;
+  for (int64_t r = 0; r < m; ++r) {
+    const V vnd = vset(-delta[r]);
+    float* pr = k.p + r * kBwdBN;
+    float* dsr = k.dp + r * kBwdBN;
+    for (int64_t c = 0; c < kBwdBN; c += kLanes) vstore(dsr + c, vfma(vload(pr + c), vnd, vload(dsr + c)));
+    const float lse = p.lse[b * p.lse_sb + h * p.lse_sh + i0 + r];
+    if (lse != lse) zero_outside_range(pr, k.pd + r * kBwdBN, dsr, key_range(p.mods, p.dims.Sk, i0 + r), j0, n);
+  }
+}
+
+// dbias of a block pair from its dLogit tile ds (before the softcap's factor): into the full-size buffer, as a
+// sum over keys (dbias [.., Sq, 1], rows zeroed by the caller), or in place.
+inline void dbias_block(const BwdCtx& cx, const float* ds, int64_t bh, int64_t i0, int64_t m, int64_t j0, int64_t n) {
+  const BwdProblem& p = *cx.p;
+  const int64_t Sq = p.dims.Sq, Sk = p.dims.Sk;
+  for (int64_t r = 0; r < m; ++r) {
+    const float* dsr = ds + r * kBwdBN;
+    const int64_t row = bh * Sq + i0 + r;
+    if (cx.dbias_full) {
+      for (int64_t c = 0; c < n; ++c) cx.dbias_full[row * Sk + j0 + c] = dsr[c];
+    } else if (p.dbias_dims[3] == 1) {
+      float s = 0.f;
+      for (int64_t c = 0; c < n; ++c) s += dsr[c];
+      p.dbias[row] += s;
+    } else {
+      for (int64_t c = 0; c < n; ++c) p.dbias[row * Sk + j0 + c] = dsr[c];
+    }
+  }
+}
+
+// dK and dV sums of one kv head's keys in the fused schedule: [nkb * kBwdBN][dp] and [..][dvp].
+struct KvSums {
+  float *dk, *dv;
+};
+
+// Query block qb of head (b, h) against every key block it sees: dQ summed over the key blocks in order into
+// dq ([kBwdBM][dp], zeroed by the caller) and stored (tmp: dp floats), dbias; with kv (the fused schedule)
+// also each pair's dV += P~^T dO and dK += dX^T Q. With kept tiles, Delta comes first: row_deltas runs
+// every visible block once and keeps its tiles, and each pair's dLogit is then formed from them
+// (ds_from_kept) instead of a second S and dP product.
+inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, float* dq, float* tmp,
+                            const KeptTiles* kept, const BwdTiles& scratch, const KvSums* kv) {
+  const BwdProblem& p = *cx.p;
+  const Dims& d = p.dims;
+  const ScoreMods& md = p.mods;
+  const int64_t bh = b * d.Hq + h, hk = h / cx.G;
+  const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
+  const HeadMods hm = head_mods(md, d.Sk, b, h);
+  if (kept) row_deltas(cx, hm, b, h, i0, m, kept, scratch);
+  if (p.dbias && !cx.dbias_full && p.dbias_dims[3] == 1)
+    for (int64_t r = 0; r < m; ++r) p.dbias[bh * d.Sq + i0 + r] = 0.f;
+  const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
+  const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
+  for (int64_t kb = 0; kb < cx.nkb; ++kb) {
+    if (!block_visible(md, d, i0, m, kb)) continue;
+    const int64_t j0 = kb * kBwdBN, n = d.Sk - j0 < kBwdBN ? d.Sk - j0 : kBwdBN;
+    BwdTiles t = scratch;
+    if (kept) {
+      t = kept->at(scratch, kb, cx.kept_tiles);
+      ds_from_kept(cx, t, b, h, i0, m, j0, n);
+    } else {
+      bwd_block(cx, hm, b, h, hk, i0, m, kb, t);
+    }
+    if (p.dbias) dbias_block(cx, t.dp, bh, i0, m, j0, n);
+    if (md.softcap > 0.f) softcap_grad(t.dp, t.cap, m);
+    if (kv) {  // dV[c][:] += sum_r P~[r][c] dO[r][:];  dK[c][:] += sum_r dX[r][c] Q[r][:]
+      gemm<true>(kBwdBN, cx.dvp, m, t.pd, 1, kBwdBN, go, cx.dvp, kv->dv + j0 * cx.dvp, cx.dvp);
+      gemm<true>(kBwdBN, cx.dp, m, t.dp, 1, kBwdBN, q, cx.dp, kv->dk + j0 * cx.dp, cx.dp);
+    }
+    gemm<true>(m, cx.dp, n, t.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
+  }
+  prefault_rows(p.dq, b, h, i0, m, d.D);
+  for (int64_t r = 0; r < m; ++r)
+    store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, tmp, dq + r * cx.dp, md.scale, d.D, p.dq.strides[3]);
+}
+
+// Rows [j0, j0 + n) of kv head (b, hk)'s dK (scaled) and dV from their fp32 sums (tmp: dp + dvp floats).
+inline void store_kv_rows(const BwdCtx& cx, int64_t b, int64_t hk, int64_t j0, int64_t n, const float* dk,
+                          const float* dv, float* tmp) {
+  const BwdProblem& p = *cx.p;
+  prefault_rows(p.dk, b, hk, j0, n, p.dims.D);
+  prefault_rows(p.dv, b, hk, j0, n, p.dims.Dv);
+  for (int64_t c = 0; c < n; ++c) {
+    store_row_scaled(elem_ptr(p.dk, b, hk, j0 + c, 0), p.dk.dtype, tmp, dk + c * cx.dp, p.mods.scale, p.dims.D,
+                     p.dk.strides[3]);
+    store_row(elem_ptr(p.dv, b, hk, j0 + c, 0), p.dv.dtype, dv + c * cx.dvp, p.dims.Dv, p.dv.strides[3]);
+  }
+}
+
+// Pass 2 of the two-pass schedule: dK, dV of one key block, summed over the group's query heads and
+// query blocks in the fused schedule's order.
 inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
@@ -270,103 +403,63 @@ inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
       if (p.mods.softcap > 0.f) softcap_grad(tl.dp, tl.cap, m);
       const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
       const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
-      // dV[c][:] += sum_r PD[r][c] dO[r][:];  dK[c][:] += sum_r dX[r][c] Q[r][:]
       gemm<true>(kBwdBN, cx.dvp, m, tl.pd, 1, kBwdBN, go, cx.dvp, dv, cx.dvp);
       gemm<true>(kBwdBN, cx.dp, m, tl.dp, 1, kBwdBN, q, cx.dp, dk, cx.dp);
     }
   }
-  prefault_rows(p.dk, b, hk, j0, n, d.D);
-  prefault_rows(p.dv, b, hk, j0, n, d.Dv);
-  for (int64_t c = 0; c < n; ++c) {
-    store_row_scaled(elem_ptr(p.dk, b, hk, j0 + c, 0), p.dk.dtype, tmp, dk + c * cx.dp, p.mods.scale, d.D,
-                     p.dk.strides[3]);
-    store_row(elem_ptr(p.dv, b, hk, j0 + c, 0), p.dv.dtype, dv + c * cx.dvp, d.Dv, p.dv.strides[3]);
-  }
+  store_kv_rows(cx, b, hk, j0, n, dk, dv, tmp);
 }
 
-// dQ (and dbias) of one query block. With kept_tiles (16-bit outputs, Sk small enough), Delta comes
-// first: loop 1 runs every visible block with Delta = 0, so that bwd_block leaves P * dP~ in its dLogit
-// tile, sums it into Delta and keeps P, P * dP~ (and the softcap's tanh) per block in the thread's
-// scratch; loop 2 then forms dLogit = P * dP~ - P * Delta from the kept tiles instead of a second S and
-// dP product (the dK/dV pass, which runs after this one, reads Delta).
+// Scratch of a task that walks query blocks (bwd_dq_task, bwd_group_task): dq, tmp (dp + dvp), the kept tiles
+// (kept_tiles per key block) and the block pair's tiles, each 64-byte aligned.
+struct QueryBlockScratch {
+  float *dq, *tmp;
+  KeptTiles kept;
+  BwdTiles tiles;
+};
+inline QueryBlockScratch query_block_scratch(const BwdCtx& cx, float* base) {
+  QueryBlockScratch s;
+  s.dq = base;
+  s.tmp = s.dq + kBwdBM * cx.dp;
+  const int64_t head = round_up(kBwdBM * cx.dp + cx.dp + cx.dvp, 16);
+  const int64_t kept_floats = cx.kept_tiles * cx.nkb * kBwdBM * kBwdBN;
+  s.kept = KeptTiles{base + head, cx.p->mods.softcap > 0.f, cx.kept_pd};
+  s.tiles = bwd_tiles(base + head + kept_floats, kBwdBM);
+  return s;
+}
+inline size_t query_block_scratch_bytes(const BwdCtx& cx) {
+  const int64_t head = round_up(kBwdBM * cx.dp + cx.dp + cx.dvp, 16);
+  return (head + cx.kept_tiles * cx.nkb * kBwdBM * kBwdBN + kTileFloats) * 4 + kBwdBN + 256;
+}
+
+// Pass 1 of the two-pass schedule: dQ (and dbias) of one query block.
 inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
-  const BwdProblem& p = *cx.p;
-  const Dims& d = p.dims;
-  const ScoreMods& md = p.mods;
-  const int64_t bh = t / cx.nqb, qb = t % cx.nqb, b = bh / d.Hq, h = bh % d.Hq, hk = h / cx.G;
-  const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
-  constexpr int64_t kTile = kBwdBM * kBwdBN;
-  const int64_t kept_floats = cx.kept_tiles * cx.nkb * kTile;
-  const int64_t head = round_up(kBwdBM * cx.dp + cx.dp, 16);  // dq, tmp; keeps the tiles 64-byte aligned
-  float* base = static_cast<float*>(thread_scratch((head + kTileFloats + kept_floats) * 4 + kBwdBN + 256));
-  float* dq = base;
-  float* tmp = dq + kBwdBM * cx.dp;
-  float* kept = base + head;
-  const BwdTiles tl = bwd_tiles(kept + kept_floats, kBwdBM);
-  for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) dq[e] = 0.f;
-  const HeadMods hm = head_mods(md, d.Sk, b, h);
-  const bool cap = md.softcap > 0.f;
-  // Block kb's kept tiles: P, P * dP~, tanh.
-  auto kept_tiles = [&](int64_t kb) {
-    BwdTiles k = tl;
-    k.p = kept + kb * cx.kept_tiles * kTile;
-    k.dp = k.p + kTile;
-    if (cap) k.cap = k.dp + kTile;
-    return k;
-  };
-  float* delta = cx.delta + bh * d.Sq + i0;
-  if (cx.kept_tiles) {
-    for (int64_t r = 0; r < m; ++r) delta[r] = 0.f;
-    DeltaSums acc;
-    delta_sums_clear(acc);
-    for (int64_t kb = 0; kb < cx.nkb; ++kb) {
-      if (!block_visible(md, d, i0, m, kb)) continue;
-      const BwdTiles k = kept_tiles(kb);
-      bwd_block(cx, hm, b, h, hk, i0, m, kb, k);
-      delta_sums_add(acc, k.dp, m, d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN);
+  const Dims& d = cx.p->dims;
+  const int64_t bh = t / cx.nqb, qb = t % cx.nqb;
+  const QueryBlockScratch s =
+      query_block_scratch(cx, static_cast<float*>(thread_scratch(query_block_scratch_bytes(cx))));
+  for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) s.dq[e] = 0.f;
+  bwd_query_block(cx, bh / d.Hq, bh % d.Hq, qb, s.dq, s.tmp, cx.kept_tiles ? &s.kept : nullptr, s.tiles, nullptr);
+}
+
+// The fused schedule: every gradient of kv head (b, hk) and of its group's query heads, in one task. The
+// dK/dV sums take kv_sum_floats after the query-block scratch.
+inline int64_t kv_sum_floats(const BwdCtx& cx) { return round_up(cx.nkb * kBwdBN * (cx.dp + cx.dvp), 16); }
+inline void bwd_group_task(const BwdCtx& cx, int64_t t) {
+  const Dims& d = cx.p->dims;
+  const int64_t b = t / d.Hk, hk = t % d.Hk;
+  const size_t qbytes = round_up(query_block_scratch_bytes(cx), 64);
+  char* base = static_cast<char*>(thread_scratch(qbytes + static_cast<size_t>(kv_sum_floats(cx)) * 4));
+  const QueryBlockScratch s = query_block_scratch(cx, reinterpret_cast<float*>(base));
+  const KvSums kv{reinterpret_cast<float*>(base + qbytes),
+                  reinterpret_cast<float*>(base + qbytes) + cx.nkb * kBwdBN * cx.dp};
+  for (int64_t e = 0; e < cx.nkb * kBwdBN * (cx.dp + cx.dvp); ++e) kv.dk[e] = 0.f;
+  for (int64_t g = 0; g < cx.G; ++g)
+    for (int64_t qb = 0; qb < cx.nqb; ++qb) {
+      for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) s.dq[e] = 0.f;
+      bwd_query_block(cx, b, hk * cx.G + g, qb, s.dq, s.tmp, cx.kept_tiles ? &s.kept : nullptr, s.tiles, &kv);
     }
-    delta_sums_store(acc, delta, m);
-  }
-  const bool direct_bias = p.dbias && !cx.dbias_full;
-  const bool bias_rowsum = direct_bias && p.dbias_dims[3] == 1;
-  if (bias_rowsum)
-    for (int64_t r = 0; r < m; ++r) p.dbias[bh * d.Sq + i0 + r] = 0.f;
-  for (int64_t kb = 0; kb < cx.nkb; ++kb) {
-    if (!block_visible(md, d, i0, m, kb)) continue;
-    const int64_t j0 = kb * kBwdBN, n = d.Sk - j0 < kBwdBN ? d.Sk - j0 : kBwdBN;
-    BwdTiles t2 = tl;
-    if (cx.kept_tiles) {
-      t2 = kept_tiles(kb);
-      for (int64_t r = 0; r < m; ++r) {
-        const V vnd = vset(-delta[r]);
-        const float* pr = t2.p + r * kBwdBN;
-        float* dsr = t2.dp + r * kBwdBN;
-        for (int64_t c = 0; c < kBwdBN; c += kLanes) vstore(dsr + c, vfma(vload(pr + c), vnd, vload(dsr + c)));
-      }
-    } else {
-      bwd_block(cx, hm, b, h, hk, i0, m, kb, t2);
-    }
-    if (p.dbias) {
-      for (int64_t r = 0; r < m; ++r) {
-        const float* ds = t2.dp + r * kBwdBN;
-        const int64_t row = bh * d.Sq + i0 + r;
-        if (cx.dbias_full) {
-          for (int64_t c = 0; c < n; ++c) cx.dbias_full[row * d.Sk + j0 + c] = ds[c];
-        } else if (bias_rowsum) {
-          float s = 0.f;
-          for (int64_t c = 0; c < n; ++c) s += ds[c];
-          p.dbias[row] += s;
-        } else {
-          for (int64_t c = 0; c < n; ++c) p.dbias[row * d.Sk + j0 + c] = ds[c];
-        }
-      }
-    }
-    if (cap) softcap_grad(t2.dp, t2.cap, m);
-    gemm<true>(m, cx.dp, n, t2.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
-  }
-  prefault_rows(p.dq, b, h, i0, m, d.D);
-  for (int64_t r = 0; r < m; ++r)
-    store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, tmp, dq + r * cx.dp, md.scale, d.D, p.dq.strides[3]);
+  store_kv_rows(cx, b, hk, 0, d.Sk, kv.dk, kv.dv, s.tmp);
 }
 
 // dbias[e] = sum of dbias_full over the dims where dbias has size 1, in a fixed order.
@@ -421,12 +514,22 @@ inline void backward_impl(const BwdProblem& p) {
     *dst[i] = at;
     at += parts[i];
   }
-  // Delta: dO . O for fp32 outputs; rowsum(P * dP~) for 16-bit ones (bwd_delta_task), inside the dQ pass
-  // while a query block's kept tiles (64 rows x Sk, 2 or 3 tiles) fit in kKeptBytes per thread.
+  // The schedule. The fused one computes 5 of the two passes' 7 products per block pair, in B * Hk tasks of
+  // equal work (every kv head sees the same block pairs), so it wins while ceil(tasks / threads) * 5 <=
+  // tasks / threads * 7; its dK/dV sums (kv_sum_floats) must also fit kFusedSumBytes of a thread's scratch.
+  // Both give the same bits (backward.h's header), so the choice may depend on the thread count.
+  constexpr int64_t kFusedSumBytes = int64_t{8} << 20;
+  const int64_t threads = p.threads < 1 ? 1 : p.threads;
+  const bool fused = heads_k > 0 && (heads_k + threads - 1) / threads * threads * 5 <= heads_k * 7 &&
+                     kv_sum_floats(cx) * 4 <= kFusedSumBytes;
+  // Delta: dO . O for fp32 outputs; rowsum(P * dP~) for 16-bit ones (row_deltas), kept with the tiles each
+  // block pair's dLogit needs while a query block's kept tiles (64 rows x Sk: 2 to 4 tiles) fit in kKeptBytes
+  // per thread, else in a pass of its own (bwd_delta_task).
   constexpr int64_t kKeptBytes = int64_t{4} << 20;
   const bool sixteen = p.dtype == DType::kFloat16 || p.dtype == DType::kBFloat16;
   cx.delta_from_o = !sixteen;
-  const int64_t tiles = p.mods.softcap > 0.f ? 3 : 2;
+  cx.kept_pd = fused && p.mods.has_dropout;
+  const int64_t tiles = 2 + (p.mods.softcap > 0.f ? 1 : 0) + (cx.kept_pd ? 1 : 0);
   cx.kept_tiles = sixteen && tiles * cx.nkb * kBwdBM * kBwdBN * 4 <= kKeptBytes ? tiles : 0;
 
   // dbias: written in place when each task owns its rows (no reduction over b, h or i), else
@@ -450,8 +553,12 @@ inline void backward_impl(const BwdProblem& p) {
   parallel_for_each(d.B * d.Hq * cx.nqb + heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_prep_task(cx, t); });
   if (sixteen && !cx.kept_tiles)
     parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_delta_task(cx, t); });
-  parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_dq_task(cx, t); });
-  parallel_for_each(heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_dkdv_task(cx, t); });
+  if (fused) {
+    parallel_for_each(heads_k, p.threads, [&](int64_t t) { bwd_group_task(cx, t); });
+  } else {
+    parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_dq_task(cx, t); });
+    parallel_for_each(heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_dkdv_task(cx, t); });
+  }
   if (need_full) parallel_for_each(bias_elems, p.threads, [&](int64_t e) { bwd_reduce_bias_task(cx, e); });
 }
 
