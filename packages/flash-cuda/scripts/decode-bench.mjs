@@ -10,7 +10,7 @@
 //            loop pays it (core reads varlen offsets and the block table on the host: one sync per call).
 // Also the split count the plan chose, each variant at fixed split counts, and the fraction of the HBM
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
-// Then the decode-shaped tile ('lean_small', by name) at split counts 1..16 on dense and paged 16, first
+// Then the decode-shaped tile ('lean_small', by name) at split counts 1..16 on dense, paged 16 and paged 256, first
 // checked against the varlen output (max |diff|).
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
@@ -163,12 +163,9 @@ for (const v of variants) {
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
   );
 }
-// The decode-shaped tiles at each split count: the split tile ('lean_small', split-KV with the combine launch)
-// and the decode kernels (split-KV merged in a cluster: at most 8 splits), each first checked against the
-// varlen output (max |diff|).
-const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) =>
-  /^bf16_d128_(lean_small|decode.*)$/.test(k),
-);
+// The decode-shaped tile ('lean_small') at each split count on dense, paged 16 and paged 256, first checked
+// against the varlen output (max |diff|).
+const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^bf16_d128_lean_small$/.test(k));
 const sweep = [];
 for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
   const bs = v.name === 'dense' ? 0 : Number(v.name.split(' ')[1]);
@@ -181,50 +178,14 @@ for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includ
     for (let i = 0; i < got.length; i++) maxDiff = Math.max(maxDiff, Math.abs(got[i] - ref[i]));
     if (!(maxDiff < 2e-2)) console.log(`WARNING: ${kernel} on ${v.name} differs from varlen by ${maxDiff}`);
     const us = {};
-    const splitCounts = /decode/.test(kernel) ? [1, 2, 4, 6, 7, 8] : [1, 2, 3, 4, 5, 6, 8, 12, 16];
-    for (const s of splitCounts) us[s] = Number(loopUs(kernelCall(v, { kernel, numSplits: s })).toFixed(2));
+    for (const s of [1, 2, 3, 4, 5, 6, 8, 12, 16])
+      us[s] = Number(loopUs(kernelCall(v, { kernel, numSplits: s })).toFixed(2));
     const best = Object.entries(us).sort((a, b) => a[1] - b[1])[0];
     sweep.push({ variant: v.name, kernel, maxDiff, bySplits: us, best: { splits: Number(best[0]), us: best[1] } });
     console.log(
       `${v.name.padEnd(10)} ${kernel.padEnd(28)} best ${best[1].toFixed(1)} us at ${best[0]} splits; max|diff| ${maxDiff.toExponential(1)}; ${JSON.stringify(us)}`,
     );
   }
-}
-// Other decode-like shapes ([B, Hq, Hk, Sq, Sk, D], dense [B, H, S, D]): the plan's pick against the split tile
-// with its own heuristic split count (the rule that picks the decode kernel is fitted to these).
-const others = [];
-for (const [b, hq, hk, sq, sk, d, dtype] of [
-  [8, 32, 32, 1, 4096, 64, 'bfloat16'],
-  [8, 32, 32, 1, 4096, 128, 'bfloat16'],
-  [2, 32, 8, 1, 32768, 128, 'bfloat16'],
-  [8, 32, 8, 1, 2048, 128, 'bfloat16'],
-  [8, 32, 8, 1, 1024, 128, 'bfloat16'],
-  [4, 64, 8, 1, 8192, 128, 'bfloat16'],
-  [8, 32, 8, 4, 8192, 128, 'bfloat16'],
-  [8, 32, 8, 1, 8192, 64, 'float16'],
-  [16, 8, 1, 1, 8192, 128, 'bfloat16'],
-]) {
-  const oo = { dtype, device: 'cuda' };
-  const q = core.randn([b, hq, sq, d], { ...oo, seed: 11 });
-  const k = core.randn([b, hk, sk, d], { ...oo, seed: 12 });
-  const vv = core.randn([b, hk, sk, d], { ...oo, seed: 13 });
-  const params = core.normalizeParams(q, k, vv, { enableGqa: hq !== hk });
-  const plan = planFor(params);
-  const split = `${dtype === 'float16' ? 'fp16' : 'bf16'}_d${d}_lean_small`;
-  const splitPlan = planFor(params, { kernel: split });
-  const call = (over) => () => {
-    const r = flashForward(params, over);
-    r.out.dispose();
-    r.logsumexp.dispose();
-  };
-  const pickUs = loopUs(call({}));
-  const splitUs = loopUs(call({ kernel: split }));
-  const row = { shape: [b, hq, hk, sq, sk, d], dtype, pick: plan, pickUs, splitTile: splitPlan, splitUs };
-  others.push(row);
-  console.log(
-    `[${row.shape}] ${dtype}: ${plan.kernel} x${plan.numSplits} ${pickUs.toFixed(1)} us; ${split} x${splitPlan.numSplits} ${splitUs.toFixed(1)} us (${(pickUs / splitUs).toFixed(3)})`,
-  );
-  for (const t of [q, k, vv]) t.dispose();
 }
 const contiguous = rows.find((r) => r.variant === 'varlen').kernelUs;
 for (const r of rows) r.vsVarlen = r.kernelUs / contiguous;
@@ -237,7 +198,6 @@ const result = {
   floorUs,
   rows,
   sweep,
-  others,
 };
 console.log(
   `HBM floor ${floorUs.toFixed(1)} us (${(kvBytes / 1e6).toFixed(0)} MB at ${(bandwidth / 1e12).toFixed(2)} TB/s)`,

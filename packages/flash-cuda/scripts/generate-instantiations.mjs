@@ -74,21 +74,6 @@ export const SM90_CONFIGS = [
   [128, 'sm90ws', 128, 128, 1, null, true],
   [256, 'sm90', 128, 64, 1],
 ];
-/**
- * The decode kernel (DecodeTraits, native/src/fwd/decode_kernel.h): Sq * group <= 16 query rows per KV head,
- * kHeads KV heads per CTA (one warp each) loaded together, a kStages cp.async ring of kBlockN-key stages, and
- * split-KV merged inside a cluster (sm90 and newer). dispatch.cu picks it on those devices for lean, 16-byte
- * aligned calls with at most 16 packed rows and a long key range.
- */
-export const DECODE_CONFIGS = [
-  // headDim, variant, heads, blockN, stages[, dtypes]
-  [64, 'decode', 4, 32, 6],
-  [128, 'decode', 4, 16, 6],
-  [128, 'decode_h4n32s3', 4, 32, 3, ['bf16']],
-  [128, 'decode_h2n32s6', 2, 32, 6, ['bf16']],
-  [128, 'decode_h8n16s3', 8, 16, 3, ['bf16']],
-  [128, 'decode_h4n16s4', 4, 16, 4, ['bf16']],
-];
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small']);
 export const DTYPES = [
@@ -139,26 +124,10 @@ export function generatedFiles() {
       );
     }
   }
-  for (const [dname, ctype] of DTYPES) {
-    for (const [d, variant, heads, n, stages, dtypes] of DECODE_CONFIGS) {
-      if (dtypes && !dtypes.includes(dname)) continue;
-      const traits = `attn::flash::DecodeTraits<${d}, ${heads}, ${n}, ${stages}, ${ctype}>`;
-      addTo(
-        files,
-        `fwd_decode_${dname}.cu`,
-        'launch/decode_launch.h',
-        `template void attn::flash::run_decode<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);  // d${d} ${variant}\n`,
-      );
-      list.push(
-        `ATTN_FWD_DECODE_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${heads}, ${n}, ${stages}, ${ctype}, "${dname}_d${d}_${variant}")`,
-      );
-    }
-  }
   files.set(
     'fwd_configs.inc',
     `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, extras, name)\n` +
       `// ATTN_FWD_SM90_CONFIG(is_bf16, head_dim, block_m, block_n, min_blocks_per_sm, element, warp_specialized, name)\n` +
-      `// ATTN_FWD_DECODE_CONFIG(is_bf16, head_dim, heads_per_cta, block_n, stages, element, name)\n` +
       `// Within one (dtype, head_dim), the 'large' shape comes first.\n${list.join('\n')}\n`,
   );
   return files;

@@ -95,22 +95,11 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
         const n = nums([4, 16, 16, 4096, 4096, 128], opts);
         expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
       }
-      // Decode and short queries (packed rows <= 64): on an H100 the decode kernel (at most 16 packed rows, a long
-      // key range, a grid that fills the GPU; split-KV in one cluster of at most 8), else 'lean_small' without
-      // ALiBi, 'small' with it.
+      // Decode and short queries (packed rows <= 64): 'lean_small' without ALiBi, 'small' with it.
       const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
-      expect(a!.plan(dec.nums, dec.ptrs)).toMatchObject({ kernel: 'bf16_d128_decode', numSplits: 8, packGqa: true });
-      const decA100 = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true }, A100);
-      expect(a!.plan(decA100.nums, decA100.ptrs).kernel).toBe('bf16_d128_lean_small');
-      const decFew = nums([1, 32, 8, 1, 8192, 128], { enableGqa: true }); // 2 head groups x 8 splits: too few CTAs
-      expect(a!.plan(decFew.nums, decFew.ptrs).kernel).toBe('bf16_d128_lean_small');
-      const decShort = nums([8, 32, 8, 1, 1000, 128], { enableGqa: true });
-      expect(a!.plan(decShort.nums, decShort.ptrs).kernel).toBe('bf16_d128_lean_small');
+      expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_lean_small');
       const shortQ = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows
       expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe('bf16_d128_lean_small');
-      const forcedDecode = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows: more than 16
-      forcedDecode.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_decode');
-      expect(() => a!.plan(forcedDecode.nums, forcedDecode.ptrs)).toThrow(/at most 16 query rows/);
       const forcedSmall = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
       forcedSmall.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d128_lean_small');
       expect(a!.plan(forcedSmall.nums, forcedSmall.ptrs).kernel).toBe('bf16_d128_lean_small');
@@ -124,13 +113,7 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
 
   it('holds only the tiles the plan picks for some device and call (no forced-only forms)', () => {
     const names = a!.buildInfo().kernelNames;
-    expect(names.filter((n) => /alt/.test(n))).toEqual([]);
-    expect(names.filter((n) => /decode/.test(n)).sort()).toEqual([
-      'bf16_d128_decode',
-      'bf16_d64_decode',
-      'fp16_d128_decode',
-      'fp16_d64_decode',
-    ]);
+    expect(names.filter((n) => /alt|decode/.test(n))).toEqual([]);
     expect(names.filter((n) => n.includes('sm90')).sort()).toEqual([
       'bf16_d128_sm90ws',
       'bf16_d256_sm90',

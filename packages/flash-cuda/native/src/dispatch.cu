@@ -15,7 +15,6 @@
 #include "fwd/combine.h"
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
-#include "fwd/decode_kernel.h"
 #include "sm90/fwd_sm90_traits.h"
 
 namespace attn::flash {
@@ -24,8 +23,6 @@ template <typename Tr>
 void run_fwd(const FwdParams& p, cudaStream_t stream, int device);
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device);
-template <typename Tr>
-void run_decode(const FwdParams& p, cudaStream_t stream, int device);
 
 // Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
 // bodies exist only there.
@@ -48,8 +45,6 @@ struct FwdConfig {
   bool sm90;              // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
   bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
   int min_blocks;         // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
-  int decode_heads;       // > 0: the decode kernel (fwd/decode_kernel.h) with that many KV heads per CTA
-  int stages;             // the decode kernel's K/V stages
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME) \
@@ -66,8 +61,6 @@ struct FwdConfig {
    NAME,                                                             \
    false,                                                            \
    false,                                                            \
-   0,                                                                \
-   0,                                                                \
    0},
 #define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME) \
   {IS_BF16 != 0,                                                     \
@@ -83,40 +76,16 @@ struct FwdConfig {
    NAME,                                                             \
    true,                                                             \
    WS,                                                               \
-   MINB,                                                             \
-   0,                                                                \
-   0},
-#define ATTN_FWD_DECODE_CONFIG(IS_BF16, D, H, N, S, ELEM, NAME) \
-  {IS_BF16 != 0,                                                \
-   D,                                                           \
-   DecodeTraits<D, H, N, S, ELEM>::kRows,                       \
-   N,                                                           \
-   H,                                                           \
-   true,                                                        \
-   false,                                                       \
-   DecodeTraits<D, H, N, S, ELEM>::kSmemBytes,                  \
-   DecodeTraits<D, H, N, S, ELEM>::kSmemBytes,                  \
-   &run_decode<DecodeTraits<D, H, N, S, ELEM>>,                 \
-   NAME,                                                        \
-   false,                                                       \
-   false,                                                       \
-   1,                                                           \
-   H,                                                           \
-   S},
+   MINB},
 const FwdConfig kConfigs[] = {
 #include "generated/fwd_configs.inc"
 };
 #undef ATTN_FWD_CONFIG
 #undef ATTN_FWD_SM90_CONFIG
-#undef ATTN_FWD_DECODE_CONFIG
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
 constexpr int kBuckets[] = {32, 64, 96, 128, 160, 192, 224, 256};
 constexpr int kMaxSplits = 128;
-// The decode kernel: at most one portable cluster (8 CTAs) of splits, and the key range from which the plan
-// prefers it.
-constexpr int kDecodeMaxSplits = 8;
-constexpr int kDecodeMinKeys = 1024;
 
 int head_dim_bucket(int d) {
   for (int b : kBuckets)
@@ -185,8 +154,7 @@ struct Shape {
   int sm_count, smem_optin;
   int cc_major, cc_minor;
   bool varlen;
-  bool paged;  // K/V through a block table: the sm80-family kernels and the decode kernel
-  bool aligned16;
+  bool paged;  // K/V through a block table: the sm80-family kernels only
   // The keys one query row can see at most, what the plan counts key tiles over: an upper-left causal mask or
   // right window bound (key j <= row i + window_right) leaves min(Sk, Sq + window_right); a lower-right one
   // (offset Sk - Sq per sequence) leaves every key. Only the plan reads it; the kernels walk their own range.
@@ -213,7 +181,6 @@ Shape read_shape(const double* nums, bool varlen) {
   s.cc_minor = as_int(nums, kCcMinor, "compute capability", 0, 1000);
   s.varlen = varlen;
   s.paged = as_int(nums, kPageSize, "page size", 0, 2147483647.0) > 0;
-  s.aligned16 = as_int(nums, kAligned16, "aligned flag", 0, 1) == 1;
   require(!s.paged || varlen || kv, "paged K/V (a block table) needs varlen offsets");
   require(!kv || s.paged, "a kv-cache call reads its cache through a block table");
   const bool causal = as_int(nums, kCausal, "causal flag", 0, 1) == 1;
@@ -251,38 +218,10 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     return num_splits_heuristic(int64_t(s.batch) * heads * m_blocks_of(c), s.sm_count * ctas_per_sm(c, s.smem_optin),
                                 key_tiles(c), kMaxSplits);
   };
-  // The decode kernel's grid: (batch, head group) CTAs times at most one cluster of splits.
-  auto decode_ctas = [&](const FwdConfig& c) {
-    return int64_t(s.batch) * ((s.heads_k + c.decode_heads - 1) / c.decode_heads);
-  };
-  auto decode_fills = [&](const FwdConfig& c) {  // its largest split count reaches 80% of one wave
-    return decode_ctas(c) * kDecodeMaxSplits >= 0.8 * s.sm_count * ctas_per_sm(c, s.smem_optin);
-  };
-  // The split count with the best wave efficiency (the fewest among equals): the kernel is bound by the bytes
-  // in flight per SM, so an SM left idle is bandwidth lost.
-  auto decode_splits = [&](const FwdConfig& c) {
-    const int slots = s.sm_count * ctas_per_sm(c, s.smem_optin);
-    const int max_s = std::max(1, std::min(kDecodeMaxSplits, key_tiles(c)));
-    int best = 1;
-    float best_eff = 0.f;
-    for (int sp = 1; sp <= max_s; ++sp) {
-      const float waves = float(decode_ctas(c) * sp) / slots;
-      const float eff = waves / std::ceil(waves);
-      if (eff > best_eff + 1e-4f) best_eff = eff, best = sp;
-    }
-    return best;
-  };
-  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1;
-  // The decode kernel: clusters (sm90 and newer), the lean feature set, 16-byte aligned tensors, at most 16
-  // (query, group member) rows per KV head.
-  const bool decode_ok = lean && s.aligned16 && s.cc_major >= 9 && int64_t(s.seq_q) * s.group <= 16;
+  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
     if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
-    if (c.decode_heads > 0) {
-      if (decode_ok && decode < 0) decode = i;
-      continue;
-    }
     if (c.sm90) {
       // One Hopper kernel per head dim: warp-specialized at D <= 128, two stages at D 256.
       if (lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80 && hopper < 0) hopper = i;
@@ -329,11 +268,6 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     if (c.sm90 && s.paged)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " has no paged K/V (block table); the sm80-family kernels take it");
-    if (c.decode_heads > 0 && !decode_ok)
-      throw std::invalid_argument(
-          std::string("flash-cuda: kernel ") + c.name +
-          " runs only on sm90 and newer, with 16-byte aligned tensors, the lean feature set and "
-          "at most 16 query rows per KV head (query length x group)");
     cfg = forced;
   } else if (family == KernelFamily::kSm90) {
     // Asked for by the kernel option (src/kernels.ts declines the calls it cannot run first): the Hopper
@@ -345,9 +279,6 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
           "), head dim <= 256, no ALiBi, softcap, dropout or left window bound, scale > 0, no paged K/V, no split-KV "
           "and no packed GQA (query length <= 64 with GQA)");
     cfg = hopper;
-  } else if (family == KernelFamily::kAuto && decode >= 0 && s.visible_k >= kDecodeMinKeys &&
-             decode_fills(kConfigs[decode])) {
-    cfg = decode;
   } else if (hopper >= 0 && requested_splits <= 1) {
     // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile is 1, or the
     // visible keys are at most two of its key tiles (a split's combine launch costs more than a second tile).
@@ -373,10 +304,6 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   pl.m_blocks = static_cast<int>(m_blocks);
   if (c.sm90) {
     pl.num_splits = 1;
-  } else if (c.decode_heads > 0) {
-    pl.num_splits = requested_splits > 0 ? std::min(requested_splits, kDecodeMaxSplits) : decode_splits(c);
-    pl.pack_gqa = true;
-    pl.m_blocks = 1;
   } else if (requested_splits > 0) {
     pl.num_splits = std::min(requested_splits, kMaxSplits);
   } else {
@@ -391,12 +318,7 @@ Plan plan(const double* nums, const uint64_t* ptrs) {
   using namespace abi;
   const bool varlen = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0) >= 0;
   // kNumSplits > 0 forces a split count (tests); 0 lets the heuristic choose.
-  // The plan is made before TS knows the output's strides, so it assumes 16-byte aligned tensors; forward()
-  // decides with the real flag (a misaligned call planned for the decode kernel runs the split tile with the
-  // same split count: its partials are allocated by then).
-  Shape s = read_shape(nums, varlen);
-  s.aligned16 = true;
-  return make_plan(s, as_int(nums, kNumSplits, "split count", 0, kMaxSplits),
+  return make_plan(read_shape(nums, varlen), as_int(nums, kNumSplits, "split count", 0, kMaxSplits),
                    as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1),
                    lean_ok(nums, ptrs == nullptr || ptrs[kAlibi] != 0), kernel_family(nums));
 }
@@ -523,11 +445,6 @@ void forward(const uint64_t* ptrs, const double* nums) {
   const int device = as_int(nums, kDevice, "device index", 0, 1023);
   ATTN_CUDA_CHECK(cudaSetDevice(device));
   auto stream = reinterpret_cast<cudaStream_t>(ptrs[kStream]);
-  if (c.decode_heads > 0) {  // the splits merge inside their cluster: no partials, no combine launch
-    p.num_splits = std::min(splits, kDecodeMaxSplits);
-    c.run(p, stream, device);
-    return;
-  }
   c.run(p, stream, device);
   // On sm90 the combine is a programmatic dependent launch: its CTAs start while the forward's last CTAs
   // run and wait for the forward's memory there (griddepcontrol.wait), so no launch gap separates them.
@@ -548,9 +465,6 @@ std::vector<std::string> kernel_descriptions() {
     out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
                   (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
-                  (c.decode_heads > 0 ? ", decode: " + std::to_string(c.decode_heads) + " KV heads per CTA, " +
-                                            std::to_string(c.stages) + " stages, split-KV in a cluster"
-                                      : "") +
                   (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") + ")");
   return out;
 }
