@@ -10,7 +10,7 @@
 //            loop pays it (core reads varlen offsets and the block table on the host: one sync per call).
 // Also the split count the plan chose, each variant at fixed split counts, and the fraction of the HBM
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
-// Then the decode-shaped tile ('lean_small', by name) at split counts 1..16 on dense and paged 16, first
+// Then the decode-shaped tile ('lean_small', by name) at split counts 1..16 on dense, paged 16 and paged 256, first
 // checked against the varlen output (max |diff|).
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
@@ -163,12 +163,14 @@ for (const v of variants) {
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
   );
 }
-// The decode-shaped tile at each split count.
+// The decode-shaped tile ('lean_small') at each split count on dense, paged 16 and paged 256, first checked
+// against the varlen output (max |diff|).
 const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^bf16_d128_lean_small$/.test(k));
 const sweep = [];
-for (const v of variants.filter((x) => ['dense', 'paged 16'].includes(x.name))) {
+for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
+  const bs = v.name === 'dense' ? 0 : Number(v.name.split(' ')[1]);
   for (const kernel of tiles) {
-    const got = flashForward(v.name === 'dense' ? v.params : identity(16), {
+    const got = flashForward(bs === 0 ? v.params : identity(bs), {
       kernel,
       numSplits: 4,
     }).out.toFloat64Array();
