@@ -15,7 +15,10 @@ function enumValues(text: string, name: string): Record<string, number> {
   if (!m) throw new Error(`enum class ${name} not found`);
   let next = 0;
   const out: Record<string, number> = {};
-  for (const member of m[1]!.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const member of m[1]!
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [id, value] = member.split('=').map((s) => s.trim());
     next = value === undefined ? next : Number(value);
     out[id!.slice(1, 2).toLowerCase() + id!.slice(2)] = next++;
