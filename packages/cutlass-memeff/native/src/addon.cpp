@@ -83,10 +83,10 @@ void parse_fwd(const uint64_t* ptrs, const double* nums, FwdParams& p) {
   // logsumexp (and the backward's D and dQ rows): dense [B, Hq, Sq], varlen [Hq, totalQ].
   p.lse_stride[0] = p.cu_seqlens_q != nullptr ? 0 : static_cast<int64_t>(p.heads_q) * p.seq_q;
   p.lse_stride[1] = p.cu_seqlens_q != nullptr ? p.total_q : p.seq_q;
-  p.mask = ptr_at<const void*>(ptrs, abi::kMask);
-  if (p.mask != nullptr) {
-    const int64_t kind = attn::abi::num_int(nums, abi::kMaskKind, kWho, "mask kind", 1, 2);
-    p.mask_kind = static_cast<memeff::MaskKind>(kind);
+  // The kind says whether there is a mask (dispatch.cu refuses a kind without a pointer).
+  p.mask_kind = static_cast<memeff::MaskKind>(attn::abi::num_int(nums, abi::kMaskKind, kWho, "mask kind", 0, 2));
+  if (p.mask_kind != memeff::MaskKind::kNone) {
+    p.mask = ptr_at<const void*>(ptrs, abi::kMask);
     p.mask_dtype = num_i32(nums, abi::kMaskDtype, "mask dtype");
     attn::abi::num_i64s(nums, abi::kMaskBatchStride, kWho, "mask strides", p.mask_stride);
   }
