@@ -54,7 +54,17 @@ export type { StreamOptions } from './stream.js';
 export { CudaError, CudaOutOfMemoryError } from './errors.js';
 
 export { cudaMathBackend, CUDA_MATH_PRIORITY } from './math-backend/backend.js';
-export { KV_NUM, KV_PTR, kvAppendArgs, type KvAppendArgs, type KvAppendOutputs } from './kv-append.js';
+export {
+  abiHeaderMismatches,
+  abiLayout,
+  headerEnumNames,
+  nameIndex,
+  putNums,
+  rowStrides,
+  type AbiArrays,
+  type AbiLayout,
+} from './abi.js';
+export { KV_ABI, KV_NUM, KV_PTR, kvAppendArgs, type KvAppendArgs, type KvAppendOutputs } from './kv-append.js';
 export { cudaMathRules } from './math-backend/rules.js';
 export { CUDA_MATH_LIMITS } from './math-backend/limits.js';
 export { runBackward as cudaMathBackward, runForward as cudaMathForward } from './math-backend/run.js';

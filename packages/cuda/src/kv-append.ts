@@ -3,52 +3,30 @@
 // that cuda-math and flash-cuda append, rotate and address caches identically. Pure (no native call):
 // tested on the CPU with a fake device runtime.
 import type { DType, KvCacheParams, SdpaParams, Tensor } from '@attn/core';
+import { abiLayout } from './abi.js';
 
-/** kv_append.cuh's Ptr enum, in order. */
-export const KV_PTR = Object.freeze({
-  q: 0,
-  qOut: 1,
-  kNew: 2,
-  vNew: 3,
-  kCache: 4,
-  vCache: 5,
-  cos: 6,
-  sin: 7,
-  cacheSeqlens: 8,
-  cacheBatchIdx: 9,
-  blockTable: 10,
-  rowTable: 11,
-  stream: 12,
-  count: 13,
-});
-
-/** kv_append.cuh's Num enum, in order (strides: 4 per 4-d tensor, 2 per rotary table). */
-export const KV_NUM = Object.freeze({
-  dtype: 0,
-  batch: 1,
-  seqQ: 2,
-  headsQ: 3,
-  headsKV: 4,
-  headDim: 5,
-  headDimV: 6,
-  newLen: 7,
-  numBlocks: 8,
-  blockSize: 9,
-  maxBlocks: 10,
-  capacity: 11,
-  rotRows: 12,
-  rotHalf: 13,
-  interleaved: 14,
-  qPerRow: 15,
-  qStrides: 16,
-  kNewStrides: 20,
-  vNewStrides: 24,
-  kCacheStrides: 28,
-  vCacheStrides: 32,
-  cosStrides: 36,
-  sinStrides: 38,
-  count: 40,
-});
+// The layout of attn/kv_append_abi.h (the one argument ABI, abi.ts): names in the header's order, grouped by
+// meaning as its enums; kv-append.test.ts checks them against the header. Strides: 4 per 4-d tensor, 2 per
+// rotary table, from the slot of their first.
+// prettier-ignore
+export const KV_ABI = abiLayout(
+  [
+    'q', 'qOut', 'kNew', 'vNew', 'kCache', 'vCache', 'cos', 'sin', 'cacheSeqlens', 'cacheBatchIdx', 'blockTable',
+    'rowTable', 'stream',
+  ],
+  [
+    'dtype', 'batch', 'seqQ', 'headsQ', 'headsKV', 'headDim', 'headDimV', 'newLen',
+    'numBlocks', 'blockSize', 'maxBlocks', 'capacity', 'rotRows', 'rotHalf', 'interleaved', 'qPerRow',
+    'qS0', 'qS1', 'qS2', 'qS3',
+    'kNewS0', 'kNewS1', 'kNewS2', 'kNewS3',
+    'vNewS0', 'vNewS1', 'vNewS2', 'vNewS3',
+    'kCacheS0', 'kCacheS1', 'kCacheS2', 'kCacheS3',
+    'vCacheS0', 'vCacheS1', 'vCacheS2', 'vCacheS3',
+    'cosS0', 'cosS1', 'sinS0', 'sinS1',
+  ],
+);
+export const KV_PTR = KV_ABI.ptr;
+export const KV_NUM = KV_ABI.num;
 
 /** attn/tensor_ref.h's dtype codes of the float dtypes. */
 const DTYPE_CODE: Partial<Record<DType, number>> = { float64: 0, float32: 1, float16: 2, bfloat16: 3 };
@@ -80,8 +58,7 @@ function putStrides(nums: Float64Array, at: number, t: Tensor | null, n: number)
 export function kvAppendArgs(p: SdpaParams, out: KvAppendOutputs): KvAppendArgs {
   const kv: KvCacheParams | null = p.kvCache;
   if (!kv) throw new TypeError('kvAppendArgs takes a sdpaKvCache call');
-  const ptrs = new BigUint64Array(KV_PTR.count);
-  const nums = new Float64Array(KV_NUM.count);
+  const { ptrs, nums } = KV_ABI.arrays();
   const q = p.query.transpose(1, 2); // the user's [B, Sq, Hq, D]
   const ptr = (t: Tensor | null) => (t ? t.dataPointer() : 0n);
   ptrs[KV_PTR.q] = ptr(q);
@@ -118,12 +95,12 @@ export function kvAppendArgs(p: SdpaParams, out: KvAppendOutputs): KvAppendArgs 
   nums[KV_NUM.rotHalf] = rot ? rot.dim / 2 : 0;
   nums[KV_NUM.interleaved] = rot?.interleaved ? 1 : 0;
   nums[KV_NUM.qPerRow] = rot?.qPerRow ? 1 : 0;
-  putStrides(nums, KV_NUM.qStrides, q, 4);
-  putStrides(nums, KV_NUM.kNewStrides, kv.kNew, 4);
-  putStrides(nums, KV_NUM.vNewStrides, kv.vNew, 4);
-  putStrides(nums, KV_NUM.kCacheStrides, kv.kCache, 4);
-  putStrides(nums, KV_NUM.vCacheStrides, kv.vCache, 4);
-  putStrides(nums, KV_NUM.cosStrides, rot?.cos ?? null, 2);
-  putStrides(nums, KV_NUM.sinStrides, rot?.sin ?? null, 2);
+  putStrides(nums, KV_NUM.qS0, q, 4);
+  putStrides(nums, KV_NUM.kNewS0, kv.kNew, 4);
+  putStrides(nums, KV_NUM.vNewS0, kv.vNew, 4);
+  putStrides(nums, KV_NUM.kCacheS0, kv.kCache, 4);
+  putStrides(nums, KV_NUM.vCacheS0, kv.vCache, 4);
+  putStrides(nums, KV_NUM.cosS0, rot?.cos ?? null, 2);
+  putStrides(nums, KV_NUM.sinS0, rot?.sin ?? null, 2);
   return { ptrs, nums };
 }

@@ -1,4 +1,5 @@
-// The argument objects the addon receives, built from real SdpaParams on a fake 'cuda' device.
+// The argument arrays the addon receives, built from real SdpaParams on a fake 'cuda' device and read back
+// by slot name.
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
 import {
   normalizeParams,
@@ -10,7 +11,18 @@ import {
   type SdpaOptions,
 } from '@attn/core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DTYPE_CODE, backwardArgs, dbiasLayout, forwardArgs } from './launch-args.js';
+import { BACKWARD_ABI, FORWARD_ABI, MASK_KIND, PATH_CODE } from './abi.js';
+import { DTYPE_CODE, backwardArgs, dbiasLayout, forwardArgs, scratchArrays } from './launch-args.js';
+
+type Arrays = { ptrs: BigUint64Array; nums: Float64Array };
+/** The arrays as { name: value } (numbers) and { name: address } (pointers). */
+function read(a: Arrays, layout: typeof FORWARD_ABI | typeof BACKWARD_ABI = FORWARD_ABI) {
+  const names = <T extends string>(list: readonly T[], arr: ArrayLike<number | bigint>) =>
+    Object.fromEntries(list.map((n, i) => [n, arr[i]!])) as Record<T, number | bigint>;
+  return { ...names(layout.numNames, a.nums), ...names(layout.ptrNames, a.ptrs) } as Record<string, number | bigint>;
+}
+const slice = (a: Arrays, at: number, n: number) => [...a.nums.slice(at, at + n)];
+const NUM = FORWARD_ABI.num;
 
 beforeAll(() => registerDeviceRuntime(makeFakeDeviceRuntime({ type: 'cuda' })));
 
@@ -27,51 +39,55 @@ describe('forwardArgs', () => {
     const p = params();
     const out = zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' });
     const lse = zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' });
-    const a = forwardArgs(p, out, lse, 7n, 'auto');
+    const args = forwardArgs(p, out, lse, 7n, 'auto');
+    const a = read(args);
     expect(a).toMatchObject({
       dtype: DTYPE_CODE.float16,
+      path: PATH_CODE.auto,
       batch: 2,
       headsQ: 4,
-      headsKV: 2,
+      headsKv: 2,
       seqQ: 5,
       seqK: 7,
       headDim: 8,
       headDimV: 16,
     });
-    expect(a.q.strides).toEqual([4 * 5 * 8, 5 * 8, 8]);
-    expect(a.v.strides).toEqual([2 * 7 * 16, 7 * 16, 16]);
-    expect(a.q.ptr).toBe(p.query.dataPointer());
+    expect(slice(args, NUM.qBatchStride, 3)).toEqual([4 * 5 * 8, 5 * 8, 8]);
+    expect(slice(args, NUM.vBatchStride, 3)).toEqual([2 * 7 * 16, 7 * 16, 16]);
+    expect(a.q).toBe(p.query.dataPointer());
+    expect(a.out).toBe(out.dataPointer());
+    expect(a.lse).toBe(lse.dataPointer());
     expect(a.stream).toBe(7n);
     expect(a.scale).toBeCloseTo(1 / Math.sqrt(8));
-    expect(a.mask).toBeNull();
-    expect(a.dropout).toBeNull();
     expect(a).toMatchObject({
-      causal: false,
-      lowerRight: false,
-      window: [-1, -1],
+      mask: 0n,
+      maskKind: MASK_KIND.none,
+      dropout: 0,
+      seed: 0n,
+      causal: 0,
+      lowerRight: 0,
+      windowLeft: -1,
+      windowRight: -1,
       softcap: 0,
-      alibi: null,
-      varlen: null,
-      sequsedK: null,
+      alibi: 0n,
+      cuSeqlensQ: 0n,
+      cuSeqlensK: 0n,
+      sequsedK: 0n,
     });
   });
 
   it('passes causal, the alignment and the window (a side reaching every key unbounded)', () => {
     const out = zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' });
     const lse = zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' });
-    expect(forwardArgs(params({ isCausal: true }), out, lse, 0n, 'auto')).toMatchObject({
-      causal: true,
-      lowerRight: false,
+    const call = (opts: SdpaOptions) => read(forwardArgs(params(opts), out, lse, 0n, 'auto'));
+    expect(call({ isCausal: true })).toMatchObject({ causal: 1, lowerRight: 0 });
+    expect(call({ isCausal: true, alignment: 'lowerRight' })).toMatchObject({ causal: 1, lowerRight: 1 });
+    expect(call({ window: [3, 0], alignment: 'lowerRight' })).toMatchObject({
+      lowerRight: 1,
+      windowLeft: 3,
+      windowRight: 0,
     });
-    expect(forwardArgs(params({ isCausal: true, alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({
-      causal: true,
-      lowerRight: true,
-    });
-    expect(forwardArgs(params({ window: [3, 0], alignment: 'lowerRight' }), out, lse, 0n, 'auto')).toMatchObject({
-      lowerRight: true,
-      window: [3, 0],
-    });
-    expect(forwardArgs(params({ window: [2 ** 40, 2] }), out, lse, 0n, 'auto').window).toEqual([-1, 2]);
+    expect(call({ window: [2 ** 40, 2] })).toMatchObject({ windowLeft: -1, windowRight: 2 });
   });
 
   it('passes softcap, and ALiBi slopes with their (batch, head) strides', () => {
@@ -79,12 +95,12 @@ describe('forwardArgs', () => {
     const lse = zeros([2, 4, 5], { dtype: 'float32', device: 'cuda' });
     const perHead = randn([4], { device: 'cuda' });
     const a = forwardArgs(params({ softcap: 30, alibiSlopes: perHead }), out, lse, 0n, 'auto');
-    expect(a).toMatchObject({ softcap: 30, alibi: { ptr: perHead.dataPointer(), strides: [0, 1] } });
+    expect(read(a)).toMatchObject({ softcap: 30, alibi: perHead.dataPointer() });
+    expect(slice(a, NUM.alibiBatchStride, 2)).toEqual([0, 1]);
     const perBatch = randn([2, 4], { device: 'cuda' });
-    expect(forwardArgs(params({ alibiSlopes: perBatch }), out, lse, 0n, 'auto').alibi).toEqual({
-      ptr: perBatch.dataPointer(),
-      strides: [4, 1],
-    });
+    const b = forwardArgs(params({ alibiSlopes: perBatch }), out, lse, 0n, 'auto');
+    expect(read(b).alibi).toBe(perBatch.dataPointer());
+    expect(slice(b, NUM.alibiBatchStride, 2)).toEqual([4, 1]);
   });
 
   it('passes varlen as packed tensors (batch stride 0) with the offsets and totals', () => {
@@ -102,15 +118,18 @@ describe('forwardArgs', () => {
       enableGqa: true,
     });
     const a = forwardArgs(p, zeros([9, 4, 16], dev), zeros([4, 9], { device: 'cuda' }), 0n, 'auto');
-    expect(a).toMatchObject({
+    expect(read(a)).toMatchObject({
       batch: 3,
       seqQ: 5,
       seqK: 5,
-      varlen: { cuSeqlensQ: cuQ.dataPointer(), cuSeqlensK: cuK.dataPointer(), totalQ: 9, totalK: 12 },
+      cuSeqlensQ: cuQ.dataPointer(),
+      cuSeqlensK: cuK.dataPointer(),
+      totalQ: 9,
+      totalK: 12,
     });
-    expect(a.q.strides).toEqual([0, 8, 4 * 8]);
-    expect(a.v.strides).toEqual([0, 16, 2 * 16]);
-    expect(a.out.strides).toEqual([0, 16, 4 * 16]);
+    expect(slice(a, NUM.qBatchStride, 3)).toEqual([0, 8, 4 * 8]);
+    expect(slice(a, NUM.vBatchStride, 3)).toEqual([0, 16, 2 * 16]);
+    expect(slice(a, NUM.oBatchStride, 3)).toEqual([0, 16, 4 * 16]);
   });
 
   it('passes sequsedK as the device address of its int32 lengths', () => {
@@ -122,7 +141,7 @@ describe('forwardArgs', () => {
       0n,
       'auto',
     );
-    expect(a.sequsedK).toBe(used.dataPointer());
+    expect(read(a).sequsedK).toBe(used.dataPointer());
   });
 
   it('passes a transposed (BSHD) view with its strides', () => {
@@ -132,8 +151,8 @@ describe('forwardArgs', () => {
     const v = randn([2, 7, 3, 8], dev).transpose(1, 2);
     const p = normalizeParams(q, k, v);
     const a = forwardArgs(p, zeros([2, 3, 5, 8], dev), zeros([2, 3, 5], dev), 0n, 'simt');
-    expect(a.q.strides).toEqual([5 * 3 * 8, 8, 3 * 8]);
-    expect(a.path).toBe('simt');
+    expect(slice(a, NUM.qBatchStride, 3)).toEqual([5 * 3 * 8, 8, 3 * 8]);
+    expect(read(a).path).toBe(PATH_CODE.simt);
   });
 
   it('passes masks with their dtype code and expanded strides', () => {
@@ -145,7 +164,12 @@ describe('forwardArgs', () => {
       0n,
       'auto',
     );
-    expect(a.mask).toEqual({ kind: 1, dtype: DTYPE_CODE.float32, ptr: bias.dataPointer(), strides: [0, 0, 7, 1] });
+    expect(read(a)).toMatchObject({
+      maskKind: MASK_KIND.additive,
+      maskDtype: DTYPE_CODE.float32,
+      mask: bias.dataPointer(),
+    });
+    expect(slice(a, NUM.maskBatchStride, 4)).toEqual([0, 0, 7, 1]);
     const keep = zeros([2, 1, 1, 7], { dtype: 'bool', device: 'cuda' });
     const b = forwardArgs(
       params({ attnMask: keep }),
@@ -154,7 +178,8 @@ describe('forwardArgs', () => {
       0n,
       'auto',
     );
-    expect(b.mask).toMatchObject({ kind: 2, dtype: DTYPE_CODE.bool, strides: [7, 0, 0, 1] });
+    expect(read(b)).toMatchObject({ maskKind: MASK_KIND.bool, maskDtype: DTYPE_CODE.bool });
+    expect(slice(b, NUM.maskBatchStride, 4)).toEqual([7, 0, 0, 1]);
   });
 
   it("passes dropout as core's threshold, seed, offset and keep scale", () => {
@@ -166,7 +191,35 @@ describe('forwardArgs', () => {
       0n,
       'auto',
     );
-    expect(a.dropout).toEqual({ threshold: 2 ** 30, seed: 0x1234_5678_9abcn, offset: 3, keepScale: 1 / 0.75 });
+    expect(read(a)).toMatchObject({
+      dropout: 1,
+      dropoutThreshold: 2 ** 30,
+      seed: 0x1234_5678_9abcn,
+      dropoutOffset: 3,
+      dropoutKeepScale: 1 / 0.75,
+    });
+  });
+});
+
+describe('reused arrays', () => {
+  it('refill every slot: a call leaves nothing of the one before', () => {
+    const out = zeros([2, 4, 5, 16], { dtype: 'float16', device: 'cuda' });
+    const lse = zeros([2, 4, 5], { device: 'cuda' });
+    const into = scratchArrays();
+    const masked = forwardArgs(
+      params({ attnMask: randn([5, 7], { device: 'cuda' }), dropoutP: 0.5, softcap: 3 }),
+      out,
+      lse,
+      1n,
+      'mma',
+      into,
+    );
+    expect(masked.nums).toBe(into.nums);
+    const plain = params();
+    const again = forwardArgs(plain, out, lse, 2n, 'auto', into);
+    const fresh = forwardArgs(plain, out, lse, 2n, 'auto');
+    expect([...again.nums]).toEqual([...fresh.nums]);
+    expect([...again.ptrs]).toEqual([...fresh.ptrs]);
   });
 });
 
@@ -198,9 +251,12 @@ describe('dbiasLayout', () => {
       0n,
       { ptr: 64n, bytes: 256 },
     );
-    expect(a.dbias).toEqual({ ptr: dbias.dataPointer(), sizes: [1, 4, 5, 7], strides: [0, 35, 7, 1] });
-    expect(a.deterministic).toBe(true);
-    expect(a.workspace).toEqual({ ptr: 64n, bytes: 256 });
-    expect(a.dk.strides).toEqual([2 * 7 * 8, 7 * 8, 8]);
+    const b = read({ ptrs: a.bptrs, nums: a.bnums }, BACKWARD_ABI);
+    const bslice = (at: number, n: number) => [...a.bnums.slice(at, at + n)];
+    expect(b).toMatchObject({ dbias: dbias.dataPointer(), deterministic: 1, workspace: 64n, workspaceBytes: 256 });
+    expect(bslice(BACKWARD_ABI.num.dbiasBatches, 4)).toEqual([1, 4, 5, 7]);
+    expect(bslice(BACKWARD_ABI.num.dbiasBatchStride, 4)).toEqual([0, 35, 7, 1]);
+    expect(bslice(BACKWARD_ABI.num.dkBatchStride, 3)).toEqual([2 * 7 * 8, 7 * 8, 8]);
+    expect(read(a).mask).toBe(bias.dataPointer());
   });
 });

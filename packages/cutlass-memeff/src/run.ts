@@ -18,8 +18,11 @@ import {
   zeros,
 } from '@attn/core';
 import { currentStream } from '@attn/cuda';
-import { backwardArgs, forwardArgs } from './launch-args.js';
+import { backwardArgs, forwardArgs, scratchArrays } from './launch-args.js';
 import { addonState, type BackwardPlan, type KernelPath, type MemeffAddon } from './native.js';
+
+// The argument arrays of every call, refilled per call (the addon reads them only while it runs).
+const scratch = scratchArrays();
 
 export function requireAddon(): MemeffAddon {
   const load = addonState();
@@ -82,9 +85,8 @@ export function runForward(p: SdpaParams, path: KernelPath = 'auto'): ForwardRun
   const logsumexp = emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32', device });
   if (logsumexp.numel === 0) return { outputs: { out, logsumexp }, kernel: '' };
   try {
-    const kernel = callNative('forward', () =>
-      addon.forward(forwardArgs(p, out, logsumexp, currentStream(device.index), path)),
-    );
+    const { ptrs, nums } = forwardArgs(p, out, logsumexp, currentStream(device.index), path, scratch);
+    const kernel = callNative('forward', () => addon.forward(ptrs, nums));
     return { outputs: { out, logsumexp }, kernel };
   } catch (e) {
     if (out !== p.out) out.dispose(); // the user's out stays theirs
@@ -129,10 +131,12 @@ export function runBackward(
   let ws: Tensor | null = null;
   try {
     const stream = currentStream(device.index);
-    const plan = callNative('backward plan', () => addon.backwardPlan(backwardArgs(p, t, stream, null, path)));
+    let a = backwardArgs(p, t, stream, null, path, scratch);
+    const plan = callNative('backward plan', () => addon.backwardPlan(a.ptrs, a.nums, a.bptrs, a.bnums));
     ws = alloc([Math.ceil(plan.workspaceBytes / 4)], 'float32');
     const workspace = { ptr: ws.dataPointer(), bytes: ws.numel * 4 };
-    const kernels = callNative('backward', () => addon.backward(backwardArgs(p, t, stream, workspace, path)));
+    a = backwardArgs(p, t, stream, workspace, path, scratch);
+    const kernels = callNative('backward', () => addon.backward(a.ptrs, a.nums, a.bptrs, a.bnums));
     const g: Gradients = { dq: t.dq, dk: t.dk, dv: t.dv };
     return { gradients: t.dbias ? { ...g, dbias: t.dbias } : g, kernels, plan };
   } catch (e) {

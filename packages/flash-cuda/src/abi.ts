@@ -1,5 +1,6 @@
-// The argument layout shared with the addon (native/src/abi.h): names in the same order. abi.test.ts
-// reads the header and fails when the two lists drift apart.
+// The forward's argument layout (native/src/abi.h): @attn/cuda's one argument ABI (its src/abi.ts), names in
+// the header's order. abi.test.ts checks them against the header with the shared drift check.
+import { abiLayout } from '@attn/cuda';
 
 // Grouped by meaning, one group per line, as the header's enum.
 // prettier-ignore
@@ -32,14 +33,12 @@ export const ALLOC = Object.freeze({ out: 1, lse: 2, partials: 4, lseScratch: 8 
 export type PtrName = (typeof PTR_NAMES)[number];
 export type NumName = (typeof NUM_NAMES)[number];
 
-/** Each name's position in its list: the enum value the header gives it. */
-export const nameIndex = <T extends string>(names: readonly T[]): Readonly<Record<T, number>> =>
-  Object.freeze(Object.fromEntries(names.map((n, i) => [n, i])) as Record<T, number>);
-
-export const PTR = nameIndex(PTR_NAMES);
-export const NUM = nameIndex(NUM_NAMES);
+/** The forward's layout: the packer's slots (`FORWARD_ABI.num.batch`, ...) and its fresh arrays. */
+export const FORWARD_ABI = abiLayout(PTR_NAMES, NUM_NAMES);
+export const PTR = FORWARD_ABI.ptr;
+export const NUM = FORWARD_ABI.num;
 
 /** Fresh argument arrays, zeroed. */
 export function argArrays(): { ptrs: BigUint64Array; nums: Float64Array } {
-  return { ptrs: new BigUint64Array(PTR_NAMES.length), nums: new Float64Array(NUM_NAMES.length) };
+  return FORWARD_ABI.arrays();
 }

@@ -1,6 +1,6 @@
 // The backward's own argument layout (native/src/bwd_abi.h), beside the forward's (abi.ts): the addon's
-// backward takes the forward call's two arrays plus these two. abi.test.ts compares the names with the header.
-import { nameIndex } from './abi.js';
+// backward takes the forward call's two arrays plus these two. abi.test.ts checks the names against the header.
+import { abiLayout } from '@attn/cuda';
 
 export const BWD_PTR_NAMES = ['dout', 'dq', 'dk', 'dv', 'dqAccum', 'dsum'] as const;
 
@@ -17,10 +17,13 @@ export const BWD_NUM_NAMES = [
 export type BwdPtrName = (typeof BWD_PTR_NAMES)[number];
 export type BwdNumName = (typeof BWD_NUM_NAMES)[number];
 
-export const BWD_PTR = nameIndex(BWD_PTR_NAMES);
-export const BWD_NUM = nameIndex(BWD_NUM_NAMES);
+/** The backward's layout (its own two arrays). */
+export const BACKWARD_ABI = abiLayout(BWD_PTR_NAMES, BWD_NUM_NAMES);
+export const BWD_PTR = BACKWARD_ABI.ptr;
+export const BWD_NUM = BACKWARD_ABI.num;
 
 /** Fresh backward argument arrays, zeroed. */
 export function bwdArgArrays(): { bptrs: BigUint64Array; bnums: Float64Array } {
-  return { bptrs: new BigUint64Array(BWD_PTR_NAMES.length), bnums: new Float64Array(BWD_NUM_NAMES.length) };
+  const { ptrs, nums } = BACKWARD_ABI.arrays();
+  return { bptrs: ptrs, bnums: nums };
 }

@@ -1,5 +1,6 @@
-// N-API surface of cutlass_memeff.node: argument objects from src/launch-args.ts become FwdParams /
-// BwdParams; every C++ exception becomes a JS Error (code ATTN_MEMEFF_ARGS or ATTN_CUDA_ERROR).
+// N-API surface of cutlass_memeff.node: the argument arrays that src/launch-args.ts packs (native/src/abi.h,
+// @attn/cuda's one argument ABI) become FwdParams / BwdParams; every C++ exception becomes a JS Error (code
+// ATTN_MEMEFF_ARGS or ATTN_CUDA_ERROR).
 #include <napi.h>
 
 #include <cstdint>
@@ -7,118 +8,110 @@
 #include <string>
 
 #include "attn/cuda_check.h"
-#include "attn/napi_args.h"
+#include "abi.h"
+#include "attn/abi_args.h"
 #include "dispatch.h"
 
 namespace {
 
 using memeff::BwdParams;
 using memeff::FwdParams;
+namespace abi = memeff::abi;
 
-// Fields of the argument object, read with the shared readers (attn/napi_args.h): a missing or
-// mistyped field is attn::InvalidArgument, which `guarded` reports as ATTN_MEMEFF_ARGS.
-using attn::prop;
-using attn::prop_int;
-using attn::prop_ints;
-using attn::prop_number;
-using attn::prop_object;
-using attn::prop_u64;
+// The arrays' slots, read with the shared readers (attn/abi_slots.h): a value out of range is
+// attn::InvalidArgument, which `guarded` reports as ATTN_MEMEFF_ARGS.
+constexpr const char* kWho = "";
+using attn::abi::ptr_at;
 
-// {ptr: bigint, strides: [b, h, s]}
+int64_t num_i64(const double* nums, int i, const char* what) { return attn::abi::num_i64(nums, i, kWho, what); }
+int32_t num_i32(const double* nums, int i, const char* what, double lo = 0) {
+  return static_cast<int32_t>(attn::abi::num_int(nums, i, kWho, what, lo, 2147483647.0));
+}
+bool num_flag(const double* nums, int i, const char* what) { return attn::abi::num_flag(nums, i, kWho, what); }
+
+// A tensor's address and its [batch, head, row] strides (three consecutive number slots from `at`).
 template <typename Ptr>
-void get_tensor(const Napi::Object& o, const char* key, Ptr& ptr, int64_t (&strides)[3]) {
-  Napi::Object t = prop_object(o, key);
-  ptr = reinterpret_cast<Ptr>(static_cast<uintptr_t>(prop_u64(t, "ptr")));
-  prop_ints(t, "strides", strides);
+void get_tensor(const uint64_t* ptrs, int slot, const double* nums, int at, const char* what, Ptr& ptr,
+                int64_t (&strides)[3]) {
+  ptr = ptr_at<Ptr>(ptrs, slot);
+  attn::abi::num_i64s(nums, at, kWho, what, strides);
 }
 
-void parse_fwd(const Napi::Object& a, FwdParams& p) {
-  get_tensor(a, "q", p.q, p.q_stride);
-  get_tensor(a, "k", p.k, p.k_stride);
-  get_tensor(a, "v", p.v, p.v_stride);
-  get_tensor(a, "out", p.o, p.o_stride);
-  p.lse = reinterpret_cast<float*>(static_cast<uintptr_t>(prop_u64(a, "lse")));
-  p.batch = static_cast<int32_t>(prop_int(a, "batch"));
-  p.heads_q = static_cast<int32_t>(prop_int(a, "headsQ"));
-  p.heads_kv = static_cast<int32_t>(prop_int(a, "headsKV"));
+void parse_fwd(const uint64_t* ptrs, const double* nums, FwdParams& p) {
+  get_tensor(ptrs, abi::kQ, nums, abi::kQBatchStride, "q strides", p.q, p.q_stride);
+  get_tensor(ptrs, abi::kK, nums, abi::kKBatchStride, "k strides", p.k, p.k_stride);
+  get_tensor(ptrs, abi::kV, nums, abi::kVBatchStride, "v strides", p.v, p.v_stride);
+  get_tensor(ptrs, abi::kOut, nums, abi::kOBatchStride, "out strides", p.o, p.o_stride);
+  p.lse = ptr_at<float*>(ptrs, abi::kLse);
+  p.batch = num_i32(nums, abi::kBatch, "batch");
+  p.heads_q = num_i32(nums, abi::kHeadsQ, "headsQ");
+  p.heads_kv = num_i32(nums, abi::kHeadsKv, "headsKV");
   p.group = p.heads_kv > 0 ? p.heads_q / p.heads_kv : 1;
-  p.seq_q = static_cast<int32_t>(prop_int(a, "seqQ"));
-  p.seq_k = static_cast<int32_t>(prop_int(a, "seqK"));
-  p.head_dim = static_cast<int32_t>(prop_int(a, "headDim"));
-  p.head_dim_v = static_cast<int32_t>(prop_int(a, "headDimV"));
-  const double scale = prop_number(a, "scale");
+  p.seq_q = num_i32(nums, abi::kSeqQ, "seqQ");
+  p.seq_k = num_i32(nums, abi::kSeqK, "seqK");
+  p.head_dim = num_i32(nums, abi::kHeadDim, "headDim");
+  p.head_dim_v = num_i32(nums, abi::kHeadDimV, "headDimV");
+  const double scale = nums[abi::kScale];
   p.scale = static_cast<float>(scale);
   // Causal and the window ([left, right], -1 unbounded: core's kernelWindow) as the bounds around the diagonal.
-  const bool causal = prop(a, "causal").ToBoolean().Value();
-  p.lower_right = prop(a, "lowerRight").ToBoolean().Value();
-  int64_t window[2];
-  prop_ints(a, "window", window);
-  if (window[0] < -1 || window[1] < -1) throw std::invalid_argument("memeff-cuda: window sides must be >= -1");
-  p.has_right = causal || window[1] >= 0;
-  p.window_right = causal ? 0 : window[1];  // causal with a right side: min(right, 0) = 0
-  p.has_left = window[0] >= 0;
-  p.window_left = window[0] >= 0 ? window[0] : 0;
-  const double softcap = prop_number(a, "softcap");
+  const bool causal = num_flag(nums, abi::kCausal, "causal");
+  p.lower_right = num_flag(nums, abi::kLowerRight, "lowerRight");
+  const int64_t left = num_i64(nums, abi::kWindowLeft, "window left");
+  const int64_t right = num_i64(nums, abi::kWindowRight, "window right");
+  if (left < -1 || right < -1) throw std::invalid_argument("memeff-cuda: window sides must be >= -1");
+  p.has_right = causal || right >= 0;
+  p.window_right = causal ? 0 : right;  // causal with a right side: min(right, 0) = 0
+  p.has_left = left >= 0;
+  p.window_left = left >= 0 ? left : 0;
+  const double softcap = nums[abi::kSoftcap];
   if (!(softcap >= 0)) throw std::invalid_argument("memeff-cuda: 'softcap' must be >= 0");
   p.softcap = static_cast<float>(softcap);
   p.softcap_in = softcap > 0 ? static_cast<float>(scale / softcap) : 0.f;
-  Napi::Value alibi = a.Get("alibi");
-  if (alibi.IsObject()) {
-    Napi::Object s = alibi.As<Napi::Object>();
-    p.alibi = reinterpret_cast<const float*>(static_cast<uintptr_t>(prop_u64(s, "ptr")));
-    prop_ints(s, "strides", p.alibi_stride);
+  p.alibi = ptr_at<const float*>(ptrs, abi::kAlibi);
+  if (p.alibi != nullptr) attn::abi::num_i64s(nums, abi::kAlibiBatchStride, kWho, "alibi strides", p.alibi_stride);
+  p.cu_seqlens_q = ptr_at<const int32_t*>(ptrs, abi::kCuSeqlensQ);
+  p.cu_seqlens_k = ptr_at<const int32_t*>(ptrs, abi::kCuSeqlensK);
+  if ((p.cu_seqlens_q != nullptr) != (p.cu_seqlens_k != nullptr))
+    throw std::invalid_argument("memeff-cuda: varlen needs both cuSeqlensQ and cuSeqlensK");
+  if (p.cu_seqlens_q != nullptr) {
+    p.total_q = num_i32(nums, abi::kTotalQ, "totalQ");
+    p.total_k = num_i32(nums, abi::kTotalK, "totalK");
   }
-  Napi::Value varlen = a.Get("varlen");
-  if (varlen.IsObject()) {
-    Napi::Object v = varlen.As<Napi::Object>();
-    p.cu_seqlens_q = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(prop_u64(v, "cuSeqlensQ")));
-    p.cu_seqlens_k = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(prop_u64(v, "cuSeqlensK")));
-    p.total_q = static_cast<int32_t>(prop_int(v, "totalQ"));
-    p.total_k = static_cast<int32_t>(prop_int(v, "totalK"));
-  }
-  Napi::Value used = a.Get("sequsedK");
-  if (used.IsBigInt()) p.seqused_k = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(prop_u64(a, "sequsedK")));
+  p.seqused_k = ptr_at<const int32_t*>(ptrs, abi::kSequsedK);
   p.seq_k_rows = p.seq_k;
   memeff::set_bounds(p);
   // logsumexp (and the backward's D and dQ rows): dense [B, Hq, Sq], varlen [Hq, totalQ].
   p.lse_stride[0] = p.cu_seqlens_q != nullptr ? 0 : static_cast<int64_t>(p.heads_q) * p.seq_q;
   p.lse_stride[1] = p.cu_seqlens_q != nullptr ? p.total_q : p.seq_q;
-  Napi::Value mask = a.Get("mask");
-  if (mask.IsObject()) {
-    Napi::Object m = mask.As<Napi::Object>();
-    const int64_t kind = prop_int(m, "kind");
-    if (kind != 1 && kind != 2)
-      throw std::invalid_argument("memeff-cuda: mask 'kind' must be 1 (additive) or 2 (bool)");
-    p.mask_kind = static_cast<memeff::MaskKind>(kind);
-    p.mask_dtype = static_cast<int32_t>(prop_int(m, "dtype"));
-    p.mask = reinterpret_cast<const void*>(static_cast<uintptr_t>(prop_u64(m, "ptr")));
-    prop_ints(m, "strides", p.mask_stride);
+  // The kind says whether there is a mask (dispatch.cu refuses a kind without a pointer).
+  p.mask_kind = static_cast<memeff::MaskKind>(attn::abi::num_int(nums, abi::kMaskKind, kWho, "mask kind", 0, 2));
+  if (p.mask_kind != memeff::MaskKind::kNone) {
+    p.mask = ptr_at<const void*>(ptrs, abi::kMask);
+    p.mask_dtype = num_i32(nums, abi::kMaskDtype, "mask dtype");
+    attn::abi::num_i64s(nums, abi::kMaskBatchStride, kWho, "mask strides", p.mask_stride);
   }
-  Napi::Value drop = a.Get("dropout");
-  if (drop.IsObject()) {
-    Napi::Object d = drop.As<Napi::Object>();
+  if (num_flag(nums, abi::kDropout, "dropout")) {
     p.dropout = true;
-    const int64_t thr = prop_int(d, "threshold");
-    if (thr < 0 || thr > 0xffffffffLL) throw std::invalid_argument("memeff-cuda: dropout threshold must be a uint32");
-    p.dropout_threshold = static_cast<uint32_t>(thr);
-    p.dropout_seed = prop_u64(d, "seed");
-    p.dropout_offset = static_cast<uint32_t>(prop_int(d, "offset"));
-    p.dropout_keep_scale = static_cast<float>(prop_number(d, "keepScale"));
+    p.dropout_threshold = static_cast<uint32_t>(
+        attn::abi::num_int(nums, abi::kDropoutThreshold, kWho, "dropout threshold", 0, 4294967295.0));
+    p.dropout_seed = ptrs[abi::kSeed];
+    p.dropout_offset = static_cast<uint32_t>(num_i64(nums, abi::kDropoutOffset, "dropout offset"));
+    p.dropout_keep_scale = static_cast<float>(nums[abi::kDropoutKeepScale]);
   }
   p.features = memeff::needs_features(p);
 }
 
-cudaStream_t get_stream(const Napi::Object& a) {
-  return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(prop_u64(a, "stream")));
+memeff::PathRequest get_path(const double* nums) {
+  return static_cast<memeff::PathRequest>(attn::abi::num_int(nums, abi::kPath, kWho, "path", 0, 2));
 }
+int get_dtype(const double* nums) { return num_i32(nums, abi::kDtype, "dtype"); }
+int get_device(const double* nums) { return num_i32(nums, abi::kDevice, "device"); }
 
 template <typename Fn>
 Napi::Value guarded(const Napi::CallbackInfo& info, Fn&& fn) {
   Napi::Env env = info.Env();
   try {
-    if (info.Length() < 1 || !info[0].IsObject())
-      throw std::invalid_argument("memeff-cuda: expected one argument object");
-    return fn(env, info[0].As<Napi::Object>());
+    return fn(env);
   } catch (const Napi::Error&) {
     throw;
   } catch (const attn::InvalidArgument& e) {
@@ -136,42 +129,45 @@ Napi::Value guarded(const Napi::CallbackInfo& info, Fn&& fn) {
   }
 }
 
-memeff::PathRequest get_path(const Napi::Object& a) {
-  Napi::Value v = a.Get("path");
-  if (!v.IsString()) return memeff::PathRequest::kAuto;
-  const std::string s = v.As<Napi::String>().Utf8Value();
-  if (s == "simt") return memeff::PathRequest::kSimt;
-  if (s == "mma") return memeff::PathRequest::kMma;
-  if (s == "auto") return memeff::PathRequest::kAuto;
-  throw std::invalid_argument("memeff-cuda: 'path' must be auto, simt or mma");
-}
-
+// forward(ptrs, nums)
 Napi::Value Forward(const Napi::CallbackInfo& info) {
-  return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
+  return guarded(info, [&](Napi::Env env) -> Napi::Value {
+    const uint64_t* ptrs = attn::abi::ptrs_arg(info, 0, abi::kPtrCount, "addresses");
+    const double* nums = attn::abi::nums_arg(info, 1, abi::kNumCount, "arguments");
     FwdParams p;
-    parse_fwd(a, p);
-    const std::string kernel = memeff::run_forward(p, static_cast<int>(prop_int(a, "dtype")),
-                                                   static_cast<int>(prop_int(a, "device")), get_stream(a), get_path(a));
-    return Napi::String::New(env, kernel);
+    parse_fwd(ptrs, nums, p);
+    const auto stream = ptr_at<cudaStream_t>(ptrs, abi::kStream);
+    return Napi::String::New(env, memeff::run_forward(p, get_dtype(nums), get_device(nums), stream, get_path(nums)));
   });
 }
 
-void parse_bwd(const Napi::Object& a, BwdParams& p) {
-  parse_fwd(a, p);
-  get_tensor(a, "dout", p.dout, p.do_stride);
-  get_tensor(a, "dq", p.dq, p.dq_stride);
-  get_tensor(a, "dk", p.dk, p.dk_stride);
-  get_tensor(a, "dv", p.dv, p.dv_stride);
-  Napi::Value db = a.Get("dbias");
-  if (db.IsObject()) {
-    Napi::Object d = db.As<Napi::Object>();
-    p.dbias = reinterpret_cast<void*>(static_cast<uintptr_t>(prop_u64(d, "ptr")));
-    prop_ints(d, "strides", p.dbias_stride);
-    int64_t sizes[4];
-    prop_ints(d, "sizes", sizes);
-    for (int i = 0; i < 4; ++i) p.dbias_size[i] = static_cast<int32_t>(sizes[i]);
+// The backward's four arrays (ptrs, nums, bptrs, bnums): the forward's and its own.
+struct BwdArgs {
+  const uint64_t* ptrs;
+  const double* nums;
+  const uint64_t* bptrs;
+  const double* bnums;
+};
+
+BwdArgs bwd_args(const Napi::CallbackInfo& info) {
+  return {attn::abi::ptrs_arg(info, 0, abi::kPtrCount, "addresses"),
+          attn::abi::nums_arg(info, 1, abi::kNumCount, "arguments"),
+          attn::abi::ptrs_arg(info, 2, abi::kBwdPtrCount, "backward addresses"),
+          attn::abi::nums_arg(info, 3, abi::kBwdNumCount, "backward arguments")};
+}
+
+void parse_bwd(const BwdArgs& a, BwdParams& p) {
+  parse_fwd(a.ptrs, a.nums, p);
+  get_tensor(a.bptrs, abi::kDout, a.bnums, abi::kDoBatchStride, "dout strides", p.dout, p.do_stride);
+  get_tensor(a.bptrs, abi::kDq, a.bnums, abi::kDqBatchStride, "dq strides", p.dq, p.dq_stride);
+  get_tensor(a.bptrs, abi::kDk, a.bnums, abi::kDkBatchStride, "dk strides", p.dk, p.dk_stride);
+  get_tensor(a.bptrs, abi::kDv, a.bnums, abi::kDvBatchStride, "dv strides", p.dv, p.dv_stride);
+  p.dbias = ptr_at<void*>(a.bptrs, abi::kDbias);
+  if (p.dbias != nullptr) {
+    attn::abi::num_i64s(a.bnums, abi::kDbiasBatchStride, kWho, "dbias strides", p.dbias_stride);
+    for (int i = 0; i < 4; ++i) p.dbias_size[i] = num_i32(a.bnums, abi::kDbiasBatches + i, "dbias sizes", 1);
   }
-  p.deterministic = prop(a, "deterministic").ToBoolean().Value();
+  p.deterministic = num_flag(a.bnums, abi::kDeterministic, "deterministic");
   // The query splits' dK / dV partials: rows as the keys, dense [B, Hk, Sk], varlen [Hk, totalK].
   const bool varlen = p.cu_seqlens_k != nullptr;
   p.kv_accum_stride[0] = varlen ? 0 : static_cast<int64_t>(p.heads_kv) * p.seq_k;
@@ -179,12 +175,13 @@ void parse_bwd(const Napi::Object& a, BwdParams& p) {
   p.kv_accum_rows = static_cast<int64_t>(p.heads_kv) * (varlen ? p.total_k : static_cast<int64_t>(p.batch) * p.seq_k);
 }
 
+// backwardPlan(ptrs, nums, bptrs, bnums): the workspace slots are not read.
 Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
-  return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
+  return guarded(info, [&](Napi::Env env) -> Napi::Value {
+    const BwdArgs a = bwd_args(info);
     BwdParams p;
     parse_bwd(a, p);
-    const memeff::BwdPlan plan = memeff::plan_backward(p, static_cast<int>(prop_int(a, "dtype")),
-                                                       static_cast<int>(prop_int(a, "device")), get_path(a));
+    const memeff::BwdPlan plan = memeff::plan_backward(p, get_dtype(a.nums), get_device(a.nums), get_path(a.nums));
     Napi::Object out = Napi::Object::New(env);
     out.Set("workspaceBytes", Napi::Number::New(env, static_cast<double>(plan.workspace_bytes)));
     out.Set("querySplits", Napi::Number::New(env, plan.query_splits));
@@ -196,16 +193,17 @@ Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
   });
 }
 
+// backward(ptrs, nums, bptrs, bnums)
 Napi::Value Backward(const Napi::CallbackInfo& info) {
-  return guarded(info, [](Napi::Env env, const Napi::Object& a) -> Napi::Value {
+  return guarded(info, [&](Napi::Env env) -> Napi::Value {
+    const BwdArgs a = bwd_args(info);
     BwdParams p;
     parse_bwd(a, p);
-    Napi::Object ws = prop_object(a, "workspace");
-    void* ptr = reinterpret_cast<void*>(static_cast<uintptr_t>(prop_u64(ws, "ptr")));
-    const size_t bytes = static_cast<size_t>(prop_int(ws, "bytes"));
-    const auto ran =
-        memeff::run_backward(p, static_cast<int>(prop_int(a, "dtype")), static_cast<int>(prop_int(a, "device")),
-                             get_path(a), ptr, bytes, get_stream(a));
+    void* workspace = ptr_at<void*>(a.bptrs, abi::kWorkspace);
+    const auto bytes = static_cast<size_t>(
+        attn::abi::num_int(a.bnums, abi::kWorkspaceBytes, kWho, "workspace bytes", 0, 9007199254740991.0));
+    const auto ran = memeff::run_backward(p, get_dtype(a.nums), get_device(a.nums), get_path(a.nums), workspace, bytes,
+                                          ptr_at<cudaStream_t>(a.ptrs, abi::kStream));
     Napi::Array names = Napi::Array::New(env, ran.size());
     for (size_t i = 0; i < ran.size(); ++i) names.Set(static_cast<uint32_t>(i), Napi::String::New(env, ran[i]));
     return names;

@@ -9,27 +9,26 @@
 #include <string>
 
 #include "attn/cuda_check.h"
-#include "attn/napi_args.h"
+#include "attn/abi_args.h"
 
 namespace attn::flash {
 
-// The abi arrays, read before `with_js_errors` runs: a bad one is a TypeError naming it.
-template <typename TypedArray>
-inline TypedArray abi_array(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what,
-                            napi_typedarray_type type, const char* type_name) {
+// The abi arrays (attn/abi_args.h), read before `with_js_errors` runs: a bad one is a TypeError naming it.
+template <typename Read>
+inline auto abi_array(const Napi::CallbackInfo& info, Read&& read) -> decltype(read()) {
   try {
-    return attn::arg_typed_array_sized<TypedArray>(info, i, what, type, type_name, count);
+    return read();
   } catch (const attn::InvalidArgument& e) {
     throw Napi::TypeError::New(info.Env(), std::string("flash-cuda: ") + e.what());
   }
 }
 
 inline const double* f64_arg(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what) {
-  return abi_array<Napi::Float64Array>(info, i, count, what, napi_float64_array, "Float64Array").Data();
+  return abi_array(info, [&] { return attn::abi::nums_arg(info, i, count, what); });
 }
 
-inline const uint64_t* u64_arg(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what) {
-  return abi_array<Napi::TypedArrayOf<uint64_t>>(info, i, count, what, napi_biguint64_array, "BigUint64Array").Data();
+inline uint64_t* u64_arg(const Napi::CallbackInfo& info, size_t i, size_t count, const char* what) {
+  return abi_array(info, [&] { return attn::abi::ptrs_arg(info, i, count, what); });
 }
 
 inline Napi::Error to_js(Napi::Env env, const std::exception& e, const char* code) {

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "abi.h"
+#include "attn/abi_slots.h"
 #include "attn/cuda_check.h"
 #include "bwd_abi.h"
 #include "common/bwd_params.h"
@@ -92,10 +93,7 @@ void require(bool ok, const std::string& what) {
 }
 
 int64_t as_i64(const double* bnums, int i, const char* what) {
-  const double x = bnums[i];
-  if (!(std::fabs(x) <= 9007199254740992.0) || x != std::floor(x))
-    throw std::invalid_argument(std::string("flash-cuda backward: ") + what + " must be an integer");
-  return static_cast<int64_t>(x);
+  return attn::abi::num_i64(bnums, i, "flash-cuda backward: ", what);
 }
 
 bool as_flag(const double* bnums, int i, const char* what) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "abi.h"
+#include "attn/abi_slots.h"
 #include "attn/cuda_check.h"
 #include "fwd/combine.h"
 #include "common/fwd_params.h"
@@ -97,19 +98,12 @@ void require(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("flash-cuda: ") + what);
 }
 
+// The abi's number slots, read through the shared reader (attn/abi_args.h).
 int as_int(const double* nums, int i, const char* what, double lo, double hi) {
-  const double x = nums[i];
-  if (!(x >= lo && x <= hi) || x != std::floor(x))
-    throw std::invalid_argument(std::string("flash-cuda: ") + what + " must be an integer in [" +
-                                std::to_string(static_cast<long long>(lo)) + ", " +
-                                std::to_string(static_cast<long long>(hi)) + "], got " + std::to_string(x));
-  return static_cast<int>(x);
+  return static_cast<int>(attn::abi::num_int(nums, i, "flash-cuda: ", what, lo, hi));
 }
 int64_t as_i64(const double* nums, int i, const char* what) {
-  const double x = nums[i];
-  if (!(std::fabs(x) <= 9007199254740992.0) || x != std::floor(x))
-    throw std::invalid_argument(std::string("flash-cuda: ") + what + " must be an integer");
-  return static_cast<int64_t>(x);
+  return attn::abi::num_i64(nums, i, "flash-cuda: ", what);
 }
 
 }  // namespace

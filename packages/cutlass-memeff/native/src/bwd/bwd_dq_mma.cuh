@@ -122,11 +122,11 @@ __global__ void __launch_bounds__(Tr::kThreads, Tr::kMinBlocksPerSm) bwd_dq_mma_
         if (lse2[r] != -INFINITY) {
           const float logit2 = plain ? acc_s[n][e] * (p.scale * kLog2e)
                                      : masked_logit<true, false>(p, mask, sc, i, j, acc_s[n][e], dcap) * kLog2e;
-          pr = exp2f(logit2 - lse2[r]);
+          pr = prob_of_logit2(logit2, lse2[r]);
         }
         float keep = 1.f;
         if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
-        acc_s[n][e] = pr * (acc_dp[n][e] * keep - dsum[r]) * dcap;  // dS times the softcap derivative
+        acc_s[n][e] = attn::softmax_grad(pr, acc_dp[n][e] * keep, dsum[r]) * dcap;  // dS times the softcap derivative
       }
 
     // dQ += dS K: dS's accumulator layout is the A operand's, K transposed out of its row-major tile.

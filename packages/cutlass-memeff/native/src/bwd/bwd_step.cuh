@@ -152,10 +152,8 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
           const int il = n * 8 + 2 * t + (e % 2);
           const float lse2 = lse_b[il];
           const float c = static_cast<float>(8 * n + (e % 2) - 8 * (e / 2));
-          const float x =
-              exp2f(fmaf(acc_st[n][e], rule.scale_log2, fmaf(-rule.slope_log2, fabsf(rule.base + c), -lse2)));
-          const float pr = lse2 != -INFINITY ? x : 0.f;
-          acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+          const float pr = prob_of_exponent(fmaf(acc_st[n][e], rule.scale_log2, rule.add_alibi(-lse2, c)), lse2);
+          acc_dpt[n][e] = attn::softmax_grad(pr, acc_dpt[n][e], dsum_b[il]);
           ds[n][e] = acc_dpt[n][e];
           acc_st[n][e] = pr;
         }
@@ -174,10 +172,9 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
             float logit2 = rule.softcap * th[n][e];
             if constexpr (decltype(with_alibi)::value)
               logit2 = rule.add_alibi(logit2, static_cast<float>(8 * n + (e % 2) - 8 * (e / 2)));
-            const float x = exp2f(logit2 - lse2);
-            const float pr = lse2 != -INFINITY ? x : 0.f;
-            ds[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
-            acc_dpt[n][e] = ds[n][e] * fmaf(-th[n][e], th[n][e], 1.f);
+            const float pr = prob_of_logit2(logit2, lse2);
+            ds[n][e] = attn::softmax_grad(pr, acc_dpt[n][e], dsum_b[il]);
+            acc_dpt[n][e] = ds[n][e] * attn::softcap_grad(th[n][e]);
             acc_st[n][e] = pr;
           }
       };
@@ -197,10 +194,8 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int il = n * 8 + 2 * t + (e % 2);
-        const float lse2 = lse_b[il];
-        const float x = exp2f(acc_st[n][e] * sl2 - lse2);
-        const float pr = lse2 != -INFINITY ? x : 0.f;
-        acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+        const float pr = prob_of_logit2(acc_st[n][e] * sl2, lse_b[il]);
+        acc_dpt[n][e] = attn::softmax_grad(pr, acc_dpt[n][e], dsum_b[il]);
         ds[n][e] = acc_dpt[n][e];
         acc_st[n][e] = pr;
       }
@@ -214,11 +209,13 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int il = n * 8 + 2 * t + (e % 2);
+        // prob_of_logit2's select with the visibility test joined to the row's (routed through the helper, the
+        // test's short circuit became a float select: other code, one register less in the d64 fp32 feature kernel).
         const float lse2 = lse_b[il];
         const float x = exp2f(acc_st[n][e] * sl2 - lse2);
         const bool seen = lse2 != -INFINITY && sc.kb.visible(i0 + il, j0 + warp * 16 + g + 8 * (e / 2));
         const float pr = seen ? x : 0.f;
-        acc_dpt[n][e] = pr * (acc_dpt[n][e] - dsum_b[il]);
+        acc_dpt[n][e] = attn::softmax_grad(pr, acc_dpt[n][e], dsum_b[il]);
         ds[n][e] = acc_dpt[n][e];
         acc_st[n][e] = pr;
       }
@@ -239,11 +236,11 @@ __device__ __forceinline__ void bwd_step_p_ds(const BwdParams& p, const BwdStepA
                   ? tile_logit<M, N, kMods, kAccurate>(p, mask, sc, maskb_s, i, j, il, j - j0, acc_st[n][e], dcap) *
                         kLog2e
                   : masked_logit<kMods, kAccurate>(p, mask, sc, i, j, acc_st[n][e], dcap) * kLog2e;
-          pr = exp2f(logit2 - lse2);
+          pr = prob_of_logit2(logit2, lse2);
         }
         float keep = 1.f;
         if (p.dropout) keep = (i < p.seq_q && j < p.seq_k && dropout_kept(p, b, h, i, j)) ? p.dropout_keep_scale : 0.f;
-        ds[n][e] = pr * (acc_dpt[n][e] * keep - dsum_b[il]);
+        ds[n][e] = attn::softmax_grad(pr, acc_dpt[n][e] * keep, dsum_b[il]);
         acc_dpt[n][e] = kMods ? ds[n][e] * dcap : ds[n][e];
         acc_st[n][e] = pr * keep;
       }

@@ -98,7 +98,7 @@ __device__ __forceinline__ void bwd_tile(const BwdParams& p, const BwdHeadView<T
       float scale_keep = 1.f;
       if (p.dropout)
         scale_keep = (j < p.seq_k && row_ok && dropout_kept(p, hv.b, hv.h, i, j)) ? p.dropout_keep_scale : 0.f;
-      const float ds = pr * (dp[r][c] * scale_keep - dsum);
+      const float ds = attn::softmax_grad(pr, dp[r][c] * scale_keep, dsum);
       sm.pd[ty + 16 * r][tx + 8 * c] = pr * scale_keep;
       sm.ds[ty + 16 * r][tx + 8 * c] = ds;
       sm.dx[ty + 16 * r][tx + 8 * c] = ds * dcap;

@@ -33,10 +33,7 @@ struct SoftcapAhead {
         const float x = acc_st[n][e] * p.softcap_in;
         small &= fabsf(x) < kTanhPolyLimit;
         th[n][e] = tanh_poly(x);
-        const float lse2 = lse_b[n * 8 + 2 * t + (e % 2)];
-        const float logit2 = softcap_log2 * th[n][e];
-        const float y = exp2f(logit2 - lse2);
-        pr[n][e] = lse2 != -INFINITY ? y : 0.f;
+        pr[n][e] = prob_of_logit2(softcap_log2 * th[n][e], lse_b[n * 8 + 2 * t + (e % 2)]);
       }
     ready = __all_sync(0xffffffffu, small) && take_step;
   }
@@ -48,8 +45,8 @@ struct SoftcapAhead {
     for (int n = 0; n < QT; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const float ds = pr[n][e] * (acc_dpt[n][e] - dsum_b[n * 8 + 2 * t + (e % 2)]);
-        acc_dpt[n][e] = ds * fmaf(-th[n][e], th[n][e], 1.f);
+        const float ds = attn::softmax_grad(pr[n][e], acc_dpt[n][e], dsum_b[n * 8 + 2 * t + (e % 2)]);
+        acc_dpt[n][e] = ds * attn::softcap_grad(th[n][e]);
         acc_st[n][e] = pr[n][e];
       }
   }

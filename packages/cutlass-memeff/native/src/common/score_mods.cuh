@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "attn/philox.h"
+#include "attn/score_mods.h"
 #include "common/dtype_traits.cuh"
 #include "common/params.h"
 
@@ -153,11 +154,11 @@ __device__ __forceinline__ float modded_score(const FwdParams& p, const ScoreCtx
   if (p.softcap != 0.f) {
     const float th = softcap_tanh<kAccurate>(dot * p.softcap_in);
     s = p.softcap * th;
-    dcap = fmaf(-th, th, 1.f);
+    dcap = attn::softcap_grad(th);
   } else {
     s = dot * p.scale;
   }
-  if (p.alibi != nullptr) s = fmaf(-sc.slope, fabsf(static_cast<float>(i - j) + sc.diag), s);
+  if (p.alibi != nullptr) s = attn::add_alibi(s, sc.slope, static_cast<float>(i - j) + sc.diag);
   return s;
 }
 
@@ -260,7 +261,9 @@ struct ModRule {
   }
 
   // The ALiBi term of the score at offset c (i - j = i_first - j_first + c) added to s (log2 units).
-  __device__ __forceinline__ float add_alibi(float s, float c) const { return fmaf(-slope_log2, fabsf(base + c), s); }
+  __device__ __forceinline__ float add_alibi(float s, float c) const {
+    return attn::add_alibi(s, slope_log2, base + c);
+  }
 };
 
 // The first key visible from query i_first (the window's left bound of a query block [i_first, ...]).
@@ -302,6 +305,18 @@ __device__ __forceinline__ int query_end_for_key(const FwdParams& p, int j_last)
 // Where logsumexp (and the backward's D) of row i of (b, h) is.
 __device__ __forceinline__ int64_t lse_row(const FwdParams& p, int b, int h, int i) {
   return b * p.lse_stride[0] + h * p.lse_stride[1] + i;
+}
+
+// The backward's P of a score from its row's logsumexp lse2 (log2 units): exp2(exponent), 0 on a row that saw no
+// key (lse2 = -inf: a padded or fully masked row), selected after the exp2 so that no branch is taken per score
+// (the exp2 is inf or NaN there, never used). prob_of_exponent takes the exponent logit2 - lse2 as the caller
+// formed it (e.g. a bias and -lse2 in one FMA), prob_of_logit2 forms it.
+__device__ __forceinline__ float prob_of_exponent(float exponent, float lse2) {
+  const float x = exp2f(exponent);
+  return lse2 != -INFINITY ? x : 0.f;
+}
+__device__ __forceinline__ float prob_of_logit2(float logit2, float lse2) {
+  return prob_of_exponent(logit2 - lse2, lse2);
 }
 
 __device__ __forceinline__ bool dropout_kept(const FwdParams& p, int b, int h, int i, int j) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "attn/philox.h"
+#include "attn/score_mods.h"
 #include "common/fwd_params.h"
 #include "common/row_state.h"
 
@@ -44,18 +45,18 @@ __device__ __forceinline__ void grad_element(float& s, float& dp, int i, int j, 
   if (f.softcap_out != 0.f) {
     const float th = tanh_ex2(s * f.softcap_in);
     x = f.softcap_out * th;
-    dtanh = 1.f - th * th;
+    dtanh = softcap_grad(th);
   } else {
     x = s * f.score_mul;
   }
   const int64_t diag = int64_t(i) + c.off;
-  if (c.slope2 != 0.f) x -= c.slope2 * fabsf(static_cast<float>(diag - j));
+  if (c.slope2 != 0.f) x = add_alibi(x, c.slope2, static_cast<float>(diag - j));
   const bool visible = j < c.seq_k && (f.window_right < 0 || j <= diag + f.window_right) &&
                        (f.window_left < 0 || j >= diag - f.window_left);
   const float pr = visible ? exp2_ftz(x - lse2) : 0.f;
   const float z = f.dropout ? (keep ? f.dropout_keep_scale : 0.f) : 1.f;
   s = pr * z;
-  dp = pr * (dp * z - dsum) * dtanh;
+  dp = softmax_grad(pr, dp * z, dsum) * dtanh;
 }
 
 // Whether every element of the tile [i0, i0 + rows) x [j0, j0 + cols) takes grad_element's plain form:
@@ -77,7 +78,7 @@ __device__ __forceinline__ bool plain_tile(const FwdParams& f, const BwdRowCtx& 
 __device__ __forceinline__ float prob_plain(float s, float lse2, float score_mul) {
   return exp2_ftz(fmaf(s, score_mul, -lse2));
 }
-__device__ __forceinline__ float grad_plain(float pr, float dp, float dsum) { return pr * (dp - dsum); }
+__device__ __forceinline__ float grad_plain(float pr, float dp, float dsum) { return softmax_grad(pr, dp, dsum); }
 __device__ __forceinline__ void grad_element_plain(float& s, float& dp, float lse2, float dsum, float score_mul) {
   s = prob_plain(s, lse2, score_mul);
   dp = grad_plain(s, dp, dsum);

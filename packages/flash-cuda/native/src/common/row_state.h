@@ -10,6 +10,7 @@
 
 #include "attn/fast_math.h"
 #include "attn/philox.h"
+#include "attn/score_mods.h"
 #include "common/fwd_params.h"
 
 namespace attn::flash {
@@ -64,7 +65,8 @@ __device__ __forceinline__ void scale_scores(float (&s)[kMT][kNT][4], const FwdP
         for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
           for (int c = 0; c < 2; ++c)
-            s[mi][nt][2 * r + c] -= slope * fabsf(static_cast<float>(diag - (j0 + nt * 8 + 2 * t + c)));
+            s[mi][nt][2 * r + c] =
+                add_alibi(s[mi][nt][2 * r + c], slope, static_cast<float>(diag - (j0 + nt * 8 + 2 * t + c)));
       }
   }
 }
