@@ -3,7 +3,7 @@
 // that cuda-math and flash-cuda append, rotate and address caches identically. Pure (no native call):
 // tested on the CPU with a fake device runtime.
 import type { DType, KvCacheParams, SdpaParams, Tensor } from '@attn/core';
-import { abiLayout } from './abi.js';
+import { abiLayout, type AbiArrays } from './abi.js';
 
 // The layout of attn/kv_append_abi.h (the one argument ABI, abi.ts): names in the header's order, grouped by
 // meaning as its enums; kv-append.test.ts checks them against the header. Strides: 4 per 4-d tensor, 2 per
@@ -31,10 +31,8 @@ export const KV_NUM = KV_ABI.num;
 /** attn/tensor_ref.h's dtype codes of the float dtypes. */
 const DTYPE_CODE: Partial<Record<DType, number>> = { float64: 0, float32: 1, float16: 2, bfloat16: 3 };
 
-export interface KvAppendArgs {
-  readonly ptrs: BigUint64Array;
-  readonly nums: Float64Array;
-}
+/** The kernel's two argument arrays. */
+export type KvAppendArgs = AbiArrays;
 
 /** What the kernel writes besides the caches. */
 export interface KvAppendOutputs {

@@ -165,9 +165,13 @@ export function backwardArgs(
     putNums(bnums, BWD_NUM.dbiasBatches, [1, 1, 1, 1]);
   }
   bnums[BWD_NUM.deterministic] = p.deterministic ? 1 : 0;
-  if (workspace) {
-    bptrs[BWD_PTR.workspace] = workspace.ptr;
-    bnums[BWD_NUM.workspaceBytes] = workspace.bytes;
-  }
-  return { ptrs, nums, bptrs, bnums };
+  const a = { ptrs, nums, bptrs, bnums };
+  if (workspace) setWorkspace(a, workspace);
+  return a;
+}
+
+/** Fills the workspace slots of packed backward arrays: the plan sized it, the backward runs with it. */
+export function setWorkspace(a: BackwardArrays, workspace: { readonly ptr: bigint; readonly bytes: number }): void {
+  a.bptrs[BWD_PTR.workspace] = workspace.ptr;
+  a.bnums[BWD_NUM.workspaceBytes] = workspace.bytes;
 }

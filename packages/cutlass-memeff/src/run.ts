@@ -18,7 +18,7 @@ import {
   zeros,
 } from '@attn/core';
 import { currentStream } from '@attn/cuda';
-import { backwardArgs, forwardArgs, scratchArrays } from './launch-args.js';
+import { backwardArgs, forwardArgs, scratchArrays, setWorkspace } from './launch-args.js';
 import { addonState, type BackwardPlan, type KernelPath, type MemeffAddon } from './native.js';
 
 // The argument arrays of every call, refilled per call (the addon reads them only while it runs).
@@ -131,11 +131,10 @@ export function runBackward(
   let ws: Tensor | null = null;
   try {
     const stream = currentStream(device.index);
-    let a = backwardArgs(p, t, stream, null, path, scratch);
+    const a = backwardArgs(p, t, stream, null, path, scratch);
     const plan = callNative('backward plan', () => addon.backwardPlan(a.ptrs, a.nums, a.bptrs, a.bnums));
     ws = alloc([Math.ceil(plan.workspaceBytes / 4)], 'float32');
-    const workspace = { ptr: ws.dataPointer(), bytes: ws.numel * 4 };
-    a = backwardArgs(p, t, stream, workspace, path, scratch);
+    setWorkspace(a, { ptr: ws.dataPointer(), bytes: ws.numel * 4 }); // the plan's arrays, now with the workspace
     const kernels = callNative('backward', () => addon.backward(a.ptrs, a.nums, a.bptrs, a.bnums));
     const g: Gradients = { dq: t.dq, dk: t.dk, dv: t.dv };
     return { gradients: t.dbias ? { ...g, dbias: t.dbias } : g, kernels, plan };

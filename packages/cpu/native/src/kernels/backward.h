@@ -237,9 +237,10 @@ static_assert(kDeltaLanes == 8, "delta_sums_store adds 8 lanes");
 // is P itself without dropout: bwd_block then stores the same values through both pointers).
 struct KeptTiles {
   float* base;
+  int64_t per_block;  // BwdCtx::kept_tiles
   bool cap, pd;
 
-  BwdTiles at(const BwdTiles& scratch, int64_t kb, int64_t per_block) const {
+  BwdTiles at(const BwdTiles& scratch, int64_t kb) const {
     constexpr int64_t kTile = kBwdBM * kBwdBN;
     BwdTiles k = scratch;
     k.p = base + kb * per_block * kTile;
@@ -267,7 +268,7 @@ inline void row_deltas(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t 
   delta_sums_clear(acc);
   for (int64_t kb = 0; kb < cx.nkb; ++kb) {
     if (!block_visible(p.mods, d, i0, m, kb)) continue;
-    const BwdTiles t = kept ? kept->at(scratch, kb, cx.kept_tiles) : scratch;
+    const BwdTiles t = kept ? kept->at(scratch, kb) : scratch;
     bwd_block(cx, hm, b, h, h / cx.G, i0, m, kb, t);
     delta_sums_add(acc, t.dp, m, d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN);
   }
@@ -320,24 +321,50 @@ inline void dbias_block(const BwdCtx& cx, const float* ds, int64_t bh, int64_t i
   }
 }
 
+// Scratch of a task that walks query blocks (bwd_dq_task, bwd_group_task): dq, tmp (dp + dvp), the kept tiles
+// (kept_tiles per key block, when there are some) and the block pair's tiles, each 64-byte aligned.
+struct QueryBlockScratch {
+  float *dq, *tmp;
+  KeptTiles kept;
+  BwdTiles tiles;
+  const KeptTiles* kept_or_null(const BwdCtx& cx) const { return cx.kept_tiles ? &kept : nullptr; }
+};
+inline int64_t query_block_head_floats(const BwdCtx& cx) { return round_up(kBwdBM * cx.dp + cx.dp + cx.dvp, 16); }
+inline size_t query_block_scratch_bytes(const BwdCtx& cx) {
+  return (query_block_head_floats(cx) + cx.kept_tiles * cx.nkb * kBwdBM * kBwdBN + kTileFloats) * 4 + kBwdBN + 256;
+}
+inline QueryBlockScratch query_block_scratch(const BwdCtx& cx, float* base) {
+  QueryBlockScratch s;
+  s.dq = base;
+  s.tmp = s.dq + kBwdBM * cx.dp;
+  const int64_t head = query_block_head_floats(cx);
+  s.kept = KeptTiles{base + head, cx.kept_tiles, cx.p->mods.softcap > 0.f, cx.kept_pd};
+  s.tiles = bwd_tiles(base + head + cx.kept_tiles * cx.nkb * kBwdBM * kBwdBN, kBwdBM);
+  return s;
+}
+
 // dK and dV sums of one kv head's keys in the fused schedule: [nkb * kBwdBN][dp] and [..][dvp].
 struct KvSums {
   float *dk, *dv;
 };
 
 // Query block qb of head (b, h) against every key block it sees: dQ summed over the key blocks in order into
-// dq ([kBwdBM][dp], zeroed by the caller) and stored (tmp: dp floats), dbias; with kv (the fused schedule)
+// s.dq and stored, dbias; with kv (the fused schedule)
 // also each pair's dV += P~^T dO and dK += dX^T Q. With kept tiles, Delta comes first: row_deltas runs
 // every visible block once and keeps its tiles, and each pair's dLogit is then formed from them
 // (ds_from_kept) instead of a second S and dP product.
-inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, float* dq, float* tmp,
-                            const KeptTiles* kept, const BwdTiles& scratch, const KvSums* kv) {
+inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, const QueryBlockScratch& s,
+                            const KvSums* kv) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
   const ScoreMods& md = p.mods;
   const int64_t bh = b * d.Hq + h, hk = h / cx.G;
   const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
   const HeadMods hm = head_mods(md, d.Sk, b, h);
+  const KeptTiles* kept = s.kept_or_null(cx);
+  const BwdTiles& scratch = s.tiles;
+  float* dq = s.dq;
+  for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) dq[e] = 0.f;
   if (kept) row_deltas(cx, hm, b, h, i0, m, kept, scratch);
   if (p.dbias && !cx.dbias_full && p.dbias_dims[3] == 1)
     for (int64_t r = 0; r < m; ++r) p.dbias[bh * d.Sq + i0 + r] = 0.f;
@@ -348,7 +375,7 @@ inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, 
     const int64_t j0 = kb * kBwdBN, n = d.Sk - j0 < kBwdBN ? d.Sk - j0 : kBwdBN;
     BwdTiles t = scratch;
     if (kept) {
-      t = kept->at(scratch, kb, cx.kept_tiles);
+      t = kept->at(scratch, kb);
       ds_from_kept(cx, t, b, h, i0, m, j0, n);
     } else {
       bwd_block(cx, hm, b, h, hk, i0, m, kb, t);
@@ -363,7 +390,8 @@ inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, 
   }
   prefault_rows(p.dq, b, h, i0, m, d.D);
   for (int64_t r = 0; r < m; ++r)
-    store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, tmp, dq + r * cx.dp, md.scale, d.D, p.dq.strides[3]);
+    store_row_scaled(elem_ptr(p.dq, b, h, i0 + r, 0), p.dq.dtype, s.tmp, dq + r * cx.dp, md.scale, d.D,
+                     p.dq.strides[3]);
 }
 
 // Rows [j0, j0 + n) of kv head (b, hk)'s dK (scaled) and dV from their fp32 sums (tmp: dp + dvp floats).
@@ -410,36 +438,13 @@ inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
   store_kv_rows(cx, b, hk, j0, n, dk, dv, tmp);
 }
 
-// Scratch of a task that walks query blocks (bwd_dq_task, bwd_group_task): dq, tmp (dp + dvp), the kept tiles
-// (kept_tiles per key block) and the block pair's tiles, each 64-byte aligned.
-struct QueryBlockScratch {
-  float *dq, *tmp;
-  KeptTiles kept;
-  BwdTiles tiles;
-};
-inline QueryBlockScratch query_block_scratch(const BwdCtx& cx, float* base) {
-  QueryBlockScratch s;
-  s.dq = base;
-  s.tmp = s.dq + kBwdBM * cx.dp;
-  const int64_t head = round_up(kBwdBM * cx.dp + cx.dp + cx.dvp, 16);
-  const int64_t kept_floats = cx.kept_tiles * cx.nkb * kBwdBM * kBwdBN;
-  s.kept = KeptTiles{base + head, cx.p->mods.softcap > 0.f, cx.kept_pd};
-  s.tiles = bwd_tiles(base + head + kept_floats, kBwdBM);
-  return s;
-}
-inline size_t query_block_scratch_bytes(const BwdCtx& cx) {
-  const int64_t head = round_up(kBwdBM * cx.dp + cx.dp + cx.dvp, 16);
-  return (head + cx.kept_tiles * cx.nkb * kBwdBM * kBwdBN + kTileFloats) * 4 + kBwdBN + 256;
-}
-
 // Pass 1 of the two-pass schedule: dQ (and dbias) of one query block.
 inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
   const Dims& d = cx.p->dims;
   const int64_t bh = t / cx.nqb, qb = t % cx.nqb;
   const QueryBlockScratch s =
       query_block_scratch(cx, static_cast<float*>(thread_scratch(query_block_scratch_bytes(cx))));
-  for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) s.dq[e] = 0.f;
-  bwd_query_block(cx, bh / d.Hq, bh % d.Hq, qb, s.dq, s.tmp, cx.kept_tiles ? &s.kept : nullptr, s.tiles, nullptr);
+  bwd_query_block(cx, bh / d.Hq, bh % d.Hq, qb, s, nullptr);
 }
 
 // The fused schedule: every gradient of kv head (b, hk) and of its group's query heads, in one task. The
@@ -455,10 +460,7 @@ inline void bwd_group_task(const BwdCtx& cx, int64_t t) {
                   reinterpret_cast<float*>(base + qbytes) + cx.nkb * kBwdBN * cx.dp};
   for (int64_t e = 0; e < cx.nkb * kBwdBN * (cx.dp + cx.dvp); ++e) kv.dk[e] = 0.f;
   for (int64_t g = 0; g < cx.G; ++g)
-    for (int64_t qb = 0; qb < cx.nqb; ++qb) {
-      for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) s.dq[e] = 0.f;
-      bwd_query_block(cx, b, hk * cx.G + g, qb, s.dq, s.tmp, cx.kept_tiles ? &s.kept : nullptr, s.tiles, &kv);
-    }
+    for (int64_t qb = 0; qb < cx.nqb; ++qb) bwd_query_block(cx, b, hk * cx.G + g, qb, s, &kv);
   store_kv_rows(cx, b, hk, 0, d.Sk, kv.dk, kv.dv, s.tmp);
 }
 
