@@ -16,25 +16,9 @@ struct V {
   __m256 r;
 };
 
-inline V vzero() { return {_mm256_setzero_ps()}; }
-inline V vset(float x) { return {_mm256_set1_ps(x)}; }
-inline V vload(const float* p) { return {_mm256_loadu_ps(p)}; }
-inline void vstore(float* p, V a) { _mm256_storeu_ps(p, a.r); }
-inline V vadd(V a, V b) { return {_mm256_add_ps(a.r, b.r)}; }
-inline V vsub(V a, V b) { return {_mm256_sub_ps(a.r, b.r)}; }
-inline V vmul(V a, V b) { return {_mm256_mul_ps(a.r, b.r)}; }
-// a * b rounded to float and never fused into a following add (GCC's default -ffp-contract=fast
-// would make vadd(vmul(a, b), c) one FMA): for a product that must equal the same product computed
-// elsewhere, bit for bit.
-inline V vmul_round(V a, V b) {
-  __m256 r = _mm256_mul_ps(a.r, b.r);
-  __asm__("" : "+x"(r));
-  return {r};
-}
-inline V vdiv(V a, V b) { return {_mm256_div_ps(a.r, b.r)}; }
-inline V vfma(V a, V b, V c) { return {_mm256_fmadd_ps(a.r, b.r, c.r)}; }
-inline V vmax(V a, V b) { return {_mm256_max_ps(a.r, b.r)}; }  // NaN in b wins
-inline V vmin(V a, V b) { return {_mm256_min_ps(a.r, b.r)}; }  // NaN in b wins
+#define ATTN_X86_PS(op) _mm256_##op##_ps
+#include "x86_lane_ops.h"  // vzero .. vmin
+#undef ATTN_X86_PS
 inline V vabs(V a) { return {_mm256_andnot_ps(_mm256_set1_ps(-0.f), a.r)}; }
 inline float hmax(V a) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(a.r), _mm256_extractf128_ps(a.r, 1));

@@ -17,26 +17,9 @@ struct V {
   __m512 r;
 };
 
-inline V vzero() { return {_mm512_setzero_ps()}; }
-inline V vset(float x) { return {_mm512_set1_ps(x)}; }
-inline V vload(const float* p) { return {_mm512_loadu_ps(p)}; }
-inline void vstore(float* p, V a) { _mm512_storeu_ps(p, a.r); }
-inline V vadd(V a, V b) { return {_mm512_add_ps(a.r, b.r)}; }
-inline V vsub(V a, V b) { return {_mm512_sub_ps(a.r, b.r)}; }
-inline V vmul(V a, V b) { return {_mm512_mul_ps(a.r, b.r)}; }
-// a * b rounded to float and never fused into a following add (GCC's default -ffp-contract=fast
-// would make vadd(vmul(a, b), c) one FMA): for a product that must equal the same product computed
-// elsewhere, bit for bit.
-inline V vmul_round(V a, V b) {
-  __m512 r = _mm512_mul_ps(a.r, b.r);
-  __asm__("" : "+v"(r));
-  return {r};
-}
-inline V vdiv(V a, V b) { return {_mm512_div_ps(a.r, b.r)}; }
-inline V vfma(V a, V b, V c) { return {_mm512_fmadd_ps(a.r, b.r, c.r)}; }  // a*b + c
-// max(a, b); NaN in b wins (vmaxps returns its second operand when either is NaN).
-inline V vmax(V a, V b) { return {_mm512_max_ps(a.r, b.r)}; }
-inline V vmin(V a, V b) { return {_mm512_min_ps(a.r, b.r)}; }  // NaN in b wins
+#define ATTN_X86_PS(op) _mm512_##op##_ps
+#include "x86_lane_ops.h"  // vzero .. vmin
+#undef ATTN_X86_PS
 inline V vabs(V a) { return {_mm512_abs_ps(a.r)}; }
 inline float hmax(V a) { return _mm512_reduce_max_ps(a.r); }
 inline float hsum(V a) { return _mm512_reduce_add_ps(a.r); }

@@ -1,7 +1,8 @@
 // The one place where attn's runtime sources name the vendor runtime. Everything in
 // packages/cuda/native/src uses the gpu* names below, so the same sources build with nvcc (CUDA, the
-// default) and with hipcc for @attn/rocm (define ATTN_HIP). Add a symbol here, in both branches,
-// before using it anywhere else: a name missing from the HIP branch breaks @attn/rocm's build.
+// default) and with hipcc for @attn/rocm (define ATTN_HIP). Add a symbol here before using it anywhere
+// else: to the shared list when the two vendors' names differ only by prefix, otherwise to both vendor
+// lists (a name missing from the HIP list breaks @attn/rocm's build).
 #pragma once
 
 #include <string>
@@ -12,180 +13,112 @@
 #include <cuda_runtime.h>
 #endif
 
+// Most names differ only by the vendor's prefix (gpuMalloc: cudaMalloc / hipMalloc, gpuDevAttrWarpSize:
+// cudaDevAttrWarpSize / hipDeviceAttributeWarpSize): those are pasted from the prefix below, and only the
+// names that differ in more than the prefix are listed per vendor.
 #ifdef ATTN_HIP
-// ---------------------------------------------------------------- HIP (ROCm) ------------------
 #define ATTN_GPU_PLATFORM "HIP"
 #define ATTN_GPU_DEVICE_TYPE "rocm"
 #define ATTN_GPU_RUNTIME_VERSION HIP_VERSION
-
-using gpuError_t = hipError_t;
-using gpuStream_t = hipStream_t;
-using gpuEvent_t = hipEvent_t;
+#define ATTN_GPU_NAME(suffix) hip##suffix
+#define ATTN_GPU_ATTR(suffix) hipDeviceAttribute##suffix
 using gpuDeviceProp_t = hipDeviceProp_t;
 using gpuDeviceAttr_t = hipDeviceAttribute_t;
-using gpuGraph_t = hipGraph_t;
-using gpuGraphExec_t = hipGraphExec_t;
-using gpuStreamCaptureStatus = hipStreamCaptureStatus;
-using gpuStreamCaptureMode = hipStreamCaptureMode;
-
-#define gpuSuccess hipSuccess
 #define gpuErrorMemoryAllocation hipErrorOutOfMemory
-#define gpuErrorNotReady hipErrorNotReady
-#define gpuErrorNoDevice hipErrorNoDevice
-#define gpuErrorInsufficientDriver hipErrorInsufficientDriver
-#define gpuErrorInvalidValue hipErrorInvalidValue
-
-#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
-#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
-#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
-#define gpuStreamNonBlocking hipStreamNonBlocking
-#define gpuEventDefault hipEventDefault
-#define gpuEventDisableTiming hipEventDisableTiming
 #define gpuHostAllocDefault hipHostMallocDefault
-
-#define gpuDevAttrComputeCapabilityMajor hipDeviceAttributeComputeCapabilityMajor
-#define gpuDevAttrComputeCapabilityMinor hipDeviceAttributeComputeCapabilityMinor
 #define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
-#define gpuDevAttrL2CacheSize hipDeviceAttributeL2CacheSize
-#define gpuDevAttrMaxSharedMemoryPerBlock hipDeviceAttributeMaxSharedMemoryPerBlock
 #define gpuDevAttrMaxSharedMemoryPerBlockOptin hipDeviceAttributeSharedMemPerBlockOptin
-#define gpuDevAttrWarpSize hipDeviceAttributeWarpSize
-#define gpuDevAttrMaxThreadsPerBlock hipDeviceAttributeMaxThreadsPerBlock
-#define gpuDevAttrPciBusId hipDeviceAttributePciBusId
-#define gpuDevAttrPciDeviceId hipDeviceAttributePciDeviceId
 #define gpuDevAttrPciDomainId hipDeviceAttributePciDomainID
-
-#define gpuGetErrorName hipGetErrorName
-#define gpuGetErrorString hipGetErrorString
-#define gpuGetLastError hipGetLastError
-#define gpuPeekAtLastError hipPeekAtLastError
-#define gpuGetDeviceCount hipGetDeviceCount
-#define gpuGetDevice hipGetDevice
-#define gpuSetDevice hipSetDevice
-#define gpuGetDeviceProperties hipGetDeviceProperties
-#define gpuDeviceGetAttribute hipDeviceGetAttribute
-#define gpuDriverGetVersion hipDriverGetVersion
-#define gpuRuntimeGetVersion hipRuntimeGetVersion
-#define gpuDeviceSynchronize hipDeviceSynchronize
-#define gpuMemGetInfo hipMemGetInfo
-#define gpuMalloc hipMalloc
-#define gpuFree hipFree
 #define gpuHostAlloc hipHostMalloc
 #define gpuFreeHost hipHostFree
-#define gpuMemcpyAsync hipMemcpyAsync
-#define gpuMemcpyPeerAsync hipMemcpyPeerAsync
-#define gpuMemsetAsync hipMemsetAsync
-#define gpuStreamCreateWithFlags hipStreamCreateWithFlags
-#define gpuStreamDestroy hipStreamDestroy
-#define gpuStreamSynchronize hipStreamSynchronize
-#define gpuStreamQuery hipStreamQuery
-#define gpuStreamWaitEvent hipStreamWaitEvent
-#define gpuEventCreateWithFlags hipEventCreateWithFlags
-#define gpuEventDestroy hipEventDestroy
-#define gpuEventRecord hipEventRecord
-#define gpuEventSynchronize hipEventSynchronize
-#define gpuEventQuery hipEventQuery
-#define gpuEventElapsedTime hipEventElapsedTime
-#define gpuStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
-#define gpuStreamCaptureModeRelaxed hipStreamCaptureModeRelaxed
-#define gpuStreamCaptureStatusNone hipStreamCaptureStatusNone
-#define gpuStreamBeginCapture hipStreamBeginCapture
-#define gpuStreamEndCapture hipStreamEndCapture
-#define gpuStreamIsCapturing hipStreamIsCapturing
-#define gpuThreadExchangeStreamCaptureMode hipThreadExchangeStreamCaptureMode
-#define gpuGraphInstantiateWithFlags hipGraphInstantiateWithFlags
-#define gpuGraphLaunch hipGraphLaunch
-#define gpuGraphExecDestroy hipGraphExecDestroy
-#define gpuGraphDestroy hipGraphDestroy
-#define gpuGraphGetNodes hipGraphGetNodes
-
 #else
-// ---------------------------------------------------------------- CUDA ------------------------
 #define ATTN_GPU_PLATFORM "CUDA"
 #define ATTN_GPU_DEVICE_TYPE "cuda"
 #define ATTN_GPU_RUNTIME_VERSION CUDART_VERSION
-
-using gpuError_t = cudaError_t;
-using gpuStream_t = cudaStream_t;
-using gpuEvent_t = cudaEvent_t;
+#define ATTN_GPU_NAME(suffix) cuda##suffix
+#define ATTN_GPU_ATTR(suffix) cudaDevAttr##suffix
 using gpuDeviceProp_t = cudaDeviceProp;
 using gpuDeviceAttr_t = cudaDeviceAttr;
-using gpuGraph_t = cudaGraph_t;
-using gpuGraphExec_t = cudaGraphExec_t;
-using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
-using gpuStreamCaptureMode = cudaStreamCaptureMode;
-
-#define gpuSuccess cudaSuccess
 #define gpuErrorMemoryAllocation cudaErrorMemoryAllocation
-#define gpuErrorNotReady cudaErrorNotReady
-#define gpuErrorNoDevice cudaErrorNoDevice
-#define gpuErrorInsufficientDriver cudaErrorInsufficientDriver
-#define gpuErrorInvalidValue cudaErrorInvalidValue
-
-#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
-#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
-#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
-#define gpuStreamNonBlocking cudaStreamNonBlocking
-#define gpuEventDefault cudaEventDefault
-#define gpuEventDisableTiming cudaEventDisableTiming
 #define gpuHostAllocDefault cudaHostAllocDefault
-
-#define gpuDevAttrComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
-#define gpuDevAttrComputeCapabilityMinor cudaDevAttrComputeCapabilityMinor
 #define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
-#define gpuDevAttrL2CacheSize cudaDevAttrL2CacheSize
-#define gpuDevAttrMaxSharedMemoryPerBlock cudaDevAttrMaxSharedMemoryPerBlock
 #define gpuDevAttrMaxSharedMemoryPerBlockOptin cudaDevAttrMaxSharedMemoryPerBlockOptin
-#define gpuDevAttrWarpSize cudaDevAttrWarpSize
-#define gpuDevAttrMaxThreadsPerBlock cudaDevAttrMaxThreadsPerBlock
-#define gpuDevAttrPciBusId cudaDevAttrPciBusId
-#define gpuDevAttrPciDeviceId cudaDevAttrPciDeviceId
 #define gpuDevAttrPciDomainId cudaDevAttrPciDomainId
-
-#define gpuGetErrorName cudaGetErrorName
-#define gpuGetErrorString cudaGetErrorString
-#define gpuGetLastError cudaGetLastError
-#define gpuPeekAtLastError cudaPeekAtLastError
-#define gpuGetDeviceCount cudaGetDeviceCount
-#define gpuGetDevice cudaGetDevice
-#define gpuSetDevice cudaSetDevice
-#define gpuGetDeviceProperties cudaGetDeviceProperties
-#define gpuDeviceGetAttribute cudaDeviceGetAttribute
-#define gpuDriverGetVersion cudaDriverGetVersion
-#define gpuRuntimeGetVersion cudaRuntimeGetVersion
-#define gpuDeviceSynchronize cudaDeviceSynchronize
-#define gpuMemGetInfo cudaMemGetInfo
-#define gpuMalloc cudaMalloc
-#define gpuFree cudaFree
 #define gpuHostAlloc cudaHostAlloc
 #define gpuFreeHost cudaFreeHost
-#define gpuMemcpyAsync cudaMemcpyAsync
-#define gpuMemcpyPeerAsync cudaMemcpyPeerAsync
-#define gpuMemsetAsync cudaMemsetAsync
-#define gpuStreamCreateWithFlags cudaStreamCreateWithFlags
-#define gpuStreamDestroy cudaStreamDestroy
-#define gpuStreamSynchronize cudaStreamSynchronize
-#define gpuStreamQuery cudaStreamQuery
-#define gpuStreamWaitEvent cudaStreamWaitEvent
-#define gpuEventCreateWithFlags cudaEventCreateWithFlags
-#define gpuEventDestroy cudaEventDestroy
-#define gpuEventRecord cudaEventRecord
-#define gpuEventSynchronize cudaEventSynchronize
-#define gpuEventQuery cudaEventQuery
-#define gpuEventElapsedTime cudaEventElapsedTime
-#define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
-#define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
-#define gpuStreamCaptureStatusNone cudaStreamCaptureStatusNone
-#define gpuStreamBeginCapture cudaStreamBeginCapture
-#define gpuStreamEndCapture cudaStreamEndCapture
-#define gpuStreamIsCapturing cudaStreamIsCapturing
-#define gpuThreadExchangeStreamCaptureMode cudaThreadExchangeStreamCaptureMode
-#define gpuGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
-#define gpuGraphLaunch cudaGraphLaunch
-#define gpuGraphExecDestroy cudaGraphExecDestroy
-#define gpuGraphDestroy cudaGraphDestroy
-#define gpuGraphGetNodes cudaGraphGetNodes
 #endif
+
+using gpuError_t = ATTN_GPU_NAME(Error_t);
+using gpuStream_t = ATTN_GPU_NAME(Stream_t);
+using gpuEvent_t = ATTN_GPU_NAME(Event_t);
+using gpuGraph_t = ATTN_GPU_NAME(Graph_t);
+using gpuGraphExec_t = ATTN_GPU_NAME(GraphExec_t);
+using gpuStreamCaptureStatus = ATTN_GPU_NAME(StreamCaptureStatus);
+using gpuStreamCaptureMode = ATTN_GPU_NAME(StreamCaptureMode);
+
+#define gpuSuccess ATTN_GPU_NAME(Success)
+#define gpuErrorNotReady ATTN_GPU_NAME(ErrorNotReady)
+#define gpuErrorNoDevice ATTN_GPU_NAME(ErrorNoDevice)
+#define gpuErrorInsufficientDriver ATTN_GPU_NAME(ErrorInsufficientDriver)
+#define gpuErrorInvalidValue ATTN_GPU_NAME(ErrorInvalidValue)
+
+#define gpuMemcpyHostToDevice ATTN_GPU_NAME(MemcpyHostToDevice)
+#define gpuMemcpyDeviceToHost ATTN_GPU_NAME(MemcpyDeviceToHost)
+#define gpuMemcpyDeviceToDevice ATTN_GPU_NAME(MemcpyDeviceToDevice)
+#define gpuStreamNonBlocking ATTN_GPU_NAME(StreamNonBlocking)
+#define gpuEventDefault ATTN_GPU_NAME(EventDefault)
+#define gpuEventDisableTiming ATTN_GPU_NAME(EventDisableTiming)
+
+#define gpuDevAttrComputeCapabilityMajor ATTN_GPU_ATTR(ComputeCapabilityMajor)
+#define gpuDevAttrComputeCapabilityMinor ATTN_GPU_ATTR(ComputeCapabilityMinor)
+#define gpuDevAttrL2CacheSize ATTN_GPU_ATTR(L2CacheSize)
+#define gpuDevAttrMaxSharedMemoryPerBlock ATTN_GPU_ATTR(MaxSharedMemoryPerBlock)
+#define gpuDevAttrWarpSize ATTN_GPU_ATTR(WarpSize)
+#define gpuDevAttrMaxThreadsPerBlock ATTN_GPU_ATTR(MaxThreadsPerBlock)
+#define gpuDevAttrPciBusId ATTN_GPU_ATTR(PciBusId)
+#define gpuDevAttrPciDeviceId ATTN_GPU_ATTR(PciDeviceId)
+
+#define gpuGetErrorName ATTN_GPU_NAME(GetErrorName)
+#define gpuGetErrorString ATTN_GPU_NAME(GetErrorString)
+#define gpuGetLastError ATTN_GPU_NAME(GetLastError)
+#define gpuPeekAtLastError ATTN_GPU_NAME(PeekAtLastError)
+#define gpuGetDeviceCount ATTN_GPU_NAME(GetDeviceCount)
+#define gpuGetDevice ATTN_GPU_NAME(GetDevice)
+#define gpuSetDevice ATTN_GPU_NAME(SetDevice)
+#define gpuGetDeviceProperties ATTN_GPU_NAME(GetDeviceProperties)
+#define gpuDeviceGetAttribute ATTN_GPU_NAME(DeviceGetAttribute)
+#define gpuDriverGetVersion ATTN_GPU_NAME(DriverGetVersion)
+#define gpuRuntimeGetVersion ATTN_GPU_NAME(RuntimeGetVersion)
+#define gpuDeviceSynchronize ATTN_GPU_NAME(DeviceSynchronize)
+#define gpuMemGetInfo ATTN_GPU_NAME(MemGetInfo)
+#define gpuMalloc ATTN_GPU_NAME(Malloc)
+#define gpuFree ATTN_GPU_NAME(Free)
+#define gpuMemcpyAsync ATTN_GPU_NAME(MemcpyAsync)
+#define gpuMemcpyPeerAsync ATTN_GPU_NAME(MemcpyPeerAsync)
+#define gpuMemsetAsync ATTN_GPU_NAME(MemsetAsync)
+#define gpuStreamCreateWithFlags ATTN_GPU_NAME(StreamCreateWithFlags)
+#define gpuStreamDestroy ATTN_GPU_NAME(StreamDestroy)
+#define gpuStreamSynchronize ATTN_GPU_NAME(StreamSynchronize)
+#define gpuStreamQuery ATTN_GPU_NAME(StreamQuery)
+#define gpuStreamWaitEvent ATTN_GPU_NAME(StreamWaitEvent)
+#define gpuEventCreateWithFlags ATTN_GPU_NAME(EventCreateWithFlags)
+#define gpuEventDestroy ATTN_GPU_NAME(EventDestroy)
+#define gpuEventRecord ATTN_GPU_NAME(EventRecord)
+#define gpuEventSynchronize ATTN_GPU_NAME(EventSynchronize)
+#define gpuEventQuery ATTN_GPU_NAME(EventQuery)
+#define gpuEventElapsedTime ATTN_GPU_NAME(EventElapsedTime)
+#define gpuStreamCaptureModeThreadLocal ATTN_GPU_NAME(StreamCaptureModeThreadLocal)
+#define gpuStreamCaptureModeRelaxed ATTN_GPU_NAME(StreamCaptureModeRelaxed)
+#define gpuStreamCaptureStatusNone ATTN_GPU_NAME(StreamCaptureStatusNone)
+#define gpuStreamBeginCapture ATTN_GPU_NAME(StreamBeginCapture)
+#define gpuStreamEndCapture ATTN_GPU_NAME(StreamEndCapture)
+#define gpuStreamIsCapturing ATTN_GPU_NAME(StreamIsCapturing)
+#define gpuThreadExchangeStreamCaptureMode ATTN_GPU_NAME(ThreadExchangeStreamCaptureMode)
+#define gpuGraphInstantiateWithFlags ATTN_GPU_NAME(GraphInstantiateWithFlags)
+#define gpuGraphLaunch ATTN_GPU_NAME(GraphLaunch)
+#define gpuGraphExecDestroy ATTN_GPU_NAME(GraphExecDestroy)
+#define gpuGraphDestroy ATTN_GPU_NAME(GraphDestroy)
+#define gpuGraphGetNodes ATTN_GPU_NAME(GraphGetNodes)
 
 namespace attn {
 
