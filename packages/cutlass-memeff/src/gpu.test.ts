@@ -188,7 +188,7 @@ describeWhereRunnable('memeff-cuda on the GPU', env.ok ? null : env.reason, () =
         opts: { isCausal: true },
       });
       check({ dtype, shape: [2, 2, 2, 90, 160, 64, 64], mask: { kind: 'bool', shape: [2, 1, 90, 160] } });
-      // v4's one-FFMA interior steps: a row-broadcast (stride 0) key-padding bias and an fp32 bias.
+      // The interior tiles' one-FFMA bias step: a row-broadcast (stride 0) key-padding bias and an fp32 bias.
       check({ dtype, shape: [2, 2, 2, 130, 192, 128, 128], mask: { kind: 'additive', shape: [2, 1, 1, 192] } });
       check({
         dtype,
