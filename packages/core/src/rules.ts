@@ -9,5 +9,5 @@ export * from './rules-device.js';
 export * from './rules-feature.js';
 export * from './rules-shape.js';
 
-/** DESIGN.md's name for "takes no mask beyond causal/window": the same check as noAttnMask. */
+/** The name for "takes no mask beyond causal/window" (arbitrary masks are what it refuses): the same check as noAttnMask. */
 export const noArbitraryMask: Rule = noAttnMask;

@@ -1,4 +1,4 @@
-// DESIGN.md's accuracy rule (FlashAttention's): against the float64 reference, a backend's max error
+// The accuracy rule (docs/ARCHITECTURE.md; FlashAttention's): against the float64 reference, a backend's max error
 // is at most 2x the max error of the naive implementation in the same precision, plus a small slack.
 // NaN never passes where the reference is a number; where the reference is infinite (logsumexp -inf
 // of a fully masked row) or NaN (NaN inputs) the backend must give exactly that: the same NaN/Inf

@@ -2,7 +2,7 @@
 // intermediate rounded to the dtype and each sum kept in float32 (float64 for float64), as
 // FlashAttention's tests do with `attention_ref(..., upcast=False)`. Its distance from the float64
 // reference is what "the error of a naive implementation in the same low precision" means in
-// DESIGN.md's accuracy rule.
+// the accuracy rule (docs/ARCHITECTURE.md).
 //
 // It is written independently of cpu-math (dense, materialized, the mask broadcast by index, dropout
 // through core's dropoutKeep element by element), so in float64 it also cross-checks the reference.
@@ -42,7 +42,7 @@ export interface NaiveResult {
  *                                               u32 n sigma / sqrt(6), below u32 sum |x_c y_c|)
  *    with M_i = sum_c |dO_ic| sum_j P~_ij |V_jc|.
  * 2. P. The fused form recomputes P_ij = exp(s_ij - lse_i) from the logsumexp stored in fp32
- *    (DESIGN.md: lse is float32 for every dtype); the two fp32 numbers in that exponent are each
+ *    (docs/ARCHITECTURE.md: lse is float32 for every dtype); the two fp32 numbers in that exponent are each
  *    rounded, so P_ij carries a relative error eps_ij = u32 (|s_ij| + |lse_i|), which grows with
  *    the logits (an explicit scale above 1, softcap 30). Autograd's P comes from the forward's own
  *    softmax, normalized exactly.

@@ -1,4 +1,4 @@
-// Non-finite inputs (DESIGN.md): NaN in gives NaN out, in the output and in the logsumexp; -inf
+// Non-finite inputs (docs/ARCHITECTURE.md, semantics): NaN in gives NaN out, in the output and in the logsumexp; -inf
 // logsumexp means "every key masked" and nothing else. cpu-flash must give cpu-math's NaN/Inf
 // pattern element for element, forward and backward, on every SIMD level this machine runs.
 import { normalizeParams, randn, tensor } from '@attn/core';

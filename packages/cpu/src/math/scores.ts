@@ -1,4 +1,4 @@
-// One query row's scores, in the order DESIGN.md fixes: s = scale * q.k, then softcap, then ALiBi,
+// One query row's scores, in the order docs/ARCHITECTURE.md fixes: s = scale * q.k, then softcap, then ALiBi,
 // then the mask (additive or bool), with causal and window limiting which keys are looked at at all.
 // Forward and backward share this, so both see exactly the same scores.
 import type { HostArray, MaskParams, SdpaParams } from '@attn/core';

@@ -1,5 +1,5 @@
 // Device code shared by cuda-math's forward and backward kernels: element loads and stores, where a
-// query row lives, which keys it sees, and its scores in the order DESIGN.md fixes (scale * q.k, then
+// query row lives, which keys it sees, and its scores in the order docs/ARCHITECTURE.md fixes (scale * q.k, then
 // softcap, then ALiBi, then the mask; causal and window bound the keys looked at). Forward, backward
 // and dbias compute every score through score_of(), so all of them see bit-identical scores.
 #pragma once

@@ -144,7 +144,7 @@ __device__ __forceinline__ float softcap_tanh(float x) {
   }
 }
 
-// scale * dot with softcap and ALiBi, in natural-log units and in DESIGN.md's order (softcap, then ALiBi; the mask
+// scale * dot with softcap and ALiBi, in natural-log units and in docs/ARCHITECTURE.md's order (softcap, then ALiBi; the mask
 // comes after). dcap: d(score) / d(scale * dot), 1 - tanh^2 with softcap, else 1 (the backward's chain rule).
 template <bool kAccurate>
 __device__ __forceinline__ float modded_score(const FwdParams& p, const ScoreCtx& sc, int i, int j, float dot,
