@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_2d_kernel(const 
 #pragma unroll
             for (int dt = 0; dt < kQP; ++dt) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-              red_add_v2(dst + dt * 8, acc_dq[mt][dt][2 * r], acc_dq[mt][dt][2 * r + 1]);
+              red_add_f32x2(dst + dt * 8, acc_dq[mt][dt][2 * r], acc_dq[mt][dt][2 * r + 1]);
 #else
               atomicAdd(dst + dt * 8, acc_dq[mt][dt][2 * r]);
               atomicAdd(dst + dt * 8 + 1, acc_dq[mt][dt][2 * r + 1]);

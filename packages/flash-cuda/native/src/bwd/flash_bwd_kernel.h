@@ -127,12 +127,6 @@ __device__ __forceinline__ void prefetch_pair(E* q_dst, const BwdParams& p, cons
   }
 }
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void red_add_v2(float* dst, float x, float y) {
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(dst), "f"(x), "f"(y) : "memory");
-}
-#endif
-
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __grid_constant__ BwdParams p) {
   using E = typename Tr::Element;
@@ -359,7 +353,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_bwd_dkdv_kernel(const __g
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
             // sm90: one 8-byte vector reduction per pair, no return value (dst is 8-byte aligned: even
             // column, even row stride); halves the atomic instructions into L2.
-            red_add_v2(dst + dt * 8, acc_dq[dt][2 * r], acc_dq[dt][2 * r + 1]);
+            red_add_f32x2(dst + dt * 8, acc_dq[dt][2 * r], acc_dq[dt][2 * r + 1]);
 #else
             atomicAdd(dst + dt * 8, acc_dq[dt][2 * r]);
             atomicAdd(dst + dt * 8 + 1, acc_dq[dt][2 * r + 1]);

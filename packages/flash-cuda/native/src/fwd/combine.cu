@@ -21,13 +21,9 @@ constexpr int kMaxSplits = 128;
 template <typename E>
 __global__ void __launch_bounds__(kRowsPerBlock * 32) combine_kernel(const __grid_constant__ FwdParams p) {
   __shared__ float weights[kRowsPerBlock][kMaxSplits];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // Launched as a programmatic dependent of the forward (run_combine): wait for the forward grid to
-  // finish and its partials to be visible. Without that launch attribute this returns at once.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  // And the next forward (itself a dependent launch, common/dependent_launch.h) may be scheduled behind it.
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
+  // Launched as a programmatic dependent of the forward (run_combine): wait for the forward grid to finish
+  // and its partials to be visible; the next forward (itself a dependent launch) may be scheduled behind it.
+  dependent_launch_prologue();
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + warp;
   if (row >= p.accum_rows) return;

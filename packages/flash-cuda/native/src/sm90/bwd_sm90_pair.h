@@ -158,7 +158,7 @@ __device__ __forceinline__ void red_dq_rows(const BwdParams& p, const BwdSeq& sq
     if (i >= sq.seq_q) continue;
     float* dst = p.dq_accum + sq.lse_index(p.f, b, h, i) * p.dq_accum_stride + col0 + 2 * t;
 #pragma unroll
-    for (int nt = 0; nt < kTiles; ++nt) red_add_v2(dst + nt * 8, dq[nt][2 * r], dq[nt][2 * r + 1]);
+    for (int nt = 0; nt < kTiles; ++nt) red_add_f32x2(dst + nt * 8, dq[nt][2 * r], dq[nt][2 * r + 1]);
   }
 #endif
 }
