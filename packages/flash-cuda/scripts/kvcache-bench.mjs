@@ -1,26 +1,36 @@
 #!/usr/bin/env node
 // sdpaKvCache decode with append + rotary against the plain decode it replaces, on flash-cuda at
-// B 8, Hq 32, Hk 8, Sq 1, D 128, bf16, a paged cache (block 256) holding Sk - 1 = 8191 keys per row
-// plus the appended one (Sk 8192 attended). Per call, CUDA events around N back-to-back calls after
-// WARMUP (the method of decode-bench.mjs):
-//   plain        flashForward on validated sdpaVarlen params over the same pool (paged 256, Sk keys,
-//                causal lower-right as the kv call: the query sees every key);
+// B 8, Hq 32, Hk 8, Sq 1, D 128, bf16, a cache holding Sk - 1 = 8191 keys per row plus the appended one
+// (Sk 8192 attended): paged (--cache 16, 64 or 256, the default: the block size) or contiguous
+// ([B, Sk, Hk, D], --cache contiguous). Per call, CUDA events around N back-to-back calls after WARMUP (the
+// method of decode-bench.mjs):
+//   plain        flashForward on validated sdpaVarlen params over the same memory (the pool through the
+//                same table, or the contiguous cache as packed K/V; Sk keys, causal lower-right as the kv
+//                call: the query sees every key);
 //   plain+copy   the same plus a device copy of kNew and vNew's bytes (an append without rotary);
 //   plain graph  the sdpaVarlen call captured into a CUDA graph and replayed (no copy);
-//   kvcache      flashKvCacheForward on validated sdpaKvCache params: the shared append + rotary kernel
-//                (kNew rotated into the cache, q rotated into scratch) and the forward over the cache;
+//   kvcache      flashKvCacheForward on validated sdpaKvCache params: the plan's path (fused: one forward
+//                that appends kNew rotated, rotates q and attends);
+//   kv separate  the same call through the separate append + rotary kernel, then the forward (two launches);
 //   kv graph     the sdpaKvCache call captured once into a CUDA graph and replayed (a decode loop's cost);
 //   kv api       the public sdpaKvCache call (reads cacheSeqlens and blockTable on the host: one sync).
 // The goal (issue 22): kvcache no slower than plain+copy.
 //
-//   node packages/flash-cuda/scripts/kvcache-bench.mjs [--json out.json]
+//   node packages/flash-cuda/scripts/kvcache-bench.mjs [--cache 16|64|256|contiguous] [--json out.json]
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
-import { flashForward, flashKvCacheForward, planFor } from '@attn/flash-cuda';
+import { flashForward, flashKvCacheForward, kvCachePlanFor, planFor } from '@attn/flash-cuda';
 import { loopTimer } from './lib/loop-timer.mjs';
 
-const [B, Hq, Hk, Sk, D, BS] = [8, 32, 8, 8192, 128, 256];
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : fallback;
+};
+const cache = arg('--cache', '256');
+const paged = cache !== 'contiguous';
+const [B, Hq, Hk, Sk, D] = [8, 32, 8, 8192, 128];
+const BS = paged ? Number(cache) : Sk; // a contiguous cache: one block of Sk per row
 const N = 500;
 const WARMUP = 50;
 const o = { dtype: 'bfloat16', device: 'cuda' };
@@ -29,9 +39,10 @@ const i32 = (xs, shape) => core.tensor(Int32Array.from(xs), shape, { dtype: 'int
 const blocks = (B * Sk) / BS;
 const kPool = core.randn([blocks, BS, Hk, D], { ...o, seed: 2 });
 const vPool = core.randn([blocks, BS, Hk, D], { ...o, seed: 3 });
-// A shuffled table (the same for both calls).
+// A shuffled table (the same for both calls); contiguous: none (row b is cache row b).
 const perm = Array.from({ length: blocks }, (_, i) => (i * 97) % blocks);
-const table = i32(perm, [B, Sk / BS]);
+const table = paged ? i32(perm, [B, Sk / BS]) : null;
+const tableOpt = table ? { blockTable: table } : {};
 const q = core.randn([B, 1, Hq, D], { ...o, seed: 1 });
 const kNew = core.randn([B, 1, Hk, D], { ...o, seed: 4 });
 const vNew = core.randn([B, 1, Hk, D], { ...o, seed: 5 });
@@ -44,11 +55,13 @@ const kvOpts = {
   vNew,
   rotaryCos: cos,
   rotarySin: sin,
-  blockTable: table,
+  ...tableOpt,
   isCausal: true,
   enableGqa: true,
 };
 const kvParams = core.normalizeKvCacheParams(q, kPool, vPool, kvOpts);
+// The contiguous cache [B, Sk, Hk, D] is packed K/V [B * Sk, Hk, D] for the plain call.
+const [kPlain, vPlain] = paged ? [kPool, vPool] : [kPool.reshape([B * Sk, Hk, D]), vPool.reshape([B * Sk, Hk, D])];
 
 const qPacked = q.reshape([B, Hq, D]);
 const varlenOpts = {
@@ -62,12 +75,12 @@ const varlenOpts = {
   ),
   maxSeqlenQ: 1,
   maxSeqlenK: Sk,
-  blockTable: table,
+  ...tableOpt,
   isCausal: true,
   alignment: 'lowerRight',
   enableGqa: true,
 };
-const plainParams = core.normalizeVarlenParams(qPacked, kPool, vPool, varlenOpts);
+const plainParams = core.normalizeVarlenParams(qPacked, kPlain, vPlain, varlenOpts);
 const copyDst = core.empty([2, B, Hk, D], o);
 
 /** Microseconds per call: events around N back-to-back calls after WARMUP. */
@@ -84,10 +97,11 @@ const plainCopy = () => {
   drop(flashForward(plainParams));
 };
 const kv = () => drop(flashKvCacheForward(kvParams));
+const kvSeparate = () => drop(flashKvCacheForward(kvParams, { separateAppend: true }));
 // No append, no rotary: the kernel only copies q into its scratch; the rest is the forward.
 const kvReadParams = core.normalizeKvCacheParams(q, kPool, vPool, {
   cacheSeqlens: i32(Array(B).fill(Sk), [B]),
-  blockTable: table,
+  ...tableOpt,
   isCausal: true,
   enableGqa: true,
 });
@@ -97,7 +111,7 @@ cuda.synchronize(0);
 const graph = cuda.captureGraph(() => core.sdpaKvCache(q, kPool, vPool, { ...kvOpts, backends: ['flash-cuda'] }));
 const replay = () => graph.replay();
 const plainGraph = cuda.captureGraph(() =>
-  core.sdpaVarlen(qPacked, kPool, vPool, { ...varlenOpts, backends: ['flash-cuda'] }),
+  core.sdpaVarlen(qPacked, kPlain, vPlain, { ...varlenOpts, backends: ['flash-cuda'] }),
 );
 const plainReplay = () => plainGraph.replay();
 
@@ -106,17 +120,20 @@ const rows = {
   plainPlusCopyUs: loopUs(plainCopy),
   plainGraphReplayUs: loopUs(plainReplay),
   kvCacheUs: loopUs(kv),
+  kvSeparateAppendUs: loopUs(kvSeparate),
   kvNoAppendNoRotaryUs: loopUs(kvRead),
   kvGraphReplayUs: loopUs(replay),
   kvApiUs: loopUs(api),
 };
 const result = {
   device: props.name,
-  shape: { B, Hq, Hk, Sq: 1, Sk, D, blockSize: BS, dtype: 'bfloat16', rotaryDim: D },
+  shape: { B, Hq, Hk, Sq: 1, Sk, D, cache: paged ? `paged ${BS}` : 'contiguous', dtype: 'bfloat16', rotaryDim: D },
   method: `CUDA events around ${N} back-to-back calls after ${WARMUP} warm-up calls`,
   ...rows,
   plan: planFor(plainParams),
+  kvPlan: kvCachePlanFor(kvParams),
   kvOverPlainPlusCopy: rows.kvCacheUs / rows.plainPlusCopyUs,
+  kvSeparateOverPlainPlusCopy: rows.kvSeparateAppendUs / rows.plainPlusCopyUs,
   kvGraphOverPlainGraph: rows.kvGraphReplayUs / rows.plainGraphReplayUs,
 };
 console.log(JSON.stringify(result, null, 1));
