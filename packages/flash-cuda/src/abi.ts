@@ -7,6 +7,7 @@ import { abiLayout } from '@attn/cuda';
 export const PTR_NAMES = [
   'q', 'k', 'v', 'out', 'lse', 'alibi', 'cuSeqlensQ', 'cuSeqlensK', 'oaccum', 'lseAccum', 'stream', 'seed', 'sequsedK',
   'blockTable', 'kvSeqlens', 'kvLeftpad',
+  'kvKNew', 'kvVNew', 'kvBatchIdx', 'rotaryCos', 'rotarySin',
 ] as const;
 
 // Grouped by meaning, one group per line, as the header's enum.
@@ -24,6 +25,8 @@ export const NUM_NAMES = [
   'numSplits', 'aligned16', 'kernel',
   'totalK', 'pageSize', 'numPages', 'maxPagesPerSeq', 'kPageStride', 'vPageStride',
   'kvCache', 'kvNewLen', 'kernelFamily',
+  'kvFused', 'kvKNewS0', 'kvKNewS1', 'kvKNewS2', 'kvKNewS3', 'kvVNewS0', 'kvVNewS1', 'kvVNewS2', 'kvVNewS3',
+  'rotaryRows', 'rotaryHalf', 'rotaryInterleaved', 'rotaryQPerRow', 'rotaryCosS0', 'rotaryCosS1', 'rotarySinS0', 'rotarySinS1',
   'allocate', 'outBytes', 'lseBytes', 'accumBytes', 'lseAccumOffset',
 ] as const;
 

@@ -1,12 +1,21 @@
 // The addon's host side, which needs no GPU: configuration choice, the split-KV heuristic and the
 // re-checks of its arguments (errors, never a crash). Skipped, with the reason, where it is not built.
-import { type DeviceProperties, empty, normalizeParams, registerDeviceRuntime, type SdpaOptions } from '@attn/core';
+import {
+  type DeviceProperties,
+  empty,
+  normalizeKvCacheParams,
+  normalizeParams,
+  registerDeviceRuntime,
+  type SdpaOptions,
+  tensor,
+} from '@attn/core';
 import { isolateRegistry, makeFakeDeviceRuntime } from '@attn/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { argArrays, NUM, PTR } from './abi.js';
 import { BWD_NUM, bwdArgArrays } from './bwd-abi.js';
 import { packArgs } from './forward.js';
 import { KERNEL_FAMILY } from './kernels.js';
+import { packKvCacheArgs } from './kv-cache.js';
 import { addon } from './native.js';
 
 const a = addon();
@@ -69,6 +78,36 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
     expect(a!.plan(nums([1, 8, 8, 512, 512, 72], {}, H100, 'float16').nums).kernel).toBe('fp16_d96_large');
     expect(a!.plan(nums([1, 8, 8, 512, 512, 256]).nums).kernel).toBe('bf16_d256_large');
     expect(a!.plan(nums([1, 8, 8, 512, 512, 256], {}, RTX4090).nums).kernel).toBe('bf16_d256_small');
+  });
+
+  it('appends in the forward for decode-sized kv-cache calls only, and refuses a fused call it does not plan', () => {
+    const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+    const pool = empty([8, 16, 2, 64], o);
+    const i32 = (xs: number[], shape: number[]) => tensor(xs, shape, { dtype: 'int32', device: 'cuda' });
+    const packed = (sq: number, newLen: number) => {
+      const p = normalizeKvCacheParams(empty([2, sq, 8, 64], o), pool, pool, {
+        cacheSeqlens: i32([20, 3], [2]),
+        ...(newLen > 0 ? { kNew: empty([2, newLen, 2, 64], o), vNew: empty([2, newLen, 2, 64], o) } : {}),
+        blockTable: i32([0, 1, 2, 3, 4, 5, 6, 7], [2, 4]),
+        isCausal: true,
+        enableGqa: true,
+      });
+      return packKvCacheArgs(p, { q: p.query.transpose(1, 2), rowTable: null, fused: true }, H100);
+    };
+    const fuses = (sq: number, newLen: number) => {
+      const n = packed(sq, newLen);
+      return a!.plan(n.nums, n.ptrs).fusedKvAppend;
+    };
+    expect([fuses(1, 1), fuses(1, 0), fuses(8, 16)]).toEqual([true, true, true]); // packed rows <= 64, <= 16 keys
+    expect([fuses(1, 17), fuses(17, 1)]).toEqual([false, false]); // 17 keys; 68 packed rows
+    const n = packed(1, 17);
+    n.nums[NUM.numSplits] = 1;
+    expect(() => a!.forward(n.ptrs, n.nums)).toThrow(/separate kernel/);
+    // A call that is not a kv-cache call has no fused append.
+    const plain = nums([1, 8, 8, 1, 512, 64]);
+    plain.nums[NUM.kvFused] = 1;
+    plain.nums[NUM.numSplits] = 1;
+    expect(() => a!.forward(plain.ptrs, plain.nums)).toThrow(/only a kv-cache call/);
   });
 
   it('forces a kernel by index and refuses one that does not fit', () => {

@@ -178,7 +178,7 @@ export interface FlashOverrides {
 
 let kernelNames: readonly string[] | undefined;
 
-function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides): void {
+export function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOverrides): void {
   if (opts.numSplits !== undefined) nums[NUM.numSplits] = opts.numSplits;
   if (opts.kernel !== undefined) {
     kernelNames ??= a.buildInfo().kernelNames; // fixed for the life of the loaded addon
@@ -214,6 +214,7 @@ const PLAN_SLOTS = [
   NUM.scale,
   NUM.pageSize,
   NUM.kvCache,
+  NUM.kvNewLen,
   NUM.kernelFamily,
   NUM.ccMajor,
   NUM.ccMinor,

@@ -10,6 +10,6 @@ export { FLASH_PRIORITY, flashCudaBackend } from './backend.js';
 export { FLASH_KERNELS, sm90Declines } from './kernels.js';
 export { FLASH_RULES, alibiHeadContiguous, denseRank4OrVarlen, varlenOffsetsOnDevice } from './rules.js';
 export { flashForward, planFor } from './forward.js';
-export { flashKvCacheForward } from './kv-cache.js';
+export { flashKvCacheForward, kvCachePlanFor, type KvCacheOverrides } from './kv-cache.js';
 export { backwardPlanFor, flashBackward, type FlashBackwardOptions } from './backward.js';
 export { BWD_SMEM_BYTES, backwardSharedMemory } from './rules-backward.js';

@@ -1,5 +1,6 @@
-// Which sdpaKvCache calls 'flash-cuda' takes (fake CUDA devices, no GPU needed) and how the forward
-// after the append kernel is packed: a dense rotated query over the cache read as a paged pool.
+// Which sdpaKvCache calls 'flash-cuda' takes (fake CUDA devices, no GPU needed) and how its forward is
+// packed: after the append kernel, a dense rotated query over the cache read as a paged pool; fused, the
+// user's query, kNew / vNew and the rotary tables for the forward itself, a contiguous cache as dense rows.
 import { normalizeKvCacheParams, randn, type SdpaParams, tensor, zeros } from '@attn/core';
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
 import { describe, expect, it } from 'vitest';
@@ -60,7 +61,7 @@ describe('packKvCacheArgs', () => {
     const p = contiguous();
     const qRot = zeros([3, 1, 4, 8], dev);
     const rows = i32([0, 0, 0]);
-    const { ptrs, nums } = packKvCacheArgs(p, qRot, rows, FACTS);
+    const { ptrs, nums } = packKvCacheArgs(p, { q: qRot, rowTable: rows, fused: false }, FACTS);
     expect(nums[NUM.totalQ]).toBe(-1);
     expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([32, 8, 32]);
     expect([nums[NUM.kBatchStride], nums[NUM.kHeadStride], nums[NUM.kRowStride], nums[NUM.kPageStride]]).toEqual([
@@ -72,6 +73,50 @@ describe('packKvCacheArgs', () => {
     expect(ptrs[PTR.kvSeqlens]).toBe(p.kvCache!.cacheSeqlens!.dataPointer());
     expect(ptrs[PTR.kvLeftpad]).toBe(p.kvCache!.leftpadK!.dataPointer());
     expect(ptrs[PTR.cuSeqlensQ]).toBe(0n);
+    expect([nums[NUM.kvFused], ptrs[PTR.kvKNew], ptrs[PTR.rotaryCos], ptrs[PTR.kvBatchIdx]]).toEqual([0, 0n, 0n, 0n]);
+  });
+
+  it('fused: the user q, kNew / vNew with their strides, cacheBatchIdx, and a contiguous cache without a table', () => {
+    const p = contiguous();
+    const kv = p.kvCache!;
+    const q = p.query.transpose(1, 2);
+    const { ptrs, nums } = packKvCacheArgs(p, { q, rowTable: null, fused: true }, FACTS);
+    expect(nums[NUM.kvFused]).toBe(1);
+    expect([nums[NUM.qBatchStride], nums[NUM.qHeadStride], nums[NUM.qRowStride]]).toEqual([32, 8, 32]);
+    expect(ptrs[PTR.blockTable]).toBe(0n);
+    expect(ptrs[PTR.kvBatchIdx]).toBe(kv.cacheBatchIdx!.dataPointer());
+    expect([ptrs[PTR.kvKNew], ptrs[PTR.kvVNew]]).toEqual([kv.kNew!.dataPointer(), kv.vNew!.dataPointer()]);
+    expect([nums[NUM.kvKNewS0], nums[NUM.kvKNewS1], nums[NUM.kvKNewS2], nums[NUM.kvKNewS3]]).toEqual([16, 16, 8, 1]);
+    expect([nums[NUM.pageSize], nums[NUM.numPages], nums[NUM.kPageStride]]).toEqual([10, 4, 160]);
+    expect(ptrs[PTR.rotaryCos]).toBe(0n); // no rotary asked for
+  });
+
+  it('fused with rotary: the tables, their half dim, layout and strides; a paged cache keeps its table', () => {
+    const pool = zeros([6, 16, 2, 8], dev);
+    const table = i32([5, 0, 1, 2], [2, 2]);
+    const cos = randn([40, 2], dev);
+    const sin = randn([40, 2], dev);
+    const p = normalizeKvCacheParams(randn([2, 1, 4, 8], dev), pool, pool, {
+      cacheSeqlens: i32([5, 30]),
+      kNew: randn([2, 1, 2, 8], dev),
+      vNew: randn([2, 1, 2, 8], dev),
+      rotaryCos: cos,
+      rotarySin: sin,
+      rotaryInterleaved: true,
+      blockTable: table,
+      isCausal: true,
+      enableGqa: true,
+    });
+    const { ptrs, nums } = packKvCacheArgs(p, { q: p.query.transpose(1, 2), rowTable: null, fused: true }, FACTS);
+    expect(ptrs[PTR.blockTable]).toBe(table.dataPointer());
+    expect(ptrs[PTR.kvBatchIdx]).toBe(0n);
+    expect([ptrs[PTR.rotaryCos], ptrs[PTR.rotarySin]]).toEqual([cos.dataPointer(), sin.dataPointer()]);
+    expect([nums[NUM.rotaryRows], nums[NUM.rotaryHalf], nums[NUM.rotaryInterleaved], nums[NUM.rotaryQPerRow]]).toEqual([
+      40, 2, 1, 1,
+    ]);
+    expect([nums[NUM.rotaryCosS0], nums[NUM.rotaryCosS1], nums[NUM.rotarySinS0], nums[NUM.rotarySinS1]]).toEqual([
+      2, 1, 2, 1,
+    ]);
   });
 
   it('paged caches use their own table and width', () => {
@@ -82,12 +127,14 @@ describe('packKvCacheArgs', () => {
       blockTable: table,
       enableGqa: true,
     });
-    const { ptrs, nums } = packKvCacheArgs(p, zeros([2, 1, 4, 8], dev), null, FACTS);
+    const { ptrs, nums } = packKvCacheArgs(p, { q: zeros([2, 1, 4, 8], dev), rowTable: null, fused: false }, FACTS);
     expect(ptrs[PTR.blockTable]).toBe(table.dataPointer());
     expect([nums[NUM.pageSize], nums[NUM.numPages], nums[NUM.maxPagesPerSeq], nums[NUM.kvNewLen]]).toEqual([
       16, 6, 2, 0,
     ]);
     expect(ptrs[PTR.kvLeftpad]).toBe(0n);
-    expect(() => packKvCacheArgs(contiguous(), zeros([3, 1, 4, 8], dev), null, FACTS)).toThrow(/row table/);
+    expect(() =>
+      packKvCacheArgs(contiguous(), { q: zeros([3, 1, 4, 8], dev), rowTable: null, fused: false }, FACTS),
+    ).toThrow(/row table/);
   });
 });

@@ -11,6 +11,8 @@ export interface FlashPlan {
   readonly packGqa: boolean;
   readonly mBlocks: number;
   readonly kernel: string;
+  /** A kv-cache call whose forward appends kNew / vNew and rotates q and kNew itself (native/src/dispatch.cu). */
+  readonly fusedKvAppend: boolean;
 }
 
 export interface FlashBackwardPlan {

@@ -4,11 +4,13 @@
 
 namespace attn::flash::abi {
 
-// BigUint64Array: device addresses (0 = absent), the stream, the dropout seed.
+// BigUint64Array: device addresses (0 = absent), the stream, the dropout seed. The kv-cache call that appends
+// in the forward (kKvFused) adds kNew / vNew, a contiguous cache's cacheBatchIdx and the rotary tables.
 // clang-format off: the enums are grouped by meaning, one group per line.
 enum Ptr : int {
   kQ, kK, kV, kOut, kLse, kAlibi, kCuSeqlensQ, kCuSeqlensK, kOaccum, kLseAccum, kStream, kSeed, kSequsedK,
   kBlockTable, kKvSeqlens, kKvLeftpad,
+  kKvKNew, kKvVNew, kKvBatchIdx, kRotaryCos, kRotarySin,
   kPtrCount
 };
 
@@ -28,6 +30,8 @@ enum Num : int {
   kNumSplits, kAligned16, kKernel,
   kTotalK, kPageSize, kNumPages, kMaxPagesPerSeq, kKPageStride, kVPageStride,
   kKvCache, kKvNewLen, kKernelFamily,
+  kKvFused, kKvKNewS0, kKvKNewS1, kKvKNewS2, kKvKNewS3, kKvVNewS0, kKvVNewS1, kKvVNewS2, kKvVNewS3,
+  kRotaryRows, kRotaryHalf, kRotaryInterleaved, kRotaryQPerRow, kRotaryCosS0, kRotaryCosS1, kRotarySinS0, kRotarySinS1,
   kAllocate, kOutBytes, kLseBytes, kAccumBytes, kLseAccumOffset,
   kNumCount
 };

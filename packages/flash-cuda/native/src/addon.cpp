@@ -36,6 +36,7 @@ Napi::Value Plan(const Napi::CallbackInfo& info) {
     o.Set("packGqa", p.pack_gqa);
     o.Set("mBlocks", p.m_blocks);
     o.Set("kernel", attn::flash::kernel_name(p.config));
+    o.Set("fusedKvAppend", p.fuse_kv_append);
     return o;
   });
 }

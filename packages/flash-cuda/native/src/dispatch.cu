@@ -87,6 +87,11 @@ constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
 constexpr int kBuckets[] = {32, 64, 96, 128, 160, 192, 224, 256};
 constexpr int kMaxSplits = 128;
+// The kv-cache calls whose forward appends and rotates itself (Plan::fuse_kv_append): packed query rows that fit
+// one 64-row tile (decode and short speculative steps: one CTA per split and KV head writes each appended key)
+// and at most this many appended keys (a CTA writes them before its first load; more would stall it).
+constexpr int kMaxFusedRows = 64;
+constexpr int kMaxFusedAppend = 16;
 
 int head_dim_bucket(int d) {
   for (int b : kBuckets)
@@ -104,6 +109,35 @@ int as_int(const double* nums, int i, const char* what, double lo, double hi) {
 }
 int64_t as_i64(const double* nums, int i, const char* what) {
   return attn::abi::num_i64(nums, i, "flash-cuda: ", what);
+}
+
+// The slots of a kv-cache call that appends and rotates in the forward (FwdParams' kv_k_new .. rot_q_per_row).
+void read_fused_kv(const uint64_t* ptrs, const double* nums, FwdParams& p) {
+  using namespace abi;
+  p.kv_k_new = reinterpret_cast<const void*>(ptrs[kKvKNew]);
+  p.kv_v_new = reinterpret_cast<const void*>(ptrs[kKvVNew]);
+  require(p.kv_new_len == 0 || (p.kv_k_new && p.kv_v_new), "an append needs kNew and vNew");
+  if (p.kv_new_len == 0) p.kv_k_new = p.kv_v_new = nullptr;
+  for (int d = 0; d < 4; ++d) {
+    p.kv_kn_stride[d] = as_i64(nums, kKvKNewS0 + d, "kNew stride");
+    p.kv_vn_stride[d] = as_i64(nums, kKvVNewS0 + d, "vNew stride");
+  }
+  p.kv_batch_idx = reinterpret_cast<const int*>(ptrs[kKvBatchIdx]);
+  require(!(p.kv_batch_idx && ptrs[kBlockTable]), "cacheBatchIdx goes with a contiguous cache");
+  p.rot_cos = reinterpret_cast<const void*>(ptrs[kRotaryCos]);
+  p.rot_sin = reinterpret_cast<const void*>(ptrs[kRotarySin]);
+  require((p.rot_cos == nullptr) == (p.rot_sin == nullptr), "rotaryCos and rotarySin come together");
+  if (p.rot_cos != nullptr) {
+    p.rot_rows = as_int(nums, kRotaryRows, "rotary rows", 1, 2147483647.0);
+    p.rot_half = as_int(nums, kRotaryHalf, "rotary half dim", 1, 128);
+    require(2 * p.rot_half <= p.head_dim, "the rotary dim is at most the head dim");
+    p.rot_interleaved = as_int(nums, kRotaryInterleaved, "rotary interleaved flag", 0, 1) == 1;
+    p.rot_q_per_row = as_int(nums, kRotaryQPerRow, "rotary per-row flag", 0, 1) == 1;
+    for (int d = 0; d < 2; ++d) {
+      p.rot_cos_stride[d] = as_i64(nums, kRotaryCosS0 + d, "rotaryCos stride");
+      p.rot_sin_stride[d] = as_i64(nums, kRotarySinS0 + d, "rotarySin stride");
+    }
+  }
 }
 
 }  // namespace
@@ -149,6 +183,8 @@ struct Shape {
   int cc_major, cc_minor;
   bool varlen;
   bool paged;  // K/V through a block table: the sm80-family kernels only
+  bool kv;     // a sdpaKvCache call (its cache is paged: a contiguous one is one page per row)
+  int kv_new_len;
   // The keys one query row can see at most, what the plan counts key tiles over: an upper-left causal mask or
   // right window bound (key j <= row i + window_right) leaves min(Sk, Sq + window_right); a lower-right one
   // (offset Sk - Sq per sequence) leaves every key. Only the plan reads it; the kernels walk their own range.
@@ -177,6 +213,8 @@ Shape read_shape(const double* nums, bool varlen) {
   s.paged = as_int(nums, kPageSize, "page size", 0, 2147483647.0) > 0;
   require(!s.paged || varlen || kv, "paged K/V (a block table) needs varlen offsets");
   require(!kv || s.paged, "a kv-cache call reads its cache through a block table");
+  s.kv = kv;
+  s.kv_new_len = kv ? as_int(nums, kKvNewLen, "appended key count", 0, 2147483647.0) : 0;
   const bool causal = as_int(nums, kCausal, "causal flag", 0, 1) == 1;
   const int window_right = causal ? 0 : as_int(nums, kWindowRight, "window right", -1, 2147483647.0);
   const bool lower_right = as_int(nums, kLowerRight, "alignment flag", 0, 1) == 1;
@@ -296,6 +334,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   const int64_t m_blocks = m_blocks_of(c);
   if (m_blocks > 2147483647 / kMaxSplits) throw std::invalid_argument("flash-cuda: too many query rows");
   pl.m_blocks = static_cast<int>(m_blocks);
+  pl.fuse_kv_append = s.kv && !c.sm90 && rows <= kMaxFusedRows && s.kv_new_len <= kMaxFusedAppend;
   if (c.sm90) {
     pl.num_splits = 1;
   } else if (requested_splits > 0) {
@@ -362,7 +401,9 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
   require(p.total_k >= 0, "total key length must be >= 0");
   if (s.paged) {
     p.block_table = reinterpret_cast<const int*>(ptrs[kBlockTable]);
-    require(p.block_table != nullptr, "paged K/V needs the block table's device address");
+    // A kv-cache call that appends in the forward reads a contiguous cache as dense rows (no table).
+    const bool dense_cache = as_int(nums, kKvFused, "fused kv-append flag", 0, 1) == 1 && !ptrs[kBlockTable];
+    require(p.block_table != nullptr || dense_cache, "paged K/V needs the block table's device address");
     p.page_size = as_int(nums, kPageSize, "page size", 1, 2147483647.0);
     p.num_pages = as_int(nums, kNumPages, "page count", 0, 2147483647.0);
     p.max_pages_per_seq = as_int(nums, kMaxPagesPerSeq, "block table width", 0, 2147483647.0);
@@ -384,6 +425,9 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
     p.kv_seqlens = reinterpret_cast<const int*>(ptrs[kKvSeqlens]);
     p.kv_leftpad = reinterpret_cast<const int*>(ptrs[kKvLeftpad]);
     p.kv_new_len = as_int(nums, kKvNewLen, "appended key count", 0, 2147483647.0);
+    if (as_int(nums, kKvFused, "fused kv-append flag", 0, 1) == 1) read_fused_kv(ptrs, nums, p);
+  } else {
+    require(nums[kKvFused] == 0, "only a kv-cache call appends in the forward");
   }
 
   constexpr float kLog2e = 1.4426950408889634f;
@@ -427,6 +471,9 @@ void forward(const uint64_t* ptrs, const double* nums) {
   const FwdConfig& c = kConfigs[pl.config];
   require(splits == 1 || (ptrs[kOaccum] && ptrs[kLseAccum]), "split-KV needs partial buffers");
 
+  require(nums[kKvFused] == 0 || s.kv, "only a kv-cache call appends in the forward");
+  require(nums[kKvFused] == 0 || pl.fuse_kv_append,
+          "this kv-cache call appends with the separate kernel (the plan does not fuse it)");
   FwdParams p = params_from_abi(ptrs, nums);
   p.pack_gqa = pl.pack_gqa;
   p.m_blocks = pl.m_blocks;

@@ -22,6 +22,9 @@ struct Plan {
   int config;         // index into the generated table
   bool pack_gqa;
   int m_blocks;
+  // A kv-cache call whose forward appends kNew / vNew and rotates q and kNew itself (FwdParams' kv_k_new ..):
+  // short packed queries and few appended keys (dispatch.cu). Otherwise the append kernel runs first.
+  bool fuse_kv_append;
 };
 
 // nums: the abi::Num array; ptrs: the abi::Ptr array, or null (then ALiBi counts as present, so no lean

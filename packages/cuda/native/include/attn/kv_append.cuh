@@ -4,9 +4,8 @@
 // contiguous caches, the cache row of each batch row into a one-column block table, so that the
 // attention that follows reads every cache through one paged path.
 //
-// Semantics are core's KvCacheParams (and cpu-math's, packages/cpu/src/kv-cache/host.ts): rotation
-// x1' = x1 cos - x2 sin, x2' = x1 sin + x2 cos in float64 (no fused multiply-add, as JS computes it),
-// rounded once to the cache's dtype; GPT-NeoX halves or GPT-J pairs.
+// Semantics are core's KvCacheParams (and cpu-math's, packages/cpu/src/kv-cache/host.ts); the rotation of
+// each pair is attn/rotary.cuh's, which flash-cuda's forward also computes with where it appends itself.
 //
 // Replay rule (as flash-cuda's seq_extents.h): cacheSeqlens, cacheBatchIdx and the block table are
 // read on the device, and a captured graph replays with whatever they hold then. Every value read is
@@ -22,6 +21,7 @@
 #include <string>
 
 #include "attn/kv_append_abi.h"
+#include "attn/rotary.cuh"
 #include "attn/tensor_ref.h"
 
 namespace attn::kv {
@@ -45,31 +45,6 @@ struct Params {
   bool interleaved, q_per_row;
   int32_t* row_table;  // contiguous caches: [batch] cache rows out (a one-column block table), or null
   int64_t q_s[4], kn_s[4], vn_s[4], kc_s[4], vc_s[4], cos_s[2], sin_s[2];
-};
-
-template <typename T>
-struct Elem;
-template <>
-struct Elem<double> {
-  static __device__ __forceinline__ double load(const double* p) { return *p; }
-  static __device__ __forceinline__ void store(double* p, double x) { *p = x; }
-};
-template <>
-struct Elem<float> {
-  static __device__ __forceinline__ double load(const float* p) { return static_cast<double>(*p); }
-  static __device__ __forceinline__ void store(float* p, double x) { *p = __double2float_rn(x); }
-};
-template <>
-struct Elem<__half> {
-  static __device__ __forceinline__ double load(const __half* p) { return static_cast<double>(__half2float(*p)); }
-  static __device__ __forceinline__ void store(__half* p, double x) { *p = __double2half(x); }
-};
-template <>
-struct Elem<__nv_bfloat16> {
-  static __device__ __forceinline__ double load(const __nv_bfloat16* p) {
-    return static_cast<double>(__bfloat162float(*p));
-  }
-  static __device__ __forceinline__ void store(__nv_bfloat16* p, double x) { *p = __double2bfloat16(x); }
 };
 
 __device__ __forceinline__ int64_t clamp64(int64_t x, int64_t lo, int64_t hi) {
@@ -98,9 +73,8 @@ __device__ __forceinline__ void copy_row(const Params& p, const T* src, int64_t 
       const double s = Elem<T>::load(sin_row + i * p.sin_s[1]);
       const double x1 = Elem<T>::load(src + a * ss);
       const double x2 = Elem<T>::load(src + b * ss);
-      // Unfused, as cpu-math's float64 arithmetic: the same bits before the one rounding.
-      Elem<T>::store(dst + a * ds, __dsub_rn(__dmul_rn(x1, c), __dmul_rn(x2, s)));
-      Elem<T>::store(dst + b * ds, __dadd_rn(__dmul_rn(x1, s), __dmul_rn(x2, c)));
+      Elem<T>::store(dst + a * ds, rotary_first(x1, x2, c, s));
+      Elem<T>::store(dst + b * ds, rotary_second(x1, x2, c, s));
     }
   }
   for (int64_t c = 2 * half + lane; c < n; c += 32) dst[c * ds] = src[c * ss];

@@ -51,6 +51,22 @@ struct FwdParams {
   const int* kv_seqlens;
   const int* kv_leftpad;
   int kv_new_len;
+  // A kv-cache call whose forward appends (the plan's fuse_kv_append; dispatch.cu): the CTAs of the split
+  // whose key range holds positions [kv_seqlens[b], + kv_new_len) write kv_k_new / kv_v_new rows there
+  // (kNew rotated), each before its own loads of them (flash_fwd_kernel.h); q is the user's, rotated as it
+  // is loaded. Null kv_k_new: nothing to append (or the append kernel ran before). A contiguous cache
+  // (block_table null) is read as dense rows: row b of the pool is cache row kv_batch_idx[b] (null: b).
+  const void* kv_k_new;
+  const void* kv_v_new;
+  int64_t kv_kn_stride[4], kv_vn_stride[4];  // [B, new_len, Hk, D] strides, in elements
+  const int* kv_batch_idx;
+  // Rotary tables [rot_rows, rot_half] (null: no rotary), applied to q rows and to appended keys at their
+  // positions (attn/rotary.cuh). q row i of b sits at kv_seqlens[b] + (rot_q_per_row ? i : 0).
+  const void* rot_cos;
+  const void* rot_sin;
+  int64_t rot_cos_stride[2], rot_sin_stride[2];
+  int rot_rows, rot_half;
+  bool rot_interleaved, rot_q_per_row;
 
   // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in).
   float score_mul;

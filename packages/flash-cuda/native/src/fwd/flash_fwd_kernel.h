@@ -25,6 +25,7 @@
 #include "common/row_state.h"
 #include "common/seq_extents.h"
 #include "common/tile_io.h"
+#include "fwd/kv_fused.h"
 
 namespace attn::flash {
 
@@ -68,10 +69,15 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
 
   const E* q_bh = static_cast<const E*>(p.q) + (varlen ? q_start * p.q_row_stride : b * p.q_batch_stride);
   const bool paged = p.block_table != nullptr;  // then k_start is 0: rows come from the pages
-  const E* k_bh =
-      static_cast<const E*>(p.k) + (varlen ? k_start * p.k_row_stride : b * p.k_batch_stride) + hk * p.k_head_stride;
-  const E* v_bh =
-      static_cast<const E*>(p.v) + (varlen ? k_start * p.v_row_stride : b * p.v_batch_stride) + hk * p.v_head_stride;
+  // A kv cache without a block table (contiguous, fused append) is read as dense rows: key j of this batch row
+  // is row k_pos0 + j of pool row kv_row.
+  const bool kv_rows = p.kv_cache && !paged;
+  const E* k_bh = static_cast<const E*>(p.k) + (varlen ? k_start * p.k_row_stride : b * p.k_batch_stride) +
+                  hk * p.k_head_stride +
+                  (kv_rows ? ext.kv_row * p.k_page_stride + int64_t(ext.k_pos0) * p.k_row_stride : 0);
+  const E* v_bh = static_cast<const E*>(p.v) + (varlen ? k_start * p.v_row_stride : b * p.v_batch_stride) +
+                  hk * p.v_head_stride +
+                  (kv_rows ? ext.kv_row * p.v_page_stride + int64_t(ext.k_pos0) * p.v_row_stride : 0);
   const int* table_row = paged ? p.block_table + int64_t(b) * p.max_pages_per_seq : nullptr;
   auto row_i = [&](int r) { return p.pack_gqa ? r / group : r; };
   auto row_h = [&](int r) { return p.pack_gqa ? hk * group + r % group : hy; };
@@ -84,11 +90,24 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   if (p.window_left >= 0) j_begin = max64(0, int64_t(i_lo) + off - p.window_left);
   int n_begin = static_cast<int>(j_begin / kN);
   int n_end = j_end > j_begin ? static_cast<int>((j_end + kN - 1) / kN) : n_begin;
+  int64_t split_lo = 0, split_hi = seq_k;  // the keys of this CTA's split, whatever its rows see
   if (p.num_splits > 1) {
     const int per_split = ((seq_k + kN - 1) / kN + p.num_splits - 1) / p.num_splits;
     n_begin = max(n_begin, split * per_split);
     n_end = min(n_end, (split + 1) * per_split);
+    split_lo = int64_t(split) * per_split * kN;
+    split_hi = min64(seq_k, int64_t(split + 1) * per_split * kN);
   }
+  // A kv-cache call that appends here (kv_k_new, the plan's fuse_kv_append): every CTA writes the appended keys
+  // of its split (key index from kv_old - k_pos0 on), whether or not its rows see them, so every appended key is
+  // written (by the CTAs of the one split that reads it, each before its own loads); no other CTA reads them.
+  int append_lo = 0, append_hi = 0;
+  if (p.kv_k_new != nullptr) {
+    append_lo = static_cast<int>(max64(split_lo, max64(0, int64_t(ext.kv_old) - ext.k_pos0)));
+    append_hi = static_cast<int>(split_hi);
+  }
+  const bool appends = append_lo < append_hi;
+  const bool rotate_q = p.rot_cos != nullptr;  // kv cache, fused: q rotated as it is loaded (after K/V go out)
   // ---- what the score modifications need of this thread's rows
   RowCtx rc;
   rc.base = row0 + warp * 16 + g;
@@ -103,14 +122,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
   const bool warp_active = row0 + warp * 16 < rows_total;
 
   // ---- Q tile, first K tile
-  IO::template load<kM>(
-      sQ,
-      [&](int row) -> const E* {
-        const int r = row0 + row;
-        return r < rows_total ? q_bh + row_h(r) * p.q_head_stride + row_i(r) * p.q_row_stride : nullptr;
-      },
-      p.head_dim, p.aligned16, q_bh, tid);
-  cp_async_commit();
+  if (!rotate_q) {
+    IO::template load<kM>(
+        sQ,
+        [&](int row) -> const E* {
+          const int r = row0 + row;
+          return r < rows_total ? q_bh + row_h(r) * p.q_head_stride + row_i(r) * p.q_row_stride : nullptr;
+        },
+        p.head_dim, p.aligned16, q_bh, tid);
+    cp_async_commit();
+  }
   const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
   // K_n / V_n: rows n*kN.. of this (batch, KV head); rows past seq_k zero-filled. Paged (one uniform
   // branch per tile), tile n's rows come from buffer n & 1: its block-table entries arrive by cp.async in
@@ -172,15 +193,22 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
                                  tid);
     }
   };
+  // The appended keys go to the cache before this CTA's first load (its global stores, then a barrier, then
+  // the cp.async reads of any thread); paged, while the first tile's table entries are in flight.
+  auto append = [&]() { kv_append_rows<Tr>(p, b, hk, ext.k_pos0, ext.kv_old, ext.kv_row, append_lo, append_hi, tid); };
   if (n_end > n_begin) {
     if (paged) {  // the first tile's entries and offsets, waited for here; each later tile's come a tile ahead
       if (tid == 0) sPagePos0 = ext.k_pos0;
       __syncthreads();
       load_pages(n_end - 1);
       cp_async_commit();
+      if (appends) append();
       cp_async_wait<0>();
       __syncthreads();
       row_offsets(n_end - 1);
+      __syncthreads();
+    } else if (appends) {
+      append();
       __syncthreads();
     }
     load_k(n_end - 1);
@@ -189,7 +217,10 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_c
     // short calls) then waits for one memory round trip instead of two, and S = Q.K^T still starts when K lands.
     load_v(n_end - 1);
     cp_async_commit();
+  } else if (appends) {
+    append();  // none of them is read here
   }
+  if (rotate_q) load_q_rotated<Tr>(sQ, p, q_bh, p.pack_gqa ? group : 1, h0, ext.kv_old, row0, rows_total, tid);
 
   // Per-lane ldmatrix coordinates (see the fragment layouts in common/row_state.h and attn/ptx.h).
   const LdsmAddr<Tr, kM> lq(smem_addr(sQ), lane & 15, lane >> 4);                              // A from Q
