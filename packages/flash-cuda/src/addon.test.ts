@@ -166,7 +166,7 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       expect(a!.plan(sm80.nums, sm80.ptrs).kernel).toBe('bf16_d128_lean');
       const onA100 = nums([4, 16, 16, 4096, 4096, 128], {}, A100);
       onA100.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
-      expect(() => a!.plan(onA100.nums, onA100.ptrs)).toThrow(/kernel sm90 cannot run this call/);
+      expect(() => a!.plan(onA100.nums, onA100.ptrs)).toThrow(/Hopper kernels .*cannot run this call/);
       const split = nums([4, 16, 16, 4096, 4096, 128]);
       split.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
       split.nums[NUM.numSplits] = 3;
@@ -272,6 +272,36 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
       const d192 = nums([1, 8, 8, 512, 512, 192]);
       d192.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
       expect(() => a!.backwardPlan!(d192.nums, bnums())).toThrow(/kernel sm90 has no backward/);
+    },
+  );
+
+  it.skipIf(!hopperBuild || !a?.backwardKernels?.().some((k) => k.startsWith('bf16_d128_sm90_tma_ws ')))(
+    'plans the TMA warp-specialized dK/dV kernel for dense D128-bucket calls whose strides a tensor map takes',
+    () => {
+      // Contiguous tensors (the broadcast views above have zero strides, which no tensor map describes).
+      const dense = (d: number, opts: SdpaOptions = {}) => {
+        const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+        return packArgs(
+          normalizeParams(empty([1, 8, 512, d], o), empty([1, 8, 512, d], o), empty([1, 8, 512, d], o), opts),
+          H100,
+        ).nums;
+      };
+      expect(a!.backwardPlan!(dense(128), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
+      expect(a!.backwardPlan!(dense(72, { isCausal: true }), bnums(true)).kernel).toBe('bf16_d128_sm90_tma_ws');
+      // D64 stays on the cp.async kernel (measured faster there); so do softcap and zero strides.
+      expect(a!.backwardPlan!(dense(64), bnums()).kernel).toBe('bf16_d64_sm90');
+      expect(a!.backwardPlan!(dense(128, { softcap: 5 }), bnums()).kernel).toBe('bf16_d128_sm90');
+      expect(a!.backwardPlan!(nums([2, 8, 8, 512, 512, 128]).nums, bnums()).kernel).toBe('bf16_d128_sm90');
+      // The kernel option forces either Hopper kernel; the TMA one refuses what it cannot run, saying why.
+      const cp = dense(128);
+      cp[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdCpAsync;
+      expect(a!.backwardPlan!(cp, bnums()).kernel).toBe('bf16_d128_sm90');
+      const tma64 = dense(64);
+      tma64[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(() => a!.backwardPlan!(tma64, bnums())).toThrow(/sm90-bwd-tma-ws cannot run this backward: .*not 64/);
+      const tmaSoftcap = dense(128, { softcap: 5 });
+      tmaSoftcap[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(() => a!.backwardPlan!(tmaSoftcap, bnums())).toThrow(/no ALiBi, softcap or dropout/);
     },
   );
 
