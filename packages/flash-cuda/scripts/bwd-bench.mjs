@@ -31,12 +31,13 @@ function problem({ B, Hq, Hk, Sq, Sk, D, opts }, seed) {
   return { q, k, v, g, p, saved, dispose: () => [q, k, v, g, saved.out, saved.logsumexp].forEach((t) => t.dispose()) };
 }
 
-const backward = (pr, kernel, deterministic) =>
-  flashBackward({ ...pr.p, kernel }, pr.saved, pr.g, { deterministic });
+const backward = (pr, kernel, deterministic) => flashBackward({ ...pr.p, kernel }, pr.saved, pr.g, { deterministic });
 
 function relDiff(a, b) {
-  const x = a.toFloat64Array(), y = b.toFloat64Array();
-  let m = 0, s = 0;
+  const x = a.toFloat64Array(),
+    y = b.toFloat64Array();
+  let m = 0,
+    s = 0;
   for (let i = 0; i < x.length; i++) {
     if (!Number.isFinite(x[i]) || !Number.isFinite(y[i])) return Infinity;
     m = Math.max(m, Math.abs(x[i] - y[i]));
@@ -51,7 +52,13 @@ function checkMode() {
     { name: 'plain B2 Sq200 Sk333', B: 2, Hq: 2, Hk: 2, Sq: 200, Sk: 333, D: 128, opts: {} },
     {
       name: 'causal lowerRight D72 Sq130 Sk70',
-      B: 1, Hq: 2, Hk: 2, Sq: 130, Sk: 70, D: 72, opts: { isCausal: true, alignment: 'lowerRight' },
+      B: 1,
+      Hq: 2,
+      Hk: 2,
+      Sq: 130,
+      Sk: 70,
+      D: 72,
+      opts: { isCausal: true, alignment: 'lowerRight' },
     },
     { name: 'window[30,4] mqa 3/1 S257', B: 1, Hq: 3, Hk: 1, Sq: 257, Sk: 257, D: 128, opts: { window: [30, 4] } },
   ];
@@ -67,7 +74,8 @@ function checkMode() {
     for (const key of ['dq', 'dk', 'dv']) {
       const d = relDiff(tma[key], cp[key]);
       const dd = relDiff(tmaDet[key], cp[key]);
-      const same = tmaDet[key].toFloat64Array().every((x, j) => Object.is(x, tmaDet2[key].toFloat64Array()[j]));
+      const again = tmaDet2[key].toFloat64Array();
+      const same = tmaDet[key].toFloat64Array().every((x, j) => Object.is(x, again[j]));
       row.push(`${key} ${d.toExponential(2)} det ${dd.toExponential(2)}${same ? '' : ' NOT-REPRODUCIBLE'}`);
       if (!(d < 2e-2) || !(dd < 2e-2) || !same) ok = false;
     }
@@ -86,7 +94,9 @@ function benchMode() {
   console.log(`device ${props.name}`);
   for (const S of [1024, 4096, 16384])
     for (const causal of [false, true]) {
-      const D = 128, H = 2048 / D, B = 16384 / S;
+      const D = 128,
+        H = 2048 / D,
+        B = 16384 / S;
       const pr = problem({ B, Hq: H, Hk: H, Sq: S, Sk: S, D, opts: { isCausal: causal } }, 7);
       const flops = 2.5 * 4 * B * H * S * S * D * (causal ? 0.5 : 1);
       const row = { S, D, B, H, causal };

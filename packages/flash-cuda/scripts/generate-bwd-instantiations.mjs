@@ -17,9 +17,9 @@
 //   D128; sm100 at both). Its deterministic dQ kernel is the bucket's row-tiled one.
 //   Hopper dK/dV kernel (BwdSm90Traits, wgmma, cp.async, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it
 //   on sm90 devices unless the kernel option asks for 'sm80'; its deterministic dQ kernel is the bucket's row-tiled one too.
-//   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128): bwd_dispatch.cu runs it
-//   in place of the cp.async one for the dense, aligned calls it takes (D128 bucket only: at D64 the cp.async
-//   kernel measured faster).
+//   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128, D128 bucket: at D64 the
+//   cp.async kernel measured faster): bwd_dispatch.cu runs it for the kernel option 'sm90-bwd-tma-ws' (forced-only
+//   until its GPU checks have passed; docs/perf/flash-cuda.md).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';

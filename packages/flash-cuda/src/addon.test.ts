@@ -276,7 +276,7 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
   );
 
   it.skipIf(!hopperBuild || !a?.backwardKernels?.().some((k) => k.startsWith('bf16_d128_sm90_tma_ws ')))(
-    'plans the TMA warp-specialized dK/dV kernel for dense D128-bucket calls whose strides a tensor map takes',
+    'runs the TMA warp-specialized dK/dV kernel when named, for dense D128-bucket calls a tensor map describes',
     () => {
       // Contiguous tensors (the broadcast views above have zero strides, which no tensor map describes).
       const dense = (d: number, opts: SdpaOptions = {}) => {
@@ -286,16 +286,25 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
           H100,
         ).nums;
       };
-      expect(a!.backwardPlan!(dense(128), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
-      expect(a!.backwardPlan!(dense(72, { isCausal: true }), bnums(true)).kernel).toBe('bf16_d128_sm90_tma_ws');
-      // D64 stays on the cp.async kernel (measured faster there); so do softcap and zero strides.
-      expect(a!.backwardPlan!(dense(64), bnums()).kernel).toBe('bf16_d64_sm90');
-      expect(a!.backwardPlan!(dense(128, { softcap: 5 }), bnums()).kernel).toBe('bf16_d128_sm90');
-      expect(a!.backwardPlan!(nums([2, 8, 8, 512, 512, 128]).nums, bnums()).kernel).toBe('bf16_d128_sm90');
-      // The kernel option forces either Hopper kernel; the TMA one refuses what it cannot run, saying why.
-      const cp = dense(128);
-      cp[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdCpAsync;
+      const forced = (n: Float64Array, family: number) => {
+        n[NUM.kernelFamily] = family;
+        return n;
+      };
+      // The plan (and 'sm90') keep the cp.async kernel; 'sm90-bwd-tma-ws' runs the TMA one in both modes.
+      expect(a!.backwardPlan!(dense(128), bnums()).kernel).toBe('bf16_d128_sm90');
+      expect(a!.backwardPlan!(forced(dense(128), KERNEL_FAMILY.sm90), bnums()).kernel).toBe('bf16_d128_sm90');
+      const tma = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(a!.backwardPlan!(forced(dense(128), tma), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
+      expect(a!.backwardPlan!(forced(dense(72, { isCausal: true }), tma), bnums(true)).kernel).toBe(
+        'bf16_d128_sm90_tma_ws',
+      );
+      const cp = forced(dense(128), KERNEL_FAMILY.sm90BwdCpAsync);
       expect(a!.backwardPlan!(cp, bnums()).kernel).toBe('bf16_d128_sm90');
+      // The TMA kernel refuses what it cannot run, saying why: D64 (the cp.async kernel measured faster there),
+      // softcap, zero strides.
+      expect(() => a!.backwardPlan!(forced(nums([2, 8, 8, 512, 512, 128]).nums, tma), bnums())).toThrow(
+        /tensor map can describe/,
+      );
       const tma64 = dense(64);
       tma64[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
       expect(() => a!.backwardPlan!(tma64, bnums())).toThrow(/sm90-bwd-tma-ws cannot run this backward: .*not 64/);

@@ -1,7 +1,7 @@
 // flash-cuda's Hopper kernels forced by name where the plan would not pick them (short queries, odd
 // head dims in their bucket), the warp-specialized kernels where compiled, and each Hopper dK/dV kernel
-// forced through the kernel option (the TMA warp-specialized one on every call it takes, the cp.async one
-// where the plan now picks the TMA one), through the conformance harness. Runs on sm90 devices with an
+// forced through the kernel option (the TMA warp-specialized one, which only the option runs, on every kind of
+// call it takes; the cp.async one on a few of the same), through the conformance harness. Runs on sm90 devices with an
 // addon built for sm_90a; elsewhere skipped with the reason.
 import '@attn/cpu';
 import { describeCaseTable, describeWhereRunnable, type TableCase, tableCase as spec } from '@attn/conformance';
@@ -93,7 +93,7 @@ function cases(): TableCase[] {
     add(`sm90ws ${ws} strided bshd`, { dtype, layout: 'bshd', D, Hq: 4, Sq: 257, Sk: 1257 }, ws);
   }
   // The Hopper dK/dV kernels forced: the TMA warp-specialized one on every kind of call it takes (D 65..128
-  // in steps of 8, dense aligned tensors), the cp.async one on a few D128 calls the plan gives the former.
+  // in steps of 8, dense aligned tensors), the cp.async one on a few of the same calls.
   const bwd = (name: string, c: Parameters<typeof spec>[1], kernel: string) =>
     list.push(spec(name, c, forcedBackward(kernel)));
   for (const dtype of ['bfloat16', 'float16'] as const) {

@@ -14,7 +14,7 @@
 
 namespace attn::flash {
 
-// The kernel's arguments for a dense call (bwd_dispatch.cu tma_ws_call checked what the maps need: dense
+// The kernel's arguments for a dense call (bwd_dispatch.cu tma_ws_declines checked what the maps need: dense
 // tensors, 16-byte aligned, positive strides that are multiples of 8 elements).
 template <typename Tr>
 BwdTmaArgs bwd_tma_args(const BwdParams& p) {

@@ -2,6 +2,8 @@
 // its body: FlashAttention-3's backward layout at D 128. One per generated instantiation
 // (scripts/generate-bwd-instantiations.mjs, BWD_SM90_TMA_WS_CONFIGS).
 //
+// Forced-only for now (the kernel option 'sm90-bwd-tma-ws'; bwd_dispatch.cu choose says why).
+//
 // A CTA owns kBlockN = 128 keys. Two consumer warpgroups hold 64 keys each and run every GEMM on
 // wgmma.m64nNk16 exactly as the cp.async Hopper kernel does (bwd_sm90_traits.h: S^T and dP^T with the keys as
 // M, dV and dK with P^T / dS^T from registers, dQ = dS.K with each warpgroup's half of the columns); a third,
@@ -22,19 +24,19 @@ struct BwdSm90TmaWsTraits : SmemRows<kHeadDim_> {
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = 128;
   static constexpr bool kRoles = false;
-  static constexpr int kNWarpGroups = 2;             // consumers
-  static constexpr int kNWarps = 4 * kNWarpGroups;   // consumer warps: warp w owns keys 16w..16w+15
-  static constexpr int kNThreads = kNWarps * 32;     // consumer threads (TileIO's and the helpers' thread count)
+  static constexpr int kNWarpGroups = 2;                  // consumers
+  static constexpr int kNWarps = 4 * kNWarpGroups;        // consumer warps: warp w owns keys 16w..16w+15
+  static constexpr int kNThreads = kNWarps * 32;          // consumer threads (TileIO's and the helpers' thread count)
   static constexpr int kLaunchThreads = kNThreads + 128;  // + the producer warpgroup
   // setmaxnreg: per SM sub-partition one producer and two consumer warps, 40 + 2 x 232 <= 512 registers a lane.
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr int kColSplits = 1;
   static constexpr int kStages = 2;  // the Q / dO ring
 
-  static constexpr int kQTiles = kBlockM / 8;    // n8 query groups of S^T per warp
-  static constexpr int kKSteps = kHeadDim / 16;  // k16 steps of K.Q^T and V.dO^T
-  static constexpr int kMSteps = kBlockM / 16;   // k16 steps of P^T.dO and dS^T.Q
-  static constexpr int kDTiles = kHeadDim / 8;   // n8 column groups of dK / dV per warp
+  static constexpr int kQTiles = kBlockM / 8;              // n8 query groups of S^T per warp
+  static constexpr int kKSteps = kHeadDim / 16;            // k16 steps of K.Q^T and V.dO^T
+  static constexpr int kMSteps = kBlockM / 16;             // k16 steps of P^T.dO and dS^T.Q
+  static constexpr int kDTiles = kHeadDim / 8;             // n8 column groups of dK / dV per warp
   static constexpr int kDqCols = kHeadDim / kNWarpGroups;  // dQ columns of one warpgroup
   static constexpr int kDqTiles = kDqCols / 8;
   static constexpr int kDqKSteps = kBlockN / 16;  // k16 steps of dS.K

@@ -10,20 +10,24 @@
 //       wait full; S^T = K.Q^T, dP^T = V.dO^T (two commit groups: P while dP^T runs); P, dS (bwd_scores.h);
 //       dS^T -> shared memory (one of two buffers, by pair parity); dV += P^T.dO, dK += dS^T.Q (A from
 //       registers); consumer barrier (every key's dS^T is in); dQ = dS.K (this warpgroup's 64 columns);
-//       once dV/dK are done the stage is released ('empty', one lane per warp after __syncwarp, so that the
-//       warp's lse / Dsum reads are ordered before it); once dQ is done it goes to the dQ tile (after the
-//       dQ warp's previous reduction has read it) and the dQ warp is signalled.
+//       once dV/dK are done the stage is released ('empty': every consumer thread arrives, so that its own
+//       lse / Dsum reads are ordered before the lse warp rewrites them; an elected lane per warp after
+//       __syncwarp left compute-sanitizer's racecheck reporting those reads); once dQ is done it goes to the
+//       dQ tile (after the dQ warp's previous reduction has read it) and the dQ warp is signalled.
 //   The barriers: __syncthreads once (the mbarriers initialized); named barrier 1 = the consumers
 //   (dS^T complete, the epilogue), 2 = dQ tile full and 3 = dQ tile free (consumers + the dQ warp), each
 //   completed as often as it is waited on.
 // Epilogue: dK (x scale) and dV staged in the K and V tiles, written in 16-byte row chunks.
 // Deterministic mode: no dQ part (flash_bwd_dq_kernel.h computes dQ after this kernel).
-// The calls it runs (bwd_dispatch.cu tma_ws_call): dense, 16-byte aligned tensors the TMA can describe, no
+// The calls it runs (bwd_dispatch.cu tma_ws_declines; the kernel option 'sm90-bwd-tma-ws'): dense, 16-byte aligned tensors the TMA can describe, no
 // ALiBi, softcap or dropout; causal (either alignment), window bounds, GQA and deterministic mode.
 #pragma once
 #include <cuda.h>
 
 #include <cstdint>
+#ifdef ATTN_BWD_TMA_WS_WATCHDOG
+#include <cstdio>
+#endif
 
 #include "attn/barriers.h"
 #include "attn/fast_math.h"
@@ -71,6 +75,28 @@ struct TmaWsSmem {
     kv = empty + 8 * Tr::kStages;
   }
 };
+
+// The kernel's mbarrier waits. Diagnostic builds (ATTN_BWD_TMA_WS_WATCHDOG, native/probe/bwd_tma_ws_probe.cu)
+// give up after 2^24 polls, print which wait of which CTA and pair it was, and trap: a hang shows where it is.
+__device__ __forceinline__ void ws_wait(uint32_t bar, uint32_t parity, const char* what, int k) {
+#ifdef ATTN_BWD_TMA_WS_WATCHDOG
+  for (uint32_t n = 0; n < (1u << 24); ++n) {
+    uint32_t done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    if (done) return;
+  }
+  printf("bwd tma_ws watchdog: CTA (%d, %d, %d) thread %d: %s of pair %d (parity %u) never completed\n", blockIdx.x,
+         blockIdx.y, blockIdx.z, threadIdx.x, what, k, parity);
+  __trap();
+#else
+  (void)what;
+  (void)k;
+  mbar_wait(bar, parity);
+#endif
+}
 
 // A warp's 16 rows of its warpgroup's dQ columns (rows row0 + g, + 8; columns col0 + 8 nt + 2t, + 1) into the
 // fp32 dQ tile: box col / 32 of kRows x 32 floats, 16-byte chunks XOR-ed by row % 8 (the TMA's 128-byte
@@ -124,7 +150,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbar_init(sm.full + 8 * s, 1 + 32);       // the TMA lane's arrive.expect_tx + the lse warp's lanes
-      sm90::mbar_init(sm.empty + 8 * s, Tr::kNWarps);  // one lane per consumer warp
+      sm90::mbar_init(sm.empty + 8 * s, kConsumers);  // every consumer thread
     }
     sm90::mbar_init(sm.kv, 1);
     sm90::fence_mbarrier_init();
@@ -157,7 +183,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
         }
 #pragma unroll 1
         for (int k = 0; k < pairs; ++k, advance()) {
-          sm90::mbar_wait(sm.empty + 8 * stage, phase ^ 1);
+          sm90::ws_wait(sm.empty + 8 * stage, phase ^ 1, "empty (TMA lane)", k);
           const uint32_t full = sm.full + 8 * stage;
           sm90::mbar_arrive_expect_tx(full, 2 * kQBytes);
           E* dst = sm.q0 + stage * kStageElems;
@@ -172,7 +198,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
       // lse (log2 units; +inf past the end and for rows without keys: P = 0) and Dsum of each pair's rows.
 #pragma unroll 1
       for (int k = 0; k < pairs; ++k, advance()) {
-        sm90::mbar_wait(sm.empty + 8 * stage, phase ^ 1);
+        sm90::ws_wait(sm.empty + 8 * stage, phase ^ 1, "empty (lse warp)", k);
 #pragma unroll
         for (int r = lane; r < kM; r += 32) {
           const int i = w.m * kM + r;
@@ -232,8 +258,8 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[dt][e] = acc_dv[dt][e] = 0.f;
 
-  const BwdRowCtx rc{off, sq.seq_k, 0.f, 0u};  // no ALiBi or dropout here (tma_ws_call)
-  if (pairs > 0) sm90::mbar_wait(sm.kv, 0);
+  const BwdRowCtx rc{off, sq.seq_k, 0.f, 0u};  // no ALiBi or dropout here (tma_ws_declines)
+  if (pairs > 0) sm90::ws_wait(sm.kv, 0, "K/V loads", 0);
   sm90::PairWalk cur = first;
   int stage = 0;
   uint32_t phase = 0;
@@ -241,7 +267,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
 #pragma unroll 1
   for (int k = 0; k < pairs; ++k, cur.next()) {
     const int i0 = cur.m * kM;
-    sm90::mbar_wait(sm.full + 8 * stage, phase);
+    sm90::ws_wait(sm.full + 8 * stage, phase, "full (consumer)", k);
     const float* lse_s = sm.lse + stage * kM;
     const float* dsum_s = sm.dsum + stage * kM;
     const uint32_t st_units = stage * kStageUnits;
@@ -330,11 +356,10 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
 #pragma unroll
       for (int ks = 0; ks < Tr::kDqKSteps; ++ks)
         Wgmma<E, Tr::kDqCols>::template ss<1, 1>(dq, desc_ds + (k & 1) * kDsUnits + ks * 128, desc_k_mn + ks * 128,
-                                                  ks > 0);
+                                                 ks > 0);
       sm90::wgmma_commit();
       sm90::wgmma_wait<1>();  // dV / dK: the stage's last readers
-      __syncwarp();           // the warp's lse / Dsum reads before its elected release
-      if (lane == 0) sm90::mbar_arrive(sm.empty + 8 * stage);
+      sm90::mbar_arrive(sm.empty + 8 * stage);
       sm90::wgmma_wait<0>();
       sm90::fence_operands(dq);
       named_barrier_sync(kDqEmptyBar, kDqBarThreads);  // the previous pair's reduction has read the tile
@@ -343,8 +368,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
       named_barrier_arrive(kDqFullBar, kDqBarThreads);
     } else {
       sm90::wgmma_wait<0>();
-      __syncwarp();
-      if (lane == 0) sm90::mbar_arrive(sm.empty + 8 * stage);
+      sm90::mbar_arrive(sm.empty + 8 * stage);
     }
     sm90::fence_operands(pa);
     sm90::fence_operands(da);
