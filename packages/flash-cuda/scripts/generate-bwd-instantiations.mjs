@@ -15,8 +15,11 @@
 //   2-D tiled dK/dV kernel (BwdTraits2d, a 2-D warp layout per GEMM, two Q/dO stages always): the D128 and
 //   D256 buckets; bwd_dispatch.cu runs it where its shared memory fits and no Hopper kernel runs (A100 at
 //   D128; sm100 at both). Its deterministic dQ kernel is the bucket's row-tiled one.
-//   Hopper dK/dV kernel (BwdSm90Traits, wgmma, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it on sm90
-//   devices unless the kernel option asks for 'sm80'; its deterministic dQ kernel is the bucket's row-tiled one too.
+//   Hopper dK/dV kernel (BwdSm90Traits, wgmma, cp.async, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it
+//   on sm90 devices unless the kernel option asks for 'sm80'; its deterministic dQ kernel is the bucket's row-tiled one too.
+//   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128, D128 bucket: at D64 the
+//   cp.async kernel measured faster): bwd_dispatch.cu runs it for the kernel option 'sm90-bwd-tma-ws' (forced-only
+//   until its GPU checks have passed; docs/perf/flash-cuda.md).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';
@@ -39,6 +42,10 @@ export const BWD_SM90_CONFIGS = [
   [64, 64],
   [128, 64],
   [256, 64],
+];
+export const BWD_SM90_TMA_WS_CONFIGS = [
+  // headDim, blockM
+  [128, 64],
 ];
 export const DTYPES = [
   ['fp16', '__half'],
@@ -108,12 +115,29 @@ export function generatedFiles() {
       );
     }
   }
+  const tmaWs = [];
+  for (const [dname, ctype] of DTYPES) {
+    for (const [d, m] of BWD_SM90_TMA_WS_CONFIGS) {
+      const [, , , dqN, dqW] = BWD_CONFIGS.find(([hd]) => hd === d);
+      const tr = `attn::flash::BwdSm90TmaWsTraits<${d}, ${m}, ${ctype}>`;
+      const dq = `attn::flash::DqTraits<${d}, ${dqN}, ${dqW}, ${ctype}>`;
+      addTo(
+        files,
+        `bwd_sm90_${dname}.cu`,
+        `template void attn::flash::run_bwd<${tr}, ${dq}>(${ARGS});  // d${d} tma_ws\n`,
+      );
+      tmaWs.push(
+        `ATTN_BWD_CONFIG_SM90_TMA_WS(${dname === 'bf16' ? 1 : 0}, ${d}, ${m}, ${dqN}, ${dqW}, ${ctype}, "${dname}_d${d}_sm90_tma_ws")`,
+      );
+    }
+  }
   files.set(
     'bwd_configs.inc',
     `${banner}// ATTN_BWD_CONFIG(is_bf16, head_dim, block_m, warps, dq_block_n, dq_warps, element, name)\n${list.join('\n')}\n` +
       '// ATTN_BWD_CONFIG_2D(is_bf16, head_dim, block_m, block_n, warps, layout_sm90, layout_sm8x, dq_block_n, dq_warps,\n' +
       `//                    element, name)\n${tiled2d.join('\n')}\n` +
-      `// ATTN_BWD_CONFIG_SM90(is_bf16, head_dim, block_m, dq_block_n, dq_warps, element, name)\n${sm90.join('\n')}\n`,
+      `// ATTN_BWD_CONFIG_SM90(is_bf16, head_dim, block_m, dq_block_n, dq_warps, element, name)\n${sm90.join('\n')}\n` +
+      `// ATTN_BWD_CONFIG_SM90_TMA_WS(is_bf16, head_dim, block_m, dq_block_n, dq_warps, element, name)\n${tmaWs.join('\n')}\n`,
   );
   return files;
 }

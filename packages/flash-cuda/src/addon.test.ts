@@ -205,7 +205,7 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       expect(a!.plan(sm80.nums, sm80.ptrs).kernel).toBe('bf16_d128_lean');
       const onA100 = nums([4, 16, 16, 4096, 4096, 128], {}, A100);
       onA100.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
-      expect(() => a!.plan(onA100.nums, onA100.ptrs)).toThrow(/kernel sm90 cannot run this call/);
+      expect(() => a!.plan(onA100.nums, onA100.ptrs)).toThrow(/Hopper kernels .*cannot run this call/);
       const split = nums([4, 16, 16, 4096, 4096, 128]);
       split.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
       split.nums[NUM.numSplits] = 3;
@@ -311,6 +311,45 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
       const d192 = nums([1, 8, 8, 512, 512, 192]);
       d192.nums[NUM.kernelFamily] = KERNEL_FAMILY.sm90;
       expect(() => a!.backwardPlan!(d192.nums, bnums())).toThrow(/kernel sm90 has no backward/);
+    },
+  );
+
+  it.skipIf(!hopperBuild || !a?.backwardKernels?.().some((k) => k.startsWith('bf16_d128_sm90_tma_ws ')))(
+    'runs the TMA warp-specialized dK/dV kernel when named, for dense D128-bucket calls a tensor map describes',
+    () => {
+      // Contiguous tensors (the broadcast views above have zero strides, which no tensor map describes).
+      const dense = (d: number, opts: SdpaOptions = {}) => {
+        const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+        return packArgs(
+          normalizeParams(empty([1, 8, 512, d], o), empty([1, 8, 512, d], o), empty([1, 8, 512, d], o), opts),
+          H100,
+        ).nums;
+      };
+      const forced = (n: Float64Array, family: number) => {
+        n[NUM.kernelFamily] = family;
+        return n;
+      };
+      // The plan (and 'sm90') keep the cp.async kernel; 'sm90-bwd-tma-ws' runs the TMA one in both modes.
+      expect(a!.backwardPlan!(dense(128), bnums()).kernel).toBe('bf16_d128_sm90');
+      expect(a!.backwardPlan!(forced(dense(128), KERNEL_FAMILY.sm90), bnums()).kernel).toBe('bf16_d128_sm90');
+      const tma = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(a!.backwardPlan!(forced(dense(128), tma), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
+      expect(a!.backwardPlan!(forced(dense(72, { isCausal: true }), tma), bnums(true)).kernel).toBe(
+        'bf16_d128_sm90_tma_ws',
+      );
+      const cp = forced(dense(128), KERNEL_FAMILY.sm90BwdCpAsync);
+      expect(a!.backwardPlan!(cp, bnums()).kernel).toBe('bf16_d128_sm90');
+      // The TMA kernel refuses what it cannot run, saying why: D64 (the cp.async kernel measured faster there),
+      // softcap, zero strides.
+      expect(() => a!.backwardPlan!(forced(nums([2, 8, 8, 512, 512, 128]).nums, tma), bnums())).toThrow(
+        /tensor map can describe/,
+      );
+      const tma64 = dense(64);
+      tma64[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(() => a!.backwardPlan!(tma64, bnums())).toThrow(/sm90-bwd-tma-ws cannot run this backward: .*not 64/);
+      const tmaSoftcap = dense(128, { softcap: 5 });
+      tmaSoftcap[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(() => a!.backwardPlan!(tmaSoftcap, bnums())).toThrow(/no ALiBi, softcap or dropout/);
     },
   );
 

@@ -1,11 +1,12 @@
 // flash-cuda's Hopper kernels forced by name where the plan would not pick them (short queries, odd
-// head dims in their bucket) and the warp-specialized kernels where compiled, through the
-// conformance harness. Runs on sm90 devices with an addon built for sm_90a; elsewhere skipped with
-// the reason.
+// head dims in their bucket), the warp-specialized kernels where compiled, and each Hopper dK/dV kernel
+// forced through the kernel option (the TMA warp-specialized one, which only the option runs, on every kind of
+// call it takes; the cp.async one on a few of the same), through the conformance harness. Runs on sm90 devices with an
+// addon built for sm_90a; elsewhere skipped with the reason.
 import '@attn/cpu';
 import { describeCaseTable, describeWhereRunnable, type TableCase, tableCase as spec } from '@attn/conformance';
 import { deviceProperties } from '@attn/cuda';
-import { flashCudaBackend, flashForward } from './index.js';
+import { flashBackward, flashCudaBackend, flashForward } from './index.js';
 
 function blocker(): string | null {
   const av = flashCudaBackend.availability();
@@ -21,6 +22,13 @@ function blocker(): string | null {
 const forced = (kernel: string): Partial<TableCase> => ({
   forwardOnly: true,
   launch: { forward: (p) => flashForward(p, { kernel }) },
+});
+/** The default forward, then the backward on one kernel family (the kernel option, as sdpa passes it). */
+const forcedBackward = (kernel: string): Partial<TableCase> => ({
+  launch: {
+    forward: (p) => flashForward(p),
+    backward: (p, saved, gradOut) => flashBackward({ ...p, kernel }, saved, gradOut),
+  },
 });
 /** The Hopper kernel of a head dim's bucket: warp-specialized at 64 and 128, two-stage at 256. */
 const bucket = (dtype: 'bfloat16' | 'float16', D: number) =>
@@ -84,6 +92,51 @@ function cases(): TableCase[] {
     add(`sm90ws ${ws} misaligned`, { dtype, misalign: 'base', D, Sq: 200, Sk: 211 }, ws);
     add(`sm90ws ${ws} strided bshd`, { dtype, layout: 'bshd', D, Hq: 4, Sq: 257, Sk: 1257 }, ws);
   }
+  // The Hopper dK/dV kernels forced: the TMA warp-specialized one on every kind of call it takes (D 65..128
+  // in steps of 8, dense aligned tensors), the cp.async one on a few of the same calls.
+  const bwd = (name: string, c: Parameters<typeof spec>[1], kernel: string) =>
+    list.push(spec(name, c, forcedBackward(kernel)));
+  for (const dtype of ['bfloat16', 'float16'] as const) {
+    const tma = (name: string, c: Parameters<typeof spec>[1]) =>
+      bwd(`bwd sm90-bwd-tma-ws ${dtype} ${name}`, { dtype, ...c }, 'sm90-bwd-tma-ws');
+    for (const alignment of ['upperLeft', 'lowerRight'] as const) {
+      tma(`causal ${alignment} sq1000 sk1000`, { D: 128, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
+      tma(`causal ${alignment} sq300 sk1000`, { D: 128, Sq: 300, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
+      tma(`causal ${alignment} sq1000 sk260 (rows without keys)`, {
+        D: 128,
+        Sq: 1000,
+        Sk: 260,
+        B: 1,
+        Hq: 2,
+        causal: true,
+        alignment,
+      });
+      tma(`window[40,9] ${alignment}`, { D: 128, Sq: 333, Sk: 500, window: [40, 9], alignment });
+    }
+    tma('sq1 sk1', { D: 128, Sq: 1, Sk: 1 });
+    tma('sq17 sk17 causal', { D: 128, Sq: 17, Sk: 17, causal: true });
+    tma('gqa 8/2 D72 sq700 sk900', { D: 72, Sq: 700, Sk: 900, B: 2, Hq: 8, Hk: 2 });
+    tma('mqa 4/1 causal D120', { D: 120, Sq: 390, Sk: 390, Hq: 4, Hk: 1, causal: true });
+    tma('window[-1,20] lowerRight D96', { D: 96, Sq: 333, Sk: 500, window: [-1, 20], alignment: 'lowerRight' });
+    tma('long keys sq64 sk3000', { D: 128, Sq: 64, Sk: 3000, B: 1, Hq: 2 });
+    tma('long queries sq3000 sk64', { D: 128, Sq: 3000, Sk: 64, B: 1, Hq: 2 });
+    tma('strided bshd gqa causal', { layout: 'bshd', D: 128, Hq: 4, Hk: 2, Sq: 257, Sk: 1257, causal: true });
+    tma('negative scale', { D: 128, Sq: 200, Sk: 300, scale: -0.2 });
+    tma('deterministic causal gqa', { D: 128, Hq: 4, Hk: 2, Sq: 257, Sk: 257, causal: true, deterministic: true });
+    tma('deterministic window lowerRight', {
+      D: 128,
+      Sq: 90,
+      Sk: 300,
+      window: [20, 0],
+      alignment: 'lowerRight',
+      deterministic: true,
+    });
+  }
+  const cpAsync = (name: string, c: Parameters<typeof spec>[1]) =>
+    bwd(`bwd sm90-bwd-cp-async ${name}`, c, 'sm90-bwd-cp-async');
+  cpAsync('causal sq1000 sk1000 D128', { D: 128, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true });
+  cpAsync('gqa 8/2 D72', { D: 72, Sq: 300, Sk: 400, Hq: 8, Hk: 2 });
+  cpAsync('deterministic causal D128', { D: 128, Sq: 257, Sk: 257, causal: true, deterministic: true });
   return list;
 }
 

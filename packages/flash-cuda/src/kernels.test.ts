@@ -9,13 +9,14 @@ import {
   registerBackend,
   type SdpaOptions,
   type SdpaParams,
+  tensor,
 } from '@attn/core';
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
 import { describe, expect, it } from 'vitest';
 import { NUM } from './abi.js';
 import { flashCudaBackend } from './backend.js';
 import { packArgs } from './forward.js';
-import { FLASH_KERNELS, KERNEL_FAMILY, sm90Declines } from './kernels.js';
+import { FLASH_KERNELS, KERNEL_FAMILY, sm90Declines, tmaWsBackwardDeclines } from './kernels.js';
 import { FAKE_H100 as H100, FAKE_A100 as A100, useFakeGpus } from './fake-gpus.test-support.js';
 
 useFakeGpus(H100, A100);
@@ -33,8 +34,8 @@ function params(opts: SdpaOptions = {}, { hq = 4, hk = 4, sq = 256, d = 128, dev
 const ctx = (d: Partial<DeviceProperties>) => ({ device: makeFakeDeviceRuntime({ devices: [d] }).properties(0) });
 
 describe('flash-cuda kernel families', () => {
-  it('declares sm90 and sm80, each with a description', () => {
-    expect(FLASH_KERNELS.map((k) => k.name)).toEqual(['sm90', 'sm80']);
+  it('declares sm90, its two backward variants and sm80, each with a description', () => {
+    expect(FLASH_KERNELS.map((k) => k.name)).toEqual(['sm90', 'sm90-bwd-tma-ws', 'sm90-bwd-cp-async', 'sm80']);
     for (const k of FLASH_KERNELS) expect(k.description.length).toBeGreaterThan(20);
   });
 
@@ -54,6 +55,34 @@ describe('flash-cuda kernel families', () => {
     expect(sm90Declines(params({}, { d: 160 }), ctx(H100))).toBeNull();
   });
 
+  it('sm90-bwd-tma-ws also declines backward calls its TMA dK/dV kernel cannot take; sm90-bwd-cp-async as sm90', () => {
+    const tma = FLASH_KERNELS.find((k) => k.name === 'sm90-bwd-tma-ws')!;
+    const cpAsync = FLASH_KERNELS.find((k) => k.name === 'sm90-bwd-cp-async')!;
+    expect(tma.check!(params({ requiresGrad: true, isCausal: true }), ctx(H100))).toBeNull();
+    expect(tma.check!(params({ requiresGrad: true, enableGqa: true }, { hq: 8, hk: 2 }), ctx(H100))).toBeNull();
+    expect(tmaWsBackwardDeclines(params({ requiresGrad: true }, { d: 72 }))).toBeNull();
+    // A forward alone runs whatever the backward could take.
+    expect(tma.check!(params({}, { d: 64 }), ctx(H100))).toBeNull();
+    expect(tma.check!(params({ requiresGrad: true }, { d: 64 }), ctx(H100))).toMatch(/head dims 65..128 only/);
+    expect(tma.check!(params({ requiresGrad: true }, { d: 256 }), ctx(H100))).toMatch(/not 256/);
+    expect(tma.check!(params({ requiresGrad: true }), ctx(A100))).toMatch(/sm90 \(H100\/H200\) only/);
+    const o = { dtype: 'bfloat16' as const, device: 'cuda:0' as const };
+    const strided = normalizeParams(
+      randn([1, 4, 256, 132], { ...o, seed: 1 }).narrow(3, 0, 128),
+      randn([1, 4, 300, 128], { ...o, seed: 2 }),
+      randn([1, 4, 300, 128], { ...o, seed: 3 }),
+      { requiresGrad: true },
+    );
+    expect(tmaWsBackwardDeclines(strided)).toMatch(/TMA tensor maps/);
+    const used = normalizeParams(...qkvOn('cuda:0'), {
+      requiresGrad: true,
+      sequsedK: tensor([200], [1], { dtype: 'int32', device: 'cuda:0' }),
+    });
+    expect(tmaWsBackwardDeclines(used)).toMatch(/no sequsedK/);
+    expect(cpAsync.check!(params({ requiresGrad: true }, { d: 64 }), ctx(H100))).toBeNull();
+    expect(cpAsync.check!(params({ requiresGrad: true }, { d: 160 }), ctx(H100))).toMatch(/no head dim 160/);
+  });
+
   it('packs the family for the addon (forward and backward read the same slot)', () => {
     expect(packArgs(params(), { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[NUM.kernelFamily]).toBe(
       KERNEL_FAMILY.auto,
@@ -69,6 +98,15 @@ describe('flash-cuda kernel families', () => {
         NUM.kernelFamily
       ],
     ).toBe(KERNEL_FAMILY.sm80);
+    for (const [name, family] of [
+      ['sm90-bwd-tma-ws', KERNEL_FAMILY.sm90BwdTmaWs],
+      ['sm90-bwd-cp-async', KERNEL_FAMILY.sm90BwdCpAsync],
+    ] as const)
+      expect(
+        packArgs(params({ kernel: name }), { smCount: 132, smemOptin: 232448, major: 9, minor: 0 }).nums[
+          NUM.kernelFamily
+        ],
+      ).toBe(family);
   });
 
   it('selection: an unknown name is a typed error; sm90 off Hopper is a reason, never another kernel', () => {
@@ -76,7 +114,7 @@ describe('flash-cuda kernel families', () => {
     expect(() => params({ kernel: 'avx2' })).toThrow(
       expect.objectContaining({
         code: 'ATTN_UNKNOWN_KERNEL',
-        message: expect.stringContaining('flash-cuda: sm90, sm80'),
+        message: expect.stringContaining('flash-cuda: sm90, sm90-bwd-tma-ws, sm90-bwd-cp-async, sm80'),
       }),
     );
     const r = explain(...qkvOn('cuda:1'), { kernel: 'sm90' });
@@ -84,7 +122,7 @@ describe('flash-cuda kernel families', () => {
     expect(r.restrictedTo).toEqual(['flash-cuda']);
     expect(r.selected).toBeNull();
     expect(r.candidates[0]!.reasons.find((x) => x.rule === 'kernel')!.message).toMatch(
-      /Kernel "sm90" cannot run this call: .*sm80.*its kernels: sm90, sm80/,
+      /Kernel "sm90" cannot run this call: .*sm80.*its kernels: sm90, sm90-bwd-tma-ws, sm90-bwd-cp-async, sm80/,
     );
   });
 });

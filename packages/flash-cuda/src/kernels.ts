@@ -2,14 +2,21 @@
 // each can run: the TS side of native/src/dispatch.cu make_plan and bwd_dispatch.cu choose (KernelFamily),
 // which throw for anything declined here. Without the option the plan picks: the Hopper kernels on sm90
 // where a call can take them, the mma.sync kernels everywhere else.
-import { type KernelChoice, kernelWindow, type RuleContext, type SdpaParams } from '@attn/core';
+import { type KernelChoice, kernelWindow, type RuleContext, type SdpaParams, type Tensor } from '@attn/core';
 import { addonLoad } from './native.js';
 
 /** nums[NUM.kernelFamily]: native/src/dispatch.h KernelFamily. */
-export const KERNEL_FAMILY = Object.freeze({ auto: 0, sm80: 1, sm90: 2 } as const);
+export const KERNEL_FAMILY = Object.freeze({ auto: 0, sm80: 1, sm90: 2, sm90BwdTmaWs: 3, sm90BwdCpAsync: 4 } as const);
+
+const FAMILY_BY_NAME: Readonly<Record<string, number>> = Object.freeze({
+  sm80: KERNEL_FAMILY.sm80,
+  sm90: KERNEL_FAMILY.sm90,
+  'sm90-bwd-tma-ws': KERNEL_FAMILY.sm90BwdTmaWs,
+  'sm90-bwd-cp-async': KERNEL_FAMILY.sm90BwdCpAsync,
+});
 
 export function kernelFamilyOf(p: SdpaParams): number {
-  return p.kernel === 'sm90' ? KERNEL_FAMILY.sm90 : p.kernel === 'sm80' ? KERNEL_FAMILY.sm80 : KERNEL_FAMILY.auto;
+  return (p.kernel !== null && FAMILY_BY_NAME[p.kernel]) || KERNEL_FAMILY.auto;
 }
 
 /** Head dims with a Hopper backward: the 64 and 128 buckets, and 256 (D 193..256); none for 129..192. */
@@ -45,12 +52,62 @@ export function sm90Declines(p: SdpaParams, ctx: RuleContext): string | null {
   return why.length > 0 ? why.join('; ') : null;
 }
 
+/** A dense tensor's [batch, head, row] strides as 4-D tensor maps take them: multiples of 8, positive where stepped. */
+function tmaStrides(t: Tensor, extents: readonly [number, number, number]): boolean {
+  const strides = [t.strides[0]!, t.strides[1]!, t.strides[2]!];
+  return strides.every((s, i) => s % 8 === 0 && (extents[i]! <= 1 || s > 0)) && t.dataPointer() % 16n === 0n;
+}
+
+/**
+ * Why the TMA warp-specialized backward (native/src/sm90/flash_bwd_sm90_tma_ws_kernel.h) cannot run this call
+ * beyond what sm90Declines says; null when it can or the call has no backward. bwd_dispatch.cu refuses the same
+ * (tma_ws_declines), and also a gradOut whose layout a tensor map cannot describe (known only at the backward).
+ */
+export function tmaWsBackwardDeclines(p: SdpaParams): string | null {
+  if (!p.requiresGrad) return null;
+  const why: string[] = [];
+  if (p.headDim <= 64 || p.headDim > 128)
+    why.push(`its backward has head dims 65..128 only (the D128 bucket), not ${p.headDim}`);
+  if (p.varlen !== null) why.push('its backward has no varlen');
+  if (p.sequsedK) why.push('its backward has no sequsedK');
+  if (p.varlen === null) {
+    const q: [number, number, number] = [p.batch, p.headsQ, p.seqQ];
+    const kv: [number, number, number] = [p.batch, p.headsKV, p.seqK];
+    if (p.headDim % 8 !== 0 || !tmaStrides(p.query, q) || !tmaStrides(p.key, kv) || !tmaStrides(p.value, kv))
+      why.push(
+        'its backward reads through TMA tensor maps: 16-byte aligned tensors, strides positive multiples of 8 elements, head dim a multiple of 8',
+      );
+  }
+  return why.length > 0 ? why.join('; ') : null;
+}
+
+function tmaWsDeclines(p: SdpaParams, ctx: RuleContext): string | null {
+  const why = [sm90Declines(p, ctx), tmaWsBackwardDeclines(p)].filter((x) => x !== null);
+  return why.length > 0 ? why.join('; ') : null;
+}
+
 export const FLASH_KERNELS: readonly KernelChoice[] = Object.freeze([
   Object.freeze({
     name: 'sm90',
     description:
-      'Hopper wgmma kernels (sm90, sm_90a builds): forward warp-specialized at D <= 128, two-stage at D 256; backward wgmma dK/dV. ' +
+      'Hopper wgmma kernels (sm90, sm_90a builds): forward warp-specialized at D <= 128, two-stage at D 256; backward ' +
+      'cp.async wgmma dK/dV. ' +
       'Calls without ALiBi, softcap, dropout, a left window, paged K/V or packed GQA; never split-KV',
+    check: sm90Declines,
+  }),
+  Object.freeze({
+    name: 'sm90-bwd-tma-ws',
+    description:
+      "'sm90' with the backward on the TMA warp-specialized dK/dV kernel (FlashAttention-3's layout: a producer " +
+      'warpgroup, dQ by TMA reductions; run only when named, for now): D 65..128, dense 16-byte aligned tensors, no ' +
+      'varlen or sequsedK',
+    check: tmaWsDeclines,
+  }),
+  Object.freeze({
+    name: 'sm90-bwd-cp-async',
+    description:
+      "'sm90' with the backward on the cp.async wgmma dK/dV kernel (two warpgroups that load and compute, dQ by fp32 " +
+      "atomics), at every head dim it is built for: what 'sm90' and the plan run today",
     check: sm90Declines,
   }),
   Object.freeze({

@@ -17,6 +17,7 @@
 #include "bwd/bwd_traits.h"
 #include "dispatch.h"
 #include "sm90/bwd_sm90_traits.h"
+#include "sm90/bwd_sm90_tma_ws_traits.h"
 
 namespace attn::flash {
 
@@ -80,12 +81,28 @@ struct BwdConfig {
    DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                          \
    &run_bwd<BwdSm90Traits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, \
    NAME},
+#define ATTN_BWD_CONFIG_SM90_TMA_WS(IS_BF16, D, M, DQN, DQW, ELEM, NAME)  \
+  {BwdForm::kSm90TmaWs,                                                   \
+   IS_BF16 != 0,                                                          \
+   D,                                                                     \
+   M,                                                                     \
+   BwdSm90TmaWsTraits<D, M, ELEM>::kBlockN,                               \
+   BwdSm90TmaWsTraits<D, M, ELEM>::kLaunchThreads / 32,                   \
+   BwdSm90TmaWsTraits<D, M, ELEM>::kSmemBytes,                            \
+   BwdSm90TmaWsTraits<D, M, ELEM>::kSmemBytes,                            \
+   DqTraits<D, DQN, DQW, ELEM>::kBlockM,                                  \
+   DQN,                                                                   \
+   DQW,                                                                   \
+   DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                               \
+   &run_bwd<BwdSm90TmaWsTraits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, \
+   NAME},
 const BwdConfig kBwdConfigs[] = {
 #include "generated/bwd_configs.inc"
 };
 #undef ATTN_BWD_CONFIG
 #undef ATTN_BWD_CONFIG_2D
 #undef ATTN_BWD_CONFIG_SM90
+#undef ATTN_BWD_CONFIG_SM90_TMA_WS
 constexpr int kNumBwdConfigs = sizeof(kBwdConfigs) / sizeof(kBwdConfigs[0]);
 
 void require(bool ok, const std::string& what) {
@@ -102,11 +119,54 @@ bool as_flag(const double* bnums, int i, const char* what) {
   return x == 1;
 }
 
+// Why the TMA warp-specialized dK/dV kernel cannot take this call beyond its bucket, or "" when it can: it
+// reads Q, K, V and dO through 4-D tensor maps (dense tensors, 16-byte aligned, strides positive multiples of 8
+// elements wherever the extent is above 1) and has no seqused_k, paged K/V, ALiBi, softcap or dropout.
+// `ptrs` null (backward_plan, which sees no addresses): ALiBi and seqused_k are taken as absent and
+// `aligned16` as the strides say; `do_strides` false: dO's strides are not known yet. backward() decides
+// with everything.
+std::string tma_ws_declines(const double* nums, const double* bnums, const uint64_t* ptrs, bool aligned16,
+                            bool do_strides) {
+  using namespace abi;
+  if (nums[kTotalQ] >= 0) return "it has no varlen (cuSeqlens)";
+  if (nums[kKvCache] != 0 || (ptrs != nullptr && ptrs[kBlockTable] != 0)) return "it has no paged K/V";
+  if (ptrs != nullptr && ptrs[kSequsedK] != 0) return "it has no sequsedK";
+  if (nums[kSoftcap] != 0 || nums[kDropout] != 0 || (ptrs != nullptr && ptrs[kAlibi] != 0))
+    return "it has no ALiBi, softcap or dropout";
+  if (nums[kSeqQ] < 1 || nums[kSeqK] < 1) return "it needs non-empty sequences";
+  if (!aligned16) return "it needs 16-byte aligned tensors (addresses, strides and head dim multiples of 8 elements)";
+  // Extent above 1: the stride is stepped, so the tensor map needs it positive (16-byte multiples: aligned16).
+  auto fits = [](double extent, double stride) { return extent <= 1 || (stride > 0 && stride < 549755813888.0); };
+  const double b = nums[kBatch], hq = nums[kHeadsQ], hk = nums[kHeadsK], sq = nums[kSeqQ], sk = nums[kSeqK];
+  bool ok = fits(sq, nums[kQRowStride]) && fits(hq, nums[kQHeadStride]) && fits(b, nums[kQBatchStride]) &&
+            fits(sk, nums[kKRowStride]) && fits(hk, nums[kKHeadStride]) && fits(b, nums[kKBatchStride]) &&
+            fits(sk, nums[kVRowStride]) && fits(hk, nums[kVHeadStride]) && fits(b, nums[kVBatchStride]);
+  if (do_strides)
+    ok = ok && fits(sq, bnums[kDoRowStride]) && fits(hq, bnums[kDoHeadStride]) && fits(b, bnums[kDoBatchStride]);
+  if (!ok) return "it needs tensors a TMA tensor map can describe (positive strides wherever an extent is above 1)";
+  return "";
+}
+
+// Strides and head dim as the TMA needs them, from the numbers alone (backward_plan's view of aligned16).
+bool strides_aligned16(const double* nums) {
+  using namespace abi;
+  for (int i : {kQBatchStride, kQHeadStride, kQRowStride, kKBatchStride, kKHeadStride, kKRowStride, kVBatchStride,
+                kVHeadStride, kVRowStride})
+    if (std::fmod(nums[i], 8) != 0) return false;
+  return std::fmod(nums[kHeadDim], 8) == 0;
+}
+
 // The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory, then the
-// preferred form of that bucket that this device runs: wgmma on sm90 (unless the family is sm80), else the
-// 2-D tiled form where its two stages fit, else the row-tiled one. Measured on H100/H200: each step of that
-// order is the faster one wherever both run (docs/perf/flash-cuda.md).
-int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_sm90, KernelFamily family) {
+// preferred form of that bucket that this device runs: on sm90 (unless the family is sm80) the cp.async wgmma
+// kernel; elsewhere the 2-D tiled form where its two stages fit, else the row-tiled one. Measured on H100/H200:
+// each step of that order is the faster one wherever both run (docs/perf/flash-cuda.md). The family
+// sm90-bwd-tma-ws runs the TMA warp-specialized kernel where it is built and takes the call (`tma_why` empty),
+// sm90-bwd-cp-async the cp.async one. The TMA kernel is forced-only for now: it measured 1.24-1.27x the cp.async
+// kernel's forward+backward at D 128 on an H200 and agrees with float64 in the standalone probe, but the case
+// tables and racecheck have not yet passed on a GPU with it (docs/perf/flash-cuda.md, Backward); once they
+// have, the plan takes it for every call it takes (family kAuto and kSm90 too).
+int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_sm90, KernelFamily family,
+           const std::string& tma_why) {
   int best = -1;
   for (int i = 0; i < kNumBwdConfigs; ++i) {
     const BwdConfig& c = kBwdConfigs[i];
@@ -130,20 +190,28 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_
     return -1;
   };
   if (family != KernelFamily::kSm80 && on_sm90) {
+    const int tma = family == KernelFamily::kSm90BwdTmaWs ? find(BwdForm::kSm90TmaWs) : -1;
+    if (tma >= 0 && tma_why.empty()) return tma;
+    if (family == KernelFamily::kSm90BwdTmaWs)
+      throw std::invalid_argument(
+          "flash-cuda: kernel sm90-bwd-tma-ws cannot run this backward: " +
+          (tma < 0 ? "it is built for the head dims 65..128 (D128 bucket) only, not " + std::to_string(head_dim)
+                   : tma_why));
     const int i = find(BwdForm::kSm90);
     if (i >= 0) return i;
   }
   // Asked for by the kernel option (src/kernels.ts declines what it cannot run first).
-  if (family == KernelFamily::kSm90)
+  if (hopper_family(family))
     throw std::invalid_argument("flash-cuda: kernel sm90 has no backward for head dim " + std::to_string(head_dim) +
                                 " on this device (wgmma backward: sm90 with an sm_90a build, D <= 128 or 193..256)");
   const int i = find(BwdForm::kTiled2d);
   return i >= 0 ? i : best;
 }
 
-BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool deterministic, bool on_sm90, KernelFamily family) {
+BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool deterministic, bool on_sm90, KernelFamily family,
+                 const std::string& tma_why) {
   BwdPlan pl{};
-  pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90, family);
+  pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90, family, tma_why);
   const BwdConfig& c = kBwdConfigs[pl.config];
   pl.dq_accum_stride = c.head_dim;            // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
   pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // the 2-D tiled and sm90 forms: always 2 (choose() checked)
@@ -169,8 +237,10 @@ BwdPlan backward_plan(const double* nums, const double* bnums) {
   f.head_dim = in(kHeadDim, 1, 256, "head dim");
   f.seqlen_q = in(kSeqQ, 0, 2147483647.0, "query length");
   f.seqlen_k = in(kSeqK, 0, 2147483647.0, "key length");
+  const bool deterministic = as_flag(bnums, kDeterministic, "deterministic flag");
   return plan_for(f, in(kIsBf16, 0, 1, "dtype flag") == 1, in(kSmemOptin, 1, 1 << 30, "opt-in shared memory"),
-                  as_flag(bnums, kDeterministic, "deterministic flag"), on_sm90(nums), kernel_family(nums));
+                  deterministic, on_sm90(nums), kernel_family(nums),
+                  tma_ws_declines(nums, bnums, nullptr, strides_aligned16(nums), false));
 }
 
 void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, const double* bnums) {
@@ -182,8 +252,8 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
   p.plain_tiles = p.f.softcap_out == 0.f && p.f.alibi == nullptr && !p.f.dropout;
   p.f.aligned16 = p.f.aligned16 && as_flag(bnums, kGradAligned16, "gradient alignment flag");
   const bool bf16 = nums[kIsBf16] == 1;
-  const BwdPlan pl =
-      plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic, on_sm90(nums), kernel_family(nums));
+  const BwdPlan pl = plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic, on_sm90(nums),
+                              kernel_family(nums), tma_ws_declines(nums, bnums, ptrs, p.f.aligned16, true));
 
   require(bptrs[kDout] && bptrs[kDq] && bptrs[kDk] && bptrs[kDv] && bptrs[kDsum],
           "dout, dq, dk, dv and dsum need device addresses");
@@ -227,7 +297,8 @@ std::vector<std::string> backward_kernel_descriptions() {
   std::vector<std::string> out;
   for (const BwdConfig& c : kBwdConfigs)
     out.push_back(std::string(c.name) + " (dK/dV " +
-                  (c.form == BwdForm::kSm90      ? "sm90 wgmma"
+                  (c.form == BwdForm::kSm90TmaWs ? "sm90 wgmma, TMA warp-specialized"
+                   : c.form == BwdForm::kSm90    ? "sm90 wgmma, cp.async"
                    : c.form == BwdForm::kTiled2d ? "2-D warp tiling"
                                                  : "row-tiled") +
                   " " + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " + std::to_string(c.warps) +

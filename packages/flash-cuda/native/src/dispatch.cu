@@ -143,7 +143,7 @@ void read_fused_kv(const uint64_t* ptrs, const double* nums, FwdParams& p) {
 }  // namespace
 
 KernelFamily kernel_family(const double* nums) {
-  return static_cast<KernelFamily>(as_int(nums, abi::kKernelFamily, "kernel family", 0, 2));
+  return static_cast<KernelFamily>(as_int(nums, abi::kKernelFamily, "kernel family", 0, 4));
 }
 
 namespace {
@@ -301,12 +301,13 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " has no paged K/V (block table); the sm80-family kernels take it");
     cfg = forced;
-  } else if (family == KernelFamily::kSm90) {
+  } else if (hopper_family(family)) {
     // Asked for by the kernel option (src/kernels.ts declines the calls it cannot run first): the Hopper
     // kernel with no split-KV, whatever the heuristic would prefer.
     if (hopper < 0 || requested_splits > 1)
       throw std::invalid_argument(
-          "flash-cuda: kernel sm90 cannot run this call: it needs an sm90 device and an sm_90a build (" +
+          "flash-cuda: the Hopper kernels (kernel sm90, sm90-bwd-tma-ws, sm90-bwd-cp-async) cannot run this call: they "
+          "need an sm90 device and an sm_90a build (" +
           std::string(ATTN_CUDA_ARCHS_STRING) +
           "), head dim <= 256, no ALiBi, softcap, dropout or left window bound, scale > 0, no paged K/V, no split-KV "
           "and no packed GQA (query length <= 64 with GQA)");

@@ -11,10 +11,16 @@ namespace attn::flash {
 
 // The kernel families the `kernel` call option names (src/kernels.ts declares them for core; nums[kKernelFamily]):
 // kAuto lets the plan choose from the device and the problem; kSm80 keeps every GEMM on mma.sync (the
-// sm80-family kernels, forward and backward, on any GPU); kSm90 runs the Hopper wgmma kernels and throws
-// std::invalid_argument where they cannot run the call.
-enum class KernelFamily : int { kAuto = 0, kSm80 = 1, kSm90 = 2 };
+// sm80-family kernels, forward and backward, on any GPU); kSm90 runs the Hopper wgmma kernels (the plan picks
+// the backward among them) and throws std::invalid_argument where they cannot run the call. kSm90BwdTmaWs
+// and kSm90BwdCpAsync are kSm90 with the backward forced onto one Hopper dK/dV kernel: the TMA
+// warp-specialized one (bwd_dispatch.cu declines the calls it cannot take) or the cp.async one.
+enum class KernelFamily : int { kAuto = 0, kSm80 = 1, kSm90 = 2, kSm90BwdTmaWs = 3, kSm90BwdCpAsync = 4 };
 KernelFamily kernel_family(const double* nums);
+// Every family that runs the Hopper kernels (the forward treats them alike).
+inline bool hopper_family(KernelFamily f) {
+  return f == KernelFamily::kSm90 || f == KernelFamily::kSm90BwdTmaWs || f == KernelFamily::kSm90BwdCpAsync;
+}
 
 struct Plan {
   int num_splits;     // 1: no split-KV

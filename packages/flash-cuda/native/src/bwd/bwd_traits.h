@@ -20,9 +20,10 @@ inline constexpr bool kBwdSm8x = false;
 // The dK/dV kernel forms, in the dispatcher's order of preference where several run a call
 // (bwd_dispatch.cu choose): flash_bwd_launch.h picks the kernel body of a traits type by its kForm.
 enum class BwdForm : int {
-  kRowTiled = 0,  // flash_bwd_kernel.h: 1-D warp tiling (each warp 16 keys), one or two Q/dO stages; every bucket
-  kTiled2d = 1,   // flash_bwd_2d_kernel.h: a 2-D warp layout per GEMM, two stages always; D128 and D256 buckets
-  kSm90 = 2,      // sm90/flash_bwd_sm90_kernel.h, ..._roles_kernel.h: wgmma, sm90 devices and an sm_90a build only
+  kRowTiled = 0,   // flash_bwd_kernel.h: 1-D warp tiling (each warp 16 keys), one or two Q/dO stages; every bucket
+  kTiled2d = 1,    // flash_bwd_2d_kernel.h: a 2-D warp layout per GEMM, two stages always; D128 and D256 buckets
+  kSm90 = 2,       // sm90/flash_bwd_sm90_kernel.h, ..._roles_kernel.h: wgmma, sm90 devices and an sm_90a build only
+  kSm90TmaWs = 3,  // sm90/flash_bwd_sm90_tma_ws_kernel.h: TMA, warp-specialized, wgmma; D128 bucket, dense calls
 };
 
 // Swizzle parameters of a tile whose rows are kCols elements wide (what swizzle_offset and LdsmAddr read).

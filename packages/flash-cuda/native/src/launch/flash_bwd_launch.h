@@ -18,6 +18,7 @@
 #include "bwd/flash_bwd_2d_kernel.h"
 #include "sm90/flash_bwd_sm90_kernel.h"
 #include "sm90/flash_bwd_sm90_roles_kernel.h"
+#include "sm90/bwd_sm90_tma_ws_launch.h"
 
 namespace attn::flash {
 
@@ -31,8 +32,9 @@ void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int devi
   }
 }
 
-// The dK/dV kernel body of a traits type (its kForm): row-tiled, 2-D tiled (bwd_traits.h) or the Hopper
-// one (wgmma, sm90/bwd_sm90_traits.h).
+// The dK/dV kernel body of a traits type (its kForm): row-tiled, 2-D tiled (bwd_traits.h) or the cp.async
+// Hopper one (wgmma, sm90/bwd_sm90_traits.h). The TMA warp-specialized form has its own launch
+// (sm90/bwd_sm90_tma_ws_launch.h: its parameters carry tensor maps).
 template <typename Tr>
 constexpr auto dkdv_kernel() {
   if constexpr (Tr::kForm == BwdForm::kSm90) {
@@ -50,19 +52,24 @@ template <typename Tr, typename DqTr>
 void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   using E = typename Tr::Element;
   static std::atomic<uint64_t> dkdv_opted{0}, dq_opted{0};
-  // p.stages is fixed per device (by its opt-in limit); the 2-D tiled and Hopper forms always run two (the
-  // dispatcher checks they fit)
-  const int dkdv_smem = Tr::kForm == BwdForm::kRowTiled ? Tr::smem_bytes(p.stages) : Tr::smem_bytes(2);
-  const auto kernel = dkdv_kernel<Tr>();
-  opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
   if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
 
   run_bwd_dsum<E>(p, stream);              // also zeroes the dQ workspace (default mode)
   run_bwd_zero_unused_keys<E>(p, stream);  // seqused_k only: dK/dV of the keys past it
-  const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
-                  static_cast<unsigned>(p.f.batch));
-  kernel<<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);
-  ATTN_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
+  if constexpr (Tr::kForm == BwdForm::kSm90TmaWs) {
+    opt_in_smem(flash_bwd_sm90_tma_ws_kernel<Tr>, Tr::kSmemBytes, dkdv_opted, device);
+    launch_bwd_sm90_tma_ws<Tr>(p, stream);
+  } else {
+    // p.stages is fixed per device (by its opt-in limit); the 2-D tiled and Hopper forms always run two (the
+    // dispatcher checks they fit)
+    const int dkdv_smem = Tr::kForm == BwdForm::kRowTiled ? Tr::smem_bytes(p.stages) : Tr::smem_bytes(2);
+    const auto kernel = dkdv_kernel<Tr>();
+    opt_in_smem(kernel, dkdv_smem, dkdv_opted, device);
+    const dim3 grid(static_cast<unsigned>(p.n_blocks * Tr::kColSplits), static_cast<unsigned>(p.f.heads_k),
+                    static_cast<unsigned>(p.f.batch));
+    kernel<<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);
+    ATTN_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
+  }
   if (p.deterministic) {
     const dim3 grid_dq(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.f.heads_q),
                        static_cast<unsigned>(p.f.batch));
