@@ -99,8 +99,8 @@ export const FLASH_KERNELS: readonly KernelChoice[] = Object.freeze([
     name: 'sm90-bwd-tma-ws',
     description:
       "'sm90' with the backward on the TMA warp-specialized dK/dV kernel (FlashAttention-3's layout: a producer " +
-      'warpgroup, dQ by TMA reductions; run only when named, for now): D 65..128, dense 16-byte aligned tensors, no ' +
-      'varlen or sequsedK',
+      'warpgroup, dQ by TMA reductions; run only when named until its GPU case tables and compute-sanitizer racecheck ' +
+      'pass): D 65..128, dense 16-byte aligned tensors, no varlen or sequsedK',
     check: tmaWsDeclines,
   }),
   Object.freeze({
