@@ -1,6 +1,7 @@
-// What both Hopper dK/dV kernels (flash_bwd_sm90_kernel.h, flash_bwd_sm90_roles_kernel.h) share: the
-// shared-memory carve, the pair walk and its Q / dO pipeline, the start of each (query head, query block) pair,
-// the P^T / dS^T fragments and their store, the dQ rows' reductions and the epilogue's dK / dV rows. Both hold 16 keys per warp in
+// What the Hopper dK/dV kernels (flash_bwd_sm90_kernel.h, flash_bwd_sm90_roles_kernel.h,
+// flash_bwd_sm90_tma_ws_kernel.h) share: the shared-memory carve, the pair walk and its Q / dO pipeline, the start
+// of each (query head, query block) pair, the score products and their plain-tile P / dS, the P^T / dS^T fragments
+// and their store, the dQ rows' reductions and the epilogue's dK / dV rows. All hold 16 keys per warp in
 // mma.m16n8k16's accumulator layout.
 #pragma once
 #include <cstdint>
@@ -12,9 +13,62 @@
 #include "attn/convert.h"
 #include "attn/ptx.h"
 #include "common/tile_io.h"
+#include "sm90/wgmma_ops.h"
 #include "sm90/wgmma_sync.h"
 
 namespace attn::flash::sm90 {
+
+// The k16 step ks of a K-major operand whose 64-column blocks are `rows` rows apart, in descriptor units (16 bytes):
+// column block ks / 4, and 32 bytes into its rows per step within it.
+__device__ __forceinline__ uint32_t kstep(int ks, int rows) { return uint32_t((ks >> 2) * rows * 8 + (ks & 3) * 2); }
+
+// S^T = K Q^T into st and dP^T = V dO^T into dpt for a warpgroup's 64 keys (desc_k, desc_v) against a stage's query
+// tile (desc_q, desc_do), one commit group each. On a plain tile P goes into st while dP^T's GEMM still runs, then
+// dS into dpt (lse_s / dsum_s: the stage's rows; element (nt, e) is key row 16 warp + g + 8 (e / 2), query column
+// nt * 8 + 2t + e % 2). On any other tile it waits for both products and runs edge(), the kernel's element rule
+// (P into st, dS into dpt), in the same branch.
+template <typename Tr, typename EdgeRule>
+__device__ __forceinline__ void score_products(float (&st)[Tr::kQTiles][4], float (&dpt)[Tr::kQTiles][4], bool plain,
+                                               uint64_t desc_k, uint64_t desc_v, uint64_t desc_q, uint64_t desc_do,
+                                               const float* lse_s, const float* dsum_s, float score_mul, int t,
+                                               EdgeRule&& edge) {
+  using E = typename Tr::Element;
+  constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kQT = Tr::kQTiles;
+  fence_operands(st);
+  fence_operands(dpt);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < Tr::kKSteps; ++ks)
+    Wgmma<E, kM>::template ss<0>(st, desc_k + kstep(ks, kN), desc_q + kstep(ks, kM), ks > 0);
+  wgmma_commit();
+#pragma unroll
+  for (int ks = 0; ks < Tr::kKSteps; ++ks)
+    Wgmma<E, kM>::template ss<0>(dpt, desc_v + kstep(ks, kN), desc_do + kstep(ks, kM), ks > 0);
+  wgmma_commit();
+  if (!plain) {
+    wgmma_wait<0>();
+    fence_operands(st);
+    fence_operands(dpt);
+    edge();
+    return;
+  }
+  wgmma_wait<1>();
+  fence_operands(st);
+#pragma unroll
+  for (int nt = 0; nt < kQT; ++nt) {
+    const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) st[nt][e] = prob_plain(st[nt][e], (e & 1) ? l2.y : l2.x, score_mul);
+  }
+  wgmma_wait<0>();
+  fence_operands(dpt);
+#pragma unroll
+  for (int nt = 0; nt < kQT; ++nt) {
+    const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dpt[nt][e] = grad_plain(st[nt][e], dpt[nt][e], (e & 1) ? d2.y : d2.x);
+  }
+}
 
 // K, V, two stages of (Q, dO), dS^T, S^T (roles kernel only), two slots of lse and Dsum; the tiles start on
 // a 1024-byte boundary (the descriptors' swizzle is computed from absolute address bits).

@@ -71,7 +71,6 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
   const uint64_t desc_k_mn =
       sm90::make_desc(smem_addr(sK) + (dq_col0 / 64) * kN * 128 + (dq_col0 % 64) * 2, kN * 128, 1024);
   static_assert(64 % Tr::kDqCols == 0 || Tr::kDqCols % 64 == 0, "a warpgroup's dQ columns start on a block or half");
-  auto kstep = [](int ks, int rows) { return uint32_t((ks >> 2) * rows * 8 + (ks & 3) * 2); };
 
   float acc_dk[kDT][4], acc_dv[kDT][4];
 #pragma unroll
@@ -108,40 +107,8 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
     // P is computed while the dP^T GEMM still runs.
     const bool plain = p.plain_tiles && plain_tile(f, rc, i0, kM, j0, kN);
     float st[kQT][4], dpt[kQT][4];
-    sm90::fence_operands(st);
-    sm90::fence_operands(dpt);
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < Tr::kKSteps; ++ks)
-      Wgmma<E, kM>::template ss<0>(st, desc_k + kstep(ks, kN), desc_q + st_units + kstep(ks, kM), ks > 0);
-    sm90::wgmma_commit();
-#pragma unroll
-    for (int ks = 0; ks < Tr::kKSteps; ++ks)
-      Wgmma<E, kM>::template ss<0>(dpt, desc_v + kstep(ks, kN), desc_q + st_units + kDoUnits + kstep(ks, kM), ks > 0);
-    sm90::wgmma_commit();
-
-    // ---- P (with dropout) into st, dS into dpt; element (r, c): key row g + 8r, query column 2t + c
-    if (plain) {
-      sm90::wgmma_wait<1>();
-      sm90::fence_operands(st);
-#pragma unroll
-      for (int nt = 0; nt < kQT; ++nt) {
-        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) st[nt][e] = prob_plain(st[nt][e], (e & 1) ? l2.y : l2.x, f.score_mul);
-      }
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(dpt);
-#pragma unroll
-      for (int nt = 0; nt < kQT; ++nt) {
-        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dpt[nt][e] = grad_plain(st[nt][e], dpt[nt][e], (e & 1) ? d2.y : d2.x);
-      }
-    } else {
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(st);
-      sm90::fence_operands(dpt);
+    // Tiles that are not plain: every element by grad_element (bounds, masks, dropout).
+    auto edge = [&] {
 #pragma unroll
       for (int nt = 0; nt < kQT; ++nt) {
         const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
@@ -154,7 +121,9 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
                        (keep >> (nt * 4 + e)) & 1u, f, rc);
         }
       }
-    }
+    };
+    sm90::score_products<Tr>(st, dpt, plain, desc_k, desc_v, desc_q + st_units, desc_q + st_units + kDoUnits, lse_s,
+                             dsum_s, f.score_mul, t, edge);
 
     // ---- P^T and dS^T as A fragments; dS^T also to shared memory for the dQ GEMM
     uint32_t pa[kMS][4], da[kMS][4];

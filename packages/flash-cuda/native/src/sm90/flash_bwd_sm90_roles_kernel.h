@@ -70,7 +70,6 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
   const uint64_t desc_b = sm90::make_desc(smem_addr(sQ0), 16, 1024) + role_units;
   const uint64_t desc_b_mn = sm90::make_desc(smem_addr(sQ0), kM * 128, 1024) + (kDoUnits - role_units);
   const uint64_t desc_ds = sm90::make_desc(smem_addr(sm.ds), kN * 128, 1024);
-  auto kstep = [](int ks, int rows) { return uint32_t((ks >> 2) * rows * 8 + (ks & 3) * 2); };
 
   float acc[kDT][4];  // dV (warpgroup 0) or dK (warpgroup 1)
 #pragma unroll
@@ -107,7 +106,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_roles_kernel(
     sm90::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < Tr::kKSteps; ++ks)
-      Wgmma<E, kM>::template ss<0>(x, desc_a + kstep(ks, kN), desc_b + st_units + kstep(ks, kM), ks > 0);
+      Wgmma<E, kM>::template ss<0>(x, desc_a + sm90::kstep(ks, kN), desc_b + st_units + sm90::kstep(ks, kM), ks > 0);
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_operands(x);

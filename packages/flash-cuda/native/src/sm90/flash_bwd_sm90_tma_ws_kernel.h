@@ -250,7 +250,6 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
   constexpr uint32_t kStageUnits = kStageElems * 2 / 16;  // descriptor start-address units (16 bytes)
   constexpr uint32_t kDoUnits = Tr::kSmemQElems * 2 / 16;
   constexpr uint32_t kDsUnits = Tr::kSmemDsElems * 2 / 16;
-  auto kstep = [](int ks, int rows) { return uint32_t((ks >> 2) * rows * 8 + (ks & 3) * 2); };
 
   float acc_dk[kDT][4], acc_dv[kDT][4];
 #pragma unroll
@@ -276,43 +275,9 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
     // P is computed while the dP^T GEMM still runs.
     const bool plain = plain_tile(f, rc, i0, kM, j0, kN);
     float st[kQT][4], dpt[kQT][4];
-    sm90::fence_operands(st);
-    sm90::fence_operands(dpt);
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < Tr::kKSteps; ++ks)
-      Wgmma<E, kM>::template ss<0>(st, desc_k + kstep(ks, kN), desc_q + st_units + kstep(ks, kM), ks > 0);
-    sm90::wgmma_commit();
-#pragma unroll
-    for (int ks = 0; ks < Tr::kKSteps; ++ks)
-      Wgmma<E, kM>::template ss<0>(dpt, desc_v + kstep(ks, kN), desc_q + st_units + kDoUnits + kstep(ks, kM), ks > 0);
-    sm90::wgmma_commit();
-
-    // ---- P into st, dS into dpt; element (nt, e): key row 16 warp + g + 8 (e / 2), query column
-    // nt * 8 + 2t + e % 2
-    if (plain) {
-      sm90::wgmma_wait<1>();
-      sm90::fence_operands(st);
-#pragma unroll
-      for (int nt = 0; nt < kQT; ++nt) {
-        const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) st[nt][e] = prob_plain(st[nt][e], (e & 1) ? l2.y : l2.x, f.score_mul);
-      }
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(dpt);
-#pragma unroll
-      for (int nt = 0; nt < kQT; ++nt) {
-        const float2 d2 = *reinterpret_cast<const float2*>(dsum_s + nt * 8 + 2 * t);
-#pragma unroll
-        for (int e = 0; e < 4; ++e) dpt[nt][e] = grad_plain(st[nt][e], dpt[nt][e], (e & 1) ? d2.y : d2.x);
-      }
-    } else {
-      // A boundary tile: the causal / window band and the key tail (grad_element without the score features
-      // this kernel does not take).
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(st);
-      sm90::fence_operands(dpt);
+    // A boundary tile: the causal / window band and the key tail (grad_element without the score features
+    // this kernel does not take).
+    auto edge = [&] {
 #pragma unroll
       for (int nt = 0; nt < kQT; ++nt) {
         const float2 l2 = *reinterpret_cast<const float2*>(lse_s + nt * 8 + 2 * t);
@@ -328,7 +293,9 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
           st[nt][e] = pr;
         }
       }
-    }
+    };
+    sm90::score_products<Tr>(st, dpt, plain, desc_k, desc_v, desc_q + st_units, desc_q + st_units + kDoUnits, lse_s,
+                             dsum_s, f.score_mul, t, edge);
 
     // ---- P^T and dS^T as A fragments; dS^T also to shared memory for the dQ GEMM
     uint32_t pa[kMS][4], da[kMS][4];
