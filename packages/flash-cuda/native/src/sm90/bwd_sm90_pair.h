@@ -70,6 +70,24 @@ __device__ __forceinline__ void score_products(float (&st)[Tr::kQTiles][4], floa
   }
 }
 
+// dV += P^T dO and dK += dS^T Q of a warpgroup's 64 keys, one commit group: pa / da are P^T and dS^T as A
+// fragments, desc_do / desc_q the stage's dO and Q MN-major (a k16 step is 16 query rows, 128 descriptor units).
+template <typename Tr>
+__device__ __forceinline__ void dkdv_products(float (&acc_dv)[Tr::kDTiles][4], float (&acc_dk)[Tr::kDTiles][4],
+                                              const uint32_t (&pa)[Tr::kMSteps][4],
+                                              const uint32_t (&da)[Tr::kMSteps][4], uint64_t desc_do, uint64_t desc_q) {
+  using E = typename Tr::Element;
+  constexpr int kD = Tr::kHeadDim, kMS = Tr::kMSteps;
+  fence_operands(acc_dv);
+  fence_operands(acc_dk);
+  wgmma_fence();
+#pragma unroll
+  for (int ms = 0; ms < kMS; ++ms) Wgmma<E, kD>::template rs<1>(acc_dv, pa[ms], desc_do + ms * 128);
+#pragma unroll
+  for (int ms = 0; ms < kMS; ++ms) Wgmma<E, kD>::template rs<1>(acc_dk, da[ms], desc_q + ms * 128);
+  wgmma_commit();
+}
+
 // K, V, two stages of (Q, dO), dS^T, S^T (roles kernel only), two slots of lse and Dsum; the tiles start on
 // a 1024-byte boundary (the descriptors' swizzle is computed from absolute address bits).
 template <typename Tr>

@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
   using E = typename Tr::Element;
   using IO = TileIO<Tr>;
   using sm90::Wgmma;
-  constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kD = Tr::kHeadDim;
+  constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN;
   constexpr int kQT = Tr::kQTiles, kMS = Tr::kMSteps, kDT = Tr::kDTiles, kDqT = Tr::kDqTiles;
   static_assert(!Tr::kRoles && Tr::kDqPasses == 1, "D <= 128: warpgroups split the keys, one dQ pass");
   const FwdParams& f = p.f;
@@ -131,16 +131,8 @@ __global__ void __launch_bounds__(Tr::kNThreads, 1) flash_bwd_sm90_kernel(const 
     sm90::pack_a<Tr>(dpt, da);
     if (!p.deterministic) sm90::store_ds_t<Tr>(sm.ds, da, warp * 16, g, t);
 
-    // ---- dV += (P Z)^T dO, dK += dS^T Q (B: dO, Q MN-major; a k16 step is 16 query rows)
-    sm90::fence_operands(acc_dv);
-    sm90::fence_operands(acc_dk);
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int ms = 0; ms < kMS; ++ms)
-      Wgmma<E, kD>::template rs<1>(acc_dv, pa[ms], desc_q_mn + st_units + kDoUnits + ms * 128);
-#pragma unroll
-    for (int ms = 0; ms < kMS; ++ms) Wgmma<E, kD>::template rs<1>(acc_dk, da[ms], desc_q_mn + st_units + ms * 128);
-    sm90::wgmma_commit();
+    // ---- dV += (P Z)^T dO, dK += dS^T Q
+    sm90::dkdv_products<Tr>(acc_dv, acc_dk, pa, da, desc_q_mn + st_units + kDoUnits, desc_q_mn + st_units);
 
     if (!p.deterministic) {
       __syncthreads();  // both warpgroups' dS^T rows are in shared memory

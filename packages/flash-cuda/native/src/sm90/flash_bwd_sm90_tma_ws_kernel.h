@@ -303,16 +303,8 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
     sm90::pack_a<Tr>(dpt, da);
     if (!p.deterministic) sm90::store_ds_t<Tr>(sm.ds0 + (k & 1) * Tr::kSmemDsElems, da, warp * 16, g, t);
 
-    // ---- dV += P^T dO, dK += dS^T Q (B: dO, Q MN-major; a k16 step is 16 query rows)
-    sm90::fence_operands(acc_dv);
-    sm90::fence_operands(acc_dk);
-    sm90::wgmma_fence();
-#pragma unroll
-    for (int ms = 0; ms < kMS; ++ms)
-      Wgmma<E, kD>::template rs<1>(acc_dv, pa[ms], desc_q_mn + st_units + kDoUnits + ms * 128);
-#pragma unroll
-    for (int ms = 0; ms < kMS; ++ms) Wgmma<E, kD>::template rs<1>(acc_dk, da[ms], desc_q_mn + st_units + ms * 128);
-    sm90::wgmma_commit();
+    // ---- dV += P^T dO, dK += dS^T Q
+    sm90::dkdv_products<Tr>(acc_dv, acc_dk, pa, da, desc_q_mn + st_units + kDoUnits, desc_q_mn + st_units);
 
     if (!p.deterministic) {
       named_barrier_sync(kConsumerBar, kConsumers);  // both warpgroups' dS^T rows are in shared memory
