@@ -16,10 +16,11 @@
 //   D256 buckets; bwd_dispatch.cu runs it where its shared memory fits and no Hopper kernel runs (A100 at
 //   D128; sm100 at both). Its deterministic dQ kernel is the bucket's row-tiled one.
 //   Hopper dK/dV kernel (BwdSm90Traits, wgmma, cp.async, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it
-//   on sm90 devices unless the kernel option asks for 'sm80'; its deterministic dQ kernel is the bucket's row-tiled one too.
+//   on sm90 devices where the TMA kernel does not take the call, unless the kernel option asks for 'sm80'; its
+//   deterministic dQ kernel is the bucket's row-tiled one too.
 //   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128, D128 bucket: at D64 the
-//   cp.async kernel measured faster): bwd_dispatch.cu runs it for the kernel option 'sm90-bwd-tma-ws' (forced-only
-//   until its GPU checks have passed; docs/perf/flash-cuda.md).
+//   cp.async kernel measured faster): bwd_dispatch.cu runs it on sm90 for every call it takes (dense tensors a
+//   tensor map describes), unless the kernel option asks for 'sm90-bwd-cp-async' or 'sm80'.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';

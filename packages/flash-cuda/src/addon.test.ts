@@ -315,7 +315,7 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
   );
 
   it.skipIf(!hopperBuild || !a?.backwardKernels?.().some((k) => k.startsWith('bf16_d128_sm90_tma_ws ')))(
-    'runs the TMA warp-specialized dK/dV kernel when named, for dense D128-bucket calls a tensor map describes',
+    'plans the TMA warp-specialized dK/dV kernel for dense D128-bucket calls a tensor map describes',
     () => {
       // Contiguous tensors (the broadcast views above have zero strides, which no tensor map describes).
       const dense = (d: number, opts: SdpaOptions = {}) => {
@@ -329,9 +329,14 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
         n[NUM.kernelFamily] = family;
         return n;
       };
-      // The plan (and 'sm90') keep the cp.async kernel; 'sm90-bwd-tma-ws' runs the TMA one in both modes.
-      expect(a!.backwardPlan!(dense(128), bnums()).kernel).toBe('bf16_d128_sm90');
-      expect(a!.backwardPlan!(forced(dense(128), KERNEL_FAMILY.sm90), bnums()).kernel).toBe('bf16_d128_sm90');
+      // The plan, 'sm90' and 'sm90-bwd-tma-ws' run the TMA kernel in both modes; 'sm90-bwd-cp-async' keeps the other.
+      expect(a!.backwardPlan!(dense(128), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
+      expect(a!.backwardPlan!(dense(72, { isCausal: true }), bnums(true)).kernel).toBe('bf16_d128_sm90_tma_ws');
+      expect(a!.backwardPlan!(forced(dense(128), KERNEL_FAMILY.sm90), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
+      // What it declines falls back to the cp.async kernel: D64's bucket, zero strides, softcap.
+      expect(a!.backwardPlan!(dense(64), bnums()).kernel).toBe('bf16_d64_sm90');
+      expect(a!.backwardPlan!(nums([2, 8, 8, 512, 512, 128]).nums, bnums()).kernel).toBe('bf16_d128_sm90');
+      expect(a!.backwardPlan!(dense(128, { softcap: 5 }), bnums()).kernel).toBe('bf16_d128_sm90');
       const tma = KERNEL_FAMILY.sm90BwdTmaWs;
       expect(a!.backwardPlan!(forced(dense(128), tma), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
       expect(a!.backwardPlan!(forced(dense(72, { isCausal: true }), tma), bnums(true)).kernel).toBe(

@@ -140,8 +140,11 @@ describeWhereRunnable('flash-cuda backward on a GPU', av.ok ? null : av.reason, 
 
   it('plans the head-dim bucket', () => {
     const { q, k, v } = inputs([1, 2, 2, 64, 64, 72]);
-    // bf16_d128_sm90 (wgmma) on sm90, bf16_d128_2d (2-D tiled dK/dV) where its 161 KB of shared memory fit, else row-tiled.
-    expect(backwardPlanFor(normalizeParams(q, k, v, { requiresGrad: true })).kernel).toMatch(/^bf16_d128(_2d|_sm90)?$/);
+    // bf16_d128_sm90_tma_ws (TMA warp-specialized wgmma) on sm90 for these dense tensors, bf16_d128_2d (2-D tiled
+    // dK/dV) elsewhere where its 161 KB of shared memory fit, else row-tiled.
+    expect(backwardPlanFor(normalizeParams(q, k, v, { requiresGrad: true })).kernel).toMatch(
+      /^bf16_d128(_2d|_sm90_tma_ws)?$/,
+    );
     // The kernel option 'sm80' keeps the backward on mma.sync.
     expect(backwardPlanFor(normalizeParams(q, k, v, { requiresGrad: true, kernel: 'sm80' })).kernel).toMatch(
       /^bf16_d128(_2d)?$/,

@@ -91,23 +91,23 @@ export const FLASH_KERNELS: readonly KernelChoice[] = Object.freeze([
     name: 'sm90',
     description:
       'Hopper wgmma kernels (sm90, sm_90a builds): forward warp-specialized at D <= 128, two-stage at D 256; backward ' +
-      'cp.async wgmma dK/dV. ' +
+      'TMA warp-specialized dK/dV at D 65..128 on dense tensors, cp.async wgmma dK/dV elsewhere. ' +
       'Calls without ALiBi, softcap, dropout, a left window, paged K/V or packed GQA; never split-KV',
     check: sm90Declines,
   }),
   Object.freeze({
     name: 'sm90-bwd-tma-ws',
     description:
-      "'sm90' with the backward on the TMA warp-specialized dK/dV kernel (FlashAttention-3's layout: a producer " +
-      'warpgroup, dQ by TMA reductions; run only when named until its GPU case tables and compute-sanitizer racecheck ' +
-      'pass): D 65..128, dense 16-byte aligned tensors, no varlen or sequsedK',
+      "'sm90' with the backward on the TMA warp-specialized dK/dV kernel only (FlashAttention-3's layout: a producer " +
+      "warpgroup, dQ by TMA reductions; what 'sm90' and the plan run wherever it takes the call): D 65..128, dense " +
+      '16-byte aligned tensors, no varlen or sequsedK',
     check: tmaWsDeclines,
   }),
   Object.freeze({
     name: 'sm90-bwd-cp-async',
     description:
       "'sm90' with the backward on the cp.async wgmma dK/dV kernel (two warpgroups that load and compute, dQ by fp32 " +
-      "atomics), at every head dim it is built for: what 'sm90' and the plan run today",
+      "atomics), at every head dim it is built for: what 'sm90' and the plan run where the TMA kernel does not",
     check: sm90Declines,
   }),
   Object.freeze({

@@ -157,14 +157,13 @@ bool strides_aligned16(const double* nums) {
 }
 
 // The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory, then the
-// preferred form of that bucket that this device runs: on sm90 (unless the family is sm80) the cp.async wgmma
-// kernel; elsewhere the 2-D tiled form where its two stages fit, else the row-tiled one. Measured on H100/H200:
-// each step of that order is the faster one wherever both run (docs/perf/flash-cuda.md). The family
-// sm90-bwd-tma-ws runs the TMA warp-specialized kernel where it is built and takes the call (`tma_why` empty),
-// sm90-bwd-cp-async the cp.async one. The TMA kernel is forced-only for now: it measured 1.24-1.27x the cp.async
-// kernel's forward+backward at D 128 on an H200 and agrees with float64 in the standalone probe, but the case
-// tables and racecheck have not yet passed on a GPU with it (docs/perf/flash-cuda.md, Backward); once they
-// have, the plan takes it for every call it takes (family kAuto and kSm90 too).
+// preferred form of that bucket that this device runs: on sm90 (unless the family is sm80) the TMA
+// warp-specialized kernel where it is built (the D128 bucket) and takes the call (`tma_why` empty), else the
+// cp.async wgmma kernel; elsewhere the 2-D tiled form where its two stages fit, else the row-tiled one. Measured on
+// H100/H200: each step of that order is the faster one wherever both run, in both modes (docs/perf/flash-cuda.md,
+// Backward; the TMA kernel: 1.34-1.46x the cp.async one's backward at D 128 on an H200). The family
+// sm90-bwd-tma-ws insists on the TMA kernel (it throws where that cannot run), sm90-bwd-cp-async keeps the
+// cp.async one.
 int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_sm90, KernelFamily family,
            const std::string& tma_why) {
   int best = -1;
@@ -190,7 +189,7 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_
     return -1;
   };
   if (family != KernelFamily::kSm80 && on_sm90) {
-    const int tma = family == KernelFamily::kSm90BwdTmaWs ? find(BwdForm::kSm90TmaWs) : -1;
+    const int tma = family != KernelFamily::kSm90BwdCpAsync ? find(BwdForm::kSm90TmaWs) : -1;
     if (tma >= 0 && tma_why.empty()) return tma;
     if (family == KernelFamily::kSm90BwdTmaWs)
       throw std::invalid_argument(
