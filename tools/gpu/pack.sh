@@ -8,20 +8,26 @@
 # On the GPU host, with .gpu/ beside the tree:
 #   bash .gpu/run.sh node node_modules/vitest/vitest.mjs run packages/flash-cuda
 # Install and build here first: the CUDA addons are compiled here with nvcc; the host only runs them.
-# Usage: pack.sh [--exclude GLOB]...   (extra tar excludes, to drop what a run does not need)
-# ATTN_PACK_XZ_LEVEL (default -6): -9 packs the bundle about 5% smaller (a minute longer on 2 cores), for carries
-# that hold prebuilt addons.
+# Usage: pack.sh [--exclude GLOB]... [--xz-level N]
+#   --exclude: extra tar excludes, to drop what a run does not need;
+#   --xz-level: the bundle's xz preset (default 6); 9 packs it about 5% smaller in a minute more on 2 cores, for
+#   carries that hold prebuilt addons.
 set -euo pipefail
 root=$(git rev-parse --show-toplevel); cd "$root"
 exclude=$(git rev-parse --git-path info/exclude)  # a worktree's .git is a file: ask git where info/ lives
 mkdir -p "$(dirname "$exclude")"; grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >> "$exclude"
 mkdir -p .gpu
+xz_level=6
 excludes=(--exclude='node_modules/.pnpm/nx@*' --exclude='node_modules/.pnpm/@nx+*'
           --exclude='node_modules/.pnpm/typescript@*' --exclude='node_modules/.pnpm/@napi-rs+wasm-runtime*'
           --exclude='*.o' --exclude='*.a' --exclude='.gpu' --exclude='CMakeFiles' --exclude='.cache' --exclude='.nx'
           --exclude='tools/registry/verdaccio/node_modules')
 while [ $# -gt 0 ]; do
-  case "$1" in --exclude) excludes+=(--exclude="$2"); shift 2;; *) echo "unknown argument $1" >&2; exit 2;; esac
+  case "$1" in
+    --exclude) excludes+=(--exclude="$2"); shift 2;;
+    --xz-level) xz_level=$2; shift 2;;
+    *) echo "unknown argument $1" >&2; exit 2;;
+  esac
 done
 
 node_bin=$(command -v node); ver=$("$node_bin" --version)
@@ -31,7 +37,7 @@ fi
 mapfile -t paths < <(git status --ignored --porcelain=v1 -uall --ignored=matching 2>/dev/null \
   | sed -n 's/^!! //p' | grep -E '(^|/)(node_modules|dist|build)/?$' | grep -v '^\.gpu' | sort -u)
 if [ ${#paths[@]} -eq 0 ]; then echo "nothing ignored to pack: install and build first" >&2; exit 1; fi
-tar -cf - "${excludes[@]}" "${paths[@]}" | xz -T2 "${ATTN_PACK_XZ_LEVEL:--6}" > .gpu/bundle.tar.xz
+tar -cf - "${excludes[@]}" "${paths[@]}" | xz -T2 "-$xz_level" > .gpu/bundle.tar.xz
 cat > .gpu/run.sh <<'RUN'
 #!/usr/bin/env bash
 # GPU-host side: unpack Node.js and the bundle once, then run the given command from the repo root.
