@@ -3,8 +3,9 @@
 // thrown before anything reaches NCCL or CUDA, never a crash. Skipped with the reason where the addon
 // is not built (no NCCL or no nvcc at build time).
 import { describeWhereRunnable } from '@attn/conformance';
-import { expect, it } from 'vitest';
-import { addonLoad } from './addon.js';
+import { describe, expect, it } from 'vitest';
+import { addonLoad, loaderHint } from './addon.js';
+import type { NcclReport } from './find.js';
 
 const load = addonLoad();
 
@@ -44,5 +45,24 @@ describeWhereRunnable('context-parallel addon boundary', load.ok ? null : load.r
         f,
       ).toBe('ATTN_BAD_HANDLE');
     expect(codeOf(() => any.sendRecv!(0n, 1, 0, u64, u64, u64, u64, 0n))).toBe('ATTN_BAD_HANDLE');
+  });
+});
+
+describe('a built addon whose libnccl.so.2 the loader cannot find', () => {
+  const missing =
+    '/x/context_parallel.node failed to load (libnccl.so.2: cannot open shared object file: No such file or directory)';
+  const report = (paths: string[]) => () =>
+    ({
+      pythonCopies: paths.map((path) => ({ source: 'site-packages', path, version: null })),
+    }) as unknown as NcclReport;
+
+  it('names the Python copies the loader does not search', () => {
+    const hint = loaderHint(missing, report(['/site/nvidia/nccl/lib/libnccl.so.2']));
+    expect(hint).toMatch(/does not search \/site\/nvidia\/nccl\/lib: start node with LD_LIBRARY_PATH/);
+  });
+
+  it('says what to install when there is none, and nothing for other failures', () => {
+    expect(loaderHint(missing, report([]))).toMatch(/nvidia-nccl-cu13/);
+    expect(loaderHint('not built', report(['/site/nvidia/nccl/lib/libnccl.so.2']))).toBe('');
   });
 });

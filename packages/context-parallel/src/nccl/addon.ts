@@ -1,7 +1,9 @@
 // context_parallel.node's interface (native/src/addon.cpp) and its loading through @attn/native:
 // lazily, once; a failure is remembered and reported as the reason (no NCCL at build time, not built).
 import { findPackageRoot, lazyNativeAddon, type NativeAddonLoad } from '@attn/native';
+import { dirname } from 'node:path';
 import { cpError } from '../errors.js';
+import { findNccl, type NcclReport } from './find.js';
 
 export interface ContextParallelAddon {
   getUniqueId(): Uint8Array;
@@ -67,6 +69,21 @@ export const addonLoad: () => NativeAddonLoad<ContextParallelAddon> = lazyNative
 /** The loaded addon, or ATTN_CP_TRANSPORT saying why there is none. */
 export function requireAddon(): ContextParallelAddon {
   const load = addonLoad();
-  if (!load.ok) throw cpError('ATTN_CP_TRANSPORT', `@attn/context-parallel's NCCL addon: ${load.reason}`);
+  if (!load.ok)
+    throw cpError('ATTN_CP_TRANSPORT', `@attn/context-parallel's NCCL addon: ${load.reason}${loaderHint(load.reason)}`);
   return load.addon;
+}
+
+/**
+ * When the addon is built but the dynamic loader found no libnccl.so.2 (an addon built on another machine, or
+ * against a copy since removed): the copies the loader does not search, and how to use one. '' otherwise.
+ */
+export function loaderHint(reason: string, report: () => NcclReport = findNccl): string {
+  if (!/libnccl\.so\.2: cannot open shared object/.test(reason)) return '';
+  const folders = [...new Set(report().pythonCopies.map((c) => dirname(c.path)))];
+  return folders.length > 0
+    ? ` The loader does not search ${folders.join(', ')}: start node with LD_LIBRARY_PATH set to one of them, or ` +
+        'rebuild the addon here (its RUNPATH then names the copy the build found).'
+    : ' No Python copy of NCCL was found either: set LD_LIBRARY_PATH to a folder with libnccl.so.2, or install ' +
+        'nvidia-nccl-cu13 with pip and rebuild the addon.';
 }
