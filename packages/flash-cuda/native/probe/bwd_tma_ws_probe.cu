@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "launch/flash_bwd_launch.h"
+#include "dense_params.h"
 
 using namespace attn::flash;
 using E = __nv_bfloat16;
@@ -132,22 +133,8 @@ int main(int argc, char** argv) {
   check(cudaMemset(d_dv, 0xff, nk * 2), "poison dv");
 
   BwdParams bp{};
-  FwdParams& f = bp.f;
-  f.q = d_q, f.k = d_k, f.v = d_v, f.o = d_o, f.lse = d_lse;
-  f.q_batch_stride = int64_t(hq) * sq * D, f.q_head_stride = int64_t(sq) * D, f.q_row_stride = D;
-  f.k_batch_stride = f.v_batch_stride = int64_t(hk) * sk * D;
-  f.k_head_stride = f.v_head_stride = int64_t(sk) * D;
-  f.k_row_stride = f.v_row_stride = D;
-  f.o_batch_stride = f.q_batch_stride, f.o_head_stride = f.q_head_stride, f.o_row_stride = D;
-  f.lse_batch_stride = int64_t(hq) * sq, f.lse_head_stride = sq;
-  f.batch = B, f.heads_q = hq, f.heads_k = hk, f.group = group;
-  f.seqlen_q = sq, f.seqlen_k = sk, f.head_dim = D;
-  f.score_mul = float(scale * 1.4426950408889634);
-  f.causal = causal, f.lower_right = false;
-  f.window_left = -1, f.window_right = causal ? 0 : -1;
-  f.alibi_mul = 1.4426950408889634f;
-  f.aligned16 = true;
-  f.num_splits = 1;
+  bp.f = probe::dense_fwd_params(d_q, d_k, d_v, d_o, d_lse, B, hq, hk, sq, sk, D, causal);
+  const FwdParams& f = bp.f;
   bp.dout = d_do, bp.dq = d_dq, bp.dk = d_dk, bp.dv = d_dv, bp.dsum = d_dsum;
   bp.dq_accum = deterministic ? nullptr : d_acc;
   bp.dq_accum_stride = D;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "dense_params.h"
 #include "sm90/flash_fwd_sm90_launch.h"
 
 using namespace attn::flash;
@@ -52,24 +53,9 @@ int main(int argc, char** argv) {
   check(cudaMemcpy(k, hk.data(), nk * 2, cudaMemcpyHostToDevice), "copy k");
   check(cudaMemcpy(v, hv.data(), nk * 2, cudaMemcpyHostToDevice), "copy v");
 
-  FwdParams p{};
-  p.q = q, p.k = k, p.v = v, p.o = o, p.lse = lse;
-  p.q_batch_stride = int64_t(H) * sq * D, p.q_head_stride = int64_t(sq) * D, p.q_row_stride = D;
-  p.k_batch_stride = p.v_batch_stride = int64_t(H) * sk * D;
-  p.k_head_stride = p.v_head_stride = int64_t(sk) * D;
-  p.k_row_stride = p.v_row_stride = D;
-  p.o_batch_stride = p.q_batch_stride, p.o_head_stride = p.q_head_stride, p.o_row_stride = D;
-  p.lse_batch_stride = int64_t(H) * sq, p.lse_head_stride = sq;
-  p.batch = B, p.heads_q = H, p.heads_k = H, p.group = 1;
-  p.seqlen_q = sq, p.seqlen_k = sk, p.head_dim = D;
+  FwdParams p = probe::dense_fwd_params(q, k, v, o, lse, B, H, H, sq, sk, D, causal);
   const double scale = 1.0 / std::sqrt(double(D));
-  p.score_mul = float(scale * 1.4426950408889634);
-  p.causal = causal, p.lower_right = false;
-  p.window_left = -1, p.window_right = causal ? 0 : -1;
-  p.alibi_mul = 1.4426950408889634f;
-  p.aligned16 = true;
   p.m_blocks = (sq + Tr::kBlockM - 1) / Tr::kBlockM;
-  p.num_splits = 1;
   run_fwd_sm90<Tr>(p, nullptr, 0);
   check(cudaDeviceSynchronize(), "kernel");
 
