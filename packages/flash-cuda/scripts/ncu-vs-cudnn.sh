@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # ncu profiles of flash-cuda's attention kernels beside cuDNN's (through torch), one call each, on a GPU host
 # (after tools/gpu/pack.sh; `node` on PATH, or run through .gpu/run.sh). Per kernel: duration, issue-slot use,
-# tensor-pipe use, the warp stall reasons (ncu sections SpeedOfLight, ComputeWorkloadAnalysis, SchedulerStats,
-# WarpStateStats), as CSV under $OUT (default /tmp/attn-out).
+# tensor-pipe use, the warp stall reasons, registers (ncu sections SpeedOfLight, ComputeWorkloadAnalysis,
+# SchedulerStats, WarpStateStats, LaunchStats), as CSV under $OUT (default /tmp/attn-out).
 #   bash packages/flash-cuda/scripts/ncu-vs-cudnn.sh [profile-call options: --seq 4096 --dim 128 --causal ...]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-/tmp/attn-out}; mkdir -p "$OUT"
-sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats)
+sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section SchedulerStats --section WarpStateStats
+          --section LaunchStats)
 # Kernels of the call only: the attention kernels and their pre/post passes (not the inputs' random fill).
 names='regex:flash|fmha|sdpa|bwd|fwd|dq|dot_do|cudnn'
 # Tensor-pipe use and the stall reasons per issued instruction, by name patterns (their exact names vary by GPU).

@@ -24,6 +24,9 @@ KEYS = {
 }
 
 
+US_PER = {"ns": 1e-3, "nsecond": 1e-3, "us": 1, "usecond": 1, "ms": 1e3, "msecond": 1e3}  # Duration units, in us
+
+
 def rows_of(path):
     text = open(path, encoding="utf-8", errors="replace").read()
     start = text.find('"ID"')  # ncu prints the program's own output and its ==PROF== lines first
@@ -40,9 +43,7 @@ def summarize(path):
         except ValueError:
             continue
         if name in KEYS:
-            k[KEYS[name]] = num * (1e-3 if name == "Duration" and unit in ("nsecond", "ns") else 1)
-            if name == "Duration" and unit in ("msecond", "ms"):
-                k["duration"] = num * 1e3
+            k[KEYS[name]] = num * US_PER.get(unit, 1) if name == "Duration" else num
         m = re.match(r"smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio", name)
         if m:
             k["stalls"][m.group(1)] = num

@@ -11,8 +11,8 @@ namespace attn::flash::probe {
 
 inline constexpr double kLog2e = 1.4426950408889634;
 
-inline FwdParams dense_fwd_params(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int hq, int hk, int sq,
-                                  int sk, int d, bool causal) {
+inline FwdParams dense_fwd_params(const void* q, const void* k, const void* v, void* o, float* lse, int batch, int hq,
+                                  int hk, int sq, int sk, int d, bool causal) {
   FwdParams f{};
   f.q = q, f.k = k, f.v = v, f.o = o, f.lse = lse;
   f.q_batch_stride = int64_t(hq) * sq * d, f.q_head_stride = int64_t(sq) * d, f.q_row_stride = d;
