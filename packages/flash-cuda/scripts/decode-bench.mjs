@@ -10,11 +10,12 @@
 //            loop pays it (core reads varlen offsets and the block table on the host: one sync per call).
 // Also the split count the plan chose, each variant at fixed split counts, and the fraction of the HBM
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
-// Then the decode-shaped tile ('lean_small', by name) at split counts 1..16 on dense, paged 16 and paged 256, first
-// checked against the varlen output (max |diff|).
+// Then the decode-shaped tiles (the decode kernel and 'lean_small', by name) at split counts 1..16 on dense, paged 16
+// and paged 256, first checked against the varlen output (max |diff|).
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
-// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256 (for ncu's kernel sections).
+// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256, on the plan's kernel and on 'lean_small' (for
+// ncu's kernel sections).
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
@@ -109,6 +110,7 @@ const apiCall = (v) => () => {
 if (process.argv.includes('--ncu')) {
   for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
     for (let i = 0; i < 3; i++) kernelCall(v, {})();
+    for (let i = 0; i < 3; i++) kernelCall(v, { kernel: 'bf16_d128_lean_small', numSplits: 4 })();
   }
   cuda.synchronize(0);
   process.exit(0);
@@ -163,9 +165,9 @@ for (const v of variants) {
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
   );
 }
-// The decode-shaped tile ('lean_small') at each split count on dense, paged 16 and paged 256, first checked
-// against the varlen output (max |diff|).
-const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^bf16_d128_lean_small$/.test(k));
+// The decode-shaped tiles (the decode kernel, the plan's; 'lean_small', the 64-row split tile) at each split
+// count on dense, paged 16 and paged 256, first checked against the varlen output (max |diff|).
+const tiles = (flashCudaBackend.buildInfo().kernelNames ?? []).filter((k) => /^bf16_d128_(decode|lean_small)$/.test(k));
 const sweep = [];
 for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
   const bs = v.name === 'dense' ? 0 : Number(v.name.split(' ')[1]);

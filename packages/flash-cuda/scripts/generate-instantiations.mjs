@@ -74,6 +74,19 @@ export const SM90_CONFIGS = [
   [128, 'sm90ws', 128, 128, 1, null, true],
   [256, 'sm90', 128, 64, 1],
 ];
+/**
+ * The decode kernel (DecodeTraits, native/src/fwd/flash_fwd_decode_kernel.h): one 16-row query tile, 4 warps
+ * splitting each 64-key tile, a ring of `stages` K/V tiles in flight. dispatch.cu picks it for lean calls whose
+ * packed query rows fit 16 (decode steps, GQA heads packed), where the 64-row tile's two buffers drain at every
+ * key tile. D 128: 3 stages (100 KB, two CTAs per SM); D 64: 4 stages (66 KB). Measured against 4 stages at D 128
+ * (one CTA per SM: decode 67.9 us against 66.8 at its best split count, paged 1.3x slower) and 6 at D 64 (1.03x
+ * slower over the short-call sweep's D 64 shapes), H200 (docs/perf/flash-cuda.md).
+ */
+export const DECODE_CONFIGS = [
+  // headDim, blockN, stages
+  [64, 64, 4],
+  [128, 64, 3],
+];
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small']);
 export const DTYPES = [
@@ -124,10 +137,25 @@ export function generatedFiles() {
       );
     }
   }
+  for (const [dname, ctype] of DTYPES) {
+    for (const [d, n, stages] of DECODE_CONFIGS) {
+      const traits = `attn::flash::DecodeTraits<${d}, ${n}, ${stages}, ${ctype}>`;
+      addTo(
+        files,
+        `fwd_decode_${dname}.cu`,
+        'launch/flash_fwd_decode_launch.h',
+        `template void attn::flash::run_fwd_decode<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);  // d${d}\n`,
+      );
+      list.push(
+        `ATTN_FWD_DECODE_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${n}, ${stages}, ${ctype}, "${dname}_d${d}_decode")`,
+      );
+    }
+  }
   files.set(
     'fwd_configs.inc',
     `${banner}// ATTN_FWD_CONFIG(is_bf16, head_dim, block_m, block_n, warps, q_in_regs, element, extras, name)\n` +
       `// ATTN_FWD_SM90_CONFIG(is_bf16, head_dim, block_m, block_n, min_blocks_per_sm, element, warp_specialized, name)\n` +
+      `// ATTN_FWD_DECODE_CONFIG(is_bf16, head_dim, block_n, stages, element, name)\n` +
       `// Within one (dtype, head_dim), the 'large' shape comes first.\n${list.join('\n')}\n`,
   );
   return files;

@@ -134,9 +134,10 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
         const n = nums([4, 16, 16, 4096, 4096, 128], opts);
         expect(a!.plan(n.nums, n.ptrs).kernel).toBe('bf16_d128_large');
       }
-      // Decode and short queries (packed rows <= 64): 'lean_small' without ALiBi, 'small' with it.
+      // Decode (packed rows <= 16): the decode kernel without ALiBi, 'small' with it; other short queries
+      // (packed rows <= 64): 'lean_small'.
       const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
-      expect(a!.plan(dec.nums, dec.ptrs).kernel).toBe('bf16_d128_lean_small');
+      expect(a!.plan(dec.nums, dec.ptrs)).toMatchObject({ kernel: 'bf16_d128_decode', numSplits: 4, packGqa: true });
       const shortQ = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows
       expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe('bf16_d128_lean_small');
       const forcedSmall = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
@@ -152,7 +153,13 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
 
   it('holds only the tiles the plan picks for some device and call (no forced-only forms)', () => {
     const names = a!.buildInfo().kernelNames;
-    expect(names.filter((n) => /alt|decode/.test(n))).toEqual([]);
+    expect(names.filter((n) => /alt/.test(n))).toEqual([]);
+    expect(names.filter((n) => n.endsWith('_decode')).sort()).toEqual([
+      'bf16_d128_decode',
+      'bf16_d64_decode',
+      'fp16_d128_decode',
+      'fp16_d64_decode',
+    ]);
     expect(names.filter((n) => n.includes('sm90')).sort()).toEqual([
       'bf16_d128_sm90ws',
       'bf16_d256_sm90',
@@ -225,23 +232,33 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
         const n = nums(shape, opts);
         return a!.plan(n.nums, n.ptrs);
       };
-      // A few heads whose keys fit one or two of the Hopper tile's key blocks: one CTA each, no split.
-      expect(plan([1, 1, 1, 16, 16, 64])).toMatchObject({ kernel: 'bf16_d64_sm90ws', numSplits: 1 });
-      expect(plan([2, 8, 8, 1, 256, 128])).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1 });
+      // At most 16 rows: the decode kernel, however few heads and keys; more rows of a few heads whose keys fit one
+      // or two of the Hopper tile's key blocks: one Hopper CTA each, no split.
+      expect(plan([1, 1, 1, 16, 16, 64])).toMatchObject({ kernel: 'bf16_d64_decode', numSplits: 1 });
+      expect(plan([2, 8, 8, 1, 256, 128])).toMatchObject({ kernel: 'bf16_d128_decode' });
+      expect(plan([1, 1, 1, 17, 17, 64])).toMatchObject({ kernel: 'bf16_d64_sm90ws', numSplits: 1 });
+      expect(plan([2, 8, 8, 32, 256, 128])).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1 });
       // Upper-left causal: a row sees at most Sq keys, so the long cache does not ask for a split; lower-right
       // sees them all and splits on the split tile.
       expect(plan([1, 1, 1, 128, 4096, 128], { isCausal: true })).toMatchObject({ kernel: 'bf16_d128_sm90ws' });
       const lowerRight = plan([1, 1, 1, 128, 4096, 128], { isCausal: true, alignment: 'lowerRight' });
       expect(lowerRight.kernel).toBe('bf16_d128_lean_small');
       expect(lowerRight.numSplits).toBeGreaterThan(1);
-      // More heads than SMs: the 64-row tiles' two CTAs per SM; D 128 with at most 64 visible keys takes the
-      // 64-key block of 'small'.
-      expect(plan([8, 32, 32, 1, 4096, 64]).kernel).toBe('bf16_d64_lean_small');
-      expect(plan([8, 32, 32, 1, 4096, 128]).kernel).toBe('bf16_d128_lean_small');
-      expect(plan([8, 32, 32, 1, 16, 128]).kernel).toBe('bf16_d128_small');
-      expect(plan([8, 32, 32, 16, 4096, 128], { isCausal: true }).kernel).toBe('bf16_d128_small');
-      // Many keys for a few heads: split-KV on the 64-row tile (FlashAttention-2's split tile).
-      expect(plan([1, 1, 1, 1, 4096, 64])).toMatchObject({ kernel: 'bf16_d64_lean_small', numSplits: 32 });
+      // More heads than SMs with at most 16 rows each: the decode kernel; with more rows, the 64-row tiles' two
+      // CTAs per SM, D 128 with at most 64 visible keys on the 64-key block of 'small'.
+      expect(plan([8, 32, 32, 1, 4096, 64]).kernel).toBe('bf16_d64_decode');
+      expect(plan([8, 32, 32, 1, 4096, 128]).kernel).toBe('bf16_d128_decode');
+      expect(plan([8, 32, 32, 1, 16, 128]).kernel).toBe('bf16_d128_decode');
+      expect(plan([8, 32, 32, 16, 4096, 128], { isCausal: true }).kernel).toBe('bf16_d128_decode');
+      expect(plan([8, 32, 32, 20, 4096, 128], { isCausal: true }).kernel).toBe('bf16_d128_small');
+      expect(plan([8, 32, 32, 32, 4096, 64]).kernel).toBe('bf16_d64_lean_small');
+      // Many keys for a few heads: split-KV, on the decode kernel for a decode step (64-key blocks) and on the
+      // 64-row tile (FlashAttention-2's split tile) for more rows.
+      // (the decode kernel's splits hold two of its 64-key tiles at least)
+      expect(plan([1, 1, 1, 1, 4096, 64])).toMatchObject({ kernel: 'bf16_d64_decode', numSplits: 32 });
+      expect(plan([1, 1, 1, 32, 4096, 64], { alignment: 'lowerRight', isCausal: true }).kernel).toBe(
+        'bf16_d64_lean_small',
+      );
     },
   );
 

@@ -27,6 +27,36 @@ const splits = (numSplits: number): Partial<TableCase> => ({
 });
 const fwd = { forwardOnly: true } as const;
 
+// The decode kernel forced by name (the plan runs it only for lean calls with at most 16 packed rows): its
+// features at odd sizes, more rows than its tile holds, and misaligned tensors (its element-wise path).
+const decodeKernel = (c: Short) => `${c.dtype === 'float16' ? 'fp16' : 'bf16'}_d${(c.D ?? 64) <= 64 ? 64 : 128}_decode`;
+const onDecode = (c: Short, numSplits?: number): Partial<TableCase> => ({
+  launch: {
+    forward: (p) => flashForward(p, { kernel: decodeKernel(c), ...(numSplits !== undefined ? { numSplits } : {}) }),
+  },
+});
+const DECODE_CASES: Array<[string, Short, number?]> = [
+  ['gqa 8/2 sq1 sk1000 D128', { B: 2, Hq: 8, Hk: 2, Sq: 1, Sk: 1000, D: 128 }],
+  ['gqa 8/2 sq1 sk1000 D128, 5 splits', { B: 2, Hq: 8, Hk: 2, Sq: 1, Sk: 1000, D: 128 }, 5],
+  ['mha sq1 sk17 D120', { Hq: 3, Sq: 1, Sk: 17, D: 120 }],
+  ['mqa sq1 sk1 D40', { Hq: 4, Hk: 1, Sq: 1, Sk: 1, D: 40 }],
+  [
+    'fp16 D64 gqa 4/1 sq4 sk333 causal lowerRight',
+    { dtype: 'float16', Hq: 4, Hk: 1, Sq: 4, Sk: 333, causal: true, alignment: 'lowerRight' },
+  ],
+  [
+    'gqa 4/1 sq3 sk500 window[-1,3] lowerRight',
+    { Hq: 4, Hk: 1, Sq: 3, Sk: 500, D: 128, window: [-1, 3], alignment: 'lowerRight' },
+  ],
+  ['mha sq16 sk200 causal upperLeft', { Hq: 2, Sq: 16, Sk: 200, D: 128, causal: true }],
+  ['gqa 8/1 sq3 sk300: 24 rows, two row tiles', { Hq: 8, Hk: 1, Sq: 3, Sk: 300, D: 128 }],
+  ['D33 (element-wise loads) gqa 4/2 sq1 sk300', { Hq: 4, Hk: 2, Sq: 1, Sk: 300, D: 33 }],
+  ['misaligned rows gqa 4/2 sq2 sk257', { Hq: 4, Hk: 2, Sq: 2, Sk: 257, D: 128, misalign: 'rows' }, 3],
+  ['varlen gqa 8/2', { Hq: 8, Hk: 2, D: 128, varlen: { q: [1, 1, 1], k: [500, 1300, 7] } }],
+  ['sequsedK gqa 8/2 (rows using none and some keys)', { Hq: 8, Hk: 2, Sq: 1, Sk: 600, D: 128, used: [0, 333] }, 4],
+  ['fp16 D128 mha sq1 sk1000 bshd', { dtype: 'float16', Hq: 2, Sq: 1, Sk: 1000, D: 128, layout: 'bshd' }],
+];
+
 function cases(): TableCase[] {
   const list: TableCase[] = headDimGrid(fwd);
   const add = (name: string, c: Short, extra: Partial<TableCase> = {}) =>
@@ -67,6 +97,7 @@ function cases(): TableCase[] {
   );
   add('forced 4 splits fp16 D256', { dtype: 'float16', D: 256, Sq: 20, Sk: 600 }, splits(4));
   add('varlen decode gqa (packed)', { Hq: 8, Hk: 2, D: 128, varlen: { q: [1, 1, 1], k: [500, 1300, 7] } });
+  for (const [name, c, numSplits] of DECODE_CASES) add(`decode kernel: ${name}`, c, onDecode(c, numSplits));
   return list;
 }
 

@@ -16,6 +16,7 @@
 #include "fwd/combine.h"
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
+#include "fwd/decode_traits.h"
 #include "sm90/fwd_sm90_traits.h"
 
 namespace attn::flash {
@@ -24,6 +25,8 @@ template <typename Tr>
 void run_fwd(const FwdParams& p, cudaStream_t stream, int device);
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device);
+template <typename Tr>
+void run_fwd_decode(const FwdParams& p, cudaStream_t stream, int device);
 
 // Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
 // bodies exist only there.
@@ -46,6 +49,7 @@ struct FwdConfig {
   bool sm90;              // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
   bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
   int min_blocks;         // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
+  bool decode;            // the decode kernel (fwd/flash_fwd_decode_kernel.h): block_n keys per ring stage
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME) \
@@ -62,7 +66,8 @@ struct FwdConfig {
    NAME,                                                             \
    false,                                                            \
    false,                                                            \
-   0},
+   0,                                                                \
+   false},
 #define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME) \
   {IS_BF16 != 0,                                                     \
    D,                                                                \
@@ -77,12 +82,30 @@ struct FwdConfig {
    NAME,                                                             \
    true,                                                             \
    WS,                                                               \
-   MINB},
+   MINB,                                                             \
+   false},
+#define ATTN_FWD_DECODE_CONFIG(IS_BF16, D, N, STAGES, ELEM, NAME) \
+  {IS_BF16 != 0,                                                  \
+   D,                                                             \
+   DecodeTraits<D, N, STAGES, ELEM>::kBlockM,                     \
+   N,                                                             \
+   DecodeTraits<D, N, STAGES, ELEM>::kNWarps,                     \
+   true,                                                          \
+   false,                                                         \
+   DecodeTraits<D, N, STAGES, ELEM>::kSmemBytes,                  \
+   DecodeTraits<D, N, STAGES, ELEM>::kSmemBytes,                  \
+   &run_fwd_decode<DecodeTraits<D, N, STAGES, ELEM>>,             \
+   NAME,                                                          \
+   false,                                                         \
+   false,                                                         \
+   0,                                                             \
+   true},
 const FwdConfig kConfigs[] = {
 #include "generated/fwd_configs.inc"
 };
 #undef ATTN_FWD_CONFIG
 #undef ATTN_FWD_SM90_CONFIG
+#undef ATTN_FWD_DECODE_CONFIG
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
 constexpr int kBuckets[] = {32, 64, 96, 128, 160, 192, 224, 256};
@@ -92,6 +115,8 @@ constexpr int kMaxSplits = 128;
 // and at most this many appended keys (a CTA writes them before its first load; more would stall it).
 constexpr int kMaxFusedRows = 64;
 constexpr int kMaxFusedAppend = 16;
+// The packed query rows the decode kernel takes (DecodeTraits::kBlockM: one row tile, K/V read once).
+constexpr int kDecodeRows = 16;
 
 int head_dim_bucket(int d) {
   for (int b : kBuckets)
@@ -246,17 +271,24 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   };
   auto m_blocks_of = [&](const FwdConfig& c) { return (std::max<int64_t>(rows, 1) + c.block_m - 1) / c.block_m; };
   // The heuristic's split count for tile c (no split for a grid that fills the GPU).
+  // The decode kernel's splits hold at least two of its key tiles: with one, nothing overlaps a tile's load
+  // (its ring never fills) and the combine reads twice the partials (short-call sweep: B 1, H 1, Sk 4096).
   auto splits_for = [&](const FwdConfig& c, int64_t heads) {
+    const int tiles = c.decode ? (key_tiles(c) + 1) / 2 : key_tiles(c);
     return num_splits_heuristic(int64_t(s.batch) * heads * m_blocks_of(c), s.sm_count * ctas_per_sm(c, s.smem_optin),
-                                key_tiles(c), kMaxSplits);
+                                tiles, kMaxSplits);
   };
-  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1;
+  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
     if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
       // One Hopper kernel per head dim: warp-specialized at D <= 128, two stages at D 256.
       if (lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80 && hopper < 0) hopper = i;
+      continue;
+    }
+    if (c.decode) {
+      if (lean && decode < 0) decode = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -312,6 +344,12 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
           "), head dim <= 256, no ALiBi, softcap, dropout or left window bound, scale > 0, no paged K/V, no split-KV "
           "and no packed GQA (query length <= 64 with GQA)");
     cfg = hopper;
+  } else if (decode >= 0 && rows <= kDecodeRows) {
+    // Decode steps and other calls whose packed rows fit one 16-row tile: the decode kernel keeps a ring of K/V
+    // tiles in flight where the 64-row tile drains its two buffers at every key tile, and its 16-row tile
+    // wastes less of each load than the Hopper tile's 128 rows (short-call sweep at Sq 1 and 16: at most 1.01x
+    // the Hopper tile's time, 0.69x in geomean, where that tile was the pick; docs/perf/flash-cuda.md).
+    cfg = decode;
   } else if (hopper >= 0 && requested_splits <= 1) {
     // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile is 1, or the
     // visible keys are at most two of its key tiles (a split's combine launch costs more than a second tile).
@@ -507,7 +545,8 @@ std::vector<std::string> kernel_descriptions() {
     out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
                   (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
-                  (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") + ")");
+                  (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") +
+                  (c.decode ? ", decode: the warps split each key tile" : "") + ")");
   return out;
 }
 

@@ -29,9 +29,6 @@
 
 namespace attn::flash {
 
-__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-__device__ __forceinline__ int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
-
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_kernel(const __grid_constant__ FwdParams p) {
   using E = typename Tr::Element;

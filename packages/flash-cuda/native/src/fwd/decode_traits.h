@@ -1,0 +1,57 @@
+// Tile shape of the decode kernel (fwd/flash_fwd_decode_kernel.h): one 16-row query tile (the packed rows of
+// a decode step: Sq x the GQA group, at most 16) against a ring of kStages key tiles of kBlockN keys, the 4
+// warps splitting each key tile (warp w: keys 16w .. 16w + 15), so every warp multiplies all 16 rows against
+// its own keys and the warps merge once at the end. The members the shared forward pieces read (TileIO,
+// swizzle_offset, LdsmAddr, gemm_qk / gemm_pv, kv_fused.h) have FwdTraits' meaning.
+#pragma once
+#include <cstdint>
+
+namespace attn::flash {
+
+template <int kHeadDim_, int kBlockN_, int kStages_, typename Element_>
+struct DecodeTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = 16;
+  static constexpr int kBlockN = kBlockN_;
+  static constexpr int kStages = kStages_;  // key tiles in flight: kStages - 1 while one is multiplied
+  static constexpr int kNWarps = 4;
+  static constexpr int kNThreads = kNWarps * 32;
+  static constexpr int kKeysPerWarp = kBlockN / kNWarps;
+  static constexpr bool kExtras = false;  // the lean feature set (dispatch.cu lean_ok)
+  static constexpr bool kQInRegs = true;
+
+  // A warp's GEMMs (fwd/fwd_gemm.h): one 16-row tile, its kKeysPerWarp keys.
+  static constexpr int kMTiles = 1;
+  static constexpr int kNTiles = kKeysPerWarp / 8;
+  static constexpr int kPSteps = kKeysPerWarp / 16;
+  static constexpr int kDTiles = kHeadDim / 8;
+  static constexpr int kKSteps = kHeadDim / 16;
+
+  // Shared memory layout of every tile: 64-element (128-byte) column blocks, chunks XOR-swizzled by row % 8.
+  static constexpr int kBlockKSmem = 64;
+  static constexpr int kChunksPerBlock = 8;
+  static constexpr int kChunksPerRow = kHeadDim / 8;
+  static constexpr int kSmemQElems = kBlockM * kHeadDim;
+  static constexpr int kTileElems = kBlockN * kHeadDim;  // one K or one V tile
+  static constexpr int kStageElems = 2 * kTileElems;     // K then V
+  static constexpr int kRingBytes = kStages * kStageElems * 2;
+  // The warps' merge reuses the ring: each warp's O rows (float, padded by 4 against bank conflicts), then
+  // its row maxima and sums.
+  static constexpr int kMergeStride = kHeadDim + 4;
+  static constexpr int kMergeBytes = kNWarps * kBlockM * (kMergeStride + 2) * 4;
+  static constexpr int kSmemBytes = kSmemQElems * 2 + (kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes);
+
+  // A thread's cp.async copies of a key tile: one 16-byte column chunk (tid % kChunksPerRow) of the rows
+  // tid / kChunksPerRow + k * kRowStep, kRowStep a multiple of the swizzle period (destinations differ by
+  // constants).
+  static constexpr int kRowStep = kNThreads / kChunksPerRow;
+  static constexpr int kRowsPerThread = kBlockN / kRowStep;
+
+  static_assert(kHeadDim % 64 == 0 && kHeadDim <= 128, "D 64 or 128: O and Q fragments stay in registers");
+  static_assert(kKeysPerWarp == 16, "one k16 step of P.V per warp and key tile");
+  static_assert(kRowStep % 8 == 0 && kBlockN % kRowStep == 0, "copies in whole swizzle periods");
+  static_assert(kStages >= 2, "a ring");
+};
+
+}  // namespace attn::flash
