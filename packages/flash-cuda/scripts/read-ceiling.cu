@@ -2,12 +2,14 @@
 // 268 MB) read once with 16-byte loads, over grids of 1-8 CTAs per SM, 256-1024 threads and 4 or 8 loads in
 // flight per thread, each CTA streaming one contiguous chunk; CUDA events around 200 back-to-back launches after
 // 20. Prints the best and every configuration as JSON (the ceiling scripts/decode-bench.mjs is judged against).
+// The bytes are a constant fill, or with --random bf16 values like a real cache's.
 //
-//   nvcc -O3 -arch=sm_90a -o read-ceiling packages/flash-cuda/scripts/read-ceiling.cu && ./read-ceiling
+//   nvcc -O3 -arch=sm_90a -o read-ceiling packages/flash-cuda/scripts/read-ceiling.cu && ./read-ceiling [--random]
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 template <int kInFlight>
 __global__ void read_kernel(const uint4* __restrict__ src, size_t n, size_t per_cta, unsigned* sink) {
@@ -26,21 +28,39 @@ __global__ void read_kernel(const uint4* __restrict__ src, size_t n, size_t per_
   if (acc == 0x9e3779b9u) atomicAdd(sink, 1u);  // keeps the loads; practically never true
 }
 
-int main() {
+// bf16 values uniform in [-2, 2) from a hash of the element index: the bits a real K/V cache holds (a constant fill
+// toggles far fewer HBM data lines, which changes what the memory delivers).
+__global__ void fill_random(uint16_t* dst, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + seed) * 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float x = float(uint32_t(z) >> 8) * (4.0f / 16777216.0f) - 2.0f;
+    dst[i] = uint16_t(__float_as_uint(x) >> 16);
+  }
+}
+
+int main(int argc, char** argv) {
+  const bool random = argc > 1 && std::string(argv[1]) == "--random";
   const size_t bytes = size_t(2) * 8 * 8192 * 8 * 128 * 2;
   const size_t n = bytes / 16;
   uint4* src;
   unsigned* sink;
   cudaMalloc(&src, bytes);
   cudaMalloc(&sink, 4);
-  cudaMemset(src, 1, bytes);
+  if (random) {
+    fill_random<<<1024, 256>>>(reinterpret_cast<uint16_t*>(src), bytes / 2, 1);
+  } else {
+    cudaMemset(src, 1, bytes);
+  }
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   double best = 1e30;
-  printf("{\"bytes\": %zu, \"sms\": %d, \"configs\": [", bytes, sms);
+  printf("{\"bytes\": %zu, \"sms\": %d, \"fill\": \"%s\", \"configs\": [", bytes, sms, random ? "random" : "constant");
   bool first = true;
   for (int per_sm : {1, 2, 4, 8})
     for (int threads : {256, 512, 1024})
