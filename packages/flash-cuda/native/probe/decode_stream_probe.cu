@@ -101,10 +101,11 @@ __device__ __forceinline__ Range cta_range(int splits) {
 
 // ---- TMA ring: warp kConsumers is the producer.
 template <int kStages, bool kMath, bool kPaged>
-__global__ void __launch_bounds__((kConsumers + 1) * 32) tma_kernel(const __grid_constant__ CUtensorMap mk,
-                                                                   const __grid_constant__ CUtensorMap mv, Args a) {
+__global__ void __launch_bounds__((kConsumers + 1) * 32)
+    tma_kernel(const __grid_constant__ CUtensorMap mk, const __grid_constant__ CUtensorMap mv, Args a) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   __shared__ __align__(8) uint64_t full[kStages], empty[kStages];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const Range rg = cta_range(a.splits);
@@ -178,7 +179,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 32) tma_kernel(const __grid
 template <int kStages, bool kMath, bool kPaged>
 __global__ void __launch_bounds__(kConsumers * 32) cpasync_kernel(Args a) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const Range rg = cta_range(a.splits);
   const int* trow = kPaged ? a.table + rg.b * (kS / kPage) : nullptr;
@@ -263,10 +265,11 @@ void time_it(Ctx& cx, const char* path, int stages, bool math, bool paged, int s
   float ms = 0;
   cudaEventElapsedTime(&ms, cx.e0, cx.e1);
   const double us = ms * 1e3 / 100, bytes = 2.0 * kB * kS * kHk * kD * 2;
-  printf("{\"path\": \"%s\", \"stages\": %d, \"math\": %d, \"paged\": %d, \"splits\": %d, \"ctas\": %d, "
-         "\"ctasPerSm\": %d, \"us\": %.2f, \"TBs\": %.3f, \"error\": \"%s\"}\n",
-         path, stages, int(math), int(paged), splits, splits * kB * kHk, per_sm, us, bytes / us / 1e6,
-         err == cudaSuccess ? "" : cudaGetErrorString(err));
+  printf(
+      "{\"path\": \"%s\", \"stages\": %d, \"math\": %d, \"paged\": %d, \"splits\": %d, \"ctas\": %d, "
+      "\"ctasPerSm\": %d, \"us\": %.2f, \"TBs\": %.3f, \"error\": \"%s\"}\n",
+      path, stages, int(math), int(paged), splits, splits * kB * kHk, per_sm, us, bytes / us / 1e6,
+      err == cudaSuccess ? "" : cudaGetErrorString(err));
   fflush(stdout);
 }
 

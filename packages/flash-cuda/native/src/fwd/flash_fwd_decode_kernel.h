@@ -156,8 +156,8 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
   const int chunk = tid % Tr::kChunksPerRow, r0 = tid / Tr::kChunksPerRow;
   const bool col_ok = chunk * 8 < p.head_dim;
   const PageLocator loc{p.page_size, p.page_div_mul, p.page_div_shift, ext.k_pos0};
-  const DecodeKvRows kv_offsets{p.k_row_stride, p.v_row_stride, p.k_page_stride, p.v_page_stride, table_row,
-                                p.num_pages - 1, loc};
+  const DecodeKvRows kv_offsets{
+      p.k_row_stride, p.v_row_stride, p.k_page_stride, p.v_page_stride, table_row, p.num_pages - 1, loc};
   // Paged: the pool block and in-page row of each of this thread's rows of the next tile to issue, read from
   // the table one iteration ahead of its copies, so that the table's latency hides behind a tile's math
   // instead of stalling every warp right after the barrier.
