@@ -135,11 +135,12 @@ const identity = (bs) =>
       ),
     },
   );
+const refSplits = planFor(variants[1].params).numSplits; // the plan may split paged calls differently: same count here
 for (const [name, params] of [
   ['dense', variants[0].params],
   ...[16, 64, 256].map((bs) => [`paged ${bs} (identity table)`, identity(bs)]),
 ]) {
-  const got = flashForward(params).out.toFloat64Array();
+  const got = flashForward(params, { numSplits: refSplits }).out.toFloat64Array();
   if (!got.every((x, i) => Object.is(x, ref[i]))) console.log(`WARNING: ${name} output differs from varlen`);
 }
 

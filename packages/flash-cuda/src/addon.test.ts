@@ -137,7 +137,7 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       // Decode (packed rows <= 16): the decode kernel without ALiBi, 'small' with it; other short queries
       // (packed rows <= 64): 'lean_small'.
       const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
-      expect(a!.plan(dec.nums, dec.ptrs)).toMatchObject({ kernel: 'bf16_d128_decode', numSplits: 4, packGqa: true });
+      expect(a!.plan(dec.nums, dec.ptrs)).toMatchObject({ kernel: 'bf16_d128_decode', numSplits: 2, packGqa: true });
       const shortQ = nums([8, 32, 8, 8, 8192, 128], { enableGqa: true }); // 32 packed rows
       expect(a!.plan(shortQ.nums, shortQ.ptrs).kernel).toBe('bf16_d128_lean_small');
       const forcedSmall = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });

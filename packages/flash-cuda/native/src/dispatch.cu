@@ -273,10 +273,14 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   // The heuristic's split count for tile c (no split for a grid that fills the GPU).
   // The decode kernel's splits hold at least two of its key tiles: with one, nothing overlaps a tile's load
   // (its ring never fills) and the combine reads twice the partials (short-call sweep: B 1, H 1, Sk 4096).
+  // Over strided K/V it counts one CTA per SM: one CTA's ring streams at the SM's share of the HBM, and half
+  // the splits halve the partials (decode B 8, Hq 32, Hk 8, Sk 8192: 2 splits 65.5-66.7 us against 66.6-68.7
+  // at 4, four runs, H200); paged K/V keeps two, whose second hides the first's staging of row offsets
+  // (paged 16 / 256 at 2 splits: 73.4 / 69.7 us against 71.1 / 69.1 at 4).
   auto splits_for = [&](const FwdConfig& c, int64_t heads) {
     const int tiles = c.decode ? (key_tiles(c) + 1) / 2 : key_tiles(c);
-    return num_splits_heuristic(int64_t(s.batch) * heads * m_blocks_of(c), s.sm_count * ctas_per_sm(c, s.smem_optin),
-                                tiles, kMaxSplits);
+    const int per_sm = c.decode && !s.paged ? 1 : ctas_per_sm(c, s.smem_optin);
+    return num_splits_heuristic(int64_t(s.batch) * heads * m_blocks_of(c), s.sm_count * per_sm, tiles, kMaxSplits);
   };
   int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1;
   for (int i = 0; i < kNumConfigs; ++i) {

@@ -40,7 +40,10 @@ struct DecodeTraits {
   // its row maxima and sums.
   static constexpr int kMergeStride = kHeadDim + 4;
   static constexpr int kMergeBytes = kNWarps * kBlockM * (kMergeStride + 2) * 4;
-  static constexpr int kSmemBytes = kSmemQElems * 2 + (kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes);
+  // Paged calls' staged row offsets (K and V, int64) of two key tiles, after the ring.
+  static constexpr int kOffsetBytes = 2 * 2 * kBlockN * 8;
+  static constexpr int kOffsetsAt = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;  // bytes past the ring's start
+  static constexpr int kSmemBytes = kSmemQElems * 2 + kOffsetsAt + kOffsetBytes;
 
   // A thread's cp.async copies of a key tile: one 16-byte column chunk (tid % kChunksPerRow) of the rows
   // tid / kChunksPerRow + k * kRowStep, kRowStep a multiple of the swizzle period (destinations differ by
@@ -51,7 +54,8 @@ struct DecodeTraits {
   static_assert(kHeadDim % 64 == 0 && kHeadDim <= 128, "D 64 or 128: O and Q fragments stay in registers");
   static_assert(kKeysPerWarp == 16, "one k16 step of P.V per warp and key tile");
   static_assert(kRowStep % 8 == 0 && kBlockN % kRowStep == 0, "copies in whole swizzle periods");
-  static_assert(kStages >= 2, "a ring");
+  static_assert(kStages >= 3, "a ring (and the staged offsets' two buffers) of three tiles at least");
+  static_assert(kBlockN <= kNThreads, "a thread stages each row's offsets");
 };
 
 }  // namespace attn::flash

@@ -158,23 +158,33 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
   const PageLocator loc{p.page_size, p.page_div_mul, p.page_div_shift, ext.k_pos0};
   const DecodeKvRows kv_offsets{
       p.k_row_stride, p.v_row_stride, p.k_page_stride, p.v_page_stride, table_row, p.num_pages - 1, loc};
-  // Paged: the pool block and in-page row of each of this thread's rows of the next tile to issue, read from
-  // the table one iteration ahead of its copies, so that the table's latency hides behind a tile's math
-  // instead of stalling every warp right after the barrier.
-  int blk[Tr::kRowsPerThread], in_page[Tr::kRowsPerThread];
-  auto fetch_blocks = [&](int n) {
-#pragma unroll
-    for (int it = 0; it < Tr::kRowsPerThread; ++it) {
-      const int j = n * kN + r0 + it * Tr::kRowStep;
-      int page = 0;
-      in_page[it] = 0;
-      if (j < seq_k) loc.locate(j, page, in_page[it]);
-      blk[it] = j < seq_k ? __ldg(table_row + page) : 0;
+  // Paged: the K and V pool offsets of a tile's rows, staged in shared memory for two tiles (sOff[tile & 1][K or
+  // V][row]), each row's by thread `row` from the table entry it read one tile earlier: one lookup per row,
+  // not one per row and column chunk, and the table's latency behind a tile's math instead of right after a
+  // barrier. Staged for tile t between the barriers that follow the issue of tile t - 2 and precede its own.
+  int64_t* sOff = reinterpret_cast<int64_t*>(reinterpret_cast<unsigned char*>(ring) + Tr::kOffsetsAt);
+  int next_blk = 0, next_in_page = 0;  // row `tid`'s entry for the next tile to stage
+  auto read_entry = [&](int n) {
+    const int j = n * kN + tid;
+    int page = 0;
+    next_in_page = 0;
+    next_blk = 0;
+    if (tid < kN && j < seq_k) {
+      loc.locate(j, page, next_in_page);
+      next_blk = __ldg(table_row + page);
+    }
+  };
+  auto stage_offsets = [&](int n) {
+    if (tid < kN) {
+      const int last_page = p.num_pages - 1;
+      const int64_t blk = next_blk < 0 ? 0 : (next_blk > last_page ? last_page : next_blk);  // the replay rule
+      sOff[((n & 1) * 2) * kN + tid] = blk * p.k_page_stride + int64_t(next_in_page) * p.k_row_stride;
+      sOff[((n & 1) * 2 + 1) * kN + tid] = blk * p.v_page_stride + int64_t(next_in_page) * p.v_row_stride;
     }
   };
   // Key tile n into ring buffer `slot`, rows past seq_k and columns past head_dim zero-filled: cp.async (paged:
-  // from the blocks fetch_blocks(n) read), or (tensors not 16-byte aligned) element-wise loads and stores,
-  // visible after the barrier before the tile's use.
+  // at the offsets staged for it), or (tensors not 16-byte aligned) element-wise loads and stores, visible
+  // after the barrier before the tile's use.
   auto issue = [&](int n, int slot) {
     E* sk = ring + slot * Tr::kStageElems;
     if (!p.aligned16) {
@@ -186,13 +196,11 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
     constexpr uint32_t kStep = Tr::kRowStep * Tr::kBlockKSmem * 2;
     const int j0 = n * kN + r0;
     if (paged) {
-      const int last_page = p.num_pages - 1;
+      const int64_t* ok_rows = sOff + ((n & 1) * 2) * kN + r0;
 #pragma unroll
       for (int it = 0; it < Tr::kRowsPerThread; ++it) {
         const bool ok = col_ok && j0 + it * Tr::kRowStep < seq_k;
-        const int64_t b_ = blk[it] < 0 ? 0 : (blk[it] > last_page ? last_page : blk[it]);  // the replay rule
-        const int64_t ko = b_ * p.k_page_stride + int64_t(in_page[it]) * p.k_row_stride;
-        const int64_t vo = b_ * p.v_page_stride + int64_t(in_page[it]) * p.v_row_stride;
+        const int64_t ko = ok_rows[it * Tr::kRowStep], vo = ok_rows[kN + it * Tr::kRowStep];
         cp_async_16(dk + it * kStep, ok ? k_bh + ko + chunk * 8 : k_bh, ok ? 16 : 0);
         cp_async_16(dv + it * kStep, ok ? v_bh + vo + chunk * 8 : v_bh, ok ? 16 : 0);
       }
@@ -215,12 +223,20 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
 #pragma unroll
   for (int i = 0; i < kS - 1; ++i) {
     if (i < n_tiles) {
-      if (paged) fetch_blocks(n_begin + i);
+      if (paged) {
+        read_entry(n_begin + i);
+        stage_offsets(n_begin + i);
+        __syncthreads();
+      }
       issue(n_begin + i, i);
     }
     cp_async_commit();
   }
-  if (paged && kS - 1 < n_tiles) fetch_blocks(n_begin + kS - 1);
+  if (paged && kS - 1 < n_tiles) {  // the loop's first issue reads these; its first stage, the entries read here
+    read_entry(n_begin + kS - 1);
+    stage_offsets(n_begin + kS - 1);
+    read_entry(n_begin + kS);
+  }
   const int h0 = p.pack_gqa ? hk * group : hy;
   if (rotate_q) load_q_rotated<Tr>(sQ, p, q_bh, p.pack_gqa ? group : 1, h0, ext.kv_old, row0, rows_total, tid);
 
@@ -253,10 +269,13 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
   for (int i = 0; i < n_tiles; ++i) {
     // Tile i + kS - 1 goes into the buffer tile i - 1 left as soon as every warp is done with it, before the
     // wait for tile i: kS tiles are in flight while this CTA waits.
-    if (i > 0) __syncthreads();
+    if (i > 0 || paged) __syncthreads();  // (paged: the offsets staged last are visible)
     if (i + kS - 1 < n_tiles) {
       issue(n_begin + i + kS - 1, (i + kS - 1) % kS);
-      if (paged && i + kS < n_tiles) fetch_blocks(n_begin + i + kS);
+      if (paged && i + kS < n_tiles) {
+        stage_offsets(n_begin + i + kS);
+        read_entry(n_begin + i + kS + 1);
+      }
     }
     cp_async_commit();
     cp_async_wait<kS - 1>();  // this thread's copies of tile i (and of Q) landed
