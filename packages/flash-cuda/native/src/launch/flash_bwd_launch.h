@@ -19,18 +19,9 @@
 #include "sm90/flash_bwd_sm90_kernel.h"
 #include "sm90/flash_bwd_sm90_roles_kernel.h"
 #include "sm90/bwd_sm90_tma_ws_launch.h"
+#include "launch/smem_opt_in.h"
 
 namespace attn::flash {
-
-// Opting into > 48 KB of dynamic shared memory is per device and kernel; remembered per device (0..63).
-template <typename Kernel>
-void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int device) {
-  const uint64_t bit = uint64_t(1) << (device & 63);
-  if (bytes > 48 * 1024 && !(done.load(std::memory_order_relaxed) & bit)) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    done.fetch_or(bit, std::memory_order_relaxed);
-  }
-}
 
 // The dK/dV kernel body of a traits type (its kForm): row-tiled, 2-D tiled (bwd_traits.h) or the cp.async
 // Hopper one (wgmma, sm90/bwd_sm90_traits.h). The TMA warp-specialized form has its own launch

@@ -12,6 +12,7 @@
 #include "attn/cuda_check.h"
 #include "sm90/flash_fwd_sm90_kernel.h"
 #include "sm90/flash_fwd_sm90_ws_kernel.h"
+#include "launch/smem_opt_in.h"
 
 namespace attn::flash {
 
@@ -25,14 +26,9 @@ void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
       return flash_fwd_sm90_kernel<Tr>;
     }
   }();
-  static std::atomic<uint64_t> opted_in{0};  // per device (0..63): the attributes below are per device
-  const uint64_t bit = uint64_t(1) << (device & 63);
-  if (!(opted_in.load(std::memory_order_relaxed) & bit)) {
-    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    ATTN_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    opted_in.fetch_or(bit, std::memory_order_relaxed);
-  }
+  static std::atomic<uint64_t> opted_in{0};
+  static_assert(kSmem > 48 * 1024, "the opt-in below is what lets the Hopper tiles launch");
+  opt_in_smem(kernel, kSmem, opted_in, device, true);
   const dim3 grid(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
   launch_dependent(kernel, grid, Tr::kLaunchThreads, kSmem, stream, device, p);
   if constexpr (Tr::kWarpSpecialized) {
