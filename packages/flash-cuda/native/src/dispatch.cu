@@ -115,8 +115,6 @@ constexpr int kMaxSplits = 128;
 // and at most this many appended keys (a CTA writes them before its first load; more would stall it).
 constexpr int kMaxFusedRows = 64;
 constexpr int kMaxFusedAppend = 16;
-// The packed query rows the decode kernel takes (DecodeTraits::kBlockM: one row tile, K/V read once).
-constexpr int kDecodeRows = 16;
 
 int head_dim_bucket(int d) {
   for (int b : kBuckets)
@@ -348,7 +346,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
           "), head dim <= 256, no ALiBi, softcap, dropout or left window bound, scale > 0, no paged K/V, no split-KV "
           "and no packed GQA (query length <= 64 with GQA)");
     cfg = hopper;
-  } else if (decode >= 0 && rows <= kDecodeRows) {
+  } else if (decode >= 0 && rows <= kConfigs[decode].block_m) {  // one row tile: K/V read once
     // Decode steps and other calls whose packed rows fit one 16-row tile: the decode kernel keeps a ring of K/V
     // tiles in flight where the 64-row tile drains its two buffers at every key tile, and its 16-row tile
     // wastes less of each load than the Hopper tile's 128 rows (short-call sweep at Sq 1 and 16: at most 1.01x
