@@ -177,41 +177,34 @@ interface FusedCase {
   readonly kernel?: string;
 }
 
+// Row 0's appended keys 254..259 cross key 256: a page boundary (block 16) and, at 3 splits of 64-key
+// tiles (2 tiles each), a split boundary; row 1's end at a tile's last key; row 2 appends into an empty row.
+const DECODE_APPEND6: FusedCase = {
+  name: 'paged-b16-d128-gqa-append6-across-split-and-page-rotary-halves',
+  dtype: 'bfloat16',
+  hq: 8,
+  hk: 2,
+  sq: 1,
+  d: 128,
+  newLen: 6,
+  seqlens: [254, 122, 0],
+  cache: { blockSize: 16 },
+  rotary: { dim: 128, interleaved: false },
+  causal: true,
+  splits: [1, 2, 3],
+  kernel: 'bf16_d128_decode',
+};
+
 // The key blocks of the tiles these cases run: 64 keys for the decode kernel (at most 16 packed rows), 128 for
 // the 64-row tiles ('lean_small' at D 64 and 128, 'small' at D 64). A split holds whole key blocks.
 const FUSED: FusedCase[] = [
-  // Row 0's appended keys 254..259 cross key 256: a page boundary (block 16) and, at 3 splits of 64-key
-  // tiles (2 tiles each), a split boundary; row 1's end at a tile's last key; row 2 appends into an empty row.
-  {
-    name: 'paged-b16-d128-gqa-append6-across-split-and-page-rotary-halves',
-    dtype: 'bfloat16',
-    hq: 8,
-    hk: 2,
-    sq: 1,
-    d: 128,
-    newLen: 6,
-    seqlens: [254, 122, 0],
-    cache: { blockSize: 16 },
-    rotary: { dim: 128, interleaved: false },
-    causal: true,
-    splits: [1, 2, 3],
-    kernel: 'bf16_d128_decode',
-  },
+  DECODE_APPEND6,
   // The same over 20 packed rows (5 queries x 4): the 64-row tile, whose 128-key tiles put the boundary at
   // key 256 at 2 and 3 splits.
   {
+    ...DECODE_APPEND6,
     name: 'paged-b16-d128-gqa-sq5-append6-across-split-and-page-rotary-halves',
-    dtype: 'bfloat16',
-    hq: 8,
-    hk: 2,
     sq: 5,
-    d: 128,
-    newLen: 6,
-    seqlens: [254, 122, 0],
-    cache: { blockSize: 16 },
-    rotary: { dim: 128, interleaved: false },
-    causal: true,
-    splits: [1, 2, 3],
     kernel: 'bf16_d128_lean_small',
   },
   // 16 appended keys (the most the plan fuses) across key 128 (row 0: a split boundary at 2 and 4 splits of
