@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <string>
 
+#include "../native/probe/fill_random.cuh"
+
 template <int kInFlight>
 __global__ void read_kernel(const uint4* __restrict__ src, size_t n, size_t per_cta, unsigned* sink) {
   const size_t begin = blockIdx.x * per_cta, end = begin + per_cta < n ? begin + per_cta : n;
@@ -26,19 +28,6 @@ __global__ void read_kernel(const uint4* __restrict__ src, size_t n, size_t per_
     for (int k = 0; k < kInFlight; ++k) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
   }
   if (acc == 0x9e3779b9u) atomicAdd(sink, 1u);  // keeps the loads; practically never true
-}
-
-// bf16 values uniform in [-2, 2) from a hash of the element index: the bits a real K/V cache holds (a constant fill
-// toggles far fewer HBM data lines, which changes what the memory delivers).
-__global__ void fill_random(uint16_t* dst, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint64_t z = (i + seed) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    const float x = float(uint32_t(z) >> 8) * (4.0f / 16777216.0f) - 2.0f;
-    dst[i] = uint16_t(__float_as_uint(x) >> 16);
-  }
 }
 
 int main(int argc, char** argv) {

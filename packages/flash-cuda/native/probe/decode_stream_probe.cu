@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "attn/barriers.h"
+#include "fill_random.cuh"
 #include "fwd/flash_fwd_decode_kernel.h"
 #include "fwd/flash_fwd_kernel.h"
 #include "attn/ptx.h"
@@ -88,6 +89,14 @@ __device__ __forceinline__ float stage_math(uint32_t sk, uint32_t sv, const uint
     mma_16816<E>(o[dp * 2 + 1], a, b[2], b[3]);
   }
   return s[0][0];
+}
+
+// A Q tile's A fragments of arbitrary bf16 bits (the probe times the math, not its values).
+__device__ __forceinline__ void probe_q(uint32_t (&q)[8][4], int lane) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) q[i][j] = 0x3c003c00u ^ (lane * 8 + i + j);
 }
 
 struct Range {
@@ -152,10 +161,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 32)
     return;
   }
   uint32_t q[8][4];
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) q[i][j] = 0x3c003c00u ^ (lane * 8 + i + j);
+  probe_q(q, lane);
   float o[16][4] = {};
   float acc = 0.f;
   for (int i = 0; i < rg.stages_n; ++i) {
@@ -209,10 +215,7 @@ __global__ void __launch_bounds__(kConsumers * 32) cpasync_kernel(Args a) {
   };
   for (int i = 0; i < kStages - 1; ++i) issue(i);
   uint32_t q[8][4];
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) q[i][j] = 0x3c003c00u ^ (lane * 8 + i + j);
+  probe_q(q, lane);
   float o[16][4] = {};
   float acc = 0.f;
   for (int i = 0; i < rg.stages_n; ++i) {
@@ -232,17 +235,6 @@ __global__ void __launch_bounds__(kConsumers * 32) cpasync_kernel(Args a) {
   if (acc == 1234.5f) atomicAdd(a.sink, 1u);
 }
 
-__global__ void fill_random(uint16_t* dst, size_t n, uint32_t seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint64_t z = (i + uint64_t(seed) * 0x1000000007ull) * 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    const float x = float(uint32_t(z) >> 8) * (4.0f / 16777216.0f) - 2.0f;
-    dst[i] = uint16_t(__float_as_uint(x) >> 16);
-  }
-}
-
 struct Ctx {
   Args a;
   CUtensorMap mk, mv, pk, pv;
@@ -250,21 +242,27 @@ struct Ctx {
   bool first = true;
 };
 
+// Microseconds per launch: CUDA events around 100 launches after 20; err is the first error they raised.
+template <typename Launch>
+double launch_us(Ctx& cx, Launch launch, cudaError_t& err) {
+  for (int i = 0; i < 20; ++i) launch();
+  cudaEventRecord(cx.e0);
+  for (int i = 0; i < 100; ++i) launch();
+  cudaEventRecord(cx.e1);
+  cudaEventSynchronize(cx.e1);
+  err = cudaGetLastError();
+  float ms = 0;
+  cudaEventElapsedTime(&ms, cx.e0, cx.e1);
+  return ms * 1e3 / 100;
+}
+
 template <typename Launch>
 void time_it(Ctx& cx, const char* path, int stages, bool math, bool paged, int splits, int smem, Launch launch) {
   const int threads = std::string(path) == "tma" ? (kConsumers + 1) * 32 : kConsumers * 32;
   int per_sm = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, launch(true), threads, smem);
-  launch(false);
-  for (int i = 0; i < 20; ++i) launch(false);
-  cudaEventRecord(cx.e0);
-  for (int i = 0; i < 100; ++i) launch(false);
-  cudaEventRecord(cx.e1);
-  cudaEventSynchronize(cx.e1);
-  const cudaError_t err = cudaGetLastError();
-  float ms = 0;
-  cudaEventElapsedTime(&ms, cx.e0, cx.e1);
-  const double us = ms * 1e3 / 100, bytes = 2.0 * kB * kS * kHk * kD * 2;
+  cudaError_t err;
+  const double us = launch_us(cx, [&] { launch(false); }, err), bytes = 2.0 * kB * kS * kHk * kD * 2;
   printf(
       "{\"path\": \"%s\", \"stages\": %d, \"math\": %d, \"paged\": %d, \"splits\": %d, \"ctas\": %d, "
       "\"ctasPerSm\": %d, \"us\": %.2f, \"TBs\": %.3f, \"error\": \"%s\"}\n",
@@ -315,15 +313,9 @@ void time_forward(Ctx& cx, const char* name, Kernel kernel, int smem, attn::flas
   p.num_splits = splits;
   cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   const dim3 grid(splits, kHk, kB);
-  for (int i = 0; i < 20; ++i) kernel<<<grid, Tr::kNThreads, smem>>>(p);
-  cudaEventRecord(cx.e0);
-  for (int i = 0; i < 100; ++i) kernel<<<grid, Tr::kNThreads, smem>>>(p);
-  cudaEventRecord(cx.e1);
-  cudaEventSynchronize(cx.e1);
-  const cudaError_t err = cudaGetLastError();
-  float ms = 0;
-  cudaEventElapsedTime(&ms, cx.e0, cx.e1);
-  printf("{\"path\": \"%s\", \"splits\": %d, \"us\": %.2f, \"error\": \"%s\"}\n", name, splits, ms * 10,
+  cudaError_t err;
+  const double us = launch_us(cx, [&] { kernel<<<grid, Tr::kNThreads, smem>>>(p); }, err);
+  printf("{\"path\": \"%s\", \"splits\": %d, \"us\": %.2f, \"error\": \"%s\"}\n", name, splits, us,
          err == cudaSuccess ? "" : cudaGetErrorString(err));
   fflush(stdout);
 }
