@@ -18,7 +18,8 @@ template <typename Kernel>
 void opt_in_smem(Kernel kernel, int bytes, std::atomic<uint64_t>& done, int device, bool max_carveout = false) {
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (done.load(std::memory_order_relaxed) & bit) return;
-  if (bytes > 48 * 1024) ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (bytes > 48 * 1024)
+    ATTN_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   if (max_carveout)
     ATTN_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
