@@ -1,7 +1,10 @@
-// The backward kernel (FlashAttention-2's, recomputing P from the saved logsumexp), in fp32 for
-// every input dtype. Every gradient element has exactly one writer (no atomics), and every path below
-// computes each element with the same operations in the same order, so the result is bitwise
-// reproducible across runs, thread counts and paths. Two schedules:
+// The backward kernel (FlashAttention-2's, recomputing P from the saved logsumexp), fp32 accumulation
+// for every input dtype. Its five products come from an Ops policy: F32Ops (below: fp32 products on
+// rows converted once per call) or Bf16BwdOps (backward_bf16_pairs.h: bf16 pairs on AMX tiles or
+// vdpbf16ps, for bf16 calls on those levels); everything between the products is this file's, for both.
+// Every gradient element has exactly one writer (no atomics), and every path below computes each
+// element with the same operations in the same order, so the result is bitwise reproducible across
+// runs, thread counts and paths. Two schedules:
 //   fused, one task per (batch, kv head): the group's query heads walk each (query block, key block) pair
 //           once, five products per pair (S, dP, dV, dK, dQ); dK and dV of the head's keys sum in the
 //           task's scratch. Taken when the tasks keep the threads busy (backward_impl says when).
@@ -42,6 +45,15 @@ struct BwdCtx {
   bool delta_from_o;             // Delta = dO . O in bwd_prep_task (fp32 outputs); else rowsum(P * dP~)
   int64_t kept_tiles;            // 16-bit: tiles kept per key block for Delta and dLogit (0: Delta in its own pass)
   bool kept_pd;                  // the kept tiles include P~ (fused schedule with dropout: dV needs it)
+  // The bf16 products' operands (backward_bf16_pairs.h; null for fp32 products), per query block of 64 rows
+  // (zero past the rows) and per key block of kBwdBN keys (zero past Sk), zero past D / Dv:
+  uint16_t* qb16;   // [B*Hq][nqb][64][dp]      Q rows
+  uint16_t* dob16;  // [B*Hq][nqb][64][dvp]     dO rows
+  uint16_t* qt16;   // [B*Hq][nqb][dp][64]      Q^T
+  uint16_t* dot16;  // [B*Hq][nqb][dvp][64]     dO^T
+  uint16_t* kd16;   // [B*Hk][nkb][dp/2][64][2] K as pairs of dims
+  uint16_t* vd16;   // [B*Hk][nkb][dvp/2][64][2] V as pairs of dims
+  uint16_t* kk16;   // [B*Hk][nkb][32][dp][2]   K as pairs of keys
 };
 
 // Rows -> padded fp32 rows, K^T and V^T blocks, and Delta. One task per (head, 64-row block) of
@@ -103,6 +115,7 @@ inline void prefault_rows(const View4& v, int64_t b, int64_t h, int64_t i0, int6
 struct BwdTiles {
   float *p, *pd, *dp, *cap, *maskbuf;
   uint8_t* keep;
+  uint16_t* b16;  // the bf16 products' operands of the pair: 3 x kBwdBM x kBwdBN (backward_bf16_pairs.h)
 };
 
 // P, PD and dLogit of one row become 0 on the keys j0 + c that the row does not see (outside rr or
@@ -117,6 +130,7 @@ inline void zero_outside_range(float* pr, float* pdr, float* dpr, RowRange rr, i
 // For query rows [i0, i0+m) of head (b, h) against key block kb: P (probabilities), PD (P after
 // dropout), DP (becomes dLogit), CAP (the softcap's tanh) in t, each [m][kBwdBN]. Rows whose lse is
 // -inf (no visible key in the forward) get P = 0; rows whose lse is NaN get NaN on their keys.
+template <class Ops>
 inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h, int64_t hk, int64_t i0, int64_t m,
                       int64_t kb, const BwdTiles& t) {
   const BwdProblem& p = *cx.p;
@@ -124,10 +138,7 @@ inline void bwd_block(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h
   const ScoreMods& md = p.mods;
   const int64_t bh = b * d.Hq + h, bhk = b * d.Hk + hk;
   const int64_t j0 = kb * kBwdBN, n = d.Sk - j0 < kBwdBN ? d.Sk - j0 : kBwdBN;
-  const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
-  const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
-  gemm<false>(m, kBwdBN, d.D, q, cx.dp, 1, cx.kt + (bhk * cx.nkb + kb) * d.D * kBwdBN, kBwdBN, t.p, kBwdBN);
-  gemm<false>(m, kBwdBN, d.Dv, go, cx.dvp, 1, cx.vt + (bhk * cx.nkb + kb) * d.Dv * kBwdBN, kBwdBN, t.dp, kBwdBN);
+  Ops::s_dp(cx, bh, bhk, i0, m, kb, t);
   const bool cap = md.softcap > 0.f;
   const V vdrop = vset(md.keep_scale);
   for (int64_t r = 0; r < m; ++r) {
@@ -184,10 +195,11 @@ inline BwdTiles bwd_tiles(float* base, int64_t bm) {
   t.dp = t.pd + bm * kBwdBN;
   t.cap = t.dp + bm * kBwdBN;
   t.maskbuf = t.cap + bm * kBwdBN;
-  t.keep = reinterpret_cast<uint8_t*>(t.maskbuf + kBwdBN);
+  t.b16 = reinterpret_cast<uint16_t*>(t.maskbuf + 2 * kBwdBN);
+  t.keep = reinterpret_cast<uint8_t*>(t.b16 + 3 * kBwdBM * kBwdBN);
   return t;
 }
-constexpr size_t kTileFloats = 4 * kBwdBM * kBwdBN + 2 * kBwdBN;
+constexpr size_t kTileFloats = 4 * kBwdBM * kBwdBN + 2 * kBwdBN + 3 * kBwdBM * kBwdBN / 2;
 
 // Whether rows [i0, i0+m) see any key of block kb.
 inline bool block_visible(const ScoreMods& md, const Dims& d, int64_t i0, int64_t m, int64_t kb) {
@@ -258,6 +270,7 @@ struct KeptTiles {
 // Delta of rows [i0, i0 + m) of head (b, h) as rowsum(P * dP~), into cx.delta: bwd_block with Delta = 0
 // leaves P * dP~ in its dLogit tile. Into the kept tiles when there are some (they then hold what the
 // block pairs' dLogit needs), else through the scratch tiles (one more S and dP product per pair).
+template <class Ops>
 inline void row_deltas(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t h, int64_t i0, int64_t m,
                        const KeptTiles* kept, const BwdTiles& scratch) {
   const BwdProblem& p = *cx.p;
@@ -269,19 +282,22 @@ inline void row_deltas(const BwdCtx& cx, const HeadMods& hm, int64_t b, int64_t 
   for (int64_t kb = 0; kb < cx.nkb; ++kb) {
     if (!block_visible(p.mods, d, i0, m, kb)) continue;
     const BwdTiles t = kept ? kept->at(scratch, kb) : scratch;
-    bwd_block(cx, hm, b, h, h / cx.G, i0, m, kb, t);
+    bwd_block<Ops>(cx, hm, b, h, h / cx.G, i0, m, kb, t);
     delta_sums_add(acc, t.dp, m, d.Sk - kb * kBwdBN < kBwdBN ? d.Sk - kb * kBwdBN : kBwdBN);
   }
   delta_sums_store(acc, delta, m);
 }
 
 // Delta in a pass of its own, for 16-bit outputs whose kept tiles would not fit (kept_tiles == 0).
+template <class Ops>
 inline void bwd_delta_task(const BwdCtx& cx, int64_t t) {
   const Dims& d = cx.p->dims;
   const int64_t bh = t / cx.nqb, qb = t % cx.nqb, b = bh / d.Hq, h = bh % d.Hq;
   const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
   float* base = static_cast<float*>(thread_scratch(kTileFloats * 4 + kBwdBN + 256));
-  row_deltas(cx, head_mods(cx.p->mods, d.Sk, b, h), b, h, i0, m, nullptr, bwd_tiles(base, kBwdBM));
+  Ops::begin();
+  row_deltas<Ops>(cx, head_mods(cx.p->mods, d.Sk, b, h), b, h, i0, m, nullptr, bwd_tiles(base, kBwdBM));
+  Ops::end();
 }
 
 // dLogit of a kept block pair, bwd_block's form on its kept operands: fma(P, -Delta, P * dP~). Rows whose
@@ -343,9 +359,12 @@ inline QueryBlockScratch query_block_scratch(const BwdCtx& cx, float* base) {
   return s;
 }
 
-// dK and dV sums of one kv head's keys in the fused schedule: [nkb * kBwdBN][dp] and [..][dvp].
+// dK and dV sums of one kv head's keys: in the fused schedule all its keys, in pass 2 one key block's. Their
+// layout is the products' (Ops): rows [key][dp] and [key][dvp] for fp32, columns [dp][ld] and [dvp][ld]
+// for bf16 (ld: the keys summed, nkb * kBwdBN or kBwdBN).
 struct KvSums {
   float *dk, *dv;
+  int64_t ld;
 };
 
 // Query block qb of head (b, h) against every key block it sees: dQ summed over the key blocks in order into
@@ -353,6 +372,7 @@ struct KvSums {
 // also each pair's dV += P~^T dO and dK += dX^T Q. With kept tiles, Delta comes first: row_deltas runs
 // every visible block once and keeps its tiles, and each pair's dLogit is then formed from them
 // (ds_from_kept) instead of a second S and dP product.
+template <class Ops>
 inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, const QueryBlockScratch& s,
                             const KvSums* kv) {
   const BwdProblem& p = *cx.p;
@@ -365,11 +385,9 @@ inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, 
   const BwdTiles& scratch = s.tiles;
   float* dq = s.dq;
   for (int64_t e = 0; e < kBwdBM * cx.dp; ++e) dq[e] = 0.f;
-  if (kept) row_deltas(cx, hm, b, h, i0, m, kept, scratch);
+  if (kept) row_deltas<Ops>(cx, hm, b, h, i0, m, kept, scratch);
   if (p.dbias && !cx.dbias_full && p.dbias_dims[3] == 1)
     for (int64_t r = 0; r < m; ++r) p.dbias[bh * d.Sq + i0 + r] = 0.f;
-  const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
-  const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
   for (int64_t kb = 0; kb < cx.nkb; ++kb) {
     if (!block_visible(md, d, i0, m, kb)) continue;
     const int64_t j0 = kb * kBwdBN, n = d.Sk - j0 < kBwdBN ? d.Sk - j0 : kBwdBN;
@@ -378,15 +396,12 @@ inline void bwd_query_block(const BwdCtx& cx, int64_t b, int64_t h, int64_t qb, 
       t = kept->at(scratch, kb);
       ds_from_kept(cx, t, b, h, i0, m, j0, n);
     } else {
-      bwd_block(cx, hm, b, h, hk, i0, m, kb, t);
+      bwd_block<Ops>(cx, hm, b, h, hk, i0, m, kb, t);
     }
     if (p.dbias) dbias_block(cx, t.dp, bh, i0, m, j0, n);
     if (md.softcap > 0.f) softcap_grad(t.dp, t.cap, m);
-    if (kv) {  // dV[c][:] += sum_r P~[r][c] dO[r][:];  dK[c][:] += sum_r dX[r][c] Q[r][:]
-      gemm<true>(kBwdBN, cx.dvp, m, t.pd, 1, kBwdBN, go, cx.dvp, kv->dv + j0 * cx.dvp, cx.dvp);
-      gemm<true>(kBwdBN, cx.dp, m, t.dp, 1, kBwdBN, q, cx.dp, kv->dk + j0 * cx.dp, cx.dp);
-    }
-    gemm<true>(m, cx.dp, n, t.dp, kBwdBN, 1, cx.kf + ((b * d.Hk + hk) * d.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
+    if (kv) Ops::kv_update(cx, t, bh, i0, m, qb, *kv, j0);
+    Ops::dq_update(cx, t, b * d.Hk + hk, m, n, kb, dq);
   }
   prefault_rows(p.dq, b, h, i0, m, d.D);
   for (int64_t r = 0; r < m; ++r)
@@ -407,8 +422,65 @@ inline void store_kv_rows(const BwdCtx& cx, int64_t b, int64_t hk, int64_t j0, i
   }
 }
 
+// The fp32 products (gemm.h) on the operands bwd_prep_task converts: Q, dO and K rows, K^T and V^T per key
+// block. dK and dV sum as rows [key][dp] and [key][dvp].
+struct F32Ops {
+  static constexpr size_t kPad = kLanes;  // dp, dvp: D, Dv rounded up to this
+  static void begin() {}
+  static void end() {}
+
+  // The call buffer's floats (base null), or its parts assigned from base: the converted rows, Delta, the
+  // K^T/V^T blocks, each 64-byte aligned.
+  static size_t operands(BwdCtx& cx, float* base) {
+    const Dims& d = cx.p->dims;
+    const int64_t rows_q = d.B * d.Hq * d.Sq, heads_k = d.B * d.Hk;
+    const size_t parts[6] = {round_up(rows_q * cx.dp, 16),
+                             round_up(rows_q * cx.dvp, 16),
+                             round_up(rows_q, 16),
+                             round_up(heads_k * d.Sk * cx.dp, 16),
+                             round_up(heads_k * cx.nkb * d.D * kBwdBN, 16),
+                             round_up(heads_k * cx.nkb * d.Dv * kBwdBN, 16)};
+    float** dst[6] = {&cx.qf, &cx.dof, &cx.delta, &cx.kf, &cx.kt, &cx.vt};
+    size_t total = 0;
+    for (int i = 0; i < 6; ++i) {
+      if (base) *dst[i] = base + total;
+      total += parts[i];
+    }
+    return total;
+  }
+  static void prep_task(const BwdCtx& cx, int64_t t) { bwd_prep_task(cx, t); }
+
+  // S = Q K^T into t.p, dP = dO V^T into t.dp: rows [i0, i0 + m) of head bh against key block kb of kv head bhk.
+  static void s_dp(const BwdCtx& cx, int64_t bh, int64_t bhk, int64_t i0, int64_t m, int64_t kb, const BwdTiles& t) {
+    const Dims& d = cx.p->dims;
+    const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
+    const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
+    gemm<false>(m, kBwdBN, d.D, q, cx.dp, 1, cx.kt + (bhk * cx.nkb + kb) * d.D * kBwdBN, kBwdBN, t.p, kBwdBN);
+    gemm<false>(m, kBwdBN, d.Dv, go, cx.dvp, 1, cx.vt + (bhk * cx.nkb + kb) * d.Dv * kBwdBN, kBwdBN, t.dp, kBwdBN);
+  }
+  // dV[c][:] += sum_r P~[r][c] dO[r][:];  dK[c][:] += sum_r dX[r][c] Q[r][:], key c at sums' key c0 + c.
+  static void kv_update(const BwdCtx& cx, const BwdTiles& t, int64_t bh, int64_t i0, int64_t m, int64_t,
+                        const KvSums& kv, int64_t c0) {
+    const Dims& d = cx.p->dims;
+    const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
+    const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
+    gemm<true>(kBwdBN, cx.dvp, m, t.pd, 1, kBwdBN, go, cx.dvp, kv.dv + c0 * cx.dvp, cx.dvp);
+    gemm<true>(kBwdBN, cx.dp, m, t.dp, 1, kBwdBN, q, cx.dp, kv.dk + c0 * cx.dp, cx.dp);
+  }
+  // dQ[r][:] += sum_c dX[r][c] K[c][:] over the n keys of block kb.
+  static void dq_update(const BwdCtx& cx, const BwdTiles& t, int64_t bhk, int64_t m, int64_t n, int64_t kb, float* dq) {
+    const int64_t j0 = kb * kBwdBN;
+    gemm<true>(m, cx.dp, n, t.dp, kBwdBN, 1, cx.kf + (bhk * cx.p->dims.Sk + j0) * cx.dp, cx.dp, dq, cx.dp);
+  }
+  // dK (scaled) and dV of keys [j0, j0 + n) from the sums, whose first key is j0.
+  static void store_kv(const BwdCtx& cx, int64_t b, int64_t hk, int64_t j0, int64_t n, const KvSums& kv, float* tmp) {
+    store_kv_rows(cx, b, hk, j0, n, kv.dk, kv.dv, tmp);
+  }
+};
+
 // Pass 2 of the two-pass schedule: dK, dV of one key block, summed over the group's query heads and
 // query blocks in the fused schedule's order.
+template <class Ops>
 inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
   const BwdProblem& p = *cx.p;
   const Dims& d = p.dims;
@@ -421,35 +493,39 @@ inline void bwd_dkdv_task(const BwdCtx& cx, int64_t t) {
   float* tmp = dv + kBwdBN * cx.dvp;
   const BwdTiles tl = bwd_tiles(tmp + cx.dp + cx.dvp, kBwdBM);
   for (int64_t e = 0; e < kBwdBN * (cx.dp + cx.dvp); ++e) dk[e] = 0.f;
+  const KvSums kv{dk, dv, kBwdBN};
+  Ops::begin();
   for (int64_t g = 0; g < cx.G; ++g) {
     const int64_t h = hk * cx.G + g, bh = b * d.Hq + h;
     const HeadMods hm = head_mods(p.mods, d.Sk, b, h);
     for (int64_t qb = 0; qb < cx.nqb; ++qb) {
       const int64_t i0 = qb * kBwdBM, m = d.Sq - i0 < kBwdBM ? d.Sq - i0 : kBwdBM;
       if (!block_visible(p.mods, d, i0, m, kb)) continue;
-      bwd_block(cx, hm, b, h, hk, i0, m, kb, tl);
+      bwd_block<Ops>(cx, hm, b, h, hk, i0, m, kb, tl);
       if (p.mods.softcap > 0.f) softcap_grad(tl.dp, tl.cap, m);
-      const float* q = cx.qf + (bh * d.Sq + i0) * cx.dp;
-      const float* go = cx.dof + (bh * d.Sq + i0) * cx.dvp;
-      gemm<true>(kBwdBN, cx.dvp, m, tl.pd, 1, kBwdBN, go, cx.dvp, dv, cx.dvp);
-      gemm<true>(kBwdBN, cx.dp, m, tl.dp, 1, kBwdBN, q, cx.dp, dk, cx.dp);
+      Ops::kv_update(cx, tl, bh, i0, m, qb, kv, 0);
     }
   }
-  store_kv_rows(cx, b, hk, j0, n, dk, dv, tmp);
+  Ops::end();
+  Ops::store_kv(cx, b, hk, j0, n, kv, tmp);
 }
 
 // Pass 1 of the two-pass schedule: dQ (and dbias) of one query block.
+template <class Ops>
 inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
   const Dims& d = cx.p->dims;
   const int64_t bh = t / cx.nqb, qb = t % cx.nqb;
   const QueryBlockScratch s =
       query_block_scratch(cx, static_cast<float*>(thread_scratch(query_block_scratch_bytes(cx))));
-  bwd_query_block(cx, bh / d.Hq, bh % d.Hq, qb, s, nullptr);
+  Ops::begin();
+  bwd_query_block<Ops>(cx, bh / d.Hq, bh % d.Hq, qb, s, nullptr);
+  Ops::end();
 }
 
 // The fused schedule: every gradient of kv head (b, hk) and of its group's query heads, in one task. The
 // dK/dV sums take kv_sum_floats after the query-block scratch.
 inline int64_t kv_sum_floats(const BwdCtx& cx) { return round_up(cx.nkb * kBwdBN * (cx.dp + cx.dvp), 16); }
+template <class Ops>
 inline void bwd_group_task(const BwdCtx& cx, int64_t t) {
   const Dims& d = cx.p->dims;
   const int64_t b = t / d.Hk, hk = t % d.Hk;
@@ -457,11 +533,13 @@ inline void bwd_group_task(const BwdCtx& cx, int64_t t) {
   char* base = static_cast<char*>(thread_scratch(qbytes + static_cast<size_t>(kv_sum_floats(cx)) * 4));
   const QueryBlockScratch s = query_block_scratch(cx, reinterpret_cast<float*>(base));
   const KvSums kv{reinterpret_cast<float*>(base + qbytes),
-                  reinterpret_cast<float*>(base + qbytes) + cx.nkb * kBwdBN * cx.dp};
+                  reinterpret_cast<float*>(base + qbytes) + cx.nkb * kBwdBN * cx.dp, cx.nkb * kBwdBN};
   for (int64_t e = 0; e < cx.nkb * kBwdBN * (cx.dp + cx.dvp); ++e) kv.dk[e] = 0.f;
+  Ops::begin();
   for (int64_t g = 0; g < cx.G; ++g)
-    for (int64_t qb = 0; qb < cx.nqb; ++qb) bwd_query_block(cx, b, hk * cx.G + g, qb, s, &kv);
-  store_kv_rows(cx, b, hk, 0, d.Sk, kv.dk, kv.dv, s.tmp);
+    for (int64_t qb = 0; qb < cx.nqb; ++qb) bwd_query_block<Ops>(cx, b, hk * cx.G + g, qb, s, &kv);
+  Ops::end();
+  Ops::store_kv(cx, b, hk, 0, d.Sk, kv, s.tmp);
 }
 
 // dbias[e] = sum of dbias_full over the dims where dbias has size 1, in a fixed order.
@@ -491,6 +569,7 @@ inline void bwd_reduce_bias_task(const BwdCtx& cx, int64_t e) {
   p.dbias[e] = static_cast<float>(acc);
 }
 
+template <class Ops>
 inline void backward_impl(const BwdProblem& p) {
   const Dims& d = p.dims;
   BwdCtx cx{};
@@ -498,24 +577,13 @@ inline void backward_impl(const BwdProblem& p) {
   cx.G = d.Hq / d.Hk;
   cx.nqb = (d.Sq + kBwdBM - 1) / kBwdBM;
   cx.nkb = (d.Sk + kBwdBN - 1) / kBwdBN;
-  cx.dp = static_cast<int64_t>(round_up(d.D, kLanes));
-  cx.dvp = static_cast<int64_t>(round_up(d.Dv, kLanes));
+  cx.dp = static_cast<int64_t>(round_up(d.D, Ops::kPad));
+  cx.dvp = static_cast<int64_t>(round_up(d.Dv, Ops::kPad));
   const int64_t rows_q = d.B * d.Hq * d.Sq, heads_k = d.B * d.Hk;
-  // The converted rows, K^T/V^T blocks and Delta in one recycled call buffer (a fresh one is fresh
-  // pages, faulted in by the prep pass at every call), each part 64-byte aligned.
-  const size_t parts[6] = {round_up(rows_q * cx.dp, 16),
-                           round_up(rows_q * cx.dvp, 16),
-                           round_up(rows_q, 16),
-                           round_up(heads_k * d.Sk * cx.dp, 16),
-                           round_up(heads_k * cx.nkb * d.D * kBwdBN, 16),
-                           round_up(heads_k * cx.nkb * d.Dv * kBwdBN, 16)};
-  CallBuffer<float> rows(parts[0] + parts[1] + parts[2] + parts[3] + parts[4] + parts[5]);
-  float* at = rows.get();
-  float** dst[6] = {&cx.qf, &cx.dof, &cx.delta, &cx.kf, &cx.kt, &cx.vt};
-  for (int i = 0; i < 6; ++i) {
-    *dst[i] = at;
-    at += parts[i];
-  }
+  // The products' operands (Ops::operands: converted rows, K^T/V^T blocks, or bf16 packs) and Delta in one
+  // recycled call buffer (a fresh one is fresh pages, faulted in by the prep pass at every call).
+  CallBuffer<float> rows(Ops::operands(cx, nullptr));
+  Ops::operands(cx, rows.get());
   // The schedule. The fused one computes 5 of the two passes' 7 products per block pair, in B * Hk tasks of
   // equal work (every kv head sees the same block pairs), so it wins while ceil(tasks / threads) * 5 <=
   // tasks / threads * 7; its dK/dV sums (kv_sum_floats) must also fit kFusedSumBytes of a thread's scratch.
@@ -552,14 +620,14 @@ inline void backward_impl(const BwdProblem& p) {
     });
   }
 
-  parallel_for_each(d.B * d.Hq * cx.nqb + heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_prep_task(cx, t); });
+  parallel_for_each(d.B * d.Hq * cx.nqb + heads_k * cx.nkb, p.threads, [&](int64_t t) { Ops::prep_task(cx, t); });
   if (sixteen && !cx.kept_tiles)
-    parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_delta_task(cx, t); });
+    parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_delta_task<Ops>(cx, t); });
   if (fused) {
-    parallel_for_each(heads_k, p.threads, [&](int64_t t) { bwd_group_task(cx, t); });
+    parallel_for_each(heads_k, p.threads, [&](int64_t t) { bwd_group_task<Ops>(cx, t); });
   } else {
-    parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_dq_task(cx, t); });
-    parallel_for_each(heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_dkdv_task(cx, t); });
+    parallel_for_each(d.B * d.Hq * cx.nqb, p.threads, [&](int64_t t) { bwd_dq_task<Ops>(cx, t); });
+    parallel_for_each(heads_k * cx.nkb, p.threads, [&](int64_t t) { bwd_dkdv_task<Ops>(cx, t); });
   }
   if (need_full) parallel_for_each(bias_elems, p.threads, [&](int64_t e) { bwd_reduce_bias_task(cx, e); });
 }

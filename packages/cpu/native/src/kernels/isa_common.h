@@ -8,7 +8,7 @@ namespace attn_cpu {
 namespace ATTN_ISA {
 
 inline void forward_entry(const FwdProblem& p) { forward_f32(p); }
-inline void backward_entry(const BwdProblem& p) { backward_impl(p); }
+inline void backward_entry(const BwdProblem& p) { backward_impl<F32Ops>(p); }
 
 }  // namespace ATTN_ISA
 }  // namespace attn_cpu
