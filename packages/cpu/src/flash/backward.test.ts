@@ -12,6 +12,18 @@ import type { Shape } from './testing.js';
 const load = addon();
 const isas = (load.ok ? load.addon.buildInfo().runnableIsas : []).filter((i) => i !== 'avx512bf16') as CpuFlashIsa[];
 
+// The levels whose bf16 backward multiplies bf16 pairs (backward_bf16_pairs.h); each skips, saying why, where
+// this CPU does not run it.
+const runnable = load.ok ? load.addon.buildInfo().runnableIsas : [];
+const BF16_LEVELS = (['avx512bf16', 'amx'] as const).map((isa) => ({
+  isa,
+  skip: runnable.includes(isa)
+    ? null
+    : load.ok
+      ? `this CPU does not run ${isa} (runnable: ${runnable.join(', ')})`
+      : load.reason,
+}));
+
 const odd: Shape = { B: 2, Hq: 3, Hk: 3, Sq: 37, Sk: 75, D: 13, Dv: 7 };
 const gqa: Shape = { B: 1, Hq: 4, Hk: 2, Sq: 70, Sk: 130, D: 32, Dv: 24 };
 
@@ -152,6 +164,54 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
         fused.forEach((x, i) => expect(x.equals(twoPass[i]!)).toBe(true));
       });
     }
+  }
+
+  // The bf16 backward on bf16 pairs: its schedules and thread counts give the same bits (each level its own),
+  // and it is that path that runs (buildInfo names it, and its bits differ from the fp32-converting ones).
+  for (const { isa, skip } of BF16_LEVELS) {
+    const why = skip ? ` (skipped: ${skip})` : '';
+    if (skip) console.log(`cpu-flash bf16 backward on ${isa} skipped: ${skip}`);
+    for (const [name, shape, opts] of [
+      ...schedules,
+      ['D128 gqa causal', { B: 1, Hq: 4, Hk: 2, Sq: 150, Sk: 200, D: 128, Dv: 128 }, { isCausal: true }],
+    ] as Array<[string, Shape, SdpaOptions]>) {
+      it.skipIf(skip !== null)(
+        `${isa} bfloat16: the fused and two-pass schedules give the same bits (${name})${why}`,
+        () => {
+          const mask = opts.attnMask ? { attnMask: additive([2, 1, 37, 1], 'bfloat16') } : {};
+          const p = params(shape, 'bfloat16', { ...opts, ...mask, requiresGrad: true }, 9);
+          const gradOut = randn(cpuMathBackend.forward(p).out.shape, { dtype: 'bfloat16', seed: 10 });
+          const run = (threads: number) => {
+            const b = createCpuFlashBackend({ threads, isa });
+            const g = b.backward!(p, b.forward(p), gradOut);
+            return [g.dq, g.dk, g.dv, ...(g.dbias ? [g.dbias] : [])].map((t) => Buffer.from(t.toFloat32Array().buffer));
+          };
+          const fused = run(1);
+          const twoPass = run(16);
+          const again = run(3);
+          expect(fused.length).toBe(twoPass.length);
+          fused.forEach((x, i) => expect(x.equals(twoPass[i]!)).toBe(true));
+          fused.forEach((x, i) => expect(x.equals(again[i]!)).toBe(true));
+        },
+      );
+    }
+
+    it.skipIf(skip !== null)(`${isa} bfloat16: the backward multiplies bf16 pairs${why}`, () => {
+      const info = createCpuFlashBackend().buildInfo!(isa);
+      expect(info['backward.bfloat16']).toBe(isa === 'amx' ? 'amx/bf16-amx' : 'avx512bf16/bf16-dpbf16');
+      expect(info['backward.float32']).toBe('avx512/fp32');
+      const p = params(gqa, 'bfloat16', { isCausal: true, requiresGrad: true }, 11);
+      const gradOut = randn([1, 4, 70, 24], { dtype: 'bfloat16', seed: 12 });
+      const grads = (level: CpuFlashIsa) => {
+        const b = createCpuFlashBackend({ threads: 2, isa: level });
+        const g = b.backward!(p, createCpuFlashBackend({ isa: 'avx512' }).forward(p), gradOut);
+        return { g, bits: [g.dq, g.dk, g.dv].map((t) => Buffer.from(t.toFloat32Array().buffer)) };
+      };
+      const pairs = grads(isa);
+      const fp32 = grads('avx512');
+      expect(pairs.bits.some((x, i) => !x.equals(fp32.bits[i]!))).toBe(true);
+      for (const k of ['dq', 'dk', 'dv'] as const) expect(maxAbsDiff(pairs.g[k], fp32.g[k])).toBeLessThan(8e-2);
+    });
   }
 
   it('is bitwise reproducible across runs and thread counts', () => {

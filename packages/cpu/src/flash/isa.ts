@@ -26,8 +26,9 @@ const DESCRIPTIONS: Readonly<Record<Exclude<CpuFlashIsa, 'auto'>, string>> = {
   portable: 'plain C++ micro-kernels (any x86-64 or arm64 CPU)',
   avx2: 'AVX2 + FMA micro-kernels, fp32 accumulation (Haswell and newer)',
   avx512: 'AVX-512F micro-kernels, fp32 accumulation (Skylake-X and newer)',
-  avx512bf16: 'bf16 products on vdpbf16ps (AVX512-BF16; bf16 calls, others run avx512); never picked by auto',
-  amx: 'bf16 tiles on AMX (Sapphire Rapids and newer; bf16 calls, others run avx512)',
+  avx512bf16:
+    'bf16 products on vdpbf16ps (AVX512-BF16; bf16 forward and backward, others run avx512); never picked by auto',
+  amx: 'bf16 tiles on AMX (Sapphire Rapids and newer; bf16 forward and backward, others run avx512)',
   neon: 'Advanced SIMD (NEON) micro-kernels, fp32 accumulation (every arm64 CPU; bf16 and fp16 widened to fp32)',
   sve256:
     'SVE micro-kernels for 256-bit vectors (Neoverse V1, Graviton3); never picked by auto (not yet timed against neon)',

@@ -1,5 +1,6 @@
-// The two products of forward_bf16_pairs.h on AMX: TDPBF16PS (16x16 fp32 += 16x32 bf16 . 32x16 bf16)
-// on 2x2 C tiles at a time: tiles 0-3 accumulate, 4-5 hold A, 6-7 hold B, all 16 rows x 64 bytes.
+// The products of forward_bf16_pairs.h (and of the backward, backward_bf16_pairs.h) on AMX:
+// TDPBF16PS (16x16 fp32 += 16x32 bf16 . 32x16 bf16) on 2x2 C tiles at a time: tiles 0-3 accumulate,
+// 4-5 hold A, 6-7 hold B, all 16 rows x 64 bytes.
 #pragma once
 #include <immintrin.h>
 
@@ -30,6 +31,45 @@ struct AmxProducts {
     _tile_loadconfig(&cfg);
   }
   static void end() { _tile_release(); }
+
+  // C[M x N] (+)= A[M x K] . B[K x N] (kAcc: +=): A bf16 rows lda elements apart (K contiguous), B
+  // pair-packed (row kp holds N pairs (B[2kp][n], B[2kp+1][n]), ldb pairs apart), C fp32 rows ldc apart; M,
+  // N and K multiples of 32. The backward's five products (backward_bf16_pairs.h), 2x2 C tiles at a time.
+  template <bool kAcc>
+  static void mm(int64_t M, int64_t N, int64_t K, const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                 float* c, int64_t ldc) {
+    const int64_t cs = ldc * 4, as = lda * 2, bs = ldb * 4;
+    for (int64_t m0 = 0; m0 < M; m0 += 32) {
+      for (int64_t n0 = 0; n0 < N; n0 += 32) {
+        float* o = c + m0 * ldc + n0;
+        if (kAcc) {
+          _tile_loadd(0, o, cs);
+          _tile_loadd(1, o + 16, cs);
+          _tile_loadd(2, o + 16 * ldc, cs);
+          _tile_loadd(3, o + 16 * ldc + 16, cs);
+        } else {
+          _tile_zero(0);
+          _tile_zero(1);
+          _tile_zero(2);
+          _tile_zero(3);
+        }
+        for (int64_t k0 = 0; k0 < K; k0 += 32) {
+          _tile_loadd(4, a + m0 * lda + k0, as);
+          _tile_loadd(5, a + (m0 + 16) * lda + k0, as);
+          _tile_loadd(6, b + ((k0 / 2) * ldb + n0) * 2, bs);
+          _tile_loadd(7, b + ((k0 / 2) * ldb + n0 + 16) * 2, bs);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, o, cs);
+        _tile_stored(1, o + 16, cs);
+        _tile_stored(2, o + 16 * ldc, cs);
+        _tile_stored(3, o + 16 * ldc + 16, cs);
+      }
+    }
+  }
 
   // st[c][r] (row stride 64) = sum_e K[c][e] Q[r][e] for the kKB keys of the block (all computed:
   // the packed K is zero past Sk). k: bf16 rows of dp elements; qv: Q^T pairs [dp/2][64][2].

@@ -132,6 +132,35 @@ inline void own_pack(const Bf16Ctx& cx, int64_t pair, int64_t kb0, int64_t kb1, 
   *vt = v;
 }
 
+// Rows [i0, i0 + m) of head (b, h) of view x (bf16) as pairs of dims, 64 rows:
+// dst[(kp * 64 + r) * 2 + u] = x[i0 + r][2 kp + u], zero past len (up to lenp, even) and past row m. The
+// pair-packed B operand of a product over dims: Q^T here; K and V per key block in the backward.
+inline void pack_dim_pairs(uint16_t* dst, const View4& x, int64_t b, int64_t h, int64_t i0, int64_t m, int64_t len,
+                           int64_t lenp) {
+  if (x.strides[3] == 1) {
+    // Contiguous rows: move whole pairs (32 bits) at a time.
+    uint32_t* d32 = reinterpret_cast<uint32_t*>(dst);
+    const int64_t full = len / 2;
+    for (int64_t r = 0; r < 64; ++r) {
+      const uint16_t* xs = r < m ? static_cast<const uint16_t*>(elem_ptr(x, b, h, i0 + r, 0)) : nullptr;
+      for (int64_t kp = 0; kp < lenp / 2; ++kp) {
+        uint32_t w = 0;
+        if (xs && kp < full)
+          std::memcpy(&w, xs + 2 * kp, 4);
+        else if (xs && kp == full && (len & 1))
+          w = xs[2 * kp];
+        d32[kp * 64 + r] = w;
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < 64; ++r) {
+      const uint16_t* xs = r < m ? static_cast<const uint16_t*>(elem_ptr(x, b, h, i0 + r, 0)) : nullptr;
+      for (int64_t e = 0; e < lenp; ++e)
+        dst[((e >> 1) * 64 + r) * 2 + (e & 1)] = xs && e < len ? xs[e * x.strides[3]] : 0;
+    }
+  }
+}
+
 // Pairs of fp32 rows -> bf16 with the two rows' elements interleaved: [a0 b0 a1 b1 ... a15 b15].
 inline void store_pair(uint16_t* dst, __m512 a, __m512 b) {
   const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
@@ -140,9 +169,11 @@ inline void store_pair(uint16_t* dst, __m512 a, __m512 b) {
   _mm512_storeu_si512(dst, _mm512_permutexvar_epi16(inter, h));
 }
 
-// pb[(jp * 64 + r) * 2 + u] = bf16(P^T[2 jp + u][r]) for keys < n, 0 past them.
-inline void pack_p_pairs(uint16_t* pb, const float* st, int64_t n) {
-  for (int64_t jp = 0; jp < kKB / 2; ++jp) {
+// pb[(jp * 64 + r) * 2 + u] = bf16(P^T[2 jp + u][r]) for keys < n, 0 past them, over `pairs` pairs of rows of
+// st (64 floats each): the pair-packed B operand of a product whose sum runs over st's rows (the forward's P.V
+// over keys; the backward's dV and dK over query rows, backward_bf16_pairs.h).
+inline void pack_p_pairs(uint16_t* pb, const float* st, int64_t n, int64_t pairs = kKB / 2) {
+  for (int64_t jp = 0; jp < pairs; ++jp) {
     const int64_t c0 = 2 * jp, c1 = c0 + 1;
     for (int g = 0; g < 4; ++g) {
       const __m512 a = c0 < n ? _mm512_loadu_ps(st + c0 * 64 + g * 16) : _mm512_setzero_ps();
@@ -220,29 +251,7 @@ inline void bf16_task(const Bf16Ctx& cx, int64_t task) {
   uint16_t* qv = reinterpret_cast<uint16_t*>(base + f32_bytes);
   uint16_t* pb = qv + cx.dp * 64;
 
-  // Q^T pairs: qv[(kp * 64 + r) * 2 + u] = Q[i0 + r][2 kp + u], zero past D and row m.
-  if (p.q.strides[3] == 1) {
-    // Contiguous rows: move whole pairs (32 bits) at a time.
-    uint32_t* q32 = reinterpret_cast<uint32_t*>(qv);
-    const int64_t full = d.D / 2;
-    for (int64_t r = 0; r < kQB; ++r) {
-      const uint16_t* qs = r < m ? static_cast<const uint16_t*>(elem_ptr(p.q, b, h, i0 + r, 0)) : nullptr;
-      for (int64_t kp = 0; kp < cx.dp / 2; ++kp) {
-        uint32_t w = 0;
-        if (qs && kp < full)
-          std::memcpy(&w, qs + 2 * kp, 4);
-        else if (qs && kp == full && (d.D & 1))
-          w = qs[2 * kp];
-        q32[kp * 64 + r] = w;
-      }
-    }
-  } else {
-    for (int64_t r = 0; r < kQB; ++r) {
-      const uint16_t* qs = r < m ? static_cast<const uint16_t*>(elem_ptr(p.q, b, h, i0 + r, 0)) : nullptr;
-      for (int64_t e = 0; e < cx.dp; ++e)
-        qv[((e >> 1) * 64 + r) * 2 + (e & 1)] = qs && e < d.D ? qs[e * p.q.strides[3]] : 0;
-    }
-  }
+  pack_dim_pairs(qv, p.q, b, h, i0, m, d.D, cx.dp);
   for (int64_t e = 0; e < cx.dvp * kQB; ++e) t.ot[e] = 0.f;
   for (int64_t r = 0; r < m; ++r) {
     t.rh[r] = h;

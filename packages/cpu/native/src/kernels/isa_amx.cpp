@@ -1,5 +1,5 @@
-// AMX kernels (Sapphire Rapids and later): the bf16 forward on tile multiplies. Other dtypes and
-// the backward run the AVX-512 kernels (isa_avx512.cpp), which every AMX CPU runs too.
+// AMX kernels (Sapphire Rapids and later): the bf16 forward and backward on tile multiplies. Other
+// dtypes run the AVX-512 kernels (isa_avx512.cpp), which every AMX CPU runs too.
 #define ATTN_ISA amx
 #include "simd/avx512.h"
 
@@ -13,6 +13,7 @@ constexpr int kNV = 4;
 #include "kernels/gemm.h"
 #include "kernels/amx_products.h"
 #include "kernels/forward_bf16_pairs.h"
+#include "kernels/backward_bf16_pairs.h"
 #include "kernels/isa.h"
 
 namespace attn_cpu {
@@ -23,11 +24,14 @@ void forward(const FwdProblem& p) {
   if (p.dtype == DType::kBFloat16 && !amx::short_queries(p)) return amx::forward_bf16_pairs<amx::AmxProducts>(p);
   kKernelsAvx512.forward(p);
 }
-void backward(const BwdProblem& p) { kKernelsAvx512.backward(p); }
+void backward(const BwdProblem& p) {
+  if (p.dtype == DType::kBFloat16) return amx::backward_bf16_pairs<amx::AmxProducts>(p);
+  kKernelsAvx512.backward(p);
+}
 const char* fwd_path(DType dt) {
   return dt == DType::kBFloat16 ? "amx/bf16-amx (short queries: avx512/fp32)" : "avx512/fp32";
 }
-const char* bwd_path(DType) { return "avx512/fp32"; }
+const char* bwd_path(DType dt) { return dt == DType::kBFloat16 ? "amx/bf16-amx" : "avx512/fp32"; }
 }  // namespace
 const KernelSet kKernelsAmx{"amx", &forward, &backward, &fwd_path, &bwd_path};
 }  // namespace attn_cpu
