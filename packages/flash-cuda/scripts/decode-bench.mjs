@@ -8,7 +8,8 @@
 //            per call overlaps the kernels);
 //   api      the public call (sdpa / sdpaVarlen with backends ['flash-cuda']) and dispose, as a user's
 //            loop pays it (core reads varlen offsets and the block table on the host: one sync per call).
-// Also the split count the plan chose, each variant at fixed split counts, and the fraction of the HBM
+// Also the split count the plan chose (merged in a cluster or by the combine), each variant at fixed split counts
+// (on sm90 a pair whose grid is one CTA per SM merges in a cluster, more by the combine), and the fraction of the HBM
 // floor (K+V bytes / the GPU's bandwidth). torch's side: scripts/decode_bench_torch.py, the same loop.
 // Then the decode-shaped tiles (the decode kernel and 'lean_small', by name) at split counts 1..16 on dense, paged 16
 // and paged 256, first checked against the varlen output (max |diff|).
@@ -155,6 +156,7 @@ for (const v of variants) {
     variant: v.name,
     kernel: plan.kernel,
     numSplits: plan.numSplits,
+    clusterSplits: plan.clusterSplits,
     kernelUs,
     apiUs: api,
     floorFraction: floorUs / kernelUs,
@@ -162,7 +164,7 @@ for (const v of variants) {
   };
   rows.push(row);
   console.log(
-    `${v.name.padEnd(10)} ${plan.kernel} splits ${plan.numSplits}: kernel path ${kernelUs.toFixed(1)} us (${((100 * floorUs) / kernelUs).toFixed(0)}% of the HBM floor), ` +
+    `${v.name.padEnd(10)} ${plan.kernel} splits ${plan.numSplits}${plan.clusterSplits ? ' (cluster)' : ''}: kernel path ${kernelUs.toFixed(1)} us (${((100 * floorUs) / kernelUs).toFixed(0)}% of the HBM floor), ` +
       `public call ${api.toFixed(1)} us; by splits ${JSON.stringify(splits)}`,
   );
 }

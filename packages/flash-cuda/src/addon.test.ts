@@ -234,7 +234,11 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       };
       // At most 16 rows: the decode kernel, however few heads and keys; more rows of a few heads whose keys fit one
       // or two of the Hopper tile's key blocks: one Hopper CTA each, no split.
-      expect(plan([1, 1, 1, 16, 16, 64])).toMatchObject({ kernel: 'bf16_d64_decode', numSplits: 1 });
+      expect(plan([1, 1, 1, 16, 16, 64])).toMatchObject({
+        kernel: 'bf16_d64_decode',
+        numSplits: 1,
+        clusterSplits: false,
+      });
       expect(plan([2, 8, 8, 1, 256, 128])).toMatchObject({ kernel: 'bf16_d128_decode' });
       expect(plan([1, 1, 1, 17, 17, 64])).toMatchObject({ kernel: 'bf16_d64_sm90ws', numSplits: 1 });
       expect(plan([2, 8, 8, 32, 256, 128])).toMatchObject({ kernel: 'bf16_d128_sm90ws', numSplits: 1 });
@@ -255,7 +259,21 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       // Many keys for a few heads: split-KV, on the decode kernel for a decode step (64-key blocks) and on the
       // 64-row tile (FlashAttention-2's split tile) for more rows.
       // (the decode kernel's splits hold two of its 64-key tiles at least)
-      expect(plan([1, 1, 1, 1, 4096, 64])).toMatchObject({ kernel: 'bf16_d64_decode', numSplits: 32 });
+      expect(plan([1, 1, 1, 1, 4096, 64])).toMatchObject({
+        kernel: 'bf16_d64_decode',
+        numSplits: 32,
+        clusterSplits: false, // more than a pair of splits: the partials and the combine
+      });
+      // A decode step split in two merges the pair in a thread-block cluster on sm90 (its grid is one CTA per SM);
+      // an A100 has no clusters.
+      const step = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
+      expect(a!.plan(step.nums, step.ptrs)).toMatchObject({
+        kernel: 'bf16_d128_decode',
+        numSplits: 2,
+        clusterSplits: true,
+      });
+      const stepA100 = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true }, A100);
+      expect(a!.plan(stepA100.nums, stepA100.ptrs)).toMatchObject({ kernel: 'bf16_d128_decode', clusterSplits: false });
       expect(plan([1, 1, 1, 32, 4096, 64], { alignment: 'lowerRight', isCausal: true }).kernel).toBe(
         'bf16_d64_lean_small',
       );

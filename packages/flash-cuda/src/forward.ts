@@ -1,5 +1,6 @@
 // One forward call: arguments packed into the abi arrays, the split count planned by the addon (split-KV
-// partials in a scratch buffer), one launch (two with split-KV) on @attn/cuda's current stream. Outside
+// partials in a scratch buffer), one launch (two with split-KV, unless the plan merges the decode kernel's
+// splits in a cluster) on @attn/cuda's current stream. Outside
 // graph capture the addon allocates out, lse and the partials from @attn/cuda's caching allocator and
 // launches in the same N-API call; during a capture (whose allocations the JS runtime tracks) and when that
 // allocation fails, they are allocated through @attn/cuda's API, whose errors name the tensor and the fix.
@@ -364,7 +365,7 @@ function forwardAllocating(
   let bits = (keepLse ? ALLOC.lse : ALLOC.lseScratch) | (given ? 0 : ALLOC.out);
   nums[NUM.outBytes] = given ? 0 : outBytes;
   nums[NUM.lseBytes] = rows * 4;
-  if (plan.numSplits > 1) {
+  if (plan.numSplits > 1 && !plan.clusterSplits) {
     // O partials first, then the lse partials (float32 each).
     const oElems = plan.numSplits * rows * plan.oaccumStride;
     bits |= ALLOC.partials;
@@ -426,7 +427,9 @@ export function launchForward(
   ptrs[PTR.v] = p.value.dataPointer();
   ptrs[PTR.out] = io.out.dataPointer();
   ptrs[PTR.lse] = io.lse.dataPointer();
-  if (plan.numSplits > 1) {
+  ptrs[PTR.oaccum] = 0n;
+  ptrs[PTR.lseAccum] = 0n;
+  if (plan.numSplits > 1 && !plan.clusterSplits) {
     // One scratch allocation for both partials (one allocator round trip per call instead of two):
     // O partials first, then the lse partials (float32 each, read and written element-wise).
     // Shaped [splits * rows, stride + 1] so that no dim passes 2^31 - 1; only the byte layout matters.
@@ -449,13 +452,13 @@ export function launchForward(
 export function planFor(
   p: SdpaParams,
   opts: FlashOverrides = {},
-): { kernel: string; numSplits: number; packGqa: boolean } {
+): { kernel: string; numSplits: number; packGqa: boolean; clusterSplits: boolean } {
   const a = requireAddon();
   const { ptrs, nums } = packArgs(p, factsOf(p.device.index));
   applyOverrides(a, nums, opts);
   try {
     const plan = a.plan(nums, ptrs);
-    return { kernel: plan.kernel, numSplits: plan.numSplits, packGqa: plan.packGqa };
+    return { kernel: plan.kernel, numSplits: plan.numSplits, packGqa: plan.packGqa, clusterSplits: plan.clusterSplits };
   } catch (e) {
     rethrow(e);
   }

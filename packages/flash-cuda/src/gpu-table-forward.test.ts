@@ -38,6 +38,12 @@ const onDecode = (c: Short, numSplits?: number): Partial<TableCase> => ({
 const DECODE_CASES: Array<[string, Short, number?]> = [
   ['gqa 8/2 sq1 sk1000 D128', { B: 2, Hq: 8, Hk: 2, Sq: 1, Sk: 1000, D: 128 }],
   ['gqa 8/2 sq1 sk1000 D128, 5 splits', { B: 2, Hq: 8, Hk: 2, Sq: 1, Sk: 1000, D: 128 }, 5],
+  // sm90 merges a pair of splits in a cluster and more through the partials and the combine; splits 9-11 of
+  // the 12 see no key (16 key tiles, 2 per split).
+  ['gqa 8/2 sq1 sk1000 D128, 2 splits', { B: 2, Hq: 8, Hk: 2, Sq: 1, Sk: 1000, D: 128 }, 2],
+  ['gqa 8/2 sq1 sk1000 D128, 12 splits', { B: 2, Hq: 8, Hk: 2, Sq: 1, Sk: 1000, D: 128 }, 12],
+  ['fp16 D64 mha sq1 sk700, 2 splits', { dtype: 'float16', Hq: 3, Sq: 1, Sk: 700, D: 64 }, 2],
+  ['sequsedK gqa 8/2 sq2, 2 splits (a row using no key)', { Hq: 8, Hk: 2, Sq: 2, Sk: 600, D: 128, used: [0, 333] }, 2],
   ['mha sq1 sk17 D120', { Hq: 3, Sq: 1, Sk: 17, D: 120 }],
   ['mqa sq1 sk1 D40', { Hq: 4, Hk: 1, Sq: 1, Sk: 1, D: 40 }],
   [

@@ -13,6 +13,11 @@ export interface FlashPlan {
   readonly kernel: string;
   /** A kv-cache call whose forward appends kNew / vNew and rotates q and kNew itself (native/src/dispatch.cu). */
   readonly fusedKvAppend: boolean;
+  /**
+   * The decode kernel's two splits merge in a thread-block cluster (sm90, a grid of one CTA per SM): the call
+   * needs no split partials and launches no combine.
+   */
+  readonly clusterSplits: boolean;
 }
 
 export interface FlashBackwardPlan {

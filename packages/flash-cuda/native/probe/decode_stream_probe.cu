@@ -29,8 +29,10 @@
 
 #include "attn/barriers.h"
 #include "fill_random.cuh"
+#include "fwd/combine.cu"
 #include "fwd/flash_fwd_decode_kernel.h"
 #include "fwd/flash_fwd_kernel.h"
+#include "launch/flash_fwd_decode_launch.h"
 #include "attn/ptx.h"
 #include "sm90/tensor_maps.h"
 #include "sm90/tma_ops.h"
@@ -320,6 +322,32 @@ void time_forward(Ctx& cx, const char* name, Kernel kernel, int smem, attn::flas
   fflush(stdout);
 }
 
+// The decode kernel as a call launches it (launch/flash_fwd_decode_launch.h: programmatic dependent launches), its
+// splits merged by the partials and the combine kernel, or (a pair) in a cluster.
+// `batch` batch rows of the shape (B * Hk row tiles), the tile `Tr` (keys per stage, stages, warps).
+template <typename Tr>
+void time_merges(Ctx& cx, attn::flash::FwdParams p, int splits, int batch) {
+  using namespace attn::flash;
+  p.num_splits = splits;
+  p.batch = batch;
+  p.accum_rows = int64_t(batch) * p.heads_q;
+  auto report = [&](const char* path, double us, cudaError_t err) {
+    printf(
+        "{\"path\": \"%s\", \"blockN\": %d, \"stages\": %d, \"warps\": %d, \"batch\": %d, \"splits\": %d, "
+        "\"ctas\": %d, \"us\": %.2f, \"error\": \"%s\"}\n",
+        path, Tr::kBlockN, Tr::kStages, Tr::kNWarps, batch, splits, splits * kHk * batch, us,
+        err == cudaSuccess ? "" : cudaGetErrorString(err));
+    fflush(stdout);
+  };
+  cudaError_t err;
+  p.cluster_splits = false;
+  report("decode+combine",
+         launch_us(cx, [&] { run_fwd_decode<Tr>(p, nullptr, 0), run_combine(p, true, nullptr, 0); }, err), err);
+  if (splits > kMaxClusterSplits) return;
+  p.cluster_splits = true;
+  report("decode-cluster", launch_us(cx, [&] { run_fwd_decode<Tr>(p, nullptr, 0); }, err), err);
+}
+
 void run_kernels(Ctx& cx) {
   using namespace attn::flash;
   constexpr int kHq = 32;
@@ -348,6 +376,8 @@ void run_kernels(Ctx& cx) {
   p.oaccum = oacc, p.lse_accum = lacc, p.oaccum_stride = kD, p.accum_rows = int64_t(kB) * kHq;
   using Dec = DecodeTraits<128, 64, 3, E>;
   using Lean = FwdTraits<128, 64, 128, 4, false, E, false>;
+  for (int batch : {1, 2, 4, 8})
+    for (int splits : {2, 4, 8, 16}) time_merges<Dec>(cx, p, splits, batch);
   for (int splits : {2, 4, 8}) {
     time_forward<Dec>(cx, "decode", flash_fwd_decode_kernel<Dec>, Dec::kSmemBytes, p, splits);
     time_forward<Lean>(cx, "lean_small", flash_fwd_kernel<Lean>, Lean::kSmemBytes, p, splits);

@@ -37,6 +37,7 @@ Napi::Value Plan(const Napi::CallbackInfo& info) {
     o.Set("mBlocks", p.m_blocks);
     o.Set("kernel", attn::flash::kernel_name(p.config));
     o.Set("fusedKvAppend", p.fuse_kv_append);
+    o.Set("clusterSplits", p.cluster_splits);
     return o;
   });
 }

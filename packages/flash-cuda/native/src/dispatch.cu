@@ -383,6 +383,11 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   } else {
     pl.num_splits = splits_for(c, heads_eff);
   }
+  // A decode step split in two merges the pair in a cluster where the device has clusters (sm90 with the sm_90a
+  // build, as the Hopper kernels) and the grid is one CTA per SM: one launch that reads no partials back (decode
+  // B 8, Hq 32, Hk 8, Sk 8192 on an H200: 65.4 against 66.8 us with the combine; docs/perf/flash-cuda.md).
+  pl.cluster_splits = c.decode && on_sm90 && pl.num_splits > 1 && pl.num_splits <= kMaxClusterSplits &&
+                      int64_t(s.batch) * heads_eff * m_blocks * pl.num_splits <= s.sm_count;
   return pl;
 }
 
@@ -510,7 +515,7 @@ void forward(const uint64_t* ptrs, const double* nums) {
   const Plan pl = make_plan(s, splits, as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1),
                             lean_ok(nums, ptrs[kAlibi] != 0), kernel_family(nums));
   const FwdConfig& c = kConfigs[pl.config];
-  require(splits == 1 || (ptrs[kOaccum] && ptrs[kLseAccum]), "split-KV needs partial buffers");
+  require(splits == 1 || pl.cluster_splits || (ptrs[kOaccum] && ptrs[kLseAccum]), "split-KV needs partial buffers");
 
   require(nums[kKvFused] == 0 || s.kv, "only a kv-cache call appends in the forward");
   require(nums[kKvFused] == 0 || pl.fuse_kv_append,
@@ -519,6 +524,7 @@ void forward(const uint64_t* ptrs, const double* nums) {
   p.pack_gqa = pl.pack_gqa;
   p.m_blocks = pl.m_blocks;
   p.num_splits = splits;
+  p.cluster_splits = pl.cluster_splits;
   p.oaccum = reinterpret_cast<float*>(ptrs[kOaccum]);
   p.lse_accum = reinterpret_cast<float*>(ptrs[kLseAccum]);
   p.oaccum_stride = pl.oaccum_stride;
@@ -530,7 +536,7 @@ void forward(const uint64_t* ptrs, const double* nums) {
   c.run(p, stream, device);
   // On sm90 the combine is a programmatic dependent launch: its CTAs start while the forward's last CTAs
   // run and wait for the forward's memory there (griddepcontrol.wait), so no launch gap separates them.
-  if (splits > 1) run_combine(p, s.bf16, stream, device);
+  if (splits > 1 && !p.cluster_splits) run_combine(p, s.bf16, stream, device);
 }
 
 const char* kernel_name(int config) { return config >= 0 && config < kNumConfigs ? kConfigs[config].name : ""; }

@@ -31,6 +31,9 @@ struct Plan {
   // A kv-cache call whose forward appends kNew / vNew and rotates q and kNew itself (FwdParams' kv_k_new ..):
   // short packed queries and few appended keys (dispatch.cu). Otherwise the append kernel runs first.
   bool fuse_kv_append;
+  // The decode kernel's splits merge in a thread-block cluster (FwdParams::cluster_splits): sm90, 2 to
+  // kMaxClusterSplits splits. The call then needs no partials and launches no combine.
+  bool cluster_splits;
 };
 
 // nums: the abi::Num array; ptrs: the abi::Ptr array, or null (then ALiBi counts as present, so no lean

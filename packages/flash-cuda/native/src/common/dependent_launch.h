@@ -41,21 +41,40 @@ inline bool dependent_launch_ok(int device) {
   return major >= 9;
 }
 
-// kernel<<<grid, threads, smem, stream>>>(args...), as a programmatic dependent launch where the device allows.
+// kernel<<<grid, threads, smem, stream>>>(args...), as a programmatic dependent launch where the device allows;
+// cluster_x > 1 groups each cluster_x consecutive CTAs along x into a thread-block cluster (sm90+ only: the
+// caller checks; gridDim.x must be a multiple of it).
 template <typename... Params, typename... Args>
-void launch_dependent(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream, int device,
-                      Args&&... args) {
+void launch_dependent_clustered(void (*kernel)(Params...), dim3 grid, unsigned cluster_x, int threads, int smem,
+                                cudaStream_t stream, int device, Args&&... args) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = dim3(static_cast<unsigned>(threads));
   cfg.dynamicSmemBytes = static_cast<size_t>(smem);
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (dependent_launch_ok(device)) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cluster_x > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = cluster_x;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = dependent_launch_ok(device) ? 1 : 0;
+  cfg.numAttrs = n;
   ATTN_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
+}
+
+template <typename... Params, typename... Args>
+void launch_dependent(void (*kernel)(Params...), dim3 grid, int threads, int smem, cudaStream_t stream, int device,
+                      Args&&... args) {
+  launch_dependent_clustered(kernel, grid, 1u, threads, smem, stream, device, std::forward<Args>(args)...);
 }
 
 }  // namespace attn::flash

@@ -83,10 +83,13 @@ struct FwdParams {
   uint64_t dropout_seed;
   uint32_t dropout_offset;
 
-  bool pack_gqa;     // rows of a CTA = (query i, group member g): K/V tiles read once per group
-  bool aligned16;    // every base pointer 16-byte aligned, every stride and D a multiple of 8
-  int m_blocks;      // CTAs along the (packed) query rows
-  int num_splits;    // > 1: split-KV; partial results to oaccum / lse_accum, merged by the combine kernel
+  bool pack_gqa;   // rows of a CTA = (query i, group member g): K/V tiles read once per group
+  bool aligned16;  // every base pointer 16-byte aligned, every stride and D a multiple of 8
+  int m_blocks;    // CTAs along the (packed) query rows
+  int num_splits;  // > 1: split-KV; partial results to oaccum / lse_accum, merged by the combine kernel
+  // The decode kernel's splits of a row tile run as one thread-block cluster and merge in its shared memory
+  // (sm90; num_splits <= kMaxClusterSplits): no partials, no combine.
+  bool cluster_splits;
   float* oaccum;     // [num_splits][rows][oaccum_stride], rows indexed like lse
   float* lse_accum;  // [num_splits][rows]
   int64_t accum_rows;

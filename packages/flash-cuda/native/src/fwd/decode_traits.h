@@ -8,6 +8,12 @@
 
 namespace attn::flash {
 
+// Splits of a decode row tile merged in one thread-block cluster (FwdParams::cluster_splits): pairs. Clusters of
+// 3-8 lost to the combine wherever the grid was larger than a few clusters (H200, decode_stream_probe --kernels:
+// 4 splits x 32 row tiles 55.6 us against 37.1; the GPCs place a large cluster's CTAs two to an SM), so more
+// splits go through the partials and the combine kernel.
+constexpr int kMaxClusterSplits = 2;
+
 template <int kHeadDim_, int kBlockN_, int kStages_, typename Element_>
 struct DecodeTraits {
   using Element = Element_;
@@ -37,9 +43,9 @@ struct DecodeTraits {
   static constexpr int kStageElems = 2 * kTileElems;     // K then V
   static constexpr int kRingBytes = kStages * kStageElems * 2;
   // The warps' merge reuses the ring: each warp's O rows (float, padded by 4 against bank conflicts), then
-  // its row maxima and sums.
+  // its row maxima and sums, then the CTA's merged part (O rows, maxima, sums) that a cluster's splits read.
   static constexpr int kMergeStride = kHeadDim + 4;
-  static constexpr int kMergeBytes = kNWarps * kBlockM * (kMergeStride + 2) * 4;
+  static constexpr int kMergeBytes = (kNWarps + 1) * kBlockM * (kMergeStride + 2) * 4;
   // Paged calls' staged row offsets (K and V, int64) of two key tiles, after the ring.
   static constexpr int kOffsetBytes = 2 * 2 * kBlockN * 8;
   static constexpr int kOffsetsAt = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;  // bytes past the ring's start
@@ -56,6 +62,8 @@ struct DecodeTraits {
   static_assert(kRowStep % 8 == 0 && kBlockN % kRowStep == 0, "copies in whole swizzle periods");
   static_assert(kStages >= 3, "a ring (and the staged offsets' two buffers) of three tiles at least");
   static_assert(kBlockN <= kNThreads, "a thread stages each row's offsets");
+  static_assert(kMergeStride % 4 == 0 && (kNWarps * kBlockM * (kMergeStride + 2)) % 4 == 0,
+                "the cluster part's rows are 16-byte aligned (float4 stores and loads)");
 };
 
 }  // namespace attn::flash

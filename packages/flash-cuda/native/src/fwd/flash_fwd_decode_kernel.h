@@ -9,7 +9,8 @@
 // waits, and at least kStages - 1 while it multiplies. Each warp takes 16 keys of each tile against all 16
 // query rows (S = Q.K^T and O += P.V on mma.sync, its own online softmax), and the 4 warps merge (max, sums,
 // O) through shared memory once at the end, into the output or the split-KV partials (the combine kernel's
-// format).
+// format); on sm90 a pair of splits runs as one thread-block cluster and merges through its distributed shared
+// memory instead (FwdParams::cluster_splits), so the call is one launch that reads nothing back.
 //
 // Features: the lean set (causal and right window in either alignment, varlen, seqused_k, paged K/V, the kv
 // cache with its fused append and rotary, GQA packing, split-KV), any alignment (element-wise loads and
@@ -23,6 +24,7 @@
 #include "attn/convert.h"
 #include "attn/fast_math.h"
 #include "attn/ptx.h"
+#include "common/cluster_ops.h"
 #include "common/dependent_launch.h"
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
@@ -332,6 +334,26 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
     return varlen ? h * p.lse_head_stride + ext.q_start + i : b * p.lse_batch_stride + h * p.lse_head_stride + i;
   };
   E* o_b = static_cast<E*>(p.o) + (varlen ? ext.q_start * p.o_row_stride : b * p.o_batch_stride);
+  // Row r's normalized columns c8 * 8 .. + 7 and its logsumexp, into out and lse.
+  auto store_final = [&](int r, int c8, const float (&o)[8], float lse) {
+    E* dst = o_b + row_h(r) * p.o_head_stride + row_i(r) * p.o_row_stride + c8 * 8;
+    if (p.aligned16) {
+      uint4 packed;
+      packed.x = pack2<E>(o[0], o[1]);
+      packed.y = pack2<E>(o[2], o[3]);
+      packed.z = pack2<E>(o[4], o[5]);
+      packed.w = pack2<E>(o[6], o[7]);
+      *reinterpret_cast<uint4*>(dst) = packed;
+    } else {
+      for (int e = 0; e < 8 && c8 * 8 + e < p.head_dim; ++e) dst[e] = from_float<E>(o[e]);
+    }
+    if (c8 == 0) p.lse[lse_index(r)] = lse;
+  };
+  // Splits merged in the cluster: this split's O (unnormalized, relative to its row maxima), maxima and sums,
+  // after the warps' parts in the ring, for the other CTAs of the cluster to read.
+  float* sPartO = sSum + kW * kM;
+  float* sPartM = sPartO + kM * Tr::kMergeStride;
+  float* sPartL = sPartM + kM;
   // One 8-column chunk of one row per pass: the warps' parts weighted by exp2(max_w - max), over the sum.
   for (int idx = tid; idx < kM * Tr::kChunksPerRow; idx += Tr::kNThreads) {
     const int row = idx / Tr::kChunksPerRow, c8 = idx % Tr::kChunksPerRow;
@@ -347,39 +369,79 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
       f[w] = exp2_ftz(sMax[w * kM + row] - m_use);
       l += f[w] * sSum[w * kM + row];
     }
-    const bool empty = l == 0.f;  // no visible key: out 0, lse -inf (NaN inputs stay NaN)
-    const float inv = empty ? 0.f : 1.f / l;
     float o[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       float x = 0.f;
 #pragma unroll
       for (int w = 0; w < kW; ++w) x += f[w] * sO[(w * kM + row) * Tr::kMergeStride + c8 * 8 + e];
-      o[e] = x * inv;
+      o[e] = x;
     }
+    if (p.cluster_splits) {
+      float4* part = reinterpret_cast<float4*>(sPartO + row * Tr::kMergeStride + c8 * 8);
+      part[0] = make_float4(o[0], o[1], o[2], o[3]);
+      part[1] = make_float4(o[4], o[5], o[6], o[7]);
+      if (c8 == 0) {
+        sPartM[row] = mx;
+        sPartL[row] = l;
+      }
+      continue;
+    }
+    const bool empty = l == 0.f;  // no visible key: out 0, lse -inf (NaN inputs stay NaN)
+    const float inv = empty ? 0.f : 1.f / l;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) o[e] *= inv;
     const float lse = empty ? -INFINITY : mx * kLn2 + logf(l);
-    const int64_t li = lse_index(r);
     if (p.num_splits > 1) {
-      const int64_t slot = split * p.accum_rows + li;
+      const int64_t slot = split * p.accum_rows + lse_index(r);
       float4* dst = reinterpret_cast<float4*>(p.oaccum + slot * p.oaccum_stride + c8 * 8);
       dst[0] = make_float4(o[0], o[1], o[2], o[3]);
       dst[1] = make_float4(o[4], o[5], o[6], o[7]);
       if (c8 == 0) p.lse_accum[slot] = lse;
     } else {
-      E* dst = o_b + row_h(r) * p.o_head_stride + row_i(r) * p.o_row_stride + c8 * 8;
-      if (p.aligned16) {
-        uint4 packed;
-        packed.x = pack2<E>(o[0], o[1]);
-        packed.y = pack2<E>(o[2], o[3]);
-        packed.z = pack2<E>(o[4], o[5]);
-        packed.w = pack2<E>(o[6], o[7]);
-        *reinterpret_cast<uint4*>(dst) = packed;
-      } else {
-        for (int e = 0; e < 8 && c8 * 8 + e < p.head_dim; ++e) dst[e] = from_float<E>(o[e]);
-      }
-      if (c8 == 0) p.lse[li] = lse;
+      store_final(r, c8, o, lse);
     }
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (p.cluster_splits) {
+    // The split-KV CTAs of this row tile are one cluster (cluster rank = split, launch/flash_fwd_decode_launch.h):
+    // once every part is written, CTA `split` finishes its share of the (row, chunk) pairs from all the parts in
+    // the cluster's shared memory -- no partials in global memory and no combine launch.
+    cluster_barrier();
+    const int splits = p.num_splits;  // <= kMaxClusterSplits (dispatch.cu)
+    const uint32_t part_o = smem_addr(sPartO), part_m = smem_addr(sPartM), part_l = smem_addr(sPartL);
+    for (int idx = split * Tr::kNThreads + tid; idx < kM * Tr::kChunksPerRow; idx += splits * Tr::kNThreads) {
+      const int row = idx / Tr::kChunksPerRow, c8 = idx % Tr::kChunksPerRow;
+      const int r = row0 + row;
+      if (r >= rows_total || c8 * 8 >= p.head_dim) continue;
+      float ms[kMaxClusterSplits];
+      float mx = -INFINITY;
+#pragma unroll
+      for (int s = 0; s < kMaxClusterSplits; ++s) {
+        ms[s] = s < splits ? ld_cluster_f32(cluster_addr(part_m + row * 4, s)) : -INFINITY;
+        mx = fmaxf(mx, ms[s]);
+      }
+      const float m_use = mx == -INFINITY ? 0.f : mx;
+      float o[8] = {}, l = 0.f;
+#pragma unroll
+      for (int s = 0; s < kMaxClusterSplits; ++s) {
+        if (s >= splits) break;
+        const float fs = exp2_ftz(ms[s] - m_use);  // 0 for a split that saw no key
+        l += fs * ld_cluster_f32(cluster_addr(part_l + row * 4, s));
+        const uint32_t src = cluster_addr(part_o + (row * Tr::kMergeStride + c8 * 8) * 4, s);
+        const float4 a = ld_cluster_f32x4(src), c = ld_cluster_f32x4(src + 16);
+        o[0] += fs * a.x, o[1] += fs * a.y, o[2] += fs * a.z, o[3] += fs * a.w;
+        o[4] += fs * c.x, o[5] += fs * c.y, o[6] += fs * c.z, o[7] += fs * c.w;
+      }
+      const bool empty = l == 0.f;  // no split saw a key: out 0, lse -inf (NaN inputs stay NaN)
+      const float inv = empty ? 0.f : 1.f / l;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o[e] *= inv;
+      store_final(r, c8, o, empty ? -INFINITY : mx * kLn2 + logf(l));
+    }
+    cluster_barrier();  // no CTA leaves while another still reads its part
+  }
+#endif
 }
 
 }  // namespace attn::flash
