@@ -137,12 +137,20 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
   }
 
   // backward.h runs one task per (batch, kv head) (fused: 5 products per block pair) when those tasks keep the
-  // threads busy, else two passes (7 products): 1 thread takes the fused schedule on every shape here, 16
-  // threads the two passes. Both must give the same bits, 16-bit Delta (kept tiles or its own pass), dropout's
-  // kept P~, softcap and dbias included.
+  // threads busy, else two passes (7 products): 1 thread takes the fused schedule on every shape here; 16
+  // threads (which the backend lowers to what a call's size pays for: threads.ts) the two passes where that
+  // leaves more than one thread per two kv heads (Delta in its own pass, S 320; the smaller shapes may stay
+  // fused). Both must give the same bits, 16-bit Delta (kept tiles or its own pass), dropout's kept P~, softcap
+  // and dbias included.
   const schedules: Array<[string, Shape, SdpaOptions]> = [
     ['plain odd shape', odd, {}],
     ['gqa causal, dropout', gqa, { isCausal: true, dropoutP: 0.25, dropoutSeed: 7n }],
+    // 4 threads at "16": two passes, Delta from the kept tiles with dropout (pass 1 once wrote P~ over the kept P).
+    [
+      'gqa causal, dropout, S 320',
+      { B: 1, Hq: 4, Hk: 2, Sq: 320, Sk: 320, D: 64, Dv: 64 },
+      { isCausal: true, dropoutP: 0.25, dropoutSeed: 7n },
+    ],
     ['alibi + softcap', gqa, { alibiSlopes: f32([0.5, 0.25, 0.125, 0.0625]), softcap: 4 }],
     ['additive mask [B, 1, Sq, 1]', odd, { attnMask: additive([2, 1, 37, 1]) }],
     ['Delta in its own pass', { B: 1, Hq: 2, Hk: 1, Sq: 70, Sk: 8250, D: 16, Dv: 8 }, { isCausal: true }],

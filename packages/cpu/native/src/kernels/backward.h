@@ -245,12 +245,14 @@ inline void delta_sums_store(const DeltaSums& a, float* delta, int64_t m) {
 static_assert(kDeltaLanes == 8, "delta_sums_store adds 8 lanes");
 
 // A query block's kept tiles (16-bit outputs, while they fit: BwdCtx::kept_tiles tiles per key block):
-// P, P * dP~ (in the dLogit slot), the softcap's tanh, and in the fused schedule with dropout P~ (which
-// is P itself without dropout: bwd_block then stores the same values through both pointers).
+// P, P * dP~ (in the dLogit slot), the softcap's tanh, and in the fused schedule with dropout P~. Without
+// dropout P~ is P itself: bwd_block then stores the same values through both pointers. With dropout but no
+// kept P~ (pass 1 of the two passes: it computes dQ alone, and never reads P~), P~ goes to the scratch's
+// own tile: through the P pointer it would overwrite the kept P that ds_from_kept reads (dQ was then wrong).
 struct KeptTiles {
   float* base;
   int64_t per_block;  // BwdCtx::kept_tiles
-  bool cap, pd;
+  bool cap, pd, drop;
 
   BwdTiles at(const BwdTiles& scratch, int64_t kb) const {
     constexpr int64_t kTile = kBwdBM * kBwdBN;
@@ -262,7 +264,7 @@ struct KeptTiles {
       k.cap = next;
       next += kTile;
     }
-    k.pd = pd ? next : k.p;
+    k.pd = pd ? next : drop ? scratch.pd : k.p;
     return k;
   }
 };
@@ -354,7 +356,7 @@ inline QueryBlockScratch query_block_scratch(const BwdCtx& cx, float* base) {
   s.dq = base;
   s.tmp = s.dq + kBwdBM * cx.dp;
   const int64_t head = query_block_head_floats(cx);
-  s.kept = KeptTiles{base + head, cx.kept_tiles, cx.p->mods.softcap > 0.f, cx.kept_pd};
+  s.kept = KeptTiles{base + head, cx.kept_tiles, cx.p->mods.softcap > 0.f, cx.kept_pd, cx.p->mods.has_dropout};
   s.tiles = bwd_tiles(base + head + cx.kept_tiles * cx.nkb * kBwdBM * kBwdBN, kBwdBM);
   return s;
 }
