@@ -1,10 +1,11 @@
-// Element types. Half types live in Uint16Array (Node 20 has no Float16Array); bool in Uint8Array.
+// Element types. Half types live in Uint16Array (Node 20 has no Float16Array); float8_e4m3 and bool in
+// Uint8Array. float8_e4m3 (float8.ts) is a storage type, not a FloatDType: attention inputs are FloatDType.
 
 export type FloatDType = 'float64' | 'float32' | 'float16' | 'bfloat16';
-export type DType = FloatDType | 'bool' | 'int32';
+export type DType = FloatDType | 'float8_e4m3' | 'bool' | 'int32';
 
 export const FLOAT_DTYPES: readonly FloatDType[] = ['float64', 'float32', 'float16', 'bfloat16'];
-export const DTYPES: readonly DType[] = [...FLOAT_DTYPES, 'bool', 'int32'];
+export const DTYPES: readonly DType[] = [...FLOAT_DTYPES, 'float8_e4m3', 'bool', 'int32'];
 
 /** Bytes per element. */
 export const DTYPE_BYTES: Readonly<Record<DType, number>> = {
@@ -12,6 +13,7 @@ export const DTYPE_BYTES: Readonly<Record<DType, number>> = {
   float32: 4,
   float16: 2,
   bfloat16: 2,
+  float8_e4m3: 1,
   bool: 1,
   int32: 4,
 };
@@ -22,6 +24,7 @@ export interface HostArrayOf {
   float32: Float32Array;
   float16: Uint16Array;
   bfloat16: Uint16Array;
+  float8_e4m3: Uint8Array;
   bool: Uint8Array;
   int32: Int32Array;
 }

@@ -1,6 +1,7 @@
 // Typed arrays behind host tensors: allocation, type checks, and number <-> element encoding.
 import { type DType, DTYPES, type HostArray, type HostArrayOf } from './dtype.js';
 import { AttnInputError } from './errors.js';
+import { float8E4m3Bits, float8E4m3DecodeTable } from './float8.js';
 import { bfloat16BitsToFloat32, float16DecodeTable, float32ToBfloat16Bits, float32ToFloat16Bits } from './half.js';
 
 /** The constructor of each dtype's host array. */
@@ -9,6 +10,7 @@ const HOST_ARRAY_CTOR = {
   float32: Float32Array,
   float16: Uint16Array,
   bfloat16: Uint16Array,
+  float8_e4m3: Uint8Array,
   bool: Uint8Array,
   int32: Int32Array,
 } as const;
@@ -55,6 +57,8 @@ export function elementEncoder(dtype: DType): (v: number) => number {
       return float32ToFloat16Bits;
     case 'bfloat16':
       return float32ToBfloat16Bits;
+    case 'float8_e4m3':
+      return float8E4m3Bits;
     case 'bool':
       return (v) => (v !== 0 ? 1 : 0);
     case 'int32':
@@ -76,6 +80,10 @@ export function elementDecoder(dtype: DType): (stored: number) => number {
     }
     case 'bfloat16':
       return bfloat16BitsToFloat32;
+    case 'float8_e4m3': {
+      const table = float8E4m3DecodeTable();
+      return (bits) => table[bits]!;
+    }
     default:
       return (v) => v;
   }

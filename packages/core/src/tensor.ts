@@ -411,6 +411,7 @@ function hostArrayName(dtype: DType): string {
     float32: 'Float32Array',
     float16: 'Uint16Array',
     bfloat16: 'Uint16Array',
+    float8_e4m3: 'Uint8Array',
     bool: 'Uint8Array',
     int32: 'Int32Array',
   }[dtype];

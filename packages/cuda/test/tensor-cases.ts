@@ -3,7 +3,7 @@ import { type DType, type HostArray, type Tensor, tensor } from '@attn/core';
 import { expect } from 'vitest';
 import { makeRng } from './random.js';
 
-export const DTYPES: readonly DType[] = ['float64', 'float32', 'float16', 'bfloat16', 'bool', 'int32'];
+export const DTYPES: readonly DType[] = ['float64', 'float32', 'float16', 'bfloat16', 'float8_e4m3', 'bool', 'int32'];
 
 /** Host data for a dtype with its special values first (NaN, infinities, signed zero, subnormals, limits). */
 export function sampleData(dtype: DType, n: number, seed?: number): HostArray {
@@ -23,6 +23,9 @@ export function sampleData(dtype: DType, n: number, seed?: number): HostArray {
     case 'bfloat16':
       // Every 16-bit pattern (NaNs, infinities, subnormals), then random ones.
       return new Uint16Array(n).map((_, i) => (i < 65536 ? i : rng.u32() & 0xffff));
+    case 'float8_e4m3':
+      // Every 8-bit pattern (the two NaNs, signed zeros, subnormals, +-448), then random ones.
+      return new Uint8Array(n).map((_, i) => (i < 256 ? i : rng.u32() & 0xff));
     case 'bool':
       return new Uint8Array(n).map(() => rng.int(2));
     case 'int32': {

@@ -11,6 +11,9 @@ export const DTYPE_CODE: Readonly<Record<DType, number>> = {
   bfloat16: 3,
   bool: 4,
   int32: 5,
+  // No kernel takes float8_e4m3: core keeps it out of attention inputs (not a FloatDType), and the addon's
+  // range check (0..5) refuses the code should one be forged.
+  float8_e4m3: 6,
 };
 
 export function tensorArg(t: Tensor): MathTensorArg {
