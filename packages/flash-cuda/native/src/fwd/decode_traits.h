@@ -10,8 +10,8 @@ namespace attn::flash {
 
 // Splits of a decode row tile merged in one thread-block cluster (FwdParams::cluster_splits): pairs. Clusters of
 // 3-8 lost to the combine wherever the grid was larger than a few clusters (H200, decode_stream_probe --kernels:
-// 4 splits x 32 row tiles 55.6 us against 37.1; the GPCs place a large cluster's CTAs two to an SM), so more
-// splits go through the partials and the combine kernel.
+// 4 splits x 32 row tiles 55.6 us against 37.1; likely, not profiled: a large cluster's CTAs placed two to an
+// SM), so more splits go through the partials and the combine kernel.
 constexpr int kMaxClusterSplits = 2;
 
 template <int kHeadDim_, int kBlockN_, int kStages_, typename Element_>
