@@ -7,25 +7,11 @@
 // saturates: magnitudes that round past 448, infinities included, become +-448, as torch's cast from float32
 // does (NVIDIA's satfinite conversion). NaN becomes 0x7f (the sign of a NaN is not kept, as for the half types).
 
+import { exponentOf, roundHalfEven } from './exact-rounding.js';
+
 const MAX_BITS = 0x7e; // 448 = 1.110b x 2^8
 const NAN_BITS = 0x7f;
 const MAX_FINITE = 448;
-
-function roundHalfEven(x: number): number {
-  const floor = Math.floor(x);
-  const frac = x - floor; // exact: x < 2^5 where this is used
-  if (frac > 0.5) return floor + 1;
-  if (frac < 0.5) return floor;
-  return floor % 2 === 0 ? floor : floor + 1;
-}
-
-/** floor(log2(a)) for finite a > 0, exact (Math.log2 alone can be off by one near powers of two). */
-function exponentOf(a: number): number {
-  let e = Math.floor(Math.log2(a));
-  if (2 ** e > a) e -= 1;
-  else if (2 ** (e + 1) <= a) e += 1;
-  return e;
-}
 
 /** The float8_e4m3 bits of x (round to nearest even, saturating at +-448; NaN to 0x7f). */
 export function float8E4m3Bits(x: number): number {

@@ -4,6 +4,8 @@
 // pattern; any other double is rounded once, directly from the double, because going through
 // float32 first would round twice and can land one ulp off.
 
+import { exponentOf, roundHalfEven } from './exact-rounding.js';
+
 const scratch = new ArrayBuffer(4);
 const scratchF32 = new Float32Array(scratch);
 const scratchU32 = new Uint32Array(scratch);
@@ -20,22 +22,6 @@ interface HalfFormat {
 
 const FLOAT16: HalfFormat = { mantissaBits: 10, exponentBias: 15, infBits: 0x7c00, quietNaN: 0x7e00 };
 const BFLOAT16: HalfFormat = { mantissaBits: 7, exponentBias: 127, infBits: 0x7f80, quietNaN: 0x7fc0 };
-
-function roundHalfEven(x: number): number {
-  const floor = Math.floor(x);
-  const frac = x - floor; // exact: x < 2^53 where this is used
-  if (frac > 0.5) return floor + 1;
-  if (frac < 0.5) return floor;
-  return floor % 2 === 0 ? floor : floor + 1;
-}
-
-/** floor(log2(a)) for finite a > 0, exact (Math.log2 alone can be off by one near powers of two). */
-function exponentOf(a: number): number {
-  let e = Math.floor(Math.log2(a));
-  if (2 ** e > a) e -= 1;
-  else if (2 ** (e + 1) <= a) e += 1;
-  return e;
-}
 
 /** Rounds a double straight to the format: one rounding, ties to even. */
 function encodeExact(x: number, f: HalfFormat): number {
