@@ -55,7 +55,8 @@ struct AmxProducts {
 
   // C[M x N] (+)= A[M x K] . B[K x N] (kAcc: +=): A bf16 rows lda elements apart (K contiguous), B
   // pair-packed (row kp holds N pairs (B[2kp][n], B[2kp+1][n]), ldb pairs apart), C fp32 rows ldc apart; M,
-  // N and K multiples of 32. The backward's five products (backward_bf16_pairs.h), 2x2 C tiles at a time.
+  // N and K multiples of 32, 2x2 C tiles at a time. The forward's two products (qk, pv below) and the backward's
+  // five (backward_bf16_pairs.h).
   template <bool kAcc>
   static void mm(int64_t M, int64_t N, int64_t K, const uint16_t* a, int64_t lda, const uint16_t* b, int64_t ldb,
                  float* c, int64_t ldc) {
@@ -96,61 +97,13 @@ struct AmxProducts {
   // st[c][r] (row stride 64) = sum_e K[c][e] Q[r][e] for the kKB keys of the block (all computed:
   // the packed K is zero past Sk). k: bf16 rows of dp elements; qv: Q^T pairs [dp/2][64][2].
   static void qk(float* st, const uint16_t* k, int64_t dp, const uint16_t* qv, int64_t) {
-    tile_operands_ready();
-    const int64_t kstride = dp * 2;  // bytes per K row
-    for (int64_t ks = 0; ks < kKB; ks += 32) {
-      for (int64_t rs = 0; rs < 64; rs += 32) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int64_t dc = 0; dc < dp; dc += 32) {
-          _tile_loadd(4, k + ks * dp + dc, kstride);
-          _tile_loadd(5, k + (ks + 16) * dp + dc, kstride);
-          _tile_loadd(6, qv + ((dc / 2) * 64 + rs) * 2, 256);
-          _tile_loadd(7, qv + ((dc / 2) * 64 + rs + 16) * 2, 256);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-        }
-        _tile_stored(0, st + ks * 64 + rs, 256);
-        _tile_stored(1, st + ks * 64 + rs + 16, 256);
-        _tile_stored(2, st + (ks + 16) * 64 + rs, 256);
-        _tile_stored(3, st + (ks + 16) * 64 + rs + 16, 256);
-      }
-    }
+    mm<false>(kKB, 64, dp, k, dp, qv, 64, st, 64);
   }
 
-  // ot[e][r] (row stride 64) += sum_c V[c][e] P[r][c] over the n keys of the block. vt: V^T rows
-  // (vld elements apart) from the block's first key; pb: P^T pairs [kKB/2][64][2].
+  // ot[e][r] (row stride 64) += sum_c V[c][e] P[r][c] over the n keys of the block, rounded up to 32 (P^T
+  // is zero there). vt: V^T rows (vld elements apart) from the block's first key; pb: P^T pairs [kKB/2][64][2].
   static void pv(float* ot, const uint16_t* vt, int64_t vld, int64_t, int64_t dvp, const uint16_t* pb, int64_t n) {
-    tile_operands_ready();
-    const int64_t vstride = vld * 2;
-    const int64_t kc_end = (n + 31) / 32 * 32;
-    for (int64_t es = 0; es < dvp; es += 32) {
-      for (int64_t rs = 0; rs < 64; rs += 32) {
-        float* o = ot + es * 64 + rs;
-        _tile_loadd(0, o, 256);
-        _tile_loadd(1, o + 16, 256);
-        _tile_loadd(2, o + 16 * 64, 256);
-        _tile_loadd(3, o + 16 * 64 + 16, 256);
-        for (int64_t kc = 0; kc < kc_end; kc += 32) {
-          _tile_loadd(4, vt + es * vld + kc, vstride);
-          _tile_loadd(5, vt + (es + 16) * vld + kc, vstride);
-          _tile_loadd(6, pb + ((kc / 2) * 64 + rs) * 2, 256);
-          _tile_loadd(7, pb + ((kc / 2) * 64 + rs + 16) * 2, 256);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
-        }
-        _tile_stored(0, o, 256);
-        _tile_stored(1, o + 16, 256);
-        _tile_stored(2, o + 16 * 64, 256);
-        _tile_stored(3, o + 16 * 64 + 16, 256);
-      }
-    }
+    mm<true>(dvp, 64, (n + 31) / 32 * 32, vt, vld, pb, 64, ot, 64);
   }
 };
 
