@@ -15,8 +15,8 @@
 // and paged 256, first checked against the varlen output (max |diff|).
 //
 //   node packages/flash-cuda/scripts/decode-bench.mjs [--json out.json] [--ncu]
-// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256, on the plan's kernel and on 'lean_small' (for
-// ncu's kernel sections).
+// --ncu: only 3 kernel-path calls of each of dense, paged 16 and paged 256, on the plan's kernel and on the decode kernel at
+// 4 splits (the paged plan's count: the same launch on every layout), for ncu's kernel sections.
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
@@ -111,7 +111,7 @@ const apiCall = (v) => () => {
 if (process.argv.includes('--ncu')) {
   for (const v of variants.filter((x) => ['dense', 'paged 16', 'paged 256'].includes(x.name))) {
     for (let i = 0; i < 3; i++) kernelCall(v, {})();
-    for (let i = 0; i < 3; i++) kernelCall(v, { kernel: 'bf16_d128_lean_small', numSplits: 4 })();
+    for (let i = 0; i < 3; i++) kernelCall(v, { kernel: 'bf16_d128_decode', numSplits: 4 })();
   }
   cuda.synchronize(0);
   process.exit(0);

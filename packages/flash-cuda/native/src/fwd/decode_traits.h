@@ -49,7 +49,11 @@ struct DecodeTraits {
   // Paged calls' staged row offsets (K and V, int64) of two key tiles, after the ring.
   static constexpr int kOffsetBytes = 2 * 2 * kBlockN * 8;
   static constexpr int kOffsetsAt = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;  // bytes past the ring's start
-  static constexpr int kSmemBytes = kSmemQElems * 2 + kOffsetsAt + kOffsetBytes;
+  // Paged calls' block-table entries (int32, one per key row) of the tiles 2 kStages ahead, a ring of
+  // kEntrySlots tiles after the offsets (the kernel's copy_entry says why that far).
+  static constexpr int kEntrySlots = 8;
+  static constexpr int kEntriesAt = kOffsetsAt + kOffsetBytes;
+  static constexpr int kSmemBytes = kSmemQElems * 2 + kEntriesAt + kEntrySlots * kBlockN * 4;
 
   // A thread's cp.async copies of a key tile: one 16-byte column chunk (tid % kChunksPerRow) of the rows
   // tid / kChunksPerRow + k * kRowStep, kRowStep a multiple of the swizzle period (destinations differ by
@@ -62,6 +66,7 @@ struct DecodeTraits {
   static_assert(kRowStep % 8 == 0 && kBlockN % kRowStep == 0, "copies in whole swizzle periods");
   static_assert(kStages >= 3, "a ring (and the staged offsets' two buffers) of three tiles at least");
   static_assert(kBlockN <= kNThreads, "a thread stages each row's offsets");
+  static_assert(kEntrySlots >= 2 * kStages, "the prologue's entries (2 kStages tiles) are live at once");
   static_assert(kMergeStride % 4 == 0 && (kNWarps * kBlockM * (kMergeStride + 2)) % 4 == 0,
                 "the cluster part's rows are 16-byte aligned (float4 stores and loads)");
 };

@@ -161,27 +161,40 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
   const DecodeKvRows kv_offsets{
       p.k_row_stride, p.v_row_stride, p.k_page_stride, p.v_page_stride, table_row, p.num_pages - 1, loc};
   // Paged: the K and V pool offsets of a tile's rows, staged in shared memory for two tiles (sOff[tile & 1][K or
-  // V][row]), each row's by thread `row` from the table entry it read one tile earlier: one lookup per row,
-  // not one per row and column chunk, and the table's latency behind a tile's math instead of right after a
-  // barrier. Staged for tile t between the barriers that follow the issue of tile t - 2 and precede its own.
+  // V][row]), each row's by thread `row` from its block-table entry: one lookup per row, not one per row and
+  // column chunk. Staged for tile t between the barriers that follow the issue of tile t - 2 and precede its own.
+  // The entries come by cp.async (copy_entry), 2 kS tiles ahead of their staging, in the groups of the K/V
+  // tiles: a plain load of the table issued one tile ahead waited behind the ring's K/V traffic (ncu, H200:
+  // the first use of the entry was the paged call's top stall, long scoreboard, 5% of the samples).
   int64_t* sOff = reinterpret_cast<int64_t*>(reinterpret_cast<unsigned char*>(ring) + Tr::kOffsetsAt);
-  int next_blk = 0, next_in_page = 0;  // row `tid`'s entry for the next tile to stage
-  auto read_entry = [&](int n) {
+  int* sEnt = reinterpret_cast<int*>(reinterpret_cast<unsigned char*>(ring) + Tr::kEntriesAt);
+  // Row `tid`'s entry of tile n (n < n_end, key below seq_k) into slot n % kEntrySlots. Group accounting: the
+  // copy for tile n rides in the group committed at loop iteration n - 2 kS; that iteration's group is
+  // complete for this thread at iteration n - kS - 1's wait<kS - 1>, before iteration n - kS stages tile n
+  // (the prologue copies tiles n_begin .. n_begin + 2 kS - 1 and waits for them). Only this thread reads
+  // what it copied, so no barrier is needed; the slot's next copy (tile n + kEntrySlots) comes after.
+  auto copy_entry = [&](int n) {
     const int j = n * kN + tid;
-    int page = 0;
-    next_in_page = 0;
-    next_blk = 0;
-    if (tid < kN && j < seq_k) {
-      loc.locate(j, page, next_in_page);
-      next_blk = __ldg(table_row + page);
+    if (tid < kN && n < n_end && j < seq_k) {
+      int page, in_page;
+      loc.locate(j, page, in_page);
+      cp_async_4(smem_addr(sEnt + (n % Tr::kEntrySlots) * kN + tid), table_row + page);
     }
   };
   auto stage_offsets = [&](int n) {
     if (tid < kN) {
-      const int last_page = p.num_pages - 1;
-      const int64_t blk = next_blk < 0 ? 0 : (next_blk > last_page ? last_page : next_blk);  // the replay rule
-      sOff[((n & 1) * 2) * kN + tid] = blk * p.k_page_stride + int64_t(next_in_page) * p.k_row_stride;
-      sOff[((n & 1) * 2 + 1) * kN + tid] = blk * p.v_page_stride + int64_t(next_in_page) * p.v_row_stride;
+      const int j = n * kN + tid;
+      int64_t ko = 0, vo = 0;
+      if (j < seq_k) {
+        int page, in_page;
+        loc.locate(j, page, in_page);
+        const int last_page = p.num_pages - 1, entry = sEnt[(n % Tr::kEntrySlots) * kN + tid];
+        const int64_t blk = entry < 0 ? 0 : (entry > last_page ? last_page : entry);  // the replay rule
+        ko = blk * p.k_page_stride + int64_t(in_page) * p.k_row_stride;
+        vo = blk * p.v_page_stride + int64_t(in_page) * p.v_row_stride;
+      }
+      sOff[((n & 1) * 2) * kN + tid] = ko;
+      sOff[((n & 1) * 2 + 1) * kN + tid] = vo;
     }
   };
   // Key tile n into ring buffer `slot`, rows past seq_k and columns past head_dim zero-filled: cp.async (paged:
@@ -222,11 +235,16 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
       vs += v_step;
     }
   };
+  if (paged) {  // the entries of the first 2 kS tiles, in a group of their own (with Q's), waited for here
+#pragma unroll
+    for (int i = 0; i < 2 * kS; ++i) copy_entry(n_begin + i);
+    cp_async_commit();
+    cp_async_wait<0>();
+  }
 #pragma unroll
   for (int i = 0; i < kS - 1; ++i) {
     if (i < n_tiles) {
       if (paged) {
-        read_entry(n_begin + i);
         stage_offsets(n_begin + i);
         __syncthreads();
       }
@@ -234,11 +252,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
     }
     cp_async_commit();
   }
-  if (paged && kS - 1 < n_tiles) {  // the loop's first issue reads these; its first stage, the entries read here
-    read_entry(n_begin + kS - 1);
-    stage_offsets(n_begin + kS - 1);
-    read_entry(n_begin + kS);
-  }
+  if (paged && kS - 1 < n_tiles) stage_offsets(n_begin + kS - 1);  // the loop's first issue reads these
   const int h0 = p.pack_gqa ? hk * group : hy;
   if (rotate_q) load_q_rotated<Tr>(sQ, p, q_bh, p.pack_gqa ? group : 1, h0, ext.kv_old, row0, rows_total, tid);
 
@@ -274,9 +288,9 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
     if (i > 0 || paged) __syncthreads();  // (paged: the offsets staged last are visible)
     if (i + kS - 1 < n_tiles) {
       issue(n_begin + i + kS - 1, (i + kS - 1) % kS);
-      if (paged && i + kS < n_tiles) {
-        stage_offsets(n_begin + i + kS);
-        read_entry(n_begin + i + kS + 1);
+      if (paged) {
+        if (i + kS < n_tiles) stage_offsets(n_begin + i + kS);
+        copy_entry(n_begin + i + 2 * kS);
       }
     }
     cp_async_commit();
