@@ -162,29 +162,29 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
     ]);
     expect(names.filter((n) => n.includes('sm90')).sort()).toEqual([
       'bf16_d128_sm90ws',
-      'bf16_d256_sm90',
+      'bf16_d256_sm90ws',
       'bf16_d64_sm90ws',
       'fp16_d128_sm90ws',
-      'fp16_d256_sm90',
+      'fp16_d256_sm90ws',
       'fp16_d64_sm90ws',
     ]);
     expect(a!.buildInfo().kernels.some((k) => k.includes('forced only'))).toBe(false);
   });
 
   // Only an addon that holds sm_90a code has the Hopper kernels' bodies (the default build does).
-  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d256_sm90') || !/\b90a\b/.test(a.buildInfo().cudaArchs))(
+  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d256_sm90ws') || !/\b90a\b/.test(a.buildInfo().cudaArchs))(
     'plans the Hopper kernel on sm90 for lean calls without split-KV, and only there',
     () => {
       const names = a!.buildInfo().kernelNames;
       const plain = nums([4, 16, 16, 4096, 4096, 128], { isCausal: true });
-      // The warp-specialized kernel at D <= 128, the two-stage one at D = 256.
+      // The Hopper kernel at every head dim it is built for (64, 128, 256).
       expect(a!.plan(plain.nums, plain.ptrs)).toMatchObject({
         kernel: 'bf16_d128_sm90ws',
         numSplits: 1,
         packGqa: false,
       });
       const d256 = nums([4, 8, 8, 4096, 4096, 256]);
-      expect(a!.plan(d256.nums, d256.ptrs).kernel).toBe('bf16_d256_sm90');
+      expect(a!.plan(d256.nums, d256.ptrs).kernel).toBe('bf16_d256_sm90ws');
       const d64 = nums([4, 16, 4, 2000, 2000, 40], { enableGqa: true }, H100, 'float16');
       // fp16 as bf16: the warp-specialized kernel (D = 40 runs in the D = 64 bucket).
       expect(a!.plan(d64.nums, d64.ptrs).kernel).toBe('fp16_d64_sm90ws');

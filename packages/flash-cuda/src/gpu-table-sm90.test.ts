@@ -1,5 +1,5 @@
 // flash-cuda's Hopper kernels forced by name where the plan would not pick them (short queries, odd
-// head dims in their bucket), the warp-specialized kernels where compiled, and each Hopper dK/dV kernel
+// head dims in their bucket), every Hopper forward kernel where compiled, and each Hopper dK/dV kernel
 // forced through the kernel option (the TMA warp-specialized one, which only the option runs, on every kind of
 // call it takes; the cp.async one on a few of the same), through the conformance harness. Runs on sm90 devices with an
 // addon built for sm_90a; elsewhere skipped with the reason.
@@ -30,9 +30,9 @@ const forcedBackward = (kernel: string): Partial<TableCase> => ({
     backward: (p, saved, gradOut) => flashBackward({ ...p, kernel }, saved, gradOut),
   },
 });
-/** The Hopper kernel of a head dim's bucket: warp-specialized at 64 and 128, two-stage at 256. */
+/** The Hopper kernel of a head dim's bucket (64, 128, 256). */
 const bucket = (dtype: 'bfloat16' | 'float16', D: number) =>
-  `${dtype === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? '64_sm90ws' : D <= 128 ? '128_sm90ws' : '256_sm90'}`;
+  `${dtype === 'float16' ? 'fp16' : 'bf16'}_d${D <= 64 ? 64 : D <= 128 ? 128 : 256}_sm90ws`;
 
 function cases(): TableCase[] {
   const list: TableCase[] = [];
@@ -64,11 +64,19 @@ function cases(): TableCase[] {
     { layout: 'bshd', D: 128, Hq: 4, Sq: 257, Sk: 257, causal: true },
     bucket('bfloat16', 128),
   );
-  // The warp-specialized kernels (producer warpgroup, 3-stage ring, ping-pong consumers), where compiled.
+  // Every Hopper kernel (3-stage ring at D 64 / 128, 2 stages at D 256; the joint K/V release at D 64, K and V
+  // released apart above) on causal, GQA, window, misaligned and strided calls, where compiled.
   const names = (flashCudaBackend.buildInfo?.().kernelNames ?? []) as readonly string[];
-  for (const ws of ['bf16_d64_sm90ws', 'bf16_d128_sm90ws', 'fp16_d64_sm90ws', 'fp16_d128_sm90ws']) {
+  for (const ws of [
+    'bf16_d64_sm90ws',
+    'bf16_d128_sm90ws',
+    'bf16_d256_sm90ws',
+    'fp16_d64_sm90ws',
+    'fp16_d128_sm90ws',
+    'fp16_d256_sm90ws',
+  ]) {
     if (!names.includes(ws)) continue;
-    const D = ws.includes('d64') ? 64 : 128;
+    const D = Number(/_d(\d+)_/.exec(ws)![1]);
     const dtype = ws.startsWith('fp16') ? ('float16' as const) : ('bfloat16' as const);
     for (const alignment of ['upperLeft', 'lowerRight'] as const)
       for (const [Sq, Sk] of [

@@ -151,7 +151,7 @@ describeWhereRunnable('flash-cuda on a GPU', av.ok ? null : av.reason, () => {
     expect(decode.kernel).toBe('bf16_d128_decode');
     const [q2, k2, v2] = shaped(4, 16, 16, 4096, 4096, 128);
     const prefill = planFor(normalizeParams(q2, k2, v2, { isCausal: true }));
-    // lean / sm90 / sm90ws (Hopper; warp-specialized at D <= 128): no ALiBi, softcap, dropout or left window
+    // lean / sm90ws (Hopper): no ALiBi, softcap, dropout or left window
     expect(prefill.kernel).toMatch(/_(large|lean|sm90ws)$/);
     expect(prefill.numSplits).toBe(1);
   });

@@ -1,10 +1,11 @@
-// A standalone launch of the warp-specialized Hopper forward kernel (bf16, D=128, 128 x 128 tiles) for
+// A standalone launch of the Hopper forward kernel (bf16, the generated configurations: D=64 and D=128 at
+// 128 x 128 with 3 stages, the first with the joint K/V release; D=256 at 128 x 64 with 2 stages) for
 // compute-sanitizer: racecheck on the addon runs every kernel of a call through Node, which is slow and
 // cannot switch the kernel's barriers. Built twice by tools/research/ws-race-probe.sh, with and without
 // ATTN_SM90_WS_NO_TURNS (the consumers' turn-taking compiled out), so that a hazard the tool reports can be
 // pinned on the named-barrier hand-offs or not. It checks its output against a float64 reference too.
 //
-//   ws_race_probe <seq_q> <seq_k> <causal 0|1>
+//   ws_race_probe <seq_q> <seq_k> <causal 0|1> [head dim 64|128|256, default 128]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -17,7 +18,6 @@
 #include "sm90/flash_fwd_sm90_launch.h"
 
 using namespace attn::flash;
-using Tr = FwdSm90Traits<128, 128, 128, 1, __nv_bfloat16, true>;
 
 static void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -26,11 +26,9 @@ static void check(cudaError_t e, const char* what) {
   }
 }
 
-int main(int argc, char** argv) {
-  const int sq = argc > 1 ? std::atoi(argv[1]) : 200;
-  const int sk = argc > 2 ? std::atoi(argv[2]) : 300;
-  const bool causal = argc > 3 && std::atoi(argv[3]) != 0;
-  constexpr int B = 1, H = 2, D = 128;
+template <typename Tr>
+static int run_probe(int sq, int sk, bool causal) {
+  constexpr int B = 1, H = 2, D = Tr::kHeadDim;
   const size_t nq = size_t(B) * H * sq * D, nk = size_t(B) * H * sk * D;
   std::vector<__nv_bfloat16> hq(nq), hk(nk), hv(nk);
   uint32_t state = 12345;
@@ -86,7 +84,19 @@ int main(int argc, char** argv) {
   }
   // bf16 output of a convex combination of values in [-1, 1): a rounding of 2^-8 plus the P rounding.
   const bool ok = worst < 2e-2;
-  std::printf("ws_race_probe sq=%d sk=%d causal=%d: max |out - ref| = %.3g %s\n", sq, sk, int(causal), worst,
+  std::printf("ws_race_probe D=%d sq=%d sk=%d causal=%d: max |out - ref| = %.3g %s\n", D, sq, sk, int(causal), worst,
               ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  const int sq = argc > 1 ? std::atoi(argv[1]) : 200;
+  const int sk = argc > 2 ? std::atoi(argv[2]) : 300;
+  const bool causal = argc > 3 && std::atoi(argv[3]) != 0;
+  const int d = argc > 4 ? std::atoi(argv[4]) : 128;
+  if (d == 256) return run_probe<FwdSm90Traits<256, 128, 64, 1, __nv_bfloat16, true>>(sq, sk, causal);
+  if (d == 128) return run_probe<FwdSm90Traits<128, 128, 128, 1, __nv_bfloat16, true>>(sq, sk, causal);
+  if (d == 64) return run_probe<FwdSm90Traits<64, 128, 128, 1, __nv_bfloat16, false>>(sq, sk, causal);
+  std::fprintf(stderr, "head dim %d: the probe is built for 64, 128 and 256\n", d);
+  return 2;
 }

@@ -46,10 +46,10 @@ struct FwdConfig {
   int paged_smem_bytes;  // with the staged block-table entries of paged calls (sm80 family; = smem_bytes for sm90)
   void (*run)(const FwdParams&, cudaStream_t, int);
   const char* name;
-  bool sm90;              // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
-  bool warp_specialized;  // sm90 with a producer warpgroup and ping-pong consumers
-  int min_blocks;         // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
-  bool decode;            // the decode kernel (fwd/flash_fwd_decode_kernel.h): block_n keys per ring stage
+  bool sm90;           // the Hopper kernel (wgmma): sm_90 devices only, lean calls without split-KV or packed GQA
+  bool split_release;  // sm90: K and V stages released on mbarriers of their own (FwdSm90Traits)
+  int min_blocks;      // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
+  bool decode;         // the decode kernel (fwd/flash_fwd_decode_kernel.h): block_n keys per ring stage
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME) \
@@ -68,21 +68,21 @@ struct FwdConfig {
    false,                                                            \
    0,                                                                \
    false},
-#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, WS, NAME) \
-  {IS_BF16 != 0,                                                     \
-   D,                                                                \
-   M,                                                                \
-   N,                                                                \
-   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kLaunchThreads / 32,      \
-   false,                                                            \
-   false,                                                            \
-   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes,               \
-   FwdSm90Traits<D, M, N, MINB, ELEM, WS>::kSmemBytes,               \
-   &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, WS>>,            \
-   NAME,                                                             \
-   true,                                                             \
-   WS,                                                               \
-   MINB,                                                             \
+#define ATTN_FWD_SM90_CONFIG(IS_BF16, D, M, N, MINB, ELEM, SPLIT, NAME) \
+  {IS_BF16 != 0,                                                        \
+   D,                                                                   \
+   M,                                                                   \
+   N,                                                                   \
+   FwdSm90Traits<D, M, N, MINB, ELEM, SPLIT>::kLaunchThreads / 32,      \
+   false,                                                               \
+   false,                                                               \
+   FwdSm90Traits<D, M, N, MINB, ELEM, SPLIT>::kSmemBytes,               \
+   FwdSm90Traits<D, M, N, MINB, ELEM, SPLIT>::kSmemBytes,               \
+   &run_fwd_sm90<FwdSm90Traits<D, M, N, MINB, ELEM, SPLIT>>,            \
+   NAME,                                                                \
+   true,                                                                \
+   SPLIT,                                                               \
+   MINB,                                                                \
    false},
 #define ATTN_FWD_DECODE_CONFIG(IS_BF16, D, N, STAGES, ELEM, NAME) \
   {IS_BF16 != 0,                                                  \
@@ -361,7 +361,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     const FwdConfig& h = kConfigs[hopper];
     const bool one_wave =
         int64_t(s.batch) * s.heads_q * m_blocks_of(h) <= int64_t(s.sm_count) * ctas_per_sm(h, s.smem_optin);
-    if ((rows > 64 || (one_wave && h.warp_specialized)) && (key_tiles(h) <= 2 || splits_for(h, s.heads_q) == 1))
+    if ((rows > 64 || (one_wave && h.head_dim <= 128)) && (key_tiles(h) <= 2 || splits_for(h, s.heads_q) == 1))
       cfg = hopper;
   }
   if (cfg < 0)
@@ -553,7 +553,9 @@ std::vector<std::string> kernel_descriptions() {
     out.push_back(std::string(c.name) + " (" + std::to_string(c.block_m) + "x" + std::to_string(c.block_n) + ", " +
                   std::to_string(c.warps) + " warps, " + std::to_string(c.smem_bytes / 1024) + " KB smem" +
                   (c.q_in_regs ? ", Q in registers" : "") + (c.extras ? "" : ", lean") +
-                  (c.sm90 ? (c.warp_specialized ? ", sm90 wgmma, warp-specialized" : ", sm90 wgmma") : "") +
+                  (c.sm90 ? (c.split_release ? ", sm90 wgmma, warp-specialized, K/V released apart"
+                                             : ", sm90 wgmma, warp-specialized")
+                          : "") +
                   (c.decode ? ", decode: the warps split each key tile" : "") + ")");
   return out;
 }

@@ -83,12 +83,18 @@ struct TileIO {
   //  - strided geometry (each thread owns one 16-byte column chunk, rows r0, r0 + kRowStep, ... with
   //    kRowStep a multiple of the 8-row swizzle period): the shared destinations differ by compile-time
   //    constants (immediate offsets) and the sources by one 64-bit step: a handful of registers;
+  //  - block-strided geometry (kStrided's rows would step by less than the swizzle period, e.g. D 256 over
+  //    128 threads): each thread owns one chunk of every 64-column block, rows kNThreads / 8 apart: the
+  //    blocks are immediate offsets too;
   //  - the element-wise path (misaligned tensors) lives in a separate, non-inlined function so that its
   //    temporaries never count against the aligned loop.
   template <int kRows>
   __device__ __forceinline__ static void load_rows(E* smem, const E* tile_row0, int64_t row_stride, int rows_valid,
                                                    int d, bool aligned16, const E* zero_src, int tid) {
     constexpr bool kStrided = Tr::kNThreads % Tr::kChunksPerRow == 0 && (Tr::kNThreads / Tr::kChunksPerRow) % 8 == 0;
+    // Whole 64-column blocks and too few threads per row for kStrided (D 256 over 128 producer threads).
+    constexpr bool kBlockStrided = Tr::kChunksPerBlock == 8 && Tr::kChunksPerRow % Tr::kChunksPerBlock == 0 &&
+                                   Tr::kNThreads % 64 == 0 && kRows % (Tr::kNThreads / 8) == 0;
     if constexpr (kStrided) {
       if (aligned16) {
         constexpr int kRowStep = Tr::kNThreads / Tr::kChunksPerRow;
@@ -101,6 +107,30 @@ struct TileIO {
         for (int it = 0; it < kRows / kRowStep; ++it) {
           const bool ok = col_ok && r0 + it * kRowStep < rows_valid;
           cp_async_16(dst + it * kRowStep * Tr::kBlockKSmem * 2, ok ? src : zero_src, ok ? 16 : 0);
+          src += step;
+        }
+      } else {
+        load_rows_elementwise<kRows>(smem, tile_row0, row_stride, rows_valid, d, tid);
+      }
+    } else if constexpr (kBlockStrided) {
+      if (aligned16) {
+        // Each thread owns chunk c of every 64-column block in rows r0, r0 + kRowStep, ...: the blocks are
+        // compile-time offsets from one row pointer and one shared address, the rows one 64-bit step.
+        constexpr int kRowStep = Tr::kNThreads / Tr::kChunksPerBlock;
+        constexpr int kBlocks = Tr::kChunksPerRow / Tr::kChunksPerBlock;
+        const int c = tid % Tr::kChunksPerBlock, r0 = tid / Tr::kChunksPerBlock;
+        const uint32_t dst = smem_addr(smem + swizzle_offset<Tr>(r0, c, kRows));
+        const E* src = tile_row0 + r0 * row_stride + c * 8;
+        const int64_t step = kRowStep * row_stride;
+#pragma unroll
+        for (int it = 0; it < kRows / kRowStep; ++it) {
+          const bool row_ok = r0 + it * kRowStep < rows_valid;
+#pragma unroll
+          for (int b = 0; b < kBlocks; ++b) {
+            const bool ok = row_ok && b * Tr::kBlockKSmem + c * 8 < d;
+            cp_async_16(dst + (it * kRowStep + b * kRows) * Tr::kBlockKSmem * 2,
+                        ok ? src + b * Tr::kBlockKSmem : zero_src, ok ? 16 : 0);
+          }
           src += step;
         }
       } else {

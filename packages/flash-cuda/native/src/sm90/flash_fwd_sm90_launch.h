@@ -1,5 +1,5 @@
 // Launch template of the Hopper forward kernel: one per FwdSm90Traits, instantiated by the generated files
-// generated/fwd_*.cu (variant 'sm90'). dispatch.cu launches it only on sm90 devices and only when the addon
+// generated/fwd_sm90_*.cu (variant 'sm90ws'). dispatch.cu launches it only on sm90 devices and only when the addon
 // holds sm_90a code (elsewhere the kernel body is empty).
 #pragma once
 #include <cuda_runtime.h>
@@ -10,7 +10,6 @@
 #include "common/dependent_launch.h"
 #include "common/fwd_params.h"
 #include "attn/cuda_check.h"
-#include "sm90/flash_fwd_sm90_kernel.h"
 #include "sm90/flash_fwd_sm90_ws_kernel.h"
 #include "launch/smem_opt_in.h"
 
@@ -19,23 +18,13 @@ namespace attn::flash {
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
   constexpr int kSmem = Tr::kSmemBytes;
-  auto kernel = [] {  // only the chosen kernel is instantiated
-    if constexpr (Tr::kWarpSpecialized) {
-      return flash_fwd_sm90_ws_kernel<Tr>;
-    } else {
-      return flash_fwd_sm90_kernel<Tr>;
-    }
-  }();
+  auto kernel = flash_fwd_sm90_ws_kernel<Tr>;
   static std::atomic<uint64_t> opted_in{0};
   static_assert(kSmem > 48 * 1024, "the opt-in below is what lets the Hopper tiles launch");
   opt_in_smem(kernel, kSmem, opted_in, device, true);
   const dim3 grid(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
   launch_dependent(kernel, grid, Tr::kLaunchThreads, kSmem, stream, device, p);
-  if constexpr (Tr::kWarpSpecialized) {
-    ATTN_LAUNCH_CHECK("flash_fwd_sm90_ws_kernel");
-  } else {
-    ATTN_LAUNCH_CHECK("flash_fwd_sm90_kernel");
-  }
+  ATTN_LAUNCH_CHECK("flash_fwd_sm90_ws_kernel");
 }
 
 }  // namespace attn::flash

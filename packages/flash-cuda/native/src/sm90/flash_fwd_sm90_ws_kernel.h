@@ -1,17 +1,18 @@
-// The warp-specialized Hopper forward kernel (FlashAttention-3's schedule on cp.async): the same math and
-// feature set as flash_fwd_sm90_kernel.h, with the work split by role so that the tensor cores are not idle
-// while a warpgroup runs its softmax.
-//   - One producer warpgroup loads K and V tiles into a 3-stage ring of shared memory (cp.async, completion
-//     signalled on the stage's 'full' mbarrier) as soon as both consumer warpgroups have released the stage
-//     ('empty' mbarrier): the consumers never wait on a __syncthreads.
+// The Hopper forward kernel (FlashAttention-3's schedule on cp.async): both GEMMs on wgmma, the lean feature set,
+// the work split by role so that the tensor cores are not idle while a warpgroup runs its softmax.
+//   - One producer warpgroup loads K and V tiles into a ring of kStages stages of shared memory (cp.async,
+//     completion signalled on the stage's 'full' mbarrier) as soon as both consumer warpgroups have released
+//     the stage ('empty' mbarrier): the consumers never wait on a __syncthreads. With kSplitRelease, K and V
+//     each have their own pair of mbarriers: K_n's buffer is released once S_n is done, V_n's once P_n.V_n is,
+//     so the next K load starts a GEMM earlier (what a 2-stage ring, D 256, needs to keep a tile in flight).
 //   - Two consumer warpgroups, 64 query rows each, take turns issuing their GEMMs (named barriers 2 and 3):
 //     while one runs S = Q.K_n^T and O += P_{n+1}.V_{n+1} on the tensor cores, the other runs its softmax.
 //   - Within a warpgroup, the P.V of the previous tile is issued together with this tile's Q.K^T and only
 //     waited for after this tile's softmax has computed its row maxima and probabilities (O's rescale needs
 //     it; nothing before does).
 // Per key tile n, consumer warpgroup wg:
-//   wait full[n]; wait for our turn; issue S_n = Q.K_n^T, issue O += P_{n+1}.V_{n+1}; hand the turn over;
-//   wait S_n; masks; probabilities; wait P.V; release stage of n+1; rescale O; pack P_n
+//   wait full[n] (and V's full[n+1]); wait for our turn; issue S_n = Q.K_n^T, issue O += P_{n+1}.V_{n+1}; hand
+//   the turn over; wait S_n (release K_n); masks; probabilities; wait P.V; release V_{n+1}; rescale O; pack P_n
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -38,7 +39,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kNT = Tr::kNTiles, kDT = Tr::kDTiles;
   constexpr int kStages = Tr::kStages, kConsumers = Tr::kNThreads;
   constexpr uint32_t kKVUnits = Tr::kSmemKVElems * 2 / 16;  // one stage, in descriptor units (16 bytes)
-  // Named barriers: 1 = the consumers' own (Q landed); 2 + wg = warpgroup wg's turn on the tensor cores.
+  // Named barriers: 1 = the consumers' own (Q landed, O staged); 2 + wg = warpgroup wg's turn on the tensor cores.
   constexpr int kConsumerBar = 1, kTurnBar = 2;
   dependent_launch_prologue();  // before any global access (common/dependent_launch.h)
 
@@ -49,6 +50,9 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   E* sV = sK + kStages * Tr::kSmemKVElems;
   const uint32_t full_bar = smem_addr(sV + kStages * Tr::kSmemKVElems);  // kStages mbarriers, 8 bytes each
   const uint32_t empty_bar = full_bar + kStages * 8;
+  constexpr bool kSplit = Tr::kSplitRelease;
+  const uint32_t v_full_bar = kSplit ? empty_bar + kStages * 8 : full_bar;
+  const uint32_t v_empty_bar = kSplit ? v_full_bar + kStages * 8 : empty_bar;
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   sm90::CtaWork<E> w;
@@ -57,10 +61,14 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::mbar_init(full_bar + 8 * s, 128);           // the producer's threads, once their copies landed
-      sm90::mbar_init(empty_bar + 8 * s, Tr::kNWarps);  // one lane per consumer warp, once its P.V is done
+      sm90::mbar_init(empty_bar + 8 * s, Tr::kNWarps);  // one lane per consumer warp, once its GEMMs are done
+      if (kSplit) {
+        sm90::mbar_init(v_full_bar + 8 * s, 128);
+        sm90::mbar_init(v_empty_bar + 8 * s, Tr::kNWarps);
+      }
     }
   }
-  __syncthreads();  // barriers initialized; the only CTA-wide barrier
+  __syncthreads();  // barriers initialized; the only CTA-wide barrier (before the roles diverge)
 
   if (warp >= Tr::kNWarps) {
     // ---- producer warpgroup: K_n, V_n into the ring, n from the last tile down
@@ -72,24 +80,30 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     uint32_t phase = 0;
 #pragma unroll 1
     for (int n = n_end - 1; n >= 0; --n) {
-      sm90::mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // both warpgroups done with the tile 3 before
+      // Misaligned tensors are stored element-wise (st.shared, no cp.async): a plain arrive releases those.
+      auto filled = [&](uint32_t bar) {
+        if (p.aligned16) {
+          sm90::cp_async_mbar_arrive(bar);
+        } else {
+          sm90::mbar_arrive(bar);
+        }
+      };
+      sm90::mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // both warpgroups done with the tile kStages before
       IO::template load_rows<kN>(sK + stage * Tr::kSmemKVElems, w.k_bh + int64_t(n) * kN * k_rs, k_rs, w.seq_k - n * kN,
                                  p.head_dim, p.aligned16, w.k_bh, ptid);
+      if (kSplit) {
+        filled(full_bar + 8 * stage);
+        sm90::mbar_wait(v_empty_bar + 8 * stage, phase ^ 1);
+      }
       IO::template load_rows<kN>(sV + stage * Tr::kSmemKVElems, w.v_bh + int64_t(n) * kN * v_rs, v_rs, w.seq_k - n * kN,
                                  p.head_dim, p.aligned16, w.v_bh, ptid);
-      // Misaligned tensors are stored element-wise (st.shared, no cp.async): a plain arrive releases those.
-      if (p.aligned16) {
-        sm90::cp_async_mbar_arrive(full_bar + 8 * stage);
-      } else {
-        sm90::mbar_arrive(full_bar + 8 * stage);
-      }
+      filled(v_full_bar + 8 * stage);
       if (++stage == kStages) {
         stage = 0;
         phase ^= 1;
       }
     }
-    cp_async_wait<0>();
-    __syncthreads();  // the consumers' epilogue barrier (below): O staged in shared memory
+    cp_async_wait<0>();  // nothing in flight when the warps exit
     return;
   }
 
@@ -124,12 +138,13 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
 #endif
   if (kTurns && wg == 1 && n_end > 0) named_barrier_arrive(kTurnBar, kConsumers);
   int stage = 0, prev_stage = 0;
-  uint32_t phase = 0;
+  uint32_t phase = 0, prev_phase = 0;
   // One key tile; kPrev: the previous tile's P.V is issued with it (every tile but the first). A template
   // constant, not a branch, so that no control flow separates the batch's wgmma instructions.
   auto consume = [&](int n, auto prev_tag) {
     constexpr bool kPrev = decltype(prev_tag)::value;
     sm90::mbar_wait(full_bar + 8 * stage, phase);
+    if constexpr (kSplit && kPrev) sm90::mbar_wait(v_full_bar + 8 * prev_stage, prev_phase);
     sm90::fence_proxy_async();
     if constexpr (kTurns) named_barrier_sync(kTurnBar + wg, kConsumers);
     sm90::fence_operands(s[0]);
@@ -145,17 +160,19 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
 
     sm90::wgmma_wait<kPrev ? 1 : 0>();  // S_n (the older group); P.V may still run
     sm90::fence_operands(s[0]);
+    if (kSplit && lane == 0) sm90::mbar_arrive(empty_bar + 8 * stage);  // K_n read
     if (sm90::boundary_tile<Tr>(p, w, n)) mask_scores<false, 1, kNT, 1>(s, p, rc, n * kN, t);
     float corr[1][2];
     softmax_probs<true>(s, row_max, row_sum, p.score_mul, corr);
     if constexpr (kPrev) {
       sm90::wgmma_wait<0>();
       sm90::fence_operands(acc_o[0]);
-      if (lane == 0) sm90::mbar_arrive(empty_bar + 8 * prev_stage);
+      if (lane == 0) sm90::mbar_arrive(v_empty_bar + 8 * prev_stage);
     }
     rescale_o(acc_o, corr);
     sm90::pack_p<Tr>(s[0], pa);
     prev_stage = stage;
+    prev_phase = phase;
     if (++stage == kStages) {
       stage = 0;
       phase ^= 1;
@@ -166,6 +183,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
 #pragma unroll 1
     for (int n = n_end - 2; n >= 0; --n) consume(n, std::true_type{});
     // the last tile's P.V
+    if constexpr (kSplit) sm90::mbar_wait(v_full_bar + 8 * prev_stage, prev_phase);
     sm90::fence_operands(acc_o[0]);
     sm90::wgmma_fence();
     sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
@@ -173,10 +191,12 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     sm90::wgmma_wait<0>();
     sm90::fence_operands(acc_o[0]);
   }
-  // The epilogue orders the staged O's writes before its reads with a CTA-wide barrier that the producer
-  // joins before it exits. Every named barrier of the turn-taking completes as often as it is waited on
-  // (warpgroup 0 takes no spare turn before the epilogue), which keeps racecheck at 0 hazards.
-  sm90::store_output<Tr, kConsumers>(p, w, acc_o, row_max, row_sum, sQ, tid, [] { __syncthreads(); });
+  // The epilogue orders the staged O's writes (in the Q tile, which only the consumers use) before its reads
+  // with the consumers' own barrier: no CTA-wide barrier in the role-divergent code (synccheck reports one). Every
+  // named barrier of the turn-taking completes as often as it is waited on (warpgroup 0 takes no spare turn before
+  // the epilogue), which keeps racecheck at 0 hazards.
+  sm90::store_output<Tr, kConsumers>(p, w, acc_o, row_max, row_sum, sQ, tid,
+                                     [] { named_barrier_sync(kConsumerBar, kConsumers); });
 #endif
 }
 

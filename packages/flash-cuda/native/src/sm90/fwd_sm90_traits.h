@@ -1,33 +1,35 @@
-// Tile shapes of the Hopper forward kernel (flash_fwd_sm90_kernel.h), apart from its body. One
-// FwdSm90Traits per generated instantiation (scripts/generate-instantiations.mjs, variant 'sm90').
+// Tile shapes of the Hopper forward kernel (flash_fwd_sm90_ws_kernel.h), apart from its body. One
+// FwdSm90Traits per generated instantiation (scripts/generate-instantiations.mjs, variant 'sm90ws').
 //
-// A CTA owns kBlockM query rows: one warpgroup (4 warps, 128 threads) per 64 rows, each running
-// wgmma.m64nNk16 on its own rows. Shared memory: the Q tile and two stages of K and V tiles (the next key
-// tile loads while this one is used), in the 128-byte-swizzled layout both ldmatrix-era code (TileIO) and
-// wgmma's descriptors read.
+// A CTA owns kBlockM = 128 query rows: two consumer warpgroups (4 warps, 128 threads each) of 64 rows, each
+// running wgmma.m64nNk16 on its own rows, and a producer warpgroup that loads K and V. Shared memory: the Q
+// tile and a ring of kStages K and V tiles, in the 128-byte-swizzled layout both ldmatrix-era code (TileIO)
+// and wgmma's descriptors read, then the ring's mbarriers.
 #pragma once
 #include <cstdint>
 
 namespace attn::flash {
 
-template <int kHeadDim_, int kBlockM_, int kBlockN_, int kMinBlocks_, typename Element_, bool kWarpSpecialized_ = false>
+template <int kHeadDim_, int kBlockM_, int kBlockN_, int kMinBlocks_, typename Element_, bool kSplitRelease_>
 struct FwdSm90Traits {
   using Element = Element_;
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr int kBlockM = kBlockM_;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kMinBlocks = kMinBlocks_;  // __launch_bounds__' CTAs per SM: caps the registers
-  // true: flash_fwd_sm90_ws_kernel.h (a producer warpgroup loads K/V into a 3-stage ring; the two consumer
-  // warpgroups take turns on the tensor cores, one's softmax under the other's GEMMs); false:
-  // flash_fwd_sm90_kernel.h (every thread loads, two stages, one __syncthreads per key tile).
-  static constexpr bool kWarpSpecialized = kWarpSpecialized_;
+  // true: K and V of a stage are filled and released on mbarriers of their own, so K_n's buffer is refilled
+  // once S_n is done and V_n's once P_n.V_n is (FlashAttention-3's separate K and V pipelines); false: one
+  // pair of mbarriers per stage, released once both are done. The ring's lookahead decides: at 2 stages
+  // (D 256) the joint release left no tile in flight; at 3 (D 64, D 128) it is a few percent either way
+  // (docs/perf/flash-cuda.md).
+  static constexpr bool kSplitRelease = kSplitRelease_;
   static constexpr int kNWarpGroups = kBlockM / 64;
   static constexpr int kNWarps = 4 * kNWarpGroups;  // the warps that hold query rows (consumers)
   static constexpr int kNThreads = kNWarps * 32;
   // + the producer warpgroup: setmaxnreg moves registers between whole warpgroups, so the producer is one
   // (its 4 warps share the loads) and gives up all but kProducerRegs to the consumers' kConsumerRegs
   // (per SM sub-partition: one producer and two consumer warps, 40 + 2 x 232 <= 512 registers per lane).
-  static constexpr int kLaunchThreads = kNThreads + (kWarpSpecialized ? 128 : 0);
+  static constexpr int kLaunchThreads = kNThreads + 128;
   static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
   static constexpr bool kExtras = false;  // the lean feature set: no ALiBi, softcap, dropout, left window
 
@@ -43,16 +45,21 @@ struct FwdSm90Traits {
 
   static constexpr int kSmemQElems = kBlockM * kHeadDim;
   static constexpr int kSmemKVElems = kBlockN * kHeadDim;
-  static constexpr int kStages = kWarpSpecialized ? 3 : 2;
   // + 1 KB: the tiles are placed on a 1024-byte boundary (wgmma's swizzle atom) inside the dynamic buffer;
-  // + 64 bytes: the ring's 'full' and 'empty' mbarriers (warp-specialized kernel).
-  static constexpr int kSmemBytes = (kSmemQElems + 2 * kStages * kSmemKVElems) * 2 + 1024 + 64;
+  // + 128 bytes: the ring's 'full' and 'empty' mbarriers (for K and for V with kSplitRelease).
+  static constexpr int bytes_for(int stages) { return (kSmemQElems + 2 * stages * kSmemKVElems) * 2 + 1024 + 128; }
+  // 3 stages where they fit in an sm90 CTA's 227 KB (D <= 128 at 128 x 128: 226 KB), else 2 (D 256 at
+  // 128 x 64: 193 KB).
+  static constexpr int kMaxSmemBytes = 227 * 1024;
+  static constexpr int kStages = bytes_for(3) <= kMaxSmemBytes ? 3 : 2;
+  static constexpr int kSmemBytes = bytes_for(kStages);
+  static_assert(kSmemBytes <= kMaxSmemBytes, "the tiles must fit an sm90 CTA's shared memory");
 
   // wgmma N is the key-tile width (S) and the head dim (O): widths scripts/generate-wgmma.mjs writes.
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "sm90 head dims: 64, 128, 256");
   static_assert(kBlockN == 64 || kBlockN == 128 || kBlockN == 256, "sm90 key tiles: 64, 128, 256");
   static_assert(kBlockM % 64 == 0 && kBlockM <= 192, "one to three warpgroups of 64 rows");
-  static_assert(!kWarpSpecialized || kBlockM == 128, "the ping-pong schedule is written for two warpgroups");
+  static_assert(kBlockM == 128, "the ping-pong schedule is written for two warpgroups");
 };
 
 }  // namespace attn::flash
