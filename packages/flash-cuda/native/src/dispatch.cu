@@ -285,7 +285,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     const FwdConfig& c = kConfigs[i];
     if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
-      // One Hopper kernel per head dim: warp-specialized at D <= 128, two stages at D 256.
+      // One Hopper kernel per head dim (the warp-specialized one).
       if (lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80 && hopper < 0) hopper = i;
       continue;
     }
