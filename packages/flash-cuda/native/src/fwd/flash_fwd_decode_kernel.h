@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
       vs += v_step;
     }
   };
-  if (paged) {  // the entries of the first 2 kS tiles, in a group of their own (with Q's), waited for here
+  if (paged) {  // the entries of the first 2 kS tiles, in a group of their own, waited for here (with Q's group)
 #pragma unroll
     for (int i = 0; i < 2 * kS; ++i) copy_entry(n_begin + i);
     cp_async_commit();

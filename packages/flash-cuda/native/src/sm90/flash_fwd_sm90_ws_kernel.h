@@ -78,16 +78,16 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
     int stage = 0;
     uint32_t phase = 0;
+    // Misaligned tensors are stored element-wise (st.shared, no cp.async): a plain arrive releases those.
+    auto filled = [&](uint32_t bar) {
+      if (p.aligned16) {
+        sm90::cp_async_mbar_arrive(bar);
+      } else {
+        sm90::mbar_arrive(bar);
+      }
+    };
 #pragma unroll 1
     for (int n = n_end - 1; n >= 0; --n) {
-      // Misaligned tensors are stored element-wise (st.shared, no cp.async): a plain arrive releases those.
-      auto filled = [&](uint32_t bar) {
-        if (p.aligned16) {
-          sm90::cp_async_mbar_arrive(bar);
-        } else {
-          sm90::mbar_arrive(bar);
-        }
-      };
       sm90::mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // both warpgroups done with the tile kStages before
       IO::template load_rows<kN>(sK + stage * Tr::kSmemKVElems, w.k_bh + int64_t(n) * kN * k_rs, k_rs, w.seq_k - n * kN,
                                  p.head_dim, p.aligned16, w.k_bh, ptid);
