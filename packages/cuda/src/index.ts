@@ -54,6 +54,7 @@ export type { StreamOptions } from './stream.js';
 export { CudaError, CudaOutOfMemoryError } from './errors.js';
 
 export { cudaMathBackend, CUDA_MATH_PRIORITY } from './math-backend/backend.js';
+export { TENSOR_DTYPE_CODE } from './tensor-dtype.js';
 export {
   abiHeaderMismatches,
   abiLayout,

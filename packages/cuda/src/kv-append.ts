@@ -2,8 +2,9 @@
 // which every CUDA backend compiles into its addon and calls as kvAppend(ptrs, nums): one packer, so
 // that cuda-math and flash-cuda append, rotate and address caches identically. Pure (no native call):
 // tested on the CPU with a fake device runtime.
-import type { DType, KvCacheParams, SdpaParams, Tensor } from '@attn/core';
+import type { KvCacheParams, SdpaParams, Tensor } from '@attn/core';
 import { abiLayout, type AbiArrays } from './abi.js';
+import { TENSOR_DTYPE_CODE } from './tensor-dtype.js';
 
 // The layout of attn/kv_append_abi.h (the one argument ABI, abi.ts): names in the header's order, grouped by
 // meaning as its enums; kv-append.test.ts checks them against the header. Strides: 4 per 4-d tensor, 2 per
@@ -27,9 +28,6 @@ export const KV_ABI = abiLayout(
 );
 export const KV_PTR = KV_ABI.ptr;
 export const KV_NUM = KV_ABI.num;
-
-/** attn/tensor_ref.h's dtype codes of the float dtypes. */
-const DTYPE_CODE: Partial<Record<DType, number>> = { float64: 0, float32: 1, float16: 2, bfloat16: 3 };
 
 /** The kernel's two argument arrays. */
 export type KvAppendArgs = AbiArrays;
@@ -73,9 +71,7 @@ export function kvAppendArgs(p: SdpaParams, out: KvAppendOutputs): KvAppendArgs 
   ptrs[KV_PTR.rowTable] = ptr(out.rowTable);
   ptrs[KV_PTR.stream] = out.stream;
 
-  const code = DTYPE_CODE[p.dtype];
-  if (code === undefined) throw new TypeError(`kvAppendArgs: no kernel for dtype ${p.dtype}`);
-  nums[KV_NUM.dtype] = code;
+  nums[KV_NUM.dtype] = TENSOR_DTYPE_CODE[p.dtype];
   nums[KV_NUM.batch] = p.batch;
   nums[KV_NUM.seqQ] = p.seqQ;
   nums[KV_NUM.headsQ] = p.headsQ;

@@ -1,22 +1,12 @@
 // SdpaParams (validated by core and by this backend's rules) packed into the addon's argument arrays (abi.ts,
 // native/src/abi.h). Pure: no native calls, so it is tested on the CPU with a fake device runtime.
-import { contiguousStrides, type DType, kernelWindow, type SdpaParams, type Tensor } from '@attn/core';
-import { putNums, rowStrides, type AbiArrays } from '@attn/cuda';
+import { contiguousStrides, kernelWindow, type SdpaParams, type Tensor } from '@attn/core';
+import { putNums, rowStrides, TENSOR_DTYPE_CODE, type AbiArrays } from '@attn/cuda';
 import { BACKWARD_ABI, FORWARD_ABI, MASK_KIND, PATH_CODE } from './abi.js';
 import type { KernelPath } from './native.js';
 
-/** ElemType codes of native/src/common/params.h (the same numbers as attn/tensor_ref.h's DType). */
-export const DTYPE_CODE: Readonly<Record<DType, number>> = {
-  float64: 0,
-  float32: 1,
-  float16: 2,
-  bfloat16: 3,
-  bool: 4,
-  int32: 5,
-  // No kernel takes float8_e4m3: core keeps it out of attention inputs (not a FloatDType), and the addon's
-  // range check (0..5) refuses the code should one be forged.
-  float8_e4m3: 6,
-};
+/** ElemType codes of native/src/common/params.h: attn/tensor_ref.h's DType numbers, from @attn/cuda. */
+export const DTYPE_CODE = TENSOR_DTYPE_CODE;
 
 const { ptr: PTR, num: NUM } = FORWARD_ABI;
 const { ptr: BWD_PTR, num: BWD_NUM } = BACKWARD_ABI;

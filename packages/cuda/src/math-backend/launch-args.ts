@@ -1,20 +1,11 @@
 // SdpaParams (validated by core and by the rules) into the addon's argument objects. Pure: no native
 // calls, so it is tested on the CPU with a fake device runtime.
-import { hostIndexCopies, kernelWindow, kvHostCopies, type DType, type SdpaParams, type Tensor } from '@attn/core';
+import { hostIndexCopies, kernelWindow, kvHostCopies, type SdpaParams, type Tensor } from '@attn/core';
+import { TENSOR_DTYPE_CODE } from '../tensor-dtype.js';
 import type { MathBackwardArgs, MathForwardArgs, MathTensorArg } from './binding.js';
 
-/** attn/tensor_ref.h's DType codes. */
-export const DTYPE_CODE: Readonly<Record<DType, number>> = {
-  float64: 0,
-  float32: 1,
-  float16: 2,
-  bfloat16: 3,
-  bool: 4,
-  int32: 5,
-  // No kernel takes float8_e4m3: core keeps it out of attention inputs (not a FloatDType), and the addon's
-  // range check (0..5) refuses the code should one be forged.
-  float8_e4m3: 6,
-};
+/** attn/tensor_ref.h's DType codes (the package's one table). */
+export const DTYPE_CODE = TENSOR_DTYPE_CODE;
 
 export function tensorArg(t: Tensor): MathTensorArg {
   return { ptr: t.dataPointer(), dtype: DTYPE_CODE[t.dtype], shape: t.shape, strides: t.strides };
