@@ -74,17 +74,21 @@ export const SM90_CONFIGS = [
   [256, 'sm90ws', 128, 64, 1, null, true],
 ];
 /**
- * The decode kernel (DecodeTraits, native/src/fwd/flash_fwd_decode_kernel.h): one 16-row query tile, 4 warps
- * splitting each 64-key tile, a ring of `stages` K/V tiles in flight. dispatch.cu picks it for lean calls whose
+ * The decode kernel (DecodeTraits, native/src/fwd/flash_fwd_decode_kernel.h): one 16-row query tile, a warp per
+ * 16 keys of each key tile, a ring of `stages` K/V tiles in flight. dispatch.cu picks it for lean calls whose
  * packed query rows fit 16 (decode steps, GQA heads packed), where the 64-row tile's two buffers drain at every
- * key tile. D 128: 3 stages (100 KB, two CTAs per SM); D 64: 4 stages (66 KB). Measured against 4 stages at D 128
- * (one CTA per SM: decode 67.9 us against 66.8 at its best split count, paged 1.3x slower) and 6 at D 64 (1.03x
- * slower over the short-call sweep's D 64 shapes), H200 (docs/perf/flash-cuda.md).
+ * key tile. 'decode': 64-key tiles, 4 warps; D 128 3 stages (100 KB, two CTAs per SM), D 64 4 stages (66 KB).
+ * Measured against 4 stages at D 128 (one CTA per SM: decode 67.9 us against 66.8 at its best split count, paged
+ * 1.3x slower) and 6 at D 64 (1.03x slower over the short-call sweep's D 64 shapes). 'decode_wide' (D 128 only):
+ * 128-key tiles, 8 warps, 3 stages (204 KB, one CTA per SM), the plan's for paged K/V where its grid is one wave:
+ * paged decode 66.8-67.5 us at 2 splits against 68.3-69.2 for 'decode' at 4 (blocks 16-256); over strided K/V
+ * 65.2-65.3 against 64.1-66.3, so dense calls keep 'decode'. H200 (docs/perf/flash-cuda.md).
  */
 export const DECODE_CONFIGS = [
-  // headDim, blockN, stages
-  [64, 64, 4],
-  [128, 64, 3],
+  // headDim, variant, blockN, stages
+  [64, 'decode', 64, 4],
+  [128, 'decode', 64, 3],
+  [128, 'decode_wide', 128, 3],
 ];
 /** Variants compiled without the extra features (FwdTraits kExtras = false). */
 export const LEAN_VARIANTS = new Set(['lean', 'lean_small']);
@@ -137,16 +141,16 @@ export function generatedFiles() {
     }
   }
   for (const [dname, ctype] of DTYPES) {
-    for (const [d, n, stages] of DECODE_CONFIGS) {
+    for (const [d, variant, n, stages] of DECODE_CONFIGS) {
       const traits = `attn::flash::DecodeTraits<${d}, ${n}, ${stages}, ${ctype}>`;
       addTo(
         files,
         `fwd_decode_${dname}.cu`,
         'launch/flash_fwd_decode_launch.h',
-        `template void attn::flash::run_fwd_decode<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);  // d${d}\n`,
+        `template void attn::flash::run_fwd_decode<${traits}>(const attn::flash::FwdParams&, cudaStream_t, int);  // d${d} ${variant}\n`,
       );
       list.push(
-        `ATTN_FWD_DECODE_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${n}, ${stages}, ${ctype}, "${dname}_d${d}_decode")`,
+        `ATTN_FWD_DECODE_CONFIG(${dname === 'bf16' ? 1 : 0}, ${d}, ${n}, ${stages}, ${ctype}, "${dname}_d${d}_${variant}")`,
       );
     }
   }

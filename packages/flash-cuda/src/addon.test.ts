@@ -110,6 +110,30 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
     expect(() => a!.forward(plain.ptrs, plain.nums)).toThrow(/only a kv-cache call/);
   });
 
+  it('reads paged K/V with the 8-warp decode tile where its grid is one wave, the 4-warp tile otherwise', () => {
+    const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+    const i32 = (xs: number[], shape: number[]) => tensor(xs, shape, { dtype: 'int32', device: 'cuda' });
+    const step = (b: number, hk: number, sk: number, facts = H100) => {
+      const pages = (b * sk) / 16;
+      const pool = empty([pages, 16, hk, 128], o);
+      const p = normalizeKvCacheParams(empty([b, 1, 4 * hk, 128], o), pool, pool, {
+        cacheSeqlens: i32(Array<number>(b).fill(sk), [b]),
+        blockTable: i32(
+          Array.from({ length: pages }, (_, i) => i),
+          [b, sk / 16],
+        ),
+        enableGqa: true,
+      });
+      const n = packKvCacheArgs(p, { q: p.query.transpose(1, 2), rowTable: null, fused: true }, facts);
+      return a!.plan(n.nums, n.ptrs);
+    };
+    // 4 row tiles of a long cache: 16 splits of the 128-key tile (two tiles each), 64 CTAs.
+    expect(step(2, 2, 4096)).toMatchObject({ kernel: 'bf16_d128_decode_wide', numSplits: 16, clusterSplits: false });
+    // 256 row tiles: no split, more than one CTA per SM; an A100 has no room for the wide tile (204 KB).
+    expect(step(32, 8, 64).kernel).toBe('bf16_d128_decode');
+    expect(step(2, 2, 4096, A100).kernel).toBe('bf16_d128_decode');
+  });
+
   it('forces a kernel by index and refuses one that does not fit', () => {
     const names = a!.buildInfo().kernelNames;
     const n = nums([1, 8, 8, 512, 512, 128]).nums;
@@ -159,6 +183,10 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       'bf16_d64_decode',
       'fp16_d128_decode',
       'fp16_d64_decode',
+    ]);
+    expect(names.filter((n) => n.endsWith('_decode_wide')).sort()).toEqual([
+      'bf16_d128_decode_wide',
+      'fp16_d128_decode_wide',
     ]);
     expect(names.filter((n) => n.includes('sm90')).sort()).toEqual([
       'bf16_d128_sm90ws',

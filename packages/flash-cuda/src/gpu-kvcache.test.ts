@@ -175,10 +175,13 @@ interface FusedCase {
   readonly splits: readonly number[];
   /** The tile the plan must pick, where the case's boundaries were laid out for its key block. */
   readonly kernel?: string;
+  /** A tile forced by name on both paths instead (one the plan picks for other calls). */
+  readonly forceKernel?: string;
 }
 
-// Row 0's appended keys 254..259 cross key 256: a page boundary (block 16) and, at 3 splits of 64-key
-// tiles (2 tiles each), a split boundary; row 1's end at a tile's last key; row 2 appends into an empty row.
+// Row 0's appended keys 254..259 cross key 256: a page boundary (block 16) and, at 3 splits, a split boundary
+// (of the 128-key tile the plan picks for this paged step, 1 tile per split; of the 64-key tile, 2 tiles each);
+// row 1's end at a tile's last key; row 2 appends into an empty row.
 const DECODE_APPEND6: FusedCase = {
   name: 'paged-b16-d128-gqa-append6-across-split-and-page-rotary-halves',
   dtype: 'bfloat16',
@@ -192,13 +195,20 @@ const DECODE_APPEND6: FusedCase = {
   rotary: { dim: 128, interleaved: false },
   causal: true,
   splits: [1, 2, 3],
-  kernel: 'bf16_d128_decode',
+  kernel: 'bf16_d128_decode_wide',
 };
 
 // The key blocks of the tiles these cases run: 64 keys for the decode kernel (at most 16 packed rows), 128 for
 // the 64-row tiles ('lean_small' at D 64 and 128, 'small' at D 64). A split holds whole key blocks.
 const FUSED: FusedCase[] = [
   DECODE_APPEND6,
+  // The same on the 64-key tile of 4 warps (the plan's where the wide tile's grid would exceed one wave).
+  {
+    ...DECODE_APPEND6,
+    name: 'paged-b16-d128-gqa-append6-across-split-and-page-rotary-halves-64-key-tile',
+    kernel: undefined,
+    forceKernel: 'bf16_d128_decode',
+  },
   // The same over 20 packed rows (5 queries x 4): the 64-row tile, whose 128-key tiles put the boundary at
   // key 256 at 2 and 3 splits.
   {
@@ -347,13 +357,14 @@ describeWhereRunnable(
             const [[kF, vF], [kS, vS]] = caches as [[Tensor, Tensor], [Tensor, Tensor]];
             const pF = normalizeKvCacheParams(q, kF, vF, opts);
             const pS = normalizeKvCacheParams(q, kS, vS, opts);
-            const plan = kvCachePlanFor(pF, { numSplits });
+            const over = c.forceKernel ? { numSplits, kernel: c.forceKernel } : { numSplits };
+            const plan = kvCachePlanFor(pF, over);
             expect(plan.fusedKvAppend, 'the plan fuses this call').toBe(true);
             expect(plan.numSplits).toBe(numSplits);
-            if (c.kernel) expect(plan.kernel).toBe(c.kernel);
+            if (c.kernel ?? c.forceKernel) expect(plan.kernel).toBe(c.kernel ?? c.forceKernel);
             // Each call appends once more at the same positions, into its own caches: equal inputs each time.
-            const fused = flashKvCacheForward(pF, { numSplits });
-            const separate = flashKvCacheForward(pS, { numSplits, separateAppend: true });
+            const fused = flashKvCacheForward(pF, over);
+            const separate = flashKvCacheForward(pS, { ...over, separateAppend: true });
             const at = `${c.name}, ${numSplits} splits`;
             expect(firstDifference(kF, kS), `${at}: kCache`).toBe(-1);
             expect(firstDifference(vF, vS), `${at}: vCache`).toBe(-1);

@@ -27,12 +27,16 @@ const splits = (numSplits: number): Partial<TableCase> => ({
 });
 const fwd = { forwardOnly: true } as const;
 
-// The decode kernel forced by name (the plan runs it only for lean calls with at most 16 packed rows): its
-// features at odd sizes, more rows than its tile holds, and misaligned tensors (its element-wise path).
-const decodeKernel = (c: Short) => `${c.dtype === 'float16' ? 'fp16' : 'bf16'}_d${(c.D ?? 64) <= 64 ? 64 : 128}_decode`;
-const onDecode = (c: Short, numSplits?: number): Partial<TableCase> => ({
+// The decode kernels forced by name (the plan runs them only for lean calls with at most 16 packed rows): their
+// features at odd sizes, more rows than a tile holds, and misaligned tensors (the element-wise path). Each case
+// runs the 64-key tile and, at D 128, the 128-key tile of 8 warps ('decode_wide').
+const decodeKernels = (c: Short): string[] => {
+  const prefix = `${c.dtype === 'float16' ? 'fp16' : 'bf16'}_d${(c.D ?? 64) <= 64 ? 64 : 128}`;
+  return (c.D ?? 64) <= 64 ? [`${prefix}_decode`] : [`${prefix}_decode`, `${prefix}_decode_wide`];
+};
+const onDecode = (kernel: string, numSplits?: number): Partial<TableCase> => ({
   launch: {
-    forward: (p) => flashForward(p, { kernel: decodeKernel(c), ...(numSplits !== undefined ? { numSplits } : {}) }),
+    forward: (p) => flashForward(p, { kernel, ...(numSplits !== undefined ? { numSplits } : {}) }),
   },
 });
 const DECODE_CASES: Array<[string, Short, number?]> = [
@@ -103,7 +107,8 @@ function cases(): TableCase[] {
   );
   add('forced 4 splits fp16 D256', { dtype: 'float16', D: 256, Sq: 20, Sk: 600 }, splits(4));
   add('varlen decode gqa (packed)', { Hq: 8, Hk: 2, D: 128, varlen: { q: [1, 1, 1], k: [500, 1300, 7] } });
-  for (const [name, c, numSplits] of DECODE_CASES) add(`decode kernel: ${name}`, c, onDecode(c, numSplits));
+  for (const [name, c, numSplits] of DECODE_CASES)
+    for (const kernel of decodeKernels(c)) add(`${kernel.slice(5)}: ${name}`, c, onDecode(kernel, numSplits));
   return list;
 }
 

@@ -274,13 +274,13 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   // Over strided K/V it counts one CTA per SM: one CTA's ring streams at the SM's share of the HBM, and half
   // the splits halve the partials (decode B 8, Hq 32, Hk 8, Sk 8192: 2 splits 65.5-66.7 us against 66.6-68.7
   // at 4, four runs, H200); paged K/V keeps two, whose second hides the first's staging of row offsets
-  // (paged 16 / 256 at 2 splits: 73.4 / 69.7 us against 71.1 / 69.1 at 4).
+  // (paged 16 / 256 at 2 splits: 73.4 / 69.7 us against 71.1 / 69.1 at 4). The 8-warp tile counts its one.
   auto splits_for = [&](const FwdConfig& c, int64_t heads) {
     const int tiles = c.decode ? (key_tiles(c) + 1) / 2 : key_tiles(c);
     const int per_sm = c.decode && !s.paged ? 1 : ctas_per_sm(c, s.smem_optin);
     return num_splits_heuristic(int64_t(s.batch) * heads * m_blocks_of(c), s.sm_count * per_sm, tiles, kMaxSplits);
   };
-  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1;
+  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1, decode_wide = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
     if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
@@ -289,8 +289,9 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
       if (lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80 && hopper < 0) hopper = i;
       continue;
     }
-    if (c.decode) {
-      if (lean && decode < 0) decode = i;
+    if (c.decode) {  // the 64-key tile of 4 warps, and the 128-key tile of 8 ('decode_wide', one CTA per SM)
+      if (lean && c.block_n <= 64 && decode < 0) decode = i;
+      if (lean && c.block_n > 64 && decode_wide < 0) decode_wide = i;
       continue;
     }
     if (!c.extras) {  // a lean kernel stands in for 'large' / 'small' where the call allows it
@@ -352,6 +353,18 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     // wastes less of each load than the Hopper tile's 128 rows (short-call sweep at Sq 1 and 16: at most 1.01x
     // the Hopper tile's time, 0.69x in geomean, where that tile was the pick; docs/perf/flash-cuda.md).
     cfg = decode;
+    // K/V through a block table, where the wide tile's grid is one wave: one CTA of 8 warps per SM. A paged
+    // row costs its copies more issue slots (the staged offsets), and an SM streams at the rate its warps issue
+    // copies: 4 warps per SM read a paged decode step's pages at 2 splits in 73.1-73.5 us, 8 warps (the 64-key
+    // tile's two CTAs at 4 splits, with the combine) in 68.3-70.4, one 8-warp CTA at 2 splits (a cluster pair, no
+    // combine) in 66.8-68.5 (two H200s, B 8, Hq 32, Hk 8, Sk 8192, blocks 16 / 256; docs/perf/flash-cuda.md). Over
+    // strided K/V the 64-key tile at 2 splits is as fast or faster (64.1-66.3 against 65.2-66.5 us), and with
+    // more CTAs than SMs or few keys it wins outright (short-call sweep), hence the one-wave test.
+    if (s.paged && decode_wide >= 0 && rows <= kConfigs[decode_wide].block_m) {
+      const FwdConfig& w = kConfigs[decode_wide];
+      const int splits = requested_splits > 0 ? std::min(requested_splits, kMaxSplits) : splits_for(w, heads_eff);
+      if (int64_t(s.batch) * heads_eff * m_blocks_of(w) * splits <= s.sm_count) cfg = decode_wide;
+    }
   } else if (hopper >= 0 && requested_splits <= 1) {
     // The Hopper kernel wherever it needs no split-KV: the heuristic's split count for its own tile is 1, or the
     // visible keys are at most two of its key tiles (a split's combine launch costs more than a second tile).

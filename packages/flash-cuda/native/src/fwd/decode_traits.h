@@ -1,7 +1,9 @@
 // Tile shape of the decode kernel (fwd/flash_fwd_decode_kernel.h): one 16-row query tile (the packed rows of
-// a decode step: Sq x the GQA group, at most 16) against a ring of kStages key tiles of kBlockN keys, the 4
-// warps splitting each key tile (warp w: keys 16w .. 16w + 15), so every warp multiplies all 16 rows against
-// its own keys and the warps merge once at the end. The members the shared forward pieces read (TileIO,
+// a decode step: Sq x the GQA group, at most 16) against a ring of kStages key tiles of kBlockN keys, one warp
+// per 16 keys of a tile (warp w: keys 16w .. 16w + 15), so every warp multiplies all 16 rows against its own
+// keys and the warps merge once at the end. The warp count is also the CTA's copy issuers: an SM streams K/V
+// at a rate that follows the warps issuing its cp.async (H100: ~31 GB/s with 4, ~48 with 8), so a 128-key
+// tile (8 warps) lets one CTA per SM stream what two 64-key CTAs do. The members the shared forward pieces read (TileIO,
 // swizzle_offset, LdsmAddr, gemm_qk / gemm_pv, kv_fused.h) have FwdTraits' meaning.
 #pragma once
 #include <cstdint>
@@ -21,7 +23,7 @@ struct DecodeTraits {
   static constexpr int kBlockM = 16;
   static constexpr int kBlockN = kBlockN_;
   static constexpr int kStages = kStages_;  // key tiles in flight: kStages - 1 while one is multiplied
-  static constexpr int kNWarps = 4;
+  static constexpr int kNWarps = kBlockN / 16;
   static constexpr int kNThreads = kNWarps * 32;
   static constexpr int kKeysPerWarp = kBlockN / kNWarps;
   static constexpr bool kExtras = false;  // the lean feature set (dispatch.cu lean_ok)

@@ -3,12 +3,13 @@
 // keeps a steady amount of K/V in flight. The 64-row forward tile cannot: its one K and one V buffer drain
 // at every key tile (wait for K_n, then issue V_n); ncu on an H200 had it at 75% of the DRAM peak where a
 // ring like the one below, without the softmax, reads at 87%.
-// Here a CTA of 4 warps walks its split's key tiles through a ring of DecodeTraits::kStages buffers: at
-// tile i it issues tile i + kStages - 1 into the buffer tile i - 1 left (once every warp is done with it),
-// waits for tile i alone (cp.async groups) and multiplies it -- so kStages tiles are in flight while it
-// waits, and at least kStages - 1 while it multiplies. Each warp takes 16 keys of each tile against all 16
-// query rows (S = Q.K^T and O += P.V on mma.sync, its own online softmax), and the 4 warps merge (max, sums,
-// O) through shared memory once at the end, into the output or the split-KV partials (the combine kernel's
+// Here a CTA of DecodeTraits::kNWarps warps (4 over 64-key tiles, two CTAs per SM at D 128; 8 over 128-key
+// tiles, one per SM: 'decode_wide', which the plan runs for paged K/V) walks its split's key tiles through a
+// ring of DecodeTraits::kStages buffers: at tile i it issues tile i + kStages - 1 into the buffer tile i - 1
+// left (once every warp is done with it), waits for tile i alone (cp.async groups) and multiplies it -- so
+// kStages tiles are in flight while it waits, and at least kStages - 1 while it multiplies. Each warp takes 16
+// keys of each tile against all 16 query rows (S = Q.K^T and O += P.V on mma.sync, its own online softmax), and
+// the warps merge (max, sums, O) through shared memory once at the end, into the output or the split-KV partials (the combine kernel's
 // format); on sm90 a pair of splits runs as one thread-block cluster and merges through its distributed shared
 // memory instead (FwdParams::cluster_splits), so the call is one launch that reads nothing back.
 //
@@ -321,7 +322,7 @@ __global__ void __launch_bounds__(Tr::kNThreads) flash_fwd_decode_kernel(const _
     gemm_pv<Tr>(acc_o, s, lvs);
   }
 
-  // ---- merge the 4 warps: O rows, maxima and sums through the (drained) ring
+  // ---- merge the warps: O rows, maxima and sums through the (drained) ring
   cp_async_wait<0>();
   __syncthreads();
   float* sO = reinterpret_cast<float*>(ring);
