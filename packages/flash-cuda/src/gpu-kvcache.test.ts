@@ -198,8 +198,9 @@ const DECODE_APPEND6: FusedCase = {
   kernel: 'bf16_d128_decode_wide',
 };
 
-// The key blocks of the tiles these cases run: 64 keys for the decode kernel (at most 16 packed rows), 128 for
-// the 64-row tiles ('lean_small' at D 64 and 128, 'small' at D 64). A split holds whole key blocks.
+// The key blocks of the tiles these cases run: for the decode kernel (at most 16 packed rows) 64 keys on its 4-warp
+// tile and 128 on its 8-warp one ('decode_wide'), 128 for the 64-row tiles ('lean_small' at D 64 and 128, 'small'
+// at D 64). A split holds whole key blocks.
 const FUSED: FusedCase[] = [
   DECODE_APPEND6,
   // The same on the 64-key tile of 4 warps (the plan's where the wide tile's grid would exceed one wave).
