@@ -99,6 +99,17 @@ interface Case {
   readonly bs: number;
   readonly dtype?: Dt;
   readonly opts?: (device: 'cpu' | 'cuda') => Partial<VarlenOptions>;
+  /** V's pool as a view with 8 spare columns a row: K and V pools of different row and block strides. */
+  readonly vPadded?: boolean;
+}
+
+/** The same pool as a view of [numBlocks, blockSize, Hk, D + 8] (its spare columns NaN). */
+function paddedPool(pool: Tensor): Tensor {
+  const [nb, bs, hk, d] = pool.shape as [number, number, number, number];
+  const src = pool.toFloat64Array();
+  const wide = new Float64Array(nb * bs * hk * (d + 8)).fill(Number.NaN);
+  for (let r = 0; r < nb * bs * hk; r++) wide.set(src.subarray(r * d, (r + 1) * d), r * (d + 8));
+  return tensor(wide, [nb, bs, hk, d + 8], { dtype: pool.dtype, device: 'cuda' }).narrow(3, 0, d);
 }
 
 /** The varlen options of a case on one device (paged or packed K/V). */
@@ -123,7 +134,8 @@ function setup(c: Case, seed: number) {
     ...callOptions(c, pg, 'cpu', false),
     backends: ['cpu-math'],
   });
-  const pagedParams = normalizeVarlenParams(q, pg.kPool, pg.vPool, callOptions(c, pg, 'cuda', true));
+  const vPool = c.vPadded ? paddedPool(pg.vPool) : pg.vPool;
+  const pagedParams = normalizeVarlenParams(q, pg.kPool, vPool, callOptions(c, pg, 'cuda', true));
   const packedParams = normalizeVarlenParams(q, pg.kPacked, pg.vPacked, callOptions(c, pg, 'cuda', false));
   return { q, pg, ref, pagedParams, packedParams };
 }
@@ -136,6 +148,10 @@ describeWhereRunnable('flash-cuda paged K/V on a GPU', av.ok ? null : av.reason,
     cases.push([
       `decode, packed GQA, block ${bs}`,
       { lensQ: [1, 1, 1], lensK: [1000, 17, 513], hq: 8, hk: 2, d: 128, bs },
+    ]);
+    cases.push([
+      `decode, packed GQA, block ${bs}, V's pool with padded rows (K and V laid out apart)`,
+      { lensQ: [1, 1, 1], lensK: [1000, 17, 513], hq: 8, hk: 2, d: 128, bs, vPadded: true },
     ]);
     cases.push([
       `prefill chunks, causal lower-right, block ${bs}`,
