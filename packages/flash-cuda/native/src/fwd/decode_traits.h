@@ -3,8 +3,8 @@
 // per 16 keys of a tile (warp w: keys 16w .. 16w + 15), so every warp multiplies all 16 rows against its own
 // keys and the warps merge once at the end. The warp count is also the CTA's copy issuers: an SM streams K/V
 // at a rate that follows the warps issuing its cp.async (H100: ~31 GB/s with 4, ~48 with 8), so a 128-key
-// tile (8 warps) lets one CTA per SM stream what two 64-key CTAs do. The members the shared forward pieces read (TileIO,
-// swizzle_offset, LdsmAddr, gemm_qk / gemm_pv, kv_fused.h) have FwdTraits' meaning.
+// tile (8 warps) lets one CTA per SM stream what two 64-key CTAs do. The members the shared forward pieces read
+// (TileIO, swizzle_offset, LdsmAddr, gemm_qk / gemm_pv, kv_fused.h) have FwdTraits' meaning.
 #pragma once
 #include <cstdint>
 

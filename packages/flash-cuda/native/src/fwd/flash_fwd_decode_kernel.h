@@ -9,9 +9,10 @@
 // left (once every warp is done with it), waits for tile i alone (cp.async groups) and multiplies it -- so
 // kStages tiles are in flight while it waits, and at least kStages - 1 while it multiplies. Each warp takes 16
 // keys of each tile against all 16 query rows (S = Q.K^T and O += P.V on mma.sync, its own online softmax), and
-// the warps merge (max, sums, O) through shared memory once at the end, into the output or the split-KV partials (the combine kernel's
-// format); on sm90 a pair of splits runs as one thread-block cluster and merges through its distributed shared
-// memory instead (FwdParams::cluster_splits), so the call is one launch that reads nothing back.
+// the warps merge (max, sums, O) through shared memory once at the end, into the output or the split-KV
+// partials (the combine kernel's format); on sm90 a pair of splits runs as one thread-block cluster and merges
+// through its distributed shared memory instead (FwdParams::cluster_splits), so the call is one launch that
+// reads nothing back.
 //
 // Features: the lean set (causal and right window in either alignment, varlen, seqused_k, paged K/V, the kv
 // cache with its fused append and rotary, GQA packing, split-KV), any alignment (element-wise loads and
