@@ -529,15 +529,16 @@ inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
 // the keys: the bf16 pairs' sums are columns [dp][ld], and a power-of-two ld (S 4k: 16 KB) would put all
 // rows of a product's C tile in one L1 set (the f32 layout, rows [key][dp], only needs the room).
 inline int64_t kv_sum_ld(const BwdCtx& cx) { return cx.nkb * kBwdBN + 16; }
-inline int64_t kv_sum_floats(const BwdCtx& cx) { return round_up(kv_sum_ld(cx) * (cx.dp + cx.dvp), 16); }
+// The sums' floats at leading dimension ld (kv_sum_ld; the fused-or-two-pass choice counts the keys alone).
+inline int64_t kv_sum_floats(const BwdCtx& cx, int64_t ld) { return round_up(ld * (cx.dp + cx.dvp), 16); }
 template <class Ops>
 inline void bwd_group_task(const BwdCtx& cx, int64_t t) {
   const Dims& d = cx.p->dims;
   const int64_t b = t / d.Hk, hk = t % d.Hk;
   const size_t qbytes = round_up(query_block_scratch_bytes(cx), 64);
-  char* base = static_cast<char*>(thread_scratch(qbytes + static_cast<size_t>(kv_sum_floats(cx)) * 4));
-  const QueryBlockScratch s = query_block_scratch(cx, reinterpret_cast<float*>(base));
   const int64_t ld = kv_sum_ld(cx);
+  char* base = static_cast<char*>(thread_scratch(qbytes + static_cast<size_t>(kv_sum_floats(cx, ld)) * 4));
+  const QueryBlockScratch s = query_block_scratch(cx, reinterpret_cast<float*>(base));
   float* sums = reinterpret_cast<float*>(base + qbytes);
   const KvSums kv{sums, sums + ld * cx.dp, ld};
   for (int64_t e = 0; e < ld * (cx.dp + cx.dvp); ++e) sums[e] = 0.f;
@@ -592,13 +593,13 @@ inline void backward_impl(const BwdProblem& p) {
   Ops::operands(cx, rows.get());
   // The schedule. The fused one computes 5 of the two passes' 7 products per block pair, in B * Hk tasks of
   // equal work (every kv head sees the same block pairs), so it wins while ceil(tasks / threads) * 5 <=
-  // tasks / threads * 7; its dK/dV sums (kv_sum_floats, less the padding) must also fit kFusedSumBytes of a
+  // tasks / threads * 7; its dK/dV sums (kv_sum_floats, without the padding) must also fit kFusedSumBytes of a
   // thread's scratch.
   // Both give the same bits (backward.h's header), so the choice may depend on the thread count.
   constexpr int64_t kFusedSumBytes = int64_t{8} << 20;
   const int64_t threads = p.threads < 1 ? 1 : p.threads;
   const bool fused = heads_k > 0 && (heads_k + threads - 1) / threads * threads * 5 <= heads_k * 7 &&
-                     cx.nkb * kBwdBN * (cx.dp + cx.dvp) * 4 <= kFusedSumBytes;
+                     kv_sum_floats(cx, cx.nkb * kBwdBN) * 4 <= kFusedSumBytes;
   // Delta: dO . O for fp32 outputs; rowsum(P * dP~) for 16-bit ones (row_deltas), kept with the tiles each
   // block pair's dLogit needs while a query block's kept tiles (64 rows x Sk: 2 to 4 tiles) fit in kKeptBytes
   // per thread, else in a pass of its own (bwd_delta_task).

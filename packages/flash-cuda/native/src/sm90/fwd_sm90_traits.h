@@ -58,8 +58,7 @@ struct FwdSm90Traits {
   // wgmma N is the key-tile width (S) and the head dim (O): widths scripts/generate-wgmma.mjs writes.
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "sm90 head dims: 64, 128, 256");
   static_assert(kBlockN == 64 || kBlockN == 128 || kBlockN == 256, "sm90 key tiles: 64, 128, 256");
-  static_assert(kBlockM % 64 == 0 && kBlockM <= 192, "one to three warpgroups of 64 rows");
-  static_assert(kBlockM == 128, "the ping-pong schedule is written for two warpgroups");
+  static_assert(kBlockM == 128, "the ping-pong schedule is written for two warpgroups of 64 rows");
 };
 
 }  // namespace attn::flash

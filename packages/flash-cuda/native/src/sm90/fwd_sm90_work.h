@@ -1,5 +1,6 @@
-// The Hopper forward kernel's (flash_fwd_sm90_ws_kernel.h) pieces apart from its schedule: a CTA's work (rows, sequence extents, base pointers, key-tile range)
-// and the epilogue (normalize O, logsumexp, O through shared memory to global with 16-byte stores).
+// The Hopper forward kernel's (flash_fwd_sm90_ws_kernel.h) pieces apart from its schedule: a CTA's work (rows,
+// sequence extents, base pointers, key-tile range) and the epilogue (normalize O, logsumexp, O through shared
+// memory to global with 16-byte stores).
 #pragma once
 #include <cstdint>
 
