@@ -18,9 +18,9 @@
 //   Hopper dK/dV kernel (BwdSm90Traits, wgmma, cp.async, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it
 //   on sm90 devices where the TMA kernel does not take the call, unless the kernel option asks for 'sm80'; its
 //   deterministic dQ kernel is the bucket's row-tiled one too.
-//   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128, D128 bucket: at D64 the
-//   cp.async kernel measured faster): bwd_dispatch.cu runs it on sm90 for every call it takes (dense tensors a
-//   tensor map describes), unless the kernel option asks for 'sm90-bwd-cp-async' or 'sm80'.
+//   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128, the D64 and D128
+//   buckets): bwd_dispatch.cu runs it on sm90 for every call it takes (dense tensors a tensor map describes),
+//   unless the kernel option asks for 'sm90-bwd-cp-async' or 'sm80'.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';
@@ -45,7 +45,8 @@ export const BWD_SM90_CONFIGS = [
   [256, 64],
 ];
 export const BWD_SM90_TMA_WS_CONFIGS = [
-  // headDim, blockM
+  // headDim, blockM (FlashAttention-3's backward tiles: 128 x 128 at D 64, 64 x 128 at D 128)
+  [64, 128],
   [128, 64],
 ];
 export const DTYPES = [

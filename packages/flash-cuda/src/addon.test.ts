@@ -378,7 +378,7 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
   );
 
   it.skipIf(!hopperBuild || !a?.backwardKernels?.().some((k) => k.startsWith('bf16_d128_sm90_tma_ws ')))(
-    'plans the TMA warp-specialized dK/dV kernel for dense D128-bucket calls a tensor map describes',
+    'plans the TMA warp-specialized dK/dV kernel for dense D64- and D128-bucket calls a tensor map describes',
     () => {
       // Contiguous tensors (the broadcast views above have zero strides, which no tensor map describes).
       const dense = (d: number, opts: SdpaOptions = {}) => {
@@ -394,10 +394,11 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
       };
       // The plan, 'sm90' and 'sm90-bwd-tma-ws' run the TMA kernel in both modes; 'sm90-bwd-cp-async' keeps the other.
       expect(a!.backwardPlan!(dense(128), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
+      expect(a!.backwardPlan!(dense(64), bnums()).kernel).toBe('bf16_d64_sm90_tma_ws'); // 128 queries x 128 keys
       expect(a!.backwardPlan!(dense(72, { isCausal: true }), bnums(true)).kernel).toBe('bf16_d128_sm90_tma_ws');
       expect(a!.backwardPlan!(forced(dense(128), KERNEL_FAMILY.sm90), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
-      // What it declines falls back to the cp.async kernel: D64's bucket, zero strides, softcap.
-      expect(a!.backwardPlan!(dense(64), bnums()).kernel).toBe('bf16_d64_sm90');
+      // What it declines falls back to the cp.async kernel: D256's bucket, zero strides, softcap.
+      expect(a!.backwardPlan!(dense(256), bnums()).kernel).toBe('bf16_d256_sm90');
       expect(a!.backwardPlan!(nums([2, 8, 8, 512, 512, 128]).nums, bnums()).kernel).toBe('bf16_d128_sm90');
       expect(a!.backwardPlan!(dense(128, { softcap: 5 }), bnums()).kernel).toBe('bf16_d128_sm90');
       const tma = KERNEL_FAMILY.sm90BwdTmaWs;
@@ -407,14 +408,13 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
       );
       const cp = forced(dense(128), KERNEL_FAMILY.sm90BwdCpAsync);
       expect(a!.backwardPlan!(cp, bnums()).kernel).toBe('bf16_d128_sm90');
-      // The TMA kernel refuses what it cannot run, saying why: D64 (the cp.async kernel measured faster there),
-      // softcap, zero strides.
+      // The TMA kernel refuses what it cannot run, saying why: D 256 (no build), softcap, zero strides.
       expect(() => a!.backwardPlan!(forced(nums([2, 8, 8, 512, 512, 128]).nums, tma), bnums())).toThrow(
         /tensor map can describe/,
       );
-      const tma64 = dense(64);
-      tma64[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
-      expect(() => a!.backwardPlan!(tma64, bnums())).toThrow(/sm90-bwd-tma-ws cannot run this backward: .*not 64/);
+      const tma256 = dense(256);
+      tma256[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(() => a!.backwardPlan!(tma256, bnums())).toThrow(/sm90-bwd-tma-ws cannot run this backward: .*not 256/);
       const tmaSoftcap = dense(128, { softcap: 5 });
       tmaSoftcap[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
       expect(() => a!.backwardPlan!(tmaSoftcap, bnums())).toThrow(/no ALiBi, softcap or dropout/);

@@ -100,8 +100,9 @@ function cases(): TableCase[] {
     add(`sm90ws ${ws} misaligned`, { dtype, misalign: 'base', D, Sq: 200, Sk: 211 }, ws);
     add(`sm90ws ${ws} strided bshd`, { dtype, layout: 'bshd', D, Hq: 4, Sq: 257, Sk: 1257 }, ws);
   }
-  // The Hopper dK/dV kernels forced: the TMA warp-specialized one on every kind of call it takes (D 65..128
-  // in steps of 8, dense aligned tensors), the cp.async one on a few of the same calls.
+  // The Hopper dK/dV kernels forced: the TMA warp-specialized one on every kind of call it takes (D <= 128 in
+  // steps of 8, dense aligned tensors; both builds, D 64's with 128-query pairs), the cp.async one on a few of the
+  // same calls.
   const bwd = (name: string, c: Parameters<typeof spec>[1], kernel: string) =>
     list.push(spec(name, c, forcedBackward(kernel)));
   for (const dtype of ['bfloat16', 'float16'] as const) {
@@ -139,11 +140,33 @@ function cases(): TableCase[] {
       alignment: 'lowerRight',
       deterministic: true,
     });
+    // The D64 bucket's build: pairs of 128 query rows, dQ split between the warpgroups by rows.
+    for (const alignment of ['upperLeft', 'lowerRight'] as const) {
+      tma(`D64 causal ${alignment} sq1000 sk1000`, { D: 64, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
+      tma(`D64 causal ${alignment} sq1000 sk260 (rows without keys)`, {
+        D: 64,
+        Sq: 1000,
+        Sk: 260,
+        B: 1,
+        Hq: 2,
+        causal: true,
+        alignment,
+      });
+      tma(`D64 window[40,9] ${alignment}`, { D: 64, Sq: 333, Sk: 500, window: [40, 9], alignment });
+    }
+    tma('D64 sq1 sk1', { D: 64, Sq: 1, Sk: 1 });
+    tma('D8 sq17 sk17 causal', { D: 8, Sq: 17, Sk: 17, causal: true });
+    tma('gqa 8/2 D40 sq700 sk900', { D: 40, Sq: 700, Sk: 900, B: 2, Hq: 8, Hk: 2 });
+    tma('D64 long keys sq64 sk3000', { D: 64, Sq: 64, Sk: 3000, B: 1, Hq: 2 });
+    tma('D64 long queries sq3000 sk64', { D: 64, Sq: 3000, Sk: 64, B: 1, Hq: 2 });
+    tma('D64 strided bshd gqa causal', { layout: 'bshd', D: 64, Hq: 4, Hk: 2, Sq: 257, Sk: 1257, causal: true });
+    tma('D64 deterministic causal gqa', { D: 64, Hq: 4, Hk: 2, Sq: 257, Sk: 257, causal: true, deterministic: true });
   }
   const cpAsync = (name: string, c: Parameters<typeof spec>[1]) =>
     bwd(`bwd sm90-bwd-cp-async ${name}`, c, 'sm90-bwd-cp-async');
   cpAsync('causal sq1000 sk1000 D128', { D: 128, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true });
   cpAsync('gqa 8/2 D72', { D: 72, Sq: 300, Sk: 400, Hq: 8, Hk: 2 });
+  cpAsync('causal sq1000 sk1000 D64', { D: 64, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true });
   cpAsync('deterministic causal D128', { D: 128, Sq: 257, Sk: 257, causal: true, deterministic: true });
   return list;
 }

@@ -158,7 +158,7 @@ bool strides_aligned16(const double* nums) {
 
 // The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory, then the
 // preferred form of that bucket that this device runs: on sm90 (unless the family is sm80) the TMA
-// warp-specialized kernel where it is built (the D128 bucket) and takes the call (`tma_why` empty), else the
+// warp-specialized kernel where it is built (the D64 and D128 buckets) and takes the call (`tma_why` empty), else the
 // cp.async wgmma kernel; elsewhere the 2-D tiled form where its two stages fit, else the row-tiled one. Measured on
 // H100/H200: each step of that order is the faster one wherever both run, in both modes (docs/perf/flash-cuda.md,
 // Backward; the TMA kernel: 1.34-1.46x the cp.async one's backward at D 128 on an H200). The family
@@ -194,7 +194,7 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_
     if (family == KernelFamily::kSm90BwdTmaWs)
       throw std::invalid_argument(
           "flash-cuda: kernel sm90-bwd-tma-ws cannot run this backward: " +
-          (tma < 0 ? "it is built for the head dims 65..128 (D128 bucket) only, not " + std::to_string(head_dim)
+          (tma < 0 ? "it is built for head dims up to 128 (D64 and D128 buckets) only, not " + std::to_string(head_dim)
                    : tma_why));
     const int i = find(BwdForm::kSm90);
     if (i >= 0) return i;

@@ -1,4 +1,4 @@
-// The TMA warp-specialized Hopper dK/dV kernel of the backward (FlashAttention-3's backward at D 128): the
+// The TMA warp-specialized Hopper dK/dV kernel of the backward (FlashAttention-3's backward at D 64 and 128): the
 // cp.async Hopper kernel's math (flash_bwd_sm90_kernel.h: one CTA per 128-key block, the whole GQA group and
 // every query block that sees its keys, every GEMM on wgmma) with the data movement taken off the consumers:
 //   - a producer warpgroup (setmaxnreg down to 40 registers): warp 0's elected lane loads K and V once and
@@ -9,7 +9,7 @@
 //   - two consumer warpgroups (setmaxnreg up to 232), 64 keys each, per pair:
 //       wait full; S^T = K.Q^T, dP^T = V.dO^T (two commit groups: P while dP^T runs); P, dS (bwd_scores.h);
 //       dS^T -> shared memory (one of two buffers, by pair parity); dV += P^T.dO, dK += dS^T.Q (A from
-//       registers); consumer barrier (every key's dS^T is in); dQ = dS.K (this warpgroup's 64 columns);
+//       registers); consumer barrier (every key's dS^T is in); dQ = dS.K (this warpgroup's 64 columns, or at D 64 its 64 query rows);
 //       once dV/dK are done the stage is released ('empty': every consumer thread arrives, so that its own
 //       lse / Dsum reads are ordered before the lse warp rewrites them; an elected lane per warp after
 //       __syncwarp left compute-sanitizer's racecheck reporting those reads); once dQ is done it goes to the
@@ -243,9 +243,11 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
   const uint64_t desc_v = sm90::make_desc(smem_addr(sm.v) + wg * 64 * 128, 16, 1024);
   const uint64_t desc_q = sm90::make_desc(smem_addr(sm.q0), 16, 1024);
   const uint64_t desc_q_mn = sm90::make_desc(smem_addr(sm.q0), kM * 128, 1024);
-  const uint64_t desc_ds = sm90::make_desc(smem_addr(sm.ds0), kN * 128, 1024);
-  const int dq_col0 = wg * Tr::kDqCols;
-  static_assert(Tr::kDqCols == 64, "a warpgroup's dQ columns are one 64-column block of K");
+  // This warpgroup's part of each pair's dQ (bwd_sm90_tma_ws_traits.h): query rows dq_row0 .. dq_row0 + 63
+  // (dS^T's 64-column block dq_row0 / 64) and columns dq_col0 .. dq_col0 + 63 (K's 64-column block dq_col0 / 64).
+  constexpr bool kDqByRows = Tr::kDqRowSplits == 2;
+  const int dq_row0 = kDqByRows ? wg * 64 : 0, dq_col0 = kDqByRows ? 0 : wg * Tr::kDqCols;
+  const uint64_t desc_ds = sm90::make_desc(smem_addr(sm.ds0) + (dq_row0 / 64) * kN * 128, kN * 128, 1024);
   const uint64_t desc_k_mn = sm90::make_desc(smem_addr(sm.k) + (dq_col0 / 64) * kN * 128, kN * 128, 1024);
   constexpr uint32_t kStageUnits = kStageElems * 2 / 16;  // descriptor start-address units (16 bytes)
   constexpr uint32_t kDoUnits = Tr::kSmemQElems * 2 / 16;
@@ -308,7 +310,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
 
     if (!p.deterministic) {
       named_barrier_sync(kConsumerBar, kConsumers);  // both warpgroups' dS^T rows are in shared memory
-      // ---- dQ = dS K over the block's 128 keys, this warpgroup's 64 columns
+      // ---- dQ = dS K over the block's 128 keys, this warpgroup's 64 rows x 64 columns
       float dq[kDqT][4];
       sm90::fence_operands(dq);
       sm90::wgmma_fence();
@@ -322,7 +324,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
       sm90::wgmma_wait<0>();
       sm90::fence_operands(dq);
       named_barrier_sync(kDqEmptyBar, kDqBarThreads);  // the previous pair's reduction has read the tile
-      sm90::stage_dq_rows<kM>(sm.dq, dq, (warp & 3) * 16, dq_col0, g, t);
+      sm90::stage_dq_rows<kM>(sm.dq, dq, dq_row0 + (warp & 3) * 16, dq_col0, g, t);
       sm90::fence_proxy_async();  // the TMA reads the tile
       named_barrier_arrive(kDqFullBar, kDqBarThreads);
     } else {
