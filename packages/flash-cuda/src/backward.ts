@@ -1,8 +1,8 @@
 // One backward call: dq, dk, dv allocated through @attn/cuda like the forward's outputs, the forward
 // call's arguments packed again (the kernels recompute exactly the forward's scores from them and the
-// saved logsumexp), the backward's own arguments beside them, one addon call that queues
-// Dsum -> (zero the dQ workspace) -> dK/dV kernel -> dQ conversion (or the deterministic dQ kernel) on
-// @attn/cuda's current stream. Workspaces are freed right after: the caching allocator is stream-ordered.
+// saved logsumexp), the backward's own arguments beside them, one addon call that queues Dsum -> (zero the dQ
+// workspace) -> dK/dV kernel -> dQ conversion (or the deterministic dQ kernel where the dK/dV kernel leaves dQ
+// out) on @attn/cuda's current stream. Workspaces are freed right after: the caching allocator is stream-ordered.
 import {
   DeviceError,
   empty,
@@ -110,12 +110,21 @@ export function flashBackward(
     const rows = varlen ? p.headsQ * totalQ : p.batch * p.headsQ * p.seqQ;
     const dsum = empty([Math.max(rows, 1)], { dtype: 'float32', device });
     scratch.push(dsum);
-    if (!deterministic) {
+    // The dQ workspace: the default mode's, and the deterministic mode's where the dK/dV kernel adds dQ in
+    // turns (plan.dqTurnRows > 0; otherwise that mode's dQ kernel needs none).
+    if (!deterministic || plan.dqTurnRows > 0) {
       // Two dims, not one: rows * stride passes 2^31 - 1 (core's largest dim) at S 1M, H 16, D 128,
       // while the kernels index the workspace with 64-bit offsets.
       const dqAccum = empty([Math.max(rows, 1), plan.dqAccumStride], { dtype: 'float32', device });
       scratch.push(dqAccum);
       bptrs[BWD_PTR.dqAccum] = dqAccum.dataPointer();
+    }
+    if (plan.dqTurnRows > 0) {
+      // One counter per (batch row, query head, block of dqTurnRows query rows); the addon zeroes them.
+      const turns = p.batch * p.headsQ * Math.ceil(p.seqQ / plan.dqTurnRows);
+      const dqTurns = empty([Math.max(turns, 1)], { dtype: 'int32', device });
+      scratch.push(dqTurns);
+      bptrs[BWD_PTR.dqTurns] = dqTurns.dataPointer();
     }
     [bnums[BWD_NUM.dqBatchStride], bnums[BWD_NUM.dqHeadStride], bnums[BWD_NUM.dqRowStride]] = strides3(dq, varlen);
     [bnums[BWD_NUM.dkBatchStride], bnums[BWD_NUM.dkHeadStride], bnums[BWD_NUM.dkRowStride]] = strides3(dk, varlen);

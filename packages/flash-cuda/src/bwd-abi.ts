@@ -2,7 +2,7 @@
 // backward takes the forward call's two arrays plus these two. abi.test.ts checks the names against the header.
 import { abiLayout } from '@attn/cuda';
 
-export const BWD_PTR_NAMES = ['dout', 'dq', 'dk', 'dv', 'dqAccum', 'dsum'] as const;
+export const BWD_PTR_NAMES = ['dout', 'dq', 'dk', 'dv', 'dqAccum', 'dsum', 'dqTurns'] as const;
 
 // Grouped by meaning, one group per line, as the header's enum.
 // prettier-ignore

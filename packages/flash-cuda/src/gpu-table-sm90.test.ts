@@ -161,6 +161,14 @@ function cases(): TableCase[] {
     tma('D64 long queries sq3000 sk64', { D: 64, Sq: 3000, Sk: 64, B: 1, Hq: 2 });
     tma('D64 strided bshd gqa causal', { layout: 'bshd', D: 64, Hq: 4, Hk: 2, Sq: 257, Sk: 1257, causal: true });
     tma('D64 deterministic causal gqa', { D: 64, Hq: 4, Hk: 2, Sq: 257, Sk: 257, causal: true, deterministic: true });
+    tma('D64 deterministic window[150,7] lowerRight', {
+      D: 64,
+      Sq: 700,
+      Sk: 900,
+      window: [150, 7],
+      alignment: 'lowerRight',
+      deterministic: true,
+    });
   }
   const cpAsync = (name: string, c: Parameters<typeof spec>[1]) =>
     bwd(`bwd sm90-bwd-cp-async ${name}`, c, 'sm90-bwd-cp-async');

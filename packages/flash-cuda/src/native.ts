@@ -23,6 +23,11 @@ export interface FlashPlan {
 export interface FlashBackwardPlan {
   readonly kernel: string;
   readonly dqAccumStride: number;
+  /**
+   * Deterministic mode on the TMA dK/dV kernel: query rows per dQ turn counter (the call then needs the dQ
+   * workspace and one int32 counter per batch row, query head and block of these rows); 0 otherwise.
+   */
+  readonly dqTurnRows: number;
   /** Shared-memory stages of Q/dO in the dK/dV kernel: 2 (prefetch) where they fit. */
   readonly stages: number;
   readonly nBlocks: number;

@@ -23,6 +23,7 @@ Napi::Value BackwardPlan(const Napi::CallbackInfo& info) {
     Napi::Object o = Napi::Object::New(info.Env());
     o.Set("kernel", backward_kernel_names()[p.config]);
     o.Set("dqAccumStride", p.dq_accum_stride);
+    o.Set("dqTurnRows", p.dq_turn_rows);
     o.Set("stages", p.stages);
     o.Set("nBlocks", p.n_blocks);
     o.Set("mBlocks", p.m_blocks);

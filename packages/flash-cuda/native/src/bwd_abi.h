@@ -5,8 +5,9 @@
 
 namespace attn::flash::abi {
 
-// BigUint64Array: device addresses (0 = absent). dqAccum is only needed in the default (atomic) mode.
-enum BwdPtr : int { kDout, kDq, kDk, kDv, kDqAccum, kDsum, kBwdPtrCount };
+// BigUint64Array: device addresses (0 = absent). dqAccum: where the plan's dK/dV kernel adds dQ (the default
+// mode, and the TMA kernel's deterministic mode); dqTurns: int32 turn counters where the plan says dqTurnRows > 0.
+enum BwdPtr : int { kDout, kDq, kDk, kDv, kDqAccum, kDsum, kDqTurns, kBwdPtrCount };
 
 // Float64Array: strides (elements) of dO and of the gradients, flags.
 enum BwdNum : int {

@@ -212,7 +212,9 @@ BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool determinist
   BwdPlan pl{};
   pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90, family, tma_why);
   const BwdConfig& c = kBwdConfigs[pl.config];
-  pl.dq_accum_stride = c.head_dim;            // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
+  pl.dq_accum_stride = c.head_dim;  // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
+  // The TMA kernel keeps its dQ in deterministic mode, added in key-block order (one turn counter per query block).
+  pl.dq_turn_rows = deterministic && c.form == BwdForm::kSm90TmaWs ? c.block_m : 0;
   pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // the 2-D tiled and sm90 forms: always 2 (choose() checked)
   pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
   pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);
@@ -256,13 +258,17 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
 
   require(bptrs[kDout] && bptrs[kDq] && bptrs[kDk] && bptrs[kDv] && bptrs[kDsum],
           "dout, dq, dk, dv and dsum need device addresses");
-  require(p.deterministic || bptrs[kDqAccum], "the default mode needs the dQ workspace (dqAccum)");
+  const bool workspace = !p.deterministic || pl.dq_turn_rows > 0;
+  require(!workspace || bptrs[kDqAccum], "this backward needs the dQ workspace (dqAccum)");
+  require(pl.dq_turn_rows == 0 || bptrs[kDqTurns], "this deterministic backward needs its dQ turn counters (dqTurns)");
   p.dout = reinterpret_cast<const void*>(bptrs[kDout]);
   p.dq = reinterpret_cast<void*>(bptrs[kDq]);
   p.dk = reinterpret_cast<void*>(bptrs[kDk]);
   p.dv = reinterpret_cast<void*>(bptrs[kDv]);
   p.dsum = reinterpret_cast<float*>(bptrs[kDsum]);
-  p.dq_accum = p.deterministic ? nullptr : reinterpret_cast<float*>(bptrs[kDqAccum]);
+  p.dq_accum = workspace ? reinterpret_cast<float*>(bptrs[kDqAccum]) : nullptr;
+  p.dq_turns = pl.dq_turn_rows > 0 ? reinterpret_cast<int*>(bptrs[kDqTurns]) : nullptr;
+  p.dq_turn_rows = pl.dq_turn_rows;
   p.do_batch_stride = as_i64(bnums, kDoBatchStride, "dout batch stride");
   p.do_head_stride = as_i64(bnums, kDoHeadStride, "dout head stride");
   p.do_row_stride = as_i64(bnums, kDoRowStride, "dout row stride");

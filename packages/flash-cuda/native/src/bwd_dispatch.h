@@ -9,7 +9,8 @@ namespace attn::flash {
 
 struct BwdPlan {
   int config;           // index into the generated table
-  int dq_accum_stride;  // floats per row of the float32 dQ workspace (default mode)
+  int dq_accum_stride;  // floats per row of the float32 dQ workspace (default mode, and dq_turn_rows > 0)
+  int dq_turn_rows;     // deterministic mode on the TMA kernel: query rows per dQ turn counter; else 0
   int stages;           // shared-memory stages of Q/dO in the dK/dV kernel: 2 where they fit
   int n_blocks;         // key blocks of the dK/dV kernel
   int m_blocks;         // query blocks of the deterministic dQ kernel

@@ -76,7 +76,7 @@ __device__ __forceinline__ void zero_dq_row(const BwdParams& p, int64_t lse_inde
 template <typename E>
 __global__ void __launch_bounds__(256) bwd_dsum_kernel(const __grid_constant__ BwdParams p, int64_t rows) {
   const FwdParams& f = p.f;
-  const bool zero_dq = !p.deterministic;
+  const bool zero_dq = p.dq_accum != nullptr;
   if (f.aligned16) {
     const int lanes = lanes_per_row(f.head_dim), lane = threadIdx.x & (lanes - 1);
     const int64_t r = int64_t(blockIdx.x) * (256 / lanes) + threadIdx.x / lanes;

@@ -8,7 +8,7 @@
 
 namespace attn::flash {
 
-// Dsum for every query row, rows indexed like lse; zeroes the dQ workspace unless deterministic.
+// Dsum for every query row, rows indexed like lse; zeroes the dQ workspace where there is one (p.dq_accum).
 template <typename E>
 void run_bwd_dsum(const BwdParams& p, cudaStream_t stream);
 // dq = scale * dq_accum in the output dtype.

@@ -91,6 +91,18 @@ __device__ __forceinline__ QueryBlocks query_blocks_for_keys(const FwdParams& f,
   return {begin, i_end > i_begin ? static_cast<int>((i_end + kM - 1) / kM) : begin};
 }
 
+// The inverse: the first key block whose query_blocks_for_keys range holds query block m. The key blocks
+// whose range holds m are consecutive (both ends of the range grow with the key block), starting here: the
+// first n with i_end(n) > m * kM, i.e. n * kN + kN - off + window_left > m * kM, i.e. n >= floor(x / kN) with
+// x = m * kM + off - window_left, where a left window bound exists; 0 otherwise. (If that block's range still
+// misses m, no key block's range holds it.)
+template <int kM, int kN>
+__device__ __forceinline__ int first_key_block_for_queries(const FwdParams& f, int m, int off) {
+  if (f.window_left < 0) return 0;
+  const int64_t x = int64_t(m) * kM + off - f.window_left;
+  return x <= 0 ? 0 : static_cast<int>(x / kN);
+}
+
 // The K and V rows [j0, j0 + kN) of key head hk into their tiles, as one committed cp.async group: what a
 // dK/dV kernel's CTA keeps for its whole loop.
 template <typename IO, int kN, typename E>

@@ -22,13 +22,19 @@ struct BwdParams {
 
   // Dsum = rowsum(dO * O), float32, one per query row, indexed like lse (f.lse_*_stride).
   float* dsum;
-  // Default mode: dQ accumulated in float32 with atomics, [rows][dq_accum_stride] with rows indexed
-  // like lse; converted (and scaled) into dq by the postprocessing kernel. Null in deterministic mode.
+  // dQ accumulated in float32 with atomics, [rows][dq_accum_stride] with rows indexed like lse; converted (and
+  // scaled) into dq by the postprocessing kernel. Null in deterministic mode unless the dK/dV kernel orders its
+  // additions (dq_turns).
   float* dq_accum;
   int dq_accum_stride;
+  // Deterministic mode on the TMA dK/dV kernel: one int32 per (batch, query head, query block of
+  // dq_turn_rows rows), zeroed before the kernel, counting the key blocks that have added into that block's
+  // rows; key block n adds after the ones before it (sm90/flash_bwd_sm90_tma_ws_kernel.h). Null otherwise.
+  int* dq_turns;
+  int dq_turn_rows;
 
   float scale;         // the softmax scale: dS is the gradient of the scaled score, dQ = scale * dS K
-  bool deterministic;  // dQ by its own kernel, per query block, keys in a fixed order (no atomics)
+  bool deterministic;  // dQ summed in a fixed order: by its own kernel per query block, or in turns (dq_turns)
   // The call has no softcap, ALiBi or dropout, so its interior tiles may take grad_element's plain form
   // (bwd_scores.h plain_tile decides per tile). Set once per call on the host; also a runtime value the
   // kernels test before plain_tile, which is the code shape ptxas allocates without spills at 255 registers

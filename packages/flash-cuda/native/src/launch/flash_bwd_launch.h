@@ -1,7 +1,9 @@
 // Launch sequence of one backward call, one template per (dK/dV traits, dQ traits), instantiated by the
 // generated files generated/bwd_*.cu:
 //   Dsum = rowsum(dO * O)  ->  default: zero the dQ workspace, dK/dV kernel with dQ atomics, convert dQ
-//                              deterministic: dK/dV kernel, then the dQ kernel (fixed key order)
+//                              deterministic: dK/dV kernel, then the dQ kernel (fixed key order); on the TMA
+//                              kernel: zero the workspace and the turn counters, dK/dV kernel adding dQ in
+//                              key-block order, convert dQ
 //   (with seqused_k, a pass that zeroes dK/dV of the unused keys, which no kernel above writes)
 // all on the caller's stream.
 #pragma once
@@ -43,11 +45,17 @@ template <typename Tr, typename DqTr>
 void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
   using E = typename Tr::Element;
   static std::atomic<uint64_t> dkdv_opted{0}, dq_opted{0};
-  if (p.deterministic) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
+  const bool dq_kernel = p.dq_accum == nullptr;  // deterministic, and the dK/dV kernel leaves dQ out
+  if (dq_kernel) opt_in_smem(flash_bwd_dq_kernel<DqTr>, DqTr::kSmemBytes, dq_opted, device);
 
-  run_bwd_dsum<E>(p, stream);              // also zeroes the dQ workspace (default mode)
+  run_bwd_dsum<E>(p, stream);              // also zeroes the dQ workspace (where there is one)
   run_bwd_zero_unused_keys<E>(p, stream);  // seqused_k only: dK/dV of the keys past it
   if constexpr (Tr::kForm == BwdForm::kSm90TmaWs) {
+    if (p.dq_turns != nullptr) {
+      const int64_t turns =
+          int64_t(p.f.batch) * p.f.heads_q * ((int64_t(p.f.seqlen_q) + p.dq_turn_rows - 1) / p.dq_turn_rows);
+      ATTN_CUDA_CHECK(cudaMemsetAsync(p.dq_turns, 0, static_cast<size_t>(turns) * sizeof(int), stream));
+    }
     opt_in_smem(flash_bwd_sm90_tma_ws_kernel<Tr>, Tr::kSmemBytes, dkdv_opted, device);
     launch_bwd_sm90_tma_ws<Tr>(p, stream);
   } else {
@@ -61,7 +69,7 @@ void run_bwd(const BwdParams& p, cudaStream_t stream, int device) {
     kernel<<<grid, Tr::kNThreads, dkdv_smem, stream>>>(p);
     ATTN_LAUNCH_CHECK("flash_bwd_dkdv_kernel");
   }
-  if (p.deterministic) {
+  if (dq_kernel) {
     const dim3 grid_dq(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.f.heads_q),
                        static_cast<unsigned>(p.f.batch));
     flash_bwd_dq_kernel<DqTr><<<grid_dq, DqTr::kNThreads, DqTr::kSmemBytes, stream>>>(p);

@@ -36,7 +36,7 @@ BwdTmaArgs bwd_tma_args(const BwdParams& p) {
                            kv_box, "v");
   a.dout = sm90::tiled_map_4d(kType, 2, p.dout, {d, sq, hq, batch},
                               {p.do_row_stride, p.do_head_stride, p.do_batch_stride}, q_box, "dout");
-  if (!p.deterministic) {
+  if (p.dq_accum != nullptr) {  // every call the kernel runs (bwd_dispatch.cu: the workspace in both modes)
     // Workspace rows are indexed like lse (b * lse_batch_stride + h * lse_head_stride + i), dq_accum_stride
     // floats each; the map's row extent is the sequence, so a block's rows past its end are never added.
     const int64_t rs = p.dq_accum_stride;

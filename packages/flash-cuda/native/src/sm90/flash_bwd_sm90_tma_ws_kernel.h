@@ -18,7 +18,8 @@
 //   (dS^T complete, the epilogue), 2 = dQ tile full and 3 = dQ tile free (consumers + the dQ warp), each
 //   completed as often as it is waited on.
 // Epilogue: dK (x scale) and dV staged in the K and V tiles, written in 16-byte row chunks.
-// Deterministic mode: no dQ part (flash_bwd_dq_kernel.h computes dQ after this kernel).
+// Deterministic mode: the same, with each query block's dQ tiles added in key-block order (turn counters,
+// p.dq_turns): bitwise reproducible, with the workspace and its conversion as in the default mode.
 // The calls it runs (bwd_dispatch.cu tma_ws_declines; the kernel option 'sm90-bwd-tma-ws'): dense, 16-byte aligned tensors the TMA can describe, no
 // ALiBi, softcap or dropout; causal (either alignment), window bounds, GQA and deterministic mode.
 #pragma once
@@ -143,9 +144,14 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
   const int off = f.lower_right ? sq.seq_k - sq.seq_q : 0;
   const QueryBlocks qb = query_blocks_for_keys<kM, kN>(f, sq, j0, off);
   // The (query head, query block) pairs in order (every query block of head hk * group, then the next head),
-  // walked alike by every role.
+  // walked alike by every role. Deterministic mode walks each head's blocks from the last: key block n adds
+  // query block m after key block n - 1 (below), and every key block's range ends at or after the previous
+  // one's, so from the last block down, block n's k-th pair waits for block n - 1's k-th at most (a staircase,
+  // one pair of skew per key block; from the first block up, a causal key block's first pair would wait for
+  // the whole range of key block 0 before it).
   const int pairs = f.group * (qb.end - qb.begin);
-  const sm90::PairWalk first{hk * f.group, qb.begin, qb.begin, qb.end};
+  const bool down = p.dq_turns != nullptr;
+  const sm90::PairWalk first{hk * f.group, down ? qb.end - 1 : qb.begin, qb.begin, qb.end, down};
 
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
@@ -209,14 +215,27 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
         }
         sm90::mbar_arrive(sm.full + 8 * stage);  // release: the stores above are visible to the waiters
       }
-    } else if (role == 2 && !p.deterministic) {
+    } else if (role == 2) {
       // dQ: each pair's tile added into the workspace (rows past the sequence end fall outside the map);
-      // the tile is handed back once the reduction has read it.
+      // the tile is handed back once the reduction has read it. Deterministic mode (p.dq_turns): this key
+      // block adds its tile of query block m in its turn among the key blocks that see m (the first of them,
+      // first_key_block_for_queries, goes first), and counts itself in once its additions are complete,
+      // which waits for them while the consumers compute the next tile.
+      const int m_blocks = (sq.seq_q + kM - 1) / kM;
+      int* done = nullptr;  // the turn counter to count this CTA in, once the last additions complete
 #pragma unroll 1
       for (int k = 0; k < pairs; ++k, advance()) {
         named_barrier_arrive(kDqEmptyBar, kDqBarThreads);
+        if (lane == 0 && done != nullptr) {
+          sm90::bulk_wait_group<0>();
+          sm90::end_turn(done);
+        }
         named_barrier_sync(kDqFullBar, kDqBarThreads);
         if (lane == 0) {
+          if (p.dq_turns != nullptr) {
+            done = p.dq_turns + (int64_t(b) * f.heads_q + w.h) * m_blocks + w.m;
+            sm90::wait_turn(done, n_block - first_key_block_for_queries<kM, kN>(f, w.m, off));
+          }
 #pragma unroll
           for (int c = 0; c < kD / Tr::kDqBoxCols; ++c)
             sm90::tma_reduce_add_4d(&a.dq_accum, smem_addr(sm.dq + c * kM * Tr::kDqBoxCols), c * Tr::kDqBoxCols,
@@ -226,7 +245,10 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
         }
         __syncwarp();
       }
-      if (lane == 0) sm90::bulk_wait_group<0>();
+      if (lane == 0) {
+        sm90::bulk_wait_group<0>();
+        if (done != nullptr) sm90::end_turn(done);
+      }
     }
     return;
   }
@@ -303,34 +325,29 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
     uint32_t pa[kMS][4], da[kMS][4];
     sm90::pack_a<Tr>(st, pa);
     sm90::pack_a<Tr>(dpt, da);
-    if (!p.deterministic) sm90::store_ds_t<Tr>(sm.ds0 + (k & 1) * Tr::kSmemDsElems, da, warp * 16, g, t);
+    sm90::store_ds_t<Tr>(sm.ds0 + (k & 1) * Tr::kSmemDsElems, da, warp * 16, g, t);
 
     // ---- dV += P^T dO, dK += dS^T Q
     sm90::dkdv_products<Tr>(acc_dv, acc_dk, pa, da, desc_q_mn + st_units + kDoUnits, desc_q_mn + st_units);
 
-    if (!p.deterministic) {
-      named_barrier_sync(kConsumerBar, kConsumers);  // both warpgroups' dS^T rows are in shared memory
-      // ---- dQ = dS K over the block's 128 keys, this warpgroup's 64 rows x 64 columns
-      float dq[kDqT][4];
-      sm90::fence_operands(dq);
-      sm90::wgmma_fence();
+    named_barrier_sync(kConsumerBar, kConsumers);  // both warpgroups' dS^T rows are in shared memory
+    // ---- dQ = dS K over the block's 128 keys, this warpgroup's 64 rows x 64 columns
+    float dq[kDqT][4];
+    sm90::fence_operands(dq);
+    sm90::wgmma_fence();
 #pragma unroll
-      for (int ks = 0; ks < Tr::kDqKSteps; ++ks)
-        Wgmma<E, Tr::kDqCols>::template ss<1, 1>(dq, desc_ds + (k & 1) * kDsUnits + ks * 128, desc_k_mn + ks * 128,
-                                                 ks > 0);
-      sm90::wgmma_commit();
-      sm90::wgmma_wait<1>();  // dV / dK: the stage's last readers
-      sm90::mbar_arrive(sm.empty + 8 * stage);
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(dq);
-      named_barrier_sync(kDqEmptyBar, kDqBarThreads);  // the previous pair's reduction has read the tile
-      sm90::stage_dq_rows<kM>(sm.dq, dq, dq_row0 + (warp & 3) * 16, dq_col0, g, t);
-      sm90::fence_proxy_async();  // the TMA reads the tile
-      named_barrier_arrive(kDqFullBar, kDqBarThreads);
-    } else {
-      sm90::wgmma_wait<0>();
-      sm90::mbar_arrive(sm.empty + 8 * stage);
-    }
+    for (int ks = 0; ks < Tr::kDqKSteps; ++ks)
+      Wgmma<E, Tr::kDqCols>::template ss<1, 1>(dq, desc_ds + (k & 1) * kDsUnits + ks * 128, desc_k_mn + ks * 128,
+                                               ks > 0);
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<1>();  // dV / dK: the stage's last readers
+    sm90::mbar_arrive(sm.empty + 8 * stage);
+    sm90::wgmma_wait<0>();
+    sm90::fence_operands(dq);
+    named_barrier_sync(kDqEmptyBar, kDqBarThreads);  // the previous pair's reduction has read the tile
+    sm90::stage_dq_rows<kM>(sm.dq, dq, dq_row0 + (warp & 3) * 16, dq_col0, g, t);
+    sm90::fence_proxy_async();  // the TMA reads the tile
+    named_barrier_arrive(kDqFullBar, kDqBarThreads);
     sm90::fence_operands(pa);
     sm90::fence_operands(da);
     sm90::fence_operands(acc_dv);

@@ -64,4 +64,21 @@ __device__ __forceinline__ void bulk_wait_group() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// Turns between CTAs that add into the same global rows in a fixed order (a counter in global memory, zeroed
+// before the kernel): wait_turn spins until the counter reads `mine` (acquire, GPU scope), then orders the
+// caller's later bulk operations after it; end_turn, once the caller's additions are complete (bulk_wait_group),
+// orders them before its release increment. A CTA only ever waits for CTAs launched before it, which are
+// resident or done, so the turns cannot deadlock.
+__device__ __forceinline__ void wait_turn(const int* turn, int mine) {
+  int v;
+  do {
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(turn) : "memory");
+  } while (v != mine);
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+__device__ __forceinline__ void end_turn(int* turn) {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+  asm volatile("red.release.gpu.global.add.s32 [%0], 1;\n" ::"l"(turn) : "memory");
+}
+
 }  // namespace attn::flash::sm90
