@@ -18,8 +18,8 @@
 //   Hopper dK/dV kernel (BwdSm90Traits, wgmma, cp.async, sm_90a only; blockN 128, 64 at D256): bwd_dispatch.cu runs it
 //   on sm90 devices where the TMA kernel does not take the call, unless the kernel option asks for 'sm80'; its
 //   deterministic dQ kernel is the bucket's row-tiled one too.
-//   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128, 64 at D256; the D64,
-//   D128 and D256 buckets): bwd_dispatch.cu runs it on sm90 for every call it takes (dense tensors a tensor map describes),
+//   TMA warp-specialized Hopper dK/dV kernel (BwdSm90TmaWsTraits, sm_90a only; blockN 128, the D64 and D128
+//   buckets): bwd_dispatch.cu runs it on sm90 for every call it takes (dense tensors a tensor map describes),
 //   unless the kernel option asks for 'sm90-bwd-cp-async' or 'sm80'.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,10 +45,9 @@ export const BWD_SM90_CONFIGS = [
   [256, 64],
 ];
 export const BWD_SM90_TMA_WS_CONFIGS = [
-  // headDim, blockM (FlashAttention-3's backward tiles: 128 x 128 at D 64, 64 x 128 at D 128; 64 x 64 at D 256)
+  // headDim, blockM (FlashAttention-3's backward tiles: 128 x 128 at D 64, 64 x 128 at D 128)
   [64, 128],
   [128, 64],
-  [256, 64],
 ];
 export const DTYPES = [
   ['fp16', '__half'],

@@ -397,8 +397,8 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
       expect(a!.backwardPlan!(dense(64), bnums()).kernel).toBe('bf16_d64_sm90_tma_ws'); // 128 queries x 128 keys
       expect(a!.backwardPlan!(dense(72, { isCausal: true }), bnums(true)).kernel).toBe('bf16_d128_sm90_tma_ws');
       expect(a!.backwardPlan!(forced(dense(128), KERNEL_FAMILY.sm90), bnums()).kernel).toBe('bf16_d128_sm90_tma_ws');
-      expect(a!.backwardPlan!(dense(256), bnums()).kernel).toBe('bf16_d256_sm90_tma_ws'); // the roles form
-      // What it declines falls back to the cp.async kernel: zero strides, softcap.
+      // What it declines falls back to the cp.async kernel: D256's bucket, zero strides, softcap.
+      expect(a!.backwardPlan!(dense(256), bnums()).kernel).toBe('bf16_d256_sm90');
       expect(a!.backwardPlan!(nums([2, 8, 8, 512, 512, 128]).nums, bnums()).kernel).toBe('bf16_d128_sm90');
       expect(a!.backwardPlan!(dense(128, { softcap: 5 }), bnums()).kernel).toBe('bf16_d128_sm90');
       const tma = KERNEL_FAMILY.sm90BwdTmaWs;
@@ -408,14 +408,13 @@ describe.skipIf(!a?.backwardPlan)('flash_cuda.node backward host side', () => {
       );
       const cp = forced(dense(128), KERNEL_FAMILY.sm90BwdCpAsync);
       expect(a!.backwardPlan!(cp, bnums()).kernel).toBe('bf16_d128_sm90');
-      // The TMA kernel refuses what it cannot run, saying why: D 160 (the D192 bucket, no build), softcap, zero
-      // strides.
+      // The TMA kernel refuses what it cannot run, saying why: D 256 (no build), softcap, zero strides.
       expect(() => a!.backwardPlan!(forced(nums([2, 8, 8, 512, 512, 128]).nums, tma), bnums())).toThrow(
         /tensor map can describe/,
       );
-      const tma160 = dense(160);
-      tma160[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
-      expect(() => a!.backwardPlan!(tma160, bnums())).toThrow(/sm90-bwd-tma-ws cannot run this backward: .*not 160/);
+      const tma256 = dense(256);
+      tma256[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
+      expect(() => a!.backwardPlan!(tma256, bnums())).toThrow(/sm90-bwd-tma-ws cannot run this backward: .*not 256/);
       const tmaSoftcap = dense(128, { softcap: 5 });
       tmaSoftcap[NUM.kernelFamily] = KERNEL_FAMILY.sm90BwdTmaWs;
       expect(() => a!.backwardPlan!(tmaSoftcap, bnums())).toThrow(/no ALiBi, softcap or dropout/);

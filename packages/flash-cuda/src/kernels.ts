@@ -66,8 +66,8 @@ function tmaStrides(t: Tensor, extents: readonly [number, number, number]): bool
 export function tmaWsBackwardDeclines(p: SdpaParams): string | null {
   if (!p.requiresGrad) return null;
   const why: string[] = [];
-  if (p.headDim > 128 && p.headDim <= 192)
-    why.push(`its backward has head dims up to 128 and 193..256 only (no D192 bucket), not ${p.headDim}`);
+  if (p.headDim > 128)
+    why.push(`its backward has head dims up to 128 only (the D64 and D128 buckets), not ${p.headDim}`);
   if (p.varlen !== null) why.push('its backward has no varlen');
   if (p.sequsedK) why.push('its backward has no sequsedK');
   if (p.varlen === null) {
@@ -91,7 +91,7 @@ export const FLASH_KERNELS: readonly KernelChoice[] = Object.freeze([
     name: 'sm90',
     description:
       'Hopper wgmma kernels (sm90, sm_90a builds): forward warp-specialized at D <= 128, two-stage at D 256; backward ' +
-      'TMA warp-specialized dK/dV at D <= 128 and 193..256 on dense tensors, cp.async wgmma dK/dV elsewhere. ' +
+      'TMA warp-specialized dK/dV at D <= 128 on dense tensors, cp.async wgmma dK/dV elsewhere. ' +
       'Calls without ALiBi, softcap, dropout, a left window, paged K/V or packed GQA; never split-KV',
     check: sm90Declines,
   }),
@@ -99,7 +99,7 @@ export const FLASH_KERNELS: readonly KernelChoice[] = Object.freeze([
     name: 'sm90-bwd-tma-ws',
     description:
       "'sm90' with the backward on the TMA warp-specialized dK/dV kernel only (FlashAttention-3's layout: a producer " +
-      "warpgroup, dQ by TMA reductions; what 'sm90' and the plan run wherever it takes the call): D <= 128 and 193..256, dense " +
+      "warpgroup, dQ by TMA reductions; what 'sm90' and the plan run wherever it takes the call): D <= 128, dense " +
       '16-byte aligned tensors, no varlen or sequsedK',
     check: tmaWsDeclines,
   }),

@@ -1,4 +1,4 @@
-// A standalone launch of the Hopper backward (bf16, D 64, 128 or 256) on either dK/dV kernel, for compute-sanitizer and
+// A standalone launch of the Hopper backward (bf16, D 64 or 128) on either dK/dV kernel, for compute-sanitizer and
 // for hangs: racecheck on the addon runs every kernel of a call through Node, and a deadlocked kernel there
 // says nothing of where it waits. Built by tools/research/bwd-tma-ws-probe.sh, also with
 // ATTN_BWD_TMA_WS_WATCHDOG (the TMA kernel's mbarrier waits give up, print which wait it was, and trap). It
@@ -36,12 +36,6 @@ struct ProbeKernels<128> {
   using Tma = BwdSm90TmaWsTraits<128, 64, E>;
   using Cp = BwdSm90Traits<128, 64, E>;
   using Dq = DqTraits<128, 64, 4, E>;
-};
-template <>
-struct ProbeKernels<256> {
-  using Tma = BwdSm90TmaWsTraits<256, 64, E>;
-  using Cp = BwdSm90Traits<256, 64, E>;
-  using Dq = DqTraits<256, 32, 4, E>;
 };
 
 static void check(cudaError_t e, const char* what) {
@@ -160,9 +154,8 @@ int run_probe(int sq, int sk, bool causal, int hq, int hk, bool deterministic, b
   const int turn_blocks = (sq + TmaTr::kBlockM - 1) / TmaTr::kBlockM;
   int* d_turns;
   check(cudaMalloc(&d_turns, size_t(B) * hq * turn_blocks * sizeof(int)), "malloc dq turns");
-  const bool turns = deterministic && tma && TmaTr::kDqTurns;
-  bp.dq_accum = deterministic && !turns ? nullptr : d_acc;
-  bp.dq_turns = turns ? d_turns : nullptr;
+  bp.dq_accum = deterministic && !tma ? nullptr : d_acc;
+  bp.dq_turns = deterministic && tma ? d_turns : nullptr;
   bp.dq_turn_rows = TmaTr::kBlockM;
   bp.dq_accum_stride = D;
   bp.do_batch_stride = f.q_batch_stride, bp.do_head_stride = f.q_head_stride, bp.do_row_stride = D;
@@ -226,7 +219,6 @@ int main(int argc, char** argv) {
   const int d = argc > 8 ? std::atoi(argv[8]) : 128;
   if (d == 64) return run_probe<64>(sq, sk, causal, hq, hk, deterministic, tma);
   if (d == 128) return run_probe<128>(sq, sk, causal, hq, hk, deterministic, tma);
-  if (d == 256) return run_probe<256>(sq, sk, causal, hq, hk, deterministic, tma);
-  std::fprintf(stderr, "head dim %d: the probe builds D 64, 128 and 256\n", d);
+  std::fprintf(stderr, "head dim %d: the probe builds D 64 and 128\n", d);
   return 2;
 }

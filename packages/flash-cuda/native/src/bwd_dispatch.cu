@@ -34,7 +34,6 @@ struct BwdConfig {
   int dq_block_m, dq_block_n, dq_warps, dq_smem;  // deterministic dQ kernel
   void (*run)(const BwdParams&, cudaStream_t, int);
   const char* name;
-  bool dq_turns;  // deterministic mode adds dQ in turns (the TMA kernel at D <= 128); else the dQ kernel runs
 };
 
 #define ATTN_BWD_CONFIG(IS_BF16, D, M, W, DQN, DQW, ELEM, NAME)     \
@@ -96,8 +95,7 @@ struct BwdConfig {
    DQW,                                                                   \
    DqTraits<D, DQN, DQW, ELEM>::kSmemBytes,                               \
    &run_bwd<BwdSm90TmaWsTraits<D, M, ELEM>, DqTraits<D, DQN, DQW, ELEM>>, \
-   NAME,                                                                  \
-   BwdSm90TmaWsTraits<D, M, ELEM>::kDqTurns},
+   NAME},
 const BwdConfig kBwdConfigs[] = {
 #include "generated/bwd_configs.inc"
 };
@@ -160,7 +158,7 @@ bool strides_aligned16(const double* nums) {
 
 // The smallest compiled bucket holding D for the call's dtype, among those that fit shared memory, then the
 // preferred form of that bucket that this device runs: on sm90 (unless the family is sm80) the TMA
-// warp-specialized kernel where it is built (the D64, D128 and D256 buckets) and takes the call (`tma_why` empty), else the
+// warp-specialized kernel where it is built (the D64 and D128 buckets) and takes the call (`tma_why` empty), else the
 // cp.async wgmma kernel; elsewhere the 2-D tiled form where its two stages fit, else the row-tiled one. Measured on
 // H100/H200: each step of that order is the faster one wherever both run, in both modes (docs/perf/flash-cuda.md,
 // Backward; the TMA kernel: 1.34-1.46x the cp.async one's backward at D 128 on an H200). The family
@@ -196,7 +194,8 @@ int choose(bool bf16, int head_dim, int smem_optin, bool deterministic, bool on_
     if (family == KernelFamily::kSm90BwdTmaWs)
       throw std::invalid_argument(
           "flash-cuda: kernel sm90-bwd-tma-ws cannot run this backward: " +
-          (tma < 0 ? "it is built for the D64, D128 and D256 buckets only, not " + std::to_string(head_dim) : tma_why));
+          (tma < 0 ? "it is built for head dims up to 128 (D64 and D128 buckets) only, not " + std::to_string(head_dim)
+                   : tma_why));
     const int i = find(BwdForm::kSm90);
     if (i >= 0) return i;
   }
@@ -214,9 +213,8 @@ BwdPlan plan_for(const FwdParams& f, bool bf16, int smem_optin, bool determinist
   pl.config = choose(bf16, f.head_dim, smem_optin, deterministic, on_sm90, family, tma_why);
   const BwdConfig& c = kBwdConfigs[pl.config];
   pl.dq_accum_stride = c.head_dim;  // a multiple of 8: the Dsum pass zeroes workspace rows in 16-byte stores
-  // The TMA kernel keeps its dQ in deterministic mode at D <= 128, added in key-block order (one turn counter per
-  // query block).
-  pl.dq_turn_rows = deterministic && c.dq_turns ? c.block_m : 0;
+  // The TMA kernel keeps its dQ in deterministic mode, added in key-block order (one turn counter per query block).
+  pl.dq_turn_rows = deterministic && c.form == BwdForm::kSm90TmaWs ? c.block_m : 0;
   pl.stages = c.smem2 <= smem_optin ? 2 : 1;  // the 2-D tiled and sm90 forms: always 2 (choose() checked)
   pl.n_blocks = static_cast<int>((int64_t(f.seqlen_k) + c.block_n - 1) / c.block_n);
   pl.m_blocks = static_cast<int>((int64_t(f.seqlen_q) + c.dq_block_m - 1) / c.dq_block_m);

@@ -6,4 +6,3 @@ template void attn::flash::run_bwd<attn::flash::BwdSm90Traits<128, 64, __nv_bflo
 template void attn::flash::run_bwd<attn::flash::BwdSm90Traits<256, 64, __nv_bfloat16>, attn::flash::DqTraits<256, 32, 4, __nv_bfloat16>>(const attn::flash::BwdParams&, cudaStream_t, int);  // d256
 template void attn::flash::run_bwd<attn::flash::BwdSm90TmaWsTraits<64, 128, __nv_bfloat16>, attn::flash::DqTraits<64, 64, 4, __nv_bfloat16>>(const attn::flash::BwdParams&, cudaStream_t, int);  // d64 tma_ws
 template void attn::flash::run_bwd<attn::flash::BwdSm90TmaWsTraits<128, 64, __nv_bfloat16>, attn::flash::DqTraits<128, 64, 4, __nv_bfloat16>>(const attn::flash::BwdParams&, cudaStream_t, int);  // d128 tma_ws
-template void attn::flash::run_bwd<attn::flash::BwdSm90TmaWsTraits<256, 64, __nv_bfloat16>, attn::flash::DqTraits<256, 32, 4, __nv_bfloat16>>(const attn::flash::BwdParams&, cudaStream_t, int);  // d256 tma_ws

@@ -1,35 +1,34 @@
-// The TMA warp-specialized Hopper dK/dV kernel of the backward (FlashAttention-3's backward at D 64 and 128; at
-// D 256 the consumers of bwd_sm90_tma_ws_roles.h): the cp.async Hopper kernel's math (flash_bwd_sm90_kernel.h: one
-// CTA per 128-key block, the whole GQA group and every query block that sees its keys, every GEMM on wgmma) with
-// the data movement taken off the consumers:
-//   - a producer warpgroup (setmaxnreg down to 40 registers, 24 at D 256): warp 0's elected lane loads K and V
-//     once and streams each (query head, query block) pair's Q and dO tiles by TMA into a two-stage ring ('full'
-//     / 'empty' mbarriers, the TMA's bytes counted on 'full'); warp 1 writes the pair's lse (log2 units) and
+// The TMA warp-specialized Hopper dK/dV kernel of the backward (FlashAttention-3's backward at D 64 and 128): the
+// cp.async Hopper kernel's math (flash_bwd_sm90_kernel.h: one CTA per 128-key block, the whole GQA group and
+// every query block that sees its keys, every GEMM on wgmma) with the data movement taken off the consumers:
+//   - a producer warpgroup (setmaxnreg down to 40 registers): warp 0's elected lane loads K and V once and
+//     streams each (query head, query block) pair's Q and dO tiles by TMA into a two-stage ring ('full' /
+//     'empty' mbarriers, the TMA's bytes counted on 'full'); warp 1 writes the pair's lse (log2 units) and
 //     Dsum rows into the same stage and arrives on 'full' too; warp 2's elected lane adds each pair's dQ tile
-//     (fp32, shared memory) into the dQ workspace with one TMA reduction per 32 columns (D <= 128);
-//   - two consumer warpgroups (setmaxnreg up to 232, 240 at D 256), 64 keys each, per pair:
+//     (fp32, shared memory) into the dQ workspace with one TMA reduction per 32 columns;
+//   - two consumer warpgroups (setmaxnreg up to 232), 64 keys each, per pair:
 //       wait full; S^T = K.Q^T, dP^T = V.dO^T (two commit groups: P while dP^T runs); P, dS (bwd_scores.h);
 //       dS^T -> shared memory (one of two buffers, by pair parity); dV += P^T.dO, dK += dS^T.Q (A from
-//       registers); consumer barrier (every key's dS^T is in); dQ = dS.K (this warpgroup's 64 columns, or at
-//       D 64 its 64 query rows); once dV/dK are done the stage is released ('empty': every consumer thread
-//       arrives, so that its own lse / Dsum reads are ordered before the lse warp rewrites them; an elected
-//       lane per warp after __syncwarp left compute-sanitizer's racecheck reporting those reads); once dQ is
-//       done it goes to the dQ tile (after the dQ warp's previous reduction has read it) and the dQ warp is
-//       signalled.
+//       registers); consumer barrier (every key's dS^T is in); dQ = dS.K (this warpgroup's 64 columns, or at D 64 its 64 query rows);
+//       once dV/dK are done the stage is released ('empty': every consumer thread arrives, so that its own
+//       lse / Dsum reads are ordered before the lse warp rewrites them; an elected lane per warp after
+//       __syncwarp left compute-sanitizer's racecheck reporting those reads); once dQ is done it goes to the
+//       dQ tile (after the dQ warp's previous reduction has read it) and the dQ warp is signalled.
 //   The barriers: __syncthreads once (the mbarriers initialized); named barrier 1 = the consumers
 //   (dS^T complete, the epilogue), 2 = dQ tile full and 3 = dQ tile free (consumers + the dQ warp), each
 //   completed as often as it is waited on.
 // Epilogue: dK (x scale) and dV staged in the K and V tiles, written in 16-byte row chunks.
 // Deterministic mode: the same, with each query block's dQ tiles added in key-block order (turn counters,
-// p.dq_turns): bitwise reproducible, with the workspace and its conversion as in the default mode (D 256: no
-// dQ part; the dQ kernel computes it after this kernel).
-// The calls it runs (bwd_dispatch.cu tma_ws_declines; the kernel option 'sm90-bwd-tma-ws'): dense, 16-byte
-// aligned tensors the TMA can describe, no ALiBi, softcap or dropout; causal (either alignment), window bounds,
-// GQA and deterministic mode.
+// p.dq_turns): bitwise reproducible, with the workspace and its conversion as in the default mode.
+// The calls it runs (bwd_dispatch.cu tma_ws_declines; the kernel option 'sm90-bwd-tma-ws'): dense, 16-byte aligned tensors the TMA can describe, no
+// ALiBi, softcap or dropout; causal (either alignment), window bounds, GQA and deterministic mode.
 #pragma once
 #include <cuda.h>
 
 #include <cstdint>
+#ifdef ATTN_BWD_TMA_WS_WATCHDOG
+#include <cstdio>
+#endif
 
 #include "attn/barriers.h"
 #include "attn/fast_math.h"
@@ -38,8 +37,6 @@
 #include "bwd/flash_bwd_kernel.h"
 #include "common/bwd_params.h"
 #include "sm90/bwd_sm90_pair.h"
-#include "sm90/bwd_sm90_tma_ws_common.h"
-#include "sm90/bwd_sm90_tma_ws_roles.h"
 #include "sm90/bwd_sm90_tma_ws_traits.h"
 #include "sm90/tma_ops.h"
 #include "sm90/wgmma_ops.h"
@@ -47,7 +44,60 @@
 
 namespace attn::flash {
 
+// The kernel's parameters: the backward's, and the tensor maps of Q, K, V, dO (bf16/fp16, 64-column boxes)
+// and the fp32 dQ workspace (32-column boxes), encoded on the host (sm90/tensor_maps.h).
+struct BwdTmaArgs {
+  BwdParams p;
+  CUtensorMap q, k, v, dout, dq_accum;
+};
+
 namespace sm90 {
+
+// K, V, two stages of (Q, dO), two dS^T buffers, the fp32 dQ tile (4 boxes of kBlockM rows x 32 columns,
+// 128-byte swizzled), then per stage the lse and Dsum rows, and the mbarriers: full[2], empty[2], kv.
+template <typename Tr>
+struct TmaWsSmem {
+  using E = typename Tr::Element;
+  static constexpr int kStageElems = 2 * Tr::kSmemQElems;  // stage s: Q at q0 + s * kStageElems, dO after it
+  E *k, *v, *q0, *ds0;
+  float *dq, *lse, *dsum;
+  uint32_t full, empty, kv;  // shared addresses; full[s] = full + 8 s
+  __device__ __forceinline__ explicit TmaWsSmem(unsigned char* raw) {
+    const uint32_t raw_addr = smem_addr(raw);
+    k = reinterpret_cast<E*>(raw + ((1024u - (raw_addr & 1023u)) & 1023u));
+    v = k + Tr::kSmemKVElems;
+    q0 = v + Tr::kSmemKVElems;
+    ds0 = q0 + Tr::kStages * kStageElems;
+    dq = reinterpret_cast<float*>(ds0 + 2 * Tr::kSmemDsElems);
+    lse = dq + Tr::kSmemDqFloats;
+    dsum = lse + Tr::kStages * Tr::kBlockM;
+    full = smem_addr(dsum + Tr::kStages * Tr::kBlockM);
+    empty = full + 8 * Tr::kStages;
+    kv = empty + 8 * Tr::kStages;
+  }
+};
+
+// The kernel's mbarrier waits. Diagnostic builds (ATTN_BWD_TMA_WS_WATCHDOG, native/probe/bwd_tma_ws_probe.cu)
+// give up after 2^24 polls, print which wait of which CTA and pair it was, and trap: a hang shows where it is.
+__device__ __forceinline__ void ws_wait(uint32_t bar, uint32_t parity, const char* what, int k) {
+#ifdef ATTN_BWD_TMA_WS_WATCHDOG
+  for (uint32_t n = 0; n < (1u << 24); ++n) {
+    uint32_t done;
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+    if (done) return;
+  }
+  printf("bwd tma_ws watchdog: CTA (%d, %d, %d) thread %d: %s of pair %d (parity %u) never completed\n", blockIdx.x,
+         blockIdx.y, blockIdx.z, threadIdx.x, what, k, parity);
+  __trap();
+#else
+  (void)what;
+  (void)k;
+  mbar_wait(bar, parity);
+#endif
+}
 
 // A warp's 16 rows of its warpgroup's dQ columns (rows row0 + g, + 8; columns col0 + 8 nt + 2t, + 1) into the
 // fp32 dQ tile: box col / 32 of kRows x 32 floats, 16-byte chunks XOR-ed by row % 8 (the TMA's 128-byte
@@ -165,7 +215,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
         }
         sm90::mbar_arrive(sm.full + 8 * stage);  // release: the stores above are visible to the waiters
       }
-    } else if (role == 2 && !Tr::kRoles) {
+    } else if (role == 2) {
       // dQ: each pair's tile added into the workspace (rows past the sequence end fall outside the map);
       // the tile is handed back once the reduction has read it. Deterministic mode (p.dq_turns): this key
       // block adds its tile of query block m in its turn among the key blocks that see m (the first of them,
@@ -205,10 +255,6 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, 1)
 
   // ---- consumer warpgroups
   sm90::regs_alloc<Tr::kConsumerRegs>();
-  if constexpr (Tr::kRoles) {  // D 256: split by role, dQ by atomics (what follows is the D <= 128 form)
-    sm90::tma_ws_roles_consumers<Tr>(a, sm, sq, b, hk, j0, off, first, pairs);
-    return;
-  }
   const int g = lane >> 2, t = lane & 3;
   const int wg = warp >> 2;  // keys wg * 64 .. wg * 64 + 63 of the block (warp w: keys 16w..16w+15)
 
