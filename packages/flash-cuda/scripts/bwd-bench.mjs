@@ -3,9 +3,10 @@
 // ('sm90-bwd-tma-ws': TMA warp-specialized; 'sm90-bwd-cp-async': cp.async), on an sm90 GPU.
 //
 //   node packages/flash-cuda/scripts/bwd-bench.mjs [--dim 64,128] [--json out.json]   backward alone on the
-//        standard grid (bf16, B*S = 16k, H*D = 2048, D 128 or the --dim list, S 1k/4k/16k, causal and not): CUDA events around back-to-back
-//        flashBackward calls on one forward, each kernel in the default and the deterministic mode, in TFLOP/s
-//        (backward = 2.5 x forward FLOPs, half of it causal); also the deterministic / default time ratio.
+//        standard grid (bf16, B*S = 16k, H*D = 2048, D 128 or the --dim list, S 1k/4k/16k, causal and not):
+//        CUDA events around back-to-back flashBackward calls on one forward, each kernel in the default and the
+//        deterministic mode, in TFLOP/s (backward = 2.5 x forward FLOPs, half of it causal); also the
+//        deterministic / default time ratio.
 //   node packages/flash-cuda/scripts/bwd-bench.mjs --check   small calls (causal, GQA, windows, tails) run by
 //        both kernels in both modes: gradients compared with each other (max |diff| / max |ref|), every value
 //        finite, the deterministic mode bitwise equal over two runs; exit 1 otherwise. Small enough for

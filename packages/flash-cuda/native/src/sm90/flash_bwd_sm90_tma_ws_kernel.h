@@ -9,19 +9,21 @@
 //   - two consumer warpgroups (setmaxnreg up to 232), 64 keys each, per pair:
 //       wait full; S^T = K.Q^T, dP^T = V.dO^T (two commit groups: P while dP^T runs); P, dS (bwd_scores.h);
 //       dS^T -> shared memory (one of two buffers, by pair parity); dV += P^T.dO, dK += dS^T.Q (A from
-//       registers); consumer barrier (every key's dS^T is in); dQ = dS.K (this warpgroup's 64 columns, or at D 64 its 64 query rows);
-//       once dV/dK are done the stage is released ('empty': every consumer thread arrives, so that its own
-//       lse / Dsum reads are ordered before the lse warp rewrites them; an elected lane per warp after
-//       __syncwarp left compute-sanitizer's racecheck reporting those reads); once dQ is done it goes to the
-//       dQ tile (after the dQ warp's previous reduction has read it) and the dQ warp is signalled.
+//       registers); consumer barrier (every key's dS^T is in); dQ = dS.K (this warpgroup's 64 columns, or at
+//       D 64 its 64 query rows); once dV/dK are done the stage is released ('empty': every consumer thread
+//       arrives, so that its own lse / Dsum reads are ordered before the lse warp rewrites them; an elected
+//       lane per warp after __syncwarp left compute-sanitizer's racecheck reporting those reads); once dQ is
+//       done it goes to the dQ tile (after the dQ warp's previous reduction has read it) and the dQ warp is
+//       signalled.
 //   The barriers: __syncthreads once (the mbarriers initialized); named barrier 1 = the consumers
 //   (dS^T complete, the epilogue), 2 = dQ tile full and 3 = dQ tile free (consumers + the dQ warp), each
 //   completed as often as it is waited on.
 // Epilogue: dK (x scale) and dV staged in the K and V tiles, written in 16-byte row chunks.
 // Deterministic mode: the same, with each query block's dQ tiles added in key-block order (turn counters,
 // p.dq_turns): bitwise reproducible, with the workspace and its conversion as in the default mode.
-// The calls it runs (bwd_dispatch.cu tma_ws_declines; the kernel option 'sm90-bwd-tma-ws'): dense, 16-byte aligned tensors the TMA can describe, no
-// ALiBi, softcap or dropout; causal (either alignment), window bounds, GQA and deterministic mode.
+// The calls it runs (bwd_dispatch.cu tma_ws_declines; the kernel option 'sm90-bwd-tma-ws'): dense, 16-byte
+// aligned tensors the TMA can describe, no ALiBi, softcap or dropout; causal (either alignment), window bounds,
+// GQA and deterministic mode.
 #pragma once
 #include <cuda.h>
 
