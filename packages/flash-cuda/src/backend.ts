@@ -15,9 +15,11 @@ export const flashCudaBackend: Backend = Object.freeze({
   deviceType: 'cuda',
   defaultPriority: FLASH_PRIORITY,
   description:
-    'FlashAttention-2-style forward and backward for NVIDIA sm80+ (mma.sync, ldmatrix, cp.async): fp16/bf16, D <= 256, ' +
-    'causal (both alignments), sliding window, GQA/MQA, ALiBi, softcap, dropout, varlen, split-KV decode, deterministic ' +
-    'backward, sdpaKvCache (append, rotary, paged or contiguous caches, cacheBatchIdx, leftpadK; graph-capturable); no mask.',
+    'FlashAttention-2-style forward and backward for NVIDIA sm80+ (mma.sync, ldmatrix, cp.async), and on H100/H200 ' +
+    "(sm_90a builds) FlashAttention-3-style ones (wgmma, TMA, warp-specialized; the 'kernel' option names them): " +
+    'fp16/bf16, D <= 256, causal (both alignments), sliding window, GQA/MQA, ALiBi, softcap, dropout, varlen, split-KV ' +
+    'decode, deterministic backward, sdpaKvCache (append, rotary, paged or contiguous caches, cacheBatchIdx, leftpadK; ' +
+    'graph-capturable); no mask.',
   availability,
   rules: FLASH_RULES,
   tolerances: FLASH_TOLERANCES,
