@@ -108,20 +108,27 @@ function cases(): TableCase[] {
   for (const dtype of ['bfloat16', 'float16'] as const) {
     const tma = (name: string, c: Parameters<typeof spec>[1]) =>
       bwd(`bwd sm90-bwd-tma-ws ${dtype} ${name}`, { dtype, ...c }, 'sm90-bwd-tma-ws');
-    for (const alignment of ['upperLeft', 'lowerRight'] as const) {
-      tma(`causal ${alignment} sq1000 sk1000`, { D: 128, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
-      tma(`causal ${alignment} sq300 sk1000`, { D: 128, Sq: 300, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
-      tma(`causal ${alignment} sq1000 sk260 (rows without keys)`, {
-        D: 128,
-        Sq: 1000,
-        Sk: 260,
-        B: 1,
-        Hq: 2,
-        causal: true,
-        alignment,
-      });
-      tma(`window[40,9] ${alignment}`, { D: 128, Sq: 333, Sk: 500, window: [40, 9], alignment });
-    }
+    // Both alignments on each build: D 128 (named without a prefix) and D 64 (pairs of 128 query rows, dQ split
+    // between the warpgroups by rows).
+    for (const [D, tag] of [
+      [128, ''],
+      [64, 'D64 '],
+    ] as const)
+      for (const alignment of ['upperLeft', 'lowerRight'] as const) {
+        tma(`${tag}causal ${alignment} sq1000 sk1000`, { D, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
+        if (D === 128)
+          tma(`causal ${alignment} sq300 sk1000`, { D, Sq: 300, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
+        tma(`${tag}causal ${alignment} sq1000 sk260 (rows without keys)`, {
+          D,
+          Sq: 1000,
+          Sk: 260,
+          B: 1,
+          Hq: 2,
+          causal: true,
+          alignment,
+        });
+        tma(`${tag}window[40,9] ${alignment}`, { D, Sq: 333, Sk: 500, window: [40, 9], alignment });
+      }
     tma('sq1 sk1', { D: 128, Sq: 1, Sk: 1 });
     tma('sq17 sk17 causal', { D: 128, Sq: 17, Sk: 17, causal: true });
     tma('gqa 8/2 D72 sq700 sk900', { D: 72, Sq: 700, Sk: 900, B: 2, Hq: 8, Hk: 2 });
@@ -140,20 +147,7 @@ function cases(): TableCase[] {
       alignment: 'lowerRight',
       deterministic: true,
     });
-    // The D64 bucket's build: pairs of 128 query rows, dQ split between the warpgroups by rows.
-    for (const alignment of ['upperLeft', 'lowerRight'] as const) {
-      tma(`D64 causal ${alignment} sq1000 sk1000`, { D: 64, Sq: 1000, Sk: 1000, B: 1, Hq: 2, causal: true, alignment });
-      tma(`D64 causal ${alignment} sq1000 sk260 (rows without keys)`, {
-        D: 64,
-        Sq: 1000,
-        Sk: 260,
-        B: 1,
-        Hq: 2,
-        causal: true,
-        alignment,
-      });
-      tma(`D64 window[40,9] ${alignment}`, { D: 64, Sq: 333, Sk: 500, window: [40, 9], alignment });
-    }
+    // The rest of the D64 build's cases.
     tma('D64 sq1 sk1', { D: 64, Sq: 1, Sk: 1 });
     tma('D8 sq17 sk17 causal', { D: 8, Sq: 17, Sk: 17, causal: true });
     tma('gqa 8/2 D40 sq700 sk900', { D: 40, Sq: 700, Sk: 900, B: 2, Hq: 8, Hk: 2 });
