@@ -34,7 +34,7 @@ export interface Rule {
 }
 
 export interface ForwardOutputs {
-  /** Dense: [B, Hq, Sq, Dv]; varlen: [totalQ, Hq, Dv]. Same dtype and device as the query. */
+  /** Dense: [B, Hq, Sq, Dv]; varlen: [totalQ, Hq, Dv]. params.dtype (the query's, bfloat16 for float8_e4m3 inputs), the query's device. */
   readonly out: Tensor;
   /** float32, dense: [B, Hq, Sq]; varlen: [Hq, totalQ]. Natural log; -inf for fully masked rows. */
   readonly logsumexp: Tensor;
@@ -103,6 +103,13 @@ export interface Backend {
    * twice the naive implementation's error. A dtype left out gets the suite's default.
    */
   readonly tolerances?: Tolerances;
+  /**
+   * Takes float8_e4m3 query, key and value (SdpaOptions.descale; params.descale non-null): reads them as
+   * float8_e4m3, attends descale.q * q, descale.k * k, descale.v * v and writes a bfloat16 output
+   * (params.dtype). Absent or false: core declines such calls for the backend by the rule float8Inputs
+   * (its dtype rules see params.dtype, bfloat16, and could not tell).
+   */
+  readonly float8Inputs?: boolean;
   /** The kernel families the `kernel` option may name; absent or empty: the backend has no choosable kernel. */
   readonly kernels?: readonly KernelChoice[];
   forward(params: SdpaParams): ForwardOutputs;

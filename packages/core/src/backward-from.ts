@@ -18,6 +18,7 @@ import { checkRules, failingRules, resolveRestriction, selectBackend } from './s
 import { Tensor } from './tensor.js';
 import { callInputs } from './validate-call.js';
 import { normalizeCall } from './validate.js';
+import { float8BackwardError } from './validate-float8.js';
 
 /** The forward's outputs as the caller hands them: out [B, Hq, Sq, Dv], logsumexp float32 [B, Hq, Sq]. */
 export interface SavedForward {
@@ -81,6 +82,8 @@ export function sdpaBackwardFrom(
   gradOut: Tensor,
   opts?: SdpaOptions,
 ): Gradients {
+  // Named before validation, whose requiresGrad refusal would speak of an option the caller did not pass.
+  if (Tensor.isTensor(query) && query.dtype === 'float8_e4m3') throw float8BackwardError('sdpaBackwardFrom');
   const options =
     typeof opts === 'object' && opts !== null ? { ...opts, requiresGrad: true } : (opts ?? { requiresGrad: true });
   const call = normalizeCall(query, key, value, options);

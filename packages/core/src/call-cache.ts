@@ -5,7 +5,9 @@
 // more than the signature:
 // - every tensor is a live Tensor (brand, not disposed, host buffer not detached);
 // - out shares no memory with an input (addresses);
-// - dropout's seed (fresh per call) and offset, and whether the device is capturing a graph;
+// - dropout's seed (fresh per call) and offset, float8 inputs' descale factors (values, often new each
+//   step; the dtypes, part of the signature, say whether there are any), and whether the device is
+//   capturing a graph;
 // - each backend on the selection path is still available, and its rules with readsValues pass.
 // Calls that read index values on the host (varlen offsets, sequsedK lengths, a block table, unless
 // they stay on the device) are never cached: their validation and selection depend on those values.
@@ -13,11 +15,11 @@
 // a priority changed) or the registry state is swapped.
 import type { Backend, Rule, RuleContext } from './backend.js';
 import type { DType } from './dtype.js';
-import type { DropoutParams, MaskParams, PagedKvParams, SdpaParams, VarlenParams } from './params.js';
+import type { Descale, DropoutParams, MaskParams, PagedKvParams, SdpaParams, VarlenParams } from './params.js';
 import { type RegistryState, registryState } from './registry-state.js';
 import { Tensor } from './tensor.js';
 
-/** What the cache compares of a tensor: everything but its storage. */
+/** What the cache compares of a tensor: everything but its storage (the dtype included: a float8_e4m3 call and a bfloat16 one of one shape never share an entry). */
 interface Layout {
   readonly dtype: DType;
   readonly type: string;
@@ -96,7 +98,8 @@ const COMMON_SCALARS = [
 ];
 const COMMON_LISTS = ['window', 'backends'];
 
-// dropoutSeed and dropoutOffset are left out: they are values, checked on every call (checkDropout).
+// dropoutSeed, dropoutOffset and descale are left out: they are values, checked on every call
+// (checkDropout, checkDescale).
 export const DENSE_CALL: CallKind = Object.freeze({
   tensorKeys: ['attnMask', 'alibiSlopes', 'sequsedK', 'out'],
   scalarKeys: COMMON_SCALARS,
@@ -113,7 +116,7 @@ export const VARLEN_CALL: CallKind = Object.freeze({
 export interface ParamsSkeleton {
   readonly base: Omit<
     SdpaParams,
-    'query' | 'key' | 'value' | 'mask' | 'alibiSlopes' | 'dropout' | 'sequsedK' | 'varlen' | 'paged' | 'out'
+    'query' | 'key' | 'value' | 'mask' | 'alibiSlopes' | 'dropout' | 'descale' | 'sequsedK' | 'varlen' | 'paged' | 'out'
   >;
   readonly mask: Omit<MaskParams, 'tensor'> | null;
   readonly varlen: { readonly maxSeqlenQ: number; readonly maxSeqlenK: number } | null;
@@ -216,6 +219,7 @@ function skeletonOf(p: SdpaParams): ParamsSkeleton {
     mask,
     alibiSlopes: _a,
     dropout: _d,
+    descale: _ds,
     sequsedK: _s,
     varlen,
     paged,
@@ -275,12 +279,17 @@ export interface CallTensors {
 }
 
 /**
- * The params of one call of a cached signature: the skeleton with this call's tensors and dropout.
+ * The params of one call of a cached signature: the skeleton with this call's tensors, dropout and descale.
  * Fields are listed one by one, in validation's order: the object gets the same hidden class as a
  * validated call's params (an object spread of the skeleton made a dictionary-mode object and cost
  * more than the validation it replaced).
  */
-export function assembleParams(s: ParamsSkeleton, t: CallTensors, dropout: DropoutParams | null): SdpaParams {
+export function assembleParams(
+  s: ParamsSkeleton,
+  t: CallTensors,
+  dropout: DropoutParams | null,
+  descale: Readonly<Descale> | null,
+): SdpaParams {
   const b = s.base;
   const mask: MaskParams | null =
     s.mask && Object.freeze({ kind: s.mask.kind, tensor: t.mask!, expandedStrides: s.mask.expandedStrides });
@@ -309,6 +318,7 @@ export function assembleParams(s: ParamsSkeleton, t: CallTensors, dropout: Dropo
     value: t.value,
     device: b.device,
     dtype: b.dtype,
+    descale,
     batch: b.batch,
     headsQ: b.headsQ,
     headsKV: b.headsKV,

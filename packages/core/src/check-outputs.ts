@@ -43,7 +43,7 @@ function expectTensor(
   }
 }
 
-/** out [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv]) in the query dtype; logsumexp float32 [B, Hq, Sq] (varlen [Hq, totalQ]). */
+/** out [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv]) in params.dtype; logsumexp float32 [B, Hq, Sq] (varlen [Hq, totalQ]). */
 export function checkForwardOutputs(backend: string, p: SdpaParams, o: ForwardOutputs): void {
   if (typeof o !== 'object' || o === null) {
     throw new AttnError(
@@ -59,7 +59,7 @@ export function checkForwardOutputs(backend: string, p: SdpaParams, o: ForwardOu
   }
 }
 
-/** out [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv]) in the query dtype, and the call's out where it gave one. */
+/** out [B, Hq, Sq, Dv] (varlen [totalQ, Hq, Dv]) in params.dtype, and the call's out where it gave one. */
 export function checkForwardOut(backend: string, p: SdpaParams, out: Tensor): void {
   if (p.out && out !== p.out) {
     throw new AttnError(

@@ -1,7 +1,10 @@
 // Element types. Half types live in Uint16Array (Node 20 has no Float16Array); float8_e4m3 and bool in
-// Uint8Array. float8_e4m3 (float8.ts) is a storage type, not a FloatDType: attention inputs are FloatDType.
+// Uint8Array. float8_e4m3 (float8.ts) is not a FloatDType: no output, gradient or mask is float8. It is an
+// attention input (QkvDType) only with descale factors (SdpaOptions.descale), and the output is bfloat16.
 
 export type FloatDType = 'float64' | 'float32' | 'float16' | 'bfloat16';
+/** The dtypes query, key and value may have: the float ones, and float8_e4m3 with descale factors. */
+export type QkvDType = FloatDType | 'float8_e4m3';
 export type DType = FloatDType | 'float8_e4m3' | 'bool' | 'int32';
 
 export const FLOAT_DTYPES: readonly FloatDType[] = ['float64', 'float32', 'float16', 'bfloat16'];
@@ -32,4 +35,8 @@ export type HostArray = HostArrayOf[DType];
 
 export function isFloatDType(d: DType): d is FloatDType {
   return (FLOAT_DTYPES as readonly string[]).includes(d);
+}
+
+export function isQkvDType(d: DType): d is QkvDType {
+  return d === 'float8_e4m3' || isFloatDType(d);
 }

@@ -13,7 +13,7 @@ export const VALIDATION_CODES = [
   'ATTN_GQA', // Hk != Hq without enableGqa
   'ATTN_HEAD_DIM', // query/key head dims differ, or zero
   'ATTN_SEQ_LEN', // key and value sequence lengths differ
-  'ATTN_MASK_DTYPE', // mask not bool, float32 or the query dtype
+  'ATTN_MASK_DTYPE', // mask not bool, float32 or the query dtype; not bool with float8_e4m3 inputs
   'ATTN_MASK_SHAPE', // mask rank > 4 or not broadcastable to [B, Hq, Sq, Sk]
   'ATTN_DROPOUT', // dropoutP outside [0, 1), bad seed or offset
   'ATTN_SCALE', // scale zero, NaN or infinite
@@ -32,7 +32,9 @@ export const VALIDATION_CODES = [
   'ATTN_FORWARD_RESULT', // sdpaBackward: fwd is not an unchanged result of sdpaForward / sdpaVarlen
   'ATTN_SAVED', // sdpaBackwardFrom: out or logsumexp not of the call's shape, dtype or device
   'ATTN_STORAGE', // a host tensor's ArrayBuffer was detached or shrunk after the tensor was made
-  'ATTN_OUT', // out: not the output's shape, dtype or device, not contiguous, sharing memory with an input, or with requiresGrad
+  'ATTN_OUT', // out: not the output's shape, dtype (bfloat16 for float8_e4m3 inputs) or device, not contiguous, sharing memory with an input, or with requiresGrad
+  'ATTN_DESCALE', // descale missing for float8_e4m3 inputs, given for other inputs, or a factor not a finite number > 0
+  'ATTN_FLOAT8', // float8_e4m3 inputs where the fp8 forward does not go: requiresGrad, backward, sdpaVarlen, sdpaKvCache
 ] as const;
 
 export type ValidationCode = (typeof VALIDATION_CODES)[number];

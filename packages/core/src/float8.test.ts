@@ -129,7 +129,7 @@ describe('float8_e4m3', () => {
     }
   });
 
-  it('is a tensor dtype: one byte an element, toDType both ways, and no attention input', () => {
+  it('is a tensor dtype: one byte an element, toDType both ways, an attention input only with descale', () => {
     const values = [0.1, -2.5, 448, 1000, -0, 2 ** -10, Number.NaN];
     const t = tensor(values, [7], { dtype: 'float8_e4m3' });
     expect(t.hostData()).toBeInstanceOf(Uint8Array);
@@ -141,6 +141,26 @@ describe('float8_e4m3', () => {
     expect(Array.from(viaF32.hostData())).toEqual(Array.from(t.hostData()));
     expect(Array.from(t.toDType('bfloat16').toFloat64Array().slice(0, 6))).toEqual(back.slice(0, 6));
     const q = tensor(new Array(16).fill(0.5), [1, 1, 2, 8], { dtype: 'float8_e4m3' });
-    expect(() => normalizeParams(q, q, q)).toThrow(expect.objectContaining({ code: 'ATTN_DTYPE' }));
+    expect(() => normalizeParams(q, q, q)).toThrow(expect.objectContaining({ code: 'ATTN_DESCALE' }));
+    const p = normalizeParams(q, q, q, { descale: { q: 2, k: 0.5, v: 1 } });
+    expect(p.dtype).toBe('bfloat16');
+    expect(p.query.dtype).toBe('float8_e4m3');
+    expect(p.descale).toEqual({ q: 2, k: 0.5, v: 1 });
+  });
+
+  it('converts with toDType bit-exactly: float64 to float8_e4m3 as float8E4m3Bits, every code back as the table', () => {
+    const values = Array.from({ length: 2000 }, (_, i) => (Math.sin(i * 12.9898) * 43758.5453) % 600);
+    values.push(448.5, -1e9, Infinity, -Infinity, 2 ** -10, 3 * 2 ** -10);
+    const t = tensor(values, [values.length], { dtype: 'float64' }).toDType('float8_e4m3');
+    expect(Array.from(t.hostData())).toEqual(values.map(float8E4m3Bits));
+    const codes = tensor(
+      new Uint8Array(256).map((_, i) => i),
+      [256],
+      { dtype: 'float8_e4m3' },
+    );
+    const f64 = codes.toDType('float64').toFloat64Array();
+    for (let bits = 0; bits < 256; bits++) expect(Object.is(f64[bits], table[bits]), `code ${bits}`).toBe(true);
+    const bf16 = codes.toDType('bfloat16').toFloat64Array();
+    for (let bits = 0; bits < 256; bits++) expect(Object.is(bf16[bits], table[bits]), `bf16 of ${bits}`).toBe(true);
   });
 });

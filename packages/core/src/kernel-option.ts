@@ -6,6 +6,7 @@ import type { Backend, KernelChoice, Rule } from './backend.js';
 import { describeValue } from './describe-value.js';
 import { AttnInputError } from './errors.js';
 import type { SdpaParams } from './params.js';
+import { float8InputsRule } from './float8-rule.js';
 import { listBackends } from './registry.js';
 
 /** Every registered backend's kernel names, as 'backend: a, b' lines joined by '; ' (for messages). */
@@ -78,7 +79,15 @@ export function kernelRule(backend: Backend): Rule {
   return r;
 }
 
-/** The rules selection checks for this call: the backend's, then the kernel rule when the call names one. */
+/**
+ * The rules selection checks for this call: float8Inputs first when the inputs are float8_e4m3 and the
+ * backend does not take them (float8-rule.ts), the backend's own, then the kernel rule when the call
+ * names one.
+ */
 export function rulesFor(backend: Backend, params: SdpaParams): readonly Rule[] {
-  return params.kernel === null ? backend.rules : [...backend.rules, kernelRule(backend)];
+  const float8 = params.descale !== null && backend.float8Inputs !== true;
+  if (!float8 && params.kernel === null) return backend.rules;
+  const rules = float8 ? [float8InputsRule(backend), ...backend.rules] : [...backend.rules];
+  if (params.kernel !== null) rules.push(kernelRule(backend));
+  return rules;
 }

@@ -50,13 +50,23 @@ export interface SdpaOptions {
    * Backward runs the same family. Default: the backend's dispatcher picks.
    */
   kernel?: string;
+  /**
+   * The dequantization factors of float8_e4m3 query, key and value, one per tensor (FlashAttention-3's
+   * q_descale, k_descale, v_descale): the call attends the values `descale.q * q`, `descale.k * k` and
+   * `descale.v * v`, and its output is bfloat16 (as FlashAttention-3's fp8 forward writes). Required
+   * exactly when the inputs are float8_e4m3; each a finite number > 0 (ATTN_DESCALE). float8_e4m3
+   * inputs go through sdpa, sdpaForward, sdpaForwardAsync and explain only, for inference (no
+   * requiresGrad, no backward), with a bool mask if any (ATTN_FLOAT8, ATTN_MASK_DTYPE); only backends
+   * that declare `float8Inputs` take them (the others decline by the rule float8Inputs).
+   */
+  descale?: Descale | null;
   /** Will sdpaBackward be called on the result? Backends without backward decline. */
   requiresGrad?: boolean;
   /** Backward accumulates in a fixed order (bitwise reproducible). */
   deterministic?: boolean;
   /**
    * Where the output goes (PyTorch's out=): a live, contiguous tensor of the output's shape (dense
-   * [B, Hq, Sq, Dv], varlen [totalQ, Hq, Dv]), the query's dtype and device, sharing no memory with
+   * [B, Hq, Sq, Dv], varlen [totalQ, Hq, Dv]), the query's dtype (bfloat16 for float8_e4m3 inputs) and device, sharing no memory with
    * any input. The call writes into it and returns it as `out`. Not with requiresGrad (backward reads
    * the forward output, which a reused buffer would have overwritten).
    */
@@ -73,7 +83,15 @@ export interface SdpaOptions {
   indexValuesOnDevice?: boolean;
 }
 
-export interface VarlenOptions extends Omit<SdpaOptions, 'attnMask'> {
+/** Dequantization factors of float8_e4m3 query, key and value (SdpaOptions.descale). */
+export interface Descale {
+  readonly q: number;
+  readonly k: number;
+  readonly v: number;
+}
+
+/** sdpaVarlen takes no mask and, for now, no float8_e4m3 inputs (so no descale). */
+export interface VarlenOptions extends Omit<SdpaOptions, 'attnMask' | 'descale'> {
   /** int32 [B + 1], offsets of each sequence in the packed query. */
   cuSeqlensQ: Tensor;
   cuSeqlensK: Tensor;
@@ -265,7 +283,17 @@ export interface SdpaParams {
   readonly key: Tensor;
   readonly value: Tensor;
   readonly device: Device;
+  /**
+   * The output's dtype: the inputs' own, except for float8_e4m3 inputs (descale non-null), whose
+   * output is bfloat16; query, key and value keep float8_e4m3 as their `.dtype`.
+   */
   readonly dtype: FloatDType;
+  /**
+   * float8_e4m3 inputs' dequantization factors (SdpaOptions.descale, checked finite and > 0): the
+   * call attends descale.q * query, descale.k * key and descale.v * value. Non-null exactly when the
+   * inputs are float8_e4m3; such calls are dense, without requiresGrad, with a bool mask if any.
+   */
+  readonly descale: Readonly<Descale> | null;
   readonly batch: number;
   readonly headsQ: number;
   readonly headsKV: number;
@@ -317,8 +345,8 @@ export interface SdpaParams {
    */
   readonly indexValuesOnDevice: boolean;
   /**
-   * The user's output tensor (SdpaOptions.out), validated: the output's shape, the query's dtype and
-   * device, contiguous, sharing no memory with an input. A backend writes the attention output into
+   * The user's output tensor (SdpaOptions.out), validated: the output's shape, dtype (params.dtype)
+   * and device, contiguous, sharing no memory with an input. A backend writes the attention output into
    * it (forwardOutput) and returns it as out; null: the backend allocates the output.
    */
   readonly out: Tensor | null;

@@ -12,6 +12,7 @@ import { requireBackend, resolveRestriction, selectBackend } from './select.js';
 import { Tensor } from './tensor.js';
 import type { NormalizedCall } from './validate-call.js';
 import { normalizeCall } from './validate.js';
+import { float8BackwardError } from './validate-float8.js';
 import { callInputs } from './validate-call.js';
 
 export type { ForwardResult } from './forward-record.js';
@@ -104,6 +105,8 @@ export function explain(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOp
 export function sdpaBackward(gradOut: Tensor, fwd: ForwardResult): Gradients {
   // The params, outputs and backend of the call that made fwd, never fwd's own (editable) fields.
   const { params, out, logsumexp, backend: backendName } = forwardRecordOf(fwd);
+  // requiresGrad is refused with float8_e4m3 inputs, but any forward result may reach here.
+  if (params.descale) throw float8BackwardError('sdpaBackward');
   if (!Tensor.isTensor(gradOut)) throw new AttnInputError('ATTN_TYPE', 'sdpaBackward: gradOut must be a Tensor.');
   gradOut.assertLive('gradOut');
   for (const [name, t] of [

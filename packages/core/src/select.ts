@@ -63,7 +63,9 @@ function availabilityOf(backend: Backend): { available: boolean; reason?: string
 /** A one-line description of the call for reports. */
 export function describeCall(p: SdpaParams): string {
   const shape = (s: readonly number[]): string => `[${s.join(', ')}]`;
-  const parts = [`${p.dtype} q${shape(p.query.shape)} k${shape(p.key.shape)} v${shape(p.value.shape)}`];
+  const parts = [`${p.query.dtype} q${shape(p.query.shape)} k${shape(p.key.shape)} v${shape(p.value.shape)}`];
+  const d = p.descale;
+  if (d) parts.push(`descale q ${d.q}, k ${d.k}, v ${d.v}, ${p.dtype} out`);
   if (p.varlen) parts.push(`varlen (${p.batch} sequences, max ${p.seqQ}/${p.seqK})`);
   if (p.sequsedK) parts.push('sequsedK');
   if (p.paged) parts.push(`paged K/V (${p.paged.numBlocks} blocks of ${p.paged.blockSize})`);

@@ -13,6 +13,8 @@ export interface FakeBackendOptions {
   rules?: readonly Rule[];
   /** Its kernel families (the `kernel` option). */
   kernels?: readonly KernelChoice[];
+  /** Takes float8_e4m3 inputs (Backend.float8Inputs). */
+  float8Inputs?: boolean;
   /** true (default), or the reason it is unavailable. */
   available?: true | string;
   forward?: (params: SdpaParams) => ForwardOutputs;
@@ -56,6 +58,7 @@ export function makeFakeBackend(name: string, opts: FakeBackendOptions = {}): Fa
     description: `fake backend '${name}' for tests`,
     rules: opts.rules ?? [],
     ...(opts.kernels ? { kernels: opts.kernels } : {}),
+    ...(opts.float8Inputs ? { float8Inputs: true } : {}),
     calls,
     availability: () =>
       opts.available === undefined || opts.available === true ? { ok: true } : { ok: false, reason: opts.available },

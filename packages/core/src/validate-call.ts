@@ -10,11 +10,12 @@ import {
   findEntry,
 } from './call-cache.js';
 import type { Device } from './device.js';
-import type { DType } from './dtype.js';
+import type { DType, QkvDType } from './dtype.js';
 import type { IndexValuePolicy } from './index-values.js';
 import type { SdpaOptions, SdpaParams, VarlenOptions } from './params.js';
 import type { Tensor } from './tensor.js';
 import { checkDropout, type CommonOptions } from './validate-options.js';
+import { checkDescale } from './validate-float8.js';
 import { checkOutAliasing, checkOutLayout } from './validate-out.js';
 import { checkTensorArg } from './validate-tensors.js';
 
@@ -94,7 +95,7 @@ export function cachedOrValidated(
   q: Tensor,
   k: Tensor,
   v: Tensor,
-  opts: Partial<VarlenOptions> & Pick<SdpaOptions, 'attnMask'>,
+  opts: Partial<VarlenOptions> & Pick<SdpaOptions, 'attnMask' | 'descale'>,
   policy: IndexValuePolicy,
   lookup: boolean,
   validate: () => NormalizedCall,
@@ -103,8 +104,10 @@ export function cachedOrValidated(
   const entry = lookup ? findEntry(kind, q, k, v, raw, policy.capturing) : null;
   if (entry) {
     const { dropout, rng } = checkDropout(opts);
+    // The entry's layouts matched: q's dtype is one its validation accepted.
+    const descale = checkDescale(opts.descale, q.dtype as QkvDType);
     const t = liveTensors(q, k, v, opts);
-    const params = assembleParams(entry.skeleton, t, dropout);
+    const params = assembleParams(entry.skeleton, t, dropout, descale);
     if (t.out) checkOutAliasing(t.out, callInputs(params));
     return { params, backends: entry.backends, rng, cached: entry };
   }

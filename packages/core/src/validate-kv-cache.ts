@@ -19,6 +19,7 @@ import {
   checkOptionsObject,
   resolveScale,
 } from './validate-options.js';
+import { refuseFloat8 } from './validate-float8.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 import type { NormalizedCall } from './validate-call.js';
 
@@ -216,7 +217,8 @@ export function normalizeKvCacheCall(
   const q = checkTensorArg(query, 'q');
   const k = checkTensorArg(kCache, 'kCache');
   const v = checkTensorArg(vCache, 'vCache');
-  const { dtype, device } = checkQkv(q, k, v);
+  const { inputs, dtype, device } = checkQkv(q, k, v);
+  refuseFloat8(inputs, 'sdpaKvCache');
   if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) {
     throw new AttnInputError(
       'ATTN_RANK',
@@ -363,6 +365,7 @@ export function normalizeKvCacheCall(
     value: v,
     device,
     dtype,
+    descale: null,
     batch,
     headsQ,
     headsKV,

@@ -26,6 +26,7 @@ export const SDPA_OPTION_KEYS: ReadonlySet<keyof SdpaOptions> = new Set<keyof Sd
   'dropoutOffset',
   'backends',
   'kernel',
+  'descale',
   'requiresGrad',
   'deterministic',
   'out',

@@ -30,7 +30,7 @@ export function checkOutLayout(
   const sameShape = out.rank === shape.length && out.shape.every((s, i) => s === shape[i]);
   if (!sameShape || out.dtype !== dtype || !sameDevice(out.device, device)) {
     throw outError(
-      `out must be ${dtype} [${shape.join(', ')}] on ${deviceToString(device)} (the output's shape, the query's dtype and device); ` +
+      `out must be ${dtype} [${shape.join(', ')}] on ${deviceToString(device)} (the output's shape and dtype, the query's device); ` +
         `got ${out.dtype} ${shapeStr(out)} on ${deviceToString(out.device)}. Allocate it with empty([${shape.join(', ')}], { dtype: '${dtype}', device: '${deviceToString(device)}' }).`,
     );
   }

@@ -1,9 +1,10 @@
 // Checks on query/key/value themselves, shared by the dense and varlen entry points: each is a
-// live Tensor, floating, one dtype, one device (PyTorch's validate_sdpa_input).
+// live Tensor, floating (or float8_e4m3), one dtype, one device (PyTorch's validate_sdpa_input).
 import type { Device } from './device.js';
 import { deviceToString, sameDevice } from './device-parse.js';
-import { type FloatDType, isFloatDType } from './dtype.js';
+import { type FloatDType, isQkvDType, type QkvDType } from './dtype.js';
 import { AttnInputError } from './errors.js';
+import { outputDType } from './validate-float8.js';
 import { Tensor } from './tensor.js';
 
 export function shapeStr(t: Tensor): string {
@@ -24,8 +25,11 @@ export function checkTensorArg(t: unknown, name: string): Tensor {
   return t;
 }
 
-/** query, key and value: floating, one dtype, one device. Returns that dtype and device. */
-export function checkQkv(q: Tensor, k: Tensor, v: Tensor): { dtype: FloatDType; device: Device } {
+/**
+ * query, key and value: floating or float8_e4m3, one dtype, one device. Returns that dtype (`inputs`),
+ * the output's (`dtype`: bfloat16 for float8_e4m3 inputs) and the device.
+ */
+export function checkQkv(q: Tensor, k: Tensor, v: Tensor): { inputs: QkvDType; dtype: FloatDType; device: Device } {
   if (q.dtype !== k.dtype || q.dtype !== v.dtype) {
     throw new AttnInputError(
       'ATTN_DTYPE_MISMATCH',
@@ -33,10 +37,10 @@ export function checkQkv(q: Tensor, k: Tensor, v: Tensor): { dtype: FloatDType; 
         `and value.dtype: ${v.dtype} instead. Convert them with .toDType('${q.dtype}').`,
     );
   }
-  if (!isFloatDType(q.dtype)) {
+  if (!isQkvDType(q.dtype)) {
     throw new AttnInputError(
       'ATTN_DTYPE',
-      `query, key and value must be float64, float32, float16 or bfloat16; got ${q.dtype}.`,
+      `query, key and value must be float64, float32, float16, bfloat16 or float8_e4m3 (with descale); got ${q.dtype}.`,
     );
   }
   if (!sameDevice(q.device, k.device) || !sameDevice(q.device, v.device)) {
@@ -46,7 +50,7 @@ export function checkQkv(q: Tensor, k: Tensor, v: Tensor): { dtype: FloatDType; 
         `${deviceToString(k.device)}, value on ${deviceToString(v.device)}. Move them with .to('${deviceToString(q.device)}').`,
     );
   }
-  return { dtype: q.dtype, device: q.device };
+  return { inputs: q.dtype, dtype: outputDType(q.dtype), device: q.device };
 }
 
 /** An extra tensor (mask, slopes, offsets) must be on the query's device. */

@@ -18,11 +18,12 @@ import {
 } from './validate-options.js';
 import { cachedOrValidated, givenOut } from './validate-call.js';
 import { blockTableError, checkBlockTable, pagedPoolShape } from './validate-block-table.js';
+import { refuseFloat8 } from './validate-float8.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
 const VARLEN_OPTION_KEYS: ReadonlySet<string> = new Set([
-  ...[...SDPA_OPTION_KEYS].filter((k) => k !== 'attnMask'),
+  ...[...SDPA_OPTION_KEYS].filter((k) => k !== 'attnMask' && k !== 'descale'),
   'cuSeqlensQ',
   'cuSeqlensK',
   'maxSeqlenQ',
@@ -130,7 +131,8 @@ function validateVarlen(
   opts: Partial<VarlenOptions>,
   policy: IndexValuePolicy,
 ): NormalizedCall {
-  const { dtype, device } = checkQkv(q, k, v);
+  const { inputs, dtype, device } = checkQkv(q, k, v);
+  refuseFloat8(inputs, 'sdpaVarlen');
   const common = checkCommonOptions(opts);
   const pagedGiven = opts.blockTable !== undefined && opts.blockTable !== null;
   if (pagedGiven && common.requiresGrad) {
@@ -179,6 +181,7 @@ function validateVarlen(
     value: v,
     device,
     dtype,
+    descale: null,
     batch,
     headsQ,
     headsKV,

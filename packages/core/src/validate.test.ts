@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { registerDeviceRuntime } from './device-registry.js';
-import type { FloatDType } from './dtype.js';
+import type { QkvDType } from './dtype.js';
 import { VALIDATION_CODES } from './error-codes.js';
 import { AttnError, AttnInputError } from './errors.js';
 import { full, tensor, zeros } from './factory.js';
@@ -26,7 +26,7 @@ interface Dims {
   Sk?: number;
   D?: number;
   Dv?: number;
-  dtype?: FloatDType;
+  dtype?: QkvDType;
 }
 
 function qkv(d: Dims = {}): [Tensor, Tensor, Tensor] {
@@ -80,6 +80,13 @@ function paged(
   return () => normalizeVarlenParams(q, k, v, { ...base, ...opts });
 }
 
+/** A varlen call on float8_e4m3 tensors: two sequences of 2 tokens. */
+function fp8Packed(): Parameters<typeof normalizeVarlenParams> {
+  const t = zeros([4, 2, 8], { dtype: 'float8_e4m3' });
+  const offs = tensor([0, 2, 4], [3], { dtype: 'int32' });
+  return [t, t, t, { cuSeqlensQ: offs, cuSeqlensK: offs, maxSeqlenQ: 2, maxSeqlenK: 2 }];
+}
+
 let restore: () => void;
 beforeEach(() => {
   restore = isolateRegistry({ keepDeviceRuntimes: false });
@@ -120,6 +127,15 @@ const CASES: Array<[string, string, () => unknown]> = [
     },
   ],
   ['ATTN_OUT', 'out of the wrong shape', () => norm({}, { out: zeros([2, 4, 5, 9]) })],
+  ['ATTN_DESCALE', 'float8_e4m3 inputs without descale', () => norm({ dtype: 'float8_e4m3' })],
+  ['ATTN_DESCALE', 'descale with float32 inputs', () => norm({}, { descale: { q: 1, k: 1, v: 1 } })],
+  ['ATTN_DESCALE', 'a descale factor of 0', () => norm({ dtype: 'float8_e4m3' }, { descale: { q: 1, k: 0, v: 1 } })],
+  [
+    'ATTN_FLOAT8',
+    'float8_e4m3 inputs with requiresGrad',
+    () => norm({ dtype: 'float8_e4m3' }, { descale: { q: 1, k: 1, v: 1 }, requiresGrad: true }),
+  ],
+  ['ATTN_FLOAT8', 'float8_e4m3 inputs to sdpaVarlen', () => normalizeVarlenParams(...fp8Packed())],
   ['ATTN_OPTION', 'unknown option (a typo)', () => norm({}, { is_causal: true } as never)],
   ['ATTN_OPTION', 'isCausal not boolean', () => norm({}, { isCausal: 1 as never })],
   ['ATTN_OPTION', 'unknown alignment', () => norm({}, { alignment: 'center' as never })],

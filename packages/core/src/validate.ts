@@ -26,6 +26,7 @@ import {
   SDPA_OPTION_KEYS,
 } from './validate-options.js';
 import { cachedOrValidated, givenOut, type NormalizedCall } from './validate-call.js';
+import { checkDescale, checkFloat8Grad, checkFloat8Mask } from './validate-float8.js';
 import { checkSequsedK } from './validate-sequsedk.js';
 import { checkQkv, checkSameDevice, checkTensorArg, shapeStr } from './validate-tensors.js';
 
@@ -134,9 +135,11 @@ function validateDense(
   opts: Partial<SdpaOptions>,
   policy: IndexValuePolicy,
 ): NormalizedCall {
-  const { dtype, device } = checkQkv(q, k, v);
+  const { inputs, dtype, device } = checkQkv(q, k, v);
   checkRank4(q, k, v);
   const common = checkCommonOptions(opts);
+  const descale = checkDescale(opts.descale, inputs);
+  checkFloat8Grad(inputs, common.requiresGrad);
   checkDenseShapes(q, k, v, common.enableGqa);
   const [batch, headsQ, seqQ, headDim] = q.shape as [number, number, number, number];
   const [, headsKV, seqK] = k.shape as [number, number, number, number];
@@ -147,6 +150,7 @@ function validateDense(
   if (opts.attnMask !== undefined && opts.attnMask !== null) {
     const m = checkTensorArg(opts.attnMask, 'attnMask');
     mask = checkMask(m, q, [batch, headsQ, seqQ, seqK]);
+    checkFloat8Mask(inputs, mask);
     checkSameDevice(m, 'attnMask', device);
   }
   if (common.alibiSlopes) checkAlibi(common.alibiSlopes, batch, headsQ, device);
@@ -159,6 +163,7 @@ function validateDense(
     value: v,
     device,
     dtype,
+    descale,
     batch,
     headsQ,
     headsKV,
