@@ -10,9 +10,11 @@ export const cpuMathBackend: Backend = {
   // Lowest on the CPU: a faster CPU kernel (cpu-flash) goes first; cpu-math takes what it declines.
   defaultPriority: 0,
   description:
-    'Reference attention in TypeScript: float64 accumulation, every feature and dtype, forward and backward.',
+    'Reference attention in TypeScript: float64 accumulation, every feature and dtype (float8_e4m3 inputs with descale included), forward and backward.',
   availability: () => ({ ok: true }),
   rules: cpuMathRules,
+  // float8_e4m3 inputs decode exactly to float64 and dequantize there, with every feature (forward only: core refuses their backward).
+  float8Inputs: true,
   tolerances: CPU_MATH_TOLERANCES,
   forward: forwardMath,
   backward: backwardMath,

@@ -1,5 +1,8 @@
 // cpu-math forward: exact softmax attention in float64, one query row at a time (never an Sq x Sk
-// buffer), reading q/k/v through their strides and rounding the output to its dtype once.
+// buffer), reading q/k/v through their strides and their own dtype, and rounding the output to its
+// dtype (params.dtype) once. float8_e4m3 inputs attend descale.q * q, descale.k * k, descale.v * v:
+// descale.q * descale.k is folded into the score scale (ScoreRow), descale.v into the output row
+// before its rounding to bfloat16.
 import { emptyOutput, forwardOutput, OUTPUT_NAMES } from '@attn/core';
 import type { ForwardOutputs, SdpaParams } from '@attn/core';
 import { gather, gatherRows, scatterRow } from './host-io.js';
@@ -30,14 +33,15 @@ export function forwardMath(call: SdpaParams): ForwardOutputs {
   const qRow = new Float64Array(D);
   const s = new Float64Array(maxSeqK);
   const acc = new Float64Array(Dv);
+  const vDescale = params.descale ? params.descale.v : 1;
 
   for (let b = 0; b < seqs.count; b++) {
     const sq = seqs.seqQ(b);
     const sk = seqs.seqK(b);
     for (let hk = 0; hk < headsKV; hk++) {
       // One kv head serves `group` query heads (GQA): gather its keys and values once.
-      gatherRows(kData, dtype, pb.k, b, hk, sk, D, kTile);
-      gatherRows(vData, dtype, pb.v, b, hk, sk, Dv, vTile);
+      gatherRows(kData, params.key.dtype, pb.k, b, hk, sk, D, kTile);
+      gatherRows(vData, params.value.dtype, pb.v, b, hk, sk, Dv, vTile);
       for (let h = hk * group; h < (hk + 1) * group; h++) {
         for (let i = 0; i < sq; i++) {
           scores.visible(i, sq, sk);
@@ -59,6 +63,7 @@ export function forwardMath(call: SdpaParams): ForwardOutputs {
               const inv = (drop ? drop.keepScale : 1) / sum;
               for (let j = lo; j < hi; j++) s[j] = keep && keep[j] === 0 ? 0 * inv : s[j]! * inv;
               addWeightedRows(acc, s, vTile, Dv, lo, hi);
+              if (vDescale !== 1) for (let c = 0; c < Dv; c++) acc[c] = acc[c]! * vDescale;
             }
           }
           scatterRow(acc, 0, Dv, outData, dtype, outRows.row(b, h, i), outRows.colStride);

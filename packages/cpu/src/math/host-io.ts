@@ -1,15 +1,29 @@
 // Moving numbers between a CPU tensor's typed array (any dtype, any strides) and float64 work rows.
 // Kernels gather one row at a time into a contiguous Float64Array so that their inner loops never
 // see a dtype or a stride; outputs are rounded to their dtype exactly once, on the way out.
-import { bfloat16BitsToFloat32, float16DecodeTable, float32ToBfloat16Bits, float32ToFloat16Bits } from '@attn/core';
+import {
+  bfloat16BitsToFloat32,
+  float16DecodeTable,
+  float32ToBfloat16Bits,
+  float32ToFloat16Bits,
+  float8E4m3DecodeTable,
+} from '@attn/core';
 import type { DType, HostArray } from '@attn/core';
 import type { RowAddressing } from './layout.js';
 
 let bfloat16Table: Float64Array | null = null;
 let float16Table: Float64Array | null = null;
 
-/** float64 value of every 16-bit pattern: decoding a half is one load. */
-function decodeTable(dtype: 'float16' | 'bfloat16'): Float64Array {
+/** The dtypes stored as bit patterns, decoded through a table. */
+type TableDType = 'float16' | 'bfloat16' | 'float8_e4m3';
+
+function isTableDType(dtype: DType): dtype is TableDType {
+  return dtype === 'float16' || dtype === 'bfloat16' || dtype === 'float8_e4m3';
+}
+
+/** float64 value of every 16-bit (or 8-bit float8_e4m3) pattern: decoding an element is one load. */
+function decodeTable(dtype: TableDType): Float64Array {
+  if (dtype === 'float8_e4m3') return float8E4m3DecodeTable();
   if (dtype === 'float16') {
     float16Table ??= Float64Array.from(float16DecodeTable());
     return float16Table;
@@ -36,7 +50,7 @@ export function gather(
   colStride: number,
   dst: Float64Array,
 ): void {
-  if (dtype === 'float16' || dtype === 'bfloat16') {
+  if (isTableDType(dtype)) {
     const table = decodeTable(dtype);
     for (let r = 0; r < rows; r++) {
       const from = base + r * rowStride;
@@ -67,7 +81,7 @@ export function gatherRows(
   dst: Float64Array,
 ): void {
   const cs = at.colStride;
-  const table = dtype === 'float16' || dtype === 'bfloat16' ? decodeTable(dtype) : null;
+  const table = isTableDType(dtype) ? decodeTable(dtype) : null;
   for (let r = 0; r < rows; r++) {
     const from = at.row(b, h, r);
     const to = r * cols;
@@ -89,7 +103,8 @@ export function scatterRow(
   base: number,
   colStride: number,
 ): void {
-  if (dtype === 'bool' || dtype === 'int32') throw new TypeError(`scatterRow: ${dtype} is not a float dtype`);
+  if (dtype === 'bool' || dtype === 'int32' || dtype === 'float8_e4m3')
+    throw new TypeError(`scatterRow: ${dtype} is not an output dtype`);
   // Float32Array and Float64Array stores round to nearest even themselves; halves go through core's
   // encoders, which round straight from the double (no float32 double rounding).
   const encode = dtype === 'float16' ? float32ToFloat16Bits : dtype === 'bfloat16' ? float32ToBfloat16Bits : null;

@@ -27,7 +27,9 @@ export class ScoreRow {
   private readonly maskRow: Float64Array | null;
 
   constructor(params: SdpaParams, maxSeqK: number) {
-    this.scale = params.scale;
+    // float8_e4m3 inputs: (descale.q * q) . (descale.k * k) = descale.q * descale.k * (q . k).
+    const d = params.descale;
+    this.scale = d ? params.scale * d.q * d.k : params.scale;
     this.softcap = params.softcap;
     this.lowerRight = params.alignment === 'lowerRight';
     const w = params.window;
