@@ -7,7 +7,8 @@
 //   node scripts/generate-wgmma.mjs --check   # exit 1 if it is stale (run by the tests)
 //
 // Shapes: m64nNk16 with N in NS (the key-tile widths and head dims the sm90 kernels use), fp16 and bf16 in,
-// fp32 accumulators. Two operand forms:
+// fp32 accumulators; and m64nNk32 with N in FP8_NS, e4m3 in (the fp8 forward: both operands K-major, which is
+// all wgmma takes for 8-bit types, so those wrappers have no transpose arguments). Two operand forms:
 //   ss: A and B from shared memory through matrix descriptors (S = Q.K^T: both K-major; the backward's
 //       dQ = dS.K: dS^T and K are both stored MN-major, so both transpose bits are template arguments);
 //   rs: A from registers (P, straight from the softmax), B from shared memory (O += P.V: V is MN-major,
@@ -17,6 +18,8 @@ import { fileURLToPath } from 'node:url';
 import { writeGenerated } from './lib/write-generated.mjs';
 
 export const NS = [32, 64, 128, 256];
+// The fp8 forward's GEMMs: S = Q.K^T over a 128-key tile and O += P.V^T at head-dim bucket 128.
+export const FP8_NS = [128];
 const TYPES = [
   ['__half', 'f16'],
   ['__nv_bfloat16', 'bf16'],
@@ -60,12 +63,39 @@ struct Wgmma<${ctype}, ${n}> {
 `;
 }
 
+// e4m3 x e4m3 -> fp32, k32: A and B K-major (wgmma has no transpose for 8-bit operands).
+function wrapperFp8(n) {
+  const acc = n / 2;
+  const instr = `wgmma.mma_async.sync.aligned.m64n${n}k32.f32.e4m3.e4m3`;
+  return `template <>
+struct Wgmma<__nv_fp8_e4m3, ${n}> {
+  // d += A.B (scale_d = 0: d = A.B); A [64 x 32] and B [32 x ${n}] from shared memory, both K-major.
+  __device__ __forceinline__ static void ss(float (&d)[${n / 8}][4], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\\n.reg .pred p;\\nsetp.ne.b32 p, %${acc + 2}, 0;\\n"
+        "${instr} {${accList(n)}}, %${acc}, %${acc + 1}, p, 1, 1;\\n}\\n"
+        : ${accOperands(n)}
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+  // d += A.B with A [64 x 32] in registers (mma.m16n8k32's 8-bit A-fragment layout per warp: four bytes of
+  // columns 4t..4t+3 per register; rows g, g + 8, then columns + 16).
+  __device__ __forceinline__ static void rs(float (&d)[${n / 8}][4], const uint32_t (&a)[4], uint64_t desc_b) {
+    asm volatile(
+        "${instr} {${accList(n)}}, {%${acc}, %${acc + 1}, %${acc + 2}, %${acc + 3}}, %${acc + 4}, 1, 1, 1;\\n"
+        : ${accOperands(n)}
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+  }
+};
+`;
+}
+
 export function generatedFiles() {
   const parts = [
-    `${banner}// wgmma.mma_async m64nNk16 wrappers (sm_90a only: include from code compiled for that arch).
+    `${banner}// wgmma.mma_async m64nNk16 and e4m3 m64nNk32 wrappers (sm_90a only: include from code compiled for that arch).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cstdint>
 
 namespace attn::flash::sm90 {
@@ -75,6 +105,7 @@ struct Wgmma;
 `,
   ];
   for (const [ctype, ptype] of TYPES) for (const n of NS) parts.push(wrapper(ctype, ptype, n));
+  for (const n of FP8_NS) parts.push(wrapperFp8(n));
   parts.push('}  // namespace attn::flash::sm90\n');
   return new Map([['wgmma_ops.h', parts.join('\n')]]);
 }

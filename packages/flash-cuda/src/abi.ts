@@ -27,6 +27,7 @@ export const NUM_NAMES = [
   'kvCache', 'kvNewLen', 'kernelFamily',
   'kvFused', 'kvKNewS0', 'kvKNewS1', 'kvKNewS2', 'kvKNewS3', 'kvVNewS0', 'kvVNewS1', 'kvVNewS2', 'kvVNewS3',
   'rotaryRows', 'rotaryHalf', 'rotaryInterleaved', 'rotaryQPerRow', 'rotaryCosS0', 'rotaryCosS1', 'rotarySinS0', 'rotarySinS1',
+  'fp8', 'descaleQ', 'descaleK', 'descaleV',
   'allocate', 'outBytes', 'lseBytes', 'accumBytes', 'lseAccumOffset',
 ] as const;
 

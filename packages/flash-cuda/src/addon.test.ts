@@ -38,7 +38,7 @@ function nums(
   shape: [number, number, number, number, number, number],
   opts: SdpaOptions = {},
   facts = H100,
-  dtype: 'bfloat16' | 'float16' = 'bfloat16',
+  dtype: 'bfloat16' | 'float16' | 'float8_e4m3' = 'bfloat16',
 ) {
   const [b, hq, hk, sq, sk, d] = shape;
   const o = { dtype, device: 'cuda' as const };
@@ -195,6 +195,7 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       'fp16_d128_sm90ws',
       'fp16_d256_sm90ws',
       'fp16_d64_sm90ws',
+      'fp8_d128_sm90ws', // float8_e4m3 calls (plans below)
     ]);
     expect(a!.buildInfo().kernels.some((k) => k.includes('forced only'))).toBe(false);
   });
@@ -222,6 +223,21 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       expect(a!.plan(alibi.nums, alibi.ptrs).kernel).toBe('bf16_d128_large');
       const d96 = nums([4, 16, 16, 4096, 4096, 96]);
       expect(a!.plan(d96.nums, d96.ptrs).kernel).toBe('bf16_d96_large');
+      // float8_e4m3 inputs: the fp8 kernel at every head dim it takes, decode and GQA included (it never packs
+      // GQA rows or splits); refused off sm90 and at head dims it lacks, saying why (rules-fp8.ts declines first).
+      const descale = { q: 0.5, k: 0.5, v: 0.5 };
+      for (const shape of [
+        [4, 16, 16, 4096, 4096, 128],
+        [8, 32, 8, 1, 8192, 64],
+        [1, 4, 2, 17, 300, 16],
+      ] as const) {
+        const fp8 = nums([...shape], { descale, enableGqa: shape[1] !== shape[2] }, H100, 'float8_e4m3');
+        expect(a!.plan(fp8.nums, fp8.ptrs)).toMatchObject({ kernel: 'fp8_d128_sm90ws', numSplits: 1, packGqa: false });
+      }
+      const fp8d72 = nums([1, 4, 4, 64, 64, 72], { descale }, H100, 'float8_e4m3');
+      expect(() => a!.plan(fp8d72.nums, fp8d72.ptrs)).toThrow(/head dim <= 128 and a multiple of 16/);
+      const fp8a100 = nums([1, 4, 4, 64, 64, 128], { descale }, A100, 'float8_e4m3');
+      expect(() => a!.plan(fp8a100.nums, fp8a100.ptrs)).toThrow(/Hopper fp8 kernel: an sm90 device/);
       // Decode (short queries, split-KV) stays on the split-KV tiles.
       const dec = nums([8, 32, 8, 1, 8192, 128], { enableGqa: true });
       expect(a!.plan(dec.nums, dec.ptrs).kernel).not.toMatch(/sm90/);

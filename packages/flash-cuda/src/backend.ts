@@ -19,8 +19,9 @@ export const flashCudaBackend: Backend = Object.freeze({
     "(sm_90a builds) FlashAttention-3-style ones (wgmma, TMA, warp-specialized; the 'kernel' option names them): " +
     'fp16/bf16, D <= 256, causal (both alignments), sliding window, GQA/MQA, ALiBi, softcap, dropout, varlen, split-KV ' +
     'decode, deterministic backward, sdpaKvCache (append, rotary, paged or contiguous caches, cacheBatchIdx, leftpadK; ' +
-    'graph-capturable); no mask.',
+    'graph-capturable); no mask. On H100/H200 also a float8_e4m3 forward (per-tensor descale, bf16 out, D <= 128).',
   availability,
+  float8Inputs: true,
   rules: FLASH_RULES,
   tolerances: FLASH_TOLERANCES,
   kernels: FLASH_KERNELS,

@@ -82,7 +82,14 @@ export function packArgs(
     ({ ptrs, nums } = argArrays());
   }
   const varlen = p.varlen !== null;
-  nums[NUM.isBf16] = p.dtype === 'bfloat16' ? 1 : 0;
+  nums[NUM.isBf16] = p.dtype === 'bfloat16' ? 1 : 0; // fp8 calls: the output's dtype, bf16
+  if (p.descale) {
+    // float8_e4m3 q, k, v (their strides below are in bytes) and the factors that dequantize them.
+    nums[NUM.fp8] = 1;
+    nums[NUM.descaleQ] = p.descale.q;
+    nums[NUM.descaleK] = p.descale.k;
+    nums[NUM.descaleV] = p.descale.v;
+  }
   nums[NUM.batch] = p.batch;
   nums[NUM.headsQ] = p.headsQ;
   nums[NUM.headsK] = p.headsKV;

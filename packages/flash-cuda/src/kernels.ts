@@ -24,8 +24,11 @@ function sm90Backward(headDim: number): boolean {
   return headDim <= 128 || headDim > 192;
 }
 
-/** Why the Hopper (wgmma) kernels cannot run this call on this device; null when they can. */
-export function sm90Declines(p: SdpaParams, ctx: RuleContext): string | null {
+/**
+ * Why no Hopper forward kernel can run this call: the device, the build and the lean feature set they share
+ * (the 16-bit kernels' and the fp8 kernel's). Empty when they can.
+ */
+export function hopperLeanDeclines(p: SdpaParams, ctx: RuleContext): string[] {
   const why: string[] = [];
   const d = ctx.device;
   if (d === null)
@@ -47,6 +50,12 @@ export function sm90Declines(p: SdpaParams, ctx: RuleContext): string | null {
   ].filter(Boolean);
   if (extras.length > 0) why.push(`it has no ${extras.join(', ')}`);
   if (p.paged || p.kvCache) why.push('it has no paged K/V (block table or kv cache)');
+  return why;
+}
+
+/** Why the Hopper (wgmma) kernels cannot run this call on this device; null when they can. */
+export function sm90Declines(p: SdpaParams, ctx: RuleContext): string | null {
+  const why = hopperLeanDeclines(p, ctx);
   if (p.headsQ > p.headsKV && p.seqQ <= 64) why.push('it has no packed GQA (query length <= 64 with GQA: decode)');
   if (p.requiresGrad && !sm90Backward(p.headDim)) why.push(`its backward has no head dim ${p.headDim} (129..192)`);
   return why.length > 0 ? why.join('; ') : null;

@@ -6,7 +6,8 @@
 // backward (and its deterministic mode) wherever the backward tiles fit the GPU's shared memory
 // (backwardSharedMemory, rules-backward.ts). sdpaKvCache calls (kv-cache.ts): append, rotary, paged or
 // contiguous caches, cacheBatchIdx, leftpadK, graph capture; the limits are the forward's own (the
-// rules above, on the query and the caches) plus a row's capacity in int32 (kvCacheCapacity).
+// rules above, on the query and the caches) plus a row's capacity in int32 (kvCacheCapacity). float8_e4m3 inputs
+// (core's descale option; bf16 out): the Hopper fp8 forward only, within its limits (rules-fp8.ts).
 import type { Tolerances } from '@attn/core';
 import {
   batchAndHeads,
@@ -26,6 +27,7 @@ import {
 } from '@attn/core';
 import { addonLoad } from './native.js';
 import { backwardSharedMemory } from './rules-backward.js';
+import { fp8Aligned, fp8Kernel } from './rules-fp8.js';
 
 /** Dense [B, H, S, D], or packed varlen [total, H, D] (core validated the varlen layout). */
 export const denseRank4OrVarlen: Rule = rule('denseRank4OrVarlen', (p, ctx) =>
@@ -89,6 +91,8 @@ export const FLASH_RULES: readonly Rule[] = Object.freeze([
   backwardSharedMemory,
   kvCacheCapacity,
   kvAppendInAddon,
+  fp8Kernel,
+  fp8Aligned,
 ]);
 
 /**

@@ -14,7 +14,8 @@ enum Ptr : int {
   kPtrCount
 };
 
-// Float64Array: sizes, strides (elements), flags (0/1) and scalars. kAllocate: what forward() allocates
+// Float64Array: sizes, strides (elements), flags (0/1) and scalars. kFp8: float8_e4m3 q, k, v (strides in bytes) with
+// their descale factors; the output is then bf16 (kIsBf16 = 1). kAllocate: what forward() allocates
 // from @attn/cuda's allocator before it launches (kAlloc* bits; sizes in bytes, the lse partials at
 // kLseAccumOffset bytes into the partials' block), 0 for a call whose buffers are all given.
 enum Num : int {
@@ -32,6 +33,7 @@ enum Num : int {
   kKvCache, kKvNewLen, kKernelFamily,
   kKvFused, kKvKNewS0, kKvKNewS1, kKvKNewS2, kKvKNewS3, kKvVNewS0, kKvVNewS1, kKvVNewS2, kKvVNewS3,
   kRotaryRows, kRotaryHalf, kRotaryInterleaved, kRotaryQPerRow, kRotaryCosS0, kRotaryCosS1, kRotarySinS0, kRotarySinS1,
+  kFp8, kDescaleQ, kDescaleK, kDescaleV,
   kAllocate, kOutBytes, kLseBytes, kAccumBytes, kLseAccumOffset,
   kNumCount
 };

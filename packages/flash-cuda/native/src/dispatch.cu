@@ -17,6 +17,7 @@
 #include "common/fwd_params.h"
 #include "common/kernel_traits.h"
 #include "fwd/decode_traits.h"
+#include "sm90/fwd_sm90_fp8_config.h"
 #include "sm90/fwd_sm90_traits.h"
 
 namespace attn::flash {
@@ -27,6 +28,8 @@ template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device);
 template <typename Tr>
 void run_fwd_decode(const FwdParams& p, cudaStream_t stream, int device);
+template <typename Tr>
+void run_fwd_sm90_fp8(const FwdParams& p, cudaStream_t stream, int device);
 
 // Whether this addon holds sm_90a machine code (the arch list it was built with): the Hopper kernels'
 // bodies exist only there.
@@ -50,6 +53,7 @@ struct FwdConfig {
   bool split_release;  // sm90: K and V stages released on mbarriers of their own (FwdSm90Traits)
   int min_blocks;      // CTAs per SM its __launch_bounds__ asks for (0: as many as 255 registers allow)
   bool decode;         // the decode kernel (fwd/flash_fwd_decode_kernel.h): block_n keys per ring stage
+  bool fp8;            // float8_e4m3 inputs, bf16 out (sm90/flash_fwd_sm90_fp8_kernel.h): the only tile fp8 calls take
 };
 
 #define ATTN_FWD_CONFIG(IS_BF16, D, M, N, W, QR, ELEM, EXTRAS, NAME) \
@@ -102,6 +106,10 @@ struct FwdConfig {
    true},
 const FwdConfig kConfigs[] = {
 #include "generated/fwd_configs.inc"
+    // The fp8 forward (one tile: head-dim bucket 128, every D <= 128 that is a multiple of 16).
+    {true, Fp8FwdTile::kHeadDim, Fp8FwdTile::kBlockM, Fp8FwdTile::kBlockN, Fp8FwdTile::kLaunchThreads / 32, false,
+     false, Fp8FwdTile::kSmemBytes, Fp8FwdTile::kSmemBytes, &run_fwd_sm90_fp8<Fp8FwdTile>, "fp8_d128_sm90ws", true,
+     true, Fp8FwdTile::kMinBlocks, false, true},
 };
 #undef ATTN_FWD_CONFIG
 #undef ATTN_FWD_SM90_CONFIG
@@ -201,6 +209,7 @@ int num_splits_heuristic(int64_t ctas, int sm_slots, int n_blocks, int max_split
 
 struct Shape {
   bool bf16;
+  bool fp8;  // float8_e4m3 inputs (bf16 out)
   int batch, heads_q, heads_k, group, seq_q, seq_k, head_dim;
   int sm_count, smem_optin;
   int cc_major, cc_minor;
@@ -218,6 +227,8 @@ Shape read_shape(const double* nums, bool varlen) {
   using namespace abi;
   Shape s{};
   s.bf16 = as_int(nums, kIsBf16, "dtype flag", 0, 1) == 1;
+  s.fp8 = as_int(nums, kFp8, "fp8 flag", 0, 1) == 1;
+  require(!s.fp8 || s.bf16, "fp8 inputs give a bf16 output");
   s.batch = as_int(nums, kBatch, "batch", 1, 65535);
   s.heads_q = as_int(nums, kHeadsQ, "query heads", 1, 65535);
   s.heads_k = as_int(nums, kHeadsK, "key/value heads", 1, 65535);
@@ -259,8 +270,9 @@ bool lean_ok(const double* nums, bool alibi) {
 int smem_of(const FwdConfig& c, const Shape& s) { return s.paged ? c.paged_smem_bytes : c.smem_bytes; }
 
 Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, KernelFamily family) {
-  const int bucket = head_dim_bucket(s.head_dim);
-  const bool pack = s.group > 1 && s.seq_q <= 64;
+  // fp8 calls have one tile, at bucket 128; they never pack GQA rows (the fp8 kernel reads K/V per query head).
+  const int bucket = s.fp8 ? (s.head_dim <= 128 ? 128 : -1) : head_dim_bucket(s.head_dim);
+  const bool pack = !s.fp8 && s.group > 1 && s.seq_q <= 64;
   const int64_t rows = int64_t(s.seq_q) * (pack ? s.group : 1);
   const bool on_sm90 = s.cc_major == 9 && s.cc_minor == 0 && built_for_sm90a();
   const int heads_eff = pack ? s.heads_k : s.heads_q;
@@ -283,7 +295,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
   int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1, decode_wide = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
-    if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
+    if (c.fp8 != s.fp8 || c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
       // One Hopper kernel per head dim (the warp-specialized one).
       if (lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80 && hopper < 0) hopper = i;
@@ -302,6 +314,24 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     if (c.block_m >= 128 && large < 0) large = i;
     if (c.block_m < 128 && small < 0) small = i;
   }
+  if (s.fp8) {
+    // float8_e4m3 inputs: the fp8 kernel or nothing (src/rules-fp8.ts declines the same calls first).
+    if (hopper < 0 || requested_splits > 1 || s.kv || s.head_dim % 16 != 0)
+      throw std::invalid_argument(
+          "flash-cuda: float8_e4m3 inputs run only on the Hopper fp8 kernel: an sm90 device and an sm_90a build (" +
+          std::string(ATTN_CUDA_ARCHS_STRING) +
+          "), head dim <= 128 and a multiple of 16, no ALiBi, softcap, dropout or left window bound, scale > 0, no "
+          "paged K/V or kv cache, no split-KV");
+    if (forced >= 0 && forced != hopper)
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + kConfigs[forced].name +
+                                  " takes no float8_e4m3 inputs");
+    Plan pl{};
+    pl.config = hopper;
+    pl.m_blocks = static_cast<int>(m_blocks_of(kConfigs[hopper]));
+    pl.oaccum_stride = kConfigs[hopper].head_dim;
+    pl.num_splits = 1;
+    return pl;
+  }
   if (lean_large >= 0) large = lean_large;
   // Short queries run the 64-row tile: the lean one, unless every visible key fits the narrower key block of
   // 'small' (D 128: 64 keys against 128), where the wider block would load and multiply keys no row can see.
@@ -317,7 +347,7 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     if (forced >= kNumConfigs)
       throw std::invalid_argument("flash-cuda: no kernel with index " + std::to_string(forced));
     const FwdConfig& c = kConfigs[forced];
-    if (c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin)
+    if (c.fp8 != s.fp8 || c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " does not fit this call (dtype, head dim " + std::to_string(s.head_dim) +
                                   " or shared memory)");
@@ -500,6 +530,16 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
   } else {
     p.score_mul = static_cast<float>(scale * kLog2e);
   }
+  p.out_scale = 1.f;
+  if (as_int(nums, kFp8, "fp8 flag", 0, 1) == 1) {
+    // Per-tensor descale factors: q's and k's scale every score, v's the output (fp8 kernel).
+    const double dq = nums[kDescaleQ], dk = nums[kDescaleK], dv = nums[kDescaleV];
+    require(std::isfinite(dq) && dq > 0 && std::isfinite(dk) && dk > 0 && std::isfinite(dv) && dv > 0,
+            "descale factors must be finite and > 0");
+    require(softcap == 0, "fp8 inputs have no softcap");
+    p.score_mul = static_cast<float>(scale * dq * dk * kLog2e);
+    p.out_scale = static_cast<float>(dv);
+  }
   p.causal = as_int(nums, kCausal, "causal flag", 0, 1) == 1;
   p.lower_right = as_int(nums, kLowerRight, "alignment flag", 0, 1) == 1;
   p.window_left = as_int(nums, kWindowLeft, "window left", -1, 2147483647.0);
@@ -534,6 +574,17 @@ void forward(const uint64_t* ptrs, const double* nums) {
   require(nums[kKvFused] == 0 || pl.fuse_kv_append,
           "this kv-cache call appends with the separate kernel (the plan does not fuse it)");
   FwdParams p = params_from_abi(ptrs, nums);
+  if (s.fp8) {
+    // The fp8 kernel copies 16-byte chunks only: rows of q, k, v 16-byte aligned (byte strides), out's rows (bf16)
+    // too, and D a multiple of 16.
+    bool rows16 = p.aligned16 && s.head_dim % 16 == 0;
+    for (int64_t st : {p.q_batch_stride, p.q_head_stride, p.q_row_stride, p.k_batch_stride, p.k_head_stride,
+                       p.k_row_stride, p.v_batch_stride, p.v_head_stride, p.v_row_stride})
+      rows16 = rows16 && st % 16 == 0;
+    require(rows16,
+            "fp8 inputs need 16-byte aligned tensors, q/k/v strides that are multiples of 16 and a head dim that is a "
+            "multiple of 16");
+  }
   p.pack_gqa = pl.pack_gqa;
   p.m_blocks = pl.m_blocks;
   p.num_splits = splits;
@@ -569,7 +620,8 @@ std::vector<std::string> kernel_descriptions() {
                   (c.sm90 ? (c.split_release ? ", sm90 wgmma, warp-specialized, K/V released apart"
                                              : ", sm90 wgmma, warp-specialized")
                           : "") +
-                  (c.decode ? ", decode: the warps split each key tile" : "") + ")");
+                  (c.decode ? ", decode: the warps split each key tile" : "") +
+                  (c.fp8 ? ", float8_e4m3 in, bf16 out, V transposed in shared memory" : "") + ")");
   return out;
 }
 

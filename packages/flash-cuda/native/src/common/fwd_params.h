@@ -68,8 +68,10 @@ struct FwdParams {
   int rot_rows, rot_half;
   bool rot_interleaved, rot_q_per_row;
 
-  // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in).
+  // Scores in log2 units: s2 = s * score_mul (no softcap) or softcap_out * tanh(s * softcap_in). fp8 calls
+  // fold q's and k's descale factors into score_mul.
   float score_mul;
+  float out_scale;                // fp8 calls: v's descale factor, applied to O before its normalization (else unused)
   float softcap_in, softcap_out;  // softcap_out == 0: off
   bool causal, lower_right;
   int window_left, window_right;  // -1: unbounded on that side

@@ -97,11 +97,12 @@ __device__ __forceinline__ RowCtx row_ctx(const CtaWork<typename Tr::Element>& w
 // Normalize O and write it with the logsumexp. O goes through the Q tile's rows of the thread's own
 // warpgroup (its wgmma reads of them are complete), then `sync()` (a barrier over the kConsumers threads
 // that hold O) and 16-byte stores by those threads.
-template <typename Tr, int kConsumers, typename Sync>
-__device__ __forceinline__ void store_output(const FwdParams& p, const CtaWork<typename Tr::Element>& w,
-                                             float (&acc_o)[1][Tr::kDTiles][4], const float (&row_max)[1][2],
-                                             const float (&row_sum)[1][2], typename Tr::Element* sQ, int tid,
-                                             Sync sync) {
+// Tr: the output's tile (its Element is O's type); W: the CTA's work, whose input type may differ (fp8 in, bf16
+// out).
+template <typename Tr, int kConsumers, typename W, typename Sync>
+__device__ __forceinline__ void store_output(const FwdParams& p, const W& w, float (&acc_o)[1][Tr::kDTiles][4],
+                                             const float (&row_max)[1][2], const float (&row_sum)[1][2],
+                                             typename Tr::Element* sQ, int tid, Sync sync) {
   using E = typename Tr::Element;
   constexpr float kLn2 = 0.6931471805599453f;
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
