@@ -12,7 +12,7 @@ import {
   zeros,
 } from '@attn/core';
 import { makeFakeDeviceRuntime } from '@attn/core/testing';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { NUM } from './abi.js';
 import { flashCudaBackend } from './backend.js';
 import { packArgs } from './forward.js';
@@ -34,6 +34,7 @@ function params(opts: SdpaOptions = {}, { hq = 4, hk = 4, sq = 256, d = 128, dev
 const ctx = (d: Partial<DeviceProperties>) => ({ device: makeFakeDeviceRuntime({ devices: [d] }).properties(0) });
 
 describe('flash-cuda fp8 forward rules', () => {
+  beforeEach(() => registerBackend(flashCudaBackend)); // the kernel option and explain name it (a registry per test)
   it('takes fp8 calls on sm90 at D <= 128 in steps of 16, with causal, GQA and sequsedK', () => {
     expect(fp8Declines(params(), ctx(H100))).toBeNull();
     expect(fp8Declines(params({ isCausal: true, alignment: 'lowerRight' }, { d: 16 }), ctx(H100))).toBeNull();
@@ -56,6 +57,7 @@ describe('flash-cuda fp8 forward rules', () => {
     expect(why).toMatch(
       /^The fp8 \(float8_e4m3\) forward cannot run this call: .*no ALiBi, softcap, dropout, a left window bound/,
     );
+    expect(fp8Declines(params({ kernel: 'sm80' }), ctx(H100))).toMatch(/kernel option names 'sm80'/);
     // A row stride of 136 bytes: 16-byte chunks cannot tile the rows.
     const wide = fp8([1, 2, 64, 136]);
     const q = wide.narrow(3, 0, 128);
@@ -63,7 +65,6 @@ describe('flash-cuda fp8 forward rules', () => {
   });
 
   it('explain shows the rule when flash-cuda declines an fp8 call', () => {
-    registerBackend(flashCudaBackend);
     const q = fp8([1, 2, 64, 72]);
     const report = explain(q, q, q, { descale, backends: ['flash-cuda'] });
     expect(report.selected).toBeNull();

@@ -16,6 +16,7 @@ export function fp8Declines(p: SdpaParams, ctx: RuleContext): string | null {
   if (p.headDim > 128 || p.headDim % 16 !== 0)
     why.push(`it takes head dims up to 128 in steps of 16 (got ${p.headDim}); pad the head dim with zeros`);
   if (p.varlen) why.push('it has no varlen');
+  if (p.kernel === 'sm80') why.push("it is a Hopper kernel, and the kernel option names 'sm80'");
   if (!rowChunks(p.query) || !rowChunks(p.key) || !rowChunks(p.value))
     why.push('it needs q, k and v strides that are multiples of 16 elements; call .contiguous() on them');
   return why.length > 0 ? `The fp8 (float8_e4m3) forward cannot run this call: ${why.join('; ')}.` : null;
