@@ -22,6 +22,18 @@ namespace attn::flash::sm90 {
 __host__ __device__ constexpr int fp8_vt_position(int k) {
   return k < 8 ? 4 * (k >> 1) + (k & 1) : 4 * ((k - 8) >> 1) + 2 + (k & 1);
 }
+// What transpose_v_fp8 and pack_p_fp8 rely on: keys 2t, 2t + 1, 8 + 2t, 9 + 2t (a thread's accumulator columns in
+// n8 groups 0 and 1 of a 16-key half) are positions 4t..4t + 3, and the order is a permutation of the 16.
+constexpr bool fp8_vt_order_holds() {
+  unsigned seen = 0;
+  for (int k = 0; k < 16; ++k) seen |= 1u << fp8_vt_position(k);
+  for (int t = 0; t < 4; ++t)
+    if (fp8_vt_position(2 * t) != 4 * t || fp8_vt_position(2 * t + 1) != 4 * t + 1 ||
+        fp8_vt_position(8 + 2 * t) != 4 * t + 2 || fp8_vt_position(9 + 2 * t) != 4 * t + 3)
+      return false;
+  return seen == 0xffffu;
+}
+static_assert(fp8_vt_order_holds(), "V^T's key order must match the A fragment's byte order");
 
 // S = Q.K^T: kKSteps k32 steps of 32 bytes along the 128-byte rows of Q (warpgroup wg's 64) and K, both
 // K-major; descriptor units are 16 bytes.
