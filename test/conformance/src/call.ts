@@ -30,6 +30,7 @@ export function callOptions(
     backends: backend === null ? undefined : [backend],
     requiresGrad,
     deterministic: spec.deterministic ?? false,
+    ...(inputs.descale ? { descale: inputs.descale } : {}),
   };
   if (!spec.varlen) return { ...common, attnMask: t.mask };
   const { attnMask: _none, ...rest } = common;

@@ -108,6 +108,22 @@ describe('the case list', () => {
     }
   });
 
+  it('has float8_e4m3 cases: bfloat16 out, forward only, head dims an fp8 kernel takes and one it may not, features', () => {
+    const f8 = all.filter((c) => c.float8);
+    expect(f8.length).toBeGreaterThan(10);
+    expect(f8.every((c) => c.dtype === 'bfloat16' && !c.varlen && !c.paged && c.mask?.kind !== 'additive')).toBe(true);
+    expect(f8.some((c) => c.headDim % 16 !== 0)).toBe(true);
+    for (const d of [16, 64, 128]) expect(f8.some((c) => c.headDim === d)).toBe(true);
+    for (const pred of [
+      (c: (typeof f8)[number]) => c.seqQ === 1,
+      (c: (typeof f8)[number]) => !!c.causal && c.alignment === 'lowerRight',
+      (c: (typeof f8)[number]) => c.headsQ !== c.headsKV,
+      (c: (typeof f8)[number]) => !!c.sequsedK,
+      (c: (typeof f8)[number]) => (c.poison ?? []).some((p) => Number.isNaN(p.value)),
+    ])
+      expect(f8.some(pred)).toBe(true);
+  });
+
   it('has unique names', () => {
     expect(new Set(all.map((c) => c.name)).size).toBe(all.length);
   });

@@ -1,4 +1,4 @@
-// The case list: odd shapes and every feature of SdpaParams, each in every dtype. Which of them a
+// The case list: odd shapes and every feature of SdpaParams, each in every dtype, and float8_e4m3 inputs. Which of them a
 // backend runs is not decided here: its own rules decide (see support.ts), so this list names every
 // feature core accepts and never what a particular backend claims.
 import { FLOAT_DTYPES } from '@attn/core';
@@ -63,6 +63,12 @@ export interface CaseSpec {
   readonly sequsedK?: readonly number[];
   /** Values planted in q, k, v or an additive mask before rounding to the dtype. */
   readonly poison?: readonly PoisonSpec[];
+  /**
+   * q, k and v in float8_e4m3, each with a per-tensor descale factor (its largest |value| / 448, as a user
+   * quantizes), and a bfloat16 output: `dtype` is then 'bfloat16' (core's params.dtype for such calls).
+   * Inference only: core refuses requiresGrad with these inputs.
+   */
+  readonly float8?: true;
 }
 
 export interface CaseOptions {
@@ -356,6 +362,55 @@ const FEATURES: Record<string, Shape> = {
   },
 };
 
+/**
+ * float8_e4m3 inputs with descale (CaseSpec.float8), output bfloat16: the odd sizes, the head dims an fp8
+ * kernel takes (multiples of 16 up to 128) and one it may not (72), and the features core accepts with them.
+ */
+const FLOAT8: Record<string, Shape> = {
+  plain: { ...base, headDim: 64, headDimV: 64 },
+  s1: { ...base, batch: 1, seqQ: 1, seqK: 1, headDim: 16, headDimV: 16 },
+  'sq1-sk17-d128': { ...base, seqQ: 1, seqK: 17, headDim: 128, headDimV: 128 },
+  'sq17-sk1': { ...base, seqQ: 17, seqK: 1, headDim: 32, headDimV: 32 },
+  'd72-gqa-4-2': { ...base, headsQ: 4, headsKV: 2, enableGqa: true, headDim: 72, headDimV: 72 },
+  'gqa-4-1-causal-d128': {
+    ...base,
+    headsQ: 4,
+    headsKV: 1,
+    enableGqa: true,
+    seqQ: 130,
+    seqK: 200,
+    causal: true,
+    headDim: 128,
+    headDimV: 128,
+  },
+  'causal-lower-right-sq200-sk60': {
+    ...base,
+    seqQ: 200,
+    seqK: 60,
+    causal: true,
+    alignment: 'lowerRight',
+    headDim: 64,
+    headDimV: 64,
+  },
+  'window-right-d96': { ...base, seqQ: 150, seqK: 150, window: [-1, 5], headDim: 96, headDimV: 96 },
+  'sequsedk-d64': { ...base, seqQ: 40, seqK: 90, sequsedK: [90, 0], headDim: 64, headDimV: 64 },
+  'strided-bshd-d64': { ...base, headsQ: 3, headsKV: 3, layout: 'bshd', headDim: 64, headDimV: 64 },
+  'bool-mask-d64': { ...base, mask: { kind: 'bool', shape: [2, 1, 17, 23] }, headDim: 64, headDimV: 64 },
+  'dropout-d64': { ...base, seqQ: 40, seqK: 60, dropoutP: 0.2, headDim: 64, headDimV: 64 },
+  'nan-in-q-d64': { ...base, headDim: 64, headDimV: 64, poison: [{ tensor: 'q', index: 70, value: NaN }] },
+  's1000-causal-d128': {
+    ...base,
+    batch: 1,
+    headsQ: 2,
+    headsKV: 2,
+    seqQ: 1000,
+    seqK: 1000,
+    causal: true,
+    headDim: 128,
+    headDimV: 128,
+  },
+};
+
 function longestSeq(s: Shape): number {
   return Math.max(s.seqQ, s.seqK);
 }
@@ -377,5 +432,9 @@ export function buildCases(options: CaseOptions = {}): CaseSpec[] {
   Object.entries(LARGE_SHAPES).forEach(([name, { full, quick }], i) =>
     options.quick ? add(name, quick, [rotation[i % rotation.length]!]) : add(name, full, FLOAT_DTYPES),
   );
+  for (const [name, shape] of Object.entries(FLOAT8)) {
+    if (longestSeq(shape) > maxSeq || (options.quick && longestSeq(shape) >= 1000)) continue;
+    cases.push({ layout: 'bhsd', ...shape, name: `float8/${name}/float8_e4m3`, dtype: 'bfloat16', float8: true });
+  }
   return cases;
 }

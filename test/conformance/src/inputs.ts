@@ -1,8 +1,8 @@
 // Random inputs of one case, three ways: for the backend under test (the case's dtype, on its
 // device, in its layout), for the reference (float64 on the CPU, contiguous, the same rounded
 // values), and as plain logical arrays for the naive low-precision implementation.
-import { randn, tensor } from '@attn/core';
-import type { Device, FloatDType, Tensor } from '@attn/core';
+import { float8E4m3Bits, float8E4m3DecodeTable, randn, tensor } from '@attn/core';
+import type { Device, FloatDType, QkvDType, Tensor } from '@attn/core';
 import type { CaseSpec, PoisonSpec } from './cases.js';
 import { pagedLayout, toPool } from './paged.js';
 import type { PagedLayout } from './paged.js';
@@ -42,6 +42,8 @@ export interface CaseInputs {
   readonly test: CallTensors;
   readonly ref: CallTensors;
   readonly values: CaseValues;
+  /** float8_e4m3 cases (CaseSpec.float8): the factors that dequantize q, k and v; else null. */
+  readonly descale: { readonly q: number; readonly k: number; readonly v: number } | null;
   readonly dropoutSeed: bigint;
   readonly dropoutOffset: number;
 }
@@ -74,6 +76,19 @@ function normals(shape: readonly number[], seed: bigint): Float64Array {
   return randn(shape, { dtype: 'float64', seed }).toFloat64Array();
 }
 
+/**
+ * float8_e4m3 with a per-tensor descale factor, as a user quantizes: descale = the largest finite |value| / 448
+ * (1 if there is none), the stored values round(value / descale) in e4m3 (NaN stays NaN). Returns the stored
+ * values (exact in e4m3) and the factor; the call attends stored * descale.
+ */
+function quantized(values: Float64Array): { stored: Float64Array; descale: number } {
+  let amax = 0;
+  for (const x of values) if (Number.isFinite(x)) amax = Math.max(amax, Math.abs(x));
+  const descale = amax > 0 ? amax / 448 : 1;
+  const table = float8E4m3DecodeTable();
+  return { stored: values.map((x) => table[float8E4m3Bits(x / descale)]!), descale };
+}
+
 /** The values rounded to dtype, as float64. */
 function roundTo(values: Float64Array, dtype: FloatDType): Float64Array {
   return tensor(values, [values.length], { dtype }).toFloat64Array();
@@ -83,7 +98,7 @@ function roundTo(values: Float64Array, dtype: FloatDType): Float64Array {
 function misaligned(
   values: Float64Array,
   shape: readonly number[],
-  dtype: FloatDType,
+  dtype: QkvDType,
   device: Device,
   how: 'base' | 'rows',
 ): Tensor {
@@ -103,7 +118,7 @@ function misaligned(
 function placed(
   values: Float64Array,
   shape: readonly number[],
-  dtype: FloatDType,
+  dtype: QkvDType,
   device: Device,
   layout: CaseSpec['layout'],
   misalign?: CaseSpec['misalign'],
@@ -184,9 +199,21 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
   const next = seedStream(seed);
   const shapes = qkvShapes(spec);
   const { dtype, layout } = spec;
-  const q = roundTo(planted(normals(shapes.q, next()), spec, 'q'), dtype);
-  const k = roundTo(planted(normals(shapes.k, next()), spec, 'k'), dtype);
-  const v = roundTo(planted(normals(shapes.v, next()), spec, 'v'), dtype);
+  // float8 cases: q, k, v stored in e4m3 (fp8 below) on both sides; the naive implementation reads the values
+  // the call attends (stored * descale).
+  const input = (which: 'q' | 'k' | 'v', shape: readonly number[]) => {
+    const raw = planted(normals(shape, next()), spec, which);
+    if (!spec.float8) {
+      const rounded = roundTo(raw, dtype);
+      return { stored: rounded, value: rounded, descale: 1 };
+    }
+    const { stored, descale } = quantized(raw);
+    return { stored, value: stored.map((x) => x * descale), descale };
+  };
+  const qIn = input('q', shapes.q);
+  const kIn = input('k', shapes.k);
+  const vIn = input('v', shapes.v);
+  const [q, k, v] = [qIn.value, kIn.value, vIn.value];
   const gradOut = roundTo(normals(shapes.out, next()), dtype);
   const maskRaw = maskValues(spec, next);
   // Only an additive mask carries values; a bool one is keep / drop.
@@ -196,53 +223,59 @@ export function makeInputs(spec: CaseSpec, seed: bigint, device: Device): CaseIn
   const maskDtype = spec.mask?.kind === 'bool' ? 'bool' : dtype;
   const cuQ = spec.varlen ? cumulative(spec.varlen.seqlensQ) : null;
   const cuK = spec.varlen ? cumulative(spec.varlen.seqlensK) : null;
-  const paged = pagedValues(spec, k, v, next());
+  const paged = pagedValues(spec, kIn.stored, vIn.stored, next());
 
   // The side under test gets the pools and the table; the reference the packed keys (independent of
   // paging, so that a paged call is checked against a packed one).
+  // q, k and v: float8 cases keep their e4m3 values on both sides (the reference takes them too), others
+  // the case's dtype under test and float64 for the reference.
   const on = (
     where: Device,
     asDtype: FloatDType,
     lay: CaseSpec['layout'],
     pages: typeof paged,
     off?: CaseSpec['misalign'],
-  ): CallTensors => ({
-    q: placed(q, shapes.q, asDtype, where, lay, off),
-    k: pages
-      ? tensor(pages.kPool, pages.kShape, { dtype: asDtype, device: where })
-      : placed(k, shapes.k, asDtype, where, lay, off),
-    v: pages
-      ? tensor(pages.vPool, pages.vShape, { dtype: asDtype, device: where })
-      : placed(v, shapes.v, asDtype, where, lay, off),
-    gradOut: off
-      ? placed(gradOut, shapes.out, asDtype, where, 'bhsd', off)
-      : tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
-    mask:
-      mask && spec.mask
-        ? tensor(mask, spec.mask.shape, {
-            dtype: maskDtype === 'bool' ? 'bool' : asDtype === 'float64' ? asDtype : (spec.mask.dtype ?? asDtype),
+  ): CallTensors => {
+    const qkvAs: QkvDType = spec.float8 ? 'float8_e4m3' : asDtype;
+    return {
+      q: placed(qIn.stored, shapes.q, qkvAs, where, lay, off),
+      k: pages
+        ? tensor(pages.kPool, pages.kShape, { dtype: qkvAs, device: where })
+        : placed(kIn.stored, shapes.k, qkvAs, where, lay, off),
+      v: pages
+        ? tensor(pages.vPool, pages.vShape, { dtype: qkvAs, device: where })
+        : placed(vIn.stored, shapes.v, qkvAs, where, lay, off),
+      gradOut: off
+        ? placed(gradOut, shapes.out, asDtype, where, 'bhsd', off)
+        : tensor(gradOut, shapes.out, { dtype: asDtype, device: where }),
+      mask:
+        mask && spec.mask
+          ? tensor(mask, spec.mask.shape, {
+              dtype: maskDtype === 'bool' ? 'bool' : asDtype === 'float64' ? asDtype : (spec.mask.dtype ?? asDtype),
+              device: where,
+            })
+          : null,
+      slopes: slopes
+        ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], {
+            dtype: 'float32',
             device: where,
           })
         : null,
-    slopes: slopes
-      ? tensor(slopes, spec.alibi === 'perBatchHead' ? [spec.batch, spec.headsQ] : [spec.headsQ], {
-          dtype: 'float32',
-          device: where,
-        })
-      : null,
-    cuSeqlensQ: cuQ ? tensor(cuQ, [cuQ.length], { dtype: 'int32', device: where }) : null,
-    cuSeqlensK: cuK ? tensor(cuK, [cuK.length], { dtype: 'int32', device: where }) : null,
-    sequsedK: spec.sequsedK ? tensor(spec.sequsedK, [spec.sequsedK.length], { dtype: 'int32', device: where }) : null,
-    blockTable: pages
-      ? tensor(pages.layout.table, [spec.batch, pages.layout.maxBlocksPerSeq], { dtype: 'int32', device: where })
-      : null,
-  });
+      cuSeqlensQ: cuQ ? tensor(cuQ, [cuQ.length], { dtype: 'int32', device: where }) : null,
+      cuSeqlensK: cuK ? tensor(cuK, [cuK.length], { dtype: 'int32', device: where }) : null,
+      sequsedK: spec.sequsedK ? tensor(spec.sequsedK, [spec.sequsedK.length], { dtype: 'int32', device: where }) : null,
+      blockTable: pages
+        ? tensor(pages.layout.table, [spec.batch, pages.layout.maxBlocksPerSeq], { dtype: 'int32', device: where })
+        : null,
+    };
+  };
   const cpu: Device = { type: 'cpu', index: 0 };
   const dropoutSeed = next();
   return {
     test: on(device, dtype, layout, paged, spec.misalign),
     ref: on(cpu, 'float64', 'bhsd', null),
     values: { q, k, v, gradOut, mask, slopes, paged },
+    descale: spec.float8 ? { q: qIn.descale, k: kIn.descale, v: vIn.descale } : null,
     dropoutSeed,
     // Below 2^20: any uint32 works, and small ones are easy to type when reproducing.
     dropoutOffset: Number(next() >> 44n),

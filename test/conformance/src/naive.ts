@@ -1,12 +1,12 @@
 // The naive implementation in the case's own precision: the whole [Sq, Sk] score matrix, each
-// intermediate rounded to the dtype and each sum kept in float32 (float64 for float64), as
+// intermediate rounded to the dtype (P of float8 cases to e4m3 in P.V) and each sum kept in float32 (float64 for float64), as
 // FlashAttention's tests do with `attention_ref(..., upcast=False)`. Its distance from the float64
 // reference is what "the error of a naive implementation in the same low precision" means in
 // the accuracy rule (docs/ARCHITECTURE.md).
 //
 // It is written independently of cpu-math (dense, materialized, the mask broadcast by index, dropout
 // through core's dropoutKeep element by element), so in float64 it also cross-checks the reference.
-import { dropoutKeep, dropoutThreshold } from '@attn/core';
+import { dropoutKeep, dropoutThreshold, float8E4m3Bits, float8E4m3DecodeTable } from '@attn/core';
 import type { CaseSpec } from './cases.js';
 import type { CaseValues } from './inputs.js';
 import { fromPool } from './paged.js';
@@ -58,6 +58,12 @@ export interface GradientAllowance {
   readonly dk: Float64Array;
   readonly dv: Float64Array;
   readonly dbias: Float64Array | null;
+}
+
+const float8Table = float8E4m3DecodeTable();
+/** x rounded to float8_e4m3 (to nearest even, saturating at 448). */
+function e4m3(x: number): number {
+  return float8Table[float8E4m3Bits(x)]!;
 }
 
 /** Unit roundoff (half an ulp at 1) of the dtype values are stored in. */
@@ -238,8 +244,11 @@ export function naiveAttention(
           const pd = keep(i, j) ? r(pij * keepScale) : 0;
           PD[i * sk + j] = pd;
           if (pd === 0) continue;
+          // float8 inputs: P takes P.V in e4m3, as an fp8 kernel's second GEMM does (rounded against the row max,
+          // divided by the fp32 row sum at the end).
+          const w = spec.float8 ? acc(acc(e4m3(E[j]!) / sum) * keepScale) : pd;
           for (let c = 0; c < Dv; c++)
-            o[c] = f32 ? Math.fround(o[c]! + Math.fround(pd * V[j * Dv + c]!)) : o[c]! + pd * V[j * Dv + c]!;
+            o[c] = f32 ? Math.fround(o[c]! + Math.fround(w * V[j * Dv + c]!)) : o[c]! + w * V[j * Dv + c]!;
         }
         out.set(o.map(r), oRows.at(b, h, i));
       }

@@ -266,8 +266,9 @@ export function runCase(backend: string, spec: CaseSpec, seed: bigint, device: D
   if (!impl) throw new Error(`backend '${backend}' is not registered: import its package before describeConformance()`);
   const inputs = makeInputs(spec, seed, device);
   try {
-    // Paged K/V is inference only: core rejects requiresGrad with a blockTable.
-    let backward = typeof impl.backward === 'function' && !spec.paged && (!launch || launch.backward !== undefined);
+    // Paged K/V and float8_e4m3 inputs are inference only: core rejects requiresGrad with them.
+    let backward =
+      typeof impl.backward === 'function' && !spec.paged && !spec.float8 && (!launch || launch.backward !== undefined);
     let reasons = declineReasons(spec, backend, inputs, backward);
     if (reasons.length > 0 && backward && declineReasons(spec, backend, inputs, false).length === 0) {
       // Declined with requiresGrad only: the forward alone is supported, so it runs alone.
