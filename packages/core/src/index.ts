@@ -26,6 +26,7 @@ export { emptyOutput, forwardOutput, OUTPUT_NAMES, type OutputName } from './out
 export { checkIndexValuesOption, indexValuePolicy, type IndexValuePolicy } from './index-values.js';
 export { clearCallCache } from './call-cache.js';
 export { float8E4m3Bits, float8E4m3DecodeTable } from './float8.js';
+export { outputDType } from './validate-float8.js';
 export * from './half.js';
 export { allocHostArray, elementDecoder, elementEncoder, isDType, isHostArray, isHostArrayOf } from './host-array.js';
 export { broadcastsTo, contiguousStrides, forEachRow, isContiguousLayout, MAX_DIM } from './layout.js';

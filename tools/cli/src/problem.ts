@@ -1,5 +1,5 @@
 // One attention problem as the CLI describes it: sizes, dtype, device and the features in use.
-import type { Alignment, DeviceLike, FloatDType } from '@attn/core';
+import type { Alignment, DeviceLike, QkvDType } from '@attn/core';
 
 export type MaskKind = 'bool' | 'additive';
 
@@ -36,7 +36,8 @@ export interface ProblemSpec extends Features {
   readonly seqK: number;
   readonly headDim: number;
   readonly headDimV: number;
-  readonly dtype: FloatDType;
+  /** q, k and v's; float8_e4m3 inputs are stored unscaled (descale 1) and give a bfloat16 output, forward only. */
+  readonly dtype: QkvDType;
   /** 'cpu', 'cuda', 'cuda:1', ... */
   readonly device: DeviceLike;
   /** Seed of the random inputs (and of dropout). */

@@ -45,7 +45,14 @@ describe('usage errors exit 2 with what to change', () => {
       ['explain', '--shape', '1,2,16,16', '--backends', 'no-such-backend'],
       /Unknown backend 'no-such-backend': registered backends are .*cpu-math/,
     ],
-    [['run', '--shape', '1,2,16,16', '--dtype', 'int8'], /Allowed choices are float64, float32, float16, bfloat16/],
+    [
+      ['run', '--shape', '1,2,16,16', '--dtype', 'int8'],
+      /Allowed choices are float64, float32, float16, bfloat16, float8_e4m3/,
+    ],
+    [
+      ['bench', '--device', 'cpu', '--dtype', 'float8_e4m3', '--mode', 'fwd,bwd'],
+      /float8_e4m3 inputs have a forward only/,
+    ],
     [['run', '--shape', '1,2,16,16', '--repeat', '0'], /expected a positive integer/],
     [['run', '--shape', '1,2,16,16', '--dropout', '1.5'], /\[0, 1\)/],
     [['bench', '--decode', '--seq', '512'], /option '--decode' cannot be used with option '--seq <list>'/],
@@ -177,6 +184,20 @@ describe('attn run', () => {
     expect(r.out).toMatch(/error\s+skipped: B\*H\*Sq\*Sk = 512 is above the check limit 10/);
     const off = await attn('run', '--shape', '1,2,16,8', '--device', 'cpu', '--repeat', '1', '--no-check');
     expect(off.out).toMatch(/error\s+skipped: disabled by --no-check/);
+  });
+
+  it('runs float8_e4m3 inputs (descale 1, bfloat16 out) on cpu-math, checked against float64, forward only', async () => {
+    const r = await attn(
+      ...words('run --shape 1,2,17,64 --device cpu --dtype float8_e4m3 --repeat 2 --warmup 0 --json'),
+    );
+    expect(r.code).toBe(EXIT_OK);
+    const res = JSON.parse(r.out);
+    expect(res.backend).toBe('cpu-math'); // cpu-flash and test-picky decline fp8 (float8Inputs)
+    expect(res.check.status).toBe('ok');
+    expect(res.check.errors.out.maxRel).toBeLessThan(1e-2); // bf16's rounding of the output
+    const grad = await attn(...words('run --shape 1,2,17,64 --device cpu --dtype float8_e4m3 --mode fwdbwd'));
+    expect(grad.code).not.toBe(EXIT_OK);
+    expect(grad.out + grad.err).toMatch(/float8_e4m3/);
   });
 
   it('exits 1 with the reasons when no backend supports the call', async () => {

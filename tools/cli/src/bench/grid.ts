@@ -1,6 +1,6 @@
 // Which problems a bench runs: the standard grid of FlashAttention's papers (perf-anchors.md section 0),
 // a smaller CPU grid, a custom grid, the decode preset, or the per-call overhead shape.
-import type { DeviceLike, FloatDType } from '@attn/core';
+import type { DeviceLike, QkvDType } from '@attn/core';
 import type { Features, ProblemSpec } from '../problem.js';
 
 export interface GridSpec {
@@ -29,7 +29,7 @@ export interface GridRequest {
   readonly kvHeads: number | null;
   /** Which of causal / non-causal to run. */
   readonly causal: readonly boolean[];
-  readonly dtype: FloatDType;
+  readonly dtype: QkvDType;
   readonly device: DeviceLike;
   readonly features: Omit<Features, 'causal'>;
   readonly seed: number;

@@ -1,5 +1,5 @@
 // Turns bench flags into the list of problems to run.
-import type { DeviceLike, FloatDType } from '@attn/core';
+import type { DeviceLike, QkvDType } from '@attn/core';
 import { featuresFrom } from '../options/problem-options.js';
 import type { ProblemSpec } from '../problem.js';
 import type { BenchFlags } from './options.js';
@@ -11,7 +11,7 @@ export interface BenchPlan {
   readonly problems: readonly ProblemSpec[];
 }
 
-export function benchPlan(flags: BenchFlags, device: DeviceLike, dtype: FloatDType, deviceType: string): BenchPlan {
+export function benchPlan(flags: BenchFlags, device: DeviceLike, dtype: QkvDType, deviceType: string): BenchPlan {
   const { causal: _c, ...features } = featuresFrom(flags, false);
   const causal = flags.causal ? [true] : flags.nonCausal ? [false] : [false, true];
   const common = { dtype, device, features, seed: flags.seed };

@@ -1,15 +1,17 @@
 // Our speed relative to each PyTorch backend on the same case: torch time / our time (> 1: we are faster).
+import { torchDType } from '../compare/torch.js';
 import { sameCase, type BenchRow } from './row.js';
 
 export function torchBackends(rows: readonly BenchRow[]): string[] {
   return [...new Set(rows.filter((r) => r.source === 'torch').map((r) => r.backend))];
 }
 
-/** null when either side did not run. */
+/** null when either side did not run. torch runs a float8_e4m3 problem in bfloat16 (torchDType). */
 export function ratioTo(ours: BenchRow, torchBackend: string, rows: readonly BenchRow[]): number | null {
   if (ours.status !== 'ok' || ours.medianMs === undefined) return null;
+  const asTorchRuns = { ...ours, dtype: torchDType(ours.dtype) };
   const theirs = rows.find(
-    (r) => r.source === 'torch' && r.backend === torchBackend && r.status === 'ok' && sameCase(r, ours),
+    (r) => r.source === 'torch' && r.backend === torchBackend && r.status === 'ok' && sameCase(r, asTorchRuns),
   );
   if (!theirs?.medianMs) return null;
   return theirs.medianMs / ours.medianMs;

@@ -1,5 +1,5 @@
 // One line of bench output: a (problem, mode, backend) and what happened.
-import { DTYPE_BYTES } from '@attn/core';
+import { DTYPE_BYTES, outputDType } from '@attn/core';
 import { modeFlops, type Mode } from '../flops.js';
 import { describeFeatures, type ProblemSpec } from '../problem.js';
 
@@ -35,11 +35,10 @@ export interface BenchRow {
 }
 
 export function ioBytes(p: ProblemSpec): number {
-  const e = DTYPE_BYTES[p.dtype];
   const q = p.batch * p.headsQ * p.seqQ * p.headDim;
   const kv = p.batch * p.headsKV * p.seqK * (p.headDim + p.headDimV);
   const o = p.batch * p.headsQ * p.seqQ * p.headDimV;
-  return (q + kv + o) * e;
+  return (q + kv) * DTYPE_BYTES[p.dtype] + o * DTYPE_BYTES[outputDType(p.dtype)];
 }
 
 export function rowBase(p: ProblemSpec, mode: Mode, backend: string, source: BenchRow['source'] = 'attn') {

@@ -32,8 +32,13 @@ export function benchCommand(getContext: ContextProvider): Command {
   return cmd.action((flags: BenchFlags) => withCpuThreads(flags.threads, () => bench(flags, getContext)));
 }
 
-/** --varlen, --index-values-on-device and --out time forward calls only (no backward through them here). */
+/**
+ * --varlen, --index-values-on-device and --out time forward calls only (no backward through them here), and
+ * float8_e4m3 inputs have no backward (core refuses requiresGrad with them).
+ */
 function checkCallFlags(flags: BenchFlags): void {
+  if (flags.dtype === 'float8_e4m3' && flags.mode.some((m) => m !== 'fwd'))
+    throw new CliUsageError('float8_e4m3 inputs have a forward only: use --mode fwd.');
   if (flags.indexValuesOnDevice && !flags.varlen)
     throw new CliUsageError('--index-values-on-device needs --varlen (dense calls here have no index tensors).');
   const only = ['varlen', 'out'].filter((f) => flags[f as 'varlen' | 'out']);

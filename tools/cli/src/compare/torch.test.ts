@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { PLAIN_FEATURES, type ProblemSpec } from '../problem.js';
-import { runTorch, torchIncompatibility, torchRequest, torchRows, torchScriptPath } from './torch.js';
+import { ratioTo } from '../bench/ratios.js';
+import { runTorch, torchDType, torchIncompatibility, torchRequest, torchRows, torchScriptPath } from './torch.js';
 
 const problem: ProblemSpec = {
   ...PLAIN_FEATURES,
@@ -67,6 +68,23 @@ describe('--compare torch', () => {
       deviceIndex: 1,
       backends: ['flash', 'efficient', 'cudnn', 'math'],
     });
+  });
+
+  it('runs a float8_e4m3 problem as torch bfloat16 (torch has no fp8 attention), and ratios compare ours with it', () => {
+    const fp8: ProblemSpec = { ...problem, dtype: 'float8_e4m3', device: 'cuda' };
+    expect(torchRequest([fp8], ['fwd'], timing, 1, null).dtype).toBe('bfloat16');
+    const rows = torchRows([fp8], {
+      available: true,
+      torch: '2.x',
+      device: 'cuda',
+      threads: 1,
+      timer: 'torch.cuda.Event',
+      results: [{ case: 0, mode: 'fwd', backend: 'cudnn', ok: true, medianMs: 3, p20Ms: 3, p80Ms: 3, samples: 3 }],
+    });
+    expect(rows[0]).toMatchObject({ backend: 'torch-cudnn', dtype: 'bfloat16' });
+    const ours = { ...rows[0]!, source: 'attn' as const, backend: 'flash-cuda', dtype: 'float8_e4m3', medianMs: 2 };
+    expect(ratioTo(ours, 'torch-cudnn', [...rows, ours])).toBeCloseTo(1.5);
+    expect(torchDType('float16')).toBe('float16');
   });
 
   it('does not compare features torch lacks', () => {

@@ -73,6 +73,14 @@ export type TorchAnswer =
     }
   | { readonly available: false; readonly reason: string; readonly torch?: string };
 
+/**
+ * The dtype torch runs a problem in: its own, except float8_e4m3, for which torch has no attention: its bfloat16
+ * call is what a torch user runs instead (torch's rows say bfloat16, and ratios compare ours with them).
+ */
+export function torchDType(dtype: string): string {
+  return dtype === 'float8_e4m3' ? 'bfloat16' : dtype;
+}
+
 /** Why torch cannot run this problem the same way, or null. */
 export function torchIncompatibility(p: ProblemSpec): string | null {
   const missing = [p.window && 'a window', p.alibi && 'ALiBi', p.softcap > 0 && 'softcap'].filter(Boolean);
@@ -99,7 +107,7 @@ export function torchRequest(
     device: gpu ? 'cuda' : 'cpu', // ROCm builds of torch also call the device 'cuda'
     deviceIndex: index,
     threads,
-    dtype: first?.dtype ?? 'float32',
+    dtype: first ? torchDType(first.dtype) : 'float32',
     ...timing,
     callsPerSample: timing.callsPerSample ?? 1,
     modes,
@@ -177,7 +185,13 @@ export function torchRows(problems: readonly ProblemSpec[], answer: TorchAnswer)
   return answer.results.flatMap((r) => {
     const p = problems[r.case];
     if (!p) return [];
-    const base = rowBase(r.mode === 'fwd' ? p : { ...p, requiresGrad: true }, r.mode, `torch-${r.backend}`, 'torch');
+    const asRun: ProblemSpec = { ...p, dtype: torchDType(p.dtype) as ProblemSpec['dtype'] };
+    const base = rowBase(
+      r.mode === 'fwd' ? asRun : { ...asRun, requiresGrad: true },
+      r.mode,
+      `torch-${r.backend}`,
+      'torch',
+    );
     if (!r.ok || r.medianMs === undefined)
       return [{ ...base, status: 'unsupported', reason: r.reason ?? 'no reason given' } as BenchRow];
     return [

@@ -1,5 +1,5 @@
 // The options shared by explain, run and bench, and how they become a ProblemSpec.
-import { FLOAT_DTYPES, type Alignment, type DeviceLike, type FloatDType } from '@attn/core';
+import { FLOAT_DTYPES, type Alignment, type DeviceLike, type FloatDType, type QkvDType } from '@attn/core';
 import { Option, type Command } from 'commander';
 import type { Features, MaskKind, ProblemSpec } from '../problem.js';
 import {
@@ -14,7 +14,7 @@ import {
 } from './parse.js';
 
 export interface FeatureFlags {
-  dtype?: FloatDType;
+  dtype?: QkvDType;
   device?: DeviceLike;
   alignment: 'upper-left' | 'lower-right';
   mask?: MaskKind;
@@ -45,9 +45,10 @@ export interface ShapeFlags extends FeatureFlags {
 export function addFeatureOptions(cmd: Command): Command {
   return cmd
     .addOption(
-      new Option('--dtype <dtype>', 'element type (default: float32 on the CPU, bfloat16 on a GPU)').choices(
-        FLOAT_DTYPES,
-      ),
+      new Option(
+        '--dtype <dtype>',
+        'element type (default: float32 on the CPU, bfloat16 on a GPU); float8_e4m3: inputs in e4m3 (descale 1), bfloat16 out, forward only',
+      ).choices([...FLOAT_DTYPES, 'float8_e4m3']),
     )
     .addOption(
       new Option(

@@ -4,6 +4,7 @@ import {
   empty,
   explain,
   explainVarlen,
+  outputDType,
   fromHostArray,
   parseDevice,
   sdpa,
@@ -102,7 +103,7 @@ export function makeInputs(p: ProblemSpec, set = 0): ProblemInputs {
       : null,
     cuSeqlensQ: p.varlen ? uniformOffsets(p.batch, p.seqQ, p.device) : null,
     cuSeqlensK: p.varlen ? uniformOffsets(p.batch, p.seqK, p.device) : null,
-    out: p.out ? empty(outShape(p), { dtype: p.dtype, device: p.device }) : null,
+    out: p.out ? empty(outShape(p), { dtype: outputDType(p.dtype), device: p.device }) : null,
   };
 }
 
@@ -140,6 +141,8 @@ export function sdpaOptions(p: ProblemSpec, inputs: ProblemInputs, backends: rea
     window: p.window,
     dropoutP: p.dropoutP,
     dropoutSeed: p.seed,
+    // float8_e4m3 inputs hold N(0, 1) draws rounded to e4m3, unscaled (runtime/random.ts).
+    ...(p.dtype === 'float8_e4m3' ? { descale: { q: 1, k: 1, v: 1 } } : {}),
   };
   return {
     ...opts,

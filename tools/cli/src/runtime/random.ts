@@ -5,11 +5,12 @@
 // seeds differ, and no two neighbouring tiles repeat.
 import {
   allocHostArray,
+  float8E4m3Bits,
   fromHostArray,
   parseDevice,
   randn,
   type DeviceLike,
-  type FloatDType,
+  type QkvDType,
   type Tensor,
 } from '@attn/core';
 
@@ -31,16 +32,23 @@ export function tileInto<
   return out;
 }
 
-const blocks = new Map<FloatDType, Float32Array>();
+const blocks = new Map<QkvDType, Float32Array | Uint8Array>();
 
-export function randomTensor(shape: readonly number[], dtype: FloatDType, device: DeviceLike, seed: number): Tensor {
+/** float8_e4m3 inputs are N(0, 1) draws rounded to e4m3 (the values stored unscaled: descale 1). */
+function randnBlock(dtype: QkvDType, numel: number, seed: number): Float32Array | Uint8Array {
+  if (dtype !== 'float8_e4m3') return randn([numel], { dtype, seed }).hostData() as Float32Array;
+  const x = randn([numel], { dtype: 'float32', seed }).hostData() as Float32Array;
+  return Uint8Array.from(x, (v) => float8E4m3Bits(v));
+}
+
+export function randomTensor(shape: readonly number[], dtype: QkvDType, device: DeviceLike, seed: number): Tensor {
   const numel = shape.reduce((a, b) => a * b, 1);
-  if (numel <= RANDOM_BLOCK) return randn(shape, { dtype, device, seed });
+  if (numel <= RANDOM_BLOCK) return fromHostArray(randnBlock(dtype, numel, seed), dtype, shape, parseDevice(device));
   let block = blocks.get(dtype);
   if (!block) {
-    block = randn([RANDOM_BLOCK], { dtype, seed: 0x5eed }).hostData() as Float32Array;
+    block = randnBlock(dtype, RANDOM_BLOCK, 0x5eed);
     blocks.set(dtype, block);
   }
-  const data = tileInto(allocHostArray(dtype, numel) as Float32Array, block, seed);
+  const data = tileInto(allocHostArray(dtype, numel) as typeof block, block, seed);
   return fromHostArray(data, dtype, shape, parseDevice(device));
 }
