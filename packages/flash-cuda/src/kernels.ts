@@ -56,7 +56,9 @@ export function hopperLeanDeclines(p: SdpaParams, ctx: RuleContext): string[] {
 /** Why the Hopper (wgmma) kernels cannot run this call on this device; null when they can. */
 export function sm90Declines(p: SdpaParams, ctx: RuleContext): string | null {
   const why = hopperLeanDeclines(p, ctx);
-  if (p.headsQ > p.headsKV && p.seqQ <= 64) why.push('it has no packed GQA (query length <= 64 with GQA: decode)');
+  // The fp8 kernel never packs GQA rows (it reads K/V per query head), so short fp8 queries with GQA run there.
+  if (!p.descale && p.headsQ > p.headsKV && p.seqQ <= 64)
+    why.push('it has no packed GQA (query length <= 64 with GQA: decode)');
   if (p.requiresGrad && !sm90Backward(p.headDim)) why.push(`its backward has no head dim ${p.headDim} (129..192)`);
   return why.length > 0 ? why.join('; ') : null;
 }

@@ -15,6 +15,7 @@ import { makeFakeDeviceRuntime } from '@attn/core/testing';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { NUM } from './abi.js';
 import { flashCudaBackend } from './backend.js';
+import { FLASH_KERNELS } from './kernels.js';
 import { packArgs } from './forward.js';
 import { FAKE_A100 as A100, FAKE_H100 as H100, useFakeGpus } from './fake-gpus.test-support.js';
 import { fp8Declines } from './rules-fp8.js';
@@ -41,6 +42,12 @@ describe('flash-cuda fp8 forward rules', () => {
     expect(fp8Declines(params({ enableGqa: true }, { hq: 8, hk: 2, sq: 1, d: 64 }), ctx(H100))).toBeNull();
     const used = tensor([100], [1], { dtype: 'int32', device: 'cuda:0' });
     expect(fp8Declines(params({ sequsedK: used }), ctx(H100))).toBeNull();
+  });
+
+  it("kernel 'sm90' takes the fp8 calls the fp8 kernel takes, short GQA queries included", () => {
+    const sm90 = FLASH_KERNELS.find((k) => k.name === 'sm90')!;
+    expect(sm90.check!(params({ enableGqa: true }, { hq: 8, hk: 2, sq: 1, d: 64 }), ctx(H100))).toBeNull();
+    expect(sm90.check!(params(), ctx(A100))).toMatch(/sm90 \(H100\/H200\) only/);
   });
 
   it('passes calls without fp8 inputs', () => {
