@@ -531,7 +531,7 @@ FwdParams params_from_abi(const uint64_t* ptrs, const double* nums) {
     p.score_mul = static_cast<float>(scale * kLog2e);
   }
   p.out_scale = 1.f;
-  if (as_int(nums, kFp8, "fp8 flag", 0, 1) == 1) {
+  if (s.fp8) {
     // Per-tensor descale factors: q's and k's scale every score, v's the output (fp8 kernel).
     const double dq = nums[kDescaleQ], dk = nums[kDescaleK], dv = nums[kDescaleV];
     require(std::isfinite(dq) && dq > 0 && std::isfinite(dk) && dk > 0 && std::isfinite(dv) && dv > 0,

@@ -7,23 +7,18 @@
 #include <atomic>
 #include <cstdint>
 
-#include "common/dependent_launch.h"
 #include "common/fwd_params.h"
 #include "attn/cuda_check.h"
 #include "sm90/flash_fwd_sm90_ws_kernel.h"
-#include "launch/smem_opt_in.h"
+#include "sm90/fwd_sm90_grid_launch.h"
 
 namespace attn::flash {
 
 template <typename Tr>
 void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
-  constexpr int kSmem = Tr::kSmemBytes;
-  auto kernel = flash_fwd_sm90_ws_kernel<Tr>;
+  static_assert(Tr::kSmemBytes > 48 * 1024, "the opt-in is what lets the Hopper tiles launch");
   static std::atomic<uint64_t> opted_in{0};
-  static_assert(kSmem > 48 * 1024, "the opt-in below is what lets the Hopper tiles launch");
-  opt_in_smem(kernel, kSmem, opted_in, device, true);
-  const dim3 grid(static_cast<unsigned>(p.m_blocks), static_cast<unsigned>(p.heads_q), static_cast<unsigned>(p.batch));
-  launch_dependent(kernel, grid, Tr::kLaunchThreads, kSmem, stream, device, p);
+  launch_fwd_sm90_grid<Tr::kSmemBytes, Tr::kLaunchThreads>(flash_fwd_sm90_ws_kernel<Tr>, opted_in, p, stream, device);
   ATTN_LAUNCH_CHECK("flash_fwd_sm90_ws_kernel");
 }
 
