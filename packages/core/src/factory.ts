@@ -5,7 +5,7 @@ import { allocateDevice } from './device-io.js';
 import { requireDeviceRuntime } from './device-registry.js';
 import { DTYPE_BYTES, type DType, type HostArray } from './dtype.js';
 import { AttnInputError } from './errors.js';
-import { allocHostArray, checkDType, elementEncoder, isHostArrayOf } from './host-array.js';
+import { allocHostArray, allocHostArrayUnwritten, checkDType, elementEncoder, isHostArrayOf } from './host-array.js';
 import { checkShape } from './layout.js';
 import { philox4x32Into, seedKey } from './philox.js';
 import { randomSeed, toSeed } from './seed.js';
@@ -64,12 +64,24 @@ export function tensor(values: ArrayLike<number> | HostArray, shape?: readonly n
   return fromHostArray(data, dtype, dims, device);
 }
 
-/** Uninitialized on a device (whatever the memory held); zero on the host, which cannot do otherwise. */
-export function empty(shape: readonly number[], opts?: TensorOptions): Tensor {
+function emptyFrom(shape: readonly number[], opts: TensorOptions | undefined, host: typeof allocHostArray): Tensor {
   const { dtype, device } = resolve(opts);
   const numel = checkShape(shape);
-  if (device.type === 'cpu') return new Tensor({ storage: allocHostArray(dtype, numel), dtype, shape });
+  if (device.type === 'cpu') return new Tensor({ storage: host(dtype, numel), dtype, shape });
   return new Tensor({ storage: allocateDevice(dtype, numel, device), dtype, shape });
+}
+
+/** Uninitialized on a device (whatever the memory held); zero on the host, which cannot do otherwise. */
+export function empty(shape: readonly number[], opts?: TensorOptions): Tensor {
+  return emptyFrom(shape, opts, allocHostArray);
+}
+
+/**
+ * empty() for a tensor its maker overwrites whole before anyone reads it (a kernel's output): on the host its
+ * storage is not zero-filled either (allocHostArrayUnwritten says why).
+ */
+export function emptyUnwritten(shape: readonly number[], opts?: TensorOptions): Tensor {
+  return emptyFrom(shape, opts, allocHostArrayUnwritten);
 }
 
 export function zeros(shape: readonly number[], opts?: TensorOptions): Tensor {

@@ -22,7 +22,7 @@ export { kernelCatalog, resolveKernel } from './kernel-option.js';
 export * from './error-codes.js';
 export * from './errors.js';
 export * from './factory.js';
-export { emptyOutput, forwardOutput, OUTPUT_NAMES, type OutputName } from './output-alloc.js';
+export { emptyOutput, forwardOutput, OUTPUT_NAMES, type OutputName, type OutputWrite } from './output-alloc.js';
 export { checkIndexValuesOption, indexValuePolicy, type IndexValuePolicy } from './index-values.js';
 export { clearCallCache } from './call-cache.js';
 export { float8E4m3Bits, float8E4m3DecodeTable } from './float8.js';

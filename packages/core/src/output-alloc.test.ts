@@ -23,6 +23,18 @@ describe('emptyOutput', () => {
     );
   });
 
+  it("'whole' host outputs: their own storage of the dtype's array, not zero-filled, failures named the same", () => {
+    const t = emptyOutput(OUTPUT_NAMES.out, [3, 5, 7], { dtype: 'bfloat16' }, 'whole');
+    const data = t.storage as Uint16Array;
+    expect(data.constructor).toBe(Uint16Array);
+    expect([data.length, data.byteOffset, data.buffer.byteLength]).toEqual([105, 0, 210]);
+    const lse = emptyOutput(OUTPUT_NAMES.logsumexp, [2, 9], { dtype: 'float32' }, 'whole');
+    expect(lse.storage).toBeInstanceOf(Float32Array);
+    expect(() => emptyOutput(OUTPUT_NAMES.dq, [1, 1, 2 ** 31 - 1, 64], { dtype: 'float32' }, 'whole')).toThrow(
+      expect.objectContaining({ code: 'ATTN_SIZE', message: expect.stringMatching(/the query gradient \(dq\)/) }),
+    );
+  });
+
   it('a device out-of-memory stays an OutOfMemoryError, with the name added', () => {
     const runtime = makeFakeDeviceRuntime();
     registerDeviceRuntime({

@@ -3,7 +3,7 @@
 // which size of their call to shrink. Backends allocate outputs through here instead of empty().
 import { DTYPE_BYTES } from './dtype.js';
 import { AttnError, AttnInputError, OutOfMemoryError } from './errors.js';
-import { empty, type TensorOptions } from './factory.js';
+import { empty, emptyUnwritten, type TensorOptions } from './factory.js';
 import type { SdpaParams } from './params.js';
 import type { Tensor } from './tensor.js';
 
@@ -26,10 +26,21 @@ function formatBytes(bytes: number): string {
   return `${u === 0 ? v : v.toFixed(1)} ${units[u]}`;
 }
 
+/**
+ * How much of an output the backend's kernel writes: 'whole' (every element, whatever the inputs: host storage
+ * then skips its zero fill, see emptyUnwritten) or 'partial' (zero-filled on the host, as empty()).
+ */
+export type OutputWrite = 'whole' | 'partial';
+
 /** empty(shape, opts), with an allocation failure (ATTN_SIZE, ATTN_OUT_OF_MEMORY) naming the tensor and the fix. */
-export function emptyOutput(name: OutputName, shape: readonly number[], opts: TensorOptions): Tensor {
+export function emptyOutput(
+  name: OutputName,
+  shape: readonly number[],
+  opts: TensorOptions,
+  write: OutputWrite = 'partial',
+): Tensor {
   try {
-    return empty(shape, opts);
+    return write === 'whole' ? emptyUnwritten(shape, opts) : empty(shape, opts);
   } catch (e) {
     if (!(e instanceof AttnError) || (e.code !== 'ATTN_SIZE' && e.code !== 'ATTN_OUT_OF_MEMORY')) throw e;
     const dtype = opts.dtype ?? 'float32';
@@ -49,9 +60,14 @@ export function emptyOutput(name: OutputName, shape: readonly number[], opts: Te
  * dtype and device, contiguous) when the call gave one, else a fresh tensor as emptyOutput makes. A
  * backend that cannot write into a given out copies its result into it, or declines the call by a rule.
  */
-export function forwardOutput(p: SdpaParams, shape: readonly number[], opts: TensorOptions): Tensor {
+export function forwardOutput(
+  p: SdpaParams,
+  shape: readonly number[],
+  opts: TensorOptions,
+  write: OutputWrite = 'partial',
+): Tensor {
   const given = p.out;
-  if (!given) return emptyOutput(OUTPUT_NAMES.out, shape, opts);
+  if (!given) return emptyOutput(OUTPUT_NAMES.out, shape, opts, write);
   if (given.rank !== shape.length || given.shape.some((s, i) => s !== shape[i])) {
     throw new AttnError(
       'ATTN_BACKEND_OUTPUT',

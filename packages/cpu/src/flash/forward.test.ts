@@ -1,11 +1,12 @@
 // cpu-flash forward against cpu-math (float64) on odd shapes and every feature, on every SIMD level
 // this CPU runs, in float32, float16 and bfloat16.
 import { tensor } from '@attn/core';
-import type { FloatDType, SdpaOptions } from '@attn/core';
+import type { FloatDType, SdpaOptions, SdpaParams } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { cpuMathBackend } from '../math/backend.js';
 import { createCpuFlashBackend } from './backend.js';
 import type { CpuFlashIsa } from './backend.js';
+import { forwardDesc, forwardOutputs } from './marshal.js';
 import { addon } from './native.js';
 import { f32, maxAbsDiff, params, TOL, varlenParams } from './testing.js';
 import type { Shape } from './testing.js';
@@ -165,5 +166,36 @@ describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'add
     const one = createCpuFlashBackend({ threads: 1 }).forward(p).out.toFloat32Array();
     const two = createCpuFlashBackend({ threads: 2 }).forward(p).out.toFloat32Array();
     expect(Buffer.from(two.buffer).equals(Buffer.from(one.buffer))).toBe(true);
+  });
+
+  // Its outputs' host storage is not zero-filled (core's emptyOutput 'whole'), so the kernel must write every
+  // element itself: rows that see no key included. Here out and logsumexp start as NaN (finite inputs).
+  it('writes every element of out and logsumexp', () => {
+    const native = load.ok ? load.addon : null;
+    const calls: Array<[string, SdpaParams]> = [
+      ...FEATURES.map(([name, shape, opts, layout]): [string, SdpaParams] => [
+        name,
+        params(shape, 'float32', opts('float32'), 7, layout),
+      ]),
+      [
+        'varlen, empty sequences',
+        varlenParams([37, 0, 130, 5], [70, 9, 140, 0], { Hq: 4, Hk: 2, D: 24, Dv: 16 }, 'bfloat16'),
+      ],
+      ['grouped decode', params(decode, 'float16', {}, 9)],
+      [
+        'sequsedK with a row that uses no key',
+        params(gqa, 'float32', { sequsedK: tensor([0], [1], { dtype: 'int32' }), isCausal: true }, 4),
+      ],
+    ];
+    for (const isa of isas) {
+      for (const [name, p] of calls) {
+        const { out, logsumexp } = forwardOutputs(p);
+        (out.storage as Uint16Array | Float32Array).fill(out.dtype === 'float32' ? Number.NaN : 0x7fff);
+        (logsumexp.storage as Float32Array).fill(Number.NaN);
+        native!.forward(forwardDesc(p, out, logsumexp, isa, 2));
+        expect([...out.toFloat32Array()].some(Number.isNaN), `${isa} ${name}: out`).toBe(false);
+        expect([...logsumexp.toFloat32Array()].some(Number.isNaN), `${isa} ${name}: logsumexp`).toBe(false);
+      }
+    }
   });
 });

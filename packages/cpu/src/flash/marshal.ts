@@ -148,16 +148,20 @@ export function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
 /**
  * The outputs: out in the query dtype (the call's out when given, else fresh), logsumexp float32
  * (shapes: outputShapes). A kv-cache call's out is stored [B, Sq, Hq, Dv] (sdpaKvCache hands it back
- * in that layout) and viewed as its shape.
+ * in that layout) and viewed as its shape. Fresh ones are not zero-filled: the kernel writes every
+ * element (rows that see no key get 0 and -inf; forward.test.ts checks it on NaN-filled outputs).
  */
 export function forwardOutputs(p: SdpaParams): ForwardOutputs {
   const shapes = outputShapes(p);
   const out = p.kvCache
-    ? emptyOutput(OUTPUT_NAMES.out, [p.batch, p.seqQ, p.headsQ, p.headDimV], { dtype: p.dtype }).transpose(1, 2)
-    : forwardOutput(p, shapes.out, { dtype: p.dtype });
+    ? emptyOutput(OUTPUT_NAMES.out, [p.batch, p.seqQ, p.headsQ, p.headDimV], { dtype: p.dtype }, 'whole').transpose(
+        1,
+        2,
+      )
+    : forwardOutput(p, shapes.out, { dtype: p.dtype }, 'whole');
   return {
     out,
-    logsumexp: emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32' }),
+    logsumexp: emptyOutput(OUTPUT_NAMES.logsumexp, shapes.lse, { dtype: 'float32' }, 'whole'),
   };
 }
 
