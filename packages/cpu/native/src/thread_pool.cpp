@@ -2,16 +2,61 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace attn_cpu {
 namespace {
 
 constexpr int kMaxThreads = 1024;
+
+// How long an idle pool thread, and a caller waiting for its helpers, polls before sleeping on a
+// condition variable. A futex wake-up costs a few to tens of microseconds per thread, and a call that
+// wakes 15 sleeping threads pays it in series on the pool mutex; back-to-back calls (a model's layers,
+// a bench loop) find the threads still polling. OpenMP runtimes poll the same way (OMP_WAIT_POLICY).
+constexpr auto kPollFor = std::chrono::microseconds(300);
+
+// Processors this process may run on: polling is only worth it while every polling thread has one.
+int usable_cpus() {
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return CPU_COUNT(&set);
+#endif
+  const unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+// Polls until done() holds or kPollFor has passed; true when done() held.
+template <class Done>
+bool poll(const Done& done) {
+  const auto until = std::chrono::steady_clock::now() + kPollFor;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= until) return done();
+  }
+}
 
 struct Job {
   TaskFn fn;
@@ -20,7 +65,9 @@ struct Job {
   int max_helpers;                // pool threads allowed besides the caller
   std::atomic<int64_t> next{0};   // kSingle: next unclaimed task; kRanges: tasks claimed so far
   std::atomic<bool> stop{false};  // a task threw: skip what is left
-  int helpers = 0;                // pool threads inside run(); guarded by Pool::mu
+  // Pool threads inside run(): changed only under Pool::mu; read without it by the polling caller.
+  // A helper's decrement is its last access to the job (the caller may then return and free it).
+  std::atomic<int> helpers{0};
   std::mutex error_mu;
   std::exception_ptr error;
   // kRanges: one (lo << 32 | hi) per participant, and the next participant slot to hand out.
@@ -110,14 +157,21 @@ class Pool {
       std::lock_guard<std::mutex> lk(mu_);
       grow(job.max_helpers);
       jobs_.push_back(&job);
-      cv_work_.notify_all();
+      posted_.fetch_add(1, std::memory_order_release);
+      if (sleeping_ > 0) cv_work_.notify_all();
     }
     run_tasks(job);
     if (job.max_helpers > 0) {
-      std::unique_lock<std::mutex> lk(mu_);
-      // No new helper can join once the job is off the list; wait for those inside it.
-      jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
-      cv_done_.wait(lk, [&] { return job.helpers == 0; });
+      {
+        // No new helper can join once the job is off the list; wait for those inside it.
+        std::lock_guard<std::mutex> lk(mu_);
+        jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+      }
+      const auto idle = [&] { return job.helpers.load(std::memory_order_acquire) == 0; };
+      if (!(polling_.load(std::memory_order_relaxed) && poll(idle))) {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_done_.wait(lk, idle);
+      }
     }
     if (job.error) std::rethrow_exception(job.error);
   }
@@ -134,25 +188,45 @@ class Pool {
       std::thread([this] { loop(); }).detach();  // the pool lives as long as the process
       ++threads_;
     }
+    polling_.store(static_cast<int>(threads_) + 1 <= usable_cpus(), std::memory_order_relaxed);
   }
 
   Job* pick() {
     for (Job* j : jobs_) {
-      if (j->helpers < j->max_helpers && j->next.load(std::memory_order_relaxed) < j->n) return j;
+      const bool room = j->helpers.load(std::memory_order_relaxed) < j->max_helpers;
+      if (room && j->next.load(std::memory_order_relaxed) < j->n) return j;
     }
     return nullptr;
   }
 
+  // A pool thread: joins posted jobs; between them polls (kPollFor), then sleeps until a job is posted.
   void loop() {
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
-      Job* job = nullptr;
-      cv_work_.wait(lk, [&] { return (job = pick()) != nullptr; });
-      ++job->helpers;
+      Job* job = pick();
+      if (!job && polling_.load(std::memory_order_relaxed)) {
+        uint64_t seen = posted_.load(std::memory_order_relaxed);
+        lk.unlock();
+        // A job posted after `seen` bumps posted_; one this thread cannot join leaves it polling on.
+        while (poll([&] { return posted_.load(std::memory_order_acquire) != seen; })) {
+          seen = posted_.load(std::memory_order_relaxed);
+          lk.lock();
+          if ((job = pick()) != nullptr) break;
+          lk.unlock();
+        }
+        if (!job) lk.lock();
+      }
+      if (!job) {
+        // Under mu_ from pick() to the wait: a job posted meanwhile sees sleeping_ > 0 and notifies.
+        ++sleeping_;
+        cv_work_.wait(lk, [&] { return (job = pick()) != nullptr; });
+        --sleeping_;
+      }
+      job->helpers.fetch_add(1, std::memory_order_relaxed);
       lk.unlock();
       run_tasks(*job);
       lk.lock();
-      if (--job->helpers == 0) cv_done_.notify_all();
+      if (job->helpers.fetch_sub(1, std::memory_order_acq_rel) == 1) cv_done_.notify_all();
     }
   }
 
@@ -160,6 +234,11 @@ class Pool {
   std::condition_variable cv_work_, cv_done_;
   std::vector<Job*> jobs_;
   size_t threads_ = 0;
+  int sleeping_ = 0;                 // pool threads waiting on cv_work_; guarded by mu_
+  std::atomic<uint64_t> posted_{0};  // jobs posted so far: what polling threads watch
+  // Poll only while the pool threads and a caller each have a processor of their own (grow() keeps it
+  // current): on an oversubscribed machine a polling thread takes the time of one with work.
+  std::atomic<bool> polling_{false};
 };
 
 // Never destroyed: detached threads may still wait on it while the process exits.
