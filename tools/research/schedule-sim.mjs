@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // How the forward's tasks fall on T threads, without running them: the task list of
-// forward_f32.h / forward_bf16_pairs.h (head-major, query blocks by decreasing work), claimed as
+// forward_f32.h / forward_bf16_pairs.h (head-major, a head's query blocks as order.h lists them:
+// largest and smallest work alternating; --order sorted: by decreasing work, the former list), claimed as
 // thread_pool.cpp claims them ('dynamic': one task at a time, the old default; 'steal': contiguous
 // ranges per thread with stealing from the back, Claim::kRanges, the new one; 'guided': runs of
 // max(1, left / T), for comparison only), simulated with each task's cost in key blocks. A task
@@ -8,7 +9,7 @@
 // another core's L2, not its own L2).
 //
 //   node tools/research/schedule-sim.mjs [--shape 1,8,1024,64] [--threads 2,16]
-//       [--qb 64] [--kb 128] [--remote 1] [--setup 0.25]
+//       [--qb 64] [--kb 128] [--remote 1] [--setup 0.25] [--order interleaved|sorted]
 //
 // --remote: unknown for 16 threads; on the 2-vCPU dev machine one thread with 32 heads in a
 // head-scattered order costs no more CPU time than head-major (the L2 streamer hides L3 for tile
@@ -25,6 +26,7 @@ const QB = Number(arg('qb', '64'));
 const KB = Number(arg('kb', '128'));
 const remote = Number(arg('remote', '1'));
 const setup = Number(arg('setup', '0.25'));
+const orderKind = arg('order', 'interleaved');
 
 // Key blocks visited by query block qb (upper-left causal or none), as order_query_blocks counts.
 function work(qb, causal) {
@@ -35,7 +37,10 @@ function work(qb, causal) {
 
 function tasks(causal) {
   const nqb = Math.ceil(S / QB);
-  const order = [...Array(nqb).keys()].sort((a, b) => work(b, causal) - work(a, causal) || a - b);
+  const sorted = [...Array(nqb).keys()].sort((a, b) => work(b, causal) - work(a, causal) || a - b);
+  const order = [];
+  for (let lo = 0, hi = nqb - 1; lo <= hi;) order.push(order.length % 2 === 0 ? sorted[lo++] : sorted[hi--]);
+  if (orderKind === 'sorted') order.splice(0, nqb, ...sorted);
   const list = [];
   for (let head = 0; head < B * H; head++) for (const qb of order) list.push({ head, cost: work(qb, causal) + setup });
   return list;
