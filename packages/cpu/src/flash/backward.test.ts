@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { cpuMathBackend } from '../math/backend.js';
 import { createCpuFlashBackend } from './backend.js';
 import type { CpuFlashIsa } from './backend.js';
+import { backwardBuffers, backwardDesc } from './marshal.js';
 import { addon } from './native.js';
 import { f32, maxAbsDiff, params, varlenParams } from './testing.js';
 import type { Shape } from './testing.js';
@@ -246,5 +247,52 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
     const a = run(1);
     const b = run(3);
     a.forEach((x, i) => expect(x.equals(b[i]!)).toBe(true));
+  });
+
+  // Its gradients' host storage is not zero-filled (core's emptyOutput 'whole'), so the kernel must write every
+  // element itself: keys no query sees, unused keys and empty sequences included. Here dq, dk and dv start as
+  // NaN (finite inputs), under both schedules (1 thread: fused; 16: two passes on these shapes).
+  it('writes every element of dq, dk and dv', () => {
+    const native = load.ok ? load.addon : null;
+    const calls: Array<[string, SdpaParams]> = [
+      ...CASES.map(([name, shape, opts]): [string, SdpaParams] => [
+        name,
+        params(shape, 'float32', { ...opts, requiresGrad: true }, 3),
+      ]),
+      [
+        'varlen, empty sequences, causal lower-right',
+        varlenParams([37, 0, 130, 5], [70, 9, 140, 0], { Hq: 4, Hk: 2, D: 24, Dv: 16 }, 'float32', {
+          isCausal: true,
+          alignment: 'lowerRight',
+          requiresGrad: true,
+        }),
+      ],
+      [
+        'sequsedK with a row that uses no key',
+        params(
+          { ...gqa, B: 2 },
+          'float32',
+          { sequsedK: tensor([0, 77], [2], { dtype: 'int32' }), requiresGrad: true },
+          4,
+        ),
+      ],
+      ['bfloat16, gqa causal', params(gqa, 'bfloat16', { isCausal: true, requiresGrad: true }, 5)],
+    ];
+    for (const isa of isas) {
+      for (const threads of [1, 16]) {
+        for (const [name, p] of calls) {
+          const flash = createCpuFlashBackend({ isa, threads: 2 });
+          const saved = flash.forward(p);
+          const gradOut = randn(saved.out.shape, { dtype: p.dtype, seed: 5 });
+          const bufs = backwardBuffers(p);
+          const nan = p.dtype === 'float32' ? Number.NaN : 0x7fff;
+          for (const t of [bufs.dq, bufs.dk, bufs.dv]) (t.storage as Float32Array | Uint16Array).fill(nan);
+          native!.backward(backwardDesc(p, saved, gradOut, bufs, isa, threads));
+          for (const [k, t] of Object.entries({ dq: bufs.dq, dk: bufs.dk, dv: bufs.dv })) {
+            expect([...t.toFloat32Array()].some(Number.isNaN), `${isa} ${threads} threads ${name}: ${k}`).toBe(false);
+          }
+        }
+      }
+    }
   });
 });

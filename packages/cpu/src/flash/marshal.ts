@@ -181,6 +181,10 @@ export interface BackwardBuffers {
   readonly dbiasDims: number[] | null;
 }
 
+/**
+ * The backward's outputs. dq, dk and dv are not zero-filled: the kernel writes every element (unused keys and
+ * empty sequences get 0; backward.test.ts checks it on NaN-filled buffers). dbias sums into zeros.
+ */
 export function backwardBuffers(p: SdpaParams): BackwardBuffers {
   const additive = p.mask?.kind === 'additive';
   const dims = additive ? maskGradDims(p) : null;
@@ -188,9 +192,9 @@ export function backwardBuffers(p: SdpaParams): BackwardBuffers {
   const shape = (tokens: number, heads: number, d: number, seq: number) =>
     p.varlen ? [tokens, heads, d] : [p.batch, heads, seq, d];
   return {
-    dq: emptyOutput(OUTPUT_NAMES.dq, shape(t.q, p.headsQ, p.headDim, p.seqQ), { dtype: p.dtype }),
-    dk: emptyOutput(OUTPUT_NAMES.dk, shape(t.k, p.headsKV, p.headDim, p.seqK), { dtype: p.dtype }),
-    dv: emptyOutput(OUTPUT_NAMES.dv, shape(t.k, p.headsKV, p.headDimV, p.seqK), { dtype: p.dtype }),
+    dq: emptyOutput(OUTPUT_NAMES.dq, shape(t.q, p.headsQ, p.headDim, p.seqQ), { dtype: p.dtype }, 'whole'),
+    dk: emptyOutput(OUTPUT_NAMES.dk, shape(t.k, p.headsKV, p.headDim, p.seqK), { dtype: p.dtype }, 'whole'),
+    dv: emptyOutput(OUTPUT_NAMES.dv, shape(t.k, p.headsKV, p.headDimV, p.seqK), { dtype: p.dtype }, 'whole'),
     dbias: dims ? new Float32Array(dims.reduce((a, b) => a * b, 1)) : null,
     dbiasDims: dims,
   };
