@@ -161,6 +161,18 @@ describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'add
     expect([...logsumexp.toFloat32Array()].every((x) => x === -Infinity)).toBe(true);
   });
 
+  // bf16 on bf16 pairs (forward_bf16_pairs.h): 1 thread packs its own K and V^T; 16 threads on 2 pairs take
+  // the shared packing pass (the call is large enough for 16: threads.ts). The packed layout is the same, so
+  // the bits are.
+  for (const isa of isas.filter((i) => i === 'avx512bf16' || i === 'amx')) {
+    it(`${isa} bfloat16: own and shared packing give the same bits`, () => {
+      const p = params({ ...gqa, Sq: 512, Sk: 520 }, 'bfloat16', { isCausal: true }, 8);
+      const own = createCpuFlashBackend({ isa, threads: 1 }).forward(p).out.storage as Uint16Array;
+      const shared = createCpuFlashBackend({ isa, threads: 16 }).forward(p).out.storage as Uint16Array;
+      expect(Buffer.from(shared.buffer).equals(Buffer.from(own.buffer))).toBe(true);
+    });
+  }
+
   it('gives the same result for every thread count', () => {
     const p = params(gqa, 'float32', { isCausal: true });
     const one = createCpuFlashBackend({ threads: 1 }).forward(p).out.toFloat32Array();
