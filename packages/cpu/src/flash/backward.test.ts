@@ -278,7 +278,9 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
       ],
       ['bfloat16, gqa causal', params(gqa, 'bfloat16', { isCausal: true, requiresGrad: true }, 5)],
     ];
-    for (const isa of isas) {
+    // Every level this CPU runs: the bf16 case also on the bf16 pairs backward (avx512bf16, amx).
+    const levels = [...isas, ...(runnable.includes('avx512bf16') ? (['avx512bf16'] as const) : [])];
+    for (const isa of levels) {
       for (const threads of [1, 16]) {
         for (const [name, p] of calls) {
           const flash = createCpuFlashBackend({ isa, threads: 2 });

@@ -153,11 +153,9 @@ export function outputShapes(p: SdpaParams): { out: number[]; lse: number[] } {
  */
 export function forwardOutputs(p: SdpaParams): ForwardOutputs {
   const shapes = outputShapes(p);
+  const stored = [p.batch, p.seqQ, p.headsQ, p.headDimV]; // a kv-cache call's out
   const out = p.kvCache
-    ? emptyOutput(OUTPUT_NAMES.out, [p.batch, p.seqQ, p.headsQ, p.headDimV], { dtype: p.dtype }, 'whole').transpose(
-        1,
-        2,
-      )
+    ? emptyOutput(OUTPUT_NAMES.out, stored, { dtype: p.dtype }, 'whole').transpose(1, 2)
     : forwardOutput(p, shapes.out, { dtype: p.dtype }, 'whole');
   return {
     out,
