@@ -1,5 +1,5 @@
 // cpu-flash backward (dq, dk, dv, dbias) against cpu-math's on every SIMD level this CPU runs.
-import { randn, tensor } from '@attn/core';
+import { elementEncoder, randn, tensor } from '@attn/core';
 import type { FloatDType, SdpaOptions, SdpaParams } from '@attn/core';
 import { describe, expect, it } from 'vitest';
 import { cpuMathBackend } from '../math/backend.js';
@@ -287,7 +287,7 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
           const saved = flash.forward(p);
           const gradOut = randn(saved.out.shape, { dtype: p.dtype, seed: 5 });
           const bufs = backwardBuffers(p);
-          const nan = p.dtype === 'float32' ? Number.NaN : 0x7fff;
+          const nan = elementEncoder(p.dtype)(Number.NaN);
           for (const t of [bufs.dq, bufs.dk, bufs.dv]) (t.storage as Float32Array | Uint16Array).fill(nan);
           native!.backward(backwardDesc(p, saved, gradOut, bufs, isa, threads));
           for (const [k, t] of Object.entries({ dq: bufs.dq, dk: bufs.dk, dv: bufs.dv })) {

@@ -2,11 +2,12 @@
 // this CPU runs, in float32, float16 and bfloat16.
 import { tensor } from '@attn/core';
 import type { FloatDType, SdpaOptions, SdpaParams } from '@attn/core';
+import { nanOutputs } from '@attn/core/testing';
 import { describe, expect, it } from 'vitest';
 import { cpuMathBackend } from '../math/backend.js';
 import { createCpuFlashBackend } from './backend.js';
 import type { CpuFlashIsa } from './backend.js';
-import { forwardDesc, forwardOutputs } from './marshal.js';
+import { forwardDesc } from './marshal.js';
 import { addon } from './native.js';
 import { f32, maxAbsDiff, params, TOL, varlenParams } from './testing.js';
 import type { Shape } from './testing.js';
@@ -201,9 +202,7 @@ describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'add
     ];
     for (const isa of isas) {
       for (const [name, p] of calls) {
-        const { out, logsumexp } = forwardOutputs(p);
-        (out.storage as Uint16Array | Float32Array).fill(out.dtype === 'float32' ? Number.NaN : 0x7fff);
-        (logsumexp.storage as Float32Array).fill(Number.NaN);
+        const { out, logsumexp } = nanOutputs(p);
         native!.forward(forwardDesc(p, out, logsumexp, isa, 2));
         expect([...out.toFloat32Array()].some(Number.isNaN), `${isa} ${name}: out`).toBe(false);
         expect([...logsumexp.toFloat32Array()].some(Number.isNaN), `${isa} ${name}: logsumexp`).toBe(false);
