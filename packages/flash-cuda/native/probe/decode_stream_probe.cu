@@ -5,15 +5,20 @@
 //    stage; paged: one box per 16-key page and 64 dims) that complete on the stage's mbarrier; 4 consumer warps
 //    wait on it and hand the buffer back through a second mbarrier;
 //  - "cpasync": the 4 warps issue 16-byte cp.async copies into the same swizzled layout, a classic multi-stage
-//    ring (wait_group + barrier).
+//    ring (wait_group + barrier);
+//  - "ws-cpasync" (--deep only): 4 more warps issue those copies and signal each stage's mbarrier, the 4 consumer
+//    warps never wait on a CTA barrier (warp specialization on cp.async).
 // With `math` the consumers do the decode's tensor-core work on each stage (each warp S = Q.K^T and O += P.V on
 // its 16 keys with mma.sync, exp2 on the scores), otherwise they only touch the buffer. Dense, or paged with
 // 16-key pages in a shuffled block table; K and V zero, or with --random bf16 values like a real cache's. CUDA
-// events around 100 back-to-back launches after 20; one JSON line per configuration. Answers: which path and ring depth reaches the read ceiling (scripts/read-ceiling.cu).
+// events around 100 back-to-back launches after 20; one JSON line per configuration. Answers: which path and ring
+// depth reaches the read ceiling (scripts/read-ceiling.cu). --kernels: flash-cuda's decode-shaped kernels alone
+// beside it; --deep: the decode kernel at ring depths 3-6 and the rings with the math, all-warps or
+// warp-specialized, in two rounds.
 //
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I packages/flash-cuda/native/src \
 //     -I packages/cuda/native/include -I packages/native/include -o decode-stream-probe \
-//     packages/flash-cuda/native/probe/decode_stream_probe.cu && ./decode-stream-probe [--one] [--random]
+//     packages/flash-cuda/native/probe/decode_stream_probe.cu && ./decode-stream-probe [--one | --kernels | --deep] [--random]
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -237,6 +242,66 @@ __global__ void __launch_bounds__(kConsumers * 32) cpasync_kernel(Args a) {
   if (acc == 1234.5f) atomicAdd(a.sink, 1u);
 }
 
+// ---- warp-specialized cp.async ring: warps kConsumers.. (kConsumers producers) issue every stage's copies
+// and signal the stage's full mbarrier by cp.async.mbarrier.arrive; the consumer warps wait on it, compute and
+// release the stage on its empty mbarrier. No CTA barrier: the copies never wait on a warp's math.
+template <int kStages, bool kMath>
+__global__ void __launch_bounds__(2 * kConsumers * 32) ws_cpasync_kernel(Args a) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  __shared__ __align__(8) uint64_t full[kStages], empty[kStages];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const Range rg = cta_range(a.splits);
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(smem_addr(&full[s]), kConsumers * 32);
+      mbar_init(smem_addr(&empty[s]), kConsumers);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (warp >= kConsumers) {
+    const int ptid = tid - kConsumers * 32, c = ptid & 15, r0 = ptid >> 4;
+    const int64_t rs = int64_t(kHk) * kD;
+    for (int i = 0; i < rg.stages_n; ++i) {
+      const int s = i % kStages;
+      mbar_wait(smem_addr(&empty[s]), ((i / kStages) & 1) ^ 1);
+      const uint32_t sk = smem_addr(smem + s * kStageBytes), sv = sk + kStageBytes / 2;
+      const int key0 = rg.key0 + i * kN;
+#pragma unroll
+      for (int r = 0; r < kN / 8; ++r) {
+        const int row = r0 + 8 * r, key = key0 + row;
+        const int64_t off = (int64_t(rg.b) * kS + key) * rs + rg.hk * kD + c * 8;
+        cp_async_16(sk + chunk_off(row, c), a.k + off, 16);
+        cp_async_16(sv + chunk_off(row, c), a.v + off, 16);
+      }
+      cp_async_mbar_arrive(smem_addr(&full[s]));
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  uint32_t q[8][4];
+  probe_q(q, lane);
+  float o[16][4] = {};
+  float acc = 0.f;
+  for (int i = 0; i < rg.stages_n; ++i) {
+    const int s = i % kStages;
+    mbar_wait(smem_addr(&full[s]), (i / kStages) & 1);
+    const uint32_t sk = smem_addr(smem + s * kStageBytes), sv = sk + kStageBytes / 2;
+    if constexpr (kMath) {
+      acc += stage_math(sk, sv, q, o, warp, lane);
+    } else {
+      acc += __uint_as_float(*reinterpret_cast<const uint32_t*>(smem + s * kStageBytes + tid * 4));
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
+  }
+#pragma unroll
+  for (int i = 0; i < 16; ++i) acc += o[i][0] + o[i][3];
+  if (acc == 1234.5f) atomicAdd(a.sink, 1u);
+}
+
 struct Ctx {
   Args a;
   CUtensorMap mk, mv, pk, pv;
@@ -260,7 +325,10 @@ double launch_us(Ctx& cx, Launch launch, cudaError_t& err) {
 
 template <typename Launch>
 void time_it(Ctx& cx, const char* path, int stages, bool math, bool paged, int splits, int smem, Launch launch) {
-  const int threads = std::string(path) == "tma" ? (kConsumers + 1) * 32 : kConsumers * 32;
+  const std::string pth(path);
+  const int threads = pth == "tma"          ? (kConsumers + 1) * 32
+                      : pth == "ws-cpasync" ? 2 * kConsumers * 32
+                                            : kConsumers * 32;
   int per_sm = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, launch(true), threads, smem);
   cudaError_t err;
@@ -348,7 +416,41 @@ void time_merges(Ctx& cx, attn::flash::FwdParams p, int splits, int batch) {
   report("decode-cluster", launch_us(cx, [&] { run_fwd_decode<Tr>(p, nullptr, 0); }, err), err);
 }
 
-void run_kernels(Ctx& cx) {
+template <int kStages, bool kMath>
+void run_ws(Ctx& cx, int splits) {
+  const dim3 grid(splits, kHk, kB);
+  const int smem = kStages * kStageBytes + 1024;
+  Args a = cx.a;
+  a.splits = splits;
+  auto kern = ws_cpasync_kernel<kStages, kMath>;
+  cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  time_it(cx, "ws-cpasync", kStages, kMath, false, splits, smem, [&](bool query) -> const void* {
+    if (!query) kern<<<grid, 2 * kConsumers * 32, smem>>>(a);
+    return reinterpret_cast<const void*>(kern);
+  });
+}
+
+// --deep: the decode kernel with deeper rings (64-key tiles, 4 warps) at the decode shape's split counts, in
+// rounds, beside the cp.async rings with the decode math (all warps issuing, or warp-specialized).
+void run_deep(Ctx& cx, attn::flash::FwdParams p) {
+  using namespace attn::flash;
+  for (int round = 0; round < 2; ++round) {
+    for (int splits : {2, 4}) {
+      time_merges<DecodeTraits<128, 64, 3, E>>(cx, p, splits, kB);
+      time_merges<DecodeTraits<128, 64, 4, E>>(cx, p, splits, kB);
+      time_merges<DecodeTraits<128, 64, 5, E>>(cx, p, splits, kB);
+      time_merges<DecodeTraits<128, 64, 6, E>>(cx, p, splits, kB);
+      run_config<3, true, false>(cx, splits);
+      run_config<5, true, false>(cx, splits);
+      run_ws<3, true>(cx, splits);
+      run_ws<4, true>(cx, splits);
+      run_ws<5, true>(cx, splits);
+      run_ws<4, false>(cx, splits);
+    }
+  }
+}
+
+void run_kernels(Ctx& cx, bool deep) {
   using namespace attn::flash;
   constexpr int kHq = 32;
   E *q, *o;
@@ -374,6 +476,10 @@ void run_kernels(Ctx& cx) {
   p.aligned16 = true;
   p.pack_gqa = true, p.m_blocks = 1;
   p.oaccum = oacc, p.lse_accum = lacc, p.oaccum_stride = kD, p.accum_rows = int64_t(kB) * kHq;
+  if (deep) {
+    run_deep(cx, p);
+    return;
+  }
   using Dec = DecodeTraits<128, 64, 3, E>;
   using Lean = FwdTraits<128, 64, 128, 4, false, E, false>;
   for (int batch : {1, 2, 4, 8})
@@ -420,8 +526,8 @@ int main(int argc, char** argv) {
   cx.pv = tiled_map_4d(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, v, pdims, pstrides, pbox, "V pages");
   cudaEventCreate(&cx.e0);
   cudaEventCreate(&cx.e1);
-  if (argc > 1 && std::string(argv[1]) == "--kernels") {
-    run_kernels(cx);
+  if (argc > 1 && (std::string(argv[1]) == "--kernels" || std::string(argv[1]) == "--deep")) {
+    run_kernels(cx, std::string(argv[1]) == "--deep");
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "--one") {  // one configuration (3 stages, math, 4 splits), for ncu

@@ -53,7 +53,7 @@ struct DecodeTraits {
   static constexpr int kOffsetsAt = kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes;  // bytes past the ring's start
   // Paged calls' block-table entries (int32, one per key row) of the tiles 2 kStages ahead, a ring of
   // kEntrySlots tiles after the offsets (the kernel's copy_entry says why that far).
-  static constexpr int kEntrySlots = 8;
+  static constexpr int kEntrySlots = 2 * kStages_ > 8 ? 2 * kStages_ : 8;
   static constexpr int kEntriesAt = kOffsetsAt + kOffsetBytes;
   static constexpr int kSmemBytes = kSmemQElems * 2 + kEntriesAt + kEntrySlots * kBlockN * 4;
 
