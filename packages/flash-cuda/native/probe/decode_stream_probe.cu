@@ -115,6 +115,32 @@ __device__ __forceinline__ Range cta_range(int splits) {
   return {int(blockIdx.z), int(blockIdx.y), n0 * kN, max(0, n1 - n0)};
 }
 
+// The consumer warps of the mbarrier rings (TMA, warp-specialized cp.async): wait for each stage's 'full'
+// mbarrier, do the stage's work, hand it back on its 'empty' mbarrier (one arrival per warp).
+template <int kStages, bool kMath>
+__device__ __forceinline__ void consume_stages(const unsigned char* smem, uint64_t* full, uint64_t* empty,
+                                               const Range& rg, const Args& a, int warp, int lane) {
+  uint32_t q[8][4];
+  probe_q(q, lane);
+  float o[16][4] = {};
+  float acc = 0.f;
+  for (int i = 0; i < rg.stages_n; ++i) {
+    const int s = i % kStages;
+    mbar_wait(smem_addr(&full[s]), (i / kStages) & 1);
+    const uint32_t sk = smem_addr(smem + s * kStageBytes), sv = sk + kStageBytes / 2;
+    if constexpr (kMath) {
+      acc += stage_math(sk, sv, q, o, warp, lane);
+    } else {
+      acc += __uint_as_float(*reinterpret_cast<const uint32_t*>(smem + s * kStageBytes + threadIdx.x * 4));
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
+  }
+#pragma unroll
+  for (int i = 0; i < 16; ++i) acc += o[i][0] + o[i][3];
+  if (acc == 1234.5f) atomicAdd(a.sink, 1u);
+}
+
 // ---- TMA ring: warp kConsumers is the producer.
 template <int kStages, bool kMath, bool kPaged>
 __global__ void __launch_bounds__((kConsumers + 1) * 32)
@@ -167,25 +193,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 32)
     }
     return;
   }
-  uint32_t q[8][4];
-  probe_q(q, lane);
-  float o[16][4] = {};
-  float acc = 0.f;
-  for (int i = 0; i < rg.stages_n; ++i) {
-    const int s = i % kStages;
-    mbar_wait(smem_addr(&full[s]), (i / kStages) & 1);
-    const uint32_t sk = smem_addr(smem + s * kStageBytes), sv = sk + kStageBytes / 2;
-    if constexpr (kMath) {
-      acc += stage_math(sk, sv, q, o, warp, lane);
-    } else {
-      acc += __uint_as_float(*reinterpret_cast<const uint32_t*>(smem + s * kStageBytes + threadIdx.x * 4));
-    }
-    __syncwarp();
-    if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
-  }
-#pragma unroll
-  for (int i = 0; i < 16; ++i) acc += o[i][0] + o[i][3];
-  if (acc == 1234.5f) atomicAdd(a.sink, 1u);
+  consume_stages<kStages, kMath>(smem, full, empty, rg, a, warp, lane);
 }
 
 // ---- cp.async ring: the 4 warps load and compute.
@@ -281,25 +289,7 @@ __global__ void __launch_bounds__(2 * kConsumers * 32) ws_cpasync_kernel(Args a)
     cp_async_wait<0>();
     return;
   }
-  uint32_t q[8][4];
-  probe_q(q, lane);
-  float o[16][4] = {};
-  float acc = 0.f;
-  for (int i = 0; i < rg.stages_n; ++i) {
-    const int s = i % kStages;
-    mbar_wait(smem_addr(&full[s]), (i / kStages) & 1);
-    const uint32_t sk = smem_addr(smem + s * kStageBytes), sv = sk + kStageBytes / 2;
-    if constexpr (kMath) {
-      acc += stage_math(sk, sv, q, o, warp, lane);
-    } else {
-      acc += __uint_as_float(*reinterpret_cast<const uint32_t*>(smem + s * kStageBytes + tid * 4));
-    }
-    __syncwarp();
-    if (lane == 0) mbar_arrive(smem_addr(&empty[s]));
-  }
-#pragma unroll
-  for (int i = 0; i < 16; ++i) acc += o[i][0] + o[i][3];
-  if (acc == 1234.5f) atomicAdd(a.sink, 1u);
+  consume_stages<kStages, kMath>(smem, full, empty, rg, a, warp, lane);
 }
 
 struct Ctx {

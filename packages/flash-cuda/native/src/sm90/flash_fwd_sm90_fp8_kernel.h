@@ -1,6 +1,7 @@
 // The Hopper fp8 forward kernel: float8_e4m3 q, k, v (per-tensor descale factors), bf16 out, fp32 logsumexp.
-// FlashAttention-3's fp8 forward on the 16-bit kernel's schedule (flash_fwd_sm90_ws_kernel.h, which says how the
-// two consumer warpgroups take turns and overlap P.V with the softmax); what differs is fp8's:
+// FlashAttention-3's fp8 forward on the 16-bit kernel's schedule: the same consumer key loop
+// (sm90/fwd_sm90_consumer.h: the two consumer warpgroups take turns and overlap P.V with the softmax), with K and
+// V released apart; what differs is fp8's:
 //   - both GEMMs are e4m3 wgmma (k32), P is rounded to e4m3 (relative to the running row max, as the 16-bit
 //     kernel rounds it to bf16) and scaled by nothing else;
 //   - the descale factors: q's and k's are folded into the score multiplier by the host (p.score_mul), v's
@@ -12,7 +13,6 @@
 // 16..128 in steps of 16, every tensor 16-byte aligned (the plan declines the rest).
 #pragma once
 #include <cstdint>
-#include <type_traits>
 
 #include "attn/barriers.h"
 #include "attn/ptx.h"
@@ -20,6 +20,7 @@
 #include "common/fwd_params.h"
 #include "common/row_state.h"
 #include "common/tile_io.h"
+#include "sm90/fwd_sm90_consumer.h"
 #include "sm90/fwd_sm90_fp8_ops.h"
 #include "sm90/fwd_sm90_fp8_traits.h"
 #include "sm90/fwd_sm90_mma.h"
@@ -28,6 +29,24 @@
 
 namespace attn::flash {
 
+// The fp8 GEMMs of sm90::consumer_key_loop: e4m3 wgmma (k32), K and V^T K-major in the ring (a stage is one
+// tile further), P rounded to e4m3 in registers.
+template <typename Tr>
+struct GemmsFp8 {
+  static constexpr uint32_t kTileUnits = Tr::kTileBytes / 16;  // one tile, in descriptor units
+  uint64_t q, k, vt;
+  __device__ __forceinline__ void qk(float (&s)[Tr::kNTiles][4], int stage) const {
+    sm90::issue_qk_fp8<Tr>(s, q, k + stage * kTileUnits);
+  }
+  __device__ __forceinline__ void pv(float (&acc_o)[Tr::kDTiles][4], const uint32_t (&pa)[Tr::kPSteps][4],
+                                     int stage) const {
+    sm90::issue_pv_fp8<Tr>(acc_o, pa, vt + stage * kTileUnits);
+  }
+  __device__ __forceinline__ void pack(const float (&s)[Tr::kNTiles][4], uint32_t (&pa)[Tr::kPSteps][4]) const {
+    sm90::pack_p_fp8<Tr>(s, pa);
+  }
+};
+
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     flash_fwd_sm90_fp8_kernel(const __grid_constant__ FwdParams p) {
@@ -35,10 +54,11 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   using E = typename Tr::Element;
   using L = Bytes64Layout<128>;  // tile copies by the producer's 128 threads, in 2-byte units
   constexpr int kN = Tr::kBlockN, kStages = Tr::kStages, kConsumers = Tr::kNThreads;
-  constexpr uint32_t kTileUnits = Tr::kTileBytes / 16;  // one tile, in descriptor units
-  // Named barriers: 1 = the consumers' own (Q landed, O staged); 2 + wg = warpgroup wg's turn on the tensor
-  // cores; 4 = the producer's (a staged V tile landed / was read by every producer thread).
-  constexpr int kConsumerBar = 1, kTurnBar = 2, kProducerBar = 4;
+  // Named barriers: 1 = the consumers' own (Q landed, O staged); sm90::kTurnBar + wg = warpgroup wg's turn on the
+  // tensor cores (fwd_sm90_consumer.h); 4 = the producer's (a staged V tile landed / was read by every producer
+  // thread).
+  constexpr int kConsumerBar = 1, kProducerBar = 4;
+  static_assert(kProducerBar >= sm90::kTurnBar + 2, "the producer's barrier is not a turn's");
   dependent_launch_prologue();  // before any global access (common/dependent_launch.h)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -141,62 +161,8 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   const uint64_t desc_k = sm90::make_desc(sK, 16, 1024), desc_vt = sm90::make_desc(sVt, 16, 1024);
   float acc_o[1][Tr::kDTiles][4], row_max[1][2], row_sum[1][2];
   sm90::init_rows<Tr>(acc_o, row_max, row_sum);
-  float s[1][Tr::kNTiles][4];
-  uint32_t pa[Tr::kPSteps][4];  // P of the previous tile, issued with this tile's Q.K^T
-
-  // Turn-taking as in the 16-bit kernel: every named barrier completes as often as it is waited on.
-  if (wg == 1 && n_end > 0) named_barrier_arrive(kTurnBar, kConsumers);
-  int stage = 0, prev_stage = 0;
-  uint32_t phase = 0, prev_phase = 0;
-  auto consume = [&](int n, auto prev_tag) {
-    constexpr bool kPrev = decltype(prev_tag)::value;
-    sm90::mbar_wait(k_full + 8 * stage, phase);
-    if constexpr (kPrev) sm90::mbar_wait(v_full + 8 * prev_stage, prev_phase);
-    sm90::fence_proxy_async();
-    named_barrier_sync(kTurnBar + wg, kConsumers);
-    sm90::fence_operands(s[0]);
-    sm90::fence_operands(acc_o[0]);
-    sm90::wgmma_fence();
-    sm90::issue_qk_fp8<Tr>(s[0], desc_q, desc_k + stage * kTileUnits);
-    sm90::wgmma_commit();
-    if constexpr (kPrev) {
-      sm90::issue_pv_fp8<Tr>(acc_o[0], pa, desc_vt + prev_stage * kTileUnits);
-      sm90::wgmma_commit();
-    }
-    named_barrier_arrive_if(wg == 0 || n > 0, kTurnBar + (wg ^ 1), kConsumers);
-
-    sm90::wgmma_wait<kPrev ? 1 : 0>();  // S_n (the older group); P.V may still run
-    sm90::fence_operands(s[0]);
-    if (lane == 0) sm90::mbar_arrive(k_empty + 8 * stage);  // K_n read
-    if (sm90::boundary_tile<Tr>(p, w, n)) mask_scores<false, 1, Tr::kNTiles, 1>(s, p, rc, n * kN, t);
-    float corr[1][2];
-    softmax_probs<true>(s, row_max, row_sum, p.score_mul, corr);
-    if constexpr (kPrev) {
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(acc_o[0]);
-      if (lane == 0) sm90::mbar_arrive(v_empty + 8 * prev_stage);
-    }
-    rescale_o(acc_o, corr);
-    sm90::pack_p_fp8<Tr>(s[0], pa);
-    prev_stage = stage;
-    prev_phase = phase;
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1;
-    }
-  };
-  if (n_end > 0) {
-    consume(n_end - 1, std::false_type{});
-#pragma unroll 1
-    for (int n = n_end - 2; n >= 0; --n) consume(n, std::true_type{});
-    sm90::mbar_wait(v_full + 8 * prev_stage, prev_phase);  // the last tile's P.V
-    sm90::fence_operands(acc_o[0]);
-    sm90::wgmma_fence();
-    sm90::issue_pv_fp8<Tr>(acc_o[0], pa, desc_vt + prev_stage * kTileUnits);
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    sm90::fence_operands(acc_o[0]);
-  }
+  sm90::consumer_key_loop<Tr, true, true>(p, w, rc, {k_full, k_empty, v_full, v_empty},
+                                          GemmsFp8<Tr>{desc_q, desc_k, desc_vt}, wg, lane, t, acc_o, row_max, row_sum);
 #pragma unroll
   for (int dt = 0; dt < Tr::kDTiles; ++dt)
 #pragma unroll

@@ -5,17 +5,11 @@
 //     the stage ('empty' mbarrier): the consumers never wait on a __syncthreads. With kSplitRelease, K and V
 //     each have their own pair of mbarriers: K_n's buffer is released once S_n is done, V_n's once P_n.V_n is,
 //     so the next K load starts a GEMM earlier (what a 2-stage ring, D 256, needs to keep a tile in flight).
-//   - Two consumer warpgroups, 64 query rows each, take turns issuing their GEMMs (named barriers 2 and 3):
-//     while one runs S = Q.K_n^T and O += P_{n+1}.V_{n+1} on the tensor cores, the other runs its softmax.
-//   - Within a warpgroup, the P.V of the previous tile is issued together with this tile's Q.K^T and only
-//     waited for after this tile's softmax has computed its row maxima and probabilities (O's rescale needs
-//     it; nothing before does).
-// Per key tile n, consumer warpgroup wg:
-//   wait full[n] (and V's full[n+1]); wait for our turn; issue S_n = Q.K_n^T, issue O += P_{n+1}.V_{n+1}; hand
-//   the turn over; wait S_n (release K_n); masks; probabilities; wait P.V; release V_{n+1}; rescale O; pack P_n
+//   - Two consumer warpgroups, 64 query rows each, run the key loop of sm90/fwd_sm90_consumer.h (shared with the
+//     fp8 kernel): they take turns issuing their GEMMs, and each overlaps the previous tile's P.V with this tile's
+//     softmax. Gemms16 below is what is 16-bit about it.
 #pragma once
 #include <cstdint>
-#include <type_traits>
 
 #include "common/dependent_launch.h"
 #include "common/fwd_params.h"
@@ -24,6 +18,7 @@
 #include "common/row_state.h"
 #include "common/tile_io.h"
 #include "attn/barriers.h"
+#include "sm90/fwd_sm90_consumer.h"
 #include "sm90/fwd_sm90_mma.h"
 #include "sm90/fwd_sm90_traits.h"
 #include "sm90/fwd_sm90_work.h"
@@ -31,16 +26,34 @@
 
 namespace attn::flash {
 
+// The 16-bit GEMMs of sm90::consumer_key_loop: both on wgmma, S from Q and K in shared memory, O += P.V with P
+// in registers (bf16 or fp16) and V MN-major; a ring stage is kSmemKVElems elements further.
+template <typename Tr>
+struct Gemms16 {
+  static constexpr uint32_t kKVUnits = Tr::kSmemKVElems * 2 / 16;  // one stage, in descriptor units (16 bytes)
+  sm90::TileDescs desc;
+  __device__ __forceinline__ void qk(float (&s)[Tr::kNTiles][4], int stage) const {
+    sm90::issue_qk<Tr>(s, desc.q, desc.k + stage * kKVUnits);
+  }
+  __device__ __forceinline__ void pv(float (&acc_o)[Tr::kDTiles][4], const uint32_t (&pa)[Tr::kPSteps][4],
+                                     int stage) const {
+    sm90::issue_pv<Tr>(acc_o, pa, desc.v + stage * kKVUnits);
+  }
+  __device__ __forceinline__ void pack(const float (&s)[Tr::kNTiles][4], uint32_t (&pa)[Tr::kPSteps][4]) const {
+    sm90::pack_p<Tr>(s, pa);
+  }
+};
+
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
     flash_fwd_sm90_ws_kernel(const __grid_constant__ FwdParams p) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using E = typename Tr::Element;
-  constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kNT = Tr::kNTiles, kDT = Tr::kDTiles;
+  constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kDT = Tr::kDTiles;
   constexpr int kStages = Tr::kStages, kConsumers = Tr::kNThreads;
-  constexpr uint32_t kKVUnits = Tr::kSmemKVElems * 2 / 16;  // one stage, in descriptor units (16 bytes)
-  // Named barriers: 1 = the consumers' own (Q landed, O staged); 2 + wg = warpgroup wg's turn on the tensor cores.
-  constexpr int kConsumerBar = 1, kTurnBar = 2;
+  // Named barriers: 1 = the consumers' own (Q landed, O staged); sm90::kTurnBar + wg = warpgroup wg's turn on the
+  // tensor cores (fwd_sm90_consumer.h).
+  constexpr int kConsumerBar = 1;
   dependent_launch_prologue();  // before any global access (common/dependent_launch.h)
 
   extern __shared__ __align__(128) unsigned char smem_raw[];
@@ -120,15 +133,6 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   sm90::fence_proxy_async();
   named_barrier_sync(kConsumerBar, kConsumers);
 
-  const sm90::TileDescs desc = sm90::tile_descs<Tr>(sQ, sK, sV, wg);
-  float acc_o[1][kDT][4], row_max[1][2], row_sum[1][2];
-  sm90::init_rows<Tr>(acc_o, row_max, row_sum);
-  float s[1][kNT][4];
-  uint32_t pa[Tr::kPSteps][4];  // P of the previous tile, issued with this tile's Q.K^T
-
-  // Turn-taking: warpgroup 0 issues first; after issuing its GEMMs each warpgroup hands the turn to the
-  // other, except warpgroup 1 after its last tile (no turn follows it). Every named barrier then completes
-  // as often as it is waited on, and none is left half-arrived when the CTA exits.
   // ATTN_SM90_WS_NO_TURNS (diagnostic builds only, tools/research/ws-race-probe.sh) compiles the turn-taking out,
   // so that compute-sanitizer's racecheck can be run with and without the named-barrier hand-offs.
 #ifdef ATTN_SM90_WS_NO_TURNS
@@ -136,61 +140,11 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
 #else
   constexpr bool kTurns = true;
 #endif
-  if (kTurns && wg == 1 && n_end > 0) named_barrier_arrive(kTurnBar, kConsumers);
-  int stage = 0, prev_stage = 0;
-  uint32_t phase = 0, prev_phase = 0;
-  // One key tile; kPrev: the previous tile's P.V is issued with it (every tile but the first). A template
-  // constant, not a branch, so that no control flow separates the batch's wgmma instructions.
-  auto consume = [&](int n, auto prev_tag) {
-    constexpr bool kPrev = decltype(prev_tag)::value;
-    sm90::mbar_wait(full_bar + 8 * stage, phase);
-    if constexpr (kSplit && kPrev) sm90::mbar_wait(v_full_bar + 8 * prev_stage, prev_phase);
-    sm90::fence_proxy_async();
-    if constexpr (kTurns) named_barrier_sync(kTurnBar + wg, kConsumers);
-    sm90::fence_operands(s[0]);
-    sm90::fence_operands(acc_o[0]);
-    sm90::wgmma_fence();
-    sm90::issue_qk<Tr>(s[0], desc.q, desc.k + stage * kKVUnits);
-    sm90::wgmma_commit();
-    if constexpr (kPrev) {
-      sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
-      sm90::wgmma_commit();
-    }
-    if constexpr (kTurns) named_barrier_arrive_if(wg == 0 || n > 0, kTurnBar + (wg ^ 1), kConsumers);
-
-    sm90::wgmma_wait<kPrev ? 1 : 0>();  // S_n (the older group); P.V may still run
-    sm90::fence_operands(s[0]);
-    if (kSplit && lane == 0) sm90::mbar_arrive(empty_bar + 8 * stage);  // K_n read
-    if (sm90::boundary_tile<Tr>(p, w, n)) mask_scores<false, 1, kNT, 1>(s, p, rc, n * kN, t);
-    float corr[1][2];
-    softmax_probs<true>(s, row_max, row_sum, p.score_mul, corr);
-    if constexpr (kPrev) {
-      sm90::wgmma_wait<0>();
-      sm90::fence_operands(acc_o[0]);
-      if (lane == 0) sm90::mbar_arrive(v_empty_bar + 8 * prev_stage);
-    }
-    rescale_o(acc_o, corr);
-    sm90::pack_p<Tr>(s[0], pa);
-    prev_stage = stage;
-    prev_phase = phase;
-    if (++stage == kStages) {
-      stage = 0;
-      phase ^= 1;
-    }
-  };
-  if (n_end > 0) {
-    consume(n_end - 1, std::false_type{});
-#pragma unroll 1
-    for (int n = n_end - 2; n >= 0; --n) consume(n, std::true_type{});
-    // the last tile's P.V
-    if constexpr (kSplit) sm90::mbar_wait(v_full_bar + 8 * prev_stage, prev_phase);
-    sm90::fence_operands(acc_o[0]);
-    sm90::wgmma_fence();
-    sm90::issue_pv<Tr>(acc_o[0], pa, desc.v + prev_stage * kKVUnits);
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    sm90::fence_operands(acc_o[0]);
-  }
+  const sm90::TileDescs desc = sm90::tile_descs<Tr>(sQ, sK, sV, wg);
+  float acc_o[1][kDT][4], row_max[1][2], row_sum[1][2];
+  sm90::init_rows<Tr>(acc_o, row_max, row_sum);
+  sm90::consumer_key_loop<Tr, kSplit, kTurns>(p, w, rc, {full_bar, empty_bar, v_full_bar, v_empty_bar},
+                                              Gemms16<Tr>{desc}, wg, lane, t, acc_o, row_max, row_sum);
   // The epilogue orders the staged O's writes (in the Q tile, which only the consumers use) before its reads
   // with the consumers' own barrier: no CTA-wide barrier in the role-divergent code (synccheck reports one). Every
   // named barrier of the turn-taking completes as often as it is waited on (warpgroup 0 takes no spare turn before
