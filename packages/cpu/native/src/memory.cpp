@@ -6,6 +6,7 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace attn_cpu {
@@ -31,6 +32,17 @@ void prefault_for_write(void* begin, void* end) {
   (void)begin;
   (void)end;
 #endif
+}
+
+size_t l2_cache_bytes() {
+  static const size_t bytes = [] {
+    long n = 0;
+#if defined(__linux__) && defined(_SC_LEVEL2_CACHE_SIZE)
+    n = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return n > 0 ? static_cast<size_t>(n) : size_t{1} << 20;
+  }();
+  return bytes;
 }
 
 namespace {

@@ -27,6 +27,10 @@ void* thread_keep_area(size_t bytes, bool* fresh);
 void* take_call_buffer(size_t bytes, size_t* capacity);
 void give_call_buffer(void* p, size_t capacity);
 
+// The L2 cache of the core running the caller, in bytes, as the OS reports it (Linux: sysconf, which reads
+// /sys), or 1 MiB where it reports none. Read once per process. For sizing working sets only.
+size_t l2_cache_bytes();
+
 // Owns one aligned allocation of n elements of T (T trivially constructible; not initialized).
 template <class T>
 class Buffer {

@@ -155,8 +155,8 @@ describe.skipIf(!load.ok)('cpu-flash backward', () => {
     ['alibi + softcap', gqa, { alibiSlopes: f32([0.5, 0.25, 0.125, 0.0625]), softcap: 4 }],
     ['additive mask [B, 1, Sq, 1]', odd, { attnMask: additive([2, 1, 37, 1]) }],
     ['Delta in its own pass', { B: 1, Hq: 2, Hk: 1, Sq: 70, Sk: 8250, D: 16, Dv: 8 }, { isCausal: true }],
-    // fp32 at D 128: the fused task walks its 10 key blocks in ranges of 4 (backward.h key_chunk_blocks), the
-    // last one cut by Sk; the two passes walk them whole.
+    // fp32 at D 128: the fused task walks its 10 key blocks in ranges (backward.h key_chunk_blocks: 4 a range on a
+    // 2 MB L2, 2 where the OS reports no L2 size), the last one cut by Sk; the two passes walk them whole.
     ['key blocks in ranges, D 128', { B: 1, Hq: 2, Hk: 1, Sq: 130, Sk: 620, D: 128, Dv: 128 }, {}],
   ];
   for (const dtype of ['float32', 'bfloat16', 'float16'] as const) {

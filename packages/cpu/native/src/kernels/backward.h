@@ -562,21 +562,20 @@ inline void bwd_dq_task(const BwdCtx& cx, int64_t t) {
 inline int64_t kv_sum_ld(const BwdCtx& cx) { return cx.nkb * kBwdBN + 16; }
 // The sums' floats at leading dimension ld (kv_sum_ld; the fused-or-two-pass choice counts the keys alone).
 inline int64_t kv_sum_floats(const BwdCtx& cx, int64_t ld) { return round_up(ld * (cx.dp + cx.dvp), 16); }
-// Key blocks per walk of a fused task's query blocks (bwd_group_task): the key side of kKeyChunkBytes (K^T, V^T
-// and the K rows, the dK and dV sums: ~160 KB a key block at D 128) stays in a core's L2 (2 MB on the Xeons
-// measured) while every query block of the group passes, where a walk over all key blocks per query block
-// streamed the head's whole key side from L3 again for each (S 1k, D 128: 2.5 MB). The fp32 products alone in
-// the fused order (1 thread, S 1k, D 128, 2-vCPU Xeon): 157 GFLOP/s walking all 16 key blocks per query
-// block, 170 walking 4 (640 KB), 165 walking 6; at D 64 (1.25 MB a head, in L2 either way) 168-169 for any
-// range. The dQ sums of all the group's query blocks then live through the walks: chunked only while they fit
+// Key blocks per walk of a fused task's query blocks (bwd_group_task): the key side of a walk (K^T, V^T and the K
+// rows, the dK and dV sums: 160 KB a key block at D 128) is a third of the core's L2, so it stays there while every
+// query block of the group passes, where a walk over all key blocks per query block streamed the head's whole key
+// side from L3 again for each (S 1k, D 128: 2.5 MB). The fp32 products alone in the fused order (1 thread, S 1k,
+// D 128, a 2-vCPU Xeon with 2 MB of L2): 151-157 GFLOP/s walking all 16 key blocks per query block, 162-170 in
+// walks of 4 (this rule's), 165-167 of 1 or 2, 165 of 6; at D 64 (1.25 MB a head, in L2 either way) 168-169 for
+// any walk. The dQ sums of all the group's query blocks then live through the walks: walks only while they fit
 // kChunkDqBytes, and never with kept tiles (one query block's at a time).
-constexpr int64_t kKeyChunkBytes = int64_t{640} << 10;
 constexpr int64_t kChunkDqBytes = int64_t{16} << 20;
 inline int64_t key_chunk_blocks(const BwdCtx& cx) {
   const Dims& d = cx.p->dims;
   if (cx.kept_tiles || cx.G * cx.nqb * kBwdBM * cx.dp * 4 > kChunkDqBytes) return cx.nkb;
   const int64_t per_block = ((d.D + d.Dv) * kBwdBN + kBwdBN * (2 * cx.dp + cx.dvp)) * 4;
-  const int64_t c = kKeyChunkBytes / per_block;
+  const int64_t c = static_cast<int64_t>(l2_cache_bytes() / 3) / per_block;
   return c < 1 ? 1 : c > cx.nkb ? cx.nkb : c;
 }
 
