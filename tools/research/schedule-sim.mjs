@@ -38,9 +38,9 @@ function work(qb, causal) {
 function tasks(causal) {
   const nqb = Math.ceil(S / QB);
   const sorted = [...Array(nqb).keys()].sort((a, b) => work(b, causal) - work(a, causal) || a - b);
-  const order = [];
-  for (let lo = 0, hi = nqb - 1; lo <= hi;) order.push(order.length % 2 === 0 ? sorted[lo++] : sorted[hi--]);
-  if (orderKind === 'sorted') order.splice(0, nqb, ...sorted);
+  const order = orderKind === 'sorted' ? sorted : [];
+  if (orderKind !== 'sorted')
+    for (let lo = 0, hi = nqb - 1; lo <= hi;) order.push(order.length % 2 === 0 ? sorted[lo++] : sorted[hi--]);
   const list = [];
   for (let head = 0; head < B * H; head++) for (const qb of order) list.push({ head, cost: work(qb, causal) + setup });
   return list;

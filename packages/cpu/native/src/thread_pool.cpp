@@ -183,7 +183,9 @@ class Pool {
 
  private:
   // Starts pool threads until there are k of them. Holds mu_.
+  // The processors are counted (a syscall) only when the pool grows, not on every call.
   void grow(int k) {
+    if (threads_ >= static_cast<size_t>(k)) return;
     while (threads_ < static_cast<size_t>(k)) {
       std::thread([this] { loop(); }).detach();  // the pool lives as long as the process
       ++threads_;
