@@ -66,9 +66,7 @@ template <int kLoad>
 __device__ __forceinline__ uint4 load16(const E* p) {
   uint4 r;
   if constexpr (kLoad == kLdcs) {
-    asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
+    asm volatile("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
   } else if constexpr (kLoad == kNcL2Prefetch) {
     asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
@@ -92,7 +90,9 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-__device__ __forceinline__ uint32_t word(const uint4& v, int r) { return r == 0 ? v.x : r == 1 ? v.y : r == 2 ? v.z : v.w; }
+__device__ __forceinline__ uint32_t word(const uint4& v, int r) {
+  return r == 0 ? v.x : r == 1 ? v.y : r == 2 ? v.z : v.w;
+}
 
 // One 16-key group of K and V rows in one lane's registers.
 struct Group {
@@ -115,8 +115,9 @@ __global__ void __launch_bounds__(kWarps * 32) ldg_decode_kernel(LdgArgs a) {
   uint4 qa[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
-    qa[i] = g < kGroup ? *reinterpret_cast<const uint4*>(a.q + (int64_t(b) * kHq + hk * kGroup + g) * kD + 8 * (t + 4 * i))
-                       : make_uint4(0, 0, 0, 0);
+    qa[i] = g < kGroup
+                ? *reinterpret_cast<const uint4*>(a.q + (int64_t(b) * kHq + hk * kGroup + g) * kD + 8 * (t + 4 * i))
+                : make_uint4(0, 0, 0, 0);
 
   float o[16][4] = {};
   float m = -INFINITY, l = 0.f;
@@ -124,13 +125,16 @@ __global__ void __launch_bounds__(kWarps * 32) ldg_decode_kernel(LdgArgs a) {
   // Group u's K and V rows for this lane: key rows 16u + g and 16u + 8 + g, chunks t + 4i. Paged: `blk` is the
   // group's page (a group never straddles a page: pages are multiples of 16 keys), read from the block table two
   // issues ahead so no load waits on the table.
-  auto table_entry = [&](int u) { return a.table != nullptr && u < u1 ? __ldg(a.table + b * (kS / a.page) + u * 16 / a.page) : 0; };
+  auto table_entry = [&](int u) {
+    return a.table != nullptr && u < u1 ? __ldg(a.table + b * (kS / a.page) + u * 16 / a.page) : 0;
+  };
   auto load_group = [&](int u, int blk, Group& gr) {
     if (u >= u1) return;
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int key = u * 16 + 8 * j + g;
-      const int64_t off = (a.table == nullptr ? int64_t(b) * kS + key : int64_t(blk) * a.page + key % a.page) * kRowStride + hk * kD;
+      const int64_t off =
+          (a.table == nullptr ? int64_t(b) * kS + key : int64_t(blk) * a.page + key % a.page) * kRowStride + hk * kD;
 #pragma unroll
       for (int i = 0; i < 4; ++i) gr.k[j][i] = load16<kLoad>(a.k + off + 8 * (t + 4 * i));
 #pragma unroll
@@ -284,7 +288,8 @@ static void reference(Check& c, float score_mul) {
       for (int s = 0; s < kS; ++s) {
         double dot = 0;
         const size_t ko = (size_t(b) * kS + s) * kRowStride + hk * kD;
-        for (int d = 0; d < kD; ++d) dot += double(bf16_to_float(c.q[(size_t(b) * kHq + hq) * kD + d])) * bf16_to_float(c.k[ko + d]);
+        for (int d = 0; d < kD; ++d)
+          dot += double(bf16_to_float(c.q[(size_t(b) * kHq + hq) * kD + d])) * bf16_to_float(c.k[ko + d]);
         sc[s] = dot * score_mul;  // log2 units
         mx = std::max(mx, sc[s]);
       }
@@ -334,10 +339,11 @@ void run_ldg(Timer& tm, LdgArgs a, int splits, const Check* check, const char* l
   double worst = -1;
   if (check && kMath && kSkip == 0) worst = check_error(*check, a, splits);
   printf(
-      "{\"path\": \"ldg\", \"layout\": \"%s\", \"alternate\": %d, \"prefetch\": %d, \"skip\": %d, \"warps\": %d, \"load\": %d, \"math\": %d, \"splits\": %d, "
+      "{\"path\": \"ldg\", \"layout\": \"%s\", \"alternate\": %d, \"prefetch\": %d, \"skip\": %d, \"warps\": %d, "
+      "\"load\": %d, \"math\": %d, \"splits\": %d, "
       "\"ctas\": %d, \"regs\": %d, \"us\": %.2f, \"TBs\": %.3f, \"relErr\": %.3g, \"error\": \"%s\"}\n",
-      layout, int(alt != nullptr), int(kPrefetch), kSkip, kWarps, kLoad, int(kMath), splits, splits * kB * kHk, attr.numRegs, us, bytes / us / 1e6, worst,
-      err == cudaSuccess ? "" : cudaGetErrorString(err));
+      layout, int(alt != nullptr), int(kPrefetch), kSkip, kWarps, kLoad, int(kMath), splits, splits * kB * kHk,
+      attr.numRegs, us, bytes / us / 1e6, worst, err == cudaSuccess ? "" : cudaGetErrorString(err));
   fflush(stdout);
 }
 
@@ -372,8 +378,8 @@ void run_main_decode(Timer& tm, const LdgArgs& la, E* o, float* lse, float* oacc
     for (size_t i = 0; i < out.size(); ++i)
       worst = std::max(worst, std::fabs(bf16_to_float(out[i]) - check->ref[i]) / (1e-2 + std::fabs(check->ref[i])));
   }
-  printf("{\"path\": \"main-decode-cluster\", \"splits\": 2, \"us\": %.2f, \"relErr\": %.3g, \"error\": \"%s\"}\n",
-         us, worst, err == cudaSuccess ? "" : cudaGetErrorString(err));
+  printf("{\"path\": \"main-decode-cluster\", \"splits\": 2, \"us\": %.2f, \"relErr\": %.3g, \"error\": \"%s\"}\n", us,
+         worst, err == cudaSuccess ? "" : cudaGetErrorString(err));
   fflush(stdout);
 }
 

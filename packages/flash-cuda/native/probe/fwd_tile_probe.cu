@@ -7,7 +7,7 @@
 //
 //   nvcc -std=c++17 -O3 -arch=sm_90a -I packages/flash-cuda/native/src -I packages/cuda/native/include \
 //     -I packages/native/include -o fwd_tile_probe packages/flash-cuda/native/probe/fwd_tile_probe.cu
-//   ./fwd_tile_probe
+//   ./fwd_tile_probe [--grid]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "dense_params.h"
@@ -79,19 +80,34 @@ double time_variant(const char* name, const Point& pt, Buffers& bf, bool is_ref)
   double worst = 0;
   for (size_t i = 0; i < n; ++i)
     worst = std::max(worst, double(std::fabs(__bfloat162float(a[i]) - __bfloat162float(b[i]))));
+  double checksum = 0;  // the same inputs in every build: two builds' kernels compare by it
+  for (size_t i = 0; i < n; ++i) checksum += std::fabs(double(__bfloat162float(a[i]))) * double(1 + i % 7);
   const double flops = 4.0 * batch * heads * double(sq) * sq * d / (pt.causal ? 2 : 1);
   std::printf(
       "{\"variant\": \"%s\", \"D\": %d, \"S\": %d, \"causal\": %d, \"blockN\": %d, \"stages\": %d, \"split\": %d, "
-      "\"us\": %.1f, \"tflops\": %.1f, \"maxDiffVsGenerated\": %.3g}\n",
+      "\"us\": %.1f, \"tflops\": %.1f, \"maxDiffVsGenerated\": %.3g, \"checksum\": %.9g}\n",
       name, d, sq, int(pt.causal), Tr::kBlockN, Tr::kStages, int(Tr::kSplitRelease), sets[2], flops / sets[2] / 1e6,
-      worst);
+      worst, checksum);
   std::fflush(stdout);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   return sets[2];
 }
 
-int main() {
+// --grid: the generated configurations alone over the standard grid (D 64 / 128 / 256, S 1k / 4k / 16k, causal or
+// not), in two rounds: two builds of the kernel side by side, by time and by the outputs' checksum.
+template <typename D64, typename D128, typename D256>
+void run_grid(Buffers& bf) {
+  for (int round = 0; round < 2; ++round)
+    for (int s : {1024, 4096, 16384})
+      for (bool causal : {false, true}) {
+        time_variant<D64>("generated", Point{s, 64, causal}, bf, true);
+        time_variant<D128>("generated", Point{s, 128, causal}, bf, true);
+        time_variant<D256>("generated", Point{s, 256, causal}, bf, true);
+      }
+}
+
+int main(int argc, char** argv) {
   const size_t n = size_t(16384) * 2048;
   Buffers bf;
   check(cudaMalloc(&bf.q, n * 2), "q");
@@ -109,6 +125,10 @@ int main() {
   using D64n64s = FwdSm90Traits<64, 128, 64, 1, E, true>;
   using D128 = FwdSm90Traits<128, 128, 128, 1, E, true>;
   using D128n64 = FwdSm90Traits<128, 128, 64, 1, E, true>;
+  if (argc > 1 && std::string(argv[1]) == "--grid") {
+    run_grid<D64, D128, FwdSm90Traits<256, 128, 64, 1, E, true>>(bf);
+    return 0;
+  }
   for (int round = 0; round < 2; ++round) {
     for (int s : {1024, 4096}) {
       for (bool causal : {false, true}) {
