@@ -80,6 +80,18 @@ bool amx_usable() {
   }();
   return ok;
 }
+
+// The CPU's vendor is AMD (CPUID leaf 0: "AuthenticAMD"). On AMD's AVX512-BF16 cores (Zen 4, Zen 5) vdpbf16ps
+// issues at the FMA's rate, so the bf16 kernels on it beat widening bf16 to fp32; on Intel's (Cooper Lake, and
+// Sapphire Rapids where AMX is not granted) it has a quarter of the FMA's throughput and loses (docs/perf/cpu.md).
+bool amd_cpu() {
+  static const bool amd = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return false;
+    return b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u;  // "Auth" "enti" "cAMD"
+  }();
+  return amd;
+}
 }  // namespace
 #endif
 
@@ -129,9 +141,17 @@ bool isa_runnable(Isa isa) {
   return false;
 }
 
+// 'auto': AMX, else (AMD only) AVX512-BF16, else AVX-512, AVX2, NEON, portable. The two bf16 levels differ from
+// avx512 in their bf16 kernels alone (fp32 and fp16 run the avx512 ones on every level).
 Isa best_isa() {
   static const Isa best = [] {
-    for (Isa i : {Isa::kAmx, Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
+#if defined(__x86_64__)
+    const bool bf16_dot_fast = amd_cpu();
+#else
+    const bool bf16_dot_fast = false;
+#endif
+    for (Isa i : {Isa::kAmx, Isa::kAvx512Bf16, Isa::kAvx512, Isa::kAvx2, Isa::kNeon}) {
+      if (i == Isa::kAvx512Bf16 && !bf16_dot_fast) continue;
       if (isa_runnable(i)) return i;
     }
     return Isa::kPortable;

@@ -18,7 +18,7 @@ export { CPU_FLASH_ISAS, type CpuFlashIsa } from './isa.js';
 export interface CpuFlashOptions {
   /** Thread budget per call; default ATTN_NUM_THREADS, else os.availableParallelism(). */
   readonly threads?: number;
-  /** SIMD level when a call names no kernel; default 'auto' (the fastest this CPU runs: amx, avx512, avx2, portable); see isa.ts. */
+  /** SIMD level when a call names no kernel; default 'auto' (the fastest this CPU runs: amx, avx512bf16 on AMD, avx512, avx2, portable); see isa.ts. */
   readonly isa?: CpuFlashIsa;
   /** Registered name; default 'cpu-flash'. */
   readonly name?: string;
