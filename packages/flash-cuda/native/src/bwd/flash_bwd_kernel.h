@@ -91,16 +91,17 @@ __device__ __forceinline__ QueryBlocks query_blocks_for_keys(const FwdParams& f,
   return {begin, i_end > i_begin ? static_cast<int>((i_end + kM - 1) / kM) : begin};
 }
 
-// The inverse: the first key block whose query_blocks_for_keys range holds query block m. The key blocks
-// whose range holds m are consecutive (both ends of the range grow with the key block), starting here: the
-// first n with i_end(n) > m * kM, i.e. n * kN + kN - off + window_left > m * kM, i.e. n >= floor(x / kN) with
-// x = m * kM + off - window_left, where a left window bound exists; 0 otherwise. (If that block's range still
-// misses m, no key block's range holds it.)
+// The inverse, from above: the last key block whose query_blocks_for_keys range holds query block m, or -1 where
+// none does. Key block n's range holds m when its first block, (n kN - off - right) / kM, is at most m, its range is
+// not empty (n kN - off - right < seq_q) and its keys exist (n kN < seq_k): n <= (min((m + 1) kM, seq_q) - 1 + off +
+// right) / kN with a right window bound (causal is right = 0), and n <= (seq_k - 1) / kN. The key blocks whose range
+// holds m are consecutive (both ends of the range grow with the key block) and end here. (Where the left bound
+// leaves m out of this block's range too, no key block's range holds it.)
 template <int kM, int kN>
-__device__ __forceinline__ int first_key_block_for_queries(const FwdParams& f, int m, int off) {
-  if (f.window_left < 0) return 0;
-  const int64_t x = int64_t(m) * kM + off - f.window_left;
-  return x <= 0 ? 0 : static_cast<int>(x / kN);
+__device__ __forceinline__ int last_key_block_for_queries(const FwdParams& f, const BwdSeq& sq, int m, int off) {
+  int64_t j_last = int64_t(sq.seq_k) - 1;
+  if (f.window_right >= 0) j_last = min(j_last, int64_t(min((m + 1) * kM, sq.seq_q)) - 1 + off + f.window_right);
+  return j_last < 0 ? -1 : static_cast<int>(j_last / kN);
 }
 
 // The K and V rows [j0, j0 + kN) of key head hk into their tiles, as one committed cp.async group: what a

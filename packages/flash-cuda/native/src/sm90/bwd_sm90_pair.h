@@ -109,19 +109,11 @@ struct BwdSmem {
 };
 
 // The (query head, query block) pairs of a CTA in loop order: every query block [m_begin, m_end) of head h,
-// then the next head of the GQA group; the blocks from the last to the first where `down` (the TMA kernel's
-// deterministic turns: see flash_bwd_sm90_tma_ws_kernel.h). Stepped one pair at a time, so the loop divides
-// nothing.
+// then the next head of the GQA group. Stepped one pair at a time, so the loop divides nothing.
 struct PairWalk {
   int h, m, m_begin, m_end;
-  bool down = false;
   __device__ __forceinline__ void next() {
-    if (down) {
-      if (m-- == m_begin) {
-        m = m_end - 1;
-        ++h;
-      }
-    } else if (++m == m_end) {
+    if (++m == m_end) {
       m = m_begin;
       ++h;
     }
