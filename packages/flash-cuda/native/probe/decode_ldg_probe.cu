@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "attn/ptx.h"
+#include "dense_params.h"
 #include "fill_random.cuh"
 #include "fwd/combine.cu"
 #include "fwd/flash_fwd_decode_kernel.h"
@@ -272,7 +273,7 @@ static float bf16_to_float(uint16_t h) {
   return f;
 }
 
-// Largest |ours - ref| / (1e-3 + |ref|) style error over every (b, hq, d), after merging the splits on the host.
+// The inputs' bits on the host and the float64 output of every (b, hq, d) they give (check_error, rel_err).
 struct Check {
   std::vector<uint16_t> q, k, v;
   std::vector<double> ref;  // [B, Hq, D]
@@ -303,6 +304,9 @@ static void reference(Check& c, float score_mul) {
     }
 }
 
+// The error measure of both outputs checked here: |got - ref| / (0.01 + |ref|).
+static double rel_err(double got, double ref) { return std::fabs(got - ref) / (1e-2 + std::fabs(ref)); }
+
 static double check_error(const Check& c, const LdgArgs& a, int splits) {
   const size_t rows = size_t(kB) * kHq;
   std::vector<float> o(splits * rows * kD), m(splits * rows), l(splits * rows);
@@ -318,8 +322,7 @@ static double check_error(const Check& c, const LdgArgs& a, int splits) {
     for (int d = 0; d < kD; ++d) {
       double ov = 0;
       for (int s = 0; s < splits; ++s) ov += o[(s * rows + r) * kD + d] * std::exp2(m[s * rows + r] - mm);
-      const double ref = c.ref[r * kD + d];
-      worst = std::max(worst, std::fabs(ov / lsum - ref) / (1e-2 + std::fabs(ref)));
+      worst = std::max(worst, rel_err(ov / lsum, c.ref[r * kD + d]));
     }
   }
   return worst;
@@ -350,19 +353,10 @@ void run_ldg(Timer& tm, LdgArgs a, int splits, const Check* check, const char* l
 // flash-cuda's decode kernel on the same K/V as a call launches it at 2 splits (the cluster pair), for reference.
 void run_main_decode(Timer& tm, const LdgArgs& la, E* o, float* lse, float* oacc, float* lacc, const Check* check) {
   using namespace attn::flash;
-  FwdParams p{};
-  p.q = const_cast<E*>(la.q), p.k = const_cast<E*>(la.k), p.v = const_cast<E*>(la.v), p.o = o, p.lse = lse;
-  p.q_batch_stride = int64_t(kHq) * kD, p.q_head_stride = kD, p.q_row_stride = kD;
-  p.k_batch_stride = p.v_batch_stride = int64_t(kS) * kHk * kD;
+  // Dense [B, Hq, 1, D] Q and O are [B, 1, Hq, D] too; K and V are [B, S, Hk, D] (bshd).
+  FwdParams p = probe::dense_fwd_params(la.q, la.k, la.v, o, lse, kB, kHq, kHk, 1, kS, kD, false);
   p.k_head_stride = p.v_head_stride = kD;
   p.k_row_stride = p.v_row_stride = kRowStride;
-  p.o_batch_stride = int64_t(kHq) * kD, p.o_head_stride = kD, p.o_row_stride = kD;
-  p.lse_batch_stride = kHq, p.lse_head_stride = 1;
-  p.batch = kB, p.heads_q = kHq, p.heads_k = kHk, p.group = kGroup;
-  p.seqlen_q = 1, p.seqlen_k = kS, p.head_dim = kD;
-  p.score_mul = la.score_mul;
-  p.window_left = -1, p.window_right = -1;
-  p.aligned16 = true;
   p.pack_gqa = true, p.m_blocks = 1;
   p.oaccum = oacc, p.lse_accum = lacc, p.oaccum_stride = kD, p.accum_rows = int64_t(kB) * kHq;
   p.num_splits = 2;
@@ -375,8 +369,7 @@ void run_main_decode(Timer& tm, const LdgArgs& la, E* o, float* lse, float* oacc
     std::vector<uint16_t> out(size_t(kB) * kHq * kD);
     cudaMemcpy(out.data(), o, out.size() * 2, cudaMemcpyDeviceToHost);
     worst = 0;
-    for (size_t i = 0; i < out.size(); ++i)
-      worst = std::max(worst, std::fabs(bf16_to_float(out[i]) - check->ref[i]) / (1e-2 + std::fabs(check->ref[i])));
+    for (size_t i = 0; i < out.size(); ++i) worst = std::max(worst, rel_err(bf16_to_float(out[i]), check->ref[i]));
   }
   printf("{\"path\": \"main-decode-cluster\", \"splits\": 2, \"us\": %.2f, \"relErr\": %.3g, \"error\": \"%s\"}\n", us,
          worst, err == cudaSuccess ? "" : cudaGetErrorString(err));

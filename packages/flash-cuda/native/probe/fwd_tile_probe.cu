@@ -77,11 +77,12 @@ double time_variant(const char* name, const Point& pt, Buffers& bf, bool is_ref)
   std::vector<E> a(n), b(n);
   check(cudaMemcpy(a.data(), bf.o, n * 2, cudaMemcpyDeviceToHost), "copy o");
   check(cudaMemcpy(b.data(), bf.ref, n * 2, cudaMemcpyDeviceToHost), "copy ref");
-  double worst = 0;
-  for (size_t i = 0; i < n; ++i)
-    worst = std::max(worst, double(std::fabs(__bfloat162float(a[i]) - __bfloat162float(b[i]))));
-  double checksum = 0;  // the same inputs in every build: two builds' kernels compare by it
-  for (size_t i = 0; i < n; ++i) checksum += std::fabs(double(__bfloat162float(a[i]))) * double(1 + i % 7);
+  double worst = 0, checksum = 0;  // checksum: the same inputs in every build, so two builds' kernels compare by it
+  for (size_t i = 0; i < n; ++i) {
+    const double x = __bfloat162float(a[i]);
+    worst = std::max(worst, std::fabs(x - double(__bfloat162float(b[i]))));
+    checksum += std::fabs(x) * double(1 + i % 7);
+  }
   const double flops = 4.0 * batch * heads * double(sq) * sq * d / (pt.causal ? 2 : 1);
   std::printf(
       "{\"variant\": \"%s\", \"D\": %d, \"S\": %d, \"causal\": %d, \"blockN\": %d, \"stages\": %d, \"split\": %d, "
