@@ -1,11 +1,14 @@
 // flash-cuda's Hopper kernels forced by name where the plan would not pick them (short queries, odd
 // head dims in their bucket), every Hopper forward kernel where compiled, and each Hopper dK/dV kernel
 // forced through the kernel option (the TMA warp-specialized one, which only the option runs, on every kind of
-// call it takes; the cp.async one on a few of the same), through the conformance harness. Runs on sm90 devices with an
+// call it takes; the cp.async one on a few of the same), through the conformance harness; and the Hopper forward's
+// two producers (TMA for dense calls, cp.async for varlen ones) against each other. Runs on sm90 devices with an
 // addon built for sm_90a; elsewhere skipped with the reason.
 import '@attn/cpu';
+import { normalizeParams, normalizeVarlenParams, randn, tensor } from '@attn/core';
 import { describeCaseTable, describeWhereRunnable, type TableCase, tableCase as spec } from '@attn/conformance';
 import { deviceProperties } from '@attn/cuda';
+import { expect, it } from 'vitest';
 import { flashBackward, flashCudaBackend, flashForward } from './index.js';
 
 function blocker(): string | null {
@@ -177,3 +180,36 @@ const reason = blocker();
 describeWhereRunnable('flash-cuda Hopper kernels forced by name', reason, () =>
   describeCaseTable('flash-cuda', reason === null ? cases() : []),
 );
+
+// One sequence as a dense call (its tiles loaded by TMA: rows past the end zero-filled by the tensor map) and as a
+// varlen call over the same packed rows (cp.async, rows past the end zero-filled by the loads): the same tiles reach
+// shared memory, so out and lse agree bit for bit. Head dims below their bucket (112, 40) zero-fill columns too.
+describeWhereRunnable('flash-cuda Hopper forward: TMA and cp.async producers', reason, () => {
+  const shapes = [
+    { D: 112, Sq: 1000, Sk: 777, Hq: 4, Hk: 2, causal: true },
+    { D: 40, Sq: 17, Sk: 1000, Hq: 2, Hk: 2, causal: false },
+    { D: 256, Sq: 300, Sk: 333, Hq: 3, Hk: 1, causal: true },
+    { D: 128, Sq: 1, Sk: 129, Hq: 8, Hk: 8, causal: false },
+  ];
+  for (const { D, Sq, Sk, Hq, Hk, causal } of shapes)
+    it(`D${D} sq${Sq} sk${Sk} ${Hq}/${Hk}${causal ? ' causal lower-right' : ''}: bitwise equal`, () => {
+      const o = { dtype: 'bfloat16' as const, device: 'cuda' as const };
+      // Packed [S, H, D] rows; the dense call reads them as [1, H, S, D] through strides.
+      const q = randn([Sq, Hq, D], { ...o, seed: 21 }),
+        k = randn([Sk, Hk, D], { ...o, seed: 22 }),
+        v = randn([Sk, Hk, D], { ...o, seed: 23 });
+      const dense = (t: typeof q, s: number, h: number) => t.reshape([1, s, h, D]).transpose(1, 2);
+      const opts = { enableGqa: Hq !== Hk, isCausal: causal, alignment: 'lowerRight' as const };
+      const kernel = bucket('bfloat16', D);
+      const a = flashForward(normalizeParams(dense(q, Sq, Hq), dense(k, Sk, Hk), dense(v, Sk, Hk), opts), { kernel });
+      const cu = (n: number) => tensor([0, n], [2], { dtype: 'int32', device: 'cuda' });
+      const varlen = { ...opts, cuSeqlensQ: cu(Sq), cuSeqlensK: cu(Sk), maxSeqlenQ: Sq, maxSeqlenK: Sk };
+      const b = flashForward(normalizeVarlenParams(q, k, v, varlen), { kernel });
+      const outA = a.out.transpose(1, 2).contiguous().toFloat64Array(),
+        outB = b.out.toFloat64Array();
+      expect(outA.length).toBe(Sq * Hq * D);
+      expect(outA.some((x) => x !== 0)).toBe(true);
+      expect(Array.from(outA)).toEqual(Array.from(outB));
+      expect(Array.from(a.logsumexp.toFloat64Array())).toEqual(Array.from(b.logsumexp.toFloat64Array()));
+    });
+});

@@ -101,7 +101,8 @@ export const FLASH_KERNELS: readonly KernelChoice[] = Object.freeze([
   Object.freeze({
     name: 'sm90',
     description:
-      'Hopper wgmma kernels (sm90, sm_90a builds): forward warp-specialized at D <= 128, two-stage at D 256; backward ' +
+      'Hopper wgmma kernels (sm90, sm_90a builds): forward warp-specialized (Q, K and V by TMA on dense 16-byte ' +
+      'aligned tensors, cp.async on varlen, sequsedK or misaligned ones); backward ' +
       'TMA warp-specialized dK/dV at D <= 128 on dense tensors, cp.async wgmma dK/dV elsewhere. ' +
       'Calls without ALiBi, softcap, dropout, a left window, paged K/V or packed GQA; never split-KV',
     check: sm90Declines,

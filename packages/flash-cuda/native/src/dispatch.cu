@@ -620,6 +620,8 @@ std::vector<std::string> kernel_descriptions() {
                   (c.sm90 ? (c.split_release ? ", sm90 wgmma, warp-specialized, K/V released apart"
                                              : ", sm90 wgmma, warp-specialized")
                           : "") +
+                  // The 16-bit Hopper kernel's producer (sm90/flash_fwd_sm90_launch.h: fwd_sm90_tma_declines).
+                  (c.sm90 && !c.fp8 ? ", Q/K/V by TMA on dense calls (cp.async on varlen, sequsedK, misaligned)" : "") +
                   (c.decode ? ", decode: the warps split each key tile" : "") +
                   (c.fp8 ? ", float8_e4m3 in, bf16 out, V transposed in shared memory" : "") + ")");
   return out;

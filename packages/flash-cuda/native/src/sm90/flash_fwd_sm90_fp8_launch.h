@@ -16,7 +16,8 @@ namespace attn::flash {
 template <typename Tr>
 void run_fwd_sm90_fp8(const FwdParams& p, cudaStream_t stream, int device) {
   static std::atomic<uint64_t> opted_in{0};
-  launch_fwd_sm90_grid<Tr::kSmemBytes, Tr::kLaunchThreads>(flash_fwd_sm90_fp8_kernel<Tr>, opted_in, p, stream, device);
+  launch_fwd_sm90_grid<Tr::kSmemBytes, Tr::kLaunchThreads>(flash_fwd_sm90_fp8_kernel<Tr>, opted_in, p, p, stream,
+                                                           device);
   ATTN_LAUNCH_CHECK("flash_fwd_sm90_fp8_kernel");
 }
 

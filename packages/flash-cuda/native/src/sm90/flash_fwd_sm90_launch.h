@@ -2,24 +2,74 @@
 // generated/fwd_sm90_*.cu (variant 'sm90ws'). dispatch.cu launches it only on sm90 devices and only when the addon
 // holds sm_90a code (elsewhere the kernel body is empty).
 #pragma once
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
-#include "common/fwd_params.h"
 #include "attn/cuda_check.h"
+#include "common/fwd_params.h"
 #include "sm90/flash_fwd_sm90_ws_kernel.h"
+#include "sm90/fwd_sm90_args.h"
 #include "sm90/fwd_sm90_grid_launch.h"
+#include "sm90/tensor_maps.h"
 
 namespace attn::flash {
 
+// Why the call's loads cannot go through TMA tensor maps, or nullptr. A map's rows past the end of a tensor
+// read as zeros, which is what the kernel needs past a sequence's end: so only dense calls (no varlen, no
+// seqused_k, no paged K/V) whose tensors a map describes (16-byte aligned, strides positive where stepped).
+inline const char* fwd_sm90_tma_declines(const FwdParams& p) {
+  if (p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr) return "varlen";
+  if (p.seqused_k != nullptr || p.block_table != nullptr || p.kv_cache) return "seqused_k or a paged cache";
+  if (!p.aligned16) return "misaligned tensors";
+  if (p.seqlen_q < 1 || p.seqlen_k < 1) return "empty sequences";
+  auto fits = [](int64_t extent, int64_t stride) { return extent <= 1 || (stride > 0 && stride < (int64_t(1) << 38)); };
+  const bool ok =
+      fits(p.seqlen_q, p.q_row_stride) && fits(p.heads_q, p.q_head_stride) && fits(p.batch, p.q_batch_stride) &&
+      fits(p.seqlen_k, p.k_row_stride) && fits(p.heads_k, p.k_head_stride) && fits(p.batch, p.k_batch_stride) &&
+      fits(p.seqlen_k, p.v_row_stride) && fits(p.heads_k, p.v_head_stride) && fits(p.batch, p.v_batch_stride);
+  return ok ? nullptr : "strides a tensor map cannot step";
+}
+
+// The kernel's argument, with the maps where the call allows them and the caller does.
 template <typename Tr>
-void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
+FwdSm90Args fwd_sm90_args(const FwdParams& p, bool allow_tma) {
+  using E = typename Tr::Element;
+  FwdSm90Args a{};
+  a.p = p;
+  a.tma = allow_tma && fwd_sm90_tma_declines(p) == nullptr;
+  if (!a.tma) return a;
+  constexpr CUtensorMapDataType kType =
+      std::is_same_v<E, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const uint64_t d = static_cast<uint64_t>(p.head_dim), sq = static_cast<uint64_t>(p.seqlen_q),
+                 sk = static_cast<uint64_t>(p.seqlen_k), hq = static_cast<uint64_t>(p.heads_q),
+                 hk = static_cast<uint64_t>(p.heads_k), batch = static_cast<uint64_t>(p.batch);
+  const uint32_t q_box[4] = {64, Tr::kBlockM, 1, 1}, kv_box[4] = {64, Tr::kBlockN, 1, 1};
+  a.q = sm90::tiled_map_4d(kType, 2, p.q, {d, sq, hq, batch}, {p.q_row_stride, p.q_head_stride, p.q_batch_stride},
+                           q_box, "q");
+  a.k = sm90::tiled_map_4d(kType, 2, p.k, {d, sk, hk, batch}, {p.k_row_stride, p.k_head_stride, p.k_batch_stride},
+                           kv_box, "k");
+  a.v = sm90::tiled_map_4d(kType, 2, p.v, {d, sk, hk, batch}, {p.v_row_stride, p.v_head_stride, p.v_batch_stride},
+                           kv_box, "v");
+  return a;
+}
+
+// allow_tma false: the cp.async producer even where the maps would do (the probe's side-by-side comparison).
+template <typename Tr>
+void launch_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device, bool allow_tma) {
   static_assert(Tr::kSmemBytes > 48 * 1024, "the opt-in is what lets the Hopper tiles launch");
   static std::atomic<uint64_t> opted_in{0};
-  launch_fwd_sm90_grid<Tr::kSmemBytes, Tr::kLaunchThreads>(flash_fwd_sm90_ws_kernel<Tr>, opted_in, p, stream, device);
+  launch_fwd_sm90_grid<Tr::kSmemBytes, Tr::kLaunchThreads>(flash_fwd_sm90_ws_kernel<Tr>, opted_in, p,
+                                                           fwd_sm90_args<Tr>(p, allow_tma), stream, device);
   ATTN_LAUNCH_CHECK("flash_fwd_sm90_ws_kernel");
+}
+
+template <typename Tr>
+void run_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device) {
+  launch_fwd_sm90<Tr>(p, stream, device, true);
 }
 
 }  // namespace attn::flash

@@ -1,10 +1,15 @@
-// The Hopper forward kernel (FlashAttention-3's schedule on cp.async): both GEMMs on wgmma, the lean feature set,
-// the work split by role so that the tensor cores are not idle while a warpgroup runs its softmax.
-//   - One producer warpgroup loads K and V tiles into a ring of kStages stages of shared memory (cp.async,
-//     completion signalled on the stage's 'full' mbarrier) as soon as both consumer warpgroups have released
-//     the stage ('empty' mbarrier): the consumers never wait on a __syncthreads. With kSplitRelease, K and V
-//     each have their own pair of mbarriers: K_n's buffer is released once S_n is done, V_n's once P_n.V_n is,
-//     so the next K load starts a GEMM earlier (what a 2-stage ring, D 256, needs to keep a tile in flight).
+// The Hopper forward kernel (FlashAttention-3's schedule): both GEMMs on wgmma, the lean feature set, the work
+// split by role so that the tensor cores are not idle while a warpgroup runs its softmax.
+//   - One producer warpgroup loads K and V tiles into a ring of kStages stages of shared memory (completion
+//     signalled on the stage's 'full' mbarrier) as soon as both consumer warpgroups have released the stage
+//     ('empty' mbarrier): the consumers never wait on a __syncthreads. With kSplitRelease, K and V each have
+//     their own pair of mbarriers: K_n's buffer is released once S_n is done, V_n's once P_n.V_n is, so the next
+//     K load starts a GEMM earlier (what a 2-stage ring, D 256, needs to keep a tile in flight).
+//   - Two load paths, chosen per call by the host (FwdSm90Args::tma, sm90/fwd_sm90_args.h): TMA, where one
+//     elected producer thread loads Q (on its own mbarrier) and every K / V tile as 128-byte-swizzled boxes whose
+//     bytes complete the stage's mbarrier, and the rest of the producer warpgroup exits; or cp.async by the
+//     producer's 128 threads (Q by the consumers), for the calls a tensor map cannot describe (varlen, seqused_k,
+//     misaligned tensors: rows past a sequence's end must read as zeros, which only a dense map's bounds give).
 //   - Two consumer warpgroups, 64 query rows each, run the key loop of sm90/fwd_sm90_consumer.h (shared with the
 //     fp8 kernel): they take turns issuing their GEMMs, and each overlaps the previous tile's P.V with this tile's
 //     softmax. Gemms16 below is what is 16-bit about it.
@@ -18,10 +23,12 @@
 #include "common/row_state.h"
 #include "common/tile_io.h"
 #include "attn/barriers.h"
+#include "sm90/fwd_sm90_args.h"
 #include "sm90/fwd_sm90_consumer.h"
 #include "sm90/fwd_sm90_mma.h"
 #include "sm90/fwd_sm90_traits.h"
 #include "sm90/fwd_sm90_work.h"
+#include "sm90/tma_ops.h"
 #include "sm90/wgmma_sync.h"
 
 namespace attn::flash {
@@ -44,10 +51,57 @@ struct Gemms16 {
   }
 };
 
+// The TMA producer (one thread): Q, then K_n and V_n from the last key tile down, each into its ring stage once
+// the consumers released it. A box is 64 columns (128 bytes) x the tile's rows, so a tile of D columns is D / 64
+// boxes, each landing as the column block the wgmma descriptors read; its bytes complete the stage's 'full'
+// mbarrier, zero-filled past the tensor's rows and head dim (counted all the same).
+template <typename Tr>
+__device__ __forceinline__ void produce_tma(const FwdSm90Args& a, const sm90::CtaWork<typename Tr::Element>& w,
+                                            uint32_t full_bar, uint32_t empty_bar, uint32_t v_full_bar,
+                                            uint32_t v_empty_bar, uint32_t q_bar, const typename Tr::Element* sQ,
+                                            const typename Tr::Element* sK, const typename Tr::Element* sV) {
+  constexpr int kN = Tr::kBlockN, kStages = Tr::kStages, kBoxes = Tr::kHeadDim / 64;
+  constexpr uint32_t kQBytes = Tr::kSmemQElems * 2, kKVBytes = Tr::kSmemKVElems * 2;
+  constexpr bool kSplit = Tr::kSplitRelease;
+  const int hk = w.h / a.p.group;
+  sm90::prefetch_tensormap(&a.k);
+  sm90::prefetch_tensormap(&a.v);
+  sm90::mbar_arrive_expect_tx(q_bar, kQBytes);
+#pragma unroll
+  for (int c = 0; c < kBoxes; ++c)
+    sm90::tma_load_4d(smem_addr(sQ + c * Tr::kBlockM * 64), &a.q, q_bar, c * 64, w.row0, w.h, w.b);
+  int stage = 0;
+  uint32_t phase = 0;
+#pragma unroll 1
+  for (int n = w.n_end - 1; n >= 0; --n) {
+    sm90::mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // both warpgroups done with the tile kStages before
+    // Without kSplit, K and V share the stage's one 'full' mbarrier (v_full_bar == full_bar): one arrival
+    // expects both tiles' bytes.
+    sm90::mbar_arrive_expect_tx(full_bar + 8 * stage, kSplit ? kKVBytes : 2 * kKVBytes);
+#pragma unroll
+    for (int c = 0; c < kBoxes; ++c)
+      sm90::tma_load_4d(smem_addr(sK + stage * Tr::kSmemKVElems + c * kN * 64), &a.k, full_bar + 8 * stage, c * 64,
+                        n * kN, hk, w.b);
+    if (kSplit) {
+      sm90::mbar_wait(v_empty_bar + 8 * stage, phase ^ 1);
+      sm90::mbar_arrive_expect_tx(v_full_bar + 8 * stage, kKVBytes);
+    }
+#pragma unroll
+    for (int c = 0; c < kBoxes; ++c)
+      sm90::tma_load_4d(smem_addr(sV + stage * Tr::kSmemKVElems + c * kN * 64), &a.v, v_full_bar + 8 * stage, c * 64,
+                        n * kN, hk, w.b);
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+}
+
 template <typename Tr>
 __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
-    flash_fwd_sm90_ws_kernel(const __grid_constant__ FwdParams p) {
+    flash_fwd_sm90_ws_kernel(const __grid_constant__ FwdSm90Args a) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const FwdParams& p = a.p;
   using E = typename Tr::Element;
   constexpr int kM = Tr::kBlockM, kN = Tr::kBlockN, kDT = Tr::kDTiles;
   constexpr int kStages = Tr::kStages, kConsumers = Tr::kNThreads;
@@ -66,26 +120,38 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   constexpr bool kSplit = Tr::kSplitRelease;
   const uint32_t v_full_bar = kSplit ? empty_bar + kStages * 8 : full_bar;
   const uint32_t v_empty_bar = kSplit ? v_full_bar + kStages * 8 : empty_bar;
+  const uint32_t q_bar = full_bar + (kSplit ? 4 : 2) * kStages * 8;  // TMA only: Q landed
+  static_assert(((kSplit ? 4 : 2) * kStages + 1) * 8 <= Tr::bar_bytes(kStages), "the mbarriers fit their area");
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   sm90::CtaWork<E> w;
   if (!sm90::cta_work<Tr>(p, w)) return;
   const int n_end = w.n_end;
+  const bool tma = a.tma;
   if (tid == 0) {
+    // 'full': the producer's 128 threads once their copies landed, or the TMA thread's one arrival with the
+    // tile's bytes expected. 'empty': one lane per consumer warp, once its GEMMs are done.
+    const uint32_t fills = tma ? 1 : 128;
     for (int s = 0; s < kStages; ++s) {
-      sm90::mbar_init(full_bar + 8 * s, 128);           // the producer's threads, once their copies landed
-      sm90::mbar_init(empty_bar + 8 * s, Tr::kNWarps);  // one lane per consumer warp, once its GEMMs are done
+      sm90::mbar_init(full_bar + 8 * s, fills);
+      sm90::mbar_init(empty_bar + 8 * s, Tr::kNWarps);
       if (kSplit) {
-        sm90::mbar_init(v_full_bar + 8 * s, 128);
+        sm90::mbar_init(v_full_bar + 8 * s, fills);
         sm90::mbar_init(v_empty_bar + 8 * s, Tr::kNWarps);
       }
     }
+    sm90::mbar_init(q_bar, 1);
+    sm90::fence_mbarrier_init();
   }
   __syncthreads();  // barriers initialized; the only CTA-wide barrier (before the roles diverge)
 
   if (warp >= Tr::kNWarps) {
     // ---- producer warpgroup: K_n, V_n into the ring, n from the last tile down
     sm90::regs_dealloc<Tr::kProducerRegs>();
+    if (tma) {
+      if (tid == kConsumers) produce_tma<Tr>(a, w, full_bar, empty_bar, v_full_bar, v_empty_bar, q_bar, sQ, sK, sV);
+      return;
+    }
     using IO = TileIO<sm90::WithThreads<Tr, 128>>;
     const int ptid = tid - kConsumers;
     const int64_t k_rs = p.k_row_stride, v_rs = p.v_row_stride;
@@ -124,14 +190,20 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   sm90::regs_alloc<Tr::kConsumerRegs>();
   const int wg = warp >> 2;
   const RowCtx rc = sm90::row_ctx<Tr>(w, warp, g);
-  TileIO<sm90::WithThreads<Tr, kConsumers>>::template load<kM>(
-      sQ,
-      [&](int row) -> const E* { return w.row0 + row < w.seq_q ? w.q_bh + (w.row0 + row) * p.q_row_stride : nullptr; },
-      p.head_dim, p.aligned16, w.q_bh, tid);
-  cp_async_commit();
-  cp_async_wait<0>();
-  sm90::fence_proxy_async();
-  named_barrier_sync(kConsumerBar, kConsumers);
+  if (tma) {
+    sm90::mbar_wait(q_bar, 0);
+  } else {
+    TileIO<sm90::WithThreads<Tr, kConsumers>>::template load<kM>(
+        sQ,
+        [&](int row) -> const E* {
+          return w.row0 + row < w.seq_q ? w.q_bh + (w.row0 + row) * p.q_row_stride : nullptr;
+        },
+        p.head_dim, p.aligned16, w.q_bh, tid);
+    cp_async_commit();
+    cp_async_wait<0>();
+    sm90::fence_proxy_async();
+    named_barrier_sync(kConsumerBar, kConsumers);
+  }
 
   // ATTN_SM90_WS_NO_TURNS (diagnostic builds only, tools/research/ws-race-probe.sh) compiles the turn-taking out,
   // so that compute-sanitizer's racecheck can be run with and without the named-barrier hand-offs.

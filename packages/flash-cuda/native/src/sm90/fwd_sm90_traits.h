@@ -46,8 +46,11 @@ struct FwdSm90Traits {
   static constexpr int kSmemQElems = kBlockM * kHeadDim;
   static constexpr int kSmemKVElems = kBlockN * kHeadDim;
   // + 1 KB: the tiles are placed on a 1024-byte boundary (wgmma's swizzle atom) inside the dynamic buffer;
-  // + 128 bytes: the ring's 'full' and 'empty' mbarriers (for K and for V with kSplitRelease).
-  static constexpr int bytes_for(int stages) { return (kSmemQElems + 2 * stages * kSmemKVElems) * 2 + 1024 + 128; }
+  // + the mbarriers: 'full' and 'empty' per stage for K and for V (kSplitRelease), and Q's (the TMA path).
+  static constexpr int bar_bytes(int stages) { return (4 * stages + 1) * 8; }
+  static constexpr int bytes_for(int stages) {
+    return (kSmemQElems + 2 * stages * kSmemKVElems) * 2 + 1024 + bar_bytes(stages);
+  }
   // 3 stages where they fit in an sm90 CTA's 227 KB (D <= 128 at 128 x 128: 226 KB), else 2 (D 256 at
   // 128 x 64: 193 KB).
   static constexpr int kMaxSmemBytes = 227 * 1024;
