@@ -28,22 +28,20 @@ BwdTmaArgs bwd_tma_args(const BwdParams& p) {
   const uint32_t q_box[4] = {64, Tr::kBlockM, 1, 1}, kv_box[4] = {64, Tr::kBlockN, 1, 1};
   BwdTmaArgs a{};
   a.p = p;
-  a.q = sm90::tiled_map_4d(kType, 2, f.q, {d, sq, hq, batch}, {f.q_row_stride, f.q_head_stride, f.q_batch_stride},
-                           q_box, "q");
-  a.k = sm90::tiled_map_4d(kType, 2, f.k, {d, sk, hk, batch}, {f.k_row_stride, f.k_head_stride, f.k_batch_stride},
-                           kv_box, "k");
-  a.v = sm90::tiled_map_4d(kType, 2, f.v, {d, sk, hk, batch}, {f.v_row_stride, f.v_head_stride, f.v_batch_stride},
-                           kv_box, "v");
-  a.dout = sm90::tiled_map_4d(kType, 2, p.dout, {d, sq, hq, batch},
-                              {p.do_row_stride, p.do_head_stride, p.do_batch_stride}, q_box, "dout");
+  thread_local sm90::TiledMapCache q_map, k_map, v_map, dout_map, dq_map;  // sm90/tensor_maps.h
+  a.q = q_map.get(kType, 2, f.q, {d, sq, hq, batch}, {f.q_row_stride, f.q_head_stride, f.q_batch_stride}, q_box, "q");
+  a.k = k_map.get(kType, 2, f.k, {d, sk, hk, batch}, {f.k_row_stride, f.k_head_stride, f.k_batch_stride}, kv_box, "k");
+  a.v = v_map.get(kType, 2, f.v, {d, sk, hk, batch}, {f.v_row_stride, f.v_head_stride, f.v_batch_stride}, kv_box, "v");
+  a.dout = dout_map.get(kType, 2, p.dout, {d, sq, hq, batch}, {p.do_row_stride, p.do_head_stride, p.do_batch_stride},
+                        q_box, "dout");
   if (p.dq_accum != nullptr) {  // every call the kernel runs (bwd_dispatch.cu: the workspace in both modes)
     // Workspace rows are indexed like lse (b * lse_batch_stride + h * lse_head_stride + i), dq_accum_stride
     // floats each; the map's row extent is the sequence, so a block's rows past its end are never added.
     const int64_t rs = p.dq_accum_stride;
     const uint32_t dq_box[4] = {Tr::kDqBoxCols, Tr::kBlockM, 1, 1};
-    a.dq_accum = sm90::tiled_map_4d(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, p.dq_accum,
-                                    {static_cast<uint64_t>(p.dq_accum_stride), sq, hq, batch},
-                                    {rs, f.lse_head_stride * rs, f.lse_batch_stride * rs}, dq_box, "the dQ workspace");
+    a.dq_accum = dq_map.get(CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, p.dq_accum,
+                            {static_cast<uint64_t>(p.dq_accum_stride), sq, hq, batch},
+                            {rs, f.lse_head_stride * rs, f.lse_batch_stride * rs}, dq_box, "the dQ workspace");
   }
   return a;
 }

@@ -48,12 +48,10 @@ FwdSm90Args fwd_sm90_args(const FwdParams& p, bool allow_tma) {
                  sk = static_cast<uint64_t>(p.seqlen_k), hq = static_cast<uint64_t>(p.heads_q),
                  hk = static_cast<uint64_t>(p.heads_k), batch = static_cast<uint64_t>(p.batch);
   const uint32_t q_box[4] = {64, Tr::kBlockM, 1, 1}, kv_box[4] = {64, Tr::kBlockN, 1, 1};
-  a.q = sm90::tiled_map_4d(kType, 2, p.q, {d, sq, hq, batch}, {p.q_row_stride, p.q_head_stride, p.q_batch_stride},
-                           q_box, "q");
-  a.k = sm90::tiled_map_4d(kType, 2, p.k, {d, sk, hk, batch}, {p.k_row_stride, p.k_head_stride, p.k_batch_stride},
-                           kv_box, "k");
-  a.v = sm90::tiled_map_4d(kType, 2, p.v, {d, sk, hk, batch}, {p.v_row_stride, p.v_head_stride, p.v_batch_stride},
-                           kv_box, "v");
+  thread_local sm90::TiledMapCache q_map, k_map, v_map;
+  a.q = q_map.get(kType, 2, p.q, {d, sq, hq, batch}, {p.q_row_stride, p.q_head_stride, p.q_batch_stride}, q_box, "q");
+  a.k = k_map.get(kType, 2, p.k, {d, sk, hk, batch}, {p.k_row_stride, p.k_head_stride, p.k_batch_stride}, kv_box, "k");
+  a.v = v_map.get(kType, 2, p.v, {d, sk, hk, batch}, {p.v_row_stride, p.v_head_stride, p.v_batch_stride}, kv_box, "v");
   return a;
 }
 
