@@ -192,9 +192,11 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       'bf16_d128_sm90ws',
       'bf16_d256_sm90ws',
       'bf16_d64_sm90ws',
+      'bf16_d64_sm90ws_rows64',
       'fp16_d128_sm90ws',
       'fp16_d256_sm90ws',
       'fp16_d64_sm90ws',
+      'fp16_d64_sm90ws_rows64',
       'fp8_d128_sm90ws', // float8_e4m3 calls (plans below)
     ]);
     expect(a!.buildInfo().kernels.some((k) => k.includes('forced only'))).toBe(false);
@@ -265,6 +267,42 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const forcedTile = nums([4, 16, 16, 4096, 4096, 128], {}, { ...H100, major: 10, minor: 0 });
       forcedTile.nums[NUM.kernel] = names.indexOf('bf16_d128_sm90ws');
       expect(() => a!.plan(forcedTile.nums, forcedTile.ptrs)).toThrow(/only on sm90/);
+    },
+  );
+
+  // D 64's one-warpgroup Hopper tile (two CTAs per SM, TMA only): where the tensor maps can read the call and a
+  // row sees at most 2048 keys on average (dispatch.cu make_plan). The plans elsewhere in this file use broadcast
+  // views (zero strides, which no tensor map steps), so they keep the 128-row tile.
+  it.skipIf(!a?.buildInfo().kernelNames.includes('bf16_d64_sm90ws_rows64') || !/\b90a\b/.test(a.buildInfo().cudaArchs))(
+    'plans D 64 on its one-warpgroup Hopper tile where rows see few keys and the TMA can read the tensors',
+    () => {
+      const dense = (shape: [number, number, number, number, number, number], opts: SdpaOptions = {}) => {
+        const [b, hq, hk, sq, sk, d] = shape;
+        const t = (h: number, s: number) => empty([b, h, s, d], { dtype: 'bfloat16', device: 'cuda' });
+        const n = packArgs(normalizeParams(t(hq, sq), t(hk, sk), t(hk, sk), opts), H100);
+        n.nums[NUM.aligned16] = 1; // as a device's allocations are (the fake device's addresses are not)
+        return n;
+      };
+      const kernel = (n: ReturnType<typeof dense>) => a!.plan(n.nums, n.ptrs).kernel;
+      expect(kernel(dense([4, 16, 16, 1024, 1024, 64]))).toBe('bf16_d64_sm90ws_rows64');
+      expect(kernel(dense([4, 16, 8, 1000, 1000, 40], { enableGqa: true }))).toBe('bf16_d64_sm90ws_rows64');
+      expect(kernel(dense([2, 16, 16, 4096, 4096, 64], { isCausal: true }))).toBe('bf16_d64_sm90ws_rows64'); // 2048
+      expect(kernel(dense([2, 16, 16, 4096, 4096, 64]))).toBe('bf16_d64_sm90ws'); // 4096 keys a row
+      expect(kernel(dense([1, 16, 16, 8192, 8192, 64], { isCausal: true }))).toBe('bf16_d64_sm90ws'); // 4096 on average
+      // Lower-right: 1024 queries over 4096 keys see 3584 on average.
+      expect(kernel(dense([4, 16, 16, 1024, 4096, 64], { isCausal: true, alignment: 'lowerRight' }))).toBe(
+        'bf16_d64_sm90ws',
+      );
+      expect(kernel(dense([4, 16, 16, 1024, 1024, 128]))).toBe('bf16_d128_sm90ws'); // D 64 only
+      // Misaligned tensors and zero strides (broadcast views) are for the cp.async producer: the 128-row tile.
+      const misaligned = dense([4, 16, 16, 1024, 1024, 64]);
+      misaligned.nums[NUM.aligned16] = 0;
+      expect(kernel(misaligned)).toBe('bf16_d64_sm90ws');
+      const broadcast = nums([4, 16, 16, 1024, 1024, 64]);
+      expect(kernel(broadcast)).toBe('bf16_d64_sm90ws');
+      // Forced by index where the maps cannot read the call: refused, saying why.
+      broadcast.nums[NUM.kernel] = a!.buildInfo().kernelNames.indexOf('bf16_d64_sm90ws_rows64');
+      expect(() => a!.plan(broadcast.nums, broadcast.ptrs)).toThrow(/loads by TMA only/);
     },
   );
 

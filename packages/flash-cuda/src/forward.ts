@@ -196,8 +196,9 @@ export function applyOverrides(a: FlashAddon, nums: Float64Array, opts: FlashOve
   }
 }
 
-// The plan is a pure function of these slots and of whether ALiBi slopes are given (native/src/dispatch.cu:
-// read_shape, make_plan and lean_ok; the mask's alignment and right bound set the keys a row can see).
+// The plan is a pure function of these slots and of whether ALiBi slopes, sequsedK and a block table are given
+// (native/src/dispatch.cu: read_call_shape, make_plan and lean_ok; the mask's alignment and right bound set the keys
+// a row can see; alignment, strides, sequsedK and the block table whether the TMA can read the call).
 // Consecutive calls of one shape (training steps, benches, decode loops) reuse the last plan: comparing the
 // slots costs ~0.05 us, the addon call ~1.5-3 us (string keys for a Map: ~1.7 us).
 const PLAN_SLOTS = [
@@ -226,13 +227,24 @@ const PLAN_SLOTS = [
   NUM.kernelFamily,
   NUM.ccMajor,
   NUM.ccMinor,
+  NUM.aligned16,
+  NUM.qBatchStride,
+  NUM.qHeadStride,
+  NUM.qRowStride,
+  NUM.kBatchStride,
+  NUM.kHeadStride,
+  NUM.kRowStride,
+  NUM.vBatchStride,
+  NUM.vHeadStride,
+  NUM.vRowStride,
 ] as const;
 const lastKey = new Float64Array(PLAN_SLOTS.length + 1).fill(Number.NaN); // NaN never compares equal
 let lastPlan: FlashPlan | null = null;
 
 export function cachedPlan(a: FlashAddon, ptrs: BigUint64Array, nums: Float64Array): FlashPlan {
-  const alibi = ptrs[PTR.alibi] !== 0n ? 1 : 0;
-  let same = lastPlan !== null && lastKey[PLAN_SLOTS.length] === alibi;
+  const given =
+    (ptrs[PTR.alibi] !== 0n ? 1 : 0) | (ptrs[PTR.sequsedK] !== 0n ? 2 : 0) | (ptrs[PTR.blockTable] !== 0n ? 4 : 0);
+  let same = lastPlan !== null && lastKey[PLAN_SLOTS.length] === given;
   for (let i = 0; same && i < PLAN_SLOTS.length; i++) same = lastKey[i] === nums[PLAN_SLOTS[i]!];
   if (same) return lastPlan!;
   let plan: FlashPlan;
@@ -242,7 +254,7 @@ export function cachedPlan(a: FlashAddon, ptrs: BigUint64Array, nums: Float64Arr
     rethrow(e);
   }
   for (let i = 0; i < PLAN_SLOTS.length; i++) lastKey[i] = nums[PLAN_SLOTS[i]!]!;
-  lastKey[PLAN_SLOTS.length] = alibi;
+  lastKey[PLAN_SLOTS.length] = given;
   lastPlan = plan;
   return plan;
 }

@@ -11,8 +11,8 @@
 //     packages/flash-cuda/native/probe/fwd_tile_probe.cu
 //   ./fwd_tile_probe [--grid | --odd | --tiles | --encode]
 //     --grid: the TMA producer alone over the grid, for two builds side by side by time and by the outputs'
-//     checksum; --odd: the odd shapes alone, one launch each, for compute-sanitizer; --tiles: D 64 with K and V
-//     released apart; --encode: the host's cost of the kernel argument with and without its three tensor maps.
+//     checksum; --odd: the odd shapes alone, one launch each, for compute-sanitizer; --tiles: D 64 with one
+//     consumer warpgroup of 64 rows per CTA and two CTAs per SM; --encode: the host's cost of the kernel argument with and without its three tensor maps.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -162,13 +162,13 @@ int main(int argc, char** argv) {
         }
     return 0;
   }
-  if (mode == "--tiles") {  // D 64: K and V released apart, on the TMA producer
+  if (mode == "--tiles") {  // D 64: one consumer warpgroup of 64 rows per CTA, two CTAs per SM
     for (int round = 0; round < 2; ++round)
       for (int s : {1024, 4096, 16384})
         for (bool causal : {false, true}) {
           const Point pt = grid_point(s, 64, causal);
           time_variant<D64>("tma n128", pt, bf, true, true);
-          time_variant<FwdSm90Traits<64, 128, 128, 1, E, true>>("tma n128 split", pt, bf, true, false);
+          time_variant<FwdSm90Traits<64, 64, 128, 2, E, false>>("tma m64 2 CTAs/SM", pt, bf, true, false);
         }
     return 0;
   }
@@ -196,5 +196,10 @@ int main(int argc, char** argv) {
       both_producers<D64>(pt, bf);
     }
   both_producers<D256>(Point{2, 3, 1, 1000, 1000, 256, true, false}, bf);
+  // The one-warpgroup tile (TMA only) against the generated D 64 tile on odd shapes.
+  for (const Point& pt : {Point{2, 4, 4, 17, 1000, 8, false, false}, Point{3, 6, 2, 1000, 777, 40, true, true}}) {
+    time_variant<D64>("cp.async", pt, bf, false, true);
+    time_variant<FwdSm90Traits<64, 64, 128, 2, E, false>>("tma m64 2 CTAs/SM", pt, bf, true, false);
+  }
   return 0;
 }

@@ -18,6 +18,7 @@
 #include "dispatch.h"
 #include "sm90/bwd_sm90_traits.h"
 #include "sm90/bwd_sm90_tma_ws_traits.h"
+#include "tma_declines.h"
 
 namespace attn::flash {
 
@@ -119,34 +120,6 @@ bool as_flag(const double* bnums, int i, const char* what) {
   return x == 1;
 }
 
-// Why the TMA warp-specialized dK/dV kernel cannot take this call beyond its bucket, or "" when it can: it
-// reads Q, K, V and dO through 4-D tensor maps (dense tensors, 16-byte aligned, strides positive multiples of 8
-// elements wherever the extent is above 1) and has no seqused_k, paged K/V, ALiBi, softcap or dropout.
-// `ptrs` null (backward_plan, which sees no addresses): ALiBi and seqused_k are taken as absent and
-// `aligned16` as the strides say; `do_strides` false: dO's strides are not known yet. backward() decides
-// with everything.
-std::string tma_ws_declines(const double* nums, const double* bnums, const uint64_t* ptrs, bool aligned16,
-                            bool do_strides) {
-  using namespace abi;
-  if (nums[kTotalQ] >= 0) return "it has no varlen (cuSeqlens)";
-  if (nums[kKvCache] != 0 || (ptrs != nullptr && ptrs[kBlockTable] != 0)) return "it has no paged K/V";
-  if (ptrs != nullptr && ptrs[kSequsedK] != 0) return "it has no sequsedK";
-  if (nums[kSoftcap] != 0 || nums[kDropout] != 0 || (ptrs != nullptr && ptrs[kAlibi] != 0))
-    return "it has no ALiBi, softcap or dropout";
-  if (nums[kSeqQ] < 1 || nums[kSeqK] < 1) return "it needs non-empty sequences";
-  if (!aligned16) return "it needs 16-byte aligned tensors (addresses, strides and head dim multiples of 8 elements)";
-  // Extent above 1: the stride is stepped, so the tensor map needs it positive (16-byte multiples: aligned16).
-  auto fits = [](double extent, double stride) { return extent <= 1 || (stride > 0 && stride < 549755813888.0); };
-  const double b = nums[kBatch], hq = nums[kHeadsQ], hk = nums[kHeadsK], sq = nums[kSeqQ], sk = nums[kSeqK];
-  bool ok = fits(sq, nums[kQRowStride]) && fits(hq, nums[kQHeadStride]) && fits(b, nums[kQBatchStride]) &&
-            fits(sk, nums[kKRowStride]) && fits(hk, nums[kKHeadStride]) && fits(b, nums[kKBatchStride]) &&
-            fits(sk, nums[kVRowStride]) && fits(hk, nums[kVHeadStride]) && fits(b, nums[kVBatchStride]);
-  if (do_strides)
-    ok = ok && fits(sq, bnums[kDoRowStride]) && fits(hq, bnums[kDoHeadStride]) && fits(b, bnums[kDoBatchStride]);
-  if (!ok) return "it needs tensors a TMA tensor map can describe (positive strides wherever an extent is above 1)";
-  return "";
-}
-
 // Strides and head dim as the TMA needs them, from the numbers alone (backward_plan's view of aligned16).
 bool strides_aligned16(const double* nums) {
   using namespace abi;
@@ -241,7 +214,7 @@ BwdPlan backward_plan(const double* nums, const double* bnums) {
   const bool deterministic = as_flag(bnums, kDeterministic, "deterministic flag");
   return plan_for(f, in(kIsBf16, 0, 1, "dtype flag") == 1, in(kSmemOptin, 1, 1 << 30, "opt-in shared memory"),
                   deterministic, on_sm90(nums), kernel_family(nums),
-                  tma_ws_declines(nums, bnums, nullptr, strides_aligned16(nums), false));
+                  tma_declines(nums, bnums, nullptr, strides_aligned16(nums), false));
 }
 
 void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, const double* bnums) {
@@ -254,7 +227,7 @@ void backward(const uint64_t* ptrs, const double* nums, const uint64_t* bptrs, c
   p.f.aligned16 = p.f.aligned16 && as_flag(bnums, kGradAligned16, "gradient alignment flag");
   const bool bf16 = nums[kIsBf16] == 1;
   const BwdPlan pl = plan_for(p.f, bf16, static_cast<int>(nums[kSmemOptin]), p.deterministic, on_sm90(nums),
-                              kernel_family(nums), tma_ws_declines(nums, bnums, ptrs, p.f.aligned16, true));
+                              kernel_family(nums), tma_declines(nums, bnums, ptrs, p.f.aligned16, true));
 
   require(bptrs[kDout] && bptrs[kDq] && bptrs[kDk] && bptrs[kDv] && bptrs[kDsum],
           "dout, dq, dk, dv and dsum need device addresses");

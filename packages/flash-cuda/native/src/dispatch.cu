@@ -19,6 +19,7 @@
 #include "fwd/decode_traits.h"
 #include "sm90/fwd_sm90_fp8_config.h"
 #include "sm90/fwd_sm90_traits.h"
+#include "tma_declines.h"
 
 namespace attn::flash {
 
@@ -221,6 +222,9 @@ struct Shape {
   // right window bound (key j <= row i + window_right) leaves min(Sk, Sq + window_right); a lower-right one
   // (offset Sk - Sq per sequence) leaves every key. Only the plan reads it; the kernels walk their own range.
   int64_t visible_k;
+  bool causal;
+  // The call's tensors fit the TMA's tensor maps (tma_declines.h): what the TMA-only Hopper tile needs.
+  bool tma_loads;
 };
 
 Shape read_shape(const double* nums, bool varlen) {
@@ -255,6 +259,14 @@ Shape read_shape(const double* nums, bool varlen) {
   s.visible_k = window_right >= 0 && !lower_right ? std::min<int64_t>(s.seq_k, int64_t(s.seq_q) + window_right)
                                                   : int64_t(s.seq_k);
   s.visible_k = std::max<int64_t>(s.visible_k, 1);
+  s.causal = as_int(nums, kCausal, "causal flag", 0, 1) == 1;
+  return s;
+}
+
+// read_shape with what only the addresses tell (ptrs null: planFor without them, seqused_k taken as absent).
+Shape read_call_shape(const double* nums, const uint64_t* ptrs, bool varlen) {
+  Shape s = read_shape(nums, varlen);
+  s.tma_loads = tma_declines(nums, nullptr, ptrs, nums[abi::kAligned16] == 1, false).empty();
   return s;
 }
 
@@ -292,13 +304,19 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     const int per_sm = c.decode && !s.paged ? 1 : ctas_per_sm(c, s.smem_optin);
     return num_splits_heuristic(int64_t(s.batch) * heads * m_blocks_of(c), s.sm_count * per_sm, tiles, kMaxSplits);
   };
-  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, decode = -1, decode_wide = -1;
+  int large = -1, small = -1, lean_large = -1, lean_small = -1, hopper = -1, hopper_rows64 = -1, decode = -1,
+      decode_wide = -1;
   for (int i = 0; i < kNumConfigs; ++i) {
     const FwdConfig& c = kConfigs[i];
     if (c.fp8 != s.fp8 || c.bf16 != s.bf16 || c.head_dim != bucket || smem_of(c, s) > s.smem_optin) continue;
     if (c.sm90) {
-      // One Hopper kernel per head dim (the warp-specialized one).
-      if (lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80 && hopper < 0) hopper = i;
+      // The warp-specialized Hopper kernel of the head dim, and at D 64 its one-warpgroup tile (TMA only).
+      const bool takes = lean && on_sm90 && !pack && !s.paged && family != KernelFamily::kSm80;
+      if (c.block_m < 128) {
+        if (takes && s.tma_loads && hopper_rows64 < 0) hopper_rows64 = i;
+      } else if (takes && hopper < 0) {
+        hopper = i;
+      }
       continue;
     }
     if (c.decode) {  // the 64-key tile of 4 warps, and the 128-key tile of 8 ('decode_wide', one CTA per SM)
@@ -355,6 +373,10 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
       throw std::invalid_argument(
           std::string("flash-cuda: kernel ") + c.name +
           " is lean: it has no ALiBi, softcap, dropout or left window bound and needs scale > 0");
+    if (c.sm90 && c.block_m < 128 && !s.tma_loads)
+      throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
+                                  " loads by TMA only: it needs dense, 16-byte aligned tensors without varlen, "
+                                  "sequsedK or paged K/V, strides positive wherever an extent is above 1");
     if (c.sm90 && !on_sm90)
       throw std::invalid_argument(std::string("flash-cuda: kernel ") + c.name +
                                   " runs only on sm90 (H100/H200) devices with an addon built for sm_90a (" +
@@ -407,6 +429,13 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
     if ((rows > 64 || (one_wave && h.head_dim <= 128)) && (key_tiles(h) <= 2 || splits_for(h, s.heads_q) == 1))
       cfg = hopper;
   }
+  // D 64's one-warpgroup tile (two CTAs per SM, TMA only) where a row sees at most kRows64Keys keys on average:
+  // one CTA's fill and drain then run under the other's GEMMs (H200: S 1k 1.10-1.11x, causal 4k 1.06x; non-causal
+  // 4k 0.99-1.03x and S 16k 0.97-0.99x stay on the 128-row tile). A causal row sees from all the visible keys down
+  // to the band's first: about visible_k - min(Sq, visible_k) / 2 on average. A kernel forced by index stays.
+  constexpr int64_t kRows64Keys = 2048;
+  const int64_t mean_keys = s.causal ? s.visible_k - std::min<int64_t>(s.seq_q, s.visible_k) / 2 : s.visible_k;
+  if (forced < 0 && cfg >= 0 && cfg == hopper && hopper_rows64 >= 0 && mean_keys <= kRows64Keys) cfg = hopper_rows64;
   if (cfg < 0)
     throw std::runtime_error("flash-cuda: no compiled kernel for head dim " + std::to_string(s.head_dim) + " fits in " +
                              std::to_string(s.smem_optin) + " bytes of shared memory per block");
@@ -440,7 +469,7 @@ Plan plan(const double* nums, const uint64_t* ptrs) {
   using namespace abi;
   const bool varlen = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0) >= 0;
   // kNumSplits > 0 forces a split count (tests); 0 lets the heuristic choose.
-  return make_plan(read_shape(nums, varlen), as_int(nums, kNumSplits, "split count", 0, kMaxSplits),
+  return make_plan(read_call_shape(nums, ptrs, varlen), as_int(nums, kNumSplits, "split count", 0, kMaxSplits),
                    as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1),
                    lean_ok(nums, ptrs == nullptr || ptrs[kAlibi] != 0), kernel_family(nums));
 }
@@ -563,7 +592,7 @@ void forward(const uint64_t* ptrs, const double* nums) {
   using namespace abi;
   const int64_t total_q = as_int(nums, kTotalQ, "total query length", -1, 2147483647.0);
   const bool varlen = total_q >= 0;
-  const Shape s = read_shape(nums, varlen);
+  const Shape s = read_call_shape(nums, ptrs, varlen);
   const int splits = as_int(nums, kNumSplits, "split count", 1, kMaxSplits);
   const Plan pl = make_plan(s, splits, as_int(nums, kKernel, "kernel index", -1, kNumConfigs - 1),
                             lean_ok(nums, ptrs[kAlibi] != 0), kernel_family(nums));
@@ -621,7 +650,10 @@ std::vector<std::string> kernel_descriptions() {
                                              : ", sm90 wgmma, warp-specialized")
                           : "") +
                   // The 16-bit Hopper kernel's producer (sm90/flash_fwd_sm90_launch.h: fwd_sm90_tma_declines).
-                  (c.sm90 && !c.fp8 ? ", Q/K/V by TMA on dense calls (cp.async on varlen, sequsedK, misaligned)" : "") +
+                  (c.sm90 && !c.fp8 && c.block_m >= 128
+                       ? ", Q/K/V by TMA on dense calls (cp.async on varlen, sequsedK, misaligned)"
+                       : "") +
+                  (c.sm90 && c.block_m < 128 ? ", one warpgroup per CTA, Q/K/V by TMA: dense aligned calls only" : "") +
                   (c.decode ? ", decode: the warps split each key tile" : "") +
                   (c.fp8 ? ", float8_e4m3 in, bf16 out, V transposed in shared memory" : "") + ")");
   return out;

@@ -2,5 +2,6 @@
 #include "sm90/flash_fwd_sm90_launch.h"
 
 template void attn::flash::run_fwd_sm90<attn::flash::FwdSm90Traits<64, 128, 128, 1, __half, false>>(const attn::flash::FwdParams&, cudaStream_t, int);  // d64 sm90ws
+template void attn::flash::run_fwd_sm90<attn::flash::FwdSm90Traits<64, 64, 128, 2, __half, false>>(const attn::flash::FwdParams&, cudaStream_t, int);  // d64 sm90ws_rows64
 template void attn::flash::run_fwd_sm90<attn::flash::FwdSm90Traits<128, 128, 128, 1, __half, true>>(const attn::flash::FwdParams&, cudaStream_t, int);  // d128 sm90ws
 template void attn::flash::run_fwd_sm90<attn::flash::FwdSm90Traits<256, 128, 64, 1, __half, true>>(const attn::flash::FwdParams&, cudaStream_t, int);  // d256 sm90ws

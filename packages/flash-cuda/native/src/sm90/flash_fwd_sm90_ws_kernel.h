@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   if (warp >= Tr::kNWarps) {
     // ---- producer warpgroup: K_n, V_n into the ring, n from the last tile down
     sm90::regs_dealloc<Tr::kProducerRegs>();
-    if (tma) {
+    if (Tr::kTmaOnly || tma) {  // kTmaOnly: the host launches it only where the maps apply
       if (tid == kConsumers) produce_tma<Tr>(a, w, full_bar, empty_bar, v_full_bar, v_empty_bar, q_bar, sQ, sK, sV);
       return;
     }
@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   sm90::regs_alloc<Tr::kConsumerRegs>();
   const int wg = warp >> 2;
   const RowCtx rc = sm90::row_ctx<Tr>(w, warp, g);
-  if (tma) {
+  if (Tr::kTmaOnly || tma) {
     sm90::mbar_wait(q_bar, 0);
   } else {
     TileIO<sm90::WithThreads<Tr, kConsumers>>::template load<kM>(
@@ -210,7 +210,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
 #ifdef ATTN_SM90_WS_NO_TURNS
   constexpr bool kTurns = false;
 #else
-  constexpr bool kTurns = true;
+  constexpr bool kTurns = Tr::kNWarpGroups == 2;  // one warpgroup: nobody to take turns with
 #endif
   const sm90::TileDescs desc = sm90::tile_descs<Tr>(sQ, sK, sV, wg);
   float acc_o[1][kDT][4], row_max[1][2], row_sum[1][2];

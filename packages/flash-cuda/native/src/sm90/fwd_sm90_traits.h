@@ -30,7 +30,11 @@ struct FwdSm90Traits {
   // (its 4 warps share the loads) and gives up all but kProducerRegs to the consumers' kConsumerRegs
   // (per SM sub-partition: one producer and two consumer warps, 40 + 2 x 232 <= 512 registers per lane).
   static constexpr int kLaunchThreads = kNThreads + 128;
-  static constexpr int kProducerRegs = 40, kConsumerRegs = 232;
+  // One consumer warpgroup (kBlockM 64): two CTAs per SM, each with its own producer, whose consumers take turns
+  // on the tensor cores as the warp schedulers interleave them (no named-barrier turns). Its producer is the TMA
+  // thread only (24 registers cannot hold the cp.async path): 24 + 232 registers per lane and CTA, 2 CTAs.
+  static constexpr bool kTmaOnly = kNWarpGroups == 1;
+  static constexpr int kProducerRegs = kTmaOnly ? 24 : 40, kConsumerRegs = 232;
   static constexpr bool kExtras = false;  // the lean feature set: no ALiBi, softcap, dropout, left window
 
   static constexpr int kNTiles = kBlockN / 8;    // n8 column groups of S per warp
@@ -61,7 +65,8 @@ struct FwdSm90Traits {
   // wgmma N is the key-tile width (S) and the head dim (O): widths scripts/generate-wgmma.mjs writes.
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "sm90 head dims: 64, 128, 256");
   static_assert(kBlockN == 64 || kBlockN == 128 || kBlockN == 256, "sm90 key tiles: 64, 128, 256");
-  static_assert(kBlockM == 128, "the ping-pong schedule is written for two warpgroups of 64 rows");
+  static_assert(kBlockM == 128 || (kBlockM == 64 && kMinBlocks == 2),
+                "two consumer warpgroups of 64 rows taking turns, or one per CTA at two CTAs per SM");
 };
 
 }  // namespace attn::flash
