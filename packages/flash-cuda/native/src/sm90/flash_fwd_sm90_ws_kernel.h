@@ -10,9 +10,11 @@
 //     bytes complete the stage's mbarrier, and the rest of the producer warpgroup exits; or cp.async by the
 //     producer's 128 threads (Q by the consumers), for the calls a tensor map cannot describe (varlen, seqused_k,
 //     misaligned tensors: rows past a sequence's end must read as zeros, which only a dense map's bounds give).
+//     A tile with one consumer warpgroup (Tr::kTmaOnly, D 64 at two CTAs per SM) has the TMA path alone.
 //   - Two consumer warpgroups, 64 query rows each, run the key loop of sm90/fwd_sm90_consumer.h (shared with the
 //     fp8 kernel): they take turns issuing their GEMMs, and each overlaps the previous tile's P.V with this tile's
-//     softmax. Gemms16 below is what is 16-bit about it.
+//     softmax (one warpgroup, kBlockM 64: no turns; the SM's other CTA is the one it shares the tensor cores
+//     with). Gemms16 below is what is 16-bit about it.
 #pragma once
 #include <cstdint>
 

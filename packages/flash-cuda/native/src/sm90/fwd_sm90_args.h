@@ -1,5 +1,6 @@
 // The Hopper 16-bit forward kernel's argument (flash_fwd_sm90_ws_kernel.h): the call's parameters and, where the
-// call's tensors fit one (fwd_sm90_tma_maps in flash_fwd_sm90_launch.h), the TMA tensor maps of q, k and v.
+// call's tensors fit them (fwd_sm90_tma_declines, fwd_sm90_args in flash_fwd_sm90_launch.h), the TMA tensor maps
+// of q, k and v.
 #pragma once
 #include <cuda.h>
 

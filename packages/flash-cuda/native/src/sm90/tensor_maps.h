@@ -70,7 +70,7 @@ inline CUtensorMap tiled_map_4d(CUtensorMapDataType type, int elem_bytes, const 
 
 // The last map one call site encoded, re-encoded only when the description changes: a loop of calls on the same
 // tensors (a decode step, a benchmark, a layer's fixed buffers) pays a comparison of the description instead of
-// the driver's encoding (about 0.15 us a map on a Xeon host). One per call site and thread (thread_local), so
+// the driver's encoding (about 0.13 us a map on the GPU host's Xeon). One per call site and thread (thread_local), so
 // calls from several threads never share an entry.
 class TiledMapCache {
  public:
