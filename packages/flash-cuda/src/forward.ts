@@ -148,7 +148,8 @@ export function packArgs(
   return { ptrs, nums };
 }
 
-const STRIDE_SLOTS = [
+/** q's, k's and v's strides: what alignment and the TMA's tensor maps read of the inputs. */
+const QKV_STRIDE_SLOTS = [
   NUM.qBatchStride,
   NUM.qHeadStride,
   NUM.qRowStride,
@@ -158,6 +159,10 @@ const STRIDE_SLOTS = [
   NUM.vBatchStride,
   NUM.vHeadStride,
   NUM.vRowStride,
+] as const;
+
+const STRIDE_SLOTS = [
+  ...QKV_STRIDE_SLOTS,
   NUM.oBatchStride,
   NUM.oHeadStride,
   NUM.oRowStride,
@@ -228,15 +233,7 @@ const PLAN_SLOTS = [
   NUM.ccMajor,
   NUM.ccMinor,
   NUM.aligned16,
-  NUM.qBatchStride,
-  NUM.qHeadStride,
-  NUM.qRowStride,
-  NUM.kBatchStride,
-  NUM.kHeadStride,
-  NUM.kRowStride,
-  NUM.vBatchStride,
-  NUM.vHeadStride,
-  NUM.vRowStride,
+  ...QKV_STRIDE_SLOTS,
 ] as const;
 const lastKey = new Float64Array(PLAN_SLOTS.length + 1).fill(Number.NaN); // NaN never compares equal
 let lastPlan: FlashPlan | null = null;
