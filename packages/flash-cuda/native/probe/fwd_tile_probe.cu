@@ -11,8 +11,9 @@
 //     packages/flash-cuda/native/probe/fwd_tile_probe.cu
 //   ./fwd_tile_probe [--grid | --odd | --tiles | --encode]
 //     --grid: the TMA producer alone over the grid, for two builds side by side by time and by the outputs'
-//     checksum; --odd: the odd shapes alone, one launch each, for compute-sanitizer; --tiles: D 64 with one
-//     consumer warpgroup of 64 rows per CTA and two CTAs per SM; --encode: the host's cost of the kernel argument with and without its three tensor maps.
+//     checksum; --odd: the odd shapes alone, one launch each, for compute-sanitizer; --tiles: one consumer
+//     warpgroup of 64 rows per CTA and two CTAs per SM (D 64, and D 128 with 64-key tiles); --encode: the host's
+//     cost of the kernel argument with and without its three tensor maps.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -162,13 +163,17 @@ int main(int argc, char** argv) {
         }
     return 0;
   }
-  if (mode == "--tiles") {  // D 64: one consumer warpgroup of 64 rows per CTA, two CTAs per SM
+  if (mode == "--tiles") {  // one consumer warpgroup of 64 rows per CTA, two CTAs per SM (D 64; D 128 at 64 keys)
     for (int round = 0; round < 2; ++round)
       for (int s : {1024, 4096, 16384})
         for (bool causal : {false, true}) {
           const Point pt = grid_point(s, 64, causal);
           time_variant<D64>("tma n128", pt, bf, true, true);
           time_variant<FwdSm90Traits<64, 64, 128, 2, E, false>>("tma m64 2 CTAs/SM", pt, bf, true, false);
+          // D 128 with 64 query rows and 64-key tiles: 2 stages fit two CTAs per SM (81 KB each).
+          const Point p128 = grid_point(s, 128, causal);
+          time_variant<D128>("tma n128", p128, bf, true, true);
+          time_variant<FwdSm90Traits<128, 64, 64, 2, E, true>>("tma m64 n64 2 CTAs/SM", p128, bf, true, false);
         }
     return 0;
   }

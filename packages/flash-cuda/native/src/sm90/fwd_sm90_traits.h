@@ -55,9 +55,10 @@ struct FwdSm90Traits {
   static constexpr int bytes_for(int stages) {
     return (kSmemQElems + 2 * stages * kSmemKVElems) * 2 + 1024 + bar_bytes(stages);
   }
-  // 3 stages where they fit in an sm90 CTA's 227 KB (D <= 128 at 128 x 128: 226 KB), else 2 (D 256 at
-  // 128 x 64: 193 KB).
-  static constexpr int kMaxSmemBytes = 227 * 1024;
+  // 3 stages where they fit the CTA's share of the SM, else 2: one CTA may take 227 KB (D <= 128 at 128 x 128:
+  // 225 KB; D 256 at 128 x 64 takes 2 stages, 193 KB); kMinBlocks >= 2 CTAs share the SM's 228 KB, 1 KB of it
+  // reserved per CTA (D 64's one-warpgroup tile: 105 KB at 3 stages).
+  static constexpr int kMaxSmemBytes = kMinBlocks >= 2 ? 228 * 1024 / kMinBlocks - 1024 : 227 * 1024;
   static constexpr int kStages = bytes_for(3) <= kMaxSmemBytes ? 3 : 2;
   static constexpr int kSmemBytes = bytes_for(kStages);
   static_assert(kSmemBytes <= kMaxSmemBytes, "the tiles must fit an sm90 CTA's shared memory");
