@@ -28,6 +28,7 @@ inline FwdParams dense_fwd_params(const void* q, const void* k, const void* v, v
   f.window_left = -1, f.window_right = causal ? 0 : -1;
   f.alibi_mul = float(kLog2e);
   f.aligned16 = true;
+  f.tma_loads = sq > 0 && sk > 0;  // dense, 16-byte aligned, positive strides: what the plan would find
   f.num_splits = 1;
   return f;
 }

@@ -66,10 +66,6 @@ double time_variant(const char* name, const Point& pt, Buffers& bf, bool tma, bo
       probe::dense_fwd_params(bf.q, bf.k, bf.v, bf.o, bf.lse, pt.batch, pt.hq, pt.hk, pt.sq, pt.sk, pt.d, pt.causal);
   p.lower_right = pt.lower_right;
   p.m_blocks = (pt.sq + Tr::kBlockM - 1) / Tr::kBlockM;
-  if (tma && fwd_sm90_tma_declines(p) != nullptr) {
-    std::fprintf(stderr, "%s: the TMA producer declines (%s)\n", name, fwd_sm90_tma_declines(p));
-    std::exit(1);
-  }
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);

@@ -266,7 +266,7 @@ Shape read_shape(const double* nums, bool varlen) {
 // read_shape with what only the addresses tell (ptrs null: planFor without them, seqused_k taken as absent).
 Shape read_call_shape(const double* nums, const uint64_t* ptrs, bool varlen) {
   Shape s = read_shape(nums, varlen);
-  s.tma_loads = tma_declines(nums, nullptr, ptrs, nums[abi::kAligned16] == 1, false).empty();
+  s.tma_loads = *tma_declines(nums, nullptr, ptrs, nums[abi::kAligned16] == 1, false) == '\0';
   return s;
 }
 
@@ -614,6 +614,7 @@ void forward(const uint64_t* ptrs, const double* nums) {
             "fp8 inputs need 16-byte aligned tensors, q/k/v strides that are multiples of 16 and a head dim that is a "
             "multiple of 16");
   }
+  p.tma_loads = s.tma_loads;
   p.pack_gqa = pl.pack_gqa;
   p.m_blocks = pl.m_blocks;
   p.num_splits = splits;
@@ -649,7 +650,7 @@ std::vector<std::string> kernel_descriptions() {
                   (c.sm90 ? (c.split_release ? ", sm90 wgmma, warp-specialized, K/V released apart"
                                              : ", sm90 wgmma, warp-specialized")
                           : "") +
-                  // The 16-bit Hopper kernel's producer (sm90/flash_fwd_sm90_launch.h: fwd_sm90_tma_declines).
+                  // The 16-bit Hopper kernel's producer (FwdParams::tma_loads, the plan's tma_loads).
                   (c.sm90 && !c.fp8 && c.block_m >= 128
                        ? ", Q/K/V by TMA on dense calls (cp.async on varlen, sequsedK, misaligned)"
                        : "") +

@@ -1,22 +1,22 @@
-// Whether a call's tensors fit the TMA's 4-D tensor maps, from the abi numbers: the rule of the kernels that load
-// by TMA alone (the Hopper dK/dV kernel 'sm90_tma_ws', the forward's one-warpgroup tile 'sm90ws_rows64'), which the
-// plans apply before picking them. The launches check the same of their parameters (fwd_sm90_tma_declines).
+// Whether a call's tensors fit the TMA's 4-D tensor maps, from the abi numbers: the one rule of the TMA kernels (the
+// Hopper dK/dV kernel 'sm90_tma_ws'; the Hopper forward's TMA producer and its one-warpgroup tile 'sm90ws_rows64',
+// which take it from the plan through FwdParams::tma_loads).
 #pragma once
 #include <cstdint>
-#include <string>
 
 #include "abi.h"
 #include "bwd_abi.h"
 
 namespace attn::flash {
 
-// Why a kernel that loads by TMA alone cannot take this call beyond its bucket, or "" when it can: it reads
+// Why a kernel that loads by TMA cannot take this call beyond its bucket, or "" when it can (a literal: no
+// allocation on the forward's per-call path): it reads
 // Q, K, V (and the backward's dO) through 4-D tensor maps (dense tensors, 16-byte aligned, strides positive multiples of 8
 // elements wherever the extent is above 1) and has no seqused_k, paged K/V, ALiBi, softcap or dropout.
 // `ptrs` null (backward_plan, which sees no addresses): ALiBi and seqused_k are taken as absent and
 // `aligned16` as the strides say; `do_strides` false: dO's strides are not known yet. backward() decides
 // with everything.
-inline std::string tma_declines(const double* nums, const double* bnums, const uint64_t* ptrs, bool aligned16,
+inline const char* tma_declines(const double* nums, const double* bnums, const uint64_t* ptrs, bool aligned16,
                                 bool do_strides) {
   using namespace abi;
   if (nums[kTotalQ] >= 0) return "it has no varlen (cuSeqlens)";

@@ -87,6 +87,9 @@ struct FwdParams {
 
   bool pack_gqa;   // rows of a CTA = (query i, group member g): K/V tiles read once per group
   bool aligned16;  // every base pointer 16-byte aligned, every stride and D a multiple of 8
+  // q, k and v fit the TMA's tensor maps (the plan's rule, tma_declines.h): the Hopper forward's TMA producer
+  // reads them (false: cp.async).
+  bool tma_loads;
   int m_blocks;    // CTAs along the (packed) query rows
   int num_splits;  // > 1: split-KV; partial results to oaccum / lse_accum, merged by the combine kernel
   // The decode kernel's splits of a row tile run as one thread-block cluster and merge in its shared memory

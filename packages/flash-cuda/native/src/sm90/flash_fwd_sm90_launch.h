@@ -20,30 +20,15 @@
 
 namespace attn::flash {
 
-// Why the call's loads cannot go through TMA tensor maps, or nullptr. A map's rows past the end of a tensor
-// read as zeros, which is what the kernel needs past a sequence's end: so only dense calls (no varlen, no
-// seqused_k, no paged K/V) whose tensors a map describes (16-byte aligned, strides positive where stepped). The
-// same rule as the plan's, from the abi numbers (tma_declines.h), which picks the TMA-only tile by it.
-inline const char* fwd_sm90_tma_declines(const FwdParams& p) {
-  if (p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr) return "varlen";
-  if (p.seqused_k != nullptr || p.block_table != nullptr || p.kv_cache) return "seqused_k or a paged cache";
-  if (!p.aligned16) return "misaligned tensors";
-  if (p.seqlen_q < 1 || p.seqlen_k < 1) return "empty sequences";
-  auto fits = [](int64_t extent, int64_t stride) { return extent <= 1 || (stride > 0 && stride < (int64_t(1) << 39)); };
-  const bool ok =
-      fits(p.seqlen_q, p.q_row_stride) && fits(p.heads_q, p.q_head_stride) && fits(p.batch, p.q_batch_stride) &&
-      fits(p.seqlen_k, p.k_row_stride) && fits(p.heads_k, p.k_head_stride) && fits(p.batch, p.k_batch_stride) &&
-      fits(p.seqlen_k, p.v_row_stride) && fits(p.heads_k, p.v_head_stride) && fits(p.batch, p.v_batch_stride);
-  return ok ? nullptr : "strides a tensor map cannot step";
-}
-
-// The kernel's argument, with the maps where the call allows them and the caller does.
+// The kernel's argument, with the maps where the plan found that they can read q, k and v (p.tma_loads: a map
+// zero-fills rows only past the end of the whole tensor, so varlen and seqused_k calls, which need zeros past each
+// sequence's end, and misaligned ones keep the cp.async producer) and the caller allows them.
 template <typename Tr>
 FwdSm90Args fwd_sm90_args(const FwdParams& p, bool allow_tma) {
   using E = typename Tr::Element;
   FwdSm90Args a{};
   a.p = p;
-  a.tma = allow_tma && fwd_sm90_tma_declines(p) == nullptr;
+  a.tma = allow_tma && p.tma_loads;
   if (!a.tma) return a;
   constexpr CUtensorMapDataType kType =
       std::is_same_v<E, __nv_bfloat16> ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
@@ -65,8 +50,9 @@ void launch_fwd_sm90(const FwdParams& p, cudaStream_t stream, int device, bool a
   static std::atomic<uint64_t> opted_in{0};
   const FwdSm90Args a = fwd_sm90_args<Tr>(p, allow_tma);
   if (Tr::kTmaOnly && !a.tma)
-    throw std::invalid_argument(std::string("flash-cuda: this Hopper tile loads by TMA only, and the call has ") +
-                                (allow_tma ? fwd_sm90_tma_declines(p) : "the TMA turned off"));
+    throw std::invalid_argument(
+        std::string("flash-cuda: this Hopper tile loads by TMA only, and ") +
+        (allow_tma ? "the call's tensors do not fit its tensor maps" : "the TMA is turned off"));
   launch_fwd_sm90_grid<Tr::kSmemBytes, Tr::kLaunchThreads>(flash_fwd_sm90_ws_kernel<Tr>, opted_in, p, a, stream,
                                                            device);
   ATTN_LAUNCH_CHECK("flash_fwd_sm90_ws_kernel");

@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   sm90::CtaWork<E> w;
   if (!sm90::cta_work<Tr>(p, w)) return;
   const int n_end = w.n_end;
-  const bool tma = a.tma;
+  const bool tma = Tr::kTmaOnly || a.tma;  // kTmaOnly: the host launches it only where the maps apply
   if (tid == 0) {
     // 'full': the producer's 128 threads once their copies landed, or the TMA thread's one arrival with the
     // tile's bytes expected. 'empty': one lane per consumer warp, once its GEMMs are done.
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   if (warp >= Tr::kNWarps) {
     // ---- producer warpgroup: K_n, V_n into the ring, n from the last tile down
     sm90::regs_dealloc<Tr::kProducerRegs>();
-    if (Tr::kTmaOnly || tma) {  // kTmaOnly: the host launches it only where the maps apply
+    if (tma) {
       if (tid == kConsumers) produce_tma<Tr>(a, w, full_bar, empty_bar, v_full_bar, v_empty_bar, q_bar, sQ, sK, sV);
       return;
     }
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(Tr::kLaunchThreads, Tr::kMinBlocks)
   sm90::regs_alloc<Tr::kConsumerRegs>();
   const int wg = warp >> 2;
   const RowCtx rc = sm90::row_ctx<Tr>(w, warp, g);
-  if (Tr::kTmaOnly || tma) {
+  if (tma) {
     sm90::mbar_wait(q_bar, 0);
   } else {
     TileIO<sm90::WithThreads<Tr, kConsumers>>::template load<kM>(

@@ -1,5 +1,5 @@
 // The Hopper 16-bit forward kernel's argument (flash_fwd_sm90_ws_kernel.h): the call's parameters and, where the
-// call's tensors fit them (fwd_sm90_tma_declines, fwd_sm90_args in flash_fwd_sm90_launch.h), the TMA tensor maps
+// call's tensors fit them (FwdParams::tma_loads; fwd_sm90_args in flash_fwd_sm90_launch.h), the TMA tensor maps
 // of q, k and v.
 #pragma once
 #include <cuda.h>
