@@ -279,9 +279,8 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       const dense = (shape: [number, number, number, number, number, number], opts: SdpaOptions = {}) => {
         const [b, hq, hk, sq, sk, d] = shape;
         const t = (h: number, s: number) => empty([b, h, s, d], { dtype: 'bfloat16', device: 'cuda' });
-        const n = packArgs(normalizeParams(t(hq, sq), t(hk, sk), t(hk, sk), opts), H100);
-        n.nums[NUM.aligned16] = 1; // as a device's allocations are (the fake device's addresses are not)
-        return n;
+        // packArgs sets the alignment the plan reads (the fake device's blocks are 256-byte aligned, as a device's are).
+        return packArgs(normalizeParams(t(hq, sq), t(hk, sk), t(hk, sk), opts), H100);
       };
       const kernel = (n: ReturnType<typeof dense>) => a!.plan(n.nums, n.ptrs).kernel;
       expect(kernel(dense([4, 16, 16, 1024, 1024, 64]))).toBe('bf16_d64_sm90ws_rows64');
@@ -295,9 +294,11 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
       );
       expect(kernel(dense([4, 16, 16, 1024, 1024, 128]))).toBe('bf16_d128_sm90ws'); // D 64 only
       // Misaligned tensors and zero strides (broadcast views) are for the cp.async producer: the 128-row tile.
-      const misaligned = dense([4, 16, 16, 1024, 1024, 64]);
-      misaligned.nums[NUM.aligned16] = 0;
-      expect(kernel(misaligned)).toBe('bf16_d64_sm90ws');
+      const q = empty([4, 16, 1025, 64], { dtype: 'bfloat16', device: 'cuda' }).narrow(2, 1, 1024); // 128 bytes in
+      const kv = empty([4, 16, 1024 * 64 + 1], { dtype: 'bfloat16', device: 'cuda' })
+        .narrow(2, 1, 1024 * 64)
+        .reshape([4, 16, 1024, 64]); // 2 bytes in
+      expect(kernel(packArgs(normalizeParams(q, kv, kv), H100))).toBe('bf16_d64_sm90ws');
       const broadcast = nums([4, 16, 16, 1024, 1024, 64]);
       expect(kernel(broadcast)).toBe('bf16_d64_sm90ws');
       // Forced by index where the maps cannot read the call: refused, saying why.

@@ -145,6 +145,11 @@ export function packArgs(
   nums[NUM.numSplits] = 0; // 0: the addon's heuristic decides
   nums[NUM.kernel] = -1; // -1: the addon picks the tile configuration
   nums[NUM.kernelFamily] = kernelFamilyOf(p); // the call's kernel option (kernels.ts); backward reads it too
+  // The plan reads the alignment (the TMA rule, native/src/tma_declines.h), so it is set before any plan: over q, k, v
+  // and a given out (a fresh out starts on an allocator block). The launch sets it again once out's strides are in.
+  nums[NUM.aligned16] = aligned16(p, p.out ? [p.query, p.key, p.value, p.out] : [p.query, p.key, p.value], nums)
+    ? 1
+    : 0;
   return { ptrs, nums };
 }
 
