@@ -4,11 +4,13 @@
 // call's dtype and head dim forced by name (each with the plan's split count for it), timed two ways with CUDA
 // events: a graph of L captured calls replayed (the kernels back to back, no host) and an eager loop of
 // back-to-back flashForward calls, each disposing its outputs (what a user's loop pays). Each figure is the
-// median of three samples (of up to 8 replays / 100 calls, fewer for long calls). Inputs are filled on the device (a finite constant) and rotated over enough sets
-// that small shapes do not all sit in the L2 while big ones stay affordable.
+// median of three samples (of up to 8 replays / 100 calls, fewer for long calls). Inputs are rotated over enough
+// sets that small shapes do not all sit in the L2 while big ones stay affordable. They are a finite constant
+// filled on the device (cheap for thousands of short shapes), or with `--inputs random` normal samples: with a
+// constant no row's running max ever moves, which a kernel may turn into less work than real data gives.
 //
 //   node packages/flash-cuda/scripts/short-call-sweep.mjs [--json out.json] [--sq 1,16] [--sk 16] [--dim 64]
-//     [--dtype bfloat16] [--bh 1x1] [--causal 0,1]
+//     [--dtype bfloat16] [--bh 1x1] [--causal 0,1] [--inputs constant|random]
 import { writeFileSync } from 'node:fs';
 import * as core from '@attn/core';
 import * as cuda from '@attn/cuda';
@@ -25,6 +27,7 @@ const DIMS = list('--dim', '64,128').map(Number);
 const DTYPES = list('--dtype', 'bfloat16,float16');
 const BH = list('--bh', '1x1,2x8,8x32').map((s) => s.split('x').map(Number));
 const CAUSAL = list('--causal', '0,1').map((s) => s === '1');
+const RANDOM = arg('--inputs', 'constant') === 'random';
 const L = 16; // calls per graph
 const REPLAYS = 8; // replays per graph sample at most
 const EAGER = 100; // calls per eager sample at most
@@ -98,7 +101,9 @@ for (const dtype of DTYPES) {
         for (const Sq of SQ) {
           const setBytes = B * H * (2 * Sq + 2 * Sk) * D * 2;
           const sets = Math.max(2, Math.min(L, Math.ceil(SET_BYTES_TOTAL / setBytes)));
+          let seed = 1;
           const filled = (shape) => {
+            if (RANDOM) return core.randn(shape, { ...o, seed: seed++ });
             const t = core.empty(shape, o);
             cuda.fill(t.storage, 0, t.storage.bytes, 0x3c); // 0x3c3c: bf16 0.0115, fp16 1.06 (finite)
             return t;
@@ -153,6 +158,7 @@ if (json)
     JSON.stringify(
       {
         device: `${props.name} (${props.arch}, ${props.multiProcessorCount} SMs)`,
+        inputs: RANDOM ? 'random' : 'constant',
         layers: L,
         replays: REPLAYS,
         eagerCalls: EAGER,

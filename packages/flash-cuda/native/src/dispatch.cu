@@ -430,10 +430,12 @@ Plan make_plan(const Shape& s, int requested_splits, int forced, bool lean, Kern
       cfg = hopper;
   }
   // D 64's one-warpgroup tile (two CTAs per SM, TMA only) where a row sees at most kRows64Keys keys on average:
-  // one CTA's fill and drain then run under the other's GEMMs (H200: S 1k 1.10-1.11x, causal 4k 1.06x; non-causal
-  // 4k 0.99-1.03x and S 16k 0.97-0.99x stay on the 128-row tile). A causal row sees from all the visible keys down
-  // to the band's first: about visible_k - min(Sq, visible_k) / 2 on average. A kernel forced by index stays.
-  constexpr int64_t kRows64Keys = 2048;
+  // one CTA's fill and drain then run under the other's GEMMs. Through the addon on an H200 (random bf16 inputs,
+  // scripts/short-call-sweep.mjs --inputs random), against the 128-row tile: 512-1024 keys a row 1.09-1.11x (S 1k,
+  // S 1k causal, S 2k causal); 2048 keys 0.97-1.00x (S 2k, S 4k causal); 4096 and more 0.91-0.98x. Below
+  // the tie, with margin. A causal row sees from all the visible keys down to the band's first: about
+  // visible_k - min(Sq, visible_k) / 2 on average. A kernel forced by index stays.
+  constexpr int64_t kRows64Keys = 1536;
   const int64_t mean_keys = s.causal ? s.visible_k - std::min<int64_t>(s.seq_q, s.visible_k) / 2 : s.visible_k;
   if (forced < 0 && cfg >= 0 && cfg == hopper && hopper_rows64 >= 0 && mean_keys <= kRows64Keys) cfg = hopper_rows64;
   if (cfg < 0)
