@@ -58,6 +58,8 @@ describe('usage errors exit 2 with what to change', () => {
     [['bench', '--decode', '--seq', '512'], /option '--decode' cannot be used with option '--seq <list>'/],
     [['bench', '--causal', '--non-causal'], /cannot be used with option '--non-causal'/],
     [['bench', '--overhead', '--dim', '64'], /option '--overhead' cannot be used with option '--dim <list>'/],
+    [['bench', '--overhead', '--loop', '4'], /option '--loop <calls>' cannot be used with option '--overhead'/],
+    [['bench', '--loop', '0'], /expected a positive integer/],
     [['bench', '--device', 'cpu', '--plot', 'chart.png'], /must end in .svg or .html/],
     [['bench', '--device', 'cpu', '--backends', 'nope'], /Unknown backend 'nope'/],
     [
@@ -462,6 +464,24 @@ describe('attn bench (CPU smoke run)', () => {
     );
     const rows = JSON.parse(readFileSync(json, 'utf8')).rows;
     expect(rows).toEqual([expect.objectContaining({ batch: 1, headsQ: 1, seqQ: 16, headDim: 64, status: 'ok' })]);
+  });
+
+  it('times a grid in loops of back-to-back calls (--loop)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'attn-bench-'));
+    const json = join(dir, 'l.json');
+    const r = await attn(
+      ...words(
+        'bench --device cpu --backends cpu-math --seq 16 --dim 8 --non-causal --loop 3 --repeat 2 --warmup 0 --warmup-ms 0 --quiet --json',
+      ),
+      json,
+    );
+    expect(r.code).toBe(EXIT_OK);
+    expect(r.out).toMatch(
+      /of loops of 3 back-to-back calls, each disposing its outputs, then the median of up to 2 such loops/,
+    );
+    const report = JSON.parse(readFileSync(json, 'utf8'));
+    expect(report.settings).toMatchObject({ loop: 3 });
+    expect(report.rows).toEqual([expect.objectContaining({ seqQ: 16, headDim: 8, status: 'ok' })]);
   });
 
   it('times the loop of varlen calls writing into a preallocated out', async () => {

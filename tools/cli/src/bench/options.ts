@@ -26,6 +26,8 @@ export interface BenchFlags extends FeatureFlags {
   nonCausal?: boolean;
   decode?: boolean;
   overhead?: boolean;
+  /** Calls per timed sample on both sides (--loop); unset: one call per sample. */
+  loop?: number;
   repeat: number;
   warmup: number;
   /** Unset: DEFAULT_WARMUP_MS, or OVERHEAD_WARMUP_MS with --overhead. */
@@ -104,6 +106,14 @@ export function addBenchOptions(cmd: Command): Command {
   return cmd
     .addOption(
       new Option('--repeat <n>', 'timed calls per case (median reported)').argParser(parsePositiveInt).default(10),
+    )
+    .addOption(
+      new Option(
+        '--loop <calls>',
+        'each timed sample is this many back-to-back calls, each disposing its outputs, timed as one (torch: the same loop): the steady state of a loop that keeps the GPU busy, without the launch latency a lone call shows (default: one call per sample)',
+      )
+        .argParser(parsePositiveInt)
+        .conflicts('overhead'),
     )
     .addOption(new Option('--warmup <n>', 'untimed calls per case').argParser(parseNonNegativeInt).default(2))
     .addOption(

@@ -79,7 +79,7 @@ async function bench(flags: BenchFlags, getContext: ContextProvider): Promise<vo
     warmupMs: flags.warmupMs ?? (flags.overhead ? OVERHEAD_WARMUP_MS : DEFAULT_WARMUP_MS),
     repeat: flags.repeat,
     budgetMs: flags.budget * 1000,
-    callsPerSample: flags.overhead ? OVERHEAD_LOOP_CALLS : 1,
+    callsPerSample: flags.overhead ? OVERHEAD_LOOP_CALLS : (flags.loop ?? 1),
   };
   println(
     io.stdout,
