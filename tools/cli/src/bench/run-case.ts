@@ -16,7 +16,7 @@ export interface CaseSettings {
   readonly repeat: number;
   readonly budgetMs: number;
   /**
-   * Calls per timed sample; the per-call time is the sample / callsPerSample. Above 1 (--overhead),
+   * Calls per timed sample; the per-call time is the sample / callsPerSample. Above 1 (--overhead, --loop),
    * each call's cleanup (disposing its outputs) runs right after it inside the timed loop, as in a
    * user's loop of sdpa() then dispose(): the figure is what such a loop pays per call, host included.
    * At 1 the cleanup runs outside the timed region (the kernel's time).
