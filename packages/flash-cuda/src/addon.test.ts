@@ -302,6 +302,15 @@ describe.skipIf(!a)('flash_cuda.node host side', () => {
         .narrow(2, 1, 1024 * 64)
         .reshape([4, 16, 1024, 64]); // 2 bytes in
       expect(kernel(packArgs(normalizeParams(q, kv, kv), H100))).toBe('bf16_d64_sm90ws');
+      // A given out 2 bytes off: the tile's epilogue stores 16 bytes at a time too.
+      const n = 4 * 16 * 1024 * 64;
+      const out = empty([n + 1], { dtype: 'bfloat16', device: 'cuda' })
+        .narrow(0, 1, n)
+        .reshape([4, 16, 1024, 64]);
+      const aligned = (s: number) => empty([4, 16, s, 64], { dtype: 'bfloat16', device: 'cuda' });
+      expect(kernel(packArgs(normalizeParams(aligned(1024), aligned(1024), aligned(1024), { out }), H100))).toBe(
+        'bf16_d64_sm90ws',
+      );
       const broadcast = nums([4, 16, 16, 1024, 1024, 64]);
       expect(kernel(broadcast)).toBe('bf16_d64_sm90ws');
       // Forced by index where the maps cannot read the call: refused, saying why.

@@ -146,7 +146,8 @@ export function packArgs(
   nums[NUM.kernel] = -1; // -1: the addon picks the tile configuration
   nums[NUM.kernelFamily] = kernelFamilyOf(p); // the call's kernel option (kernels.ts); backward reads it too
   // The plan reads the alignment (the TMA rule, native/src/tma_declines.h), so it is set before any plan: over q, k, v
-  // and a given out (a fresh out starts on an allocator block). The launch sets it again once out's strides are in.
+  // and a given out (a fresh out starts on an allocator block). forwardAllocating narrows it by out's strides;
+  // launchForward checks again what it launches on (the kv-cache path's q may be a rotated copy).
   nums[NUM.aligned16] = aligned16(p, p.out ? [p.query, p.key, p.value, p.out] : [p.query, p.key, p.value], nums)
     ? 1
     : 0;
@@ -174,6 +175,11 @@ const STRIDE_SLOTS = [
   NUM.kPageStride,
   NUM.vPageStride,
 ] as const;
+
+/** out's strides are multiples of 8 elements (16 bytes of a 16-bit dtype). */
+function outStridesAligned16(nums: Float64Array): boolean {
+  return nums[NUM.oBatchStride]! % 8 === 0 && nums[NUM.oHeadStride]! % 8 === 0 && nums[NUM.oRowStride]! % 8 === 0;
+}
 
 /** 16-byte loads and stores are possible: base addresses 16-byte aligned, strides and D multiples of 8. */
 export function aligned16(p: SdpaParams, tensors: readonly Tensor[], nums: Float64Array): boolean {
@@ -375,9 +381,9 @@ function forwardAllocating(
     nums[NUM.oRowStride] = p.headDimV;
   }
   [nums[NUM.lseBatchStride], nums[NUM.lseHeadStride]] = lseStrides(p, totalQ);
-  // A fresh out starts on an allocator block (>= 512-byte aligned; the addon checks 16).
-  const checked = given ? [p.query, p.key, p.value, given] : [p.query, p.key, p.value];
-  nums[NUM.aligned16] = aligned16(p, checked, nums) ? 1 : 0;
+  // packArgs checked q, k, v and a given out; out's strides are in now. A fresh out starts on an allocator block
+  // (>= 512-byte aligned; the addon checks 16).
+  if (!outStridesAligned16(nums)) nums[NUM.aligned16] = 0;
   nums[NUM.numSplits] = plan.numSplits;
   ptrs[PTR.q] = p.query.dataPointer();
   ptrs[PTR.k] = p.key.dataPointer();
