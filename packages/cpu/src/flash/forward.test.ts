@@ -1,6 +1,6 @@
 // cpu-flash forward against cpu-math (float64) on odd shapes and every feature, on every SIMD level
 // this CPU runs, in float32, float16 and bfloat16.
-import { tensor } from '@attn/core';
+import { normalizeParams, tensor } from '@attn/core';
 import type { FloatDType, SdpaOptions, SdpaParams } from '@attn/core';
 import { nanOutputs } from '@attn/core/testing';
 import { describe, expect, it } from 'vitest';
@@ -154,6 +154,74 @@ describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'add
     }
   }
 
+  // Short queries over few (batch, kv head) pairs split their keys into ranges merged by logsumexp (split-KV,
+  // forward_f32.h key_splits): 2100 keys over 2 pairs are 4 ranges of 9 key blocks (the last 6), 4100 keys over
+  // one pair 8 ranges of 9 (the last 2). The window and the lower-right diagonal leave ranges a row never sees; the mask turns the grouping
+  // off (one task per query head) and empties whole rows.
+  const splitDecode: Shape = { B: 1, Hq: 6, Hk: 2, Sq: 2, Sk: 2100, D: 40, Dv: 24 };
+  const mqaDecode: Shape = { B: 1, Hq: 4, Hk: 1, Sq: 1, Sk: 4100, D: 64, Dv: 64 };
+  const splitMask = () => {
+    const v: number[] = [];
+    for (let i = 0; i < splitDecode.Sq; i++)
+      for (let j = 0; j < splitDecode.Sk; j++) v.push(i === 1 ? 0 : (j * 7) % 5 !== 0 ? 1 : 0);
+    return tensor(v, [splitDecode.Sq, splitDecode.Sk], { dtype: 'bool' });
+  };
+  for (const isa of isas) {
+    for (const [name, shape, opts] of [
+      ['plain', splitDecode, () => ({})],
+      ['one kv head, one query', mqaDecode, () => ({})],
+      [
+        'causal lower-right + alibi + softcap + window',
+        splitDecode,
+        () => ({
+          isCausal: true,
+          alignment: 'lowerRight',
+          alibiSlopes: f32([0.01, 0.02, 0.03, 0.04, 0.05, 0.06]),
+          softcap: 5,
+          window: [300, -1],
+        }),
+      ],
+      ['a window inside one range', splitDecode, () => ({ window: [20, 20] })],
+      ['dropout', splitDecode, () => ({ dropoutP: 0.3, dropoutSeed: 0xfeedn, dropoutOffset: 11 })],
+      ['bool mask with a fully masked row', splitDecode, () => ({ attnMask: splitMask() })],
+    ] as const) {
+      for (const dtype of DTYPES) {
+        it(`${isa} ${dtype}: split-KV decode, ${name}`, () => {
+          const p = params(shape, dtype, opts() as SdpaOptions, 13);
+          const got = createCpuFlashBackend({ isa, threads: 2 }).forward(p);
+          const ref = cpuMathBackend.forward(p);
+          expect(maxAbsDiff(got.out, ref.out)).toBeLessThanOrEqual(TOL[dtype]);
+          expect(maxAbsDiff(got.logsumexp, ref.logsumexp)).toBeLessThanOrEqual(dtype === 'float32' ? 2e-5 : 2e-2);
+        });
+      }
+    }
+  }
+
+  it('split-KV decode gives the same bits at every thread count', () => {
+    const p = params(splitDecode, 'float32', { isCausal: true, alignment: 'lowerRight' }, 5);
+    const bits = (threads: number) => {
+      const r = createCpuFlashBackend({ threads }).forward(p);
+      return Buffer.concat([
+        Buffer.from(r.out.toFloat32Array().buffer),
+        Buffer.from(r.logsumexp.toFloat32Array().buffer),
+      ]);
+    };
+    const one = bits(1);
+    for (const threads of [2, 3, 16]) expect(bits(threads).equals(one), `${threads} threads`).toBe(true);
+  });
+
+  it('split-KV decode keeps NaN: a NaN key in one range makes its rows NaN', () => {
+    const p = params(mqaDecode, 'float32', {}, 6);
+    const k = p.key.toFloat32Array();
+    k[1500 * mqaDecode.D + 3] = Number.NaN; // key 1500 (block 23): the third of eight ranges
+    const withNaN = params(mqaDecode, 'float32', {}, 6);
+    const key = tensor(Array.from(k), [...p.key.shape], { dtype: 'float32' });
+    const q = normalizeParams(withNaN.query, key, withNaN.value, { enableGqa: true });
+    const got = createCpuFlashBackend({ threads: 2 }).forward(q);
+    expect([...got.out.toFloat32Array()].every(Number.isNaN)).toBe(true);
+    expect([...got.logsumexp.toFloat32Array()].every(Number.isNaN)).toBe(true);
+  });
+
   it('fully masked rows give 0 and logsumexp -inf, never NaN', () => {
     const s: Shape = { B: 1, Hq: 1, Hk: 1, Sq: 5, Sk: 70, D: 8, Dv: 8 };
     const p = params(s, 'float32', { attnMask: tensor(new Array(5 * 70).fill(0), [5, 70], { dtype: 'bool' }) });
@@ -195,6 +263,7 @@ describe.skipIf(!load.ok)(`cpu-flash forward (${load.ok ? isas.join(', ') : 'add
         varlenParams([37, 0, 130, 5], [70, 9, 140, 0], { Hq: 4, Hk: 2, D: 24, Dv: 16 }, 'bfloat16'),
       ],
       ['grouped decode', params(decode, 'float16', {}, 9)],
+      ['split-KV decode, a window inside one range', params(splitDecode, 'bfloat16', { window: [20, 20] }, 9)],
       [
         'sequsedK with a row that uses no key',
         params(gqa, 'float32', { sequsedK: tensor([0], [1], { dtype: 'int32' }), isCausal: true }, 4),

@@ -107,6 +107,10 @@ struct FwdF32Ctx {
   int64_t pair0 = 0, npairs = 0;  // chunk of (batch, kv head) pairs converted in kconv / vconv
   float* kconv = nullptr;         // [npairs][Sk][D] when K is not fp32
   float* vconv = nullptr;         // [npairs][Sk][Dv] when V is not fp32
+  // Split-KV (key_splits): task t runs key range t % splits (split_blocks key blocks each) of the task
+  // t / splits would be unsplit, and writes its rows to `part` (out and lse of [splits * B, Hq, Sq], fp32).
+  int64_t splits = 1, split_blocks = 0;
+  const FwdProblem* part = nullptr;
 
   Rows k_rows(int64_t b, int64_t hk) const {
     const Dims& d = p->dims;
@@ -332,11 +336,16 @@ inline float softmax_begin_t(const FwdF32Ctx& cx, const HeadMods& hm, const F32T
     }
     shift[g] = vmax(vset(-FLT_MAX), vload(t.m + g * kLanes));
   }
-  if (rescale) {
+  if (rescale && t.ng == kGroups) {
     for (int64_t e = 0; e < p.dims.Dv; ++e) {
       float* row = t.ot + e * kQB;
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) vstore(row + g * kLanes, vmul(vload(row + g * kLanes), alpha[g]));
+    }
+  } else if (rescale) {  // a short task: O^T holds its first ng groups of columns only (fwd_f32_task)
+    for (int64_t e = 0; e < p.dims.Dv; ++e) {
+      float* row = t.ot + e * kQB;
+      for (int g = 0; g < t.ng; ++g) vstore(row + g * kLanes, vmul(vload(row + g * kLanes), alpha[g]));
     }
   }
   return unit;
@@ -437,11 +446,12 @@ inline void store_out_t(const FwdProblem& p, const F32Tile& t, int64_t b, int64_
   }
 }
 
-inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
+inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task_split) {
   const FwdProblem& p = *cx.p;
   const Dims& d = p.dims;
   const ScoreMods& md = p.mods;
   F32Tile t = F32Tile::carve(thread_scratch(F32Tile::bytes(d)), d);
+  const int64_t task = task_split / cx.splits, split = task_split % cx.splits;
   int64_t pair, m, ifirst, ilast;
   if (cx.grouped) {
     // One task per (batch, kv head): its G query heads x Sq rows share one pass over K and V.
@@ -470,20 +480,30 @@ inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
   const int64_t b = pair / d.Hk, hk = pair % d.Hk;
   t.ng = static_cast<int>((m + kLanes - 1) / kLanes);  // short blocks (decode, tails) compute only their rows
 
-  // Q^T [D][kQB], zero past row m.
-  for (int64_t r = 0; r < kQB; ++r) {
+  // Q^T [D][kQB] and O^T [Dv][kQB] in the columns the products compute (nc: rows up to the last vector group),
+  // Q^T zero past row m. The columns past nc are never read (a decode task's m is a few rows: writing all kQB
+  // columns of both was most of a short split task's time).
+  const int64_t nc = t.ng * kLanes;
+  for (int64_t r = 0; r < nc; ++r) {
     if (r < m) load_row(t.tmp, elem_ptr(p.q, b, t.rh[r], t.ri[r], 0), p.q.dtype, d.D, p.q.strides[3]);
     for (int64_t e = 0; e < d.D; ++e) t.qt[e * kQB + r] = r < m ? t.tmp[e] : 0.f;
   }
-  for (int64_t e = 0; e < d.Dv * kQB; ++e) t.ot[e] = 0.f;
+  for (int64_t e = 0; e < d.Dv; ++e)
+    for (int64_t r = 0; r < nc; ++r) t.ot[e * kQB + r] = 0.f;
   setup_rows(p, t, b, m);
   const HeadMods hm = head_mods(md, d.Sk, b, t.rh[0]);  // per-head parts (mask) only when ungrouped
   const RowRange first = key_range(md, d.Sk, ifirst), last = key_range(md, d.Sk, ilast);
   const Rows kr = cx.k_rows(b, hk), vr = cx.v_rows(b, hk);
   const bool stream = d.Sk * (d.D + d.Dv) * 4 > (int64_t{1} << 20);
   const bool small_blocks = kr.table && kr.bs < kKB;  // both K and V come paged, or neither
+  // The key blocks the rows see, within this task's key range when split.
+  int64_t kb_lo = first.lo / kKB, kb_hi = last.hi / kKB;
+  if (cx.splits > 1) {
+    kb_lo = kb_lo > split * cx.split_blocks ? kb_lo : split * cx.split_blocks;
+    kb_hi = kb_hi < (split + 1) * cx.split_blocks - 1 ? kb_hi : (split + 1) * cx.split_blocks - 1;
+  }
   if (first.lo <= last.hi) {
-    for (int64_t kb = first.lo / kKB; kb <= last.hi / kKB; ++kb) {
+    for (int64_t kb = kb_lo; kb <= kb_hi; ++kb) {
       const int64_t j0 = kb * kKB, n = d.Sk - j0 < kKB ? d.Sk - j0 : kKB;
       if (stream) {
         // K and V of a head larger than L2 stream from memory: fetch the next block's rows while
@@ -520,18 +540,80 @@ inline void fwd_f32_task(const FwdF32Ctx& cx, int64_t task) {
       });
     }
   }
-  store_out_t(p, t, b, m);
+  // A split's rows go to its own batch rows of the partials: [split * B + b].
+  if (cx.splits > 1)
+    store_out_t(*cx.part, t, split * d.B + b, m);
+  else
+    store_out_t(p, t, b, m);
+}
+
+// Merges the split partials of query head h of batch row b (rows i of Sq) into p's out and lse: out = the
+// partials weighted by exp(lse_s - lse), lse = log sum exp(lse_s). Splits whose keys the row never sees have
+// lse_s = -inf (weight 0); a row no split saw gives 0 and -inf, as the unsplit kernel; a NaN lse_s (NaN logits)
+// gives NaN out and lse.
+inline void merge_splits_task(const FwdF32Ctx& cx, int64_t bh, float* w) {
+  const FwdProblem& p = *cx.p;
+  const FwdProblem& part = *cx.part;
+  const Dims& d = p.dims;
+  const int64_t b = bh / d.Hq, h = bh % d.Hq;
+  for (int64_t i = 0; i < d.Sq; ++i) {
+    float mx = kNegInf;
+    bool nan = false;
+    for (int64_t s = 0; s < cx.splits; ++s) {
+      const float l = part.lse[(s * d.B + b) * part.lse_sb + h * part.lse_sh + i];
+      nan = nan || l != l;
+      mx = l > mx ? l : mx;
+    }
+    float sum = 0.f;
+    for (int64_t s = 0; s < cx.splits; ++s) {
+      const float l = part.lse[(s * d.B + b) * part.lse_sb + h * part.lse_sh + i];
+      w[s] = l == kNegInf ? 0.f : std::exp(l - mx);
+      sum += w[s];
+    }
+    float* acc = w + cx.splits;
+    for (int64_t e = 0; e < d.Dv; ++e) acc[e] = 0.f;
+    if (nan) {
+      for (int64_t e = 0; e < d.Dv; ++e) acc[e] = NAN;
+    } else if (mx != kNegInf) {
+      for (int64_t s = 0; s < cx.splits; ++s) {
+        if (w[s] == 0.f) continue;  // a range the row never saw: its partial row is 0
+        const float ws = w[s] / sum;
+        const float* o = static_cast<const float*>(elem_ptr(part.out, s * d.B + b, h, i, 0));
+        for (int64_t e = 0; e < d.Dv; ++e) acc[e] += ws * o[e];
+      }
+    }
+    store_row(elem_ptr(p.out, b, h, i, 0), p.out.dtype, acc, d.Dv, p.out.strides[3]);
+    p.lse[b * p.lse_sb + h * p.lse_sh + i] = nan ? NAN : mx == kNegInf ? kNegInf : mx + std::log(sum);
+  }
 }
 
 // Each K/V element serves at most kQB query rows (decode and other short queries): a conversion
 // or packing pass over K and V would cost as much as the attention itself.
 inline bool short_queries(const FwdProblem& p) { return (p.dims.Hq / p.dims.Hk) * p.dims.Sq <= kQB; }
 
-// Short queries under GQA: the G heads of a kv head go into one task and read K and V once,
-// together, when there are enough (batch, kv head) pairs to keep the threads busy.
-inline bool groups_queries(const FwdProblem& p) {
+// Split-KV for short queries over few (batch, kv head) pairs (decode of one or a few sequences): the keys go in
+// up to kMaxKeySplits ranges of at least kSplitMinKeys, enough for about kSplitTasks tasks, each range's rows
+// merged by logsumexp after (merge_splits_task). From the shape alone, never the thread count: a call gives the
+// same bits at every thread count.
+constexpr int64_t kSplitTasks = 64;
+constexpr int64_t kSplitMinKeys = 512;
+constexpr int64_t kMaxKeySplits = 32;
+inline int64_t key_splits(const FwdProblem& p) {
   const Dims& d = p.dims;
-  return d.Hq > d.Hk && !p.mods.has_mask && short_queries(p) && 2 * d.B * d.Hk >= p.threads;
+  if (!short_queries(p)) return 1;
+  const int64_t pairs = d.B * d.Hk;
+  int64_t s = (kSplitTasks + pairs - 1) / pairs;
+  const int64_t by_keys = d.Sk / kSplitMinKeys;
+  s = s < by_keys ? s : by_keys;
+  s = s < kMaxKeySplits ? s : kMaxKeySplits;
+  return s < 2 ? 1 : s;
+}
+
+// Short queries under GQA: the G heads of a kv head go into one task and read K and V once,
+// together, when there are enough tasks (pairs x key ranges) to keep the threads busy.
+inline bool groups_queries(const FwdProblem& p, int64_t splits) {
+  const Dims& d = p.dims;
+  return d.Hq > d.Hk && !p.mods.has_mask && short_queries(p) && 2 * d.B * d.Hk * splits >= p.threads;
 }
 
 // Converted K/V bytes allowed per chunk of (batch, kv head) pairs.
@@ -546,7 +628,8 @@ inline void forward_f32(const FwdProblem& p) {
   Buffer<int64_t> order(static_cast<size_t>(cx.nqb)), work(static_cast<size_t>(cx.nqb));
   order_query_blocks(p.mods, d, kQB, kKB, order.get(), work.get());
   cx.order = order.get();
-  cx.grouped = groups_queries(p);
+  cx.splits = key_splits(p);
+  cx.grouped = groups_queries(p, cx.splits);
   // fp16/bf16 K and V: converted to fp32 rows once per call when many query rows reuse them;
   // short queries (decode) read each element about once: convert it as it is broadcast.
   const bool conv_k = p.k.dtype != DType::kFloat32 && !short_queries(p);
@@ -559,14 +642,33 @@ inline void forward_f32(const FwdProblem& p) {
   CallBuffer<float> vc(conv_v ? static_cast<size_t>(chunk * d.Sk * d.Dv) : 0);
   cx.kconv = kc.get();
   cx.vconv = vc.get();
+  // Split partials (short queries convert nothing, so the pairs are one chunk): out and lse of each key range.
+  const int64_t rows = d.B * d.Hq * d.Sq;
+  CallBuffer<float> parts(cx.splits > 1 ? static_cast<size_t>(cx.splits * rows * (d.Dv + 1)) : 0);
+  FwdProblem part;
+  if (cx.splits > 1) {
+    const int64_t blocks = (d.Sk + kKB - 1) / kKB;
+    cx.split_blocks = (blocks + cx.splits - 1) / cx.splits;
+    part = p;
+    part.out = View4{parts.get(), DType::kFloat32, {d.Hq * d.Sq * d.Dv, d.Sq * d.Dv, d.Dv, 1}};
+    part.lse = parts.get() + cx.splits * rows * d.Dv;
+    part.lse_sb = d.Hq * d.Sq;
+    part.lse_sh = d.Sq;
+    cx.part = &part;
+  }
   for (int64_t pair0 = 0; pair0 < pairs; pair0 += chunk) {
     cx.pair0 = pair0;
     cx.npairs = pairs - pair0 < chunk ? pairs - pair0 : chunk;
     if (conv_k || conv_v)
       parallel_for_each(cx.npairs * ((d.Sk + 63) / 64), p.threads, [&](int64_t t) { fwd_f32_convert_task(cx, t); });
     const int64_t tasks = cx.grouped ? cx.npairs : cx.npairs * cx.G * cx.nqb;
-    parallel_for_each(tasks, p.threads, [&](int64_t t) { fwd_f32_task(cx, t); }, Claim::kRanges);
+    parallel_for_each(tasks * cx.splits, p.threads, [&](int64_t t) { fwd_f32_task(cx, t); }, Claim::kRanges);
   }
+  if (cx.splits > 1)
+    parallel_for_each(d.B * d.Hq, p.threads, [&](int64_t bh) {
+      float* w = static_cast<float*>(thread_scratch(static_cast<size_t>(cx.splits + d.Dv) * sizeof(float)));
+      merge_splits_task(cx, bh, w);
+    });
 }
 
 }  // namespace ATTN_ISA
